@@ -1,0 +1,1 @@
+//! Linux performance observation: perf_event_open counters.
