@@ -1,1 +1,21 @@
-//! The scalelab engine.
+//! The scalelab engine: plans sweeps, runs trials, stores results, analyses and presents them.
+//!
+//! No module here depends on clap; the binary converts arguments into the types of this crate.
+//! All unsafe code lives in the `sys` and `perf` crates.
+#![forbid(unsafe_code)]
+
+pub mod analysis;
+pub mod env;
+pub mod error;
+pub mod model;
+pub mod params;
+pub mod plan;
+pub mod report;
+pub mod runner;
+pub mod store;
+pub mod task_spec;
+pub mod timestamp;
+pub mod warnings;
+pub mod workloads;
+
+pub use error::LabError;

@@ -1,1 +1,21 @@
-fn main() {}
+//! The `scalelab` binary: parses arguments, dispatches to one command module each, and turns
+//! errors into `error: …` on stderr with exit status 2 (1 is reserved for "regression found").
+
+mod cli;
+mod commands;
+mod db_path;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    match commands::dispatch(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}

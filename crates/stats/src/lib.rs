@@ -1,1 +1,27 @@
 //! Pure statistics for scalelab: no I/O, no clocks, no randomness without a seed.
+//!
+//! - [`sample`]: a point's trials — median and its order-statistic interval, spread, outliers.
+//! - [`mann_whitney`], [`hodges_lehmann`], [`compare`]: two samples to a verdict.
+//! - [`usl`]: the Universal Scalability Law fit and its predictions.
+//! - [`changepoint`]: change points in a history series (E-divisive, Otava style).
+//!
+//! Distributions (normal, Student's t, binomial) come from `statrs`; everything a maintained
+//! crate does not offer is written here, and each module says which parts and after which
+//! paper or book.
+
+pub mod changepoint;
+pub mod compare;
+pub mod error;
+pub mod hodges_lehmann;
+mod least_squares;
+pub mod mann_whitney;
+pub mod sample;
+pub mod usl;
+
+pub use changepoint::{ChangePoint, ChangePointOptions, change_points};
+pub use compare::{Change, CompareOptions, Direction, Verdict, compare};
+pub use error::StatsError;
+pub use hodges_lehmann::hodges_lehmann;
+pub use mann_whitney::{MannWhitney, mann_whitney_u, min_achievable_p};
+pub use sample::{Estimate, Outlier, Sample};
+pub use usl::{Prediction, UslFit, UslWarning, fit_usl};

@@ -1,1 +1,47 @@
-//! Safe wrappers over the raw Linux primitives scalelab's runner and workloads need.
+//! Safe wrappers over the raw Linux primitives scalelab's runner and workloads need: shared and
+//! private anonymous memory, futexes, fork/wait/signals, CPU affinity, resource usage and clock
+//! reads.
+//!
+//! This crate and `scalelab-perf` hold all of the project's `unsafe` code. Every `unsafe` block
+//! carries a `// SAFETY:` comment, every resource is owned by a type whose `Drop` releases it,
+//! and every failure is a [`SysError`] naming the system call, the errno and the fix.
+
+mod affinity;
+mod anon_mapping;
+mod child;
+mod clocks;
+mod error;
+mod futex;
+mod mapping;
+mod process;
+mod rusage;
+mod shared_region;
+mod signal;
+
+pub use affinity::{MAX_CPU, current_affinity, set_current_affinity};
+pub use anon_mapping::AnonMapping;
+pub use child::{ChildExit, ExitKind, try_wait_child, wait_child};
+pub use clocks::{
+    ClockId, clock_gettime_syscall, clock_gettime_vdso, gettimeofday_syscall, gettimeofday_vdso,
+};
+pub use error::{Errno, SysError};
+pub use futex::{futex_wait, futex_wake};
+pub use mapping::page_size;
+pub use process::{
+    ForkResult, exit_immediately, fork_single_threaded, getppid_syscall, gettid, sched_yield,
+    set_child_subreaper, set_parent_death_signal, thread_count,
+};
+pub use rusage::{ResourceUsage, children_usage, process_usage, thread_usage};
+pub use shared_region::SharedRegion;
+pub use signal::{send_signal, signal_name};
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn owned_memory_types_can_cross_threads() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<crate::SharedRegion>();
+        assert_send_sync::<crate::AnonMapping>();
+        assert_send_sync::<crate::SysError>();
+    }
+}

@@ -1,0 +1,363 @@
+//! Derives every aggregate the reports show from a run's raw trials: per-point medians with
+//! distribution-free intervals, speedup S(N) = X(N)/X(1), efficiency S/N, accounting per op,
+//! "scales to S out of N" and negative-scalability steps. Pure: reads a `RunData`, runs nothing.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use stats::{Estimate, Sample};
+
+use crate::model::{RunData, TrialMeasurement, TrialOutcome};
+use crate::warnings::Warning;
+
+/// Confidence level of point intervals.
+pub const LEVEL: f64 = 0.95;
+/// Trials varying more than this (coefficient of variation) get a warning.
+pub const HIGH_CV: f64 = 0.05;
+/// A throughput drop larger than this between consecutive points is called negative scalability.
+pub const NEGATIVE_DROP: f64 = 0.02;
+
+/// Everything shown for one N; every figure is a median over the point's successful trials.
+#[derive(Debug, Clone, Serialize)]
+pub struct PointSummary {
+    pub n: u32,
+    pub trials_ok: usize,
+    pub trials_failed: usize,
+    /// Ops per wall-clock second, all tasks together.
+    pub throughput: Option<Estimate>,
+    pub throughput_cv: Option<f64>,
+    /// Ops per CPU-second (user + sys): the old `flt/cpu/s` next to `fault/wsec`.
+    pub ops_per_cpu_sec: Option<f64>,
+    pub ops_per_sec_per_task: Option<f64>,
+    /// Wall nanoseconds per op seen by one task: N / throughput.
+    pub ns_per_op_per_task: Option<f64>,
+    pub speedup: Option<f64>,
+    pub efficiency: Option<f64>,
+    pub user_s: Option<f64>,
+    pub sys_s: Option<f64>,
+    pub wall_s: Option<f64>,
+    /// (user + sys) / wall × 100, as `time` prints it (exceeds 100 with several tasks).
+    pub cpu_pct: Option<f64>,
+    pub minor_faults: Option<f64>,
+    pub major_faults: Option<f64>,
+    pub voluntary_switches: Option<f64>,
+    pub involuntary_switches: Option<f64>,
+    pub block_in: Option<f64>,
+    pub block_out: Option<f64>,
+    /// Slowest and fastest task, ops/s (fairness).
+    pub task_min: Option<f64>,
+    pub task_max: Option<f64>,
+    pub cycles_per_op: Option<f64>,
+    pub instructions_per_op: Option<f64>,
+    /// Why counters are missing, when they are.
+    pub counter_note: Option<String>,
+    pub extras: BTreeMap<String, f64>,
+}
+
+/// "Scales to S out of N CPUs".
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct ScalesTo {
+    pub speedup: f64,
+    pub n: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    pub points: Vec<PointSummary>,
+    pub scales_to: Option<ScalesTo>,
+    #[serde(skip)]
+    pub warnings: Vec<Warning>,
+}
+
+fn median(values: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
+    Sample::new(v).ok().map(|s| s.median())
+}
+
+/// Summarises a run.
+pub fn summarize(data: &RunData) -> RunSummary {
+    let mut points = Vec::new();
+    let mut warnings = Vec::new();
+    let mut min_runs = usize::MAX;
+    for &n in &sorted_points(data) {
+        let trials: Vec<&TrialOutcome> = data
+            .trials
+            .iter()
+            .filter(|t| t.n == n)
+            .map(|t| &t.outcome)
+            .collect();
+        let ok: Vec<&TrialMeasurement> = trials.iter().filter_map(|t| t.measurement()).collect();
+        let failed: Vec<&str> = trials
+            .iter()
+            .filter_map(|t| match t {
+                TrialOutcome::Failed { reason } => Some(reason.as_str()),
+                TrialOutcome::Ok(_) => None,
+            })
+            .collect();
+        if let Some(first) = failed.first() {
+            warnings.push(Warning::FailedTrials {
+                n,
+                failed: failed.len(),
+                total: trials.len(),
+                first_reason: (*first).to_string(),
+            });
+        }
+        min_runs = min_runs.min(ok.len());
+        let p = summarize_point(n, &ok, failed.len());
+        if let Some(cv) = p.throughput_cv.filter(|cv| *cv > HIGH_CV) {
+            warnings.push(Warning::HighVariance { n, cv });
+        }
+        if let Some(&count) = p.extras.get("time_backwards").filter(|c| **c > 0.0) {
+            warnings.push(Warning::TimeBackwards { n, count });
+        }
+        points.push(p);
+    }
+    let base = points
+        .iter()
+        .find(|p| p.n == 1)
+        .and_then(|p| p.throughput.map(|t| t.point));
+    for p in &mut points {
+        if let (Some(base), Some(x)) = (base, p.throughput) {
+            if base > 0.0 {
+                p.speedup = Some(x.point / base);
+                p.efficiency = Some(x.point / base / f64::from(p.n));
+            }
+        }
+    }
+    if base.is_none() && !points.is_empty() {
+        warnings.push(Warning::NoBaseline);
+    }
+    for pair in points.windows(2) {
+        if let (Some(a), Some(b)) = (pair[0].throughput, pair[1].throughput) {
+            let drop = (a.point - b.point) / a.point;
+            if drop > NEGATIVE_DROP && b.upper < a.lower.max(a.point * (1.0 - NEGATIVE_DROP)) {
+                warnings.push(Warning::NegativeScaling {
+                    from: pair[0].n,
+                    to: pair[1].n,
+                    drop,
+                });
+            }
+        }
+    }
+    if min_runs != usize::MAX && min_runs < 3 && !points.is_empty() {
+        warnings.push(Warning::FewRuns { runs: min_runs });
+    }
+    if let Some(reason) = points.iter().find_map(|p| p.counter_note.clone()) {
+        warnings.push(Warning::CountersUnavailable { reason });
+    }
+    let multiplexed = data
+        .trials
+        .iter()
+        .filter_map(|t| t.outcome.measurement())
+        .any(|m| m.counters.iter().any(|c| c.multiplexed));
+    if multiplexed {
+        warnings.push(Warning::CountersMultiplexed);
+    }
+    let scales_to = points
+        .iter()
+        .rev()
+        .find_map(|p| p.speedup.map(|s| ScalesTo { speedup: s, n: p.n }));
+    RunSummary {
+        points,
+        scales_to,
+        warnings,
+    }
+}
+
+fn sorted_points(data: &RunData) -> Vec<u32> {
+    let mut ns: Vec<u32> = data.meta.points.clone();
+    ns.extend(data.trials.iter().map(|t| t.n));
+    ns.sort_unstable();
+    ns.dedup();
+    ns
+}
+
+fn summarize_point(n: u32, ok: &[&TrialMeasurement], failed: usize) -> PointSummary {
+    let rates: Vec<f64> = ok.iter().map(|m| m.ops_per_sec()).collect();
+    let sample = Sample::new(rates).ok();
+    let throughput = sample.as_ref().map(|s| s.median_interval(LEVEL));
+    let throughput_cv = sample.as_ref().and_then(|s| s.cv());
+    let secs = |m: &TrialMeasurement| m.window.as_secs_f64();
+    let per = |f: &dyn Fn(&TrialMeasurement) -> f64| median(ok.iter().map(|m| f(m)));
+    let per_op = |event: &str| {
+        median(ok.iter().filter_map(|m| {
+            let ops = m.ops();
+            m.counter(event)
+                .filter(|_| ops > 0)
+                .map(|c| c as f64 / ops as f64)
+        }))
+    };
+    let counter_note = ok
+        .iter()
+        .flat_map(|m| m.counters.iter())
+        .find(|c| c.value.is_none())
+        .and_then(|c| c.note.clone());
+    let mut extras = BTreeMap::new();
+    let names: std::collections::BTreeSet<&String> =
+        ok.iter().flat_map(|m| m.extras.keys()).collect();
+    for name in names {
+        if let Some(v) = median(
+            ok.iter()
+                .map(|m| m.extras.get(name).copied().unwrap_or(0) as f64),
+        ) {
+            extras.insert(name.clone(), v);
+        }
+    }
+    let x = throughput.map(|t| t.point);
+    PointSummary {
+        n,
+        trials_ok: ok.len(),
+        trials_failed: failed,
+        throughput,
+        throughput_cv,
+        ops_per_cpu_sec: median(
+            ok.iter()
+                .filter(|m| m.usage.cpu().0 > 0)
+                .map(|m| m.ops() as f64 / m.usage.cpu().as_secs_f64()),
+        ),
+        ops_per_sec_per_task: x.map(|x| x / f64::from(n)),
+        ns_per_op_per_task: x.filter(|x| *x > 0.0).map(|x| f64::from(n) / x * 1e9),
+        speedup: None,
+        efficiency: None,
+        user_s: per(&|m| m.usage.user.as_secs_f64()),
+        sys_s: per(&|m| m.usage.sys.as_secs_f64()),
+        wall_s: per(&secs),
+        cpu_pct: median(
+            ok.iter()
+                .filter(|m| secs(m) > 0.0)
+                .map(|m| m.usage.cpu().as_secs_f64() / secs(m) * 100.0),
+        ),
+        minor_faults: per(&|m| m.usage.minor_faults as f64),
+        major_faults: per(&|m| m.usage.major_faults as f64),
+        voluntary_switches: per(&|m| m.usage.voluntary_switches as f64),
+        involuntary_switches: per(&|m| m.usage.involuntary_switches as f64),
+        block_in: per(&|m| m.usage.block_in as f64),
+        block_out: per(&|m| m.usage.block_out as f64),
+        task_min: median(
+            ok.iter()
+                .filter(|m| secs(m) > 0.0)
+                .filter_map(|m| m.task_ops.iter().min().map(|&v| v as f64 / secs(m))),
+        ),
+        task_max: median(
+            ok.iter()
+                .filter(|m| secs(m) > 0.0)
+                .filter_map(|m| m.task_ops.iter().max().map(|&v| v as f64 / secs(m))),
+        ),
+        cycles_per_op: per_op("cycles"),
+        instructions_per_op: per_op("instructions"),
+        counter_note,
+        extras,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use super::*;
+    use crate::model::{Mode, Nanos, Pin, RunMeta, RunStatus, TrialRecord};
+    use crate::plan::{Plan, RunConfig};
+    use crate::runner::{FakeExecutor, SweepEvent, run_sweep};
+
+    fn fake_run(tasks: &str, contention: f64) -> RunData {
+        let mut cfg = RunConfig::new("spin");
+        cfg.tasks = Some(tasks.into());
+        cfg.runs = 5;
+        cfg.duration = Nanos(1_000_000_000);
+        let plan = Plan::new(cfg, 64).unwrap();
+        let mut exec = FakeExecutor::new(1000.0, contention);
+        exec.noise = 0.01;
+        let mut trials = Vec::new();
+        run_sweep(&plan, &mut exec, &AtomicBool::new(false), &mut |e| {
+            if let SweepEvent::Finished(r) = e {
+                trials.push(r.clone());
+            }
+            Ok(())
+        })
+        .unwrap();
+        RunData {
+            meta: meta(&plan.points),
+            trials,
+        }
+    }
+
+    fn meta(points: &[u32]) -> RunMeta {
+        RunMeta {
+            id: 1,
+            origin_id: None,
+            name: None,
+            workload: "spin".into(),
+            params: Default::default(),
+            op_unit: "op".into(),
+            mode: Mode::Threads,
+            pin: Pin::Auto,
+            points: points.to_vec(),
+            runs: 5,
+            duration: Nanos(1_000_000_000),
+            warmup: Nanos(0),
+            variant: None,
+            tags: Default::default(),
+            started_at: String::new(),
+            finished_at: None,
+            status: RunStatus::Complete,
+            env: Default::default(),
+            warnings: vec![],
+            command_line: String::new(),
+        }
+    }
+
+    #[test]
+    fn speedup_is_one_at_n1_and_follows_the_model() {
+        let s = summarize(&fake_run("1,2,4", 0.1));
+        assert!((s.points[0].speedup.unwrap() - 1.0).abs() < 1e-12);
+        // X(4)/X(1) = 4 / (1 + 0.1 × 3) = 3.077 (noise pattern has median 0).
+        let s4 = s.points[2].speedup.unwrap();
+        assert!((s4 - 4.0 / 1.3).abs() < 0.01, "{s4}");
+        assert!((s.points[2].efficiency.unwrap() - s4 / 4.0).abs() < 1e-12);
+        assert_eq!(s.scales_to.unwrap().n, 4);
+        let x = s.points[1].throughput.unwrap();
+        assert!((s.points[1].ns_per_op_per_task.unwrap() - 2.0 / x.point * 1e9).abs() < 1e-6);
+        assert!(
+            !s.warnings
+                .iter()
+                .any(|w| matches!(w, Warning::NegativeScaling { .. }))
+        );
+    }
+
+    #[test]
+    fn falling_throughput_is_flagged() {
+        let s = summarize(&fake_run("1,2,4", 2.0));
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| matches!(w, Warning::NegativeScaling { from: 2, to: 4, .. })),
+            "{:?}",
+            s.warnings
+        );
+    }
+
+    #[test]
+    fn missing_baseline_and_failures_are_warned() {
+        let mut data = fake_run("2,4", 0.0);
+        data.trials.push(TrialRecord {
+            n: 2,
+            index: 9,
+            started_at: String::new(),
+            outcome: TrialOutcome::Failed {
+                reason: "boom".into(),
+            },
+        });
+        let s = summarize(&data);
+        assert!(s.points[0].speedup.is_none());
+        assert!(s.warnings.contains(&Warning::NoBaseline));
+        assert!(s.warnings.iter().any(|w| matches!(
+            w,
+            Warning::FailedTrials {
+                n: 2,
+                failed: 1,
+                ..
+            }
+        )));
+        assert_eq!(s.points[0].trials_failed, 1);
+    }
+}

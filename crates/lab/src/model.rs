@@ -1,0 +1,281 @@
+//! The records scalelab measures and keeps: a run, its trials and their raw samples.
+//!
+//! These types are the single data model shared by the runner (which produces them), the store
+//! (which persists them without loss), export/import (which moves them between machines) and the
+//! analysis (which derives every aggregate from them). Aggregates are never stored alone: a
+//! point's median is always recomputed from its trials.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::env::Fingerprint;
+
+/// Nanoseconds, the unit of every duration and timestamp in the data model.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct Nanos(pub u64);
+
+impl Nanos {
+    pub fn from_duration(d: std::time::Duration) -> Nanos {
+        Nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / 1e9
+    }
+    pub fn as_duration(self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.0)
+    }
+}
+
+/// How tasks are created: threads of one process, or one process each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Threads,
+    Processes,
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Mode::Threads => "threads",
+            Mode::Processes => "processes",
+        })
+    }
+}
+
+/// CPU placement policy for tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pin {
+    /// Pin one task per CPU (physical cores first) while N fits the CPUs; leave it to the scheduler past that.
+    Auto,
+    /// Always pin task i to the i-th CPU in cores-first order, wrapping when N exceeds the CPUs.
+    Core,
+    /// Never pin.
+    None,
+}
+
+impl fmt::Display for Pin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Pin::Auto => "auto",
+            Pin::Core => "core",
+            Pin::None => "none",
+        })
+    }
+}
+
+/// The lifecycle of a run as stored. `Incomplete` is derived when reading: a run still marked
+/// `Running` whose owning process is gone (killed, crashed, machine rebooted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Running,
+    Complete,
+    Interrupted,
+    Incomplete,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Incomplete => "incomplete",
+        }
+    }
+    pub fn parse(text: &str) -> Option<RunStatus> {
+        Some(match text {
+            "running" => RunStatus::Running,
+            "complete" => RunStatus::Complete,
+            "interrupted" => RunStatus::Interrupted,
+            "incomplete" => RunStatus::Incomplete,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Everything that describes a run, fixed when it starts (status and end time aside).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunMeta {
+    /// Store id; 0 before the run is stored. Not preserved by export/import (the importing store
+    /// assigns its own), but `origin_id` keeps the exporting store's id.
+    pub id: i64,
+    pub origin_id: Option<i64>,
+    pub name: Option<String>,
+    /// Built-in workload name, or `cmd` for an external command.
+    pub workload: String,
+    /// Workload parameters with defaults filled in, so two runs compare on every key.
+    pub params: BTreeMap<String, String>,
+    /// What one op is, from the workload's documentation (e.g. "one page faulted in").
+    pub op_unit: String,
+    pub mode: Mode,
+    pub pin: Pin,
+    /// The task counts of the sweep, in execution order.
+    pub points: Vec<u32>,
+    pub runs: u32,
+    pub duration: Nanos,
+    pub warmup: Nanos,
+    pub variant: Option<String>,
+    pub tags: BTreeMap<String, String>,
+    /// RFC 3339 UTC.
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub status: RunStatus,
+    pub env: Fingerprint,
+    /// Warnings recorded with the run (environment checks, oversubscription, counters), each one
+    /// line with its hint.
+    pub warnings: Vec<String>,
+    /// The full command line that produced the run.
+    pub command_line: String,
+}
+
+/// One repetition of a point, in a fresh child process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialRecord {
+    /// The point's task count.
+    pub n: u32,
+    /// 0-based repetition index within the point.
+    pub index: u32,
+    /// RFC 3339 UTC.
+    pub started_at: String,
+    pub outcome: TrialOutcome,
+}
+
+/// What became of a trial.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "lowercase")]
+pub enum TrialOutcome {
+    Ok(TrialMeasurement),
+    Failed { reason: String },
+}
+
+impl TrialOutcome {
+    pub fn measurement(&self) -> Option<&TrialMeasurement> {
+        match self {
+            TrialOutcome::Ok(m) => Some(m),
+            TrialOutcome::Failed { .. } => None,
+        }
+    }
+}
+
+/// The raw measurement of one trial's window (warm-up excluded).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialMeasurement {
+    /// Length of the measurement window, from the sampler's monotonic clock.
+    pub window: Nanos,
+    /// Ops done by each task inside the window.
+    pub task_ops: Vec<u64>,
+    /// Resource usage of all tasks inside the window (each task's own getrusage deltas, summed).
+    pub usage: Usage,
+    /// Hardware counters over the window, or why they are missing.
+    pub counters: Vec<CounterValue>,
+    /// Workload-specific counts (e.g. `clock`'s `time_backwards`), summed over tasks.
+    pub extras: BTreeMap<String, u64>,
+    /// The CPU each task was pinned to (`None`: not pinned).
+    pub placement: Vec<Option<usize>>,
+    /// Per-interval readings inside the window, cumulative per task since the window start.
+    pub samples: Vec<SampleRecord>,
+}
+
+impl TrialMeasurement {
+    pub fn ops(&self) -> u64 {
+        self.task_ops.iter().sum()
+    }
+    /// Throughput over the window: total ops / window seconds.
+    pub fn ops_per_sec(&self) -> f64 {
+        let secs = self.window.as_secs_f64();
+        if secs > 0.0 {
+            self.ops() as f64 / secs
+        } else {
+            0.0
+        }
+    }
+    pub fn counter(&self, event: &str) -> Option<u64> {
+        self.counters
+            .iter()
+            .find(|c| c.event == event)
+            .and_then(|c| c.value)
+    }
+}
+
+/// getrusage-style accounting, in the units `time` printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    pub user: Nanos,
+    pub sys: Nanos,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
+    pub block_in: u64,
+    pub block_out: u64,
+}
+
+impl Usage {
+    pub fn cpu(&self) -> Nanos {
+        Nanos(self.user.0 + self.sys.0)
+    }
+    pub fn add(&self, o: &Usage) -> Usage {
+        Usage {
+            user: Nanos(self.user.0 + o.user.0),
+            sys: Nanos(self.sys.0 + o.sys.0),
+            minor_faults: self.minor_faults + o.minor_faults,
+            major_faults: self.major_faults + o.major_faults,
+            voluntary_switches: self.voluntary_switches + o.voluntary_switches,
+            involuntary_switches: self.involuntary_switches + o.involuntary_switches,
+            block_in: self.block_in + o.block_in,
+            block_out: self.block_out + o.block_out,
+        }
+    }
+}
+
+/// One hardware counter over a trial window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterValue {
+    /// `cycles`, `instructions`, …
+    pub event: String,
+    /// Scaled count (value × enabled/running when multiplexed); `None` when unavailable.
+    pub value: Option<u64>,
+    /// True when the PMU time-shared the counter, so `value` is an estimate.
+    pub multiplexed: bool,
+    /// Why the value is missing, or a caveat (e.g. user space only).
+    pub note: Option<String>,
+}
+
+/// One sampler reading: time since the window start and cumulative ops per task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SampleRecord {
+    pub t: Nanos,
+    pub task_ops: Vec<u64>,
+}
+
+/// A run with all its trials: the unit of `show`, `export` and `import`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunData {
+    pub meta: RunMeta,
+    pub trials: Vec<TrialRecord>,
+}
+
+/// The exported file: a versioned envelope around one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunExport {
+    pub schema_version: u32,
+    pub tool_version: String,
+    pub run: RunData,
+}
+
+/// Version of the export JSON layout; bump on any incompatible change and teach `import` the old one.
+pub const EXPORT_SCHEMA_VERSION: u32 = 1;

@@ -1,0 +1,236 @@
+//! A run's plan: the validated answer to "what will this sweep do?", built from the user's
+//! request before anything runs, so every mistake is reported before the first trial.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::LabError;
+use crate::model::{Mode, Nanos, Pin};
+use crate::params::Params;
+use crate::runner::TrialSpec;
+use crate::task_spec;
+use crate::workloads::{self, WorkloadInfo};
+
+/// What the user asked for, already split into typed fields but not yet validated.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub workload: String,
+    pub params: Vec<(String, String)>,
+    /// `--tasks`; `None` for the default sweep.
+    pub tasks: Option<String>,
+    pub mode: Mode,
+    pub pin: Pin,
+    pub runs: u32,
+    pub duration: Nanos,
+    pub warmup: Nanos,
+    pub counters: bool,
+    pub workdir: Option<PathBuf>,
+    pub variant: Option<String>,
+    pub tags: Vec<(String, String)>,
+    pub name: Option<String>,
+}
+
+impl RunConfig {
+    /// The documented defaults for `workload`: 3 runs of 5 s after 1 s of warm-up, threads, auto pinning.
+    pub fn new(workload: &str) -> RunConfig {
+        RunConfig {
+            workload: workload.to_string(),
+            params: Vec::new(),
+            tasks: None,
+            mode: Mode::Threads,
+            pin: Pin::Auto,
+            runs: 3,
+            duration: Nanos(5_000_000_000),
+            warmup: Nanos(1_000_000_000),
+            counters: true,
+            workdir: None,
+            variant: None,
+            tags: Vec::new(),
+            name: None,
+        }
+    }
+}
+
+/// A validated sweep.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub info: &'static WorkloadInfo,
+    pub params: Params,
+    pub points: Vec<u32>,
+    pub runs: u32,
+    pub duration: Nanos,
+    pub warmup: Nanos,
+    pub mode: Mode,
+    pub pin: Pin,
+    pub counters: bool,
+    pub workdir: Option<PathBuf>,
+    pub variant: Option<String>,
+    pub tags: BTreeMap<String, String>,
+    pub name: Option<String>,
+    /// Online CPUs when the plan was made.
+    pub cpus: u32,
+}
+
+impl Plan {
+    pub fn new(cfg: RunConfig, cpus: u32) -> Result<Plan, LabError> {
+        let workload = workloads::find(&cfg.workload)?;
+        let info = workload.info();
+        let params = Params::resolve(info.name, info.params, &cfg.params)?;
+        let points = match &cfg.tasks {
+            Some(spec) => task_spec::parse_tasks(spec, cpus)?,
+            None => task_spec::default_points(cpus),
+        };
+        if cfg.runs == 0 {
+            return Err(LabError::BadOption(
+                "--runs 0: a point needs at least one trial (3 or more to compare runs)".into(),
+            ));
+        }
+        if cfg.duration.0 == 0 {
+            return Err(LabError::BadOption(
+                "--duration must be greater than 0 (e.g. 500ms, 5s)".into(),
+            ));
+        }
+        let mut tags = BTreeMap::new();
+        for (k, v) in cfg.tags {
+            tags.insert(k, v);
+        }
+        Ok(Plan {
+            info,
+            params,
+            points,
+            runs: cfg.runs,
+            duration: cfg.duration,
+            warmup: cfg.warmup,
+            mode: cfg.mode,
+            pin: cfg.pin,
+            counters: cfg.counters,
+            workdir: cfg.workdir,
+            variant: cfg.variant,
+            tags,
+            name: cfg.name,
+            cpus,
+        })
+    }
+
+    /// (N, repetition) in execution order: round-robin over the points.
+    pub fn trial_order(&self) -> Vec<(u32, u32)> {
+        (0..self.runs)
+            .flat_map(|k| self.points.iter().map(move |&n| (n, k)))
+            .collect()
+    }
+
+    pub fn trial_spec(&self, n: u32) -> TrialSpec {
+        TrialSpec {
+            workload: self.info.name.to_string(),
+            params: self.params.as_map().clone(),
+            tasks: n,
+            mode: self.mode,
+            pin: self.pin,
+            warmup: self.warmup,
+            duration: self.duration,
+            sample_interval: self.sample_interval(),
+            counters: self.counters,
+            workdir: self.workdir.clone(),
+        }
+    }
+
+    /// About 20 samples per window, between 10 ms and 1 s apart.
+    pub fn sample_interval(&self) -> Nanos {
+        Nanos((self.duration.0 / 20).clamp(10_000_000, 1_000_000_000))
+    }
+
+    /// When a trial child is declared hung and killed: warm-up + duration plus a generous margin
+    /// for setup and teardown (30 s, or the window itself when longer).
+    pub fn deadline(&self) -> Duration {
+        let window = self.warmup.as_duration() + self.duration.as_duration();
+        window + window.max(Duration::from_secs(30))
+    }
+
+    /// Points with more tasks than online CPUs.
+    pub fn oversubscribed(&self) -> Vec<u32> {
+        self.points
+            .iter()
+            .copied()
+            .filter(|&n| n > self.cpus)
+            .collect()
+    }
+}
+
+/// Parses `5s`, `500ms`, `1.5s`, `2m`, `250us`, `0` (a bare number is seconds).
+pub fn parse_duration(text: &str) -> Result<Nanos, LabError> {
+    let t = text.trim();
+    let bad = || {
+        LabError::BadOption(format!(
+            "`{text}` is not a duration; use e.g. 500ms, 5s, 1.5s, 2m"
+        ))
+    };
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number.parse().map_err(|_| bad())?;
+    let scale = match unit.trim() {
+        "" | "s" | "sec" => 1e9,
+        "ms" => 1e6,
+        "us" | "µs" => 1e3,
+        "ns" => 1.0,
+        "m" | "min" => 60e9,
+        "h" => 3600e9,
+        _ => return Err(bad()),
+    };
+    if !value.is_finite() || value < 0.0 {
+        return Err(bad());
+    }
+    Ok(Nanos((value * scale).round() as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("5s").unwrap(), Nanos(5_000_000_000));
+        assert_eq!(parse_duration("500ms").unwrap(), Nanos(500_000_000));
+        assert_eq!(parse_duration("1.5").unwrap(), Nanos(1_500_000_000));
+        assert_eq!(parse_duration("2m").unwrap(), Nanos(120_000_000_000));
+        assert_eq!(parse_duration("0").unwrap(), Nanos(0));
+        for bad in ["-1s", "fast", "5 parsecs", ""] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn bad_plans_are_refused() {
+        let mut cfg = RunConfig::new("spin");
+        cfg.runs = 0;
+        assert!(
+            Plan::new(cfg, 2)
+                .unwrap_err()
+                .to_string()
+                .contains("--runs 0")
+        );
+        let mut cfg = RunConfig::new("spin");
+        cfg.duration = Nanos(0);
+        assert!(
+            Plan::new(cfg, 2)
+                .unwrap_err()
+                .to_string()
+                .contains("--duration")
+        );
+        assert!(Plan::new(RunConfig::new("nope"), 2).is_err());
+    }
+
+    #[test]
+    fn default_plan_sweeps_pow2_and_orders_round_robin() {
+        let plan = Plan::new(RunConfig::new("spin"), 6).unwrap();
+        assert_eq!(plan.points, vec![1, 2, 4, 6]);
+        assert_eq!(
+            plan.trial_order()[..5],
+            [(1, 0), (2, 0), (4, 0), (6, 0), (1, 1)]
+        );
+        assert_eq!(plan.params.as_map().len(), 0);
+        assert!(plan.deadline() >= Duration::from_secs(36));
+    }
+}

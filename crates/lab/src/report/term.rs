@@ -1,0 +1,185 @@
+//! Terminal tables for a run: throughput and scaling per N, then the accounting per N, then the
+//! verdict line ("scales to S out of N CPUs") and the warnings, each with its hint.
+
+use std::io::{self, Write};
+
+use comfy_table::presets::UTF8_BORDERS_ONLY;
+use comfy_table::{CellAlignment, ContentArrangement, Table};
+
+use super::format::{opt_si, opt_sig3, si, time_line};
+use crate::analysis::RunSummary;
+use crate::model::RunMeta;
+
+/// Writes the header, both tables, the scaling line and every warning.
+pub fn write_run(out: &mut dyn Write, meta: &RunMeta, summary: &RunSummary) -> io::Result<()> {
+    writeln!(out, "{}", header(meta))?;
+    writeln!(out, "op: {}", meta.op_unit)?;
+    writeln!(out)?;
+    writeln!(out, "{}", throughput_table(summary))?;
+    writeln!(out, "{}", accounting_table(summary))?;
+    match summary.scales_to {
+        Some(s) => writeln!(
+            out,
+            "scales to {:.2} out of {} CPUs (S(N) = X(N)/X(1), median of trials)",
+            s.speedup, s.n
+        )?,
+        None => writeln!(
+            out,
+            "scaling: n/a (needs a successful N=1 point and one more)"
+        )?,
+    }
+    let stored = meta.warnings.iter().map(String::as_str);
+    let derived: Vec<String> = summary.warnings.iter().map(ToString::to_string).collect();
+    let all: Vec<&str> = derived.iter().map(String::as_str).chain(stored).collect();
+    if !all.is_empty() {
+        writeln!(out)?;
+        for w in all {
+            writeln!(out, "warning: {w}")?;
+        }
+    }
+    Ok(())
+}
+
+/// One line naming the run: id, name, workload and parameters, mode, trials, status.
+pub fn header(meta: &RunMeta) -> String {
+    let params: Vec<String> = meta
+        .params
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let mut parts = vec![format!("run {}", meta.id)];
+    if let Some(name) = &meta.name {
+        parts.push(format!("\"{name}\""));
+    }
+    parts.push(if params.is_empty() {
+        meta.workload.clone()
+    } else {
+        format!("{} {}", meta.workload, params.join(" "))
+    });
+    parts.push(format!("{}, pin {}", meta.mode, meta.pin));
+    parts.push(format!(
+        "{}×{:.3}s (warm-up {:.3}s)",
+        meta.runs,
+        meta.duration.as_secs_f64(),
+        meta.warmup.as_secs_f64()
+    ));
+    if let Some(v) = &meta.variant {
+        parts.push(format!("variant {v}"));
+    }
+    for (k, v) in &meta.tags {
+        parts.push(format!("{k}={v}"));
+    }
+    parts.push(meta.status.to_string());
+    parts.join(" · ")
+}
+
+fn new_table(headers: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_style(UTF8_BORDERS_ONLY)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(headers.to_vec());
+    t
+}
+
+fn right_align(t: &mut Table) {
+    for col in t.column_iter_mut() {
+        col.set_cell_alignment(CellAlignment::Right);
+    }
+}
+
+fn throughput_table(s: &RunSummary) -> Table {
+    let mut t = new_table(&[
+        "N",
+        "trials",
+        "ops/s",
+        "95% CI",
+        "ops/CPU-s",
+        "ops/s/task",
+        "ns/op/task",
+        "S(N)",
+        "S/N",
+        "task min..max",
+        "cyc/op",
+        "ins/op",
+    ]);
+    for p in &s.points {
+        let trials = if p.trials_failed > 0 {
+            format!("{} ({} failed)", p.trials_ok, p.trials_failed)
+        } else {
+            p.trials_ok.to_string()
+        };
+        let ci = p.throughput.map_or_else(
+            || "n/a".into(),
+            |e| {
+                if e.level > 0.0 {
+                    format!("{}..{} ({:.0}%)", si(e.lower), si(e.upper), e.level * 100.0)
+                } else {
+                    "n/a (1 trial)".into()
+                }
+            },
+        );
+        let fair = match (p.task_min, p.task_max) {
+            (Some(a), Some(b)) => format!("{}..{}", si(a), si(b)),
+            _ => "n/a".into(),
+        };
+        t.add_row(vec![
+            p.n.to_string(),
+            trials,
+            opt_si(p.throughput.map(|e| e.point)),
+            ci,
+            opt_si(p.ops_per_cpu_sec),
+            opt_si(p.ops_per_sec_per_task),
+            opt_sig3(p.ns_per_op_per_task),
+            p.speedup
+                .map_or_else(|| "n/a".into(), |v| format!("{v:.2}")),
+            p.efficiency
+                .map_or_else(|| "n/a".into(), |v| format!("{v:.2}")),
+            fair,
+            opt_sig3(p.cycles_per_op),
+            opt_sig3(p.instructions_per_op),
+        ]);
+    }
+    right_align(&mut t);
+    t
+}
+
+fn accounting_table(s: &RunSummary) -> Table {
+    let extra_names: std::collections::BTreeSet<&String> =
+        s.points.iter().flat_map(|p| p.extras.keys()).collect();
+    let mut headers = vec![
+        "N",
+        "time (user sys wall CPU%)",
+        "minflt",
+        "majflt",
+        "vcsw",
+        "ivcsw",
+        "blk in",
+        "blk out",
+    ];
+    headers.extend(extra_names.iter().map(|s| s.as_str()));
+    let mut t = new_table(&headers);
+    for p in &s.points {
+        let time = match (p.user_s, p.sys_s, p.wall_s, p.cpu_pct) {
+            (Some(u), Some(sy), Some(w), Some(c)) => time_line(u, sy, w, c),
+            _ => "n/a".into(),
+        };
+        let mut row = vec![
+            p.n.to_string(),
+            time,
+            opt_si(p.minor_faults),
+            opt_si(p.major_faults),
+            opt_si(p.voluntary_switches),
+            opt_si(p.involuntary_switches),
+            opt_si(p.block_in),
+            opt_si(p.block_out),
+        ];
+        row.extend(
+            extra_names
+                .iter()
+                .map(|name| opt_si(p.extras.get(*name).copied())),
+        );
+        t.add_row(row);
+    }
+    right_align(&mut t);
+    t
+}

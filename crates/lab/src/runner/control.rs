@@ -1,0 +1,239 @@
+//! The control block a trial's tasks and its sampler share: the start gate / phase word, the
+//! per-task op counters and the per-task end-of-trial reports.
+//!
+//! It lives in one `sys::SharedRegion`, so it works the same for threads and for forked task
+//! processes. Layout (bytes):
+//! - `0`: phase word (u32 futex): 0 = waiting at the gate, 1 = warm-up, 2 = measuring, 3 = stop.
+//! - `256`: tasks ready (u64).
+//! - `512 + 256·i`: task i's op counter, alone in 256 bytes (two cache lines: the adjacent-line
+//!   prefetcher makes 128 too small). Only its owner writes it, with a plain relaxed store; the
+//!   sampler reads it once per interval. No read-modify-write, no syscall on the hot path.
+//! - after the counters, 256 bytes per task of report: resource usage at the window start and
+//!   end, up to [`MAX_EXTRAS`] workload counts, and a status word.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::error::LabError;
+use crate::model::{Nanos, Usage};
+
+pub const PHASE_GATE: u32 = 0;
+pub const PHASE_WARMUP: u32 = 1;
+pub const PHASE_MEASURE: u32 = 2;
+pub const PHASE_STOP: u32 = 3;
+
+pub const STATUS_RUNNING: u64 = 0;
+pub const STATUS_DONE: u64 = 1;
+pub const STATUS_FAILED: u64 = 2;
+
+pub const MAX_EXTRAS: usize = 4;
+
+const SLOT_BYTES: usize = 256;
+const SLOT_U64S: usize = SLOT_BYTES / 8;
+const HEADER_BYTES: usize = 512;
+const USAGE_FIELDS: usize = 8;
+const R_START: usize = 0;
+const R_END: usize = USAGE_FIELDS;
+const R_FLAGS: usize = 2 * USAGE_FIELDS;
+const R_EXTRAS: usize = R_FLAGS + 1;
+const R_STATUS: usize = R_EXTRAS + MAX_EXTRAS;
+const FLAG_START: u64 = 1;
+const FLAG_END: u64 = 2;
+
+/// The shared control block of one trial.
+#[derive(Debug)]
+pub struct Control {
+    region: sys::SharedRegion,
+    tasks: usize,
+}
+
+impl Control {
+    pub fn new(tasks: usize) -> Result<Control, LabError> {
+        let bytes = HEADER_BYTES + 2 * SLOT_BYTES * tasks;
+        let region = sys::SharedRegion::new(bytes)
+            .map_err(|e| LabError::sys("control block: shared mapping", e))?;
+        Ok(Control { region, tasks })
+    }
+
+    pub fn tasks(&self) -> usize {
+        self.tasks
+    }
+
+    pub fn phase_word(&self) -> &AtomicU32 {
+        &self.region.u32s()[0]
+    }
+
+    pub fn phase(&self) -> u32 {
+        self.phase_word().load(Ordering::Acquire)
+    }
+
+    /// Sets the phase and wakes every task waiting at the gate.
+    pub fn set_phase(&self, phase: u32) {
+        self.phase_word().store(phase, Ordering::Release);
+        // A failed wake only means nobody was waiting; tasks also re-check on a timeout.
+        let _ = sys::futex_wake(self.phase_word(), i32::MAX);
+    }
+
+    /// Blocks until the gate opens (phase leaves 0); returns the phase seen.
+    pub fn wait_gate(&self) -> u32 {
+        loop {
+            let phase = self.phase();
+            if phase != PHASE_GATE {
+                return phase;
+            }
+            let _ = sys::futex_wait(
+                self.phase_word(),
+                PHASE_GATE,
+                Some(Duration::from_millis(50)),
+            );
+        }
+    }
+
+    fn ready_word(&self) -> &AtomicU64 {
+        &self.region.u64s()[256 / 8]
+    }
+
+    pub fn mark_ready(&self) {
+        self.ready_word().fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub fn ready(&self) -> u64 {
+        self.ready_word().load(Ordering::Acquire)
+    }
+
+    /// Task i's op counter.
+    #[inline]
+    pub fn counter(&self, task: usize) -> &AtomicU64 {
+        &self.region.u64s()[(HEADER_BYTES / 8) + task * SLOT_U64S]
+    }
+
+    /// Every task's op count now.
+    pub fn read_counters(&self) -> Vec<u64> {
+        (0..self.tasks)
+            .map(|i| self.counter(i).load(Ordering::Relaxed))
+            .collect()
+    }
+
+    fn report(&self, task: usize) -> &[AtomicU64] {
+        let base = (HEADER_BYTES + SLOT_BYTES * self.tasks) / 8 + task * SLOT_U64S;
+        &self.region.u64s()[base..base + SLOT_U64S]
+    }
+
+    pub fn record_usage(&self, task: usize, at_start: bool, usage: &Usage) {
+        let r = self.report(task);
+        let offset = if at_start { R_START } else { R_END };
+        for (i, value) in usage_fields(usage).into_iter().enumerate() {
+            r[offset + i].store(value, Ordering::Relaxed);
+        }
+        r[R_FLAGS].fetch_or(
+            if at_start { FLAG_START } else { FLAG_END },
+            Ordering::Release,
+        );
+    }
+
+    /// The task's usage over the window, if it recorded both ends.
+    pub fn window_usage(&self, task: usize) -> Option<Usage> {
+        let r = self.report(task);
+        let flags = r[R_FLAGS].load(Ordering::Acquire);
+        if flags & (FLAG_START | FLAG_END) != FLAG_START | FLAG_END {
+            return None;
+        }
+        let read = |offset: usize| -> [u64; USAGE_FIELDS] {
+            std::array::from_fn(|i| r[offset + i].load(Ordering::Relaxed))
+        };
+        let (start, end) = (read(R_START), read(R_END));
+        let d: [u64; USAGE_FIELDS] = std::array::from_fn(|i| end[i].saturating_sub(start[i]));
+        Some(Usage {
+            user: Nanos(d[0]),
+            sys: Nanos(d[1]),
+            minor_faults: d[2],
+            major_faults: d[3],
+            voluntary_switches: d[4],
+            involuntary_switches: d[5],
+            block_in: d[6],
+            block_out: d[7],
+        })
+    }
+
+    pub fn record_extras(&self, task: usize, values: &[u64]) {
+        let r = self.report(task);
+        for (i, v) in values.iter().take(MAX_EXTRAS).enumerate() {
+            r[R_EXTRAS + i].store(*v, Ordering::Relaxed);
+        }
+    }
+
+    pub fn extras(&self, task: usize) -> [u64; MAX_EXTRAS] {
+        let r = self.report(task);
+        std::array::from_fn(|i| r[R_EXTRAS + i].load(Ordering::Relaxed))
+    }
+
+    pub fn set_status(&self, task: usize, status: u64) {
+        self.report(task)[R_STATUS].store(status, Ordering::Release);
+    }
+
+    pub fn status(&self, task: usize) -> u64 {
+        self.report(task)[R_STATUS].load(Ordering::Acquire)
+    }
+
+    pub fn failed_tasks(&self) -> Vec<usize> {
+        (0..self.tasks)
+            .filter(|&i| self.status(i) == STATUS_FAILED)
+            .collect()
+    }
+}
+
+fn usage_fields(u: &Usage) -> [u64; USAGE_FIELDS] {
+    [
+        u.user.0,
+        u.sys.0,
+        u.minor_faults,
+        u.major_faults,
+        u.voluntary_switches,
+        u.involuntary_switches,
+        u.block_in,
+        u.block_out,
+    ]
+}
+
+/// Converts the sys crate's getrusage reading into the model's units.
+pub fn to_usage(r: &sys::ResourceUsage) -> Usage {
+    Usage {
+        user: Nanos::from_duration(r.user),
+        sys: Nanos::from_duration(r.system),
+        minor_faults: r.minor_faults,
+        major_faults: r.major_faults,
+        voluntary_switches: r.voluntary_switches,
+        involuntary_switches: r.involuntary_switches,
+        block_in: r.block_in,
+        block_out: r.block_out,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_are_256_bytes_apart_and_reports_do_not_overlap() {
+        let c = Control::new(3).unwrap();
+        let a = c.counter(0) as *const AtomicU64 as usize;
+        let b = c.counter(1) as *const AtomicU64 as usize;
+        assert_eq!(b - a, 256);
+        c.counter(2).store(7, Ordering::Relaxed);
+        let u = Usage {
+            user: Nanos(5),
+            minor_faults: 3,
+            ..Usage::default()
+        };
+        c.record_usage(2, true, &Usage::default());
+        assert_eq!(c.window_usage(2), None);
+        c.record_usage(2, false, &u);
+        assert_eq!(c.window_usage(2), Some(u));
+        c.record_extras(2, &[9]);
+        c.set_status(2, STATUS_FAILED);
+        assert_eq!(c.read_counters(), vec![0, 0, 7]);
+        assert_eq!(c.extras(2)[0], 9);
+        assert_eq!(c.failed_tasks(), vec![2]);
+        assert_eq!(c.window_usage(0), None);
+    }
+}

@@ -1,0 +1,306 @@
+//! Trial executors: the seam between the sweep and the process that measures.
+//!
+//! [`ChildExecutor`] re-executes the scalelab binary as a trial child (its own process group, so
+//! a terminal's Ctrl-C reaches only the parent, which then stops the child cleanly), feeds it the
+//! [`TrialSpec`] on stdin, reads the measurement from stdout, and kills the whole group at the
+//! deadline. [`FakeExecutor`] produces deterministic measurements for tests of everything above.
+
+use std::io::{Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::trial::TrialSpec;
+use crate::model::{CounterValue, Nanos, SampleRecord, TrialMeasurement, TrialOutcome, Usage};
+
+/// What became of one execution.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Execution {
+    Finished(TrialOutcome),
+    /// The user asked to stop; the trial was killed and measured nothing.
+    Interrupted,
+}
+
+/// Runs one trial somewhere and reports its outcome. Never fails as a whole: a trial that cannot
+/// run is a `Failed` outcome with the reason.
+pub trait Executor {
+    fn execute(&mut self, spec: &TrialSpec, deadline: Duration, stop: &AtomicBool) -> Execution;
+}
+
+/// Runs each trial in a fresh child process: `program args…`, spec on stdin, JSON on stdout.
+#[derive(Debug, Clone)]
+pub struct ChildExecutor {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+}
+
+impl ChildExecutor {
+    /// The running scalelab binary, re-executed with its hidden trial subcommand.
+    pub fn current_binary(subcommand: &str) -> std::io::Result<ChildExecutor> {
+        Ok(ChildExecutor {
+            program: std::env::current_exe()?,
+            args: vec![subcommand.to_string()],
+        })
+    }
+}
+
+const STDERR_TAIL: usize = 800;
+
+impl Executor for ChildExecutor {
+    fn execute(&mut self, spec: &TrialSpec, deadline: Duration, stop: &AtomicBool) -> Execution {
+        let failed = |reason: String| Execution::Finished(TrialOutcome::Failed { reason });
+        let input = match serde_json::to_vec(spec) {
+            Ok(v) => v,
+            Err(e) => return failed(format!("could not encode the trial spec: {e}")),
+        };
+        let mut child = match Command::new(&self.program)
+            .args(&self.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) => {
+                return failed(format!(
+                    "could not start the trial child {}: {e}",
+                    self.program.display()
+                ));
+            }
+        };
+        let pid = child.id() as i32;
+        let started = Instant::now();
+        if let Some(mut stdin) = child.stdin.take() {
+            // A child that died at once is reported through its exit status below.
+            let _ = stdin.write_all(&input);
+        }
+        let stdout = read_in_background(child.stdout.take());
+        let stderr = read_in_background(child.stderr.take());
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait());
+        });
+        let status = loop {
+            let left = deadline.saturating_sub(started.elapsed());
+            match rx.recv_timeout(left.min(Duration::from_millis(100))) {
+                Ok(status) => break Some(status),
+                Err(mpsc::RecvTimeoutError::Disconnected) => break None,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if stop.load(Ordering::SeqCst) {
+                        kill_group(pid);
+                        let _ = rx.recv();
+                        return Execution::Interrupted;
+                    }
+                    if started.elapsed() >= deadline {
+                        kill_group(pid);
+                        let _ = rx.recv();
+                        let err = stderr.recv().unwrap_or_default();
+                        return failed(format!(
+                            "timed out: still running after {:.1}s (warm-up + duration + margin); killed{}",
+                            deadline.as_secs_f64(),
+                            tail(&err)
+                        ));
+                    }
+                }
+            }
+        };
+        // Task processes that outlived their trial child must not disturb the next trial.
+        kill_group(pid);
+        let out = stdout.recv().unwrap_or_default();
+        let err = stderr.recv().unwrap_or_default();
+        let status = match status {
+            Some(Ok(s)) => s,
+            Some(Err(e)) => return failed(format!("waiting for the trial child: {e}")),
+            None => return failed("lost track of the trial child".into()),
+        };
+        if status.success() {
+            return match serde_json::from_slice::<TrialMeasurement>(&out) {
+                Ok(m) => Execution::Finished(TrialOutcome::Ok(m)),
+                Err(e) => failed(format!(
+                    "the trial child's output is not a measurement ({e}){}",
+                    tail(&err)
+                )),
+            };
+        }
+        let how = match (status.code(), status.signal()) {
+            (Some(code), _) => format!("trial child exited with status {code}"),
+            (None, Some(sig)) => format!("trial child was killed by {}", sys::signal_name(sig)),
+            _ => "trial child ended abnormally".to_string(),
+        };
+        failed(format!("{how}{}", tail(&err)))
+    }
+}
+
+fn kill_group(pid: i32) {
+    // ESRCH (the group is already gone) is the normal case.
+    let _ = sys::send_signal(-pid, libc::SIGKILL);
+}
+
+fn read_in_background<R: Read + Send + 'static>(source: Option<R>) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(mut s) = source {
+            let _ = s.read_to_end(&mut buf);
+        }
+        let _ = tx.send(buf);
+    });
+    rx
+}
+
+/// The last lines of a child's stderr, prefixed for appending to a reason.
+fn tail(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let text = text.trim();
+    if text.is_empty() {
+        return String::new();
+    }
+    let start = text.len().saturating_sub(STDERR_TAIL);
+    let start = (start..text.len())
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    format!(": {}", text[start..].trim().replace('\n', " | "))
+}
+
+/// Deterministic measurements for tests: throughput `base × N / (1 + contention × (N − 1))`,
+/// perturbed by a fixed pattern per trial index, and optional failures.
+#[derive(Debug, Clone)]
+pub struct FakeExecutor {
+    pub base_ops_per_sec: f64,
+    pub contention: f64,
+    /// Relative noise of trial k is `noise × pattern[k % 5]`.
+    pub noise: f64,
+    /// Fail the trial with this (n, index).
+    pub fail: Option<(u32, u32)>,
+    /// Executions so far.
+    pub calls: usize,
+}
+
+impl FakeExecutor {
+    pub fn new(base_ops_per_sec: f64, contention: f64) -> FakeExecutor {
+        FakeExecutor {
+            base_ops_per_sec,
+            contention,
+            noise: 0.0,
+            fail: None,
+            calls: 0,
+        }
+    }
+}
+
+impl Executor for FakeExecutor {
+    fn execute(&mut self, spec: &TrialSpec, _: Duration, stop: &AtomicBool) -> Execution {
+        const PATTERN: [f64; 5] = [0.0, 1.0, -1.0, 0.5, -0.5];
+        let index = self.calls;
+        self.calls += 1;
+        if stop.load(Ordering::SeqCst) {
+            return Execution::Interrupted;
+        }
+        if self
+            .fail
+            .is_some_and(|(n, k)| n == spec.tasks && k as usize == index)
+        {
+            return Execution::Finished(TrialOutcome::Failed {
+                reason: "planted failure".into(),
+            });
+        }
+        let n = f64::from(spec.tasks);
+        let rate = self.base_ops_per_sec * n / (1.0 + self.contention * (n - 1.0))
+            * (1.0 + self.noise * PATTERN[index % 5]);
+        let secs = spec.duration.as_secs_f64();
+        let per_task = (rate * secs / n) as u64;
+        let task_ops = vec![per_task; spec.tasks as usize];
+        Execution::Finished(TrialOutcome::Ok(TrialMeasurement {
+            window: spec.duration,
+            task_ops: task_ops.clone(),
+            usage: Usage {
+                user: Nanos((secs * n * 0.5e9) as u64),
+                sys: Nanos((secs * n * 0.5e9) as u64),
+                ..Usage::default()
+            },
+            counters: vec![CounterValue {
+                event: "cycles".into(),
+                value: Some(per_task * 100 * u64::from(spec.tasks)),
+                multiplexed: false,
+                note: None,
+            }],
+            extras: Default::default(),
+            placement: vec![None; spec.tasks as usize],
+            samples: vec![SampleRecord {
+                t: spec.duration,
+                task_ops,
+            }],
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stderr_tail_is_bounded_and_one_line() {
+        assert_eq!(tail(b""), "");
+        assert_eq!(tail(b"a\nb\n"), ": a | b");
+        let long = "é".repeat(2000);
+        assert!(tail(long.as_bytes()).len() <= STDERR_TAIL + 4);
+    }
+
+    #[test]
+    fn a_missing_binary_fails_the_trial_not_the_run() {
+        let mut exec = ChildExecutor {
+            program: "/nonexistent/scalelab".into(),
+            args: vec![],
+        };
+        let spec = TrialSpec {
+            workload: "spin".into(),
+            params: Default::default(),
+            tasks: 1,
+            mode: crate::model::Mode::Threads,
+            pin: crate::model::Pin::None,
+            warmup: Nanos(0),
+            duration: Nanos(1_000_000),
+            sample_interval: Nanos(1_000_000),
+            counters: false,
+            workdir: None,
+        };
+        match exec.execute(&spec, Duration::from_secs(5), &AtomicBool::new(false)) {
+            Execution::Finished(TrialOutcome::Failed { reason }) => {
+                assert!(reason.contains("could not start"), "{reason}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_hung_child_is_killed_at_its_deadline() {
+        let mut exec = ChildExecutor {
+            program: "/bin/sleep".into(),
+            args: vec!["30".into()],
+        };
+        let spec = TrialSpec {
+            workload: "spin".into(),
+            params: Default::default(),
+            tasks: 1,
+            mode: crate::model::Mode::Threads,
+            pin: crate::model::Pin::None,
+            warmup: Nanos(0),
+            duration: Nanos(1_000_000),
+            sample_interval: Nanos(1_000_000),
+            counters: false,
+            workdir: None,
+        };
+        let t = Instant::now();
+        match exec.execute(&spec, Duration::from_millis(300), &AtomicBool::new(false)) {
+            Execution::Finished(TrialOutcome::Failed { reason }) => {
+                assert!(reason.contains("timed out"), "{reason}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(t.elapsed() < Duration::from_secs(10));
+    }
+}

@@ -1,0 +1,12 @@
+//! Executes a plan: trial children, tasks, the start gate, pinning and the sampler.
+
+pub mod control;
+pub mod executor;
+pub mod placement;
+pub mod sweep;
+mod task;
+pub mod trial;
+
+pub use executor::{ChildExecutor, Execution, Executor, FakeExecutor};
+pub use sweep::{SweepEnd, SweepEvent, run_sweep};
+pub use trial::{TrialSpec, run_trial};

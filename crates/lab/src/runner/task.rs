@@ -1,0 +1,96 @@
+//! One task's life inside a trial: pin, build its loop, wait at the gate, run until told to stop.
+//!
+//! The hot loop does one relaxed load of the phase word per step (the word is written three
+//! times per trial, so it stays shared in every cache) and one relaxed store of the task's own
+//! counter. Resource usage is snapshotted by the task itself when it sees the window open and
+//! close, so the accounting covers the window and not the warm-up.
+
+use std::sync::atomic::Ordering;
+
+use super::control::{Control, PHASE_MEASURE, PHASE_STOP, STATUS_DONE, STATUS_FAILED};
+use crate::error::LabError;
+use crate::model::Mode;
+use crate::runner::control::to_usage;
+use crate::workloads::Prepared;
+
+/// Runs task `index` to completion; the error (if any) is also marked in the control block.
+pub fn run_task(
+    prepared: &dyn Prepared,
+    control: &Control,
+    index: usize,
+    cpu: Option<usize>,
+    mode: Mode,
+    extra_names: &[&'static str],
+) -> Result<(), LabError> {
+    let result = task_body(prepared, control, index, cpu, mode, extra_names);
+    control.set_status(
+        index,
+        if result.is_ok() {
+            STATUS_DONE
+        } else {
+            STATUS_FAILED
+        },
+    );
+    result
+}
+
+fn usage_now(mode: Mode) -> Result<crate::model::Usage, LabError> {
+    let r = match mode {
+        Mode::Threads => sys::thread_usage(),
+        Mode::Processes => sys::process_usage(),
+    };
+    r.map(|u| to_usage(&u))
+        .map_err(|e| LabError::sys("getrusage", e))
+}
+
+fn task_body(
+    prepared: &dyn Prepared,
+    control: &Control,
+    index: usize,
+    cpu: Option<usize>,
+    mode: Mode,
+    extra_names: &[&'static str],
+) -> Result<(), LabError> {
+    if let Some(cpu) = cpu {
+        sys::set_current_affinity(&[cpu])
+            .map_err(|e| LabError::sys(format!("pinning task {index} to CPU {cpu}"), e))?;
+    }
+    let mut work = prepared.task(index)?;
+    control.mark_ready();
+    let mut seen = control.wait_gate();
+    if seen == PHASE_STOP {
+        return Ok(());
+    }
+    if seen == PHASE_MEASURE {
+        control.record_usage(index, true, &usage_now(mode)?);
+    }
+    let counter = control.counter(index);
+    let phase = control.phase_word();
+    let mut count = 0u64;
+    loop {
+        let now = phase.load(Ordering::Relaxed);
+        if now != seen {
+            if now == PHASE_MEASURE {
+                control.record_usage(index, true, &usage_now(mode)?);
+            } else if now == PHASE_STOP {
+                control.record_usage(index, false, &usage_now(mode)?);
+                break;
+            }
+            seen = now;
+        }
+        count += work.step()?;
+        counter.store(count, Ordering::Relaxed);
+    }
+    let extras = work.extras();
+    let values: Vec<u64> = extra_names
+        .iter()
+        .map(|name| {
+            extras
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or(0, |(_, v)| *v)
+        })
+        .collect();
+    control.record_extras(index, &values);
+    Ok(())
+}

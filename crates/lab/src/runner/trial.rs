@@ -1,0 +1,406 @@
+//! One trial, inside its own child process: prepare the workload, create every task (threads or
+//! forked processes), open the start gate, sample the counters, close the window, collect.
+//!
+//! The trial child is single-threaded until its tasks exist: task processes are forked before
+//! any thread is started, so forking is sound. Hardware counters are opened with `inherit`
+//! before the tasks exist, so they count every task and nothing from the parent scalelab.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::control::{Control, PHASE_MEASURE, PHASE_STOP, PHASE_WARMUP};
+use super::placement;
+use super::task::run_task;
+use crate::error::LabError;
+use crate::model::{CounterValue, Mode, Nanos, Pin, SampleRecord, TrialMeasurement, Usage};
+use crate::params::Params;
+use crate::workloads::{self, PrepareContext, Prepared};
+
+/// Everything a trial child needs, sent to it as JSON on stdin.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialSpec {
+    pub workload: String,
+    pub params: BTreeMap<String, String>,
+    pub tasks: u32,
+    pub mode: Mode,
+    pub pin: Pin,
+    pub warmup: Nanos,
+    pub duration: Nanos,
+    pub sample_interval: Nanos,
+    pub counters: bool,
+    pub workdir: Option<PathBuf>,
+}
+
+/// How long tasks may take to get ready (prepare their memory, files) before the trial fails.
+const SETUP_LIMIT: Duration = Duration::from_secs(120);
+
+/// Runs a trial in this process and returns its measurement.
+pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
+    let workload = workloads::find(&spec.workload)?;
+    let params = Params::from_map(spec.params.clone());
+    let tasks = spec.tasks as usize;
+    let ctx = PrepareContext {
+        tasks,
+        mode: spec.mode,
+        workdir: spec.workdir.clone(),
+    };
+    let prepared = workload.prepare(&params, &ctx)?;
+    let control = Control::new(tasks)?;
+    let placement = placement::assign(spec.pin, tasks, &placement::cpu_order()?);
+    let counters = spec.counters.then(|| {
+        perf::InheritedCounters::open(&[perf::HwEvent::Cycles, perf::HwEvent::Instructions])
+    });
+    let extra_names = prepared.extra_names();
+
+    let window = match spec.mode {
+        Mode::Threads => std::thread::scope(|scope| {
+            let handles: Vec<_> = placement
+                .iter()
+                .enumerate()
+                .map(|(i, cpu)| {
+                    let (prepared, control) = (prepared.as_ref(), &control);
+                    scope.spawn(move || {
+                        run_task(prepared, control, i, *cpu, Mode::Threads, extra_names)
+                    })
+                })
+                .collect();
+            let window = sample(spec, &control, counters.as_ref(), &mut || Ok(()));
+            if window.is_err() {
+                control.set_phase(PHASE_STOP);
+            }
+            let mut first_error = None;
+            for (i, h) in handles.into_iter().enumerate() {
+                match h.join() {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => {
+                        first_error.get_or_insert(LabError::Workload {
+                            workload: spec.workload.clone(),
+                            message: format!("task {i}: {e}"),
+                        });
+                    }
+                    Err(_) => {
+                        first_error.get_or_insert(LabError::Workload {
+                            workload: spec.workload.clone(),
+                            message: format!("task {i} panicked"),
+                        });
+                    }
+                }
+            }
+            match first_error {
+                Some(e) => Err(e),
+                None => window,
+            }
+        }),
+        Mode::Processes => run_processes(
+            spec,
+            prepared.as_ref(),
+            &control,
+            &placement,
+            counters.as_ref(),
+            extra_names,
+        ),
+    }?;
+
+    let mut usage = Usage::default();
+    for i in 0..tasks {
+        let u = control.window_usage(i).ok_or_else(|| {
+            LabError::Internal(format!(
+                "task {i} did not record its resource usage for the window"
+            ))
+        })?;
+        usage = usage.add(&u);
+    }
+    let mut extras = BTreeMap::new();
+    for (k, name) in extra_names.iter().enumerate() {
+        extras.insert(
+            (*name).to_string(),
+            (0..tasks).map(|i| control.extras(i)[k]).sum(),
+        );
+    }
+    let task_ops = window
+        .end
+        .iter()
+        .zip(&window.start)
+        .map(|(e, s)| e.saturating_sub(*s))
+        .collect();
+    Ok(TrialMeasurement {
+        window: window.length,
+        task_ops,
+        usage,
+        counters: window.counters,
+        extras,
+        placement,
+        samples: window.samples,
+    })
+}
+
+fn run_processes(
+    spec: &TrialSpec,
+    prepared: &dyn Prepared,
+    control: &Control,
+    placement: &[Option<usize>],
+    counters: Option<&perf::InheritedCounters>,
+    extra_names: &[&'static str],
+) -> Result<Window, LabError> {
+    let mut children = Vec::with_capacity(placement.len());
+    for (i, cpu) in placement.iter().enumerate() {
+        match sys::fork_single_threaded() {
+            Ok(sys::ForkResult::Child) => {
+                let _ = sys::set_parent_death_signal(libc::SIGKILL);
+                let code = match run_task(prepared, control, i, *cpu, Mode::Processes, extra_names)
+                {
+                    Ok(()) => 0,
+                    Err(e) => {
+                        eprintln!("task {i}: {e}");
+                        3
+                    }
+                };
+                sys::exit_immediately(code);
+            }
+            Ok(sys::ForkResult::Parent { child }) => children.push(child),
+            Err(e) => {
+                control.set_phase(PHASE_STOP);
+                for pid in &children {
+                    let _ = sys::send_signal(*pid, libc::SIGKILL);
+                    let _ = sys::wait_child(*pid);
+                }
+                return Err(LabError::sys(format!("forking task {i}"), e));
+            }
+        }
+    }
+    let mut exited: Vec<Option<String>> = vec![None; children.len()];
+    let mut check_children = || -> Result<(), LabError> {
+        for (i, pid) in children.iter().enumerate() {
+            if exited[i].is_some() {
+                continue;
+            }
+            if let Some(exit) =
+                sys::try_wait_child(*pid).map_err(|e| LabError::sys("waiting for a task", e))?
+            {
+                let what = describe_exit(&exit.status);
+                exited[i] = Some(what.clone());
+                return Err(LabError::Workload {
+                    workload: spec.workload.clone(),
+                    message: format!("task {i} (pid {pid}) {what} before the trial ended"),
+                });
+            }
+        }
+        Ok(())
+    };
+    let window = sample(spec, control, counters, &mut check_children);
+    if window.is_err() {
+        control.set_phase(PHASE_STOP);
+    }
+    let mut first_error = None;
+    for (i, pid) in children.iter().enumerate() {
+        if exited[i].is_some() {
+            continue;
+        }
+        match sys::wait_child(*pid) {
+            Ok(exit) if matches!(exit.status, sys::ExitKind::Exited(0)) => {}
+            Ok(exit) => {
+                first_error.get_or_insert(LabError::Workload {
+                    workload: spec.workload.clone(),
+                    message: format!("task {i} (pid {pid}) {}", describe_exit(&exit.status)),
+                });
+            }
+            Err(e) => {
+                first_error.get_or_insert(LabError::sys(format!("waiting for task {i}"), e));
+            }
+        }
+    }
+    match (window, first_error) {
+        (Err(e), _) => Err(e),
+        (Ok(_), Some(e)) => Err(e),
+        (Ok(w), None) => Ok(w),
+    }
+}
+
+fn describe_exit(status: &sys::ExitKind) -> String {
+    match status {
+        sys::ExitKind::Exited(code) => format!("exited with status {code}"),
+        sys::ExitKind::Signaled(sig, core) => {
+            format!(
+                "was killed by {}{}",
+                sys::signal_name(*sig),
+                if *core { " (core dumped)" } else { "" }
+            )
+        }
+    }
+}
+
+/// What the sampler saw between the window's edges.
+struct Window {
+    length: Nanos,
+    start: Vec<u64>,
+    end: Vec<u64>,
+    samples: Vec<SampleRecord>,
+    counters: Vec<CounterValue>,
+}
+
+/// Waits for every task at the gate, opens it, and samples until the window closes.
+/// `check` is called every interval and aborts the trial when it fails (a task process died).
+fn sample(
+    spec: &TrialSpec,
+    control: &Control,
+    counters: Option<&perf::InheritedCounters>,
+    check: &mut dyn FnMut() -> Result<(), LabError>,
+) -> Result<Window, LabError> {
+    let tasks = control.tasks() as u64;
+    let setup_deadline = Instant::now() + SETUP_LIMIT;
+    while control.ready() < tasks {
+        if let Some(&i) = control.failed_tasks().first() {
+            return Err(LabError::Workload {
+                workload: spec.workload.clone(),
+                message: format!("task {i} failed while setting up"),
+            });
+        }
+        check()?;
+        if Instant::now() > setup_deadline {
+            return Err(LabError::Workload {
+                workload: spec.workload.clone(),
+                message: format!(
+                    "only {} of {tasks} tasks were ready after {}s",
+                    control.ready(),
+                    SETUP_LIMIT.as_secs()
+                ),
+            });
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let interval = spec
+        .sample_interval
+        .as_duration()
+        .max(Duration::from_millis(1));
+    let released = Instant::now();
+    let warmup = spec.warmup.as_duration();
+    let mut start: Option<(Instant, Vec<u64>, Vec<CounterSnapshot>)> = None;
+    if warmup.is_zero() {
+        control.set_phase(PHASE_MEASURE);
+        start = Some((Instant::now(), control.read_counters(), snapshot(counters)));
+    } else {
+        control.set_phase(PHASE_WARMUP);
+    }
+    let mut samples = Vec::new();
+    let mut next_tick = Instant::now() + interval;
+    loop {
+        let edge = match &start {
+            None => released + warmup,
+            Some((t0, _, _)) => *t0 + spec.duration.as_duration(),
+        };
+        let wake = next_tick.min(edge);
+        let now = Instant::now();
+        if wake > now {
+            std::thread::sleep(wake - now);
+        }
+        check()?;
+        if let Some(&i) = control.failed_tasks().first() {
+            return Err(LabError::Workload {
+                workload: spec.workload.clone(),
+                message: format!("task {i} failed during the trial"),
+            });
+        }
+        let now = Instant::now();
+        match &start {
+            None if now >= edge => {
+                control.set_phase(PHASE_MEASURE);
+                start = Some((Instant::now(), control.read_counters(), snapshot(counters)));
+                next_tick = Instant::now() + interval;
+            }
+            None => next_tick += interval,
+            Some((t0, base, base_counters)) => {
+                let reading = control.read_counters();
+                let t = Instant::now();
+                if now >= edge {
+                    let end_counters = snapshot(counters);
+                    control.set_phase(PHASE_STOP);
+                    let length = Nanos::from_duration(t - *t0);
+                    samples.push(SampleRecord {
+                        t: length,
+                        task_ops: diff(&reading, base),
+                    });
+                    return Ok(Window {
+                        length,
+                        start: base.clone(),
+                        end: reading,
+                        samples,
+                        counters: counter_values(base_counters, &end_counters, counters),
+                    });
+                }
+                samples.push(SampleRecord {
+                    t: Nanos::from_duration(t - *t0),
+                    task_ops: diff(&reading, base),
+                });
+                next_tick += interval;
+            }
+        }
+    }
+}
+
+fn diff(now: &[u64], base: &[u64]) -> Vec<u64> {
+    now.iter()
+        .zip(base)
+        .map(|(n, b)| n.saturating_sub(*b))
+        .collect()
+}
+
+type CounterSnapshot = (perf::HwEvent, Result<perf::CounterReading, String>);
+
+fn snapshot(counters: Option<&perf::InheritedCounters>) -> Vec<CounterSnapshot> {
+    counters.map(|c| c.read()).unwrap_or_default()
+}
+
+fn counter_values(
+    start: &[CounterSnapshot],
+    end: &[CounterSnapshot],
+    counters: Option<&perf::InheritedCounters>,
+) -> Vec<CounterValue> {
+    let Some(counters) = counters else {
+        return ["cycles", "instructions"]
+            .iter()
+            .map(|e| CounterValue {
+                event: (*e).into(),
+                value: None,
+                multiplexed: false,
+                note: Some("counters disabled (--no-counters)".into()),
+            })
+            .collect();
+    };
+    let kernel_note = counters.excludes_kernel().then(|| "user space only: perf_event_paranoid forbids counting the kernel; set kernel.perf_event_paranoid <= 1 or run with CAP_PERFMON".to_string());
+    start
+        .iter()
+        .zip(end)
+        .map(|((event, a), (_, b))| match (a, b) {
+            (Ok(a), Ok(b)) => {
+                let value = b.value.saturating_sub(a.value);
+                let enabled = b.time_enabled.saturating_sub(a.time_enabled);
+                let running = b.time_running.saturating_sub(a.time_running);
+                let multiplexed = running < enabled;
+                let scaled = if multiplexed && running > 0 {
+                    (value as f64 * enabled as f64 / running as f64) as u64
+                } else {
+                    value
+                };
+                CounterValue {
+                    event: event.name().to_string(),
+                    value: (running > 0 || value > 0).then_some(scaled),
+                    multiplexed,
+                    note: if running == 0 && enabled > 0 {
+                        Some("never scheduled on the PMU (all counters busy)".into())
+                    } else {
+                        kernel_note.clone()
+                    },
+                }
+            }
+            (Err(reason), _) | (_, Err(reason)) => CounterValue {
+                event: event.name().to_string(),
+                value: None,
+                multiplexed: false,
+                note: Some(reason.clone()),
+            },
+        })
+        .collect()
+}

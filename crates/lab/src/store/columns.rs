@@ -1,0 +1,84 @@
+//! How model values map onto SQL columns: u64 bit patterns, JSON text, enum names.
+//!
+//! SQLite integers are i64. Counts and nanoseconds are u64 and may in principle exceed i64::MAX
+//! (a saturated `Nanos`), so they are stored as their two's complement bit pattern: exact round
+//! trip, and every realistic value (below 2^63) reads the same in plain SQL.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::StoreError;
+use crate::model::{Mode, Pin};
+
+/// A u64 as the i64 with the same bits.
+pub(crate) fn u64_to_sql(v: u64) -> i64 {
+    i64::from_ne_bytes(v.to_ne_bytes())
+}
+
+/// The inverse of [`u64_to_sql`].
+pub(crate) fn u64_from_sql(v: i64) -> u64 {
+    u64::from_ne_bytes(v.to_ne_bytes())
+}
+
+pub(crate) fn to_json<T: Serialize + ?Sized>(
+    what: &'static str,
+    value: &T,
+) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|source| StoreError::Encode { what, source })
+}
+
+/// Decodes a JSON column of run `id`; `corrupt` builds the error naming the database.
+pub(crate) fn from_json<T: DeserializeOwned>(
+    text: &str,
+    what: &'static str,
+    corrupt: &dyn Fn(&'static str, String) -> StoreError,
+) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| corrupt(what, e.to_string()))
+}
+
+pub(crate) fn mode_from_sql(text: &str) -> Option<Mode> {
+    match text {
+        "threads" => Some(Mode::Threads),
+        "processes" => Some(Mode::Processes),
+        _ => None,
+    }
+}
+
+pub(crate) fn pin_from_sql(text: &str) -> Option<Pin> {
+    match text {
+        "auto" => Some(Pin::Auto),
+        "core" => Some(Pin::Core),
+        "none" => Some(Pin::None),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn u64_round_trips_through_sql_integers(v: u64) {
+            prop_assert_eq!(u64_from_sql(u64_to_sql(v)), v);
+        }
+    }
+
+    #[test]
+    fn small_values_read_the_same_in_sql() {
+        assert_eq!(u64_to_sql(42), 42);
+        assert_eq!(u64_to_sql(u64::MAX), -1);
+    }
+
+    #[test]
+    fn enum_names_match_display() {
+        for mode in [Mode::Threads, Mode::Processes] {
+            assert_eq!(mode_from_sql(&mode.to_string()), Some(mode));
+        }
+        for pin in [Pin::Auto, Pin::Core, Pin::None] {
+            assert_eq!(pin_from_sql(&pin.to_string()), Some(pin));
+        }
+        assert_eq!(mode_from_sql("Threads"), None);
+    }
+}

@@ -1,0 +1,208 @@
+//! Moving runs out of and into the store: JSON export (the lossless, versioned form that
+//! `import` reads back), CSV export (one row per trial, for spreadsheets and scripts).
+//!
+//! The JSON is a [`RunExport`] envelope; [`read_export`] refuses a newer `schema_version` before
+//! looking at anything else, so the error names both versions instead of a missing field. CSV
+//! quoting is hand-rolled (RFC 4180: a field holding a comma, quote, CR or LF is quoted, quotes
+//! doubled); no CSV crate is needed for one writer.
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::StoreError;
+use crate::model::{EXPORT_SCHEMA_VERSION, RunData, RunExport, TrialOutcome};
+
+/// Writes `data` as a pretty-printed [`RunExport`] with the current `schema_version`.
+pub fn export_json(data: &RunData, out: &mut dyn Write) -> Result<(), StoreError> {
+    /// The same JSON as [`RunExport`], borrowing the run instead of cloning it.
+    #[derive(Serialize)]
+    struct Envelope<'a> {
+        schema_version: u32,
+        tool_version: &'a str,
+        run: &'a RunData,
+    }
+    let envelope = Envelope {
+        schema_version: EXPORT_SCHEMA_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION"),
+        run: data,
+    };
+    serde_json::to_writer_pretty(&mut *out, &envelope)
+        .map_err(|e| StoreError::Write { source: e.into() })?;
+    writeln!(out)
+        .and_then(|()| out.flush())
+        .map_err(|source| StoreError::Write { source })
+}
+
+/// The CSV columns, in order.
+pub const CSV_HEADER: [&str; 20] = [
+    "run_id",
+    "workload",
+    "variant",
+    "n",
+    "trial",
+    "status",
+    "window_s",
+    "ops",
+    "ops_per_sec",
+    "user_s",
+    "sys_s",
+    "minor_faults",
+    "major_faults",
+    "voluntary_switches",
+    "involuntary_switches",
+    "block_in",
+    "block_out",
+    "cycles",
+    "instructions",
+    "failure",
+];
+
+/// Writes one CSV row per trial of `data`, after a header row ([`CSV_HEADER`]). A failed
+/// trial's measurement columns are empty; so are `cycles`/`instructions` when not counted.
+pub fn export_csv(data: &RunData, out: &mut dyn Write) -> Result<(), StoreError> {
+    let write = |out: &mut dyn Write, fields: &[String]| -> std::io::Result<()> {
+        let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+        writeln!(out, "{}", line.join(","))
+    };
+    let header: Vec<String> = CSV_HEADER.iter().map(|h| (*h).to_owned()).collect();
+    write(out, &header).map_err(|source| StoreError::Write { source })?;
+    let meta = &data.meta;
+    for trial in &data.trials {
+        let mut row = vec![
+            meta.id.to_string(),
+            meta.workload.clone(),
+            meta.variant.clone().unwrap_or_default(),
+            trial.n.to_string(),
+            trial.index.to_string(),
+        ];
+        match &trial.outcome {
+            TrialOutcome::Ok(m) => {
+                let u = &m.usage;
+                let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
+                row.extend([
+                    "ok".to_owned(),
+                    m.window.as_secs_f64().to_string(),
+                    m.task_ops
+                        .iter()
+                        .fold(0u64, |a, &b| a.saturating_add(b))
+                        .to_string(),
+                    m.ops_per_sec().to_string(),
+                    u.user.as_secs_f64().to_string(),
+                    u.sys.as_secs_f64().to_string(),
+                    u.minor_faults.to_string(),
+                    u.major_faults.to_string(),
+                    u.voluntary_switches.to_string(),
+                    u.involuntary_switches.to_string(),
+                    u.block_in.to_string(),
+                    u.block_out.to_string(),
+                    opt(m.counter("cycles")),
+                    opt(m.counter("instructions")),
+                    String::new(),
+                ]);
+            }
+            TrialOutcome::Failed { reason } => {
+                row.push("failed".to_owned());
+                row.extend(std::iter::repeat_n(
+                    String::new(),
+                    CSV_HEADER.len() - row.len() - 1,
+                ));
+                row.push(reason.clone());
+            }
+        }
+        write(out, &row).map_err(|source| StoreError::Write { source })?;
+    }
+    out.flush().map_err(|source| StoreError::Write { source })
+}
+
+/// One CSV field, quoted when it must be.
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_owned()
+    }
+}
+
+/// Reads an exported run, refusing a format newer than this build knows.
+pub fn read_export(path: &Path) -> Result<RunExport, StoreError> {
+    let text = fs::read_to_string(path).map_err(|source| StoreError::ReadExport {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let bad = |detail: String| StoreError::BadExport {
+        path: path.to_path_buf(),
+        detail,
+    };
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    let version = value
+        .get("schema_version")
+        .and_then(serde_json::Value::as_u64)
+        .ok_or_else(|| bad("no `schema_version` field".into()))?;
+    if version > u64::from(EXPORT_SCHEMA_VERSION) {
+        return Err(StoreError::NewerExport {
+            path: path.to_path_buf(),
+            found: version,
+            supported: EXPORT_SCHEMA_VERSION,
+        });
+    }
+    if version == 0 {
+        return Err(bad("`schema_version` 0 does not exist".into()));
+    }
+    // Parsed again from the text (not the Value) so errors carry line and column.
+    serde_json::from_str(&text).map_err(|e| bad(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_fields_are_quoted_only_when_needed() {
+        assert_eq!(csv_field("plain"), "plain");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field("two\nlines"), "\"two\nlines\"");
+        assert_eq!(csv_field(""), "");
+    }
+
+    fn write_file(text: &str) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+        f
+    }
+
+    #[test]
+    fn newer_export_names_both_versions() {
+        let f = write_file(r#"{"schema_version": 99, "whatever": true}"#);
+        let err = read_export(f.path()).unwrap_err().to_string();
+        assert!(
+            err.contains("99") && err.contains(&EXPORT_SCHEMA_VERSION.to_string()),
+            "{err}"
+        );
+        assert!(err.contains("upgrade scalelab"), "{err}");
+    }
+
+    #[test]
+    fn non_exports_are_explained() {
+        for text in [
+            "not json",
+            "{}",
+            r#"{"schema_version": 0}"#,
+            r#"{"schema_version": 1}"#,
+        ] {
+            let f = write_file(text);
+            let err = read_export(f.path()).unwrap_err();
+            assert!(matches!(err, StoreError::BadExport { .. }), "{text}: {err}");
+            assert!(
+                err.to_string().contains(&f.path().display().to_string()),
+                "{err}"
+            );
+        }
+        let err = read_export(Path::new("/nonexistent/x.json")).unwrap_err();
+        assert!(matches!(err, StoreError::ReadExport { .. }), "{err}");
+    }
+}

@@ -1,0 +1,209 @@
+//! Whether the process that owns a `running` run is still alive.
+//!
+//! A run is stored as `running` when it starts and `complete` or `interrupted` when it ends; a
+//! process killed in between (SIGKILL, OOM killer, power loss) leaves it `running` for ever. So
+//! the row also records its owner — pid, the pid's start time (field 22 of `/proc/PID/stat`, in
+//! clock ticks since boot) and the boot id (`/proc/sys/kernel/random/boot_id`) — and a reader
+//! derives [`RunStatus::Incomplete`] when that owner is gone: another boot, no such pid, a zombie,
+//! or the pid reused by a younger process (start time differs).
+//!
+//! When this process cannot tell (no `/proc`), the run keeps reading `running`: a live run is
+//! never declared dead on a guess.
+
+use std::fs;
+
+use crate::model::RunStatus;
+
+/// The process that owns a run, as recorded in its row.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Owner {
+    /// `None`: no owner on this machine (an imported run), so nobody here will ever finish it.
+    pub pid: Option<i64>,
+    pub start_time: Option<u64>,
+    pub boot_id: Option<String>,
+}
+
+impl Owner {
+    /// This process.
+    pub fn current() -> Owner {
+        Owner {
+            pid: Some(i64::from(std::process::id())),
+            start_time: read_stat("self").map(|s| s.start_time),
+            boot_id: read_boot_id(),
+        }
+    }
+}
+
+/// The status a reader should see: `stored`, except that a `running` run whose owner is gone
+/// reads `Incomplete`. `me` is the reading process (see [`Owner::current`]).
+pub(crate) fn derive_status(stored: RunStatus, owner: &Owner, me: &Owner) -> RunStatus {
+    if stored == RunStatus::Running && owner_is_gone(owner, me, read_stat) {
+        RunStatus::Incomplete
+    } else {
+        stored
+    }
+}
+
+/// The parts of `/proc/PID/stat` that identify a live process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ProcStat {
+    /// Field 3: `R`, `S`, `D`, `Z` (zombie), …
+    pub state: char,
+    /// Field 22: start time after boot, in clock ticks.
+    pub start_time: u64,
+}
+
+/// Decides from the recorded `owner`, the reader `me` and a way to read `/proc/PID/stat`.
+fn owner_is_gone(owner: &Owner, me: &Owner, stat: impl Fn(&str) -> Option<ProcStat>) -> bool {
+    let Some(pid) = owner.pid.filter(|&p| p > 0) else {
+        return true;
+    };
+    if let (Some(theirs), Some(ours)) = (&owner.boot_id, &me.boot_id) {
+        if theirs != ours {
+            return true;
+        }
+    }
+    if owner.pid == me.pid && owner.start_time == me.start_time {
+        return false;
+    }
+    match stat(&pid.to_string()) {
+        Some(now) => now.state == 'Z' || owner.start_time.is_some_and(|t| t != now.start_time),
+        // No such pid — if this process can read /proc at all; otherwise nobody can tell.
+        None => me.start_time.is_some(),
+    }
+}
+
+/// Reads `/proc/{pid}/stat` (`pid` may be `self`).
+pub(crate) fn read_stat(pid: &str) -> Option<ProcStat> {
+    parse_stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+fn read_boot_id() -> Option<String> {
+    let id = fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let id = id.trim();
+    (!id.is_empty()).then(|| id.to_owned())
+}
+
+/// Parses `/proc/PID/stat`. The command name (field 2) is in parentheses and may itself hold
+/// spaces and parentheses, so fields are counted from the last `)`.
+fn parse_stat(text: &str) -> Option<ProcStat> {
+    let mut fields = text[text.rfind(')')? + 1..].split_ascii_whitespace();
+    let state = fields.next()?.chars().next()?;
+    // `fields` is now at field 4; field 22 is 18 further.
+    let start_time = fields.nth(22 - 4)?.parse().ok()?;
+    Some(ProcStat { state, start_time })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STAT: &str = "1234 (a (weird) name) S 1 1234 1234 0 -1 4194560 5 0 0 0 1 2 0 0 20 0 1 0 987654 1000 100 18446744073709551615";
+
+    fn me() -> Owner {
+        Owner {
+            pid: Some(10),
+            start_time: Some(500),
+            boot_id: Some("boot-a".into()),
+        }
+    }
+
+    #[test]
+    fn parses_state_and_start_time_past_a_comm_with_parentheses() {
+        assert_eq!(
+            parse_stat(STAT),
+            Some(ProcStat {
+                state: 'S',
+                start_time: 987_654
+            })
+        );
+        assert_eq!(parse_stat("garbage"), None);
+        assert_eq!(parse_stat("1 (x) S 1 2"), None);
+    }
+
+    #[test]
+    fn reads_this_process() {
+        let me = Owner::current();
+        assert_eq!(me.pid, Some(i64::from(std::process::id())));
+        let stat = read_stat("self").expect("/proc/self/stat");
+        assert_eq!(Some(stat.start_time), me.start_time);
+        assert!(me.boot_id.is_some());
+    }
+
+    #[test]
+    fn this_process_is_alive_without_looking() {
+        let gone = owner_is_gone(&me(), &me(), |_| panic!("must not read /proc for itself"));
+        assert!(!gone);
+    }
+
+    #[test]
+    fn another_boot_no_pid_or_no_such_process_is_gone() {
+        let other_boot = Owner {
+            boot_id: Some("boot-b".into()),
+            ..me()
+        };
+        assert!(owner_is_gone(&other_boot, &me(), |_| None));
+        assert!(owner_is_gone(&Owner::default(), &me(), |_| None));
+        let other = Owner {
+            pid: Some(77),
+            ..me()
+        };
+        assert!(owner_is_gone(&other, &me(), |_| None));
+    }
+
+    #[test]
+    fn reused_pid_or_zombie_is_gone_and_a_live_owner_is_not() {
+        let other = Owner {
+            pid: Some(77),
+            start_time: Some(42),
+            ..me()
+        };
+        let live = |state| {
+            move |_: &str| {
+                Some(ProcStat {
+                    state,
+                    start_time: 42,
+                })
+            }
+        };
+        assert!(!owner_is_gone(&other, &me(), live('S')));
+        assert!(owner_is_gone(&other, &me(), live('Z')));
+        assert!(owner_is_gone(&other, &me(), |_| Some(ProcStat {
+            state: 'S',
+            start_time: 43
+        })));
+    }
+
+    #[test]
+    fn unknowable_reads_alive() {
+        let blind = Owner {
+            pid: Some(10),
+            start_time: None,
+            boot_id: None,
+        };
+        let other = Owner {
+            pid: Some(77),
+            start_time: Some(42),
+            boot_id: Some("x".into()),
+        };
+        assert!(!owner_is_gone(&other, &blind, |_| None));
+    }
+
+    #[test]
+    fn derive_only_touches_running() {
+        let gone = Owner::default();
+        let me = Owner::current();
+        assert_eq!(
+            derive_status(RunStatus::Running, &gone, &me),
+            RunStatus::Incomplete
+        );
+        assert_eq!(
+            derive_status(RunStatus::Complete, &gone, &me),
+            RunStatus::Complete
+        );
+        assert_eq!(
+            derive_status(RunStatus::Running, &me, &me),
+            RunStatus::Running
+        );
+    }
+}

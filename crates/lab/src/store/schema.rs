@@ -1,0 +1,358 @@
+//! Opening the database file safely, and its schema: DDL and forward-only migrations.
+//!
+//! The schema version is `PRAGMA user_version`; [`MIGRATIONS`] is a list of SQL steps, step `i`
+//! taking version `i` to `i + 1`, applied under one write transaction (SQLite DDL is
+//! transactional, so a migration happens entirely or not at all). `PRAGMA application_id` marks
+//! the file as scalelab's, so a SQLite database of another program is never migrated into ours.
+//!
+//! Safety before convenience: a file is checked for the SQLite header *before* SQLite sees it,
+//! and its application id and version are checked *before* anything is written (even the WAL
+//! switch writes the header), so a text file, a foreign database or a database from a newer
+//! scalelab is refused and left byte-for-byte untouched. A newer schema is never downgraded.
+
+use std::fs;
+use std::io::Read;
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+
+use super::StoreError;
+
+/// The schema version this build writes (the length of [`MIGRATIONS`]).
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// `PRAGMA application_id` of a scalelab database: "SCLB".
+pub(crate) const APPLICATION_ID: i32 = 0x5343_4c42;
+
+/// How long a writer waits for another process's transaction before giving up.
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Step `i` takes the schema from version `i` to `i + 1`. Append only; never edit a shipped step.
+const MIGRATIONS: &[&str] = &[V1];
+
+/// Version 1. u64 values (durations, counts) are stored in INTEGER columns as their two's
+/// complement bit pattern (see `columns`), so values past i64::MAX survive exactly.
+const V1: &str = "
+CREATE TABLE runs (
+    id                INTEGER PRIMARY KEY AUTOINCREMENT,  -- ids are never reused
+    origin_id         INTEGER,           -- id in the store this run was imported from
+    name              TEXT,
+    workload          TEXT NOT NULL,
+    params            TEXT NOT NULL,     -- JSON object; also in run_params
+    op_unit           TEXT NOT NULL,
+    mode              TEXT NOT NULL CHECK (mode IN ('threads', 'processes')),
+    pin               TEXT NOT NULL CHECK (pin IN ('auto', 'core', 'none')),
+    points            TEXT NOT NULL,     -- JSON array of task counts, in execution order
+    runs              INTEGER NOT NULL,
+    duration_ns       INTEGER NOT NULL,
+    warmup_ns         INTEGER NOT NULL,
+    variant           TEXT,
+    tags              TEXT NOT NULL,     -- JSON object; also in run_tags
+    started_at        TEXT NOT NULL,     -- RFC 3339 UTC
+    finished_at       TEXT,
+    status            TEXT NOT NULL
+                      CHECK (status IN ('running', 'complete', 'interrupted', 'incomplete')),
+    env               TEXT NOT NULL,     -- JSON Fingerprint
+    warnings          TEXT NOT NULL,     -- JSON array of strings
+    command_line      TEXT NOT NULL,
+    owner_pid         INTEGER,           -- the process that writes the run (NULL: imported)
+    owner_start_time  INTEGER,           -- field 22 of /proc/PID/stat, clock ticks since boot
+    owner_boot_id     TEXT               -- /proc/sys/kernel/random/boot_id
+);
+CREATE INDEX runs_workload ON runs (workload, variant);
+
+CREATE TABLE run_tags (
+    run_id  INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    key     TEXT NOT NULL,
+    value   TEXT NOT NULL,
+    PRIMARY KEY (run_id, key)
+) WITHOUT ROWID;
+CREATE INDEX run_tags_key_value ON run_tags (key, value);
+
+CREATE TABLE run_params (
+    run_id  INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    key     TEXT NOT NULL,
+    value   TEXT NOT NULL,
+    PRIMARY KEY (run_id, key)
+) WITHOUT ROWID;
+CREATE INDEX run_params_key_value ON run_params (key, value);
+
+-- One row per trial, in the order trials ended (id order).
+CREATE TABLE trials (
+    id                    INTEGER PRIMARY KEY,
+    run_id                INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    n                     INTEGER NOT NULL,
+    idx                   INTEGER NOT NULL,   -- 0-based repetition within the point
+    started_at            TEXT NOT NULL,
+    status                TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+    failure               TEXT,               -- reason, when failed
+    -- The rest is NULL for a failed trial.
+    window_ns             INTEGER,
+    ops                   INTEGER,            -- sum of task_ops, for queries
+    user_ns               INTEGER,
+    sys_ns                INTEGER,
+    minor_faults          INTEGER,
+    major_faults          INTEGER,
+    voluntary_switches    INTEGER,
+    involuntary_switches  INTEGER,
+    block_in              INTEGER,
+    block_out             INTEGER,
+    counters              TEXT,               -- JSON array of CounterValue
+    extras                TEXT,               -- JSON object name -> count
+    placement             TEXT,               -- JSON array of CPU or null per task
+    task_ops              TEXT                -- JSON array of ops per task
+);
+CREATE INDEX trials_run ON trials (run_id, n);
+
+CREATE TABLE samples (
+    trial_id  INTEGER NOT NULL REFERENCES trials (id) ON DELETE CASCADE,
+    seq       INTEGER NOT NULL,               -- 0-based order within the trial
+    t_ns      INTEGER NOT NULL,               -- since the window start
+    task_ops  TEXT NOT NULL,                  -- JSON array, cumulative per task
+    PRIMARY KEY (trial_id, seq)
+) WITHOUT ROWID;
+";
+
+/// Opens `path` as a scalelab database, creating or migrating it; see the module doc.
+pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
+    check_file(path)?;
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| StoreError::Open {
+        path: path.to_path_buf(),
+        source: Box::new(e),
+    })?;
+    let sql = |e| StoreError::sqlite(path, e);
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+    // SQLite silently falls back to read-only for a file it may not write.
+    if conn.is_readonly("main").map_err(sql)? {
+        return Err(StoreError::ReadOnly {
+            path: path.to_path_buf(),
+        });
+    }
+
+    // A consistent read before any write: refuse what is not ours to touch.
+    let header = {
+        let tx = conn.unchecked_transaction().map_err(sql)?;
+        let header = Header::read(&tx).map_err(|e| not_a_db_or(path, e))?;
+        tx.commit().map_err(sql)?;
+        header
+    };
+    header.check(path)?;
+
+    conn.pragma_update(None, "foreign_keys", true)
+        .map_err(sql)?;
+    // WAL lets readers and one writer work at once; FULL syncs each commit (one per trial,
+    // cheap) so a power loss cannot take a committed trial with it. A file system without WAL
+    // support keeps its rollback journal: slower under concurrency, still correct.
+    let _mode: String = conn
+        .pragma_update_and_check(None, "journal_mode", "wal", |row| row.get(0))
+        .map_err(sql)?;
+    conn.pragma_update(None, "synchronous", "full")
+        .map_err(sql)?;
+
+    migrate(&conn, path)?;
+    Ok(conn)
+}
+
+/// Refuses a directory or a non-empty file that does not start with the SQLite header, before
+/// SQLite opens it; creates missing parent directories.
+fn check_file(path: &Path) -> Result<(), StoreError> {
+    const MAGIC: &[u8; 16] = b"SQLite format 3\0";
+    let refuse = |detail: &str| StoreError::NotADatabase {
+        path: path.to_path_buf(),
+        detail: detail.into(),
+    };
+    match fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => Err(refuse("it is a directory")),
+        Ok(meta) if meta.len() == 0 => Ok(()), // SQLite's own fresh-file state
+        Ok(_) => {
+            let mut head = Vec::with_capacity(MAGIC.len());
+            fs::File::open(path)
+                .and_then(|f| f.take(MAGIC.len() as u64).read_to_end(&mut head))
+                .map_err(|e| StoreError::Open {
+                    path: path.to_path_buf(),
+                    source: Box::new(e),
+                })?;
+            if head == MAGIC {
+                Ok(())
+            } else {
+                Err(refuse("not a SQLite file"))
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => {
+                fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+                    dir: dir.to_path_buf(),
+                    source,
+                })
+            }
+            _ => Ok(()),
+        },
+        Err(e) => Err(StoreError::Open {
+            path: path.to_path_buf(),
+            source: Box::new(e),
+        }),
+    }
+}
+
+/// SQLite's "not a database" and "malformed" both mean the file is not one we can use.
+fn not_a_db_or(path: &Path, e: rusqlite::Error) -> StoreError {
+    use rusqlite::ErrorCode;
+    match e.sqlite_error_code() {
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => StoreError::NotADatabase {
+            path: path.to_path_buf(),
+            detail: format!("SQLite says: {e}"),
+        },
+        _ => StoreError::sqlite(path, e),
+    }
+}
+
+/// What identifies the file: whose it is, which version, whether it holds anything.
+#[derive(Debug, Clone, Copy)]
+struct Header {
+    application_id: i32,
+    user_version: i64,
+    objects: i64,
+}
+
+impl Header {
+    fn read(conn: &Connection) -> rusqlite::Result<Header> {
+        Ok(Header {
+            application_id: conn.pragma_query_value(None, "application_id", |r| r.get(0))?,
+            user_version: conn.pragma_query_value(None, "user_version", |r| r.get(0))?,
+            objects: conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))?,
+        })
+    }
+
+    fn check(self, path: &Path) -> Result<(), StoreError> {
+        let refuse = |detail: String| StoreError::NotADatabase {
+            path: path.to_path_buf(),
+            detail,
+        };
+        if self.application_id != APPLICATION_ID && self.application_id != 0 {
+            return Err(refuse(format!(
+                "a SQLite database of another application, application_id {:#x}",
+                self.application_id
+            )));
+        }
+        if self.application_id == 0 && (self.objects > 0 || self.user_version != 0) {
+            return Err(refuse("a SQLite database of another application".into()));
+        }
+        if self.user_version > SCHEMA_VERSION {
+            return Err(StoreError::NewerSchema {
+                path: path.to_path_buf(),
+                found: self.user_version,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        if self.user_version < 0 {
+            return Err(refuse(format!(
+                "impossible schema version {}",
+                self.user_version
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Applies the missing migration steps in one write transaction. Another process may be opening
+/// the same file: the version is re-read under the write lock, so each step runs exactly once.
+fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let sql = |e| StoreError::sqlite(path, e);
+    let current: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(sql)?;
+    if current == SCHEMA_VERSION {
+        return Ok(());
+    }
+    // `Connection::transaction_with_behavior` needs `&mut Connection`; spelled out instead.
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(sql)?;
+    let applied = (|| {
+        let header = Header::read(conn).map_err(sql)?;
+        header.check(path)?;
+        let from = usize::try_from(header.user_version).unwrap_or(0);
+        for (i, step) in MIGRATIONS.iter().enumerate().skip(from) {
+            conn.execute_batch(step)
+                .map_err(|source| StoreError::Migration {
+                    path: path.to_path_buf(),
+                    to: i + 1,
+                    source,
+                })?;
+        }
+        conn.pragma_update(None, "application_id", APPLICATION_ID)
+            .map_err(sql)?;
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION)
+            .map_err(sql)?;
+        Ok(())
+    })();
+    match applied {
+        Ok(()) => conn.execute_batch("COMMIT").map_err(sql),
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fresh_database_gets_latest_schema_wal_and_our_application_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a/b/scalelab.db");
+        let conn = open(&path).unwrap();
+        let header = Header::read(&conn).unwrap();
+        assert_eq!(header.user_version, SCHEMA_VERSION);
+        assert_eq!(header.application_id, APPLICATION_ID);
+        let mode: String = conn
+            .pragma_query_value(None, "journal_mode", |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+        let fk: bool = conn
+            .pragma_query_value(None, "foreign_keys", |r| r.get(0))
+            .unwrap();
+        assert!(fk);
+        drop(conn);
+        // Reopening is a no-op.
+        open(&path).unwrap();
+    }
+
+    #[test]
+    fn every_migration_step_is_valid_sql_from_its_predecessor() {
+        let conn = Connection::open_in_memory().unwrap();
+        for step in MIGRATIONS {
+            conn.execute_batch(step).unwrap();
+        }
+    }
+
+    #[test]
+    fn foreign_sqlite_database_is_refused_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("other.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1);")
+                .unwrap();
+        }
+        let before = fs::read(&path).unwrap();
+        let err = open(&path).unwrap_err();
+        assert!(matches!(err, StoreError::NotADatabase { .. }), "{err}");
+        assert!(err.to_string().contains("another application"), "{err}");
+        assert_eq!(fs::read(&path).unwrap(), before);
+    }
+
+    #[test]
+    fn directory_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = open(dir.path()).unwrap_err();
+        assert!(err.to_string().contains("is a directory"), "{err}");
+    }
+}

@@ -1,0 +1,95 @@
+//! Warnings shown under results: each says what was seen and what to do about it.
+
+use std::fmt;
+
+/// Something that makes a result less trustworthy than it looks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Warning {
+    Oversubscribed {
+        points: Vec<u32>,
+        cpus: u32,
+    },
+    FailedTrials {
+        n: u32,
+        failed: usize,
+        total: usize,
+        first_reason: String,
+    },
+    HighVariance {
+        n: u32,
+        cv: f64,
+    },
+    FewRuns {
+        runs: usize,
+    },
+    NoBaseline,
+    CountersUnavailable {
+        reason: String,
+    },
+    CountersMultiplexed,
+    TimeBackwards {
+        n: u32,
+        count: f64,
+    },
+    NegativeScaling {
+        from: u32,
+        to: u32,
+        drop: f64,
+    },
+    Environment(String),
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Warning::Oversubscribed { points, cpus } => write!(
+                f,
+                "N={} exceeds the {cpus} online CPUs: tasks time-share CPUs there (intended for an oversubscription experiment; otherwise use --tasks up to {cpus})",
+                points
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            Warning::FailedTrials {
+                n,
+                failed,
+                total,
+                first_reason,
+            } => {
+                write!(
+                    f,
+                    "N={n}: {failed} of {total} trials failed ({first_reason}); see `scalelab show RUN --json` for every reason"
+                )
+            }
+            Warning::HighVariance { n, cv } => write!(
+                f,
+                "N={n}: throughput varies by {:.1}% (CV) between trials; run `scalelab doctor`, lengthen --duration or add --runs",
+                cv * 100.0
+            ),
+            Warning::FewRuns { runs } => write!(
+                f,
+                "only {runs} trial(s) per point: the interval is the full range; use --runs 5 or more to compare runs with confidence"
+            ),
+            Warning::NoBaseline => write!(
+                f,
+                "no N=1 point: speedup and efficiency need one (add 1 to --tasks)"
+            ),
+            Warning::CountersUnavailable { reason } => write!(f, "hardware counters n/a: {reason}"),
+            Warning::CountersMultiplexed => write!(
+                f,
+                "hardware counters were multiplexed (time-shared on the PMU): their values are scaled estimates; count fewer events or stop other perf users"
+            ),
+            Warning::TimeBackwards { n, count } => write!(
+                f,
+                "N={n}: the clock went backwards {count} times within a task (median per trial); this clock source is not monotonic across CPUs here"
+            ),
+            Warning::NegativeScaling { from, to, drop } => write!(
+                f,
+                "negative scalability: throughput falls {:.1}% from N={from} to N={to}; adding tasks makes it slower (profile with --profile to see why)",
+                drop * 100.0
+            ),
+            Warning::Environment(text) => f.write_str(text),
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! Built-in workloads: what a trial's tasks do, and how each counts its ops.
+//!
+//! A workload is prepared once per trial (before any task exists, so state it puts in a
+//! `sys::SharedRegion` is shared by forked task processes too), then each task builds its own
+//! loop after it has been pinned, so the memory it touches is local to its CPU. The runner calls
+//! [`TaskLoop::step`] until told to stop; a step does a small batch of ops and returns how many,
+//! so the harness's per-step cost (one relaxed load, one relaxed store) is amortised.
+
+mod atomic;
+mod clock;
+mod null_syscall;
+mod page_fault;
+mod spin;
+
+use std::path::PathBuf;
+
+use crate::error::LabError;
+use crate::model::Mode;
+use crate::params::{ParamSpec, Params};
+
+/// What `scalelab list` shows about a workload.
+#[derive(Debug)]
+pub struct WorkloadInfo {
+    pub name: &'static str,
+    /// The unit one op stands for.
+    pub op: &'static str,
+    /// The kernel (or hardware) path the workload stresses.
+    pub stresses: &'static str,
+    pub params: &'static [ParamSpec],
+}
+
+/// Facts a workload may need when it prepares a trial.
+#[derive(Debug, Clone)]
+pub struct PrepareContext {
+    pub tasks: usize,
+    pub mode: Mode,
+    /// Scratch directory for file-based workloads.
+    pub workdir: Option<PathBuf>,
+}
+
+/// A built-in workload.
+pub trait Workload: Sync {
+    fn info(&self) -> &'static WorkloadInfo;
+    /// Builds the per-trial state shared by all tasks.
+    fn prepare(&self, params: &Params, ctx: &PrepareContext)
+    -> Result<Box<dyn Prepared>, LabError>;
+}
+
+/// Per-trial state; hands each task its loop.
+pub trait Prepared: Send + Sync {
+    /// Called inside task `index` after pinning and before the start gate opens.
+    fn task(&self, index: usize) -> Result<Box<dyn TaskLoop + '_>, LabError>;
+    /// Names of the workload-specific counts its tasks report (at most 4), in a fixed order.
+    fn extra_names(&self) -> &'static [&'static str] {
+        &[]
+    }
+}
+
+/// One task's work.
+pub trait TaskLoop {
+    /// Does a small batch of ops (microseconds, not milliseconds) and returns how many were done.
+    fn step(&mut self) -> Result<u64, LabError>;
+    /// Workload-specific counts reported at the end (summed over tasks).
+    fn extras(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+}
+
+static REGISTRY: &[&dyn Workload] = &[
+    &page_fault::PageFault,
+    &clock::Clock,
+    &null_syscall::NullSyscall,
+    &atomic::Atomic,
+    &spin::Spin,
+];
+
+/// Every built-in workload, in `scalelab list` order.
+pub fn all() -> &'static [&'static dyn Workload] {
+    REGISTRY
+}
+
+/// Finds a workload by name; the error suggests the nearest names.
+pub fn find(name: &str) -> Result<&'static dyn Workload, LabError> {
+    if let Some(w) = REGISTRY.iter().find(|w| w.info().name == name) {
+        return Ok(*w);
+    }
+    let mut near: Vec<(f64, &str)> = REGISTRY
+        .iter()
+        .map(|w| (strsim::jaro_winkler(name, w.info().name), w.info().name))
+        .filter(|(score, _)| *score > 0.7)
+        .collect();
+    near.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let suggestion = match near.as_slice() {
+        [] => String::new(),
+        [(_, one)] => format!("; did you mean `{one}`?"),
+        many => format!(
+            "; did you mean one of: {}?",
+            many.iter()
+                .take(3)
+                .map(|(_, n)| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    Err(LabError::UnknownWorkload {
+        name: name.to_string(),
+        suggestion,
+    })
+}
+
+fn workload_error(workload: &str, message: impl Into<String>) -> LabError {
+    LabError::Workload {
+        workload: workload.to_string(),
+        message: message.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_names_get_suggestions() {
+        let err = find("page_falt").err().unwrap().to_string();
+        assert!(err.contains("did you mean `page_fault`"), "{err}");
+        let err = find("zzzz").err().unwrap().to_string();
+        assert!(
+            !err.contains("did you mean") && err.contains("scalelab list"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn every_workload_documents_its_op_and_defaults_validate() {
+        for w in all() {
+            let info = w.info();
+            assert!(
+                !info.op.is_empty() && !info.stresses.is_empty(),
+                "{}",
+                info.name
+            );
+            Params::resolve(info.name, info.params, &[]).expect("defaults are valid");
+        }
+    }
+
+    /// Every workload, run for a few steps in-process, does ops and reports plausible counts.
+    #[test]
+    fn every_workload_steps() {
+        for w in all() {
+            let info = w.info();
+            let mut given = Vec::new();
+            if info.name == "page_fault" {
+                given.push(("size".to_string(), "1M".to_string()));
+            }
+            let params = Params::resolve(info.name, info.params, &given).unwrap();
+            let ctx = PrepareContext {
+                tasks: 2,
+                mode: Mode::Threads,
+                workdir: None,
+            };
+            let prepared = w.prepare(&params, &ctx).unwrap();
+            let mut task = prepared.task(1).unwrap();
+            let mut ops = 0;
+            for _ in 0..100 {
+                ops += task.step().unwrap();
+            }
+            assert!(ops >= 100, "{}: {ops} ops in 100 steps", info.name);
+        }
+    }
+}

@@ -1,0 +1,46 @@
+//! `null_syscall`: the cheapest round trip into the kernel and back (getppid via a raw syscall,
+//! so libc can never answer from a cache). The floor under every syscall-heavy workload.
+
+use super::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo};
+use crate::error::LabError;
+use crate::params::Params;
+
+const BATCH: u64 = 64;
+
+static INFO: WorkloadInfo = WorkloadInfo {
+    name: "null_syscall",
+    op: "one getppid() system call",
+    stresses: "syscall entry/exit (including speculation mitigations on the way in and out)",
+    params: &[],
+};
+
+pub struct NullSyscall;
+
+impl Workload for NullSyscall {
+    fn info(&self) -> &'static WorkloadInfo {
+        &INFO
+    }
+    fn prepare(&self, _: &Params, _: &PrepareContext) -> Result<Box<dyn Prepared>, LabError> {
+        Ok(Box::new(NullPrepared))
+    }
+}
+
+struct NullPrepared;
+
+impl Prepared for NullPrepared {
+    fn task(&self, _: usize) -> Result<Box<dyn TaskLoop + '_>, LabError> {
+        Ok(Box::new(NullTask))
+    }
+}
+
+struct NullTask;
+
+impl TaskLoop for NullTask {
+    #[inline]
+    fn step(&mut self) -> Result<u64, LabError> {
+        for _ in 0..BATCH {
+            std::hint::black_box(sys::getppid_syscall());
+        }
+        Ok(BATCH)
+    }
+}

@@ -1,0 +1,145 @@
+//! `scalelab run`: plan the sweep, fingerprint the machine, run every trial in a child process,
+//! commit each trial as it ends, then print the tables.
+//!
+//! Ctrl-C (SIGINT) or SIGTERM stops the sweep: the trial in flight is killed, every finished
+//! trial is kept and the run is marked `interrupted`.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::{Context, Result};
+use lab::env::{self, Fingerprint, Severity};
+use lab::model::{Mode, Pin, RunMeta, RunStatus};
+use lab::plan::{Plan, RunConfig, parse_duration};
+use lab::runner::{ChildExecutor, SweepEnd, SweepEvent, run_sweep};
+use lab::timestamp;
+use lab::warnings::Warning;
+
+use super::{pairs, show};
+use crate::cli::{ModeArg, PinArg, RunArgs};
+use crate::db_path;
+
+/// The hidden subcommand a trial child runs.
+const TRIAL_SUBCOMMAND: &str = "__trial";
+
+fn config(args: &RunArgs) -> Result<RunConfig> {
+    let mut cfg = RunConfig::new(&args.workload);
+    cfg.params = pairs("-p", &args.params)?;
+    cfg.tasks = args.tasks.clone();
+    cfg.mode = match args.mode {
+        ModeArg::Threads => Mode::Threads,
+        ModeArg::Processes => Mode::Processes,
+    };
+    cfg.pin = match args.pin {
+        PinArg::Auto => Pin::Auto,
+        PinArg::Core => Pin::Core,
+        PinArg::None => Pin::None,
+    };
+    cfg.runs = args.runs;
+    cfg.duration = parse_duration(&args.duration).context("--duration")?;
+    cfg.warmup = parse_duration(&args.warmup).context("--warmup")?;
+    cfg.counters = !args.no_counters;
+    cfg.variant = args.variant.clone();
+    cfg.tags = pairs("--tag", &args.tags)?;
+    cfg.name = args.name.clone();
+    Ok(cfg)
+}
+
+fn online_cpus() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+}
+
+pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
+    let plan = Plan::new(config(&args)?, online_cpus())?;
+    let mut store = db_path::open(db)?;
+    let cwd = std::env::current_dir().context("reading the working directory")?;
+    let fingerprint = Fingerprint::capture(plan.workdir.as_deref().unwrap_or(&cwd));
+    let mut warnings: Vec<String> = env::checks(&fingerprint)
+        .into_iter()
+        .filter(|c| c.severity == Severity::Warn)
+        .map(|c| match c.fix {
+            Some(fix) => format!("{}: {} (fix: {fix})", c.name, c.finding),
+            None => format!("{}: {}", c.name, c.finding),
+        })
+        .collect();
+    let over = plan.oversubscribed();
+    if !over.is_empty() {
+        warnings.push(Warning::Oversubscribed { points: over, cpus: plan.cpus }.to_string());
+    }
+    let meta = RunMeta {
+        id: 0,
+        origin_id: None,
+        name: plan.name.clone(),
+        workload: plan.info.name.to_string(),
+        params: plan.params.as_map().clone(),
+        op_unit: plan.info.op.to_string(),
+        mode: plan.mode,
+        pin: plan.pin,
+        points: plan.points.clone(),
+        runs: plan.runs,
+        duration: plan.duration,
+        warmup: plan.warmup,
+        variant: plan.variant.clone(),
+        tags: plan.tags.clone(),
+        started_at: timestamp::now_rfc3339(),
+        finished_at: None,
+        status: RunStatus::Running,
+        env: fingerprint,
+        warnings,
+        command_line: std::env::args().collect::<Vec<_>>().join(" "),
+    };
+    let run_id = store.begin_run(&meta)?;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop)).context("installing the Ctrl-C handler")?;
+    }
+    let mut executor = ChildExecutor::current_binary(TRIAL_SUBCOMMAND).context("locating the scalelab binary to run trials")?;
+    let progress = !args.quiet && std::io::stderr().is_terminal();
+    let total_secs = (plan.warmup.as_secs_f64() + plan.duration.as_secs_f64()) * plan.trial_order().len() as f64;
+    if progress {
+        eprintln!(
+            "run {run_id}: {} × N={} × {} trials ≈ {:.0}s; Ctrl-C stops and keeps what finished",
+            plan.info.name,
+            plan.points.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
+            plan.runs,
+            total_secs
+        );
+    }
+    let mut stored = 0usize;
+    let outcome = run_sweep(&plan, &mut executor, &stop, &mut |event| {
+        match event {
+            SweepEvent::Started { n, index, done, total } => {
+                if progress {
+                    eprint!("\r\x1b[2K[{}/{total}] N={n} trial {}", done + 1, index + 1);
+                }
+            }
+            SweepEvent::Finished(record) => {
+                store.add_trial(run_id, record)?;
+                stored += 1;
+            }
+        }
+        Ok(())
+    });
+    if progress {
+        eprint!("\r\x1b[2K");
+    }
+    let status = match &outcome {
+        Ok(SweepEnd::Complete) => RunStatus::Complete,
+        Ok(SweepEnd::Interrupted) | Err(_) => RunStatus::Interrupted,
+    };
+    store.finish_run(run_id, status, &timestamp::now_rfc3339())?;
+    let end = outcome.with_context(|| format!("run {run_id} stopped after {stored} trials (kept, marked interrupted)"))?;
+    let data = store.load_run(run_id)?;
+    if !args.quiet {
+        show::print_run(&data, args.json)?;
+    }
+    if end == SweepEnd::Interrupted {
+        eprintln!("error: interrupted: run {run_id} keeps its {stored} finished trials and is marked interrupted");
+        return Ok(ExitCode::from(2));
+    }
+    Ok(ExitCode::SUCCESS)
+}

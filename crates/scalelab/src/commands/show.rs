@@ -1,0 +1,54 @@
+//! `scalelab show RUN`: a run's tables (or JSON). Also resolves `RUN` for every command that
+//! takes one: an id, `last`, `last~K`, or the path of an exported JSON file.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use lab::analysis;
+use lab::model::RunData;
+use lab::report::term;
+
+use crate::db_path;
+
+/// Loads the run `spec` names, from a file when it is one, else from the database.
+pub fn load(db: Option<&Path>, spec: &str) -> Result<RunData> {
+    let as_path = Path::new(spec);
+    if as_path.is_file() {
+        let export = lab::store::read_export(as_path).with_context(|| format!("reading the exported run {spec}"))?;
+        return Ok(export.run);
+    }
+    let store = db_path::open(db)?;
+    let id = store.resolve(spec)?;
+    Ok(store.load_run(id)?)
+}
+
+pub fn run(db: Option<&Path>, spec: &str, json: bool) -> Result<ExitCode> {
+    let data = load(db, spec)?;
+    print_run(&data, json)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints a run's summary as tables, or as JSON with the same figures.
+pub fn print_run(data: &RunData, json: bool) -> Result<()> {
+    let summary = analysis::summarize(data);
+    let mut out = std::io::stdout().lock();
+    if json {
+        let warnings: Vec<String> = summary.warnings.iter().map(ToString::to_string).chain(data.meta.warnings.iter().cloned()).collect();
+        let (ok, failed) = data.trials.iter().fold((0, 0), |(o, f), t| if t.outcome.measurement().is_some() { (o + 1, f) } else { (o, f + 1) });
+        let value = serde_json::json!({
+            "run": data.meta,
+            "points": summary.points,
+            "scales_to": summary.scales_to,
+            "warnings": warnings,
+            "trials_ok": ok,
+            "trials_failed": failed,
+        });
+        serde_json::to_writer_pretty(&mut out, &value)?;
+        use std::io::Write;
+        writeln!(out)?;
+    } else {
+        term::write_run(&mut out, &data.meta, &summary)?;
+    }
+    Ok(())
+}

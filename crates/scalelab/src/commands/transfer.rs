@@ -1,0 +1,28 @@
+//! `scalelab export` and `scalelab import`: move a run between machines without loss.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+
+use super::show;
+use crate::cli::ExportFormat;
+use crate::db_path;
+
+pub fn export(db: Option<&Path>, spec: &str, format: ExportFormat) -> Result<ExitCode> {
+    let data = show::load(db, spec)?;
+    let mut out = std::io::stdout().lock();
+    match format {
+        ExportFormat::Json => lab::store::export_json(&data, &mut out)?,
+        ExportFormat::Csv => lab::store::export_csv(&data, &mut out)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn import(db: Option<&Path>, file: &Path) -> Result<ExitCode> {
+    let export = lab::store::read_export(file).with_context(|| format!("reading {}", file.display()))?;
+    let mut store = db_path::open(db)?;
+    let id = store.import(&export)?;
+    println!("imported {} as run {id} ({} trials)", file.display(), export.run.trials.len());
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,26 @@
+//! `scalelab __trial`: the trial child. Reads a `TrialSpec` as JSON on stdin, runs it, writes the
+//! `TrialMeasurement` as JSON on stdout. Errors go to stderr; the parent records them.
+
+use std::io::{Read, Write};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use lab::runner::{TrialSpec, run_trial};
+
+pub fn run() -> Result<ExitCode> {
+    let mut input = Vec::new();
+    std::io::stdin().read_to_end(&mut input).context("reading the trial spec from stdin")?;
+    let spec: TrialSpec = serde_json::from_slice(&input).context("decoding the trial spec")?;
+    match run_trial(&spec) {
+        Ok(measurement) => {
+            let mut out = std::io::stdout().lock();
+            serde_json::to_writer(&mut out, &measurement).context("writing the measurement")?;
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            Ok(ExitCode::from(3))
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! Reaping children with `wait4`: how a child ended ([`ExitKind`]) together with the resource
+//! usage of it and its waited-for descendants ([`ChildExit`]) — `make -j{n}`'s whole tree.
+
+use std::fmt;
+use std::mem::MaybeUninit;
+
+use crate::error::{Errno, SysError};
+use crate::rusage::ResourceUsage;
+use crate::signal::signal_name;
+
+/// How a child process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitKind {
+    /// It called `exit` with this code.
+    Exited(i32),
+    /// It was killed by this signal; the flag says whether a core was dumped.
+    Signaled(i32, bool),
+}
+
+impl ExitKind {
+    /// True for `Exited(0)`.
+    pub fn success(&self) -> bool {
+        matches!(self, ExitKind::Exited(0))
+    }
+
+    fn from_status(status: libc::c_int) -> ExitKind {
+        if libc::WIFSIGNALED(status) {
+            ExitKind::Signaled(libc::WTERMSIG(status), libc::WCOREDUMP(status))
+        } else {
+            ExitKind::Exited(libc::WEXITSTATUS(status))
+        }
+    }
+}
+
+impl fmt::Display for ExitKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            ExitKind::Exited(code) => write!(f, "exited with code {code}"),
+            ExitKind::Signaled(signal, core) => {
+                write!(f, "killed by {}", signal_name(signal))?;
+                if core {
+                    write!(f, " (core dumped)")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A reaped child: how it ended and what it (and its waited-for descendants) used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChildExit {
+    /// How it ended.
+    pub status: ExitKind,
+    /// Its accounting, from `wait4`.
+    pub usage: ResourceUsage,
+}
+
+/// One `wait4` call; `Ok(None)` when `WNOHANG` found the child still running.
+fn wait4(
+    pid: i32,
+    options: libc::c_int,
+    call: &'static str,
+) -> Result<Option<ChildExit>, SysError> {
+    loop {
+        let mut status: libc::c_int = 0;
+        let mut raw = MaybeUninit::<libc::rusage>::zeroed();
+        // SAFETY: `status` and `raw` are valid, writable, aligned locals that outlive the call;
+        // wait4 writes only them.
+        let rc = unsafe { libc::wait4(pid, &mut status, options, raw.as_mut_ptr()) };
+        if rc == 0 {
+            return Ok(None);
+        }
+        if rc < 0 {
+            let errno = Errno::last();
+            if errno.0 == libc::EINTR {
+                continue;
+            }
+            return Err(SysError::with_fix(call, errno, |e| match e.0 {
+                libc::ECHILD => Some(
+                    "no such child: it was already reaped, is not a child of this process, or \
+                     SIGCHLD is set to SIG_IGN",
+                ),
+                _ => None,
+            }));
+        }
+        // SAFETY: a zeroed rusage is valid (all integer fields) and wait4 filled it in.
+        let raw = unsafe { raw.assume_init() };
+        return Ok(Some(ChildExit {
+            status: ExitKind::from_status(status),
+            usage: ResourceUsage::from_raw(&raw),
+        }));
+    }
+}
+
+/// Waits for child `pid` to end (`wait4`, retrying on `EINTR`).
+pub fn wait_child(pid: i32) -> Result<ChildExit, SysError> {
+    match wait4(pid, 0, "wait4")? {
+        Some(exit) => Ok(exit),
+        None => Err(SysError::InvalidArgument {
+            call: "wait4",
+            reason: "returned 0 without WNOHANG".to_string(),
+        }),
+    }
+}
+
+/// Reaps child `pid` if it has ended, without blocking (`wait4(WNOHANG)`).
+pub fn try_wait_child(pid: i32) -> Result<Option<ChildExit>, SysError> {
+    wait4(pid, libc::WNOHANG, "wait4(WNOHANG)")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::Command;
+
+    use super::*;
+
+    #[test]
+    fn exit_kind_decodes_and_prints() {
+        assert_eq!(ExitKind::from_status(3 << 8), ExitKind::Exited(3));
+        assert_eq!(
+            ExitKind::from_status(libc::SIGKILL),
+            ExitKind::Signaled(libc::SIGKILL, false)
+        );
+        assert_eq!(
+            ExitKind::from_status(libc::SIGSEGV | 0x80),
+            ExitKind::Signaled(libc::SIGSEGV, true)
+        );
+        assert_eq!(ExitKind::Exited(3).to_string(), "exited with code 3");
+        assert_eq!(
+            ExitKind::Signaled(libc::SIGSEGV, true).to_string(),
+            "killed by SIGSEGV (core dumped)"
+        );
+        assert!(ExitKind::Exited(0).success() && !ExitKind::Exited(1).success());
+    }
+
+    #[test]
+    #[expect(
+        clippy::zombie_processes,
+        reason = "reaped by wait_child, the code under test"
+    )]
+    fn waits_for_a_spawned_child_and_reports_its_usage() {
+        // The child burns a little CPU in a shell loop so its usage is non-zero.
+        let child = Command::new("/bin/sh")
+            .args([
+                "-c",
+                "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; exit 7",
+            ])
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let exit = wait_child(pid).unwrap();
+        assert_eq!(exit.status, ExitKind::Exited(7));
+        assert!(
+            exit.usage.cpu() > std::time::Duration::ZERO,
+            "{:?}",
+            exit.usage
+        );
+        assert!(exit.usage.max_rss_kib > 0);
+    }
+
+    #[test]
+    #[expect(
+        clippy::zombie_processes,
+        reason = "reaped by wait_child, the code under test"
+    )]
+    fn try_wait_sees_a_running_child_then_its_signal() {
+        let child = Command::new("/bin/sleep").arg("30").spawn().unwrap();
+        let pid = child.id() as i32;
+        assert_eq!(try_wait_child(pid).unwrap(), None);
+        crate::send_signal(pid, libc::SIGKILL).unwrap();
+        let exit = wait_child(pid).unwrap();
+        assert_eq!(exit.status, ExitKind::Signaled(libc::SIGKILL, false));
+    }
+
+    #[test]
+    fn waiting_for_a_stranger_names_the_cause() {
+        let err = wait_child(1).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with("wait4: ") && text.contains("ECHILD"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,203 @@
+//! Process and thread lifecycle: a `fork` that is only allowed where it is sound, `_exit`,
+//! the parent-death signal, and the identity calls (`gettid`, `getppid`) plus `sched_yield`.
+//!
+//! Forking a multi-threaded process leaves the child with one thread and every lock some other
+//! thread held (the allocator's, stdout's) locked forever. [`fork_single_threaded`] checks the
+//! thread count first, which is what makes exposing it as a safe function sound.
+
+use crate::error::{Errno, SysError};
+
+/// Which side of a [`fork_single_threaded`] the caller is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ForkResult {
+    /// The original process; `child` is the new process's pid.
+    Parent {
+        /// The child's process id.
+        child: i32,
+    },
+    /// The new process.
+    Child,
+}
+
+/// The number of threads in the calling process (`Threads:` in `/proc/self/status`).
+pub fn thread_count() -> Result<usize, SysError> {
+    const PATH: &str = "/proc/self/status";
+    let status = std::fs::read_to_string(PATH).map_err(|e| SysError::Proc {
+        path: PATH,
+        reason: e.to_string(),
+    })?;
+    parse_thread_count(&status).ok_or_else(|| SysError::Proc {
+        path: PATH,
+        reason: "no `Threads:` line".to_string(),
+    })
+}
+
+fn parse_thread_count(status: &str) -> Option<usize> {
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("Threads:"))
+        .and_then(|rest| rest.trim().parse().ok())
+}
+
+/// `fork()`, refused with [`SysError::NotSingleThreaded`] unless the calling process has
+/// exactly one thread.
+///
+/// In the child, prefer to finish with [`exit_immediately`] so that the parent's buffered
+/// output and exit handlers do not run twice.
+pub fn fork_single_threaded() -> Result<ForkResult, SysError> {
+    // A thread that was just joined is still counted for a moment: pthread_join returns when
+    // the thread clears its tid, slightly before the kernel drops it from the thread group.
+    // So re-check briefly (at most ~10 ms) before refusing.
+    let mut threads = thread_count()?;
+    for _ in 0..20 {
+        if threads == 1 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(500));
+        threads = thread_count()?;
+    }
+    if threads != 1 {
+        return Err(SysError::NotSingleThreaded { threads });
+    }
+    // SAFETY: the process has exactly one thread — the caller — so no other thread can hold a
+    // lock (allocator, stdio, std's internal state) at the moment of the fork, and none can be
+    // started between the check and the fork because only the caller could start it. The child
+    // is therefore a consistent copy in which all safe Rust code may run.
+    let pid = unsafe { libc::fork() };
+    match pid {
+        -1 => Err(SysError::with_fix("fork", Errno::last(), |e| match e.0 {
+            libc::EAGAIN => {
+                Some("the process limit was reached: check `ulimit -u` and pids.max of the cgroup")
+            }
+            libc::ENOMEM => Some("not enough memory to copy the process"),
+            _ => None,
+        })),
+        0 => Ok(ForkResult::Child),
+        child => Ok(ForkResult::Parent { child }),
+    }
+}
+
+/// Ends the calling process at once with `code` (`_exit`): no destructors, no `atexit`
+/// handlers, no stdio flush. For forked children.
+pub fn exit_immediately(code: i32) -> ! {
+    // SAFETY: _exit has no preconditions; it terminates the process without touching
+    // user-space state, so no Rust invariant can be observed broken afterwards.
+    unsafe { libc::_exit(code) }
+}
+
+/// Asks the kernel to send `signal` to the calling process when its parent thread exits
+/// (`prctl(PR_SET_PDEATHSIG)`), so a trial child never outlives a killed runner.
+///
+/// The parent may already have died before this call: afterwards, compare
+/// [`getppid_syscall`] with the parent's pid and exit if they differ.
+pub fn set_parent_death_signal(signal: i32) -> Result<(), SysError> {
+    let arg = libc::c_ulong::try_from(signal).map_err(|_| SysError::InvalidArgument {
+        call: "prctl(PR_SET_PDEATHSIG)",
+        reason: format!("signal {signal} is negative"),
+    })?;
+    // SAFETY: PR_SET_PDEATHSIG takes one integer argument and touches no user memory.
+    let rc = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, arg) };
+    if rc != 0 {
+        return Err(SysError::with_fix(
+            "prctl(PR_SET_PDEATHSIG)",
+            Errno::last(),
+            |e| match e.0 {
+                libc::EINVAL => Some("not a valid signal number (1..=64)"),
+                _ => None,
+            },
+        ));
+    }
+    Ok(())
+}
+
+/// Makes the calling process a "child subreaper" (`prctl(PR_SET_CHILD_SUBREAPER)`): orphaned
+/// descendants are re-parented to it instead of to init, so [`wait_child`](crate::wait_child)
+/// can reap (and account for) grandchildren that a `--cmd` left behind. `false` turns it off.
+pub fn set_child_subreaper(on: bool) -> Result<(), SysError> {
+    // SAFETY: PR_SET_CHILD_SUBREAPER takes one integer argument and touches no user memory.
+    let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, libc::c_ulong::from(on)) };
+    if rc != 0 {
+        return Err(SysError::last("prctl(PR_SET_CHILD_SUBREAPER)"));
+    }
+    Ok(())
+}
+
+/// The calling thread's id (`gettid`, via the raw syscall so it works on any glibc).
+pub fn gettid() -> i32 {
+    // SAFETY: gettid takes no arguments and cannot fail.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) };
+    i32::try_from(tid).unwrap_or(-1)
+}
+
+/// The parent's pid through the raw `getppid` syscall: always enters the kernel and is never
+/// cached by the C library, so the `syscall` workloads can use it as the cheapest kernel entry.
+#[inline]
+pub fn getppid_syscall() -> i32 {
+    // SAFETY: getppid takes no arguments and cannot fail.
+    let pid = unsafe { libc::syscall(libc::SYS_getppid) };
+    i32::try_from(pid).unwrap_or(-1)
+}
+
+/// Gives up the CPU (`sched_yield`).
+#[inline]
+pub fn sched_yield() {
+    // SAFETY: sched_yield takes no arguments and always succeeds on Linux.
+    unsafe {
+        libc::sched_yield();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fork_is_refused_in_the_multi_threaded_test_harness() {
+        // Guarantee a second thread even if the harness runs this test on the main thread.
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let helper = std::thread::spawn(move || rx.recv());
+        let err = fork_single_threaded().unwrap_err();
+        drop(tx);
+        helper.join().unwrap().ok();
+        match &err {
+            SysError::NotSingleThreaded { threads } => assert!(*threads >= 2),
+            other => panic!("unexpected error {other}"),
+        }
+        let text = err.to_string();
+        assert!(
+            text.starts_with("fork: refused") && text.contains("Command"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn thread_count_parses_proc_status() {
+        assert_eq!(
+            parse_thread_count("Name:\tx\nThreads:\t7\nSigQ:\t0/1\n"),
+            Some(7)
+        );
+        assert_eq!(parse_thread_count("Name:\tx\n"), None);
+        assert!(thread_count().unwrap() >= 1);
+    }
+
+    #[test]
+    fn identity_calls_agree_with_std() {
+        assert_eq!(
+            getppid_syscall(),
+            std::os::unix::process::parent_id() as i32
+        );
+        let main_tid = gettid();
+        let other_tid = std::thread::spawn(gettid).join().unwrap();
+        assert!(main_tid > 0 && other_tid > 0 && main_tid != other_tid);
+        sched_yield();
+    }
+
+    #[test]
+    fn invalid_death_signal_is_rejected() {
+        let err = set_parent_death_signal(1000).unwrap_err();
+        assert!(err.to_string().contains("EINVAL"), "{err}");
+        assert!(set_parent_death_signal(-1).is_err());
+        // 0 clears the setting: harmless for the test process.
+        set_parent_death_signal(0).unwrap();
+    }
+}
