@@ -52,6 +52,22 @@ pub struct PointSummary {
     /// Why counters are missing, when they are.
     pub counter_note: Option<String>,
     pub extras: BTreeMap<String, f64>,
+    /// External commands: each step's median accounting (empty for built-ins).
+    pub steps: Vec<StepSummary>,
+}
+
+/// One step of an external command at one N: medians over the successful trials.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepSummary {
+    pub name: String,
+    pub user_s: f64,
+    pub sys_s: f64,
+    pub wall_s: f64,
+    pub cpu_pct: f64,
+    pub minor_faults: f64,
+    pub major_faults: f64,
+    pub block_in: f64,
+    pub block_out: f64,
 }
 
 /// "Scales to S out of N CPUs".
@@ -139,7 +155,7 @@ pub fn summarize(data: &RunData) -> RunSummary {
             }
         }
     }
-    if min_runs != usize::MAX && min_runs < 3 && !points.is_empty() {
+    if min_runs != usize::MAX && (1..3).contains(&min_runs) {
         warnings.push(Warning::FewRuns { runs: min_runs });
     }
     if let Some(reason) = points.iter().find_map(|p| p.counter_note.clone()) {
@@ -247,7 +263,34 @@ fn summarize_point(n: u32, ok: &[&TrialMeasurement], failed: usize) -> PointSumm
         instructions_per_op: per_op("instructions"),
         counter_note,
         extras,
+        steps: summarize_steps(ok),
     }
+}
+
+fn summarize_steps(ok: &[&TrialMeasurement]) -> Vec<StepSummary> {
+    let Some(first) = ok.first() else {
+        return Vec::new();
+    };
+    first
+        .steps
+        .iter()
+        .map(|s| s.name.clone())
+        .map(|name| {
+            let steps: Vec<&crate::model::StepRecord> = ok.iter().filter_map(|m| m.steps.iter().find(|s| s.name == name)).collect();
+            let med = |f: &dyn Fn(&crate::model::StepRecord) -> f64| median(steps.iter().map(|s| f(s))).unwrap_or(f64::NAN);
+            StepSummary {
+                user_s: med(&|s| s.usage.user.as_secs_f64()),
+                sys_s: med(&|s| s.usage.sys.as_secs_f64()),
+                wall_s: med(&|s| s.wall.as_secs_f64()),
+                cpu_pct: med(&|s| if s.wall.0 > 0 { s.usage.cpu().as_secs_f64() / s.wall.as_secs_f64() * 100.0 } else { 0.0 }),
+                minor_faults: med(&|s| s.usage.minor_faults as f64),
+                major_faults: med(&|s| s.usage.major_faults as f64),
+                block_in: med(&|s| s.usage.block_in as f64),
+                block_out: med(&|s| s.usage.block_out as f64),
+                name,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -268,7 +311,7 @@ mod tests {
         let mut exec = FakeExecutor::new(1000.0, contention);
         exec.noise = 0.01;
         let mut trials = Vec::new();
-        run_sweep(&plan, &mut exec, &AtomicBool::new(false), &mut |e| {
+        run_sweep(&plan, &mut exec, None, &AtomicBool::new(false), &mut |e| {
             if let SweepEvent::Finished(r) = e {
                 trials.push(r.clone());
             }

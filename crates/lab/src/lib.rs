@@ -12,6 +12,7 @@ pub mod params;
 pub mod plan;
 pub mod report;
 pub mod runner;
+pub mod scratch;
 pub mod store;
 pub mod task_spec;
 pub mod timestamp;

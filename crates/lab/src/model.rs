@@ -188,6 +188,18 @@ pub struct TrialMeasurement {
     pub placement: Vec<Option<usize>>,
     /// Per-interval readings inside the window, cumulative per task since the window start.
     pub samples: Vec<SampleRecord>,
+    /// For external commands: each timed step's own accounting, in order (empty for built-ins).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepRecord>,
+}
+
+/// One timed step of an external-command trial, accounted like a `time` line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepRecord {
+    pub name: String,
+    pub wall: Nanos,
+    /// The step's whole process tree (wait4), not just the shell.
+    pub usage: Usage,
 }
 
 impl TrialMeasurement {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::error::LabError;
 use crate::model::{Mode, Nanos, Pin};
 use crate::params::Params;
-use crate::runner::TrialSpec;
+use crate::runner::{CommandSpec, OpsSource, TrialSpec};
 use crate::task_spec;
 use crate::workloads::{self, WorkloadInfo};
 
@@ -29,7 +29,23 @@ pub struct RunConfig {
     pub variant: Option<String>,
     pub tags: Vec<(String, String)>,
     pub name: Option<String>,
+    /// `--cmd` and friends: an external command instead of a built-in workload.
+    pub command: Option<CommandSpec>,
+    /// `--timeout` per trial (external commands).
+    pub timeout: Option<Nanos>,
 }
+
+/// What `scalelab list` and stored runs say about an external command.
+pub static COMMAND_INFO: WorkloadInfo = WorkloadInfo {
+    name: "cmd",
+    op: "one completion of the command (or --ops N per trial, or the count --ops-regex reads from its output)",
+    stresses: "whatever the command does; it runs with its CPU affinity limited to N CPUs",
+    params: &[],
+    uses_files: false,
+};
+
+/// Default `--timeout` for a command trial.
+pub const DEFAULT_COMMAND_TIMEOUT: Nanos = Nanos(3600 * 1_000_000_000);
 
 impl RunConfig {
     /// The documented defaults for `workload`: 3 runs of 5 s after 1 s of warm-up, threads, auto pinning.
@@ -48,6 +64,8 @@ impl RunConfig {
             variant: None,
             tags: Vec::new(),
             name: None,
+            command: None,
+            timeout: None,
         }
     }
 }
@@ -70,13 +88,55 @@ pub struct Plan {
     pub name: Option<String>,
     /// Online CPUs when the plan was made.
     pub cpus: u32,
+    pub command: Option<CommandSpec>,
+    /// Per-trial limit for external commands.
+    pub timeout: Nanos,
+}
+
+/// The command strings as run parameters, so runs of different commands never compare as equal.
+fn command_params(c: &CommandSpec) -> BTreeMap<String, String> {
+    let mut p = BTreeMap::new();
+    for (i, (name, cmd)) in c.steps.iter().enumerate() {
+        let key = if i == 0 { "cmd".to_string() } else { format!("step{i}.{name}") };
+        p.insert(key, cmd.clone());
+    }
+    if let Some(x) = &c.prepare {
+        p.insert("prepare".into(), x.clone());
+    }
+    if let Some(x) = &c.cleanup {
+        p.insert("cleanup".into(), x.clone());
+    }
+    match &c.ops {
+        OpsSource::Completion => {}
+        OpsSource::Fixed(k) => {
+            p.insert("ops".into(), k.to_string());
+        }
+        OpsSource::Regex(re) => {
+            p.insert("ops_regex".into(), re.clone());
+        }
+    }
+    p
 }
 
 impl Plan {
     pub fn new(cfg: RunConfig, cpus: u32) -> Result<Plan, LabError> {
-        let workload = workloads::find(&cfg.workload)?;
-        let info = workload.info();
-        let params = Params::resolve(info.name, info.params, &cfg.params)?;
+        let (info, params) = match &cfg.command {
+            Some(command) => {
+                if !cfg.params.is_empty() {
+                    return Err(LabError::BadOption("-p sets built-in workload parameters; with --cmd, put parameters in the command".into()));
+                }
+                if command.steps.is_empty() {
+                    return Err(LabError::BadOption("--cmd is empty".into()));
+                }
+                command.validate()?;
+                (&COMMAND_INFO, Params::from_map(command_params(command)))
+            }
+            None => {
+                let workload = workloads::find(&cfg.workload)?;
+                let info = workload.info();
+                (info, Params::resolve(info.name, info.params, &cfg.params)?)
+            }
+        };
         let points = match &cfg.tasks {
             Some(spec) => task_spec::parse_tasks(spec, cpus)?,
             None => task_spec::default_points(cpus),
@@ -110,6 +170,8 @@ impl Plan {
             tags,
             name: cfg.name,
             cpus,
+            command: cfg.command,
+            timeout: cfg.timeout.unwrap_or(DEFAULT_COMMAND_TIMEOUT),
         })
     }
 
@@ -132,6 +194,7 @@ impl Plan {
             sample_interval: self.sample_interval(),
             counters: self.counters,
             workdir: self.workdir.clone(),
+            command: self.command.clone(),
         }
     }
 
@@ -143,6 +206,9 @@ impl Plan {
     /// When a trial child is declared hung and killed: warm-up + duration plus a generous margin
     /// for setup and teardown (30 s, or the window itself when longer).
     pub fn deadline(&self) -> Duration {
+        if self.command.is_some() {
+            return self.timeout.as_duration();
+        }
         let window = self.warmup.as_duration() + self.duration.as_duration();
         window + window.max(Duration::from_secs(30))
     }

@@ -1,456 +1,748 @@
 //! The results store through its public API: nothing written is lost or altered, nothing it
 //! did not write is touched, and two writers at once both succeed.
+//!
+//! Everything lives in `mod store` so that `cargo test -p scalelab-lab store` runs it.
 
-use std::collections::BTreeMap;
-use std::fs;
-use std::path::Path;
+mod store {
 
-use lab::env::Fingerprint;
-use lab::model::{
-    CounterValue, EXPORT_SCHEMA_VERSION, Mode, Nanos, Pin, RunData, RunMeta, RunStatus, SampleRecord, TrialMeasurement,
-    TrialOutcome, TrialRecord, Usage,
-};
-use lab::store::{RunFilter, Store, StoreError, export_csv, export_json, read_export};
-use proptest::prelude::*;
+    use std::collections::BTreeMap;
+    use std::fs;
+    use std::path::Path;
 
-fn meta(workload: &str) -> RunMeta {
-    RunMeta {
-        id: 0,
-        origin_id: None,
-        name: Some("bench, \"quoted\" — ünïcode".into()),
-        workload: workload.into(),
-        params: BTreeMap::from([("pages".into(), "64".into()), ("shared".into(), "true".into())]),
-        op_unit: "one page faulted in".into(),
-        mode: Mode::Threads,
-        pin: Pin::Auto,
-        points: vec![1, 2, 4],
-        runs: 2,
-        duration: Nanos(5_000_000_000),
-        warmup: Nanos(u64::MAX),
-        variant: Some("stock".into()),
-        tags: BTreeMap::from([("kernel".into(), "6.8".into()), ("host".into(), "a,b".into())]),
-        started_at: "2025-01-01T00:00:00Z".into(),
-        finished_at: None,
-        status: RunStatus::Running,
-        env: Fingerprint::default(),
-        warnings: vec!["frequency scaling is on — set the governor to performance".into()],
-        command_line: "scalelab run page_fault -p pages=64".into(),
+    use lab::env::Fingerprint;
+    use lab::model::{
+        CounterValue, EXPORT_SCHEMA_VERSION, Mode, Nanos, Pin, RunData, RunMeta, RunStatus,
+        SampleRecord, StepRecord, TrialMeasurement, TrialOutcome, TrialRecord, Usage,
+    };
+    use lab::store::{RunFilter, Store, StoreError, export_csv, export_json, read_export};
+    use proptest::prelude::*;
+
+    fn meta(workload: &str) -> RunMeta {
+        RunMeta {
+            id: 0,
+            origin_id: None,
+            name: Some("bench, \"quoted\" — ünïcode".into()),
+            workload: workload.into(),
+            params: BTreeMap::from([
+                ("pages".into(), "64".into()),
+                ("shared".into(), "true".into()),
+            ]),
+            op_unit: "one page faulted in".into(),
+            mode: Mode::Threads,
+            pin: Pin::Auto,
+            points: vec![1, 2, 4],
+            runs: 2,
+            duration: Nanos(5_000_000_000),
+            warmup: Nanos(u64::MAX),
+            variant: Some("stock".into()),
+            tags: BTreeMap::from([
+                ("kernel".into(), "6.8".into()),
+                ("host".into(), "a,b".into()),
+            ]),
+            started_at: "2025-01-01T00:00:00Z".into(),
+            finished_at: None,
+            status: RunStatus::Running,
+            env: Fingerprint::default(),
+            warnings: vec!["frequency scaling is on — set the governor to performance".into()],
+            command_line: "scalelab run page_fault -p pages=64".into(),
+        }
     }
-}
 
-fn ok_trial(n: u32, index: u32) -> TrialRecord {
-    let task_ops: Vec<u64> = (0..u64::from(n)).map(|t| 1000 + t).collect();
-    TrialRecord {
-        n,
-        index,
-        started_at: format!("2025-01-01T00:00:{index:02}Z"),
-        outcome: TrialOutcome::Ok(TrialMeasurement {
-            window: Nanos(5_000_123_456),
-            task_ops: task_ops.clone(),
-            usage: Usage {
-                user: Nanos(4_000_000_000),
-                sys: Nanos(u64::MAX),
-                minor_faults: 12,
-                major_faults: 0,
-                voluntary_switches: 3,
-                involuntary_switches: 4,
-                block_in: 5,
-                block_out: 6,
-            },
-            counters: vec![
-                CounterValue { event: "cycles".into(), value: Some(123_456_789), multiplexed: true, note: None },
-                CounterValue {
-                    event: "instructions".into(),
-                    value: None,
-                    multiplexed: false,
-                    note: Some("perf_event_paranoid=3".into()),
+    fn ok_trial(n: u32, index: u32) -> TrialRecord {
+        let task_ops: Vec<u64> = (0..u64::from(n)).map(|t| 1000 + t).collect();
+        TrialRecord {
+            n,
+            index,
+            started_at: format!("2025-01-01T00:00:{index:02}Z"),
+            outcome: TrialOutcome::Ok(TrialMeasurement {
+                window: Nanos(5_000_123_456),
+                task_ops: task_ops.clone(),
+                usage: Usage {
+                    user: Nanos(4_000_000_000),
+                    sys: Nanos(u64::MAX),
+                    minor_faults: 12,
+                    major_faults: 0,
+                    voluntary_switches: 3,
+                    involuntary_switches: 4,
+                    block_in: 5,
+                    block_out: 6,
                 },
-            ],
-            extras: BTreeMap::from([("time_backwards".into(), u64::MAX)]),
-            placement: (0..n as usize).map(|i| (i % 2 == 0).then_some(i)).collect(),
-            samples: (0..3u64)
-                .map(|s| SampleRecord { t: Nanos(s * 1_000_000), task_ops: task_ops.iter().map(|o| o * s).collect() })
-                .collect(),
-        }),
+                counters: vec![
+                    CounterValue {
+                        event: "cycles".into(),
+                        value: Some(123_456_789),
+                        multiplexed: true,
+                        note: None,
+                    },
+                    CounterValue {
+                        event: "instructions".into(),
+                        value: None,
+                        multiplexed: false,
+                        note: Some("perf_event_paranoid=3".into()),
+                    },
+                ],
+                extras: BTreeMap::from([("time_backwards".into(), u64::MAX)]),
+                placement: (0..n as usize).map(|i| (i % 2 == 0).then_some(i)).collect(),
+                samples: (0..3u64)
+                    .map(|s| SampleRecord {
+                        t: Nanos(s * 1_000_000),
+                        task_ops: task_ops.iter().map(|o| o * s).collect(),
+                    })
+                    .collect(),
+                // Steps only on odd trials, so both the empty and the full case are stored.
+                steps: (0..index % 2)
+                    .map(|i| StepRecord {
+                        name: format!("build {i}"),
+                        wall: Nanos(7),
+                        usage: Usage {
+                            minor_faults: 1,
+                            ..Usage::default()
+                        },
+                    })
+                    .collect(),
+            }),
+        }
     }
-}
 
-fn failed_trial(n: u32, index: u32) -> TrialRecord {
-    TrialRecord {
-        n,
-        index,
-        started_at: "2025-01-01T00:01:00Z".into(),
-        outcome: TrialOutcome::Failed { reason: "killed by SIGKILL, \"OOM\"\nat deadline".into() },
+    fn failed_trial(n: u32, index: u32) -> TrialRecord {
+        TrialRecord {
+            n,
+            index,
+            started_at: "2025-01-01T00:01:00Z".into(),
+            outcome: TrialOutcome::Failed {
+                reason: "killed by SIGKILL, \"OOM\"\nat deadline".into(),
+            },
+        }
     }
-}
 
-/// A finished run as the runner would write it, and what `load_run` must return for it.
-fn store_run(store: &mut Store, workload: &str) -> RunData {
-    let mut meta = meta(workload);
-    let trials = vec![ok_trial(1, 0), ok_trial(1, 1), failed_trial(2, 0), ok_trial(2, 1), ok_trial(4, 0)];
-    meta.id = store.begin_run(&meta).unwrap();
-    for t in &trials {
-        store.add_trial(meta.id, t).unwrap();
+    /// A finished run as the runner would write it, and what `load_run` must return for it.
+    fn store_run(store: &mut Store, workload: &str) -> RunData {
+        let mut meta = meta(workload);
+        let trials = vec![
+            ok_trial(1, 0),
+            ok_trial(1, 1),
+            failed_trial(2, 0),
+            ok_trial(2, 1),
+            ok_trial(4, 0),
+        ];
+        meta.id = store.begin_run(&meta).unwrap();
+        for t in &trials {
+            store.add_trial(meta.id, t).unwrap();
+        }
+        let extra = vec!["tasks > CPUs at N=4".to_owned()];
+        store.add_warnings(meta.id, &extra).unwrap();
+        store
+            .finish_run(meta.id, RunStatus::Complete, "2025-01-01T00:02:00Z")
+            .unwrap();
+        meta.warnings.extend(extra);
+        meta.status = RunStatus::Complete;
+        meta.finished_at = Some("2025-01-01T00:02:00Z".into());
+        RunData { meta, trials }
     }
-    let extra = vec!["tasks > CPUs at N=4".to_owned()];
-    store.add_warnings(meta.id, &extra).unwrap();
-    store.finish_run(meta.id, RunStatus::Complete, "2025-01-01T00:02:00Z").unwrap();
-    meta.warnings.extend(extra);
-    meta.status = RunStatus::Complete;
-    meta.finished_at = Some("2025-01-01T00:02:00Z".into());
-    RunData { meta, trials }
-}
 
-fn open_temp() -> (tempfile::TempDir, Store) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("scalelab.db")).unwrap();
-    (dir, store)
-}
+    fn open_temp() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("scalelab.db")).unwrap();
+        (dir, store)
+    }
 
-#[test]
-fn run_round_trips_exactly() {
-    let (_dir, mut store) = open_temp();
-    let written = store_run(&mut store, "page_fault");
-    assert_eq!(store.load_run(written.meta.id).unwrap(), written);
-    assert_eq!(store.trial_counts(written.meta.id).unwrap(), (4, 1));
-    // And again after reopening the file.
-    let reopened = Store::open(store.path()).unwrap();
-    assert_eq!(reopened.load_run(written.meta.id).unwrap(), written);
-    assert_eq!(reopened.list_runs(&RunFilter::default()).unwrap(), vec![written.meta]);
-}
+    #[test]
+    fn run_round_trips_exactly() {
+        let (_dir, mut store) = open_temp();
+        let written = store_run(&mut store, "page_fault");
+        assert_eq!(store.load_run(written.meta.id).unwrap(), written);
+        assert_eq!(store.trial_counts(written.meta.id).unwrap(), (4, 1));
+        // And again after reopening the file.
+        let reopened = Store::open(store.path()).unwrap();
+        assert_eq!(reopened.load_run(written.meta.id).unwrap(), written);
+        assert_eq!(
+            reopened.list_runs(&RunFilter::default()).unwrap(),
+            vec![written.meta]
+        );
+    }
 
-#[test]
-fn json_export_imports_to_an_equal_run_with_origin_id() {
-    let (dir, mut source) = open_temp();
-    let original = store_run(&mut source, "page_fault");
-    let mut json = Vec::new();
-    export_json(&original, &mut json).unwrap();
-    let file = dir.path().join("run.json");
-    fs::write(&file, &json).unwrap();
+    #[test]
+    fn json_export_imports_to_an_equal_run_with_origin_id() {
+        let (dir, mut source) = open_temp();
+        let original = store_run(&mut source, "page_fault");
+        let mut json = Vec::new();
+        export_json(&original, &mut json).unwrap();
+        let file = dir.path().join("run.json");
+        fs::write(&file, &json).unwrap();
 
-    let export = read_export(&file).unwrap();
-    assert_eq!(export.schema_version, EXPORT_SCHEMA_VERSION);
-    assert_eq!(export.run, original);
+        let export = read_export(&file).unwrap();
+        assert_eq!(export.schema_version, EXPORT_SCHEMA_VERSION);
+        assert_eq!(export.run, original);
 
-    let (_dir2, mut target) = open_temp();
-    store_run(&mut target, "other"); // so the new id differs from the original
-    let id = target.import(&export).unwrap();
-    assert_ne!(id, original.meta.id);
-    let mut loaded = target.load_run(id).unwrap();
-    assert_eq!((loaded.meta.id, loaded.meta.origin_id), (id, Some(original.meta.id)));
-    loaded.meta.id = original.meta.id;
-    loaded.meta.origin_id = None;
-    assert_eq!(loaded, original);
-}
+        let (_dir2, mut target) = open_temp();
+        store_run(&mut target, "other"); // so the new id differs from the original
+        let id = target.import(&export).unwrap();
+        assert_ne!(id, original.meta.id);
+        let mut loaded = target.load_run(id).unwrap();
+        assert_eq!(
+            (loaded.meta.id, loaded.meta.origin_id),
+            (id, Some(original.meta.id))
+        );
+        loaded.meta.id = original.meta.id;
+        loaded.meta.origin_id = None;
+        assert_eq!(loaded, original);
+    }
 
-#[test]
-fn imported_running_run_reads_incomplete() {
-    let (_dir, mut store) = open_temp();
-    let mut data = store_run(&mut store, "page_fault");
-    data.meta.status = RunStatus::Running;
-    let export = lab::model::RunExport { schema_version: EXPORT_SCHEMA_VERSION, tool_version: "0".into(), run: data };
-    let id = store.import(&export).unwrap();
-    assert_eq!(store.load_run(id).unwrap().meta.status, RunStatus::Incomplete);
-}
+    #[test]
+    fn imported_running_run_reads_incomplete() {
+        let (_dir, mut store) = open_temp();
+        let mut data = store_run(&mut store, "page_fault");
+        data.meta.status = RunStatus::Running;
+        let export = lab::model::RunExport {
+            schema_version: EXPORT_SCHEMA_VERSION,
+            tool_version: "0".into(),
+            run: data,
+        };
+        let id = store.import(&export).unwrap();
+        assert_eq!(
+            store.load_run(id).unwrap().meta.status,
+            RunStatus::Incomplete
+        );
+    }
 
-#[test]
-fn csv_has_a_header_and_one_quoted_row_per_trial() {
-    let (_dir, mut store) = open_temp();
-    let data = store_run(&mut store, "page_fault");
-    let mut out = Vec::new();
-    export_csv(&data, &mut out).unwrap();
-    let text = String::from_utf8(out).unwrap();
-    let mut lines = text.lines();
-    assert_eq!(
-        lines.next().unwrap(),
-        "run_id,workload,variant,n,trial,status,window_s,ops,ops_per_sec,user_s,sys_s,minor_faults,\
+    #[test]
+    fn csv_has_a_header_and_one_quoted_row_per_trial() {
+        let (_dir, mut store) = open_temp();
+        let data = store_run(&mut store, "page_fault");
+        let mut out = Vec::new();
+        export_csv(&data, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let mut lines = text.lines();
+        assert_eq!(
+            lines.next().unwrap(),
+            "run_id,workload,variant,n,trial,status,window_s,ops,ops_per_sec,user_s,sys_s,minor_faults,\
          major_faults,voluntary_switches,involuntary_switches,block_in,block_out,cycles,instructions,failure"
-    );
-    let first = lines.next().unwrap();
-    assert_eq!(
-        first,
-        format!("{},page_fault,stock,1,0,ok,5.000123456,1000,{},4,{},12,0,3,4,5,6,123456789,,", data.meta.id,
-            1000.0 / 5.000123456, u64::MAX as f64 / 1e9)
-    );
-    // The failed trial's reason holds a comma, quotes and a newline: one quoted field.
-    assert!(text.contains(",failed,,,,,,,,,,,,,,\"killed by SIGKILL, \"\"OOM\"\"\nat deadline\"\n"), "{text}");
-    assert_eq!(text.matches("page_fault,stock").count(), data.trials.len());
-}
-
-#[test]
-fn resolve_accepts_id_last_and_last_k_and_explains_the_rest() {
-    let (_dir, mut store) = open_temp();
-    let path = store.path().display().to_string();
-    let err = store.resolve("last").unwrap_err().to_string();
-    assert_eq!(err, format!("no runs stored yet in {path}"));
-    assert_eq!(store.resolve("42").unwrap_err().to_string(), "run 42 not found (see `scalelab ls`)");
-
-    let ids: Vec<i64> = (0..3).map(|_| store.begin_run(&meta("w")).unwrap()).collect();
-    assert_eq!(store.resolve("last").unwrap(), ids[2]);
-    assert_eq!(store.resolve(" last ").unwrap(), ids[2]);
-    assert_eq!(store.resolve("last~0").unwrap(), ids[2]);
-    assert_eq!(store.resolve("last~2").unwrap(), ids[0]);
-    assert_eq!(store.resolve(&ids[1].to_string()).unwrap(), ids[1]);
-    assert_eq!(store.resolve("last~5").unwrap_err().to_string(), "`last~5`: only 3 runs stored (see `scalelab ls`)");
-    assert!(matches!(store.resolve("last~3"), Err(StoreError::NotEnoughRuns { stored: 3, .. })));
-    for bad in ["foo", "last~", "last~x", "last~-1", "lastx", "last~+1", ""] {
-        let err = store.resolve(bad).unwrap_err();
-        assert!(matches!(err, StoreError::BadRunSpec { .. }), "{bad}: {err}");
-        assert!(err.to_string().contains("`last~K`"), "{err}");
+        );
+        let first = lines.next().unwrap();
+        assert_eq!(
+            first,
+            format!(
+                "{},page_fault,stock,1,0,ok,5.000123456,1000,{},4,{},12,0,3,4,5,6,123456789,,",
+                data.meta.id,
+                1000.0 / 5.000123456,
+                u64::MAX as f64 / 1e9
+            )
+        );
+        // The failed trial's reason holds a comma, quotes and a newline: one quoted field.
+        assert!(
+            text.contains(",failed,,,,,,,,,,,,,,\"killed by SIGKILL, \"\"OOM\"\"\nat deadline\"\n"),
+            "{text}"
+        );
+        assert_eq!(text.matches("page_fault,stock").count(), data.trials.len());
     }
-}
 
-#[test]
-fn list_filters_by_workload_variant_tags_and_params_oldest_first() {
-    let (_dir, mut store) = open_temp();
-    let a = store.begin_run(&meta("page_fault")).unwrap();
-    let mut other = meta("open_close");
-    other.variant = Some("patched".into());
-    other.tags.insert("kernel".into(), "6.9".into());
-    other.params.insert("pages".into(), "128".into());
-    let b = store.begin_run(&other).unwrap();
-    let c = store.begin_run(&meta("page_fault")).unwrap();
+    #[test]
+    fn resolve_accepts_id_last_and_last_k_and_explains_the_rest() {
+        let (_dir, mut store) = open_temp();
+        let path = store.path().display().to_string();
+        let err = store.resolve("last").unwrap_err().to_string();
+        assert_eq!(err, format!("no runs stored yet in {path}"));
+        assert_eq!(
+            store.resolve("42").unwrap_err().to_string(),
+            "run 42 not found (see `scalelab ls`)"
+        );
 
-    let ids = |f: RunFilter| store.list_runs(&f).unwrap().iter().map(|m| m.id).collect::<Vec<_>>();
-    let pair = |k: &str, v: &str| (k.to_owned(), v.to_owned());
-    assert_eq!(ids(RunFilter::default()), vec![a, b, c]);
-    assert_eq!(ids(RunFilter { workload: Some("page_fault".into()), ..Default::default() }), vec![a, c]);
-    assert_eq!(ids(RunFilter { variant: Some("patched".into()), ..Default::default() }), vec![b]);
-    assert_eq!(ids(RunFilter { tags: vec![pair("kernel", "6.9")], ..Default::default() }), vec![b]);
-    assert_eq!(ids(RunFilter { tags: vec![pair("kernel", "6.8"), pair("host", "a,b")], ..Default::default() }), vec![a, c]);
-    assert_eq!(ids(RunFilter { tags: vec![pair("kernel", "6.8"), pair("host", "x")], ..Default::default() }), vec![]);
-    assert_eq!(ids(RunFilter { params: vec![pair("pages", "128")], ..Default::default() }), vec![b]);
-    let both = RunFilter { workload: Some("page_fault".into()), params: vec![pair("pages", "64")], ..Default::default() };
-    assert_eq!(ids(both), vec![a, c]);
-}
+        let ids: Vec<i64> = (0..3)
+            .map(|_| store.begin_run(&meta("w")).unwrap())
+            .collect();
+        assert_eq!(store.resolve("last").unwrap(), ids[2]);
+        assert_eq!(store.resolve(" last ").unwrap(), ids[2]);
+        assert_eq!(store.resolve("last~0").unwrap(), ids[2]);
+        assert_eq!(store.resolve("last~2").unwrap(), ids[0]);
+        assert_eq!(store.resolve(&ids[1].to_string()).unwrap(), ids[1]);
+        assert_eq!(
+            store.resolve("last~5").unwrap_err().to_string(),
+            "`last~5`: only 3 runs stored (see `scalelab ls`)"
+        );
+        assert!(matches!(
+            store.resolve("last~3"),
+            Err(StoreError::NotEnoughRuns { stored: 3, .. })
+        ));
+        for bad in ["foo", "last~", "last~x", "last~-1", "lastx", "last~+1", ""] {
+            let err = store.resolve(bad).unwrap_err();
+            assert!(matches!(err, StoreError::BadRunSpec { .. }), "{bad}: {err}");
+            assert!(err.to_string().contains("`last~K`"), "{err}");
+        }
+    }
 
-#[test]
-fn writes_to_a_missing_run_are_errors() {
-    let (_dir, mut store) = open_temp();
-    let not_found = |r: Result<(), StoreError>| matches!(r, Err(StoreError::RunNotFound { id: 7 }));
-    assert!(not_found(store.add_trial(7, &ok_trial(1, 0))));
-    assert!(not_found(store.add_warnings(7, &["w".into()])));
-    assert!(not_found(store.finish_run(7, RunStatus::Complete, "t")));
-    assert!(matches!(store.load_run(7), Err(StoreError::RunNotFound { id: 7 })));
-    assert!(matches!(store.trial_counts(7), Err(StoreError::RunNotFound { id: 7 })));
-}
+    #[test]
+    fn list_filters_by_workload_variant_tags_and_params_oldest_first() {
+        let (_dir, mut store) = open_temp();
+        let a = store.begin_run(&meta("page_fault")).unwrap();
+        let mut other = meta("open_close");
+        other.variant = Some("patched".into());
+        other.tags.insert("kernel".into(), "6.9".into());
+        other.params.insert("pages".into(), "128".into());
+        let b = store.begin_run(&other).unwrap();
+        let c = store.begin_run(&meta("page_fault")).unwrap();
 
-/// Rewrites the owner columns of a run, as a run left behind by another process would have them.
-fn set_owner(path: &Path, id: i64, pid: i64, start_time: Option<i64>, boot_id: &str) {
-    let conn = rusqlite::Connection::open(path).unwrap();
-    conn.execute(
+        let ids = |f: RunFilter| {
+            store
+                .list_runs(&f)
+                .unwrap()
+                .iter()
+                .map(|m| m.id)
+                .collect::<Vec<_>>()
+        };
+        let pair = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+        assert_eq!(ids(RunFilter::default()), vec![a, b, c]);
+        assert_eq!(
+            ids(RunFilter {
+                workload: Some("page_fault".into()),
+                ..Default::default()
+            }),
+            vec![a, c]
+        );
+        assert_eq!(
+            ids(RunFilter {
+                variant: Some("patched".into()),
+                ..Default::default()
+            }),
+            vec![b]
+        );
+        assert_eq!(
+            ids(RunFilter {
+                tags: vec![pair("kernel", "6.9")],
+                ..Default::default()
+            }),
+            vec![b]
+        );
+        assert_eq!(
+            ids(RunFilter {
+                tags: vec![pair("kernel", "6.8"), pair("host", "a,b")],
+                ..Default::default()
+            }),
+            vec![a, c]
+        );
+        assert_eq!(
+            ids(RunFilter {
+                tags: vec![pair("kernel", "6.8"), pair("host", "x")],
+                ..Default::default()
+            }),
+            Vec::<i64>::new()
+        );
+        assert_eq!(
+            ids(RunFilter {
+                params: vec![pair("pages", "128")],
+                ..Default::default()
+            }),
+            vec![b]
+        );
+        let both = RunFilter {
+            workload: Some("page_fault".into()),
+            params: vec![pair("pages", "64")],
+            ..Default::default()
+        };
+        assert_eq!(ids(both), vec![a, c]);
+    }
+
+    #[test]
+    fn writes_to_a_missing_run_are_errors() {
+        let (_dir, mut store) = open_temp();
+        let not_found =
+            |r: Result<(), StoreError>| matches!(r, Err(StoreError::RunNotFound { id: 7 }));
+        assert!(not_found(store.add_trial(7, &ok_trial(1, 0))));
+        assert!(not_found(store.add_warnings(7, &["w".into()])));
+        assert!(not_found(store.finish_run(7, RunStatus::Complete, "t")));
+        assert!(matches!(
+            store.load_run(7),
+            Err(StoreError::RunNotFound { id: 7 })
+        ));
+        assert!(matches!(
+            store.trial_counts(7),
+            Err(StoreError::RunNotFound { id: 7 })
+        ));
+    }
+
+    /// Rewrites the owner columns of a run, as a run left behind by another process would have them.
+    fn set_owner(path: &Path, id: i64, pid: i64, start_time: Option<i64>, boot_id: &str) {
+        let conn = rusqlite::Connection::open(path).unwrap();
+        conn.execute(
         "UPDATE runs SET owner_pid = ?1, owner_start_time = ?2, owner_boot_id = ?3 WHERE id = ?4",
         rusqlite::params![pid, start_time, boot_id, id],
     )
     .unwrap();
-}
+    }
 
-fn start_time_of(pid: u32) -> i64 {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    stat[stat.rfind(')').unwrap() + 1..].split_whitespace().nth(19).unwrap().parse().unwrap()
-}
+    fn start_time_of(pid: u32) -> i64 {
+        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        stat[stat.rfind(')').unwrap() + 1..]
+            .split_whitespace()
+            .nth(19)
+            .unwrap()
+            .parse()
+            .unwrap()
+    }
 
-#[test]
-fn running_run_of_a_gone_owner_reads_incomplete() {
-    let (_dir, mut store) = open_temp();
-    let boot = fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap().trim().to_owned();
-    let me = start_time_of(std::process::id());
-    let status = |store: &Store, id| store.load_run(id).unwrap().meta.status;
+    #[test]
+    fn running_run_of_a_gone_owner_reads_incomplete() {
+        let (_dir, mut store) = open_temp();
+        let boot = fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .unwrap()
+            .trim()
+            .to_owned();
+        let me = start_time_of(std::process::id());
+        let status = |store: &Store, id| store.load_run(id).unwrap().meta.status;
 
-    let mine = store.begin_run(&meta("w")).unwrap();
-    assert_eq!(status(&store, mine), RunStatus::Running, "this very process owns it");
+        let mine = store.begin_run(&meta("w")).unwrap();
+        assert_eq!(
+            status(&store, mine),
+            RunStatus::Running,
+            "this very process owns it"
+        );
 
-    let other_boot = store.begin_run(&meta("w")).unwrap();
-    set_owner(store.path(), other_boot, i64::from(std::process::id()), Some(me), "another-boot");
-    assert_eq!(status(&store, other_boot), RunStatus::Incomplete);
+        let other_boot = store.begin_run(&meta("w")).unwrap();
+        set_owner(
+            store.path(),
+            other_boot,
+            i64::from(std::process::id()),
+            Some(me),
+            "another-boot",
+        );
+        assert_eq!(status(&store, other_boot), RunStatus::Incomplete);
 
-    // pid_max is at most 2^22, so this pid never exists.
-    let no_pid = store.begin_run(&meta("w")).unwrap();
-    set_owner(store.path(), no_pid, i64::from(i32::MAX), Some(1), &boot);
-    assert_eq!(status(&store, no_pid), RunStatus::Incomplete);
+        // pid_max is at most 2^22, so this pid never exists.
+        let no_pid = store.begin_run(&meta("w")).unwrap();
+        set_owner(store.path(), no_pid, i64::from(i32::MAX), Some(1), &boot);
+        assert_eq!(status(&store, no_pid), RunStatus::Incomplete);
 
-    // A live process (pid 1) with its real start time is a live owner; with another, a reused pid.
-    let init = start_time_of(1);
-    let alive = store.begin_run(&meta("w")).unwrap();
-    set_owner(store.path(), alive, 1, Some(init), &boot);
-    assert_eq!(status(&store, alive), RunStatus::Running);
-    let reused = store.begin_run(&meta("w")).unwrap();
-    set_owner(store.path(), reused, 1, Some(init + 1), &boot);
-    assert_eq!(status(&store, reused), RunStatus::Incomplete);
+        // A live process (pid 1) with its real start time is a live owner; with another, a reused pid.
+        let init = start_time_of(1);
+        let alive = store.begin_run(&meta("w")).unwrap();
+        set_owner(store.path(), alive, 1, Some(init), &boot);
+        assert_eq!(status(&store, alive), RunStatus::Running);
+        let reused = store.begin_run(&meta("w")).unwrap();
+        set_owner(store.path(), reused, 1, Some(init + 1), &boot);
+        assert_eq!(status(&store, reused), RunStatus::Incomplete);
 
-    // Finished runs keep their status whatever became of their owner.
-    store.finish_run(no_pid, RunStatus::Interrupted, "2025-01-01T00:03:00Z").unwrap();
-    assert_eq!(status(&store, no_pid), RunStatus::Interrupted);
+        // Finished runs keep their status whatever became of their owner.
+        store
+            .finish_run(no_pid, RunStatus::Interrupted, "2025-01-01T00:03:00Z")
+            .unwrap();
+        assert_eq!(status(&store, no_pid), RunStatus::Interrupted);
 
-    let listed: Vec<RunStatus> = store.list_runs(&RunFilter::default()).unwrap().iter().map(|m| m.status).collect();
-    use RunStatus::*;
-    assert_eq!(listed, vec![Running, Incomplete, Interrupted, Running, Incomplete]);
-}
+        let listed: Vec<RunStatus> = store
+            .list_runs(&RunFilter::default())
+            .unwrap()
+            .iter()
+            .map(|m| m.status)
+            .collect();
+        use RunStatus::*;
+        assert_eq!(
+            listed,
+            vec![Running, Incomplete, Interrupted, Running, Incomplete]
+        );
+    }
 
-#[test]
-fn garbage_file_is_refused_and_left_untouched() {
-    let dir = tempfile::tempdir().unwrap();
-    let header_then_junk: Vec<u8> = b"SQLite format 3\0".iter().copied().chain((0..8192u32).map(|i| (i * 7) as u8)).collect();
-    for (name, bytes) in [
-        ("notes.txt", b"these are my notes, not a database\n".repeat(200)),
-        ("short", b"SQLite".to_vec()),
-        ("fake.db", header_then_junk),
-    ] {
-        let path = dir.path().join(name);
-        fs::write(&path, &bytes).unwrap();
+    #[test]
+    fn garbage_file_is_refused_and_left_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let header_then_junk: Vec<u8> = b"SQLite format 3\0"
+            .iter()
+            .copied()
+            .chain((0..8192u32).map(|i| (i * 7) as u8))
+            .collect();
+        for (name, bytes) in [
+            (
+                "notes.txt",
+                b"these are my notes, not a database\n".repeat(200),
+            ),
+            ("short", b"SQLite".to_vec()),
+            ("fake.db", header_then_junk),
+        ] {
+            let path = dir.path().join(name);
+            fs::write(&path, &bytes).unwrap();
+            let err = Store::open(&path).unwrap_err();
+            let text = err.to_string();
+            assert!(
+                matches!(err, StoreError::NotADatabase { .. }),
+                "{name}: {text}"
+            );
+            assert!(
+                text.contains(&path.display().to_string()) && text.contains("left untouched"),
+                "{text}"
+            );
+            assert_eq!(fs::read(&path).unwrap(), bytes, "{name} was modified");
+        }
+        let mut left: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            ["fake.db", "notes.txt", "short"],
+            "no -wal/-shm/journal files created"
+        );
+    }
+
+    #[test]
+    fn newer_schema_is_refused_and_never_downgraded() {
+        let (_dir, store) = open_temp();
+        let path = store.path().to_path_buf();
+        drop(store);
+        {
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            conn.pragma_update(None, "user_version", lab::store::SCHEMA_VERSION + 1)
+                .unwrap();
+        }
+        let before = fs::read(&path).unwrap();
         let err = Store::open(&path).unwrap_err();
         let text = err.to_string();
-        assert!(matches!(err, StoreError::NotADatabase { .. }), "{name}: {text}");
-        assert!(text.contains(&path.display().to_string()) && text.contains("left untouched"), "{text}");
-        assert_eq!(fs::read(&path).unwrap(), bytes, "{name} was modified");
-    }
-    let mut left: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-    left.sort();
-    assert_eq!(left, ["fake.db", "notes.txt", "short"], "no -wal/-shm/journal files created");
-}
-
-#[test]
-fn newer_schema_is_refused_and_never_downgraded() {
-    let (_dir, store) = open_temp();
-    let path = store.path().to_path_buf();
-    drop(store);
-    {
+        assert!(matches!(err, StoreError::NewerSchema { .. }), "{text}");
+        assert!(
+            text.contains("newer scalelab") && text.contains(&path.display().to_string()),
+            "{text}"
+        );
+        assert_eq!(fs::read(&path).unwrap(), before);
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.pragma_update(None, "user_version", lab::store::SCHEMA_VERSION + 1).unwrap();
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, lab::store::SCHEMA_VERSION + 1);
     }
-    let before = fs::read(&path).unwrap();
-    let err = Store::open(&path).unwrap_err();
-    let text = err.to_string();
-    assert!(matches!(err, StoreError::NewerSchema { .. }), "{text}");
-    assert!(text.contains("newer scalelab") && text.contains(&path.display().to_string()), "{text}");
-    assert_eq!(fs::read(&path).unwrap(), before);
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
-    assert_eq!(version, lab::store::SCHEMA_VERSION + 1);
-}
 
-#[test]
-fn missing_parents_are_created_and_impossible_locations_are_clear_errors() {
-    let dir = tempfile::tempdir().unwrap();
-    let deep = dir.path().join("a/b/c/scalelab.db");
-    Store::open(&deep).unwrap();
-    assert!(deep.is_file());
-
-    let err = Store::open(Path::new("/proc/scalelab-cannot-exist/x.db")).unwrap_err();
-    assert!(matches!(err, StoreError::CreateDir { .. }), "{err}");
-    assert!(err.to_string().contains("/proc/scalelab-cannot-exist") && err.to_string().contains("--db"), "{err}");
-
-    // A parent that is a file.
-    let file = dir.path().join("plain");
-    fs::write(&file, "x").unwrap();
-    let err = Store::open(&file.join("x.db")).unwrap_err();
-    assert!(matches!(err, StoreError::CreateDir { .. }), "{err}");
-}
-
-#[test]
-fn read_only_location_is_a_clear_error() {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().unwrap();
-    let ro = dir.path().join("ro");
-    fs::create_dir(&ro).unwrap();
-    let db = ro.join("scalelab.db");
-    Store::open(&db).unwrap();
-    fs::set_permissions(&db, fs::Permissions::from_mode(0o444)).unwrap();
-    fs::set_permissions(&ro, fs::Permissions::from_mode(0o555)).unwrap();
-    let privileged = fs::write(ro.join("probe"), "x").is_ok();
-    let result = Store::open(&db);
-    let new = Store::open(&ro.join("new.db"));
-    fs::set_permissions(&ro, fs::Permissions::from_mode(0o755)).unwrap();
-    if privileged {
-        eprintln!("running with privileges that ignore permissions; nothing to check");
-        return;
-    }
-    let err = result.unwrap_err();
-    assert!(matches!(err, StoreError::ReadOnly { .. }), "{err}");
-    assert!(err.to_string().contains(&db.display().to_string()), "{err}");
-    let err = new.unwrap_err();
-    assert!(err.to_string().contains("new.db"), "{err}");
-}
-
-#[test]
-fn two_writers_at_once_both_succeed() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("shared/scalelab.db");
-    const TRIALS: u32 = 25;
-    let writers: Vec<_> = ["alpha", "beta"]
-        .into_iter()
-        .map(|workload| {
-            let path = path.clone();
-            std::thread::spawn(move || {
-                let mut store = Store::open(&path).unwrap();
-                let mut ids = Vec::new();
-                for _ in 0..2 {
-                    let id = store.begin_run(&meta(workload)).unwrap();
-                    for i in 0..TRIALS {
-                        store.add_trial(id, &ok_trial(1 + i % 4, i)).unwrap();
-                        store.add_warnings(id, &[format!("w{i}")]).unwrap();
-                        store.list_runs(&RunFilter::default()).unwrap();
-                    }
-                    store.finish_run(id, RunStatus::Complete, "2025-01-01T00:02:00Z").unwrap();
-                    ids.push(id);
-                }
-                ids
-            })
-        })
-        .collect();
-    let ids: Vec<i64> = writers.into_iter().flat_map(|w| w.join().unwrap()).collect();
-    let store = Store::open(&path).unwrap();
-    assert_eq!(store.list_runs(&RunFilter::default()).unwrap().len(), 4);
-    for id in ids {
-        let run = store.load_run(id).unwrap();
-        assert_eq!(run.meta.status, RunStatus::Complete);
-        assert_eq!(run.trials.len(), TRIALS as usize);
-        assert_eq!(run.meta.warnings.len(), 1 + TRIALS as usize);
-        assert!(run.trials.iter().all(|t| t.outcome.measurement().unwrap().samples.len() == 3));
-    }
-}
-
-fn trial_strategy() -> impl Strategy<Value = TrialRecord> {
-    let usage = prop::array::uniform8(any::<u64>()).prop_map(|u| Usage {
-        user: Nanos(u[0]),
-        sys: Nanos(u[1]),
-        minor_faults: u[2],
-        major_faults: u[3],
-        voluntary_switches: u[4],
-        involuntary_switches: u[5],
-        block_in: u[6],
-        block_out: u[7],
-    });
-    let counter = (".{0,8}", any::<Option<u64>>(), any::<bool>(), any::<Option<String>>())
-        .prop_map(|(event, value, multiplexed, note)| CounterValue { event, value, multiplexed, note });
-    let sample = (any::<u64>(), prop::collection::vec(any::<u64>(), 0..4))
-        .prop_map(|(t, task_ops)| SampleRecord { t: Nanos(t), task_ops });
-    let measurement = (
-        any::<u64>(),
-        prop::collection::vec(any::<u64>(), 0..6),
-        usage,
-        prop::collection::vec(counter, 0..3),
-        prop::collection::btree_map(".{0,6}", any::<u64>(), 0..3),
-        prop::collection::vec(any::<Option<usize>>(), 0..6),
-        prop::collection::vec(sample, 0..4),
-    )
-        .prop_map(|(window, task_ops, usage, counters, extras, placement, samples)| {
-            TrialOutcome::Ok(TrialMeasurement { window: Nanos(window), task_ops, usage, counters, extras, placement, samples })
-        });
-    let outcome = prop_oneof![measurement, any::<String>().prop_map(|reason| TrialOutcome::Failed { reason })];
-    (any::<u32>(), any::<u32>(), any::<String>(), outcome)
-        .prop_map(|(n, index, started_at, outcome)| TrialRecord { n, index, started_at, outcome })
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
     #[test]
-    fn any_trials_round_trip(trials in prop::collection::vec(trial_strategy(), 0..5)) {
-        let (_dir, mut store) = open_temp();
-        let id = store.begin_run(&meta("w")).unwrap();
-        for t in &trials {
-            store.add_trial(id, t).unwrap();
+    fn missing_parents_are_created_and_impossible_locations_are_clear_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let deep = dir.path().join("a/b/c/scalelab.db");
+        Store::open(&deep).unwrap();
+        assert!(deep.is_file());
+
+        let err = Store::open(Path::new("/proc/scalelab-cannot-exist/x.db")).unwrap_err();
+        assert!(matches!(err, StoreError::CreateDir { .. }), "{err}");
+        assert!(
+            err.to_string().contains("/proc/scalelab-cannot-exist")
+                && err.to_string().contains("--db"),
+            "{err}"
+        );
+
+        // A parent that is a file.
+        let file = dir.path().join("plain");
+        fs::write(&file, "x").unwrap();
+        let err = Store::open(&file.join("x.db")).unwrap_err().to_string();
+        assert!(
+            err.contains("plain/x.db") && err.contains("Not a directory"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn read_only_location_is_a_clear_error() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let ro = dir.path().join("ro");
+        fs::create_dir(&ro).unwrap();
+        let db = ro.join("scalelab.db");
+        Store::open(&db).unwrap();
+        fs::set_permissions(&db, fs::Permissions::from_mode(0o444)).unwrap();
+        fs::set_permissions(&ro, fs::Permissions::from_mode(0o555)).unwrap();
+        let privileged = fs::write(ro.join("probe"), "x").is_ok();
+        let result = Store::open(&db);
+        let new = Store::open(&ro.join("new.db"));
+        fs::set_permissions(&ro, fs::Permissions::from_mode(0o755)).unwrap();
+        if privileged {
+            eprintln!("running with privileges that ignore permissions; nothing to check");
+            return;
         }
-        prop_assert_eq!(store.load_run(id).unwrap().trials, trials);
+        let err = result.unwrap_err();
+        assert!(matches!(err, StoreError::ReadOnly { .. }), "{err}");
+        assert!(err.to_string().contains(&db.display().to_string()), "{err}");
+        let err = new.unwrap_err();
+        assert!(err.to_string().contains("new.db"), "{err}");
+    }
+
+    #[test]
+    fn two_writers_at_once_both_succeed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shared/scalelab.db");
+        const TRIALS: u32 = 25;
+        let writers: Vec<_> = ["alpha", "beta"]
+            .into_iter()
+            .map(|workload| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    let mut store = Store::open(&path).unwrap();
+                    let mut ids = Vec::new();
+                    for _ in 0..2 {
+                        let id = store.begin_run(&meta(workload)).unwrap();
+                        for i in 0..TRIALS {
+                            store.add_trial(id, &ok_trial(1 + i % 4, i)).unwrap();
+                            store.add_warnings(id, &[format!("w{i}")]).unwrap();
+                            store.list_runs(&RunFilter::default()).unwrap();
+                        }
+                        store
+                            .finish_run(id, RunStatus::Complete, "2025-01-01T00:02:00Z")
+                            .unwrap();
+                        ids.push(id);
+                    }
+                    ids
+                })
+            })
+            .collect();
+        let ids: Vec<i64> = writers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect();
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.list_runs(&RunFilter::default()).unwrap().len(), 4);
+        for id in ids {
+            let run = store.load_run(id).unwrap();
+            assert_eq!(run.meta.status, RunStatus::Complete);
+            assert_eq!(run.trials.len(), TRIALS as usize);
+            assert_eq!(run.meta.warnings.len(), 1 + TRIALS as usize);
+            assert!(
+                run.trials
+                    .iter()
+                    .all(|t| t.outcome.measurement().unwrap().samples.len() == 3)
+            );
+        }
+    }
+
+    /// Set in the environment of a child writer process (see below).
+    const CHILD_DB: &str = "SCALELAB_STORE_TEST_DB";
+
+    #[test]
+    fn two_writer_processes_at_once_both_succeed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("scalelab.db");
+        let exe = std::env::current_exe().unwrap();
+        let children: Vec<_> = ["alpha", "beta"]
+            .into_iter()
+            .map(|workload| {
+                std::process::Command::new(&exe)
+                    .args(["--exact", "store::writer_process", "--ignored"])
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .env(CHILD_DB, &path)
+                    .env("SCALELAB_STORE_TEST_WORKLOAD", workload)
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "writer process failed:\n{text}");
+        }
+        let store = Store::open(&path).unwrap();
+        let runs = store.list_runs(&RunFilter::default()).unwrap();
+        assert_eq!(runs.len(), 2);
+        for run in runs {
+            assert_eq!(run.status, RunStatus::Complete);
+            assert_eq!(store.trial_counts(run.id).unwrap(), (20, 0));
+        }
+    }
+
+    /// One writer process of `two_writer_processes_at_once_both_succeed`.
+    #[test]
+    #[ignore = "run by two_writer_processes_at_once_both_succeed as a child process"]
+    fn writer_process() {
+        let Some(path) = std::env::var_os(CHILD_DB) else {
+            return;
+        };
+        let workload = std::env::var("SCALELAB_STORE_TEST_WORKLOAD").unwrap();
+        let mut store = Store::open(Path::new(&path)).unwrap();
+        let id = store.begin_run(&meta(&workload)).unwrap();
+        for i in 0..20 {
+            store.add_trial(id, &ok_trial(1 + i % 4, i)).unwrap();
+        }
+        store
+            .finish_run(id, RunStatus::Complete, "2025-01-01T00:02:00Z")
+            .unwrap();
+    }
+
+    fn trial_strategy() -> impl Strategy<Value = TrialRecord> {
+        let usage = prop::array::uniform8(any::<u64>()).prop_map(|u| Usage {
+            user: Nanos(u[0]),
+            sys: Nanos(u[1]),
+            minor_faults: u[2],
+            major_faults: u[3],
+            voluntary_switches: u[4],
+            involuntary_switches: u[5],
+            block_in: u[6],
+            block_out: u[7],
+        });
+        let counter = (
+            ".{0,8}",
+            any::<Option<u64>>(),
+            any::<bool>(),
+            any::<Option<String>>(),
+        )
+            .prop_map(|(event, value, multiplexed, note)| CounterValue {
+                event,
+                value,
+                multiplexed,
+                note,
+            });
+        let sample =
+            (any::<u64>(), prop::collection::vec(any::<u64>(), 0..4)).prop_map(|(t, task_ops)| {
+                SampleRecord {
+                    t: Nanos(t),
+                    task_ops,
+                }
+            });
+        let step =
+            (any::<String>(), any::<u64>(), usage.clone()).prop_map(|(name, wall, usage)| {
+                StepRecord {
+                    name,
+                    wall: Nanos(wall),
+                    usage,
+                }
+            });
+        let measurement = (
+            any::<u64>(),
+            prop::collection::vec(any::<u64>(), 0..6),
+            usage,
+            prop::collection::vec(counter, 0..3),
+            prop::collection::btree_map(".{0,6}", any::<u64>(), 0..3),
+            prop::collection::vec(any::<Option<usize>>(), 0..6),
+            prop::collection::vec(sample, 0..4),
+            prop::collection::vec(step, 0..3),
+        )
+            .prop_map(
+                |(window, task_ops, usage, counters, extras, placement, samples, steps)| {
+                    TrialOutcome::Ok(TrialMeasurement {
+                        window: Nanos(window),
+                        task_ops,
+                        usage,
+                        counters,
+                        extras,
+                        placement,
+                        samples,
+                        steps,
+                    })
+                },
+            );
+        let outcome = prop_oneof![
+            measurement,
+            any::<String>().prop_map(|reason| TrialOutcome::Failed { reason })
+        ];
+        (any::<u32>(), any::<u32>(), any::<String>(), outcome).prop_map(
+            |(n, index, started_at, outcome)| TrialRecord {
+                n,
+                index,
+                started_at,
+                outcome,
+            },
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        #[test]
+        fn any_trials_round_trip(trials in prop::collection::vec(trial_strategy(), 0..5)) {
+            let (_dir, mut store) = open_temp();
+            let id = store.begin_run(&meta("w")).unwrap();
+            for t in &trials {
+                store.add_trial(id, t).unwrap();
+            }
+            prop_assert_eq!(store.load_run(id).unwrap().trials, trials);
+        }
     }
 }

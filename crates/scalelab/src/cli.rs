@@ -11,6 +11,8 @@ EXAMPLES:
   scalelab run page_fault                                   # 1,2,4,… up to the online CPUs
   scalelab run page_fault -p lines=8 --tasks 1,2 --runs 5 --duration 2s
   scalelab run atomic -p mode=cmpxchg-retry --tasks 1..4 --mode processes
+  scalelab run --cmd 'make -j{n} vmlinux' --prepare 'make clean' --tasks 1,2 --runs 6
+  scalelab run --cmd 'tar xf src.tar' --step md5='find src -type f -exec md5sum {} +' --step rm='rm -rf src' --tasks 1
   scalelab ls ; scalelab show last ; scalelab show 3 --json
   scalelab export last --format csv > run.csv ; scalelab export last > run.json ; scalelab import run.json
   scalelab doctor";
@@ -82,13 +84,36 @@ pub enum PinArg {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// A built-in workload (see `scalelab list`).
-    pub workload: String,
+    /// A built-in workload (see `scalelab list`); or give --cmd instead.
+    #[arg(required_unless_present = "cmd", conflicts_with = "cmd")]
+    pub workload: Option<String>,
+    /// Measure an external command instead; `{n}` is replaced by the point's task count and the
+    /// command runs with its CPU affinity limited to N CPUs.
+    #[arg(long, value_name = "CMD")]
+    pub cmd: Option<String>,
+    /// Run before each command trial, not timed.
+    #[arg(long, value_name = "CMD", requires = "cmd")]
+    pub prepare: Option<String>,
+    /// Run after each command trial (also after a failed one), not timed.
+    #[arg(long, value_name = "CMD", requires = "cmd")]
+    pub cleanup: Option<String>,
+    /// A further timed step after --cmd, accounted separately; repeatable, run in order.
+    #[arg(long = "step", value_name = "NAME=CMD", requires = "cmd")]
+    pub steps: Vec<String>,
+    /// Ops per command trial (a known amount of work) [default: 1 completion].
+    #[arg(long, value_name = "N", requires = "cmd", conflicts_with = "ops_regex")]
+    pub ops: Option<u64>,
+    /// Read the op count from the command's stdout: the first capture group of this regex.
+    #[arg(long, value_name = "RE", requires = "cmd")]
+    pub ops_regex: Option<String>,
+    /// Kill a command trial still running after this long and record it as failed.
+    #[arg(long, value_name = "DURATION", requires = "cmd")]
+    pub timeout: Option<String>,
     /// Workload parameter, repeatable: -p size=64M -p lines=8.
     #[arg(short = 'p', long = "param", value_name = "KEY=VAL")]
     pub params: Vec<String>,
     /// Task counts: 1,2,4 | 1..8 | 1..16:2 | pow2 | all [default: pow2 up to the online CPUs, plus that count].
-    #[arg(long, value_name = "SPEC")]
+    #[arg(long, value_name = "SPEC", allow_hyphen_values = true)]
     pub tasks: Option<String>,
     /// Tasks are threads of one process or separate processes.
     #[arg(long, value_enum, default_value_t = ModeArg::Threads)]
@@ -97,14 +122,17 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 3)]
     pub runs: u32,
     /// Measured time per trial (500ms, 5s, 1m).
-    #[arg(long, default_value = "5s")]
+    #[arg(long, default_value = "5s", allow_hyphen_values = true)]
     pub duration: String,
     /// Unmeasured time per trial before the window opens.
-    #[arg(long, default_value = "1s")]
+    #[arg(long, default_value = "1s", allow_hyphen_values = true)]
     pub warmup: String,
     /// CPU placement: auto pins one task per CPU (cores first) while N fits the CPUs.
     #[arg(long, value_enum, default_value_t = PinArg::Auto)]
     pub pin: PinArg,
+    /// Where file-based workloads create their files: a fresh directory per trial, removed after it [default: the system temporary directory].
+    #[arg(long, value_name = "DIR")]
+    pub workdir: Option<PathBuf>,
     /// Do not open hardware counters (cycles, instructions).
     #[arg(long)]
     pub no_counters: bool,

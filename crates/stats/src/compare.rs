@@ -315,7 +315,10 @@ mod tests {
         .iter()
         .map(ToString::to_string)
         .collect();
-        assert_eq!(shown, ["REGRESSED", "IMPROVED", "NO CHANGE", "INCONCLUSIVE"]);
+        assert_eq!(
+            shown,
+            ["REGRESSED", "IMPROVED", "NO CHANGE", "INCONCLUSIVE"]
+        );
     }
 
     #[test]

@@ -225,8 +225,7 @@ fn order_statistic_rank(n: usize, level: f64) -> (usize, f64) {
     let coverage = |k: usize| 1.0 - 2.0 * binomial.cdf((k - 1) as u64);
     // Coverage of [min, max], 1 − 2^(1−n), computed exactly (n = 1 → 0, n = 3 → 0.75).
     let widest = 1.0 - 0.5f64.powi(i32::try_from(n - 1).unwrap_or(i32::MAX));
-    // `!(x >= level)` rather than `x < level` so that a NaN level counts as unreachable.
-    if !(widest >= level) || level >= 1.0 {
+    if level.is_nan() || widest < level || level >= 1.0 {
         return (1, widest);
     }
     // Largest k in [1, (n+1)/2] with coverage(k) >= level; coverage(1) >= level holds.
@@ -287,7 +286,10 @@ mod tests {
         assert_eq!(s.cv(), None);
         assert_eq!(s.mad(), 0.0);
         let ci = s.median_interval(0.95);
-        assert_eq!((ci.point, ci.lower, ci.upper, ci.level), (7.0, 7.0, 7.0, 0.0));
+        assert_eq!(
+            (ci.point, ci.lower, ci.upper, ci.level),
+            (7.0, 7.0, 7.0, 0.0)
+        );
     }
 
     #[test]

@@ -366,9 +366,9 @@ mod tests {
     /// Baron Schwartz, *Practical Scalability Analysis with the USL*: Cisco, N = 1..32.
     const CISCO: [f64; 32] = [
         955.16, 1878.91, 2688.01, 3548.68, 4315.54, 5130.43, 5931.37, 6531.08, 7219.8, 7867.61,
-        8278.71, 8646.7, 9047.84, 9426.55, 9645.37, 9897.24, 10097.6, 10240.5, 10532.39,
-        10798.52, 11151.43, 11518.63, 11806.0, 12089.37, 12075.41, 12177.29, 12211.41, 12158.93,
-        12155.27, 12118.04, 12140.4, 12074.39,
+        8278.71, 8646.7, 9047.84, 9426.55, 9645.37, 9897.24, 10097.6, 10240.5, 10532.39, 10798.52,
+        11151.43, 11518.63, 11806.0, 12089.37, 12075.41, 12177.29, 12211.41, 12158.93, 12155.27,
+        12118.04, 12140.4, 12074.39,
     ];
 
     fn cisco() -> Vec<(f64, f64)> {
@@ -386,14 +386,17 @@ mod tests {
     #[test]
     fn reproduces_the_cisco_reference_fit() {
         let fit = fit_usl(&cisco()).unwrap();
-        eprintln!("{fit:#?}");
         for (name, got, want) in [
             ("sigma", fit.sigma.point, 0.026_715_91),
             ("kappa", fit.kappa.point, 7.690_945e-4),
             ("lambda", fit.lambda.point, 995.648_6),
         ] {
             let err = relative_error(got, want);
-            assert!(err < 1e-3, "{name}: got {got}, book {want}, off by {:.4}%", err * 100.0);
+            assert!(
+                err < 1e-3,
+                "{name}: got {got}, book {want}, off by {:.4}%",
+                err * 100.0
+            );
         }
         let n_star = fit.n_star.unwrap();
         assert_eq!(n_star.floor(), 35.0, "N* = {n_star}");
@@ -409,5 +412,120 @@ mod tests {
                 max_n: 32.0
             }]
         );
+    }
+
+    #[test]
+    fn standard_errors_match_scipy_curve_fit() {
+        // scipy.optimize.curve_fit on the same data (bounded, trf): se = √diag(pcov) =
+        // [4.49384356e-03, 8.64552940e-05, 2.86984075e+01].
+        let fit = fit_usl(&cisco()).unwrap();
+        assert!(
+            relative_error(fit.sigma_se, 4.493_843_56e-3) < 1e-3,
+            "{}",
+            fit.sigma_se
+        );
+        assert!(
+            relative_error(fit.kappa_se, 8.645_529_40e-5) < 1e-3,
+            "{}",
+            fit.kappa_se
+        );
+        assert!(
+            relative_error(fit.lambda_se, 28.698_407_5) < 1e-3,
+            "{}",
+            fit.lambda_se
+        );
+        assert_eq!(fit.dof, 29);
+        assert!(fit.sigma.contains(0.026_715_91) && fit.sigma.lower > 0.0);
+    }
+
+    #[test]
+    fn predicts_with_a_band_and_flags_extrapolation() {
+        let fit = fit_usl(&cisco()).unwrap();
+        // scipy: X(35) = 12341.7457 with the fitted parameters.
+        let at35 = fit.predict(35.0);
+        assert!(
+            relative_error(at35.x.point, 12_341.745_7) < 1e-5,
+            "{at35:?}"
+        );
+        assert!(at35.x.lower < at35.x.point && at35.x.point < at35.x.upper);
+        assert!(!at35.extrapolated);
+        let far = fit.predict(65.0);
+        assert!(far.extrapolated);
+        // The band widens away from the data.
+        let near = fit.predict(16.0);
+        assert!(far.x.width() > near.x.width());
+        assert!(fit.amdahl_ceiling.unwrap() > fit.x_at_n_star.unwrap());
+    }
+
+    #[test]
+    fn refuses_too_few_task_counts_and_bad_points() {
+        let three = [(1.0, 10.0), (2.0, 19.0), (4.0, 35.0), (4.0, 36.0)];
+        let err = fit_usl(&three).unwrap_err();
+        assert_eq!(err, StatsError::TooFewTaskCounts { got: 3, needed: 4 });
+        assert!(err.to_string().contains("got 3"), "{err}");
+        let bad_n = [(0.5, 10.0), (2.0, 19.0), (4.0, 35.0), (8.0, 60.0)];
+        assert!(matches!(
+            fit_usl(&bad_n),
+            Err(StatsError::InvalidTaskCount { index: 0, .. })
+        ));
+        let bad_x = [(1.0, 10.0), (2.0, 0.0), (4.0, 35.0), (8.0, 60.0)];
+        assert!(matches!(
+            fit_usl(&bad_x),
+            Err(StatsError::InvalidThroughput { index: 1, .. })
+        ));
+        assert!(fit_usl(&[(1.0, f64::NAN)]).is_err());
+    }
+
+    #[test]
+    fn linear_scaling_puts_both_terms_at_their_bound() {
+        let points: Vec<(f64, f64)> = [1.0, 2.0, 4.0, 8.0, 16.0]
+            .iter()
+            .flat_map(|&n| [(n, 100.0 * n * 0.999), (n, 100.0 * n * 1.001)])
+            .collect();
+        let fit = fit_usl(&points).unwrap();
+        assert!(relative_error(fit.lambda.point, 100.0) < 1e-3, "{fit:?}");
+        assert_eq!(fit.n_star, None);
+        assert_eq!(fit.amdahl_ceiling, None);
+        assert!(
+            fit.warnings
+                .contains(&UslWarning::SigmaAtBound { sigma: 0.0 })
+        );
+        assert!(
+            fit.warnings
+                .contains(&UslWarning::KappaAtBound { kappa: 0.0 })
+        );
+        let shown = fit.warnings[0].to_string();
+        assert!(shown.contains("bound 0"), "{shown}");
+    }
+
+    #[test]
+    fn amdahl_data_gives_kappa_zero_and_a_ceiling() {
+        // X = 50 N / (1 + 0.1 (N - 1)): ceiling 500.
+        let points: Vec<(f64, f64)> = (1..=12)
+            .map(|n| {
+                let n = f64::from(n);
+                (n, 50.0 * n / (1.0 + 0.1 * (n - 1.0)))
+            })
+            .collect();
+        let fit = fit_usl(&points).unwrap();
+        assert!((fit.sigma.point - 0.1).abs() < 1e-6, "{fit:?}");
+        assert!(fit.kappa.point < 1e-9);
+        assert!(relative_error(fit.amdahl_ceiling.unwrap(), 500.0) < 1e-5);
+    }
+
+    #[test]
+    fn warnings_carry_a_hint() {
+        let w = UslWarning::NStarOutsideMeasured {
+            n_star: 35.57,
+            min_n: 1.0,
+            max_n: 32.0,
+        };
+        assert_eq!(
+            w.to_string(),
+            "the peak N* = 35.6 lies outside the measured N = 1..32: it is an extrapolation; \
+             measure near it to confirm"
+        );
+        let json = serde_json::to_value(&w).unwrap();
+        assert_eq!(json["kind"], "n_star_outside_measured");
     }
 }

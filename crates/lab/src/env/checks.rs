@@ -268,7 +268,7 @@ fn load(fp: &Fingerprint) -> Check {
             "load",
             Severity::Warn,
             format!(
-                "load average {one:.2} (5 min: {five:.2}) on {} CPUs before the run: other work competes, most at high N",
+                "load average {one:.2} (5 min: {five:.2}) on {} CPUs: other work competes with the measurement, most at high N",
                 fp.online_cpus
             ),
         )

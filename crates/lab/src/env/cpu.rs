@@ -111,10 +111,11 @@ pub(crate) fn parse_cpuinfo(text: &str) -> CpuInfo {
         cores.insert((*package, *core));
         let siblings: Option<usize> = block.get("siblings").and_then(|s| s.parse().ok());
         let per_package: Option<usize> = block.get("cpu cores").and_then(|s| s.parse().ok());
-        if let (Some(siblings), Some(per_package)) = (siblings, per_package) {
-            if per_package > 0 {
-                threads_per_core = Some((siblings / per_package).max(1));
-            }
+        if let Some(ratio) = siblings
+            .zip(per_package)
+            .and_then(|(s, p)| s.checked_div(p))
+        {
+            threads_per_core = Some(ratio.max(1));
         }
     }
     let topology = (!cores.is_empty()).then(|| Topology {
@@ -215,8 +216,8 @@ pub(crate) fn summarize_governors(governors: &[String]) -> Option<String> {
     }
 }
 
-/// The inverse of [`summarize_governors`]: governor names with their CPU counts. A single name
-/// stands for all `online` CPUs.
+/// Reads back a [`Fingerprint::governor`](super::Fingerprint::governor) summary: governor
+/// names with their CPU counts. A single name stands for all `online` CPUs.
 pub fn governor_counts(summary: &str, online: usize) -> Vec<(String, usize)> {
     if !summary.contains('=') {
         return vec![(summary.to_string(), online)];

@@ -171,10 +171,9 @@ pub(crate) fn probe_tracefs(host: &HostFs) -> TracefsProbe {
             }
             Err(_) => {
                 // An unreadable parent (mode 0700 debugfs) also hides the directory.
-                if let Err(error) = host.try_list(&dir) {
-                    if error.kind() == ErrorKind::PermissionDenied {
-                        denied.get_or_insert(dir);
-                    }
+                let parent = host.try_list(&dir);
+                if parent.is_err_and(|error| error.kind() == ErrorKind::PermissionDenied) {
+                    denied.get_or_insert(dir);
                 }
             }
         }

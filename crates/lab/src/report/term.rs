@@ -17,6 +17,9 @@ pub fn write_run(out: &mut dyn Write, meta: &RunMeta, summary: &RunSummary) -> i
     writeln!(out)?;
     writeln!(out, "{}", throughput_table(summary))?;
     writeln!(out, "{}", accounting_table(summary))?;
+    if summary.points.iter().any(|p| p.steps.len() > 1) {
+        writeln!(out, "{}", steps_table(summary))?;
+    }
     match summary.scales_to {
         Some(s) => writeln!(
             out,
@@ -57,12 +60,11 @@ pub fn header(meta: &RunMeta) -> String {
         format!("{} {}", meta.workload, params.join(" "))
     });
     parts.push(format!("{}, pin {}", meta.mode, meta.pin));
-    parts.push(format!(
-        "{}×{:.3}s (warm-up {:.3}s)",
-        meta.runs,
-        meta.duration.as_secs_f64(),
-        meta.warmup.as_secs_f64()
-    ));
+    if meta.workload == "cmd" {
+        parts.push(format!("{} trials per point", meta.runs));
+    } else {
+        parts.push(format!("{}×{:.3}s (warm-up {:.3}s)", meta.runs, meta.duration.as_secs_f64(), meta.warmup.as_secs_f64()));
+    }
     if let Some(v) = &meta.variant {
         parts.push(format!("variant {v}"));
     }
@@ -129,7 +131,7 @@ fn throughput_table(s: &RunSummary) -> Table {
             ci,
             opt_si(p.ops_per_cpu_sec),
             opt_si(p.ops_per_sec_per_task),
-            opt_sig3(p.ns_per_op_per_task),
+            opt_si(p.ns_per_op_per_task),
             p.speedup
                 .map_or_else(|| "n/a".into(), |v| format!("{v:.2}")),
             p.efficiency
@@ -179,6 +181,26 @@ fn accounting_table(s: &RunSummary) -> Table {
                 .map(|name| opt_si(p.extras.get(*name).copied())),
         );
         t.add_row(row);
+    }
+    right_align(&mut t);
+    t
+}
+
+/// External commands with `--step`: one `time` line per step and N, as the 1996 report had them.
+fn steps_table(s: &RunSummary) -> Table {
+    let mut t = new_table(&["N", "step", "time (user sys wall CPU%)", "minflt", "majflt", "blk in", "blk out"]);
+    for p in &s.points {
+        for st in &p.steps {
+            t.add_row(vec![
+                p.n.to_string(),
+                st.name.clone(),
+                time_line(st.user_s, st.sys_s, st.wall_s, st.cpu_pct),
+                si(st.minor_faults),
+                si(st.major_faults),
+                si(st.block_in),
+                si(st.block_out),
+            ]);
+        }
     }
     right_align(&mut t);
     t

@@ -234,6 +234,7 @@ impl Executor for FakeExecutor {
                 t: spec.duration,
                 task_ops,
             }],
+            steps: Vec::new(),
         }))
     }
 }
@@ -267,6 +268,7 @@ mod tests {
             sample_interval: Nanos(1_000_000),
             counters: false,
             workdir: None,
+            command: None,
         };
         match exec.execute(&spec, Duration::from_secs(5), &AtomicBool::new(false)) {
             Execution::Finished(TrialOutcome::Failed { reason }) => {
@@ -293,6 +295,7 @@ mod tests {
             sample_interval: Nanos(1_000_000),
             counters: false,
             workdir: None,
+            command: None,
         };
         let t = Instant::now();
         match exec.execute(&spec, Duration::from_millis(300), &AtomicBool::new(false)) {

@@ -1,5 +1,6 @@
 //! Executes a plan: trial children, tasks, the start gate, pinning and the sampler.
 
+pub mod command;
 pub mod control;
 pub mod executor;
 pub mod placement;
@@ -7,6 +8,7 @@ pub mod sweep;
 mod task;
 pub mod trial;
 
+pub use command::{CommandExecutor, CommandSpec, OpsSource};
 pub use executor::{ChildExecutor, Execution, Executor, FakeExecutor};
 pub use sweep::{SweepEnd, SweepEvent, run_sweep};
 pub use trial::{TrialSpec, run_trial};

@@ -11,6 +11,7 @@ use super::executor::{Execution, Executor};
 use crate::error::LabError;
 use crate::model::TrialRecord;
 use crate::plan::Plan;
+use crate::scratch::Scratch;
 use crate::timestamp;
 
 /// Progress notifications for the caller.
@@ -37,6 +38,7 @@ pub enum SweepEnd {
 pub fn run_sweep(
     plan: &Plan,
     executor: &mut dyn Executor,
+    mut scratch: Option<&mut Scratch>,
     stop: &AtomicBool,
     on_event: &mut dyn FnMut(SweepEvent<'_>) -> Result<(), LabError>,
 ) -> Result<SweepEnd, LabError> {
@@ -53,8 +55,17 @@ pub fn run_sweep(
             total,
         })?;
         let started_at = timestamp::now_rfc3339();
-        let spec = plan.trial_spec(n);
-        match executor.execute(&spec, plan.deadline(), stop) {
+        let mut spec = plan.trial_spec(n);
+        let dir = match (plan.info.uses_files, scratch.as_deref_mut()) {
+            (true, Some(s)) => Some(s.create()?),
+            _ => None,
+        };
+        spec.workdir.clone_from(&dir);
+        let execution = executor.execute(&spec, plan.deadline(), stop);
+        if let (Some(dir), Some(s)) = (&dir, scratch.as_deref()) {
+            s.remove(dir)?;
+        }
+        match execution {
             Execution::Interrupted => return Ok(SweepEnd::Interrupted),
             Execution::Finished(outcome) => {
                 let record = TrialRecord {
@@ -89,7 +100,7 @@ mod tests {
         let p = plan("1,2", 3);
         let mut exec = FakeExecutor::new(1e6, 0.1);
         let mut seen = Vec::new();
-        let end = run_sweep(&p, &mut exec, &AtomicBool::new(false), &mut |e| {
+        let end = run_sweep(&p, &mut exec, None, &AtomicBool::new(false), &mut |e| {
             if let SweepEvent::Finished(r) = e {
                 seen.push((r.n, r.index));
             }
@@ -107,7 +118,7 @@ mod tests {
         exec.fail = Some((2, 1));
         let mut failed = 0;
         let mut ok = 0;
-        run_sweep(&p, &mut exec, &AtomicBool::new(false), &mut |e| {
+        run_sweep(&p, &mut exec, None, &AtomicBool::new(false), &mut |e| {
             if let SweepEvent::Finished(r) = e {
                 match r.outcome {
                     TrialOutcome::Failed { .. } => failed += 1,
@@ -126,7 +137,7 @@ mod tests {
         let mut exec = FakeExecutor::new(1e6, 0.1);
         let stop = AtomicBool::new(false);
         let mut finished = 0;
-        let end = run_sweep(&p, &mut exec, &stop, &mut |e| {
+        let end = run_sweep(&p, &mut exec, None, &stop, &mut |e| {
             if let SweepEvent::Finished(_) = e {
                 finished += 1;
                 if finished == 2 {

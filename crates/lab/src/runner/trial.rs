@@ -32,6 +32,9 @@ pub struct TrialSpec {
     pub sample_interval: Nanos,
     pub counters: bool,
     pub workdir: Option<PathBuf>,
+    /// Set for external-command trials (run by `CommandExecutor`, not by a trial child).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<super::command::CommandSpec>,
 }
 
 /// How long tasks may take to get ready (prepare their memory, files) before the trial fails.
@@ -68,9 +71,8 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
                 })
                 .collect();
             let window = sample(spec, &control, counters.as_ref(), &mut || Ok(()));
-            if window.is_err() {
-                control.set_phase(PHASE_STOP);
-            }
+            control.set_phase(PHASE_STOP);
+            prepared.unblock();
             let mut first_error = None;
             for (i, h) in handles.into_iter().enumerate() {
                 match h.join() {
@@ -134,6 +136,7 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
         extras,
         placement,
         samples: window.samples,
+        steps: Vec::new(),
     })
 }
 
@@ -191,9 +194,8 @@ fn run_processes(
         Ok(())
     };
     let window = sample(spec, control, counters, &mut check_children);
-    if window.is_err() {
-        control.set_phase(PHASE_STOP);
-    }
+    control.set_phase(PHASE_STOP);
+    prepared.unblock();
     let mut first_error = None;
     for (i, pid) in children.iter().enumerate() {
         if exited[i].is_some() {

@@ -180,6 +180,11 @@ impl StoreError {
             Some(ErrorCode::ReadOnly) => StoreError::ReadOnly {
                 path: path.to_path_buf(),
             },
+            // E.g. the `-wal`/`-shm` files cannot be created beside the database.
+            Some(ErrorCode::CannotOpen | ErrorCode::PermissionDenied) => StoreError::Open {
+                path: path.to_path_buf(),
+                source: Box::new(e),
+            },
             _ => StoreError::Sqlite {
                 path: path.to_path_buf(),
                 source: e,

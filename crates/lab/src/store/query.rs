@@ -294,7 +294,7 @@ fn load_trials(conn: &Connection, run_id: i64, path: &Path) -> Result<Vec<TrialR
     let mut stmt = conn.prepare_cached(
         "SELECT id, n, idx, started_at, status, failure, window_ns, user_ns, sys_ns, minor_faults,
              major_faults, voluntary_switches, involuntary_switches, block_in, block_out, counters,
-             extras, placement, task_ops
+             extras, placement, task_ops, steps
          FROM trials WHERE run_id = ?1 ORDER BY id",
     )?;
     let mut rows = stmt.query([run_id])?;
@@ -336,6 +336,11 @@ fn load_trials(conn: &Connection, run_id: i64, path: &Path) -> Result<Vec<TrialR
                     extras: from_json(&json(16)?, "trial extras", &corrupt)?,
                     placement: from_json(&json(17)?, "trial placement", &corrupt)?,
                     task_ops: from_json(&json(18)?, "trial task_ops", &corrupt)?,
+                    // NULL in trials stored before schema version 2.
+                    steps: match r.get::<_, Option<String>>(19)? {
+                        Some(text) => from_json(&text, "trial steps", &corrupt)?,
+                        None => Vec::new(),
+                    },
                     samples: samples.remove(&trial_id).unwrap_or_default(),
                 })
             }

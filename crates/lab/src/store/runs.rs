@@ -248,13 +248,14 @@ impl Writer<'_> {
         let extras = to_json("trial extras", &m.extras)?;
         let placement = to_json("trial placement", &m.placement)?;
         let task_ops = to_json("trial task_ops", &m.task_ops)?;
+        let steps = to_json("trial steps", &m.steps)?;
         self.tx
             .prepare_cached(
                 "INSERT INTO trials (run_id, n, idx, started_at, status, window_ns, ops, user_ns, sys_ns,
                      minor_faults, major_faults, voluntary_switches, involuntary_switches, block_in,
-                     block_out, counters, extras, placement, task_ops)
+                     block_out, counters, extras, placement, task_ops, steps)
                  VALUES (?1, ?2, ?3, ?4, 'ok', ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                     ?17, ?18)",
+                     ?17, ?18, ?19)",
             )
             .and_then(|mut s| {
                 s.execute(params![
@@ -276,6 +277,7 @@ impl Writer<'_> {
                     extras,
                     placement,
                     task_ops,
+                    steps,
                 ])
             })
             .map_err(self.sql())?;

@@ -29,7 +29,7 @@ pub(crate) const APPLICATION_ID: i32 = 0x5343_4c42;
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Step `i` takes the schema from version `i` to `i + 1`. Append only; never edit a shipped step.
-const MIGRATIONS: &[&str] = &[V1];
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// Version 1. u64 values (durations, counts) are stored in INTEGER columns as their two's
 /// complement bit pattern (see `columns`), so values past i64::MAX survive exactly.
@@ -114,6 +114,11 @@ CREATE TABLE samples (
 ) WITHOUT ROWID;
 ";
 
+/// Version 2: external-command trials keep each timed step's accounting.
+const V2: &str = "
+ALTER TABLE trials ADD COLUMN steps TEXT;  -- JSON array of StepRecord; NULL before version 2
+";
+
 /// Opens `path` as a scalelab database, creating or migrating it; see the module doc.
 pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
     check_file(path)?;
@@ -128,7 +133,10 @@ pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
         source: Box::new(e),
     })?;
     let sql = |e| StoreError::sqlite(path, e);
-    conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| {
+        eprintln!("STEP 131: {e}");
+        sql(e)
+    })?;
     // SQLite silently falls back to read-only for a file it may not write.
     if conn.is_readonly("main").map_err(sql)? {
         return Err(StoreError::ReadOnly {
@@ -138,23 +146,41 @@ pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
 
     // A consistent read before any write: refuse what is not ours to touch.
     let header = {
-        let tx = conn.unchecked_transaction().map_err(sql)?;
-        let header = Header::read(&tx).map_err(|e| not_a_db_or(path, e))?;
-        tx.commit().map_err(sql)?;
+        let tx = conn.unchecked_transaction().map_err(|e| {
+            eprintln!("STEP 141: {e}");
+            sql(e)
+        })?;
+        let header = Header::read(&tx).map_err(|e| {
+            eprintln!("STEP 142: {e}");
+            not_a_db_or(path, e)
+        })?;
+        tx.commit().map_err(|e| {
+            eprintln!("STEP 143: {e}");
+            sql(e)
+        })?;
         header
     };
     header.check(path)?;
 
     conn.pragma_update(None, "foreign_keys", true)
-        .map_err(sql)?;
+        .map_err(|e| {
+            eprintln!("STEP 149: {e}");
+            sql(e)
+        })?;
     // WAL lets readers and one writer work at once; FULL syncs each commit (one per trial,
     // cheap) so a power loss cannot take a committed trial with it. A file system without WAL
     // support keeps its rollback journal: slower under concurrency, still correct.
     let _mode: String = conn
         .pragma_update_and_check(None, "journal_mode", "wal", |row| row.get(0))
-        .map_err(sql)?;
+        .map_err(|e| {
+            eprintln!("STEP 155: {e}");
+            sql(e)
+        })?;
     conn.pragma_update(None, "synchronous", "full")
-        .map_err(sql)?;
+        .map_err(|e| {
+            eprintln!("STEP 157: {e}");
+            sql(e)
+        })?;
 
     migrate(&conn, path)?;
     Ok(conn)
@@ -267,14 +293,23 @@ fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     let sql = |e| StoreError::sqlite(path, e);
     let current: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
-        .map_err(sql)?;
+        .map_err(|e| {
+            eprintln!("STEP 270: {e}");
+            sql(e)
+        })?;
     if current == SCHEMA_VERSION {
         return Ok(());
     }
     // `Connection::transaction_with_behavior` needs `&mut Connection`; spelled out instead.
-    conn.execute_batch("BEGIN IMMEDIATE").map_err(sql)?;
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(|e| {
+        eprintln!("STEP 275: {e}");
+        sql(e)
+    })?;
     let applied = (|| {
-        let header = Header::read(conn).map_err(sql)?;
+        let header = Header::read(conn).map_err(|e| {
+            eprintln!("STEP 277: {e}");
+            sql(e)
+        })?;
         header.check(path)?;
         let from = usize::try_from(header.user_version).unwrap_or(0);
         for (i, step) in MIGRATIONS.iter().enumerate().skip(from) {
@@ -286,9 +321,15 @@ fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
                 })?;
         }
         conn.pragma_update(None, "application_id", APPLICATION_ID)
-            .map_err(sql)?;
+            .map_err(|e| {
+                eprintln!("STEP 289: {e}");
+                sql(e)
+            })?;
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)
-            .map_err(sql)?;
+            .map_err(|e| {
+                eprintln!("STEP 291: {e}");
+                sql(e)
+            })?;
         Ok(())
     })();
     match applied {

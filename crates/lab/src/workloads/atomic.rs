@@ -25,6 +25,7 @@ static INFO: WorkloadInfo = WorkloadInfo {
         kind: ParamKind::Choice(&["fetch_add", "cmpxchg-retry", "cmpxchg-winner", "private"]),
         help: "how the counter is updated",
     }],
+    uses_files: false,
 };
 
 pub struct Atomic;

@@ -27,6 +27,7 @@ static INFO: WorkloadInfo = WorkloadInfo {
             help: "clock_gettime(CLOCK_MONOTONIC), clock_gettime(CLOCK_REALTIME) or gettimeofday()",
         },
     ],
+    uses_files: false,
 };
 
 pub struct Clock;

@@ -27,6 +27,9 @@ pub struct WorkloadInfo {
     /// The kernel (or hardware) path the workload stresses.
     pub stresses: &'static str,
     pub params: &'static [ParamSpec],
+    /// True when the workload creates files: each trial then gets a fresh scratch directory
+    /// under `--workdir`, removed after the trial whatever its outcome.
+    pub uses_files: bool,
 }
 
 /// Facts a workload may need when it prepares a trial.
@@ -34,7 +37,7 @@ pub struct WorkloadInfo {
 pub struct PrepareContext {
     pub tasks: usize,
     pub mode: Mode,
-    /// Scratch directory for file-based workloads.
+    /// This trial's scratch directory (exists, empty) when the workload `uses_files`.
     pub workdir: Option<PathBuf>,
 }
 
@@ -54,6 +57,9 @@ pub trait Prepared: Send + Sync {
     fn extra_names(&self) -> &'static [&'static str] {
         &[]
     }
+    /// Called by the sampler right after the window closes: wake any task blocked in the
+    /// workload (in a pipe read, a futex wait…) so it can see the stop and return.
+    fn unblock(&self) {}
 }
 
 /// One task's work.

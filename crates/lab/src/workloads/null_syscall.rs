@@ -12,6 +12,7 @@ static INFO: WorkloadInfo = WorkloadInfo {
     op: "one getppid() system call",
     stresses: "syscall entry/exit (including speculation mitigations on the way in and out)",
     params: &[],
+    uses_files: false,
 };
 
 pub struct NullSyscall;

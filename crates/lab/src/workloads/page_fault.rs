@@ -34,6 +34,7 @@ static INFO: WorkloadInfo = WorkloadInfo {
             help: "64-byte cache lines touched per page (at most page size / 64)",
         },
     ],
+    uses_files: false,
 };
 
 pub struct PageFault;

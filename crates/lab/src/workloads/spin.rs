@@ -13,6 +13,7 @@ static INFO: WorkloadInfo = WorkloadInfo {
     op: "one xorshift64 step (3 shifts, 3 xors, register only)",
     stresses: "nothing shared: the CPU alone (baseline for SMT, frequency and placement effects)",
     params: &[],
+    uses_files: false,
 };
 
 pub struct Spin;

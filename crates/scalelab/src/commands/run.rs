@@ -14,7 +14,8 @@ use anyhow::{Context, Result};
 use lab::env::{self, Fingerprint, Severity};
 use lab::model::{Mode, Pin, RunMeta, RunStatus};
 use lab::plan::{Plan, RunConfig, parse_duration};
-use lab::runner::{ChildExecutor, SweepEnd, SweepEvent, run_sweep};
+use lab::scratch::Scratch;
+use lab::runner::{ChildExecutor, CommandExecutor, CommandSpec, Executor, OpsSource, SweepEnd, SweepEvent, run_sweep};
 use lab::timestamp;
 use lab::warnings::Warning;
 
@@ -26,7 +27,25 @@ use crate::db_path;
 const TRIAL_SUBCOMMAND: &str = "__trial";
 
 fn config(args: &RunArgs) -> Result<RunConfig> {
-    let mut cfg = RunConfig::new(&args.workload);
+    let mut cfg = RunConfig::new(args.workload.as_deref().unwrap_or("cmd"));
+    if let Some(cmd) = &args.cmd {
+        let mut steps = vec![("cmd".to_string(), cmd.clone())];
+        steps.extend(pairs("--step", &args.steps)?);
+        cfg.command = Some(CommandSpec {
+            steps,
+            prepare: args.prepare.clone(),
+            cleanup: args.cleanup.clone(),
+            ops: match (&args.ops, &args.ops_regex) {
+                (Some(n), _) => OpsSource::Fixed(*n),
+                (None, Some(re)) => OpsSource::Regex(re.clone()),
+                (None, None) => OpsSource::Completion,
+            },
+        });
+        cfg.warmup = lab::model::Nanos(0);
+        if let Some(t) = &args.timeout {
+            cfg.timeout = Some(parse_duration(t).context("--timeout")?);
+        }
+    }
     cfg.params = pairs("-p", &args.params)?;
     cfg.tasks = args.tasks.clone();
     cfg.mode = match args.mode {
@@ -40,8 +59,11 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
     };
     cfg.runs = args.runs;
     cfg.duration = parse_duration(&args.duration).context("--duration")?;
-    cfg.warmup = parse_duration(&args.warmup).context("--warmup")?;
+    if args.cmd.is_none() {
+        cfg.warmup = parse_duration(&args.warmup).context("--warmup")?;
+    }
     cfg.counters = !args.no_counters;
+    cfg.workdir = args.workdir.clone();
     cfg.variant = args.variant.clone();
     cfg.tags = pairs("--tag", &args.tags)?;
     cfg.name = args.name.clone();
@@ -56,7 +78,16 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
     let plan = Plan::new(config(&args)?, online_cpus())?;
     let mut store = db_path::open(db)?;
     let cwd = std::env::current_dir().context("reading the working directory")?;
-    let fingerprint = Fingerprint::capture(plan.workdir.as_deref().unwrap_or(&cwd));
+    let mut scratch = None;
+    if plan.info.uses_files {
+        let base = plan.workdir.clone().unwrap_or_else(std::env::temp_dir);
+        let area = Scratch::new(&base)?;
+        for stale in area.sweep_stale() {
+            eprintln!("note: removed {} left by a scalelab that was killed", stale.display());
+        }
+        scratch = Some(area);
+    }
+    let fingerprint = Fingerprint::capture(scratch.as_ref().map_or(cwd.as_path(), |s| s.base()));
     let mut warnings: Vec<String> = env::checks(&fingerprint)
         .into_iter()
         .filter(|c| c.severity == Severity::Warn)
@@ -97,10 +128,14 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&stop)).context("installing the Ctrl-C handler")?;
     }
-    let mut executor = ChildExecutor::current_binary(TRIAL_SUBCOMMAND).context("locating the scalelab binary to run trials")?;
+    let mut executor: Box<dyn Executor> = if plan.command.is_some() {
+        Box::new(CommandExecutor)
+    } else {
+        Box::new(ChildExecutor::current_binary(TRIAL_SUBCOMMAND).context("locating the scalelab binary to run trials")?)
+    };
     let progress = !args.quiet && std::io::stderr().is_terminal();
     let total_secs = (plan.warmup.as_secs_f64() + plan.duration.as_secs_f64()) * plan.trial_order().len() as f64;
-    if progress {
+    if progress && plan.command.is_none() {
         eprintln!(
             "run {run_id}: {} × N={} × {} trials ≈ {:.0}s; Ctrl-C stops and keeps what finished",
             plan.info.name,
@@ -110,7 +145,7 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
         );
     }
     let mut stored = 0usize;
-    let outcome = run_sweep(&plan, &mut executor, &stop, &mut |event| {
+    let outcome = run_sweep(&plan, executor.as_mut(), scratch.as_mut(), &stop, &mut |event| {
         match event {
             SweepEvent::Started { n, index, done, total } => {
                 if progress {
