@@ -191,6 +191,63 @@ pub struct TrialMeasurement {
     /// For external commands: each timed step's own accounting, in order (empty for built-ins).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<StepRecord>,
+    /// CLOCK_MONOTONIC at the window's edges: the clock `perf record -k CLOCK_MONOTONIC` and the
+    /// lock tracer stamp their records with, so they can keep exactly the window's records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_window: Option<ClockWindow>,
+    /// The CPU profile recorded for this trial (`--profile`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfileRef>,
+    /// Lock contention seen during the window (`--locks`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locks: Option<LockReport>,
+}
+
+/// CLOCK_MONOTONIC nanoseconds at the start and end of a trial's measurement window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClockWindow {
+    pub start: Nanos,
+    pub end: Nanos,
+}
+
+/// Where a trial's perf.data lives and how it was recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProfileRef {
+    /// Absolute path of the perf.data file (kept beside the database; `perf report -i` opens it).
+    pub path: String,
+    /// The sampled event: `cycles`, or `cpu-clock` where the PMU is unavailable.
+    pub event: String,
+    /// Sampling frequency asked of perf (Hz).
+    pub frequency: u32,
+}
+
+/// Lock contention of one trial's window, kernel locks and user (futex) locks.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct LockReport {
+    pub kernel: Vec<LockContention>,
+    pub user: Vec<LockContention>,
+    /// Records the kernel dropped (ring buffer full); a report with losses says so.
+    pub lost_records: u64,
+    /// Caveats: missing tracepoints, lost frames in user stacks, permission limits.
+    pub notes: Vec<String>,
+}
+
+/// Contention on one lock from one caller, as close to `lock_stat` columns as the events allow.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockContention {
+    /// Symbol for a static kernel lock, else the address in hex (futex: the user address).
+    pub lock: String,
+    /// `spinlock`, `rwsem:read`, `rwsem:write`, `mutex`, `percpu`, `rt`, `futex` …
+    pub kind: String,
+    /// The first function outside the lock and scheduler code (kernel) or the call site (user).
+    pub caller: String,
+    pub contentions: u64,
+    pub wait_total: Nanos,
+    pub wait_max: Nanos,
+    pub wait_min: Nanos,
+    /// Further call sites with their contention counts, most frequent first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub call_sites: Vec<(String, u64)>,
 }
 
 /// One timed step of an external-command trial, accounted like a `time` line.

@@ -10,7 +10,7 @@ mod store {
     use std::path::Path;
 
     use lab::env::Fingerprint;
-    use lab::model::{
+    use lab::model::{ClockWindow, LockContention, LockReport, ProfileRef, 
         CounterValue, EXPORT_SCHEMA_VERSION, Mode, Nanos, Pin, RunData, RunMeta, RunStatus,
         SampleRecord, StepRecord, TrialMeasurement, TrialOutcome, TrialRecord, Usage,
     };
@@ -100,6 +100,24 @@ mod store {
                         },
                     })
                     .collect(),
+                // Profile, locks and clock edges on even trials only, for the same reason.
+                clock_window: (index % 2 == 0).then_some(ClockWindow { start: Nanos(10), end: Nanos(u64::MAX) }),
+                profile: (index % 2 == 0).then(|| ProfileRef { path: "/x/n1-t0.perf.data".into(), event: "cpu-clock".into(), frequency: 999 }),
+                locks: (index % 2 == 0).then(|| LockReport {
+                    kernel: vec![LockContention {
+                        lock: "rename_lock".into(),
+                        kind: "spinlock".into(),
+                        caller: "d_move".into(),
+                        contentions: 3,
+                        wait_total: Nanos(300),
+                        wait_max: Nanos(200),
+                        wait_min: Nanos(20),
+                        call_sites: vec![("do_renameat2".into(), 3)],
+                    }],
+                    user: vec![],
+                    lost_records: 2,
+                    notes: vec!["frames lost".into()],
+                }),
             }),
         }
     }
@@ -716,6 +734,9 @@ mod store {
                         placement,
                         samples,
                         steps,
+                        clock_window: None,
+                        profile: None,
+                        locks: None,
                     })
                 },
             );

@@ -444,12 +444,4 @@ mod tests {
             - 2.0 * n / ((n + m) * (m - 1.0)) * pairs(ys);
         assert!((q - direct).abs() < 1e-12, "{q} vs {direct}");
     }
-
-    #[test]
-    fn scratch_timing() {
-        let series = steps(99, &[100.0, 103.0], &[5000, 5000]);
-        let t = std::time::Instant::now();
-        let found = change_points(&series, &ChangePointOptions::default());
-        eprintln!("TIMING {:?} {:?}", t.elapsed(), indices(&found));
-    }
 }

@@ -13,10 +13,12 @@ mod clocks;
 mod error;
 mod futex;
 mod mapping;
+mod pipe;
 mod process;
 mod rusage;
 mod shared_region;
 mod signal;
+mod spawn;
 
 pub use affinity::{MAX_CPU, current_affinity, set_current_affinity};
 pub use anon_mapping::AnonMapping;
@@ -27,6 +29,7 @@ pub use clocks::{
 pub use error::{Errno, SysError};
 pub use futex::{futex_wait, futex_wake};
 pub use mapping::page_size;
+pub use pipe::{Pipe, pipe};
 pub use process::{
     ForkResult, exit_immediately, fork_single_threaded, getppid_syscall, gettid, sched_yield,
     set_child_subreaper, set_parent_death_signal, thread_count,
@@ -34,6 +37,7 @@ pub use process::{
 pub use rusage::{ResourceUsage, children_usage, process_usage, thread_usage};
 pub use shared_region::SharedRegion;
 pub use signal::{send_signal, signal_name};
+pub use spawn::{Program, fork_exit_wait};
 
 #[cfg(test)]
 mod tests {

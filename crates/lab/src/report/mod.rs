@@ -3,3 +3,7 @@
 
 pub mod format;
 pub mod term;
+pub mod compare_term;
+pub mod compare_view;
+#[cfg(test)]
+mod test_runs;

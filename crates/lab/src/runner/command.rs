@@ -142,6 +142,9 @@ impl Executor for CommandExecutor {
             placement: cpus.iter().map(|&c| Some(c)).collect(),
             samples: vec![SampleRecord { t: window, task_ops: vec![ops] }],
             steps,
+            clock_window: None,
+            profile: None,
+            locks: None,
         }))
     }
 }

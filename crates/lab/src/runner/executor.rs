@@ -235,6 +235,9 @@ impl Executor for FakeExecutor {
                 task_ops,
             }],
             steps: Vec::new(),
+            clock_window: None,
+            profile: None,
+            locks: None,
         }))
     }
 }

@@ -15,7 +15,7 @@ use super::control::{Control, PHASE_MEASURE, PHASE_STOP, PHASE_WARMUP};
 use super::placement;
 use super::task::run_task;
 use crate::error::LabError;
-use crate::model::{CounterValue, Mode, Nanos, Pin, SampleRecord, TrialMeasurement, Usage};
+use crate::model::{ClockWindow, CounterValue, Mode, Nanos, Pin, SampleRecord, TrialMeasurement, Usage};
 use crate::params::Params;
 use crate::workloads::{self, PrepareContext, Prepared};
 
@@ -137,6 +137,9 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
         placement,
         samples: window.samples,
         steps: Vec::new(),
+        clock_window: Some(window.clock),
+        profile: None,
+        locks: None,
     })
 }
 
@@ -241,6 +244,7 @@ struct Window {
     end: Vec<u64>,
     samples: Vec<SampleRecord>,
     counters: Vec<CounterValue>,
+    clock: ClockWindow,
 }
 
 /// Waits for every task at the gate, opens it, and samples until the window closes.
@@ -280,8 +284,10 @@ fn sample(
     let released = Instant::now();
     let warmup = spec.warmup.as_duration();
     let mut start: Option<(Instant, Vec<u64>, Vec<CounterSnapshot>)> = None;
+    let mut clock_start = 0;
     if warmup.is_zero() {
         control.set_phase(PHASE_MEASURE);
+        clock_start = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
         start = Some((Instant::now(), control.read_counters(), snapshot(counters)));
     } else {
         control.set_phase(PHASE_WARMUP);
@@ -309,6 +315,7 @@ fn sample(
         match &start {
             None if now >= edge => {
                 control.set_phase(PHASE_MEASURE);
+                clock_start = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
                 start = Some((Instant::now(), control.read_counters(), snapshot(counters)));
                 next_tick = Instant::now() + interval;
             }
@@ -319,6 +326,7 @@ fn sample(
                 if now >= edge {
                     let end_counters = snapshot(counters);
                     control.set_phase(PHASE_STOP);
+                    let clock_end = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
                     let length = Nanos::from_duration(t - *t0);
                     samples.push(SampleRecord {
                         t: length,
@@ -330,6 +338,7 @@ fn sample(
                         end: reading,
                         samples,
                         counters: counter_values(base_counters, &end_counters, counters),
+                        clock: ClockWindow { start: Nanos(clock_start), end: Nanos(clock_end) },
                     });
                 }
                 samples.push(SampleRecord {

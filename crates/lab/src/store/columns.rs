@@ -36,6 +36,15 @@ pub(crate) fn from_json<T: DeserializeOwned>(
     serde_json::from_str(text).map_err(|e| corrupt(what, e.to_string()))
 }
 
+/// Like [`from_json`] for a nullable column: NULL reads as `None`.
+pub(crate) fn optional_json<T: DeserializeOwned>(
+    text: Option<String>,
+    what: &'static str,
+    corrupt: &dyn Fn(&'static str, String) -> StoreError,
+) -> Result<Option<T>, StoreError> {
+    text.map(|t| from_json(&t, what, corrupt)).transpose()
+}
+
 pub(crate) fn mode_from_sql(text: &str) -> Option<Mode> {
     match text {
         "threads" => Some(Mode::Threads),

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension, Row, params_from_iter};
 
-use super::columns::{from_json, mode_from_sql, pin_from_sql, u64_from_sql};
+use super::columns::{from_json, mode_from_sql, optional_json, pin_from_sql, u64_from_sql};
 use super::liveness::{Owner, derive_status};
 use super::{Store, StoreError};
 use crate::model::{
@@ -294,7 +294,7 @@ fn load_trials(conn: &Connection, run_id: i64, path: &Path) -> Result<Vec<TrialR
     let mut stmt = conn.prepare_cached(
         "SELECT id, n, idx, started_at, status, failure, window_ns, user_ns, sys_ns, minor_faults,
              major_faults, voluntary_switches, involuntary_switches, block_in, block_out, counters,
-             extras, placement, task_ops, steps
+             extras, placement, task_ops, steps, clock_window, profile, locks
          FROM trials WHERE run_id = ?1 ORDER BY id",
     )?;
     let mut rows = stmt.query([run_id])?;
@@ -342,6 +342,10 @@ fn load_trials(conn: &Connection, run_id: i64, path: &Path) -> Result<Vec<TrialR
                         None => Vec::new(),
                     },
                     samples: samples.remove(&trial_id).unwrap_or_default(),
+                    // NULL before schema version 3, and when not recorded.
+                    clock_window: optional_json(r.get(20)?, "trial clock_window", &corrupt)?,
+                    profile: optional_json(r.get(21)?, "trial profile", &corrupt)?,
+                    locks: optional_json(r.get(22)?, "trial locks", &corrupt)?,
                 })
             }
             other => return Err(corrupt("trial status", format!("unknown value `{other}`")).into()),

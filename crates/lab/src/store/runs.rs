@@ -249,13 +249,16 @@ impl Writer<'_> {
         let placement = to_json("trial placement", &m.placement)?;
         let task_ops = to_json("trial task_ops", &m.task_ops)?;
         let steps = to_json("trial steps", &m.steps)?;
+        let clock_window = m.clock_window.as_ref().map(|v| to_json("trial clock_window", v)).transpose()?;
+        let profile = m.profile.as_ref().map(|v| to_json("trial profile", v)).transpose()?;
+        let locks = m.locks.as_ref().map(|v| to_json("trial locks", v)).transpose()?;
         self.tx
             .prepare_cached(
                 "INSERT INTO trials (run_id, n, idx, started_at, status, window_ns, ops, user_ns, sys_ns,
                      minor_faults, major_faults, voluntary_switches, involuntary_switches, block_in,
-                     block_out, counters, extras, placement, task_ops, steps)
+                     block_out, counters, extras, placement, task_ops, steps, clock_window, profile, locks)
                  VALUES (?1, ?2, ?3, ?4, 'ok', ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                     ?17, ?18, ?19)",
+                     ?17, ?18, ?19, ?20, ?21, ?22)",
             )
             .and_then(|mut s| {
                 s.execute(params![
@@ -278,6 +281,9 @@ impl Writer<'_> {
                     placement,
                     task_ops,
                     steps,
+                    clock_window,
+                    profile,
+                    locks,
                 ])
             })
             .map_err(self.sql())?;

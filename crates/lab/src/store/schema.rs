@@ -13,7 +13,7 @@
 use std::fs;
 use std::io::Read;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags};
 
@@ -29,7 +29,7 @@ pub(crate) const APPLICATION_ID: i32 = 0x5343_4c42;
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Step `i` takes the schema from version `i` to `i + 1`. Append only; never edit a shipped step.
-const MIGRATIONS: &[&str] = &[V1, V2];
+const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// Version 1. u64 values (durations, counts) are stored in INTEGER columns as their two's
 /// complement bit pattern (see `columns`), so values past i64::MAX survive exactly.
@@ -119,6 +119,13 @@ const V2: &str = "
 ALTER TABLE trials ADD COLUMN steps TEXT;  -- JSON array of StepRecord; NULL before version 2
 ";
 
+/// Version 3: profiles, lock reports and the window's CLOCK_MONOTONIC edges, per trial.
+const V3: &str = "
+ALTER TABLE trials ADD COLUMN clock_window TEXT;  -- JSON ClockWindow; NULL when not recorded
+ALTER TABLE trials ADD COLUMN profile TEXT;       -- JSON ProfileRef; NULL without --profile
+ALTER TABLE trials ADD COLUMN locks TEXT;         -- JSON LockReport; NULL without --locks
+";
+
 /// Opens `path` as a scalelab database, creating or migrating it; see the module doc.
 pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
     check_file(path)?;
@@ -133,10 +140,7 @@ pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
         source: Box::new(e),
     })?;
     let sql = |e| StoreError::sqlite(path, e);
-    conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| {
-        eprintln!("STEP 131: {e}");
-        sql(e)
-    })?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
     // SQLite silently falls back to read-only for a file it may not write.
     if conn.is_readonly("main").map_err(sql)? {
         return Err(StoreError::ReadOnly {
@@ -146,44 +150,56 @@ pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
 
     // A consistent read before any write: refuse what is not ours to touch.
     let header = {
-        let tx = conn.unchecked_transaction().map_err(|e| {
-            eprintln!("STEP 141: {e}");
-            sql(e)
-        })?;
-        let header = Header::read(&tx).map_err(|e| {
-            eprintln!("STEP 142: {e}");
-            not_a_db_or(path, e)
-        })?;
-        tx.commit().map_err(|e| {
-            eprintln!("STEP 143: {e}");
-            sql(e)
-        })?;
+        let tx = conn.unchecked_transaction().map_err(sql)?;
+        let header = Header::read(&tx).map_err(|e| not_a_db_or(path, e))?;
+        tx.commit().map_err(sql)?;
         header
     };
     header.check(path)?;
 
     conn.pragma_update(None, "foreign_keys", true)
-        .map_err(|e| {
-            eprintln!("STEP 149: {e}");
-            sql(e)
-        })?;
+        .map_err(sql)?;
     // WAL lets readers and one writer work at once; FULL syncs each commit (one per trial,
     // cheap) so a power loss cannot take a committed trial with it. A file system without WAL
     // support keeps its rollback journal: slower under concurrency, still correct.
-    let _mode: String = conn
-        .pragma_update_and_check(None, "journal_mode", "wal", |row| row.get(0))
-        .map_err(|e| {
-            eprintln!("STEP 155: {e}");
-            sql(e)
-        })?;
+    enable_wal(&conn, path)?;
     conn.pragma_update(None, "synchronous", "full")
-        .map_err(|e| {
-            eprintln!("STEP 157: {e}");
-            sql(e)
-        })?;
+        .map_err(sql)?;
 
-    migrate(&conn, path)?;
+    migrate(&conn, path, MIGRATIONS)?;
     Ok(conn)
+}
+
+/// Switches the database to WAL mode (persistent in the file). Two processes creating the same
+/// database can race here, and SQLite then answers `SQLITE_BUSY` at once instead of calling the
+/// busy handler, so the switch is retried up to the usual busy timeout.
+fn enable_wal(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let deadline = Instant::now() + BUSY_TIMEOUT;
+    loop {
+        let mode = conn
+            .pragma_query_value(None, "journal_mode", |r| r.get::<_, String>(0))
+            .and_then(|mode| {
+                if mode.eq_ignore_ascii_case("wal") {
+                    Ok(mode)
+                } else {
+                    conn.pragma_update_and_check(None, "journal_mode", "wal", |r| r.get(0))
+                }
+            });
+        match mode {
+            Ok(_) => return Ok(()),
+            Err(e) if is_busy(&e) && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => return Err(StoreError::sqlite(path, e)),
+        }
+    }
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }
 
 /// Refuses a directory or a non-empty file that does not start with the SQLite header, before
@@ -289,30 +305,23 @@ impl Header {
 
 /// Applies the missing migration steps in one write transaction. Another process may be opening
 /// the same file: the version is re-read under the write lock, so each step runs exactly once.
-fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+/// `steps` is [`MIGRATIONS`] except in tests.
+fn migrate(conn: &Connection, path: &Path, steps: &[&str]) -> Result<(), StoreError> {
     let sql = |e| StoreError::sqlite(path, e);
+    let target = i64::try_from(steps.len()).unwrap_or(i64::MAX);
     let current: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
-        .map_err(|e| {
-            eprintln!("STEP 270: {e}");
-            sql(e)
-        })?;
-    if current == SCHEMA_VERSION {
+        .map_err(sql)?;
+    if current == target {
         return Ok(());
     }
     // `Connection::transaction_with_behavior` needs `&mut Connection`; spelled out instead.
-    conn.execute_batch("BEGIN IMMEDIATE").map_err(|e| {
-        eprintln!("STEP 275: {e}");
-        sql(e)
-    })?;
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(sql)?;
     let applied = (|| {
-        let header = Header::read(conn).map_err(|e| {
-            eprintln!("STEP 277: {e}");
-            sql(e)
-        })?;
+        let header = Header::read(conn).map_err(sql)?;
         header.check(path)?;
         let from = usize::try_from(header.user_version).unwrap_or(0);
-        for (i, step) in MIGRATIONS.iter().enumerate().skip(from) {
+        for (i, step) in steps.iter().enumerate().skip(from) {
             conn.execute_batch(step)
                 .map_err(|source| StoreError::Migration {
                     path: path.to_path_buf(),
@@ -321,15 +330,9 @@ fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
                 })?;
         }
         conn.pragma_update(None, "application_id", APPLICATION_ID)
-            .map_err(|e| {
-                eprintln!("STEP 289: {e}");
-                sql(e)
-            })?;
-        conn.pragma_update(None, "user_version", SCHEMA_VERSION)
-            .map_err(|e| {
-                eprintln!("STEP 291: {e}");
-                sql(e)
-            })?;
+            .map_err(sql)?;
+        conn.pragma_update(None, "user_version", target)
+            .map_err(sql)?;
         Ok(())
     })();
     match applied {
@@ -388,6 +391,66 @@ mod tests {
         assert!(matches!(err, StoreError::NotADatabase { .. }), "{err}");
         assert!(err.to_string().contains("another application"), "{err}");
         assert_eq!(fs::read(&path).unwrap(), before);
+    }
+
+    #[test]
+    fn version_1_database_is_migrated_keeping_its_runs() {
+        use crate::model::TrialOutcome;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(V1).unwrap();
+            conn.pragma_update(None, "application_id", APPLICATION_ID)
+                .unwrap();
+            conn.pragma_update(None, "user_version", 1).unwrap();
+            let env = serde_json::to_string(&crate::env::Fingerprint::default()).unwrap();
+            conn.execute(
+                "INSERT INTO runs (workload, params, op_unit, mode, pin, points, runs, duration_ns,
+                     warmup_ns, tags, started_at, status, env, warnings, command_line)
+                 VALUES ('w', '{}', 'op', 'threads', 'auto', '[1]', 1, 1000, 0, '{}', 't',
+                     'complete', ?1, '[]', 'scalelab run w')",
+                [env],
+            )
+            .unwrap();
+            conn.execute_batch(
+                "INSERT INTO trials (run_id, n, idx, started_at, status, window_ns, ops, user_ns,
+                     sys_ns, minor_faults, major_faults, voluntary_switches, involuntary_switches,
+                     block_in, block_out, counters, extras, placement, task_ops)
+                 VALUES (1, 1, 0, 't', 'ok', 1000, 5, 1, 2, 3, 4, 5, 6, 7, 8, '[]', '{}', '[null]',
+                     '[5]')",
+            )
+            .unwrap();
+        }
+        let store = super::super::Store::open(&path).unwrap();
+        let version: i64 = store
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        let run = store.load_run(1).unwrap();
+        let TrialOutcome::Ok(m) = &run.trials[0].outcome else {
+            panic!("trial not ok: {:?}", run.trials[0]);
+        };
+        assert_eq!((m.task_ops.as_slice(), m.usage.block_out), (&[5][..], 8));
+        assert!(m.steps.is_empty());
+    }
+
+    #[test]
+    fn a_failing_migration_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.db");
+        let conn = Connection::open(&path).unwrap();
+        let steps = [V1, "CREATE TABLE extra (a); SELECT no_such_function();"];
+        let err = migrate(&conn, &path, &steps).unwrap_err();
+        assert!(matches!(err, StoreError::Migration { to: 2, .. }), "{err}");
+        let header = Header::read(&conn).unwrap();
+        assert_eq!(
+            (header.user_version, header.application_id, header.objects),
+            (0, 0, 0)
+        );
+        migrate(&conn, &path, &steps[..1]).unwrap();
+        assert_eq!(Header::read(&conn).unwrap().user_version, 1);
     }
 
     #[test]

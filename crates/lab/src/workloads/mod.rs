@@ -8,9 +8,21 @@
 
 mod atomic;
 mod clock;
+mod create_unlink;
+mod file_write;
+mod fsync_write;
+mod futex_mutex;
+mod mmap_munmap;
 mod null_syscall;
+mod open_close;
+mod owned_path;
 mod page_fault;
+mod pipe_pingpong;
+mod pread;
+mod sched_yield;
+mod spawn;
 mod spin;
+mod tree_hash;
 
 use std::path::PathBuf;
 
@@ -78,6 +90,17 @@ static REGISTRY: &[&dyn Workload] = &[
     &null_syscall::NullSyscall,
     &atomic::Atomic,
     &spin::Spin,
+    &open_close::OpenClose,
+    &create_unlink::CreateUnlink,
+    &fsync_write::FsyncWrite,
+    &file_write::FileWrite,
+    &pread::Pread,
+    &mmap_munmap::MmapMunmap,
+    &pipe_pingpong::PipePingpong,
+    &futex_mutex::FutexMutex,
+    &sched_yield::SchedYield,
+    &spawn::Spawn,
+    &tree_hash::TreeHash,
 ];
 
 /// Every built-in workload, in `scalelab list` order.
@@ -149,20 +172,24 @@ mod tests {
         }
     }
 
-    /// Every workload, run for a few steps in-process, does ops and reports plausible counts.
+    /// Every workload, run for a few steps in-process, does ops and reports plausible counts;
+    /// file workloads get a scratch directory and leave nothing in it.
     #[test]
     fn every_workload_steps() {
         for w in all() {
             let info = w.info();
             let mut given = Vec::new();
-            if info.name == "page_fault" {
-                given.push(("size".to_string(), "1M".to_string()));
+            match info.name {
+                "page_fault" => given.push(("size".to_string(), "1M".to_string())),
+                "file_write" | "pread" => given.push(("size".to_string(), "1M".to_string())),
+                _ => {}
             }
             let params = Params::resolve(info.name, info.params, &given).unwrap();
+            let scratch = tempfile::tempdir().unwrap();
             let ctx = PrepareContext {
                 tasks: 2,
                 mode: Mode::Threads,
-                workdir: None,
+                workdir: info.uses_files.then(|| scratch.path().to_path_buf()),
             };
             let prepared = w.prepare(&params, &ctx).unwrap();
             let mut task = prepared.task(1).unwrap();
@@ -171,6 +198,19 @@ mod tests {
                 ops += task.step().unwrap();
             }
             assert!(ops >= 100, "{}: {ops} ops in 100 steps", info.name);
+            let extras = task.extras();
+            assert!(
+                extras.iter().all(|(n, _)| prepared.extra_names().contains(n)),
+                "{}: {extras:?}",
+                info.name
+            );
+            drop(task);
+            drop(prepared);
+            let left: Vec<_> = std::fs::read_dir(scratch.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert!(left.is_empty(), "{} left {left:?}", info.name);
         }
     }
 }

@@ -1,0 +1,93 @@
+/* bare_loop: the same ops scalelab's null_syscall and page_fault workloads do, with no harness.
+ *
+ * usage: bare_loop null_syscall|page_fault TASKS WARMUP_S DURATION_S
+ * Threads are pinned to CPU i (like scalelab --pin auto when TASKS <= CPUs), released together,
+ * and counted in padded per-thread counters read by the main thread at the window's edges.
+ * Prints: ops_per_sec <value>
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SLOT 32 /* u64s: 256 bytes */
+#define SIZE (128UL << 20)
+
+static _Atomic uint64_t *counters;
+static _Atomic int go, stop_flag;
+static int workload, ncpus;
+
+static void *worker(void *arg) {
+    long i = (long)arg;
+    if ((int)i < ncpus) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(i, &set);
+        pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    }
+    while (!atomic_load(&go)) {}
+    uint64_t n = 0;
+    long page = sysconf(_SC_PAGESIZE);
+    while (!atomic_load_explicit(&stop_flag, memory_order_relaxed)) {
+        if (workload == 0) {
+            syscall(SYS_getppid);
+            n++;
+            atomic_store_explicit(&counters[i * SLOT], n, memory_order_relaxed);
+        } else {
+            char *p = mmap(NULL, SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (p == MAP_FAILED) { perror("mmap"); exit(1); }
+            for (size_t off = 0; off < SIZE; off += page) {
+                *(volatile char *)(p + off) = 1;
+                n++;
+                atomic_store_explicit(&counters[i * SLOT], n, memory_order_relaxed);
+                if (atomic_load_explicit(&stop_flag, memory_order_relaxed)) break;
+            }
+            munmap(p, SIZE);
+        }
+    }
+    return NULL;
+}
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static uint64_t total(int tasks) {
+    uint64_t s = 0;
+    for (int i = 0; i < tasks; i++) s += atomic_load_explicit(&counters[i * SLOT], memory_order_relaxed);
+    return s;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 5) { fprintf(stderr, "usage: %s null_syscall|page_fault TASKS WARMUP_S DURATION_S\n", argv[0]); return 2; }
+    workload = strcmp(argv[1], "page_fault") == 0;
+    int tasks = atoi(argv[2]);
+    double warmup = atof(argv[3]), duration = atof(argv[4]);
+    ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (tasks > ncpus) ncpus = 0; /* like --pin auto: no pinning when oversubscribed */
+    counters = aligned_alloc(256, (size_t)tasks * SLOT * 8);
+    memset((void *)counters, 0, (size_t)tasks * SLOT * 8);
+    pthread_t th[tasks];
+    for (long i = 0; i < tasks; i++) pthread_create(&th[i], NULL, worker, (void *)i);
+    atomic_store(&go, 1);
+    usleep((useconds_t)(warmup * 1e6));
+    double t0 = now();
+    uint64_t a = total(tasks);
+    usleep((useconds_t)(duration * 1e6));
+    double t1 = now();
+    uint64_t b = total(tasks);
+    atomic_store(&stop_flag, 1);
+    for (int i = 0; i < tasks; i++) pthread_join(th[i], NULL);
+    printf("ops_per_sec %.1f\n", (double)(b - a) / (t1 - t0));
+    return 0;
+}

@@ -1,0 +1,167 @@
+use super::*;
+use crate::report::compare_term::write_compare;
+use crate::report::test_runs::{around, run};
+
+fn opts() -> CompareOptions {
+    CompareOptions::default()
+}
+
+fn text(view: &CompareView) -> String {
+    let mut out = Vec::new();
+    write_compare(&mut out, view).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn a_clear_drop_at_one_point_is_a_regression_and_the_worst_point() {
+    let a = run(1, "spin", &[(1, &around(1000.0, 0.01, 10)), (2, &around(2000.0, 0.01, 10))]);
+    let b = run(2, "spin", &[(1, &around(1000.0, 0.01, 10)), (2, &around(1800.0, 0.01, 10))]);
+    let view = build(&a, &b, &opts());
+    assert!(view.mismatches.is_empty());
+    assert_eq!(view.points.len(), 2);
+    assert_eq!(view.points[0].verdict(), Some(Verdict::NoChange));
+    assert_eq!(view.points[1].verdict(), Some(Verdict::Regressed));
+    assert!(view.regressed);
+    assert_eq!(view.summary.verdict, Verdict::Regressed);
+    assert_eq!(view.summary.regressed, vec![2]);
+    let worst = view.summary.worst.unwrap();
+    assert_eq!(worst.n, 2);
+    assert!((worst.shift.point + 0.1).abs() < 0.005, "{worst:?}");
+    assert_eq!(view.summary.ahead_everywhere, None);
+    // S(2) of A is 2.0, of B 1.8.
+    assert!((view.a.scales_to.unwrap().speedup - 2.0).abs() < 1e-9);
+    assert!((view.b.scales_to.unwrap().speedup - 1.8).abs() < 1e-9);
+    let shown = text(&view);
+    assert!(shown.contains("higher is better"), "{shown}");
+    assert!(shown.contains("verdict: REGRESSED (REGRESSED at N=2 · NO CHANGE at N=1)"), "{shown}");
+    assert!(shown.contains("worst point: N=2, -10.0%"), "{shown}");
+    assert!(shown.contains("A scales to 2.00 out of 2; B scales to 1.80 out of 2"), "{shown}");
+}
+
+#[test]
+fn curves_that_change_order_are_reported_as_a_crossing() {
+    let a = run(1, "spin", &[(1, &around(1000.0, 0.01, 10)), (4, &around(3000.0, 0.01, 10))]);
+    let b = run(2, "spin", &[(1, &around(1100.0, 0.01, 10)), (4, &around(2700.0, 0.01, 10))]);
+    let view = build(&a, &b, &opts());
+    let c = view.summary.crossings.as_slice();
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!((c[0].from_n, c[0].to_n, c[0].ahead_below), (1, 4, Side::B));
+    // d(1) = +100, d(4) = -300: the medians meet a quarter of the way, at N = 1.75.
+    assert!((c[0].at_n - 1.75).abs() < 0.01, "{c:?}");
+    assert!(c[0].significant);
+    assert_eq!(view.summary.improved, vec![1]);
+    assert_eq!(view.summary.regressed, vec![4]);
+    assert!(text(&view).contains("cross between N=1 and N=4 (≈ N=1.8): B ahead below, A ahead above\n"));
+}
+
+#[test]
+fn three_runs_a_side_warn_that_alpha_is_out_of_reach() {
+    let a = run(1, "spin", &[(1, &[100.0, 101.0, 102.0])]);
+    let b = run(2, "spin", &[(1, &[80.0, 81.0, 82.0])]);
+    let view = build(&a, &b, &opts());
+    assert_eq!(view.points[0].verdict(), Some(Verdict::Inconclusive));
+    assert!(!view.regressed);
+    let w = view
+        .warnings
+        .iter()
+        .find(|w| matches!(w, CompareWarning::TooFewRuns { .. }))
+        .expect("too few runs");
+    let shown = w.to_string();
+    assert!(shown.contains("3 vs 3 runs") && shown.contains("0.100"), "{shown}");
+}
+
+#[test]
+fn noisy_points_ask_for_more_runs_and_name_the_outlier() {
+    let mut noisy = around(1000.0, 0.2, 9);
+    noisy[4] = 1000.0;
+    let mut a_values = around(1000.0, 0.01, 9);
+    a_values[6] = 2000.0; // trial #6 of A is far off.
+    let a = run(1, "spin", &[(1, &a_values)]);
+    let b = run(2, "spin", &[(1, &noisy)]);
+    let view = build(&a, &b, &opts());
+    assert_eq!(view.points[0].verdict(), Some(Verdict::Inconclusive));
+    assert!(view.warnings.iter().any(|w| matches!(w, CompareWarning::RunMore { runs_needed, .. } if *runs_needed > 9)), "{:?}", view.warnings);
+    let outlier = view
+        .warnings
+        .iter()
+        .find(|w| matches!(w, CompareWarning::Outlier { .. }))
+        .expect("outlier");
+    assert!(matches!(outlier, CompareWarning::Outlier { side: Side::A, trial: 6, n: 1, .. }));
+    assert!(outlier.to_string().contains("trial #6 (started 2025-01-01T00:00:06Z)"), "{outlier}");
+    assert!(view.warnings.iter().any(|w| matches!(w, CompareWarning::HighVariance { side: Side::B, .. })));
+}
+
+#[test]
+fn different_workloads_params_and_points_are_mismatches() {
+    let mut a = run(1, "spin", &[(1, &[1.0, 2.0]), (2, &[1.0, 2.0])]);
+    let mut b = run(2, "clock", &[(1, &[1.0, 2.0]), (4, &[1.0, 2.0])]);
+    a.meta.params.insert("size".into(), "1M".into());
+    b.meta.params.insert("size".into(), "2M".into());
+    b.meta.params.insert("shared".into(), "true".into());
+    let m = mismatches(&a.meta, &b.meta);
+    assert_eq!(m.len(), 4, "{m:?}");
+    let shown: Vec<String> = m.iter().map(ToString::to_string).collect();
+    assert_eq!(shown[0], "different workloads: A is `spin`, B is `clock`");
+    assert_eq!(shown[1], "parameter `shared` differs: A has `(not set)`, B has `true`");
+    assert!(shown[3].contains("A swept N=1,2, B swept N=1,4"), "{}", shown[3]);
+    // Forced: only N=1 is compared, and the rest is said.
+    let view = build(&a, &b, &opts());
+    assert_eq!(view.points.iter().map(|p| p.n).collect::<Vec<_>>(), vec![1]);
+    assert!(view.warnings.contains(&CompareWarning::OnlyInOne { side: Side::A, points: vec![2] }));
+    assert!(view.warnings.contains(&CompareWarning::OnlyInOne { side: Side::B, points: vec![4] }));
+}
+
+#[test]
+fn a_kernel_difference_is_a_note_and_a_governor_difference_a_warning() {
+    let mut a = run(1, "spin", &[(1, &[1.0, 2.0])]);
+    let mut b = run(2, "spin", &[(1, &[1.0, 2.0])]);
+    a.meta.env.kernel_release = "6.8.0".into();
+    b.meta.env.kernel_release = "6.9.1".into();
+    a.meta.env.governor = Some("performance".into());
+    b.meta.env.governor = Some("powersave".into());
+    let view = build(&a, &b, &opts());
+    let env: Vec<&CompareWarning> = view
+        .warnings
+        .iter()
+        .filter(|w| matches!(w, CompareWarning::Environment { .. }))
+        .collect();
+    assert_eq!(env.len(), 2, "{env:?}");
+    assert!(env[0].is_note() && !env[1].is_note());
+    let shown = text(&view);
+    assert!(shown.contains("note: kernel_release: A `6.8.0`, B `6.9.1`"), "{shown}");
+    assert!(shown.contains("warning: environment differs, governor: A `performance`, B `powersave`"), "{shown}");
+}
+
+#[test]
+fn a_side_without_successful_trials_is_not_compared() {
+    let a = run(1, "spin", &[(1, &[1.0, 2.0])]);
+    let mut b = run(2, "spin", &[(1, &[1.0])]);
+    b.trials[0].outcome = TrialOutcome::Failed { reason: "boom".into() };
+    let view = build(&a, &b, &opts());
+    assert!(view.points[0].change.is_none());
+    assert_eq!(view.points[0].note.as_deref(), Some("no successful trial in B"));
+    assert_eq!(view.summary.verdict, Verdict::Inconclusive);
+    assert!(view.warnings.iter().any(|w| matches!(w, CompareWarning::FailedTrials { side: Side::B, failed: 1, .. })));
+    assert!(text(&view).contains("no successful trial in B"));
+}
+
+#[test]
+fn the_view_serialises_with_tagged_warnings() {
+    let a = run(1, "spin", &[(1, &[100.0, 101.0, 102.0])]);
+    let b = run(2, "spin", &[(1, &[80.0, 81.0, 82.0])]);
+    let json = serde_json::to_value(build(&a, &b, &opts())).unwrap();
+    assert_eq!(json["metric"]["direction"], "higher_is_better");
+    assert_eq!(json["points"][0]["change"]["verdict"], "inconclusive");
+    assert_eq!(json["warnings"][0]["kind"], "too_few_runs");
+    assert_eq!(json["summary"]["verdict"], "inconclusive");
+    assert_eq!(json["regressed"], false);
+}
+
+#[test]
+fn percentages_read_well() {
+    assert_eq!(percent(0.01), "1%");
+    assert_eq!(percent(0.005), "0.5%");
+    assert_eq!(percent(0.025), "2.5%");
+    assert_eq!(signed_percent(-0.0291), "-2.91%");
+    assert_eq!(signed_percent(0.123), "+12.3%");
+}
