@@ -39,6 +39,8 @@ pub enum LabError {
     },
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+    #[error(transparent)]
+    Perf(#[from] perf::PerfError),
     #[error("internal error: {0} (please report this)")]
     Internal(String),
 }

@@ -7,9 +7,12 @@
 pub mod analysis;
 pub mod env;
 pub mod error;
+pub mod history;
+pub mod locks;
 pub mod model;
 pub mod params;
 pub mod plan;
+pub mod profile;
 pub mod report;
 pub mod runner;
 pub mod scratch;

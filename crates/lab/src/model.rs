@@ -172,7 +172,7 @@ impl TrialOutcome {
 }
 
 /// The raw measurement of one trial's window (warm-up excluded).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct TrialMeasurement {
     /// Length of the measurement window, from the sampler's monotonic clock.
     pub window: Nanos,

@@ -33,6 +33,10 @@ pub struct RunConfig {
     pub command: Option<CommandSpec>,
     /// `--timeout` per trial (external commands).
     pub timeout: Option<Nanos>,
+    /// `--locks`: trace lock contention in every trial.
+    pub locks: Option<crate::locks::LockRequest>,
+    /// `--profile`: `perf record` the first K trials of each point.
+    pub profile: Option<crate::runner::ProfileSettings>,
 }
 
 /// What `scalelab list` and stored runs say about an external command.
@@ -66,6 +70,8 @@ impl RunConfig {
             name: None,
             command: None,
             timeout: None,
+            locks: None,
+            profile: None,
         }
     }
 }
@@ -91,6 +97,10 @@ pub struct Plan {
     pub command: Option<CommandSpec>,
     /// Per-trial limit for external commands.
     pub timeout: Nanos,
+    /// `--locks`: trace lock contention in every trial.
+    pub locks: Option<crate::locks::LockRequest>,
+    /// `--profile`: which trials are recorded under `perf record`, and how.
+    pub profile: Option<crate::runner::ProfileSettings>,
 }
 
 /// The command strings as run parameters, so runs of different commands never compare as equal.
@@ -151,6 +161,16 @@ impl Plan {
                 "--duration must be greater than 0 (e.g. 500ms, 5s)".into(),
             ));
         }
+        if cfg.profile.as_ref().is_some_and(|p| p.trials == 0) {
+            return Err(LabError::BadOption(
+                "--profile-trials 0: profile at least one trial per point (default 1)".into(),
+            ));
+        }
+        if cfg.profile.is_some() && cfg.command.is_some() {
+            return Err(LabError::BadOption(
+                "--profile works with built-in workloads only for now; profile a command with `perf record -g -- CMD`".into(),
+            ));
+        }
         let mut tags = BTreeMap::new();
         for (k, v) in cfg.tags {
             tags.insert(k, v);
@@ -172,6 +192,8 @@ impl Plan {
             cpus,
             command: cfg.command,
             timeout: cfg.timeout.unwrap_or(DEFAULT_COMMAND_TIMEOUT),
+            locks: cfg.locks,
+            profile: cfg.profile,
         })
     }
 
@@ -195,6 +217,8 @@ impl Plan {
             counters: self.counters,
             workdir: self.workdir.clone(),
             command: self.command.clone(),
+            locks: self.locks,
+            profile: None,
         }
     }
 

@@ -45,6 +45,24 @@ pub enum PerfError {
         /// The event's name.
         event: &'static str,
     },
+    /// A tracepoint (lock or futex tracing) is missing, unreadable or unparsable.
+    #[error("{event}: {cause} — {fix}")]
+    Tracepoint {
+        /// `system:name`, as perf names it.
+        event: String,
+        /// What went wrong.
+        cause: String,
+        /// What to do about it.
+        fix: String,
+    },
+    /// A perf.data file could not be read or parsed.
+    #[error("{path}: {cause}")]
+    ProfileData {
+        /// The perf.data (or kallsyms) file.
+        path: String,
+        /// What went wrong, with the fix where one exists.
+        cause: String,
+    },
 }
 
 fn fix_suffix(fix: Option<&str>) -> String {

@@ -7,7 +7,18 @@
 mod error;
 mod event;
 mod inherited;
+pub mod kallsyms;
+mod lock_events;
+mod lock_tracer;
+mod tracefs;
+mod user_symbols;
+pub mod profile;
 
 pub use error::PerfError;
 pub use event::{CounterReading, HwEvent};
 pub use inherited::InheritedCounters;
+pub use kallsyms::{Kallsyms, KernelSymbol};
+pub use lock_events::{FutexWait, KernelWait, LockTrace};
+pub use lock_tracer::{FUTEX_FLAG_BITS, FUTEX_WAIT_OPS, LockTraceConfig, LockTracer};
+pub use tracefs::{TraceField, TracepointFormat, tracefs_root};
+pub use user_symbols::{UserFrame, UserSymbols, short_module};

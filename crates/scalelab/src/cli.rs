@@ -45,6 +45,18 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Compare two runs N by N: a verdict with its interval per point, the whole curve, and
+    /// everything that weakens the answer. Exit 1 when any point REGRESSED.
+    #[command(after_help = COMPARE_EXAMPLES)]
+    Compare(CompareArgs),
+    /// Measure two commands in interleaved, randomly ordered A/B pairs, store both runs
+    /// (variants a and b) and compare them. Exit 1 when B REGRESSED at any point.
+    #[command(after_help = AB_EXAMPLES)]
+    Ab(AbArgs),
+    /// Fit the Universal Scalability Law to a run (every trial) or to N,throughput rows, and
+    /// predict throughput at task counts not measured.
+    #[command(after_help = MODEL_EXAMPLES)]
+    Model(ModelArgs),
     /// Write a run as JSON (lossless, re-importable) or CSV (one row per trial) to stdout.
     Export {
         run: String,
@@ -58,6 +70,17 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// One metric at one N across every stored run of a workload, with change points.
+    History(HistoryArgs),
+    /// Lock contention of a run traced with --locks: what grows with N, or the table at one N.
+    #[command(after_help = LOCKS_EXAMPLES)]
+    Locks(LocksArgs),
+    /// One self-contained HTML page: runs, plots, comparisons, history.
+    Report(ReportArgs),
+    /// CPU profile of a run recorded with --profile: what grows with N, the top functions at
+    /// one N, or the diff of two runs; flame graphs.
+    #[command(after_help = PROFILE_EXAMPLES)]
+    Profile(ProfileArgs),
     /// (internal) Run one trial: spec on stdin, measurement on stdout.
     #[command(name = "__trial", hide = true)]
     Trial,
@@ -136,6 +159,17 @@ pub struct RunArgs {
     /// Do not open hardware counters (cycles, instructions).
     #[arg(long)]
     pub no_counters: bool,
+    /// Trace lock contention in every trial: kernel locks (lock:contention_*) and user locks
+    /// (futex waits); `--locks=kernel` or `--locks=user` for one side. See `scalelab locks`.
+    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "all", value_name = "WHICH")]
+    pub locks: Option<LocksArg>,
+    /// Record a CPU profile (perf record -g) of the first --profile-trials trials of each point;
+    /// the perf.data files are kept beside the database. See `scalelab profile`.
+    #[arg(long)]
+    pub profile: bool,
+    /// How many trials of each point --profile records.
+    #[arg(long, value_name = "K", default_value_t = 1, requires = "profile")]
+    pub profile_trials: u32,
     /// Name the side of a comparison this run belongs to (stock, patched…).
     #[arg(long)]
     pub variant: Option<String>,
@@ -164,4 +198,304 @@ pub struct LsArgs {
     pub variant: Option<String>,
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// The workload (`cmd` for external commands); its parameters with -p. Omit with --csv.
+    #[arg(required_unless_present = "csv")]
+    pub workload: Option<String>,
+    /// Only runs with these parameters (the others at their defaults), repeatable.
+    #[arg(short = 'p', long = "param", value_name = "KEY=VAL")]
+    pub params: Vec<String>,
+    /// Only runs of this variant.
+    #[arg(long)]
+    pub variant: Option<String>,
+    /// The task count to follow [default: the largest N of the newest run].
+    #[arg(long)]
+    pub at: Option<u32>,
+    /// throughput | ops_per_cpu_sec | ns_per_op | speedup | efficiency | cycles_per_op | instructions_per_op | cpu_pct
+    #[arg(long, default_value = "throughput")]
+    pub metric: String,
+    /// Exit 1 when the newest segment is a regression (for a weekly job or CI).
+    #[arg(long)]
+    pub check: bool,
+    /// Significance a change point needs.
+    #[arg(long, default_value_t = 0.001)]
+    pub max_p: f64,
+    /// Fewest runs in a segment.
+    #[arg(long, default_value_t = 3)]
+    pub min_segment: usize,
+    /// Read the series from a file instead: one value per line, or `label,value` (a header line is skipped).
+    #[arg(long, value_name = "FILE", conflicts_with = "workload")]
+    pub csv: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+const COMPARE_EXAMPLES: &str = "\
+EXAMPLES:
+  scalelab run page_fault --runs 10 --variant stock      # boot the patched kernel, then:
+  scalelab run page_fault --runs 10 --variant patched
+  scalelab compare last~1 last                           # A = baseline, B = candidate
+  scalelab compare 12 15 --threshold 2% --alpha 0.01
+  scalelab compare stock.json last --json                # exported runs work too
+  scalelab compare last~1 last || echo 'regression'      # exit 1 on REGRESSED: a CI gate
+
+A verdict is REGRESSED or IMPROVED only when p < alpha and the whole 95% interval of the
+change lies beyond ±threshold; NO CHANGE when it lies within; otherwise INCONCLUSIVE, with
+the runs per side that would decide. Runs of different workloads, parameters or task
+counts are refused unless --force; two `run --cmd` runs may differ in their command lines,
+which is what they compare.";
+
+const AB_EXAMPLES: &str = "\
+EXAMPLES:
+  scalelab ab --a './old-build/bench' --b './new-build/bench' --tasks 1
+  scalelab ab --a 'make -j{n}' --b 'CC=clang make -j{n}' --prepare 'make clean' --tasks 2,4
+  scalelab ab --a 'gzip -c big > /dev/null' --b 'zstd -c big > /dev/null' --runs 20 --json
+
+Pairs run in ABBA blocks whose order is drawn at random (seed printed, stored as the tag
+ab_seed; --seed repeats an order), so drift in the machine lands on both sides alike.";
+
+const MODEL_EXAMPLES: &str = "\
+EXAMPLES:
+  scalelab run page_fault --tasks 1,2,4,8,16 --runs 5 && scalelab model last
+  scalelab model last --predict 32,64
+  scalelab model --csv measurements.csv --json           # rows of N,throughput; header optional";
+
+/// How a comparison is judged: shared by `compare` and `ab`.
+#[derive(Debug, Args)]
+pub struct VerdictArgs {
+    /// Smallest relative change that matters, as 1% or 0.01: a change is called only when its
+    /// whole interval lies beyond ±threshold.
+    #[arg(long, value_name = "PCT", default_value = "1%", value_parser = parse_threshold)]
+    pub threshold: f64,
+    /// Significance level of the Mann-Whitney U test, in (0, 1).
+    #[arg(long, value_name = "A", default_value = "0.05", value_parser = parse_alpha)]
+    pub alpha: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline: run id, `last`, `last~K`, or an exported JSON file.
+    pub run_a: String,
+    /// The candidate, judged against A.
+    pub run_b: String,
+    #[command(flatten)]
+    pub verdict: VerdictArgs,
+    /// Compare even when the workloads, parameters or task counts differ (only N in both).
+    #[arg(long)]
+    pub force: bool,
+    /// Print the comparison as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AbArgs {
+    /// Command A, the baseline; `{n}` is replaced by the point's task count and the command
+    /// runs with its CPU affinity limited to N CPUs, as with `run --cmd`.
+    #[arg(long = "a", value_name = "CMD")]
+    pub a: String,
+    /// Command B, the candidate, run the same way.
+    #[arg(long = "b", value_name = "CMD")]
+    pub b: String,
+    /// Trials per side and point. 10 by default: with 10 a side the U test can reach p = 1e-5,
+    /// and the smallest detectable change is about 1.4 × the noise (so a command with 1%
+    /// run-to-run variation shows changes of ~1.4%); the comparison prints how many runs a
+    /// smaller change needs.
+    #[arg(long, default_value_t = 10)]
+    pub runs: u32,
+    /// Task counts: 1,2,4 | 1..8 | 1..16:2 | pow2 | all [default: pow2 up to the online CPUs, plus that count].
+    #[arg(long, value_name = "SPEC", allow_hyphen_values = true)]
+    pub tasks: Option<String>,
+    #[command(flatten)]
+    pub verdict: VerdictArgs,
+    /// Run before each trial of either side, not timed.
+    #[arg(long, value_name = "CMD")]
+    pub prepare: Option<String>,
+    /// Run after each trial of either side (also after a failed one), not timed.
+    #[arg(long, value_name = "CMD")]
+    pub cleanup: Option<String>,
+    /// Kill a trial still running after this long and record it as failed.
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// Seed of the random pair order [default: from the clock]; stored as the tag ab_seed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Label both runs, repeatable: --tag patch=v2.
+    #[arg(long = "tag", value_name = "KEY=VAL")]
+    pub tags: Vec<String>,
+    /// A free-text name for both runs.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Print the comparison as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress and no comparison printed: only errors (the exit status still tells).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ModelArgs {
+    /// Run id, `last`, `last~K`, or an exported JSON file.
+    #[arg(required_unless_present = "csv", conflicts_with = "csv")]
+    pub run: Option<String>,
+    /// Model rows of `N,throughput` from this file instead (header optional, `#` comments).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Predict throughput at these task counts [default: twice the largest measured N].
+    #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = parse_task_count)]
+    pub predict: Vec<f64>,
+    /// Print the model as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `1%` or `0.01` (a bare number of 1 or more is refused: 1 would mean 100%).
+fn parse_threshold(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let value = match t.strip_suffix('%') {
+        Some(pct) => pct.trim().parse::<f64>().map(|p| p / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| format!("`{text}` is not a relative change; write 1% or 0.01"))?;
+    if !(value.is_finite() && value >= 0.0) {
+        return Err(format!("`{text}` must be 0 or more; write e.g. 1% or 0.01"));
+    }
+    if !t.ends_with('%') && value >= 1.0 {
+        return Err(format!(
+            "`{text}` would mean {}%; write {text}% for percent, or a fraction such as 0.01",
+            value * 100.0
+        ));
+    }
+    Ok(value)
+}
+
+fn parse_alpha(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(a) if a > 0.0 && a < 1.0 => Ok(a),
+        _ => Err(format!("`{text}` is not a significance level strictly between 0 and 1 (e.g. 0.05)")),
+    }
+}
+
+fn parse_task_count(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(n) if n.is_finite() && n >= 1.0 => Ok(n),
+        _ => Err(format!("`{text}` is not a task count of 1 or more")),
+    }
+}
+
+#[cfg(test)]
+mod verdict_arg_tests {
+    use super::*;
+
+    #[test]
+    fn thresholds_read_as_percent_or_fraction() {
+        assert_eq!(parse_threshold("1%"), Ok(0.01));
+        assert_eq!(parse_threshold("0.01"), Ok(0.01));
+        assert_eq!(parse_threshold(" 2.5 %"), Ok(0.025));
+        assert_eq!(parse_threshold("0"), Ok(0.0));
+        assert!(parse_threshold("1").unwrap_err().contains("1%"));
+        assert!(parse_threshold("-1%").is_err());
+        assert!(parse_threshold("lots").is_err());
+        assert!(parse_alpha("0.05").is_ok() && parse_alpha("1").is_err() && parse_alpha("0").is_err());
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LocksArg {
+    All,
+    Kernel,
+    User,
+}
+
+const LOCKS_EXAMPLES: &str = "\
+EXAMPLES:
+  scalelab run create_unlink -p shared=true --tasks 1,2 --locks
+  scalelab locks last                          # what grows with N: lock wait per op by lock and caller
+  scalelab locks last --at 2 --kernel --top 20 # lock_stat-like table at N=2
+  scalelab locks last --at 2 --user            # futex waits by address and call site
+  scalelab locks last --json";
+
+#[derive(Debug, Args)]
+pub struct LocksArgs {
+    /// Run id, `last`, `last~K`, or an exported JSON file.
+    pub run: String,
+    /// The table at this task count instead of what grows across all of them.
+    #[arg(long)]
+    pub at: Option<u32>,
+    /// Only kernel locks.
+    #[arg(long, conflicts_with = "user")]
+    pub kernel: bool,
+    /// Only user locks (futex waits).
+    #[arg(long)]
+    pub user: bool,
+    /// Rows per table.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// Print the figures as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Runs to include (id, last, last~K, or exported JSON); the first is the baseline of comparisons.
+    #[arg(required = true)]
+    pub runs: Vec<String>,
+    /// The HTML file to write.
+    #[arg(short, long, value_name = "FILE.html")]
+    pub output: PathBuf,
+    /// The page title [default: the first run's workload].
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Comparison threshold (relative: 1% or 0.01).
+    #[arg(long, value_name = "PCT", default_value = "1%", value_parser = parse_threshold)]
+    pub threshold: f64,
+    /// Comparison significance level.
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+}
+
+const PROFILE_EXAMPLES: &str = "\
+EXAMPLES:
+  scalelab run page_fault --tasks 1,2 --profile
+  scalelab profile last                          # what grows with N: cost per op at the largest N over N=1
+  scalelab profile last --at 2 --top 25          # the top functions at N=2, kernel and user
+  scalelab profile last --diff 12                # this run against run 12, function by function
+  scalelab profile last --at 2 --flamegraph fg.svg ; scalelab profile last --diff 12 --flamegraph diff.svg
+  scalelab profile --perf-data perf.data --kallsyms kallsyms   # any perf.data, whole file";
+
+#[derive(Debug, Args)]
+pub struct ProfileArgs {
+    /// Run id, `last`, `last~K`, or an exported JSON file (its perf.data files must still exist).
+    #[arg(required_unless_present = "perf_data")]
+    pub run: Option<String>,
+    /// The top functions at this task count instead of what grows across all of them.
+    #[arg(long)]
+    pub at: Option<u32>,
+    /// Compare with this run at one N (--at, default the largest N both runs profiled).
+    #[arg(long, value_name = "RUN")]
+    pub diff: Option<String>,
+    /// Write an interactive flame graph SVG (differential with --diff).
+    #[arg(long, value_name = "FILE.svg")]
+    pub flamegraph: Option<PathBuf>,
+    /// Rows per table.
+    #[arg(long, default_value_t = 20)]
+    pub top: usize,
+    /// Add readprofile's normalized load: self samples ÷ function size in bytes.
+    #[arg(long)]
+    pub load: bool,
+    /// Print the results as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Read one perf.data file instead of a run (the whole file, no window, no per-op costs);
+    /// also the way bench/profile-speed times scalelab's parse + symbolise + aggregate.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["run", "diff"])]
+    pub perf_data: Option<PathBuf>,
+    /// The kallsyms file for --perf-data's kernel addresses [default: none].
+    #[arg(long, value_name = "FILE", requires = "perf_data")]
+    pub kallsyms: Option<PathBuf>,
 }

@@ -268,7 +268,7 @@ fn last_run(lab: &Lab) -> Value {
 #[test]
 fn ctrl_c_keeps_finished_trials_and_marks_the_run_interrupted() {
     let lab = Lab::new();
-    let mut child = lab
+    let child = lab
         .cmd()
         .args(["run", "spin", "--tasks", "1", "--runs", "50", "--duration", "100ms", "--warmup", "0", "--quiet"])
         .stdout(Stdio::null())

@@ -107,10 +107,14 @@ impl Program {
             )
         };
         if rc != 0 {
-            return Err(SysError::with_fix("posix_spawn", Errno(rc), |e| match e.0 {
-                libc::ENOENT => Some("no such program: give an absolute path that exists"),
-                libc::EACCES => Some("the program is not executable (or a directory on its path is not searchable)"),
-                other => fork_fix(Errno(other)),
+            return Err(SysError::with_fix("posix_spawn", Errno(rc), |e| {
+                match e.0 {
+                    libc::ENOENT => Some("no such program: give an absolute path that exists"),
+                    libc::EACCES => Some(
+                        "the program is not executable (or a directory on its path is not searchable)",
+                    ),
+                    other => fork_fix(Errno(other)),
+                }
             }));
         }
         Ok(pid)

@@ -236,8 +236,10 @@ pub enum CompareWarning {
         b: String,
         expected: bool,
     },
-    /// The runs measure different things and were compared anyway (`--force`, or `ab`).
+    /// The runs measure different things and were compared anyway (`--force`).
     Forced { mismatch: Mismatch },
+    /// Two external commands: what A and B ran.
+    CommandDiffers { key: String, a: String, b: String },
     SameRun { run: i64 },
 }
 
@@ -246,7 +248,9 @@ impl CompareWarning {
     pub fn is_note(&self) -> bool {
         matches!(
             self,
-            CompareWarning::Environment { expected: true, .. } | CompareWarning::Forced { .. }
+            CompareWarning::Environment { expected: true, .. }
+                | CompareWarning::Forced { .. }
+                | CompareWarning::CommandDiffers { .. }
         )
     }
 }
@@ -337,6 +341,9 @@ impl fmt::Display for CompareWarning {
                  difference (see `scalelab doctor`)"
             ),
             CompareWarning::Forced { mismatch } => write!(f, "compared anyway: {mismatch}"),
+            CompareWarning::CommandDiffers { key, a, b } => {
+                write!(f, "{key}: A ran `{a}`, B ran `{b}`")
+            }
             CompareWarning::SameRun { run } => {
                 write!(f, "A and B are the same run ({run}): every point is NO CHANGE or noise")
             }
@@ -369,14 +376,10 @@ pub fn mismatches(a: &RunMeta, b: &RunMeta) -> Vec<Mismatch> {
             b: b.workload.clone(),
         });
     }
-    let mut keys: Vec<&String> = a.params.keys().chain(b.params.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    for key in keys {
-        let (va, vb) = (a.params.get(key), b.params.get(key));
-        if va != vb {
+    for (key, va, vb) in param_differences(a, b) {
+        if !is_command_text(a, b, key) {
             out.push(Mismatch::Param {
-                key: key.clone(),
+                key: key.to_string(),
                 a: va.cloned(),
                 b: vb.cloned(),
             });
@@ -387,6 +390,29 @@ pub fn mismatches(a: &RunMeta, b: &RunMeta) -> Vec<Mismatch> {
         out.push(Mismatch::Points { a: pa, b: pb });
     }
     out
+}
+
+/// Parameters whose values differ (or exist on one side only), by key.
+fn param_differences<'m>(
+    a: &'m RunMeta,
+    b: &'m RunMeta,
+) -> Vec<(&'m str, Option<&'m String>, Option<&'m String>)> {
+    let mut keys: Vec<&String> = a.params.keys().chain(b.params.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .map(|k| (k.as_str(), a.params.get(k), b.params.get(k)))
+        .filter(|(_, x, y)| x != y)
+        .collect()
+}
+
+/// For two external-command runs, the command lines themselves (`cmd`, `stepK.NAME`, `prepare`,
+/// `cleanup`) are what an A/B compares: they differ on purpose. How ops are counted (`ops`,
+/// `ops_regex`) is the unit, and must match.
+fn is_command_text(a: &RunMeta, b: &RunMeta, key: &str) -> bool {
+    a.workload == "cmd"
+        && b.workload == "cmd"
+        && (matches!(key, "cmd" | "prepare" | "cleanup") || key.starts_with("step"))
 }
 
 /// Compares candidate `b` against baseline `a`, N by N, on per-trial throughput.
@@ -410,6 +436,16 @@ pub fn build(a: &RunData, b: &RunData, opts: &CompareOptions) -> CompareView {
             });
         }
     }
+    warnings.extend(
+        param_differences(&a.meta, &b.meta)
+            .into_iter()
+            .filter(|(key, _, _)| is_command_text(&a.meta, &b.meta, key))
+            .map(|(key, x, y)| CompareWarning::CommandDiffers {
+                key: key.to_string(),
+                a: x.cloned().unwrap_or_default(),
+                b: y.cloned().unwrap_or_default(),
+            }),
+    );
     warnings.extend(mismatches.iter().cloned().map(|mismatch| CompareWarning::Forced { mismatch }));
     warnings.extend(setup_differences(&a.meta, &b.meta));
     warnings.extend(a.meta.env.differences(&b.meta.env).into_iter().map(|d| {
@@ -709,7 +745,7 @@ fn run_ref(data: &RunData) -> RunRef {
     let m = &data.meta;
     RunRef {
         id: m.id,
-        description: term::header(m),
+        description: term::header(&without_order(m)),
         name: m.name.clone(),
         variant: m.variant.clone(),
         workload: m.workload.clone(),
@@ -723,6 +759,14 @@ fn run_ref(data: &RunData) -> RunRef {
         kernel_release: m.env.kernel_release.clone(),
         scales_to: analysis::summarize(data).scales_to,
     }
+}
+
+/// The run without the `ab_order` tag `scalelab ab` records (one letter per pair: too long
+/// for a heading; it stays in [`RunRef::tags`]).
+fn without_order(m: &RunMeta) -> RunMeta {
+    let mut m = m.clone();
+    m.tags.remove("ab_order");
+    m
 }
 
 /// The N a run planned or measured, ascending.
@@ -754,11 +798,23 @@ pub fn signed_percent(x: f64) -> String {
     }
 }
 
-/// An unsigned percentage: `1%`, `0.5%`, `2.5%`.
+/// An unsigned percentage to three significant figures, trailing zeros dropped: `1%`, `0.5%`,
+/// `2.5%`, `47.1%`.
 pub fn percent(x: f64) -> String {
-    let p = format!("{:.2}", x * 100.0);
-    let p = p.trim_end_matches('0').trim_end_matches('.');
-    format!("{p}%")
+    let p = x * 100.0;
+    let text = if p.abs() >= 10.0 {
+        format!("{p:.1}")
+    } else if p.abs() >= 1.0 {
+        format!("{p:.2}")
+    } else {
+        format!("{p:.3}")
+    };
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &text
+    };
+    format!("{text}%")
 }
 
 fn z_score(score: f64) -> String {

@@ -2,8 +2,15 @@
 //! (JSON). Nothing here computes statistics; it formats what `analysis` derived.
 
 pub mod format;
+pub mod history_view;
+pub mod locks_view;
+pub mod html;
 pub mod term;
 pub mod compare_term;
 pub mod compare_view;
 #[cfg(test)]
-mod test_runs;
+pub(crate) mod test_runs;
+pub mod model_term;
+pub mod model_view;
+pub mod flamegraph;
+pub mod profile_term;

@@ -14,7 +14,9 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::trial::TrialSpec;
-use crate::model::{CounterValue, Nanos, SampleRecord, TrialMeasurement, TrialOutcome, Usage};
+use crate::model::{
+    CounterValue, Nanos, ProfileRef, SampleRecord, TrialMeasurement, TrialOutcome, Usage,
+};
 
 /// What became of one execution.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,8 +58,16 @@ impl Executor for ChildExecutor {
             Ok(v) => v,
             Err(e) => return failed(format!("could not encode the trial spec: {e}")),
         };
-        let mut child = match Command::new(&self.program)
-            .args(&self.args)
+        // `--profile`: perf record runs the trial child (stdin and stdout pass through to it).
+        let (program, args) = match &spec.profile {
+            Some(req) => (
+                PathBuf::from("perf"),
+                super::perf_record::perf_args(req, &self.program, &self.args),
+            ),
+            None => (self.program.clone(), self.args.clone()),
+        };
+        let mut child = match Command::new(&program)
+            .args(&args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -68,7 +78,7 @@ impl Executor for ChildExecutor {
             Err(e) => {
                 return failed(format!(
                     "could not start the trial child {}: {e}",
-                    self.program.display()
+                    program.display()
                 ));
             }
         };
@@ -119,7 +129,16 @@ impl Executor for ChildExecutor {
         };
         if status.success() {
             return match serde_json::from_slice::<TrialMeasurement>(&out) {
-                Ok(m) => Execution::Finished(TrialOutcome::Ok(m)),
+                Ok(mut m) => {
+                    if let Some(req) = spec.profile.as_ref().filter(|r| r.path.is_file()) {
+                        m.profile = Some(ProfileRef {
+                            path: req.path.display().to_string(),
+                            event: req.event.clone(),
+                            frequency: req.frequency,
+                        });
+                    }
+                    Execution::Finished(TrialOutcome::Ok(m))
+                }
                 Err(e) => failed(format!(
                     "the trial child's output is not a measurement ({e}){}",
                     tail(&err)
@@ -272,6 +291,8 @@ mod tests {
             counters: false,
             workdir: None,
             command: None,
+            locks: None,
+            profile: None,
         };
         match exec.execute(&spec, Duration::from_secs(5), &AtomicBool::new(false)) {
             Execution::Finished(TrialOutcome::Failed { reason }) => {
@@ -299,6 +320,8 @@ mod tests {
             counters: false,
             workdir: None,
             command: None,
+            locks: None,
+            profile: None,
         };
         let t = Instant::now();
         match exec.execute(&spec, Duration::from_millis(300), &AtomicBool::new(false)) {

@@ -3,12 +3,14 @@
 pub mod command;
 pub mod control;
 pub mod executor;
+pub mod perf_record;
 pub mod placement;
 pub mod sweep;
 mod task;
 pub mod trial;
 
 pub use command::{CommandExecutor, CommandSpec, OpsSource};
+pub use perf_record::{ProfileRequest, ProfileSettings};
 pub use executor::{ChildExecutor, Execution, Executor, FakeExecutor};
 pub use sweep::{SweepEnd, SweepEvent, run_sweep};
 pub use trial::{TrialSpec, run_trial};

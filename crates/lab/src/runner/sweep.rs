@@ -56,6 +56,7 @@ pub fn run_sweep(
         })?;
         let started_at = timestamp::now_rfc3339();
         let mut spec = plan.trial_spec(n);
+        spec.profile = plan.profile.as_ref().and_then(|p| p.request(n, index));
         let dir = match (plan.info.uses_files, scratch.as_deref_mut()) {
             (true, Some(s)) => Some(s.create()?),
             _ => None,

@@ -35,7 +35,16 @@ pub struct TrialSpec {
     /// Set for external-command trials (run by `CommandExecutor`, not by a trial child).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<super::command::CommandSpec>,
+    /// `--locks`: trace kernel and/or user lock contention during the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locks: Option<crate::locks::LockRequest>,
+    /// `--profile`: run this trial under `perf record` (set only for the profiled trials).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<super::perf_record::ProfileRequest>,
 }
+
+/// How often the sampler drains the lock tracer's ring buffers while tracing.
+const LOCK_DRAIN_EVERY: Duration = Duration::from_millis(10);
 
 /// How long tasks may take to get ready (prepare their memory, files) before the trial fails.
 const SETUP_LIMIT: Duration = Duration::from_secs(120);
@@ -57,6 +66,17 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
         perf::InheritedCounters::open(&[perf::HwEvent::Cycles, perf::HwEvent::Instructions])
     });
     let extra_names = prepared.extra_names();
+    // Like the counters, opened before any task exists so that every task inherits it.
+    let mut lock_session = spec.locks.map(crate::locks::collect::TraceSession::start);
+    let drain_every = lock_session
+        .as_ref()
+        .filter(|s| s.is_tracing())
+        .map(|_| LOCK_DRAIN_EVERY);
+    let mut drain = || {
+        if let Some(s) = lock_session.as_mut() {
+            s.drain();
+        }
+    };
 
     let window = match spec.mode {
         Mode::Threads => std::thread::scope(|scope| {
@@ -70,7 +90,13 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
                     })
                 })
                 .collect();
-            let window = sample(spec, &control, counters.as_ref(), &mut || Ok(()));
+            let window = sample(
+                spec,
+                &control,
+                counters.as_ref(),
+                &mut || Ok(()),
+                (drain_every, &mut drain),
+            );
             control.set_phase(PHASE_STOP);
             prepared.unblock();
             let mut first_error = None;
@@ -103,8 +129,10 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
             &placement,
             counters.as_ref(),
             extra_names,
+            (drain_every, &mut drain),
         ),
     }?;
+    let locks = lock_session.map(|s| s.finish(window.clock));
 
     let mut usage = Usage::default();
     for i in 0..tasks {
@@ -139,7 +167,7 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
         steps: Vec::new(),
         clock_window: Some(window.clock),
         profile: None,
-        locks: None,
+        locks,
     })
 }
 
@@ -150,6 +178,7 @@ fn run_processes(
     placement: &[Option<usize>],
     counters: Option<&perf::InheritedCounters>,
     extra_names: &[&'static str],
+    drain: Drain<'_>,
 ) -> Result<Window, LabError> {
     let mut children = Vec::with_capacity(placement.len());
     for (i, cpu) in placement.iter().enumerate() {
@@ -196,7 +225,7 @@ fn run_processes(
         }
         Ok(())
     };
-    let window = sample(spec, control, counters, &mut check_children);
+    let window = sample(spec, control, counters, &mut check_children, drain);
     control.set_phase(PHASE_STOP);
     prepared.unblock();
     let mut first_error = None;
@@ -247,6 +276,10 @@ struct Window {
     clock: ClockWindow,
 }
 
+/// A hook the sampler calls at least this often (`None`: never) between its samples: the lock
+/// tracer's drain.
+type Drain<'a> = (Option<Duration>, &'a mut dyn FnMut());
+
 /// Waits for every task at the gate, opens it, and samples until the window closes.
 /// `check` is called every interval and aborts the trial when it fails (a task process died).
 fn sample(
@@ -254,6 +287,7 @@ fn sample(
     control: &Control,
     counters: Option<&perf::InheritedCounters>,
     check: &mut dyn FnMut() -> Result<(), LabError>,
+    (drain_every, drain): Drain<'_>,
 ) -> Result<Window, LabError> {
     let tasks = control.tasks() as u64;
     let setup_deadline = Instant::now() + SETUP_LIMIT;
@@ -301,6 +335,13 @@ fn sample(
         };
         let wake = next_tick.min(edge);
         let now = Instant::now();
+        if let Some(every) = drain_every {
+            if now + every < wake {
+                std::thread::sleep(every);
+                drain();
+                continue;
+            }
+        }
         if wake > now {
             std::thread::sleep(wake - now);
         }

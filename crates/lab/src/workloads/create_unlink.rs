@@ -61,10 +61,7 @@ impl Workload for CreateUnlink {
             let paths = dirs.iter().map(|d| d.path().join("f")).collect();
             (dirs, paths)
         };
-        Ok(Box::new(CreateUnlinkPrepared {
-            paths,
-            _dirs: dirs,
-        }))
+        Ok(Box::new(CreateUnlinkPrepared { paths, _dirs: dirs }))
     }
 }
 

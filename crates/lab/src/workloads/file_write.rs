@@ -59,7 +59,7 @@ impl Workload for FileWrite {
         params: &Params,
         ctx: &PrepareContext,
     ) -> Result<Box<dyn Prepared>, LabError> {
-        let dir = scratch_dir(ctx, NAME)?.to_path_buf();
+        let dir = scratch_dir(ctx, NAME)?;
         let size = params.size("size")?;
         if size % BLOCK != 0 {
             return Err(workload_error(
@@ -108,9 +108,10 @@ impl Prepared for FileWritePrepared {
                 (create(&path)?, Some(OwnedPath::new(path)), 0)
             }
         };
-        let name = owned
-            .as_ref()
-            .map_or_else(|| format!("{NAME}.shared"), |o| o.path().display().to_string());
+        let name = owned.as_ref().map_or_else(
+            || format!("{NAME}.shared"),
+            |o| o.path().display().to_string(),
+        );
         Ok(Box::new(FileWriteTask {
             file,
             _owned: owned,

@@ -48,7 +48,7 @@ impl Workload for FsyncWrite {
         params: &Params,
         ctx: &PrepareContext,
     ) -> Result<Box<dyn Prepared>, LabError> {
-        let dir = scratch_dir(ctx, NAME)?.to_path_buf();
+        let dir = scratch_dir(ctx, NAME)?;
         let size = params.size("size")?;
         if size % BLOCK != 0 {
             return Err(workload_error(

@@ -38,7 +38,7 @@ static INFO: WorkloadInfo = WorkloadInfo {
     params: &[
         ParamSpec {
             name: "shared",
-            default: "true",
+            default: "false",
             kind: ParamKind::Bool,
             help: "true: one mutex for all tasks; false: one mutex per task",
         },
@@ -173,9 +173,11 @@ impl Prepared for MutexPrepared {
     }
     fn task(&self, index: usize) -> Result<Box<dyn TaskLoop + '_>, LabError> {
         let slot = if self.shared { 0 } else { (index + 1) * STRIDE };
-        let word = self.region.u32s().get(slot).ok_or_else(|| {
-            workload_error(NAME, format!("task {index} has no mutex slot"))
-        })?;
+        let word = self
+            .region
+            .u32s()
+            .get(slot)
+            .ok_or_else(|| workload_error(NAME, format!("task {index} has no mutex slot")))?;
         Ok(Box::new(MutexTask {
             cfg: self,
             word,

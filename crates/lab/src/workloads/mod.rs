@@ -200,7 +200,9 @@ mod tests {
             assert!(ops >= 100, "{}: {ops} ops in 100 steps", info.name);
             let extras = task.extras();
             assert!(
-                extras.iter().all(|(n, _)| prepared.extra_names().contains(n)),
+                extras
+                    .iter()
+                    .all(|(n, _)| prepared.extra_names().contains(n)),
                 "{}: {extras:?}",
                 info.name
             );

@@ -84,9 +84,8 @@ impl TaskLoop for OpenCloseTask {
     #[inline]
     fn step(&mut self) -> Result<u64, LabError> {
         for _ in 0..BATCH {
-            let file = File::open(&self.path).map_err(|e| {
-                LabError::io(format!("{NAME}: opening {}", self.path.display()), e)
-            })?;
+            let file = File::open(&self.path)
+                .map_err(|e| LabError::io(format!("{NAME}: opening {}", self.path.display()), e))?;
             drop(file); // close(2)
         }
         Ok(BATCH)

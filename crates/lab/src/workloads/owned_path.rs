@@ -10,16 +10,20 @@ use std::path::{Path, PathBuf};
 use super::{PrepareContext, workload_error};
 use crate::error::LabError;
 
-/// The trial's scratch directory, or an error if the runner gave none (a workload declaring
-/// `uses_files` always gets one).
-pub(super) fn scratch_dir<'a>(
-    ctx: &'a PrepareContext,
-    workload: &str,
-) -> Result<&'a Path, LabError> {
-    ctx.workdir.as_deref().ok_or_else(|| {
+/// The trial's scratch directory as an absolute, symlink-free path (so every op walks the same
+/// path whatever the current directory), or an error if the runner gave none (a workload
+/// declaring `uses_files` always gets one).
+pub(super) fn scratch_dir(ctx: &PrepareContext, workload: &str) -> Result<PathBuf, LabError> {
+    let dir = ctx.workdir.as_deref().ok_or_else(|| {
         workload_error(
             workload,
             "no scratch directory was given for its files (internal: the workload must declare uses_files)",
+        )
+    })?;
+    std::fs::canonicalize(dir).map_err(|e| {
+        LabError::io(
+            format!("{workload}: scratch directory {}", dir.display()),
+            e,
         )
     })
 }
@@ -79,6 +83,17 @@ mod tests {
     }
 
     #[test]
+    fn the_scratch_dir_is_made_absolute() {
+        let ctx = PrepareContext {
+            tasks: 1,
+            mode: crate::model::Mode::Threads,
+            workdir: Some(PathBuf::from(".")),
+        };
+        let dir = scratch_dir(&ctx, "open_close").unwrap();
+        assert!(dir.is_absolute(), "{}", dir.display());
+    }
+
+    #[test]
     fn a_missing_scratch_dir_is_an_error_naming_the_workload() {
         let ctx = PrepareContext {
             tasks: 1,
@@ -86,6 +101,9 @@ mod tests {
             workdir: None,
         };
         let err = scratch_dir(&ctx, "open_close").unwrap_err().to_string();
-        assert!(err.contains("open_close") && err.contains("scratch"), "{err}");
+        assert!(
+            err.contains("open_close") && err.contains("scratch"),
+            "{err}"
+        );
     }
 }

@@ -122,7 +122,7 @@ impl Workload for TreeHash {
         params: &Params,
         ctx: &PrepareContext,
     ) -> Result<Box<dyn Prepared>, LabError> {
-        let dir = scratch_dir(ctx, NAME)?.to_path_buf();
+        let dir = scratch_dir(ctx, NAME)?;
         let files = params.count("files")? as usize;
         let size = params.size("size")? as usize;
         let shared = if params.flag("shared")? {
@@ -252,6 +252,9 @@ mod tests {
         }
         assert_eq!(task.mismatches, 2, "file 1, read twice");
         drop(task);
-        assert!(!base.path().join("t").exists(), "the tree is removed on drop");
+        assert!(
+            !base.path().join("t").exists(),
+            "the tree is removed on drop"
+        );
     }
 }

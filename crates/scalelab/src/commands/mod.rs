@@ -1,8 +1,15 @@
 //! One module per subcommand; `dispatch` routes the parsed CLI to it.
 
+mod ab;
+mod compare;
 mod doctor;
+mod history;
 mod list;
+mod locks;
 mod ls;
+mod report;
+mod model;
+mod profile;
 mod run;
 mod show;
 mod transfer;
@@ -21,9 +28,16 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Run(args) => run::run(db, args),
         Command::Ls(args) => ls::run(db, &args),
         Command::Show { run, json } => show::run(db, &run, json),
+        Command::Compare(args) => compare::run(db, &args),
+        Command::Ab(args) => ab::run(db, args),
+        Command::Model(args) => model::run(db, &args),
         Command::Export { run, format } => transfer::export(db, &run, format),
         Command::Import { file } => transfer::import(db, &file),
         Command::Doctor { json } => doctor::run(json),
+        Command::History(args) => history::run(db, &args),
+        Command::Locks(args) => locks::run(db, &args),
+        Command::Profile(args) => profile::run(db, &args),
+        Command::Report(args) => report::run(db, &args),
         Command::Trial => trial::run(),
     }
 }

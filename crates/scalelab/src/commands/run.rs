@@ -11,16 +11,18 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use lab::env::{self, Fingerprint, Severity};
 use lab::model::{Mode, Pin, RunMeta, RunStatus};
 use lab::plan::{Plan, RunConfig, parse_duration};
 use lab::scratch::Scratch;
 use lab::runner::{ChildExecutor, CommandExecutor, CommandSpec, Executor, OpsSource, SweepEnd, SweepEvent, run_sweep};
+use lab::runner::{ProfileSettings, perf_record};
 use lab::timestamp;
 use lab::warnings::Warning;
 
 use super::{pairs, show};
-use crate::cli::{ModeArg, PinArg, RunArgs};
+use crate::cli::{LocksArg, ModeArg, PinArg, RunArgs};
 use crate::db_path;
 
 /// The hidden subcommand a trial child runs.
@@ -63,6 +65,18 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
         cfg.warmup = parse_duration(&args.warmup).context("--warmup")?;
     }
     cfg.counters = !args.no_counters;
+    cfg.locks = args.locks.map(|which| lab::locks::LockRequest {
+        kernel: which != LocksArg::User,
+        user: which != LocksArg::Kernel,
+    });
+    if args.profile {
+        cfg.profile = Some(ProfileSettings {
+            trials: args.profile_trials,
+            dir: None,
+            event: perf_record::choose_event(),
+            frequency: perf_record::frequency(),
+        });
+    }
     cfg.workdir = args.workdir.clone();
     cfg.variant = args.variant.clone();
     cfg.tags = pairs("--tag", &args.tags)?;
@@ -76,6 +90,31 @@ fn online_cpus() -> u32 {
 
 pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
     let plan = Plan::new(config(&args)?, online_cpus())?;
+    // --locks on a machine that cannot trace: run anyway, untraced, and say why (and the fix).
+    let mut lock_warning = None;
+    let plan = match plan.locks.map(|r| r.preflight()) {
+        Some(Err(why)) => {
+            let w = format!("--locks: lock tracing unavailable, trials run untraced: {why}");
+            eprintln!("warning: {w}");
+            lock_warning = Some(w);
+            Plan { locks: None, ..plan }
+        }
+        _ => plan,
+    };
+    // --profile without a usable perf: run anyway, unprofiled, and say why (and the fix).
+    let mut profile_warnings = Vec::new();
+    let mut plan = plan;
+    if plan.profile.is_some() {
+        if let Err(why) = perf_record::check_perf() {
+            profile_warnings.push(format!("{why}; trials run unprofiled"));
+            plan.profile = None;
+        } else {
+            profile_warnings.extend(perf_record::kallsyms_warning());
+        }
+        for w in &profile_warnings {
+            eprintln!("warning: {w}");
+        }
+    }
     let mut store = db_path::open(db)?;
     let cwd = std::env::current_dir().context("reading the working directory")?;
     let mut scratch = None;
@@ -96,6 +135,8 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
             None => format!("{}: {}", c.name, c.finding),
         })
         .collect();
+    warnings.extend(lock_warning);
+    warnings.extend(profile_warnings);
     let over = plan.oversubscribed();
     if !over.is_empty() {
         warnings.push(Warning::Oversubscribed { points: over, cpus: plan.cpus }.to_string());
@@ -123,6 +164,13 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
     };
     let run_id = store.begin_run(&meta)?;
+    if let Some(profile) = plan.profile.as_mut() {
+        let db_file = db_path::resolve(db)?;
+        let base = db_file.parent().map_or_else(|| cwd.clone(), |p| cwd.join(p));
+        let dir = base.join("profiles").join(format!("run{run_id}"));
+        perf_record::prepare_dir(&dir)?;
+        profile.dir = Some(dir);
+    }
 
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -133,35 +181,23 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
     } else {
         Box::new(ChildExecutor::current_binary(TRIAL_SUBCOMMAND).context("locating the scalelab binary to run trials")?)
     };
-    let progress = !args.quiet && std::io::stderr().is_terminal();
-    let total_secs = (plan.warmup.as_secs_f64() + plan.duration.as_secs_f64()) * plan.trial_order().len() as f64;
-    if progress && plan.command.is_none() {
-        eprintln!(
-            "run {run_id}: {} × N={} × {} trials ≈ {:.0}s; Ctrl-C stops and keeps what finished",
-            plan.info.name,
-            plan.points.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
-            plan.runs,
-            total_secs
-        );
-    }
+    let bar = progress_bar(&plan, run_id, args.quiet);
     let mut stored = 0usize;
     let outcome = run_sweep(&plan, executor.as_mut(), scratch.as_mut(), &stop, &mut |event| {
         match event {
-            SweepEvent::Started { n, index, done, total } => {
-                if progress {
-                    eprint!("\r\x1b[2K[{}/{total}] N={n} trial {}", done + 1, index + 1);
-                }
-            }
+            SweepEvent::Started { n, index, .. } => bar.set_message(format!("N={n} trial {}", index + 1)),
             SweepEvent::Finished(record) => {
                 store.add_trial(run_id, record)?;
                 stored += 1;
+                bar.inc(1);
+                if let lab::model::TrialOutcome::Failed { reason } = &record.outcome {
+                    bar.suspend(|| eprintln!("trial N={} #{} failed: {reason}", record.n, record.index + 1));
+                }
             }
         }
         Ok(())
     });
-    if progress {
-        eprint!("\r\x1b[2K");
-    }
+    bar.finish_and_clear();
     let status = match &outcome {
         Ok(SweepEnd::Complete) => RunStatus::Complete,
         Ok(SweepEnd::Interrupted) | Err(_) => RunStatus::Interrupted,
@@ -172,9 +208,40 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
     if !args.quiet {
         show::print_run(&data, args.json)?;
     }
+    if let Some(dir) = plan.profile.as_ref().and_then(|p| p.dir.as_ref()) {
+        if !args.quiet {
+            let files: Vec<&str> = data
+                .trials
+                .iter()
+                .filter_map(|t| t.outcome.measurement()?.profile.as_ref())
+                .map(|p| p.path.as_str())
+                .collect();
+            eprintln!(
+                "profiles: {} perf.data files in {} (`scalelab profile {run_id}`; `perf report -i {}`)",
+                files.len(),
+                dir.display(),
+                files.first().copied().unwrap_or("FILE")
+            );
+        }
+    }
     if end == SweepEnd::Interrupted {
         eprintln!("error: interrupted: run {run_id} keeps its {stored} finished trials and is marked interrupted");
         return Ok(ExitCode::from(2));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A progress bar on stderr, only when stderr is a terminal and not `--quiet`.
+fn progress_bar(plan: &Plan, run_id: i64, quiet: bool) -> ProgressBar {
+    if quiet || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let trials = plan.trial_order().len() as u64;
+    let bar = ProgressBar::with_draw_target(Some(trials), ProgressDrawTarget::stderr());
+    let style = ProgressStyle::with_template("run {prefix} [{bar:30}] {pos}/{len} trials, {elapsed} elapsed, ~{eta} left · {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+    bar.set_style(style);
+    bar.set_prefix(run_id.to_string());
+    bar
 }

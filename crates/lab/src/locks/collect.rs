@@ -1,0 +1,350 @@
+//! The trial child's side of `--locks`: open the tracer before the tasks exist
+//! ([`TraceSession::start`]), drain it while the sampler runs, and at the end keep the waits
+//! that ended inside the measurement window, attribute each to its caller and summarise them
+//! per (lock, caller) as a [`LockReport`].
+//!
+//! A kernel wait's caller is the first call-chain frame outside the lock and scheduler text
+//! (kallsyms' `__lock_text_*`, `__sched_text_*`), not a fixed number of skipped frames. A futex
+//! wait's caller is the first user frame outside the C library and the futex wrappers of Rust's
+//! std (`std::sys::…`, `…futex_wait…`), unwound by frame pointer.
+
+use std::collections::HashMap;
+
+use super::{LockRequest, futex_kind, kernel_lock_kind};
+use crate::model::{ClockWindow, LockContention, LockReport, Nanos};
+
+/// How many deeper call sites a row keeps.
+const CALL_SITES: usize = 5;
+/// Frames in a call-site path (the caller and its callers).
+const PATH_FRAMES: usize = 3;
+
+/// Lock tracing for one trial: the open tracer, or why there is none.
+#[derive(Debug)]
+pub struct TraceSession {
+    tracer: Option<perf::LockTracer>,
+    request: LockRequest,
+    notes: Vec<String>,
+}
+
+impl TraceSession {
+    /// Opens the tracer on the calling thread (inherited by the tasks it creates next). Never
+    /// fails: when tracing is unavailable the report says why and the trial runs untraced.
+    pub fn start(request: LockRequest) -> TraceSession {
+        match perf::LockTracer::open(&request.trace_config()) {
+            Ok(tracer) => TraceSession {
+                tracer: Some(tracer),
+                request,
+                notes: Vec::new(),
+            },
+            Err(e) => TraceSession {
+                tracer: None,
+                request,
+                notes: vec![format!("lock tracing unavailable: {e}")],
+            },
+        }
+    }
+
+    /// True when the tracer is open (and needs draining).
+    pub fn is_tracing(&self) -> bool {
+        self.tracer.is_some()
+    }
+
+    /// Empties the ring buffers; call it every few milliseconds while the tasks run.
+    pub fn drain(&mut self) {
+        if let Some(t) = &mut self.tracer {
+            t.drain();
+        }
+    }
+
+    /// Stops tracing and summarises the waits that ended inside `window`.
+    pub fn finish(self, window: ClockWindow) -> LockReport {
+        let Some(tracer) = self.tracer else {
+            return LockReport {
+                notes: self.notes,
+                ..LockReport::default()
+            };
+        };
+        let trace = tracer.finish();
+        let mut report = summarise(&trace, window, self.request);
+        report.notes.splice(0..0, self.notes);
+        report
+    }
+}
+
+/// Running totals of one (lock, kind, caller) row.
+#[derive(Debug, Default)]
+struct Row {
+    contentions: u64,
+    total: u64,
+    max: u64,
+    min: u64,
+    sites: HashMap<String, u64>,
+}
+
+impl Row {
+    fn add(&mut self, wait: u64, site: String) {
+        self.min = if self.contentions == 0 {
+            wait
+        } else {
+            self.min.min(wait)
+        };
+        self.contentions += 1;
+        self.total += wait;
+        self.max = self.max.max(wait);
+        *self.sites.entry(site).or_default() += 1;
+    }
+}
+
+fn rows_to_contentions(rows: HashMap<(String, String, String), Row>) -> Vec<LockContention> {
+    let mut out: Vec<LockContention> = rows
+        .into_iter()
+        .map(|((lock, kind, caller), row)| {
+            let mut sites: Vec<(String, u64)> = row.sites.into_iter().collect();
+            sites.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            sites.truncate(CALL_SITES);
+            LockContention {
+                lock,
+                kind,
+                caller,
+                contentions: row.contentions,
+                wait_total: Nanos(row.total),
+                wait_max: Nanos(row.max),
+                wait_min: Nanos(row.min),
+                call_sites: sites,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.wait_total
+            .cmp(&a.wait_total)
+            .then_with(|| a.caller.cmp(&b.caller))
+    });
+    out
+}
+
+fn in_window(end: u64, window: ClockWindow) -> bool {
+    end >= window.start.0 && end <= window.end.0
+}
+
+/// The function part of `name+0xoff`.
+fn function_of(described: &str) -> &str {
+    described.rsplit_once("+0x").map_or(described, |(f, _)| f)
+}
+
+fn summarise(trace: &perf::LockTrace, window: ClockWindow, request: LockRequest) -> LockReport {
+    let mut report = LockReport::default();
+    if request.kernel {
+        report.kernel = kernel_rows(trace, window, &mut report.notes);
+    }
+    if request.user {
+        report.user = user_rows(trace, window, &mut report.notes);
+    }
+    report.lost_records = trace.lost;
+    if trace.lost > 0 {
+        report.notes.push(format!(
+            "{} trace records were lost (ring buffer full): contention counts are low",
+            trace.lost
+        ));
+    }
+    report
+}
+
+fn kernel_rows(
+    trace: &perf::LockTrace,
+    window: ClockWindow,
+    notes: &mut Vec<String>,
+) -> Vec<LockContention> {
+    let kallsyms = match perf::Kallsyms::load() {
+        Ok(k) => k,
+        Err(e) => {
+            notes.push(format!("kernel callers unnamed: {e}"));
+            perf::Kallsyms::default()
+        }
+    };
+    if !kallsyms.has_lock_ranges() {
+        notes.push(
+            "kallsyms has no __lock_text/__sched_text ranges: callers may be lock functions"
+                .into(),
+        );
+    }
+    let mut rows: HashMap<(String, String, String), Row> = HashMap::new();
+    let mut unnamed_static = false;
+    for w in trace.kernel.iter().filter(|w| in_window(w.end, window)) {
+        let chain = trace.chains.get(w.chain as usize).map_or(&[][..], Vec::as_slice);
+        let first = chain
+            .iter()
+            .position(|&ip| !kallsyms.in_lock_or_sched_text(ip));
+        let (caller, site) = match first {
+            Some(i) => {
+                let path: Vec<String> = chain[i..]
+                    .iter()
+                    .take(PATH_FRAMES)
+                    .map(|&ip| kallsyms.describe(ip))
+                    .collect();
+                (function_of(&path[0]).to_string(), path.join(" ← "))
+            }
+            None => ("(no frame outside lock code)".to_string(), String::new()),
+        };
+        let lock = match kallsyms.static_object(w.lock) {
+            Some((name, 0)) => name.to_string(),
+            Some((name, off)) => format!("{name}+{off:#x}"),
+            None if kallsyms.in_image(w.lock) => {
+                unnamed_static = true;
+                format!("static {:#x}", w.lock)
+            }
+            None => format!("{:#x}", w.lock),
+        };
+        rows.entry((lock, kernel_lock_kind(w.flags), caller))
+            .or_default()
+            .add(w.wait(), site);
+    }
+    if unnamed_static && !kallsyms.has_data_symbols() {
+        notes.push(
+            "static kernel locks are shown as `static 0x…`: this kernel's kallsyms lists no \
+             data objects (CONFIG_KALLSYMS_ALL is off), so they cannot be named"
+                .into(),
+        );
+    }
+    rows_to_contentions(rows)
+}
+
+/// True for frames of the futex wrappers a user lock goes through before its call site.
+fn is_wrapper(frame: &perf::UserFrame) -> bool {
+    if frame.in_system_library() {
+        return true;
+    }
+    frame.function.as_deref().is_some_and(|f| {
+        f.contains("futex_wait")
+            || f.contains("::futex::")
+            || f.contains("lock_contended")
+            || f.starts_with("std::sys::")
+            || f.starts_with("<std::sys::")
+            || f.starts_with("syscall")
+    })
+}
+
+fn user_rows(
+    trace: &perf::LockTrace,
+    window: ClockWindow,
+    notes: &mut Vec<String>,
+) -> Vec<LockContention> {
+    let waits: Vec<&perf::FutexWait> = trace
+        .futex
+        .iter()
+        .filter(|w| in_window(w.end, window))
+        .collect();
+    let addrs: Vec<u64> = waits
+        .iter()
+        .flat_map(|w| trace.chains.get(w.chain as usize).into_iter().flatten())
+        .copied()
+        .collect();
+    let symbols = perf::UserSymbols::resolve(0, &addrs);
+    let mut rows: HashMap<(String, String, String), Row> = HashMap::new();
+    let mut unattributed = 0u64;
+    let mut stopped_in: HashMap<String, u64> = HashMap::new();
+    for w in &waits {
+        let chain = trace.chains.get(w.chain as usize).map_or(&[][..], Vec::as_slice);
+        let frames: Vec<perf::UserFrame> = chain.iter().map(|&a| symbols.frame(a)).collect();
+        let first = frames.iter().position(|f| !is_wrapper(f));
+        let (caller, site) = match first {
+            Some(i) if frames[i].function.is_some() => {
+                let path: Vec<String> = chain[i..]
+                    .iter()
+                    .zip(&frames[i..])
+                    .take(PATH_FRAMES)
+                    .map(|(&a, f)| f.describe(a))
+                    .collect();
+                (function_of(&path[0]).to_string(), path.join(" ← "))
+            }
+            _ => {
+                unattributed += 1;
+                let last = chain
+                    .last()
+                    .zip(frames.last())
+                    .map_or("no user frame".to_string(), |(&a, f)| f.describe(a));
+                *stopped_in.entry(last.clone()).or_default() += 1;
+                (format!("(unknown: unwinding stopped at {last})"), last)
+            }
+        };
+        rows.entry((format!("{:#x}", w.uaddr), futex_kind(w.op).to_string(), caller))
+            .or_default()
+            .add(w.wait(), site);
+    }
+    if !waits.is_empty() {
+        notes.push(
+            "user call sites come from frame-pointer unwinding: the direct caller of a \
+             frame-less C library wrapper (syscall(), __lll_lock_wait) is skipped, so a wait is \
+             attributed to the first frame above it outside libc and std's futex code"
+                .into(),
+        );
+    }
+    if unattributed > 0 {
+        let mut worst: Vec<(String, u64)> = stopped_in.into_iter().collect();
+        worst.sort_by(|a, b| b.1.cmp(&a.1));
+        notes.push(format!(
+            "{unattributed} of {} futex waits have no call site: frame-pointer unwinding stopped \
+             at {} (code built without frame pointers?)",
+            waits.len(),
+            worst.first().map_or("?", |w| w.0.as_str())
+        ));
+    }
+    rows_to_contentions(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_keep_min_max_total_and_the_top_sites() {
+        let mut rows = HashMap::new();
+        let row: &mut Row = rows
+            .entry(("0x1".to_string(), "spinlock".to_string(), "f".to_string()))
+            .or_default();
+        row.add(30, "f+0x1 ← g+0x2".into());
+        row.add(10, "f+0x1 ← g+0x2".into());
+        row.add(20, "f+0x1 ← h+0x3".into());
+        let out = rows_to_contentions(rows);
+        assert_eq!(out.len(), 1);
+        let c = &out[0];
+        assert_eq!(
+            (c.contentions, c.wait_total, c.wait_max, c.wait_min),
+            (3, Nanos(60), Nanos(30), Nanos(10))
+        );
+        assert_eq!(c.call_sites[0], ("f+0x1 ← g+0x2".to_string(), 2));
+    }
+
+    #[test]
+    fn only_waits_ending_inside_the_window_count() {
+        let w = ClockWindow {
+            start: Nanos(100),
+            end: Nanos(200),
+        };
+        assert!(!in_window(99, w));
+        assert!(in_window(100, w) && in_window(200, w));
+        assert!(!in_window(201, w));
+    }
+
+    #[test]
+    fn wrappers_are_skipped_and_callers_are_not() {
+        let libc = perf::UserFrame {
+            function: Some("syscall".into()),
+            offset: 0x1d,
+            module: Some("/usr/lib/x86_64-linux-gnu/libc.so.6".into()),
+        };
+        let std_futex = perf::UserFrame {
+            function: Some("std::sys::pal::unix::futex::futex_wait".into()),
+            offset: 4,
+            module: Some("/x/scalelab".into()),
+        };
+        let ours = perf::UserFrame {
+            function: Some("lab::workloads::futex_mutex::futex_mutex_lock".into()),
+            offset: 0x4a,
+            module: Some("/x/scalelab".into()),
+        };
+        assert!(is_wrapper(&libc) && is_wrapper(&std_futex));
+        assert!(!is_wrapper(&ours));
+        assert_eq!(function_of("do_unlinkat+0x134"), "do_unlinkat");
+        assert_eq!(function_of("plain"), "plain");
+    }
+}

@@ -1,0 +1,128 @@
+//! Lock contention: what `--locks` asks the trial child to trace ([`LockRequest`]), how the
+//! child turns the raw waits into a [`LockReport`](crate::model::LockReport) ([`collect`]), and
+//! how a run's reports aggregate per N and rank what grows with N ([`aggregate`]).
+//!
+//! Kernel locks come from the `lock:contention_begin/end` tracepoints, user locks from futex
+//! waits (`syscalls:sys_enter/exit_futex`); both are read by `perf::LockTracer`.
+
+pub mod aggregate;
+pub mod collect;
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Which locks a run traces (`--locks`, `--locks=kernel`, `--locks=user`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockRequest {
+    pub kernel: bool,
+    pub user: bool,
+}
+
+impl LockRequest {
+    pub const ALL: LockRequest = LockRequest {
+        kernel: true,
+        user: true,
+    };
+
+    /// The tracer configuration for this request.
+    pub fn trace_config(self) -> perf::LockTraceConfig {
+        perf::LockTraceConfig {
+            kernel: self.kernel,
+            user: self.user,
+            ..perf::LockTraceConfig::default()
+        }
+    }
+
+    /// Checks before a run that the tracepoints exist and are readable; the error text names
+    /// the fix (mount tracefs, run as root…).
+    pub fn preflight(self) -> Result<(), String> {
+        perf::LockTracer::check(&self.trace_config()).map_err(|e| e.to_string())
+    }
+}
+
+impl fmt::Display for LockRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match (self.kernel, self.user) {
+            (true, true) => "kernel and user locks",
+            (true, false) => "kernel locks",
+            (false, true) => "user locks",
+            (false, false) => "no locks",
+        })
+    }
+}
+
+/// Human name of a kernel lock type from the `contention_begin` flags (`LCB_F_*` in
+/// include/trace/events/lock.h: SPIN 1, READ 2, WRITE 4, RT 8, PERCPU 16, MUTEX 32), named as
+/// `perf lock contention` names them.
+pub fn kernel_lock_kind(flags: u32) -> String {
+    const SPIN: u32 = 1;
+    const READ: u32 = 2;
+    const WRITE: u32 = 4;
+    const RT: u32 = 8;
+    const PERCPU: u32 = 16;
+    const MUTEX: u32 = 32;
+    let rw = |base: &str| -> String {
+        if flags & READ != 0 {
+            format!("{base}:read")
+        } else if flags & WRITE != 0 {
+            format!("{base}:write")
+        } else {
+            base.to_string()
+        }
+    };
+    if flags & PERCPU != 0 {
+        rw("percpu-rwsem")
+    } else if flags & RT != 0 {
+        if flags & (READ | WRITE) != 0 {
+            rw("rwlock-rt")
+        } else {
+            "rtmutex".into()
+        }
+    } else if flags & SPIN != 0 {
+        if flags & (READ | WRITE) != 0 {
+            rw("rwlock")
+        } else {
+            "spinlock".into()
+        }
+    } else if flags & (READ | WRITE) != 0 {
+        rw("rwsem")
+    } else if flags & MUTEX != 0 || flags == 0 {
+        "mutex".into()
+    } else {
+        format!("flags={flags:#x}")
+    }
+}
+
+/// Name of a futex wait operation (`FUTEX_CMD_MASK` applied) for the kind column.
+pub fn futex_kind(op: u32) -> &'static str {
+    match op & !perf::FUTEX_FLAG_BITS {
+        6 | 13 => "futex-pi",
+        11 => "futex-requeue-pi",
+        _ => "futex",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_kinds_follow_the_lcb_flags() {
+        assert_eq!(kernel_lock_kind(1), "spinlock");
+        assert_eq!(kernel_lock_kind(1 | 2), "rwlock:read");
+        assert_eq!(kernel_lock_kind(4), "rwsem:write");
+        assert_eq!(kernel_lock_kind(2), "rwsem:read");
+        assert_eq!(kernel_lock_kind(32), "mutex");
+        assert_eq!(kernel_lock_kind(16 | 4), "percpu-rwsem:write");
+        assert_eq!(kernel_lock_kind(8), "rtmutex");
+        assert_eq!(kernel_lock_kind(0), "mutex");
+    }
+
+    #[test]
+    fn futex_kinds_ignore_the_flag_bits() {
+        assert_eq!(futex_kind(128), "futex");
+        assert_eq!(futex_kind(9 | 256), "futex");
+        assert_eq!(futex_kind(6 | 128), "futex-pi");
+    }
+}

@@ -1,0 +1,343 @@
+//! Decoding of the lock and futex tracepoint samples, and their pairing into waits.
+//!
+//! The per-CPU streams are merged by timestamp first (a waiter that slept can wake on another
+//! CPU, so its `contention_end` is in another buffer than its `contention_begin`), then:
+//! `lock:contention_begin`/`end` pair per (tid, lock address) — a nested begin (a mutex that
+//! spun, then slept) keeps the first one, as `perf lock` does — and `sys_enter_futex` (already
+//! filtered to the wait operations in the kernel) pairs with the same thread's next
+//! `sys_exit_futex`. Pure: no system calls here, so it is tested on synthetic samples.
+
+use std::collections::HashMap;
+
+/// `PERF_CONTEXT_MAX`: call chain entries at or above it are context markers, not addresses.
+const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
+
+/// A decoded sample of one of the four tracepoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LockEvent {
+    Begin { lock: u64, flags: u32, chain: u32 },
+    End { lock: u64 },
+    FutexEnter { uaddr: u64, op: u32, chain: u32 },
+    FutexExit { ret: i64 },
+}
+
+/// One event with the sample's thread and CLOCK_MONOTONIC time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TimedEvent {
+    pub time: u64,
+    pub tid: u32,
+    pub event: LockEvent,
+}
+
+/// A kernel lock wait: from `contention_begin` to `contention_end` of one thread on one lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelWait {
+    pub tid: u32,
+    /// The lock's kernel address.
+    pub lock: u64,
+    /// `LCB_F_*` flags of the begin event (lock type).
+    pub flags: u32,
+    /// CLOCK_MONOTONIC nanoseconds.
+    pub begin: u64,
+    pub end: u64,
+    /// Index of the kernel call chain in [`LockTrace::chains`].
+    pub chain: u32,
+}
+
+/// A futex wait: one `futex(FUTEX_WAIT…)` system call, entry to exit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FutexWait {
+    pub tid: u32,
+    /// The futex word's user address.
+    pub uaddr: u64,
+    /// The futex op as passed (with `FUTEX_PRIVATE_FLAG`/`FUTEX_CLOCK_REALTIME`).
+    pub op: u32,
+    pub begin: u64,
+    pub end: u64,
+    /// The system call's return value (0, or `-EAGAIN` when the word had already changed…).
+    pub ret: i64,
+    /// Index of the user call chain in [`LockTrace::chains`].
+    pub chain: u32,
+}
+
+impl KernelWait {
+    pub fn wait(&self) -> u64 {
+        self.end.saturating_sub(self.begin)
+    }
+}
+
+impl FutexWait {
+    pub fn wait(&self) -> u64 {
+        self.end.saturating_sub(self.begin)
+    }
+}
+
+/// Every wait seen, with interned call chains and the losses.
+#[derive(Debug, Clone, Default)]
+pub struct LockTrace {
+    pub kernel: Vec<KernelWait>,
+    pub futex: Vec<FutexWait>,
+    /// Call chains, innermost frame first, context markers removed.
+    pub chains: Vec<Vec<u64>>,
+    /// Samples the kernel dropped because a ring buffer was full.
+    pub lost: u64,
+    /// Begins or futex entries still open when tracing stopped, and ends without a begin.
+    pub unpaired: u64,
+}
+
+/// Interns call chains: equal chains share one index.
+#[derive(Debug, Default)]
+pub(crate) struct ChainTable {
+    index: HashMap<Vec<u64>, u32>,
+    chains: Vec<Vec<u64>>,
+}
+
+impl ChainTable {
+    /// Interns `raw` (as the kernel wrote it) without its context markers.
+    pub(crate) fn intern(&mut self, raw: impl Iterator<Item = u64>) -> u32 {
+        let chain: Vec<u64> = raw.filter(|&ip| ip < PERF_CONTEXT_MAX).collect();
+        if let Some(&i) = self.index.get(&chain) {
+            return i;
+        }
+        let i = u32::try_from(self.chains.len()).unwrap_or(u32::MAX);
+        self.chains.push(chain.clone());
+        self.index.insert(chain, i);
+        i
+    }
+    pub(crate) fn into_chains(self) -> Vec<Vec<u64>> {
+        self.chains
+    }
+}
+
+/// Pairs merged events into waits.
+#[derive(Debug, Default)]
+pub(crate) struct Pairing {
+    open_locks: HashMap<(u32, u64), (u64, u32, u32)>,
+    open_futex: HashMap<u32, (u64, u64, u32, u32)>,
+    pub(crate) kernel: Vec<KernelWait>,
+    pub(crate) futex: Vec<FutexWait>,
+    pub(crate) unmatched_ends: u64,
+}
+
+impl Pairing {
+    /// Feeds events, which must be in timestamp order.
+    pub(crate) fn feed(&mut self, e: &TimedEvent) {
+        match e.event {
+            LockEvent::Begin { lock, flags, chain } => {
+                self.open_locks
+                    .entry((e.tid, lock))
+                    .or_insert((e.time, flags, chain));
+            }
+            LockEvent::End { lock } => match self.open_locks.remove(&(e.tid, lock)) {
+                Some((begin, flags, chain)) => self.kernel.push(KernelWait {
+                    tid: e.tid,
+                    lock,
+                    flags,
+                    begin,
+                    end: e.time,
+                    chain,
+                }),
+                None => self.unmatched_ends += 1,
+            },
+            LockEvent::FutexEnter { uaddr, op, chain } => {
+                // A thread is in one system call at a time: a stale entry (its exit was lost)
+                // is replaced.
+                self.open_futex.insert(e.tid, (e.time, uaddr, op, chain));
+            }
+            LockEvent::FutexExit { ret } => {
+                // Exits of the futex calls the filter dropped (wakes) have no entry: not waits.
+                if let Some((begin, uaddr, op, chain)) = self.open_futex.remove(&e.tid) {
+                    self.futex.push(FutexWait {
+                        tid: e.tid,
+                        uaddr,
+                        op,
+                        begin,
+                        end: e.time,
+                        ret,
+                        chain,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Waits still open (begun, never ended).
+    pub(crate) fn still_open(&self) -> u64 {
+        (self.open_locks.len() + self.open_futex.len()) as u64
+    }
+}
+
+/// Where the fields of a tracepoint's raw record are (from its tracefs format).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Field {
+    pub offset: usize,
+    pub size: usize,
+    pub signed: bool,
+}
+
+impl Field {
+    /// Reads the field from `raw` (little-endian), sign-extending signed fields.
+    pub(crate) fn read(&self, raw: &[u8]) -> Option<u64> {
+        let bytes = raw.get(self.offset..self.offset + self.size)?;
+        let mut buf = [0u8; 8];
+        let n = self.size.min(8);
+        buf[..n].copy_from_slice(&bytes[..n]);
+        let v = u64::from_le_bytes(buf);
+        if self.signed && n < 8 && n > 0 {
+            let shift = 64 - 8 * n as u32;
+            return Some((((v << shift) as i64) >> shift) as u64);
+        }
+        Some(v)
+    }
+}
+
+/// A `PERF_RECORD_SAMPLE` body with `TID | TIME | CPU | [CALLCHAIN] | RAW`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Sample<'a> {
+    pub tid: u32,
+    pub time: u64,
+    pub callchain: Vec<u64>,
+    pub raw: &'a [u8],
+}
+
+/// Parses a sample body laid out for `TID | TIME | CPU | [CALLCHAIN] | RAW`.
+pub(crate) fn parse_sample(body: &[u8], callchain: bool) -> Option<Sample<'_>> {
+    let u32_at = |o: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(body.get(o..o + 4)?.try_into().ok()?))
+    };
+    let u64_at = |o: usize| -> Option<u64> {
+        Some(u64::from_le_bytes(body.get(o..o + 8)?.try_into().ok()?))
+    };
+    let tid = u32_at(4)?;
+    let time = u64_at(8)?;
+    let mut at = 24; // pid, tid, time, cpu, reserved
+    let mut chain = Vec::new();
+    if callchain {
+        let nr = usize::try_from(u64_at(at)?).ok()?;
+        at += 8;
+        if nr > 4096 {
+            return None;
+        }
+        for i in 0..nr {
+            chain.push(u64_at(at + 8 * i)?);
+        }
+        at += 8 * nr;
+    }
+    let size = u32_at(at)? as usize;
+    let raw = body.get(at + 4..at + 4 + size)?;
+    Some(Sample {
+        tid,
+        time,
+        callchain: chain,
+        raw,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(time: u64, tid: u32, event: LockEvent) -> TimedEvent {
+        TimedEvent { time, tid, event }
+    }
+
+    #[test]
+    fn begins_and_ends_pair_per_thread_and_lock_keeping_the_first_begin() {
+        let mut p = Pairing::default();
+        let begin = |lock, chain| LockEvent::Begin {
+            lock,
+            flags: 4,
+            chain,
+        };
+        for e in [
+            ev(10, 1, begin(0xa, 0)),
+            ev(12, 2, begin(0xa, 1)),
+            ev(15, 1, begin(0xa, 2)), // nested: ignored
+            ev(20, 1, LockEvent::End { lock: 0xa }),
+            ev(30, 2, LockEvent::End { lock: 0xa }),
+            ev(31, 3, LockEvent::End { lock: 0xb }),
+            ev(40, 4, begin(0xc, 0)),
+        ] {
+            p.feed(&e);
+        }
+        assert_eq!(p.kernel.len(), 2);
+        assert_eq!((p.kernel[0].tid, p.kernel[0].wait(), p.kernel[0].chain), (1, 10, 0));
+        assert_eq!((p.kernel[1].tid, p.kernel[1].wait()), (2, 18));
+        assert_eq!(p.unmatched_ends, 1);
+        assert_eq!(p.still_open(), 1);
+    }
+
+    #[test]
+    fn futex_exits_without_a_filtered_entry_are_not_waits() {
+        let mut p = Pairing::default();
+        p.feed(&ev(5, 7, LockEvent::FutexExit { ret: 1 }));
+        p.feed(&ev(
+            10,
+            7,
+            LockEvent::FutexEnter {
+                uaddr: 0x1000,
+                op: 128,
+                chain: 3,
+            },
+        ));
+        p.feed(&ev(25, 7, LockEvent::FutexExit { ret: 0 }));
+        assert_eq!(p.futex.len(), 1);
+        assert_eq!(
+            (p.futex[0].uaddr, p.futex[0].wait(), p.futex[0].chain),
+            (0x1000, 15, 3)
+        );
+    }
+
+    #[test]
+    fn chains_are_interned_without_context_markers() {
+        let mut t = ChainTable::default();
+        let user = -512i64 as u64;
+        let a = t.intern([user, 1, 2].into_iter());
+        let b = t.intern([1, 2].into_iter());
+        let c = t.intern([3].into_iter());
+        assert_eq!((a, b, c), (0, 0, 1));
+        assert_eq!(t.into_chains(), vec![vec![1, 2], vec![3]]);
+    }
+
+    #[test]
+    fn samples_parse_with_and_without_call_chains() {
+        let mut body = Vec::new();
+        body.extend_from_slice(&100u32.to_le_bytes()); // pid
+        body.extend_from_slice(&101u32.to_le_bytes()); // tid
+        body.extend_from_slice(&5555u64.to_le_bytes()); // time
+        body.extend_from_slice(&1u32.to_le_bytes()); // cpu
+        body.extend_from_slice(&0u32.to_le_bytes());
+        let mut with_chain = body.clone();
+        with_chain.extend_from_slice(&2u64.to_le_bytes());
+        with_chain.extend_from_slice(&0xaaau64.to_le_bytes());
+        with_chain.extend_from_slice(&0xbbbu64.to_le_bytes());
+        for b in [&mut body, &mut with_chain] {
+            b.extend_from_slice(&4u32.to_le_bytes());
+            b.extend_from_slice(&[1, 2, 3, 4]);
+        }
+        let s = parse_sample(&body, false).unwrap();
+        assert_eq!((s.tid, s.time, s.raw), (101, 5555, &[1u8, 2, 3, 4][..]));
+        let s = parse_sample(&with_chain, true).unwrap();
+        assert_eq!(s.callchain, vec![0xaaa, 0xbbb]);
+        assert_eq!(s.raw, &[1, 2, 3, 4]);
+        assert!(parse_sample(&with_chain[..30], true).is_none());
+    }
+
+    #[test]
+    fn fields_read_little_endian_and_sign_extend() {
+        let raw = [0u8, 0, 0, 0, 0xf5, 0xff, 0xff, 0xff, 0x34, 0x12];
+        let signed = Field {
+            offset: 4,
+            size: 4,
+            signed: true,
+        };
+        assert_eq!(signed.read(&raw).map(|v| v as i64), Some(-11));
+        let unsigned = Field {
+            offset: 8,
+            size: 2,
+            signed: false,
+        };
+        assert_eq!(unsigned.read(&raw), Some(0x1234));
+        assert_eq!(unsigned.read(&raw[..9]), None);
+    }
+}

@@ -1,0 +1,400 @@
+//! [`LockTracer`]: kernel lock contention (`lock:contention_begin/end`) and futex waits
+//! (`syscalls:sys_enter_futex/sys_exit_futex`) of the calling thread and every thread and
+//! process it creates afterwards, read directly with `perf_event_open`.
+//!
+//! One sampled event per tracepoint per online CPU, opened on the calling thread (`pid = 0`)
+//! with `inherit`, each with its own mmap'd ring buffer: the kernel refuses to mmap an
+//! inherited event opened on any CPU (`cpu = -1`), but accepts per-CPU ones, and an inherited
+//! child's samples go to its parent event's buffer on that CPU. Samples are stamped with
+//! CLOCK_MONOTONIC (`use_clockid`), period 1, `TID | TIME | CPU | RAW`, plus the kernel call
+//! chain on `contention_begin` and the user call chain on `sys_enter_futex`. A kernel filter
+//! keeps only the futex wait operations on `sys_enter_futex`, so wakes cost no call chain.
+//!
+//! [`drain`](LockTracer::drain) empties the buffers (call it often: every 10 ms or so under
+//! heavy contention); it merges the per-CPU streams by timestamp, holding back the last
+//! milliseconds in case another CPU's earlier record is not yet committed, and pairs them.
+
+use std::os::unix::io::AsRawFd;
+
+use perf_event::events::Tracepoint;
+use perf_event::{Builder, Clock, SampleFlag, Sampler};
+
+use crate::error::PerfError;
+use crate::lock_events::{
+    ChainTable, Field, LockEvent, LockTrace, Pairing, TimedEvent, parse_sample,
+};
+use crate::tracefs::TracepointFormat;
+
+const PERF_RECORD_LOST: u32 = 2;
+const PERF_RECORD_SAMPLE: u32 = 9;
+const PERF_RECORD_LOST_SAMPLES: u32 = 13;
+
+/// Records newer than this (relative to the drain) wait for the next drain, so that a record
+/// another CPU has stamped but not yet committed can still be merged in order.
+const HOLD_BACK_NS: u64 = 2_000_000;
+/// Frames kept per call chain.
+const MAX_STACK: u16 = 48;
+
+/// The futex operations that wait (`FUTEX_CMD_MASK` applied): WAIT, LOCK_PI, WAIT_BITSET,
+/// WAIT_REQUEUE_PI, LOCK_PI2.
+pub const FUTEX_WAIT_OPS: [u32; 5] = [0, 6, 9, 11, 13];
+/// `FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME`.
+pub const FUTEX_FLAG_BITS: u32 = 128 | 256;
+
+/// What to trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LockTraceConfig {
+    pub kernel: bool,
+    pub user: bool,
+    /// Ring buffer data size per event per CPU, in bytes (rounded up to a power of two).
+    pub buffer_bytes: usize,
+}
+
+impl Default for LockTraceConfig {
+    fn default() -> Self {
+        LockTraceConfig {
+            kernel: true,
+            user: true,
+            buffer_bytes: 1 << 20,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Begin { lock: Field, flags: Field },
+    End { lock: Field },
+    Enter { uaddr: Field, op: Field },
+    Exit { ret: Field },
+}
+
+impl Kind {
+    fn callchain(self) -> bool {
+        matches!(self, Kind::Begin { .. } | Kind::Enter { .. })
+    }
+}
+
+struct Stream {
+    kind: Kind,
+    sampler: Sampler,
+}
+
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stream").field("kind", &self.kind).finish()
+    }
+}
+
+/// Open lock/futex tracepoint events with their ring buffers; `Drop` unmaps and closes them.
+#[derive(Debug)]
+pub struct LockTracer {
+    streams: Vec<Stream>,
+    pending: Vec<TimedEvent>,
+    pairing: Pairing,
+    chains: ChainTable,
+    lost: u64,
+    malformed: u64,
+}
+
+fn field(format: &TracepointFormat, name: &str) -> Result<Field, PerfError> {
+    let f = format.field(name)?;
+    Ok(Field {
+        offset: f.offset,
+        size: f.size,
+        signed: f.signed,
+    })
+}
+
+/// The kernel filter keeping only the futex wait operations, e.g. `op == 0 || op == 128 || …`.
+fn futex_wait_filter() -> String {
+    let mut terms = Vec::new();
+    for cmd in FUTEX_WAIT_OPS {
+        for flags in [0, 128, 256, 384] {
+            terms.push(format!("op == {}", cmd | flags));
+        }
+    }
+    terms.join(" || ")
+}
+
+/// The online CPUs, from `/sys/devices/system/cpu/online` (`0-3,6`).
+fn online_cpus() -> Vec<usize> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
+                    cpus.extend(a..=b);
+                }
+            }
+            None => cpus.extend(part.parse::<usize>().ok()),
+        }
+    }
+    if cpus.is_empty() {
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+        cpus.extend(0..n);
+    }
+    cpus
+}
+
+impl LockTracer {
+    /// Checks, without opening anything, that the tracepoints `config` needs exist and their
+    /// formats are readable; the error names the fix.
+    pub fn check(config: &LockTraceConfig) -> Result<(), PerfError> {
+        if config.kernel {
+            let b = TracepointFormat::read("lock", "contention_begin")?;
+            b.field("lock_addr")?;
+            b.field("flags")?;
+            TracepointFormat::read("lock", "contention_end")?.field("lock_addr")?;
+        }
+        if config.user {
+            let e = TracepointFormat::read("syscalls", "sys_enter_futex")?;
+            e.field("uaddr")?;
+            e.field("op")?;
+            TracepointFormat::read("syscalls", "sys_exit_futex")?.field("ret")?;
+        }
+        Ok(())
+    }
+
+    /// Opens the events on the calling thread, inherited by the threads and processes it
+    /// creates from now on. Call it from the thread that then creates every task.
+    pub fn open(config: &LockTraceConfig) -> Result<LockTracer, PerfError> {
+        let mut specs: Vec<(&'static str, TracepointFormat, Kind)> = Vec::new();
+        if config.kernel {
+            let b = TracepointFormat::read("lock", "contention_begin")?;
+            let kind = Kind::Begin {
+                lock: field(&b, "lock_addr")?,
+                flags: field(&b, "flags")?,
+            };
+            specs.push(("lock:contention_begin", b, kind));
+            let e = TracepointFormat::read("lock", "contention_end")?;
+            let kind = Kind::End {
+                lock: field(&e, "lock_addr")?,
+            };
+            specs.push(("lock:contention_end", e, kind));
+        }
+        if config.user {
+            let en = TracepointFormat::read("syscalls", "sys_enter_futex")?;
+            let kind = Kind::Enter {
+                uaddr: field(&en, "uaddr")?,
+                op: field(&en, "op")?,
+            };
+            specs.push(("syscalls:sys_enter_futex", en, kind));
+            let ex = TracepointFormat::read("syscalls", "sys_exit_futex")?;
+            let kind = Kind::Exit {
+                ret: field(&ex, "ret")?,
+            };
+            specs.push(("syscalls:sys_exit_futex", ex, kind));
+        }
+        let filter = futex_wait_filter();
+        let mut streams = Vec::new();
+        for cpu in online_cpus() {
+            for (name, format, kind) in &specs {
+                let mut flags = SampleFlag::TID | SampleFlag::TIME | SampleFlag::CPU | SampleFlag::RAW;
+                if kind.callchain() {
+                    flags |= SampleFlag::CALLCHAIN;
+                }
+                let mut builder = Builder::new(Tracepoint::with_id(format.id));
+                builder
+                    .observe_self()
+                    .one_cpu(cpu)
+                    .inherit(true)
+                    .include_kernel()
+                    .exclude_hv(true)
+                    .sample_period(1)
+                    .sample(flags)
+                    .clockid(Clock::MONOTONIC)
+                    .enabled(true);
+                match kind {
+                    Kind::Begin { .. } => {
+                        builder.exclude_callchain_user(true).sample_max_stack(MAX_STACK);
+                    }
+                    Kind::Enter { .. } => {
+                        builder
+                            .exclude_callchain_kernel(true)
+                            .sample_max_stack(MAX_STACK);
+                    }
+                    _ => {}
+                }
+                let counter = builder.build().map_err(|e| PerfError::open(name, &e))?;
+                if matches!(kind, Kind::Enter { .. }) {
+                    set_filter(&counter, &filter).map_err(|e| PerfError::open(name, &e))?;
+                }
+                let sampler = counter
+                    .sampled(config.buffer_bytes)
+                    .map_err(|e| PerfError::open(name, &e))?;
+                streams.push(Stream {
+                    kind: *kind,
+                    sampler,
+                });
+            }
+        }
+        Ok(LockTracer {
+            streams,
+            pending: Vec::new(),
+            pairing: Pairing::default(),
+            chains: ChainTable::default(),
+            lost: 0,
+            malformed: 0,
+        })
+    }
+
+    /// Empties every ring buffer and pairs what is old enough to be in order.
+    pub fn drain(&mut self) {
+        let now = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
+        self.read_all();
+        self.pair_until(now.saturating_sub(HOLD_BACK_NS));
+    }
+
+    /// Stops tracing and returns every wait seen.
+    pub fn finish(mut self) -> LockTrace {
+        for s in &mut self.streams {
+            let _ = s.sampler.as_counter_mut().disable();
+        }
+        self.read_all();
+        self.pair_until(u64::MAX);
+        let unpaired = self.pairing.still_open() + self.pairing.unmatched_ends;
+        let pairing = std::mem::take(&mut self.pairing);
+        LockTrace {
+            kernel: pairing.kernel,
+            futex: pairing.futex,
+            chains: std::mem::take(&mut self.chains).into_chains(),
+            lost: self.lost,
+            unpaired: unpaired + self.malformed,
+        }
+    }
+
+    fn read_all(&mut self) {
+        for stream in &mut self.streams {
+            let kind = stream.kind;
+            while let Some(record) = stream.sampler.next_record() {
+                match record.ty() {
+                    PERF_RECORD_SAMPLE => {
+                        let body = record.to_contiguous();
+                        match decode(kind, &body, &mut self.chains) {
+                            Some(e) => self.pending.push(e),
+                            None => self.malformed += 1,
+                        }
+                    }
+                    PERF_RECORD_LOST => {
+                        let body = record.to_contiguous();
+                        if let Some(b) = body.get(8..16) {
+                            self.lost += u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+                        }
+                    }
+                    PERF_RECORD_LOST_SAMPLES => {
+                        let body = record.to_contiguous();
+                        if let Some(b) = body.get(0..8) {
+                            self.lost += u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn pair_until(&mut self, cutoff: u64) {
+        self.pending.sort_by_key(|e| e.time);
+        let ready = self.pending.partition_point(|e| e.time < cutoff);
+        for e in self.pending.drain(..ready) {
+            self.pairing.feed(&e);
+        }
+    }
+}
+
+fn decode(kind: Kind, body: &[u8], chains: &mut ChainTable) -> Option<TimedEvent> {
+    let s = parse_sample(body, kind.callchain())?;
+    let event = match kind {
+        Kind::Begin { lock, flags } => LockEvent::Begin {
+            lock: lock.read(s.raw)?,
+            flags: flags.read(s.raw)? as u32,
+            chain: chains.intern(s.callchain.into_iter()),
+        },
+        Kind::End { lock } => LockEvent::End {
+            lock: lock.read(s.raw)?,
+        },
+        Kind::Enter { uaddr, op } => LockEvent::FutexEnter {
+            uaddr: uaddr.read(s.raw)?,
+            op: op.read(s.raw)? as u32,
+            chain: chains.intern(s.callchain.into_iter()),
+        },
+        Kind::Exit { ret } => LockEvent::FutexExit {
+            ret: ret.read(s.raw)? as i64,
+        },
+    };
+    Some(TimedEvent {
+        time: s.time,
+        tid: s.tid,
+        event,
+    })
+}
+
+/// `PERF_EVENT_IOC_SET_FILTER`: a tracepoint filter in ftrace syntax.
+fn set_filter(counter: &perf_event::Counter, filter: &str) -> std::io::Result<()> {
+    let text = std::ffi::CString::new(filter)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    // _IOW('$', 6, char *)
+    const PERF_EVENT_IOC_SET_FILTER: libc::c_ulong = 0x4008_2406;
+    // SAFETY: the fd is a perf event fd owned by `counter` and open for the duration of the
+    // call; the argument is a NUL-terminated string that outlives the call, which the kernel
+    // only reads (copied with strndup_user).
+    let rc = unsafe { libc::ioctl(counter.as_raw_fd(), PERF_EVENT_IOC_SET_FILTER, text.as_ptr()) };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_filter_lists_every_wait_op_with_every_flag_combination() {
+        let f = futex_wait_filter();
+        assert!(f.starts_with("op == 0 || op == 128 || op == 256 || op == 384 || op == 6"));
+        assert!(f.contains("op == 393")); // WAIT_BITSET | PRIVATE | CLOCK_REALTIME
+        assert_eq!(f.matches("op ==").count(), 20);
+    }
+
+    #[test]
+    fn online_cpus_are_listed() {
+        let cpus = online_cpus();
+        assert!(!cpus.is_empty());
+        assert!(cpus.contains(&0));
+    }
+
+    /// Needs root (or CAP_PERFMON) and a mounted tracefs; says why it skipped otherwise.
+    #[test]
+    fn futex_waits_of_a_new_thread_are_traced_with_their_call_chains() {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        let config = LockTraceConfig::default();
+        let mut tracer = match LockTracer::open(&config) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("skipped: lock tracing unavailable here: {e}");
+                return;
+            }
+        };
+        static WORD: AtomicU32 = AtomicU32::new(0);
+        let waiter = std::thread::spawn(|| {
+            while WORD.load(Ordering::Acquire) == 0 {
+                sys::futex_wait(&WORD, 0, Some(std::time::Duration::from_millis(20))).unwrap();
+            }
+        });
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        tracer.drain();
+        WORD.store(1, Ordering::Release);
+        sys::futex_wake(&WORD, 1).unwrap();
+        waiter.join().unwrap();
+        let trace = tracer.finish();
+        let addr = WORD.as_ptr() as u64;
+        let mine: Vec<_> = trace.futex.iter().filter(|w| w.uaddr == addr).collect();
+        assert!(!mine.is_empty(), "no futex wait on {addr:#x}: {:?}", trace.futex);
+        assert!(mine.iter().all(|w| w.op & !FUTEX_FLAG_BITS == 0 && w.wait() > 0));
+        let chain = &trace.chains[mine[0].chain as usize];
+        assert!(chain.len() >= 2, "user call chain too short: {chain:x?}");
+        assert_eq!(trace.lost, 0);
+    }
+}

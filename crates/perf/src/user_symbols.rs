@@ -1,0 +1,144 @@
+//! [`UserSymbols`]: names for user-space addresses of a live process (`blazesym`, through
+//! `/proc/<pid>/maps`), each unique address symbolised once.
+//!
+//! The lock tracer symbolises in the trial process itself while it is still alive: forked task
+//! processes share its executable and library mappings, so their addresses resolve the same.
+
+use std::collections::HashMap;
+
+use blazesym::symbolize::source::{Process, Source};
+use blazesym::symbolize::{Input, Symbolizer};
+use blazesym::Pid;
+
+/// One symbolised user frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserFrame {
+    /// The function name (demangled), or `None` when no symbol covers the address.
+    pub function: Option<String>,
+    /// Offset of the address into the function.
+    pub offset: u64,
+    /// The file the address maps to (`/usr/lib/x86_64-linux-gnu/libc.so.6`), when known.
+    pub module: Option<String>,
+}
+
+impl UserFrame {
+    /// `function+0xoff`, or `[module]+addr`/the raw address when unsymbolised.
+    pub fn describe(&self, addr: u64) -> String {
+        match (&self.function, &self.module) {
+            (Some(f), _) => format!("{f}+{:#x}", self.offset),
+            (None, Some(m)) => format!("{addr:#x} in {}", short_module(m)),
+            (None, None) => format!("{addr:#x}"),
+        }
+    }
+
+    /// True for frames in the C library or dynamic loader (system call wrappers, pthread).
+    pub fn in_system_library(&self) -> bool {
+        self.module.as_deref().map(short_module).is_some_and(|m| {
+            m.starts_with("libc.so") || m.starts_with("libpthread") || m.starts_with("ld-linux")
+        })
+    }
+}
+
+/// The file name of a module path.
+pub fn short_module(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// Symbolises addresses of process `pid` (0: this process).
+pub struct UserSymbols {
+    frames: HashMap<u64, UserFrame>,
+}
+
+impl std::fmt::Debug for UserSymbols {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserSymbols")
+            .field("frames", &self.frames.len())
+            .finish()
+    }
+}
+
+impl UserSymbols {
+    /// Symbolises every address in `addrs` (duplicates are fine) in process `pid`. Addresses
+    /// that cannot be symbolised get a frame without a function.
+    pub fn resolve(pid: u32, addrs: &[u64]) -> UserSymbols {
+        let mut unique: Vec<u64> = addrs.to_vec();
+        unique.sort_unstable();
+        unique.dedup();
+        let mut frames = HashMap::new();
+        let symbolizer = Symbolizer::new();
+        let pid = if pid == 0 { Pid::Slf } else { Pid::from(pid) };
+        let mut process = Process::new(pid);
+        // Symbolic paths from /proc/PID/maps: no CAP_SYS_ADMIN needed for map_files.
+        process.map_files = false;
+        let source = Source::Process(process);
+        if let Ok(syms) = symbolizer.symbolize(&source, Input::AbsAddr(&unique)) {
+            for (addr, sym) in unique.iter().zip(syms) {
+                let frame = match sym.as_sym() {
+                    Some(s) => UserFrame {
+                        function: Some(s.name.to_string()),
+                        offset: s.offset as u64,
+                        module: s.module.as_ref().map(|m| m.to_string_lossy().into_owned()),
+                    },
+                    None => UserFrame {
+                        function: None,
+                        offset: 0,
+                        module: None,
+                    },
+                };
+                frames.insert(*addr, frame);
+            }
+        }
+        UserSymbols { frames }
+    }
+
+    /// The frame for `addr` (a frame without a function when unknown).
+    pub fn frame(&self, addr: u64) -> UserFrame {
+        self.frames.get(&addr).cloned().unwrap_or(UserFrame {
+            function: None,
+            offset: 0,
+            module: None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[inline(never)]
+    fn a_function_with_a_telling_name() -> u64 {
+        a_function_with_a_telling_name as *const () as usize as u64
+    }
+
+    #[test]
+    fn own_functions_resolve_by_name() {
+        let addr = std::hint::black_box(a_function_with_a_telling_name()) + 1;
+        let syms = UserSymbols::resolve(0, &[addr, addr]);
+        let f = syms.frame(addr);
+        assert!(
+            f.function
+                .as_deref()
+                .is_some_and(|n| n.contains("a_function_with_a_telling_name")),
+            "{f:?}"
+        );
+        assert_eq!(f.offset, 1);
+        assert!(!f.in_system_library());
+    }
+
+    #[test]
+    fn libc_frames_are_system_library_frames() {
+        let f = UserFrame {
+            function: Some("syscall".into()),
+            offset: 0x1d,
+            module: Some("/usr/lib/x86_64-linux-gnu/libc.so.6".into()),
+        };
+        assert!(f.in_system_library());
+        assert_eq!(f.describe(0x10), "syscall+0x1d");
+        let unknown = UserFrame {
+            function: None,
+            offset: 0,
+            module: Some("/lib/libfoo.so".into()),
+        };
+        assert_eq!(unknown.describe(0x10), "0x10 in libfoo.so");
+    }
+}

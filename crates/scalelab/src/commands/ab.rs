@@ -1,0 +1,197 @@
+//! `scalelab ab --a CMD --b CMD`: two external commands measured in interleaved pairs, in ABBA
+//! blocks of random order ([`schedule`]), stored as two runs (variants `a` and `b`, each trial
+//! committed as it ends, like `run`), then compared exactly as `compare` does.
+//!
+//! Both runs share one environment fingerprint and the tags `ab_seed` (which, with the points
+//! and runs, repeats the order) and `ab_order` (the order itself: the side that went first in
+//! each pair, in execution order). Ctrl-C (SIGINT) or SIGTERM
+//! stops between trials: both runs keep what finished and are marked `interrupted`.
+
+mod schedule;
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use lab::env::{self, Fingerprint, Severity};
+use lab::model::{Nanos, RunMeta, RunStatus, TrialOutcome, TrialRecord};
+use lab::plan::{Plan, RunConfig, parse_duration};
+use lab::report::compare_view::Side;
+use lab::runner::{CommandExecutor, CommandSpec, Execution, Executor, OpsSource};
+use lab::timestamp;
+use lab::warnings::Warning;
+
+use super::{compare, pairs};
+use crate::cli::AbArgs;
+use crate::db_path;
+
+pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    let mut plan_a = plan(&args, &args.a, "a", cpus)?;
+    let mut plan_b = plan(&args, &args.b, "b", cpus)?;
+    let seed = args.seed.unwrap_or_else(clock_seed);
+    let slots = schedule::schedule(&plan_a.points, plan_a.runs, seed);
+    let order = schedule::letters(&slots);
+    for p in [&mut plan_a, &mut plan_b] {
+        p.tags.insert("ab_seed".into(), seed.to_string());
+        p.tags.insert("ab_order".into(), schedule::firsts(&slots));
+    }
+
+    let mut store = db_path::open(db)?;
+    let cwd = std::env::current_dir().context("reading the working directory")?;
+    let fingerprint = Fingerprint::capture(&cwd);
+    let id_a = store.begin_run(&meta(&plan_a, &fingerprint))?;
+    let id_b = store.begin_run(&meta(&plan_b, &fingerprint))?;
+    if !args.quiet {
+        eprintln!(
+            "ab: A is run {id_a}, B is run {id_b}; {} trials in ABBA blocks of random order \
+             (seed {seed}; --seed {seed} repeats it)\norder: {order}",
+            slots.len()
+        );
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop)).context("installing the Ctrl-C handler")?;
+    }
+    let bar = progress_bar(slots.len() as u64, args.quiet);
+    let mut executor = CommandExecutor;
+    let mut stored = 0usize;
+    let mut interrupted = false;
+    let mut failure = None;
+    for slot in &slots {
+        if stop.load(Ordering::SeqCst) {
+            interrupted = true;
+            break;
+        }
+        let (plan, id) = match slot.side {
+            Side::A => (&plan_a, id_a),
+            Side::B => (&plan_b, id_b),
+        };
+        bar.set_message(format!("{} N={} trial {}", slot.side, slot.n, slot.index + 1));
+        let started_at = timestamp::now_rfc3339();
+        let outcome = match executor.execute(&plan.trial_spec(slot.n), plan.deadline(), &stop) {
+            Execution::Interrupted => {
+                interrupted = true;
+                break;
+            }
+            Execution::Finished(outcome) => outcome,
+        };
+        if let TrialOutcome::Failed { reason } = &outcome {
+            bar.suspend(|| eprintln!("trial {} N={} #{} failed: {reason}", slot.side, slot.n, slot.index + 1));
+        }
+        let record = TrialRecord { n: slot.n, index: slot.index, started_at, outcome };
+        if let Err(e) = store.add_trial(id, &record) {
+            failure = Some(e);
+            break;
+        }
+        stored += 1;
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let status = if interrupted || failure.is_some() { RunStatus::Interrupted } else { RunStatus::Complete };
+    let now = timestamp::now_rfc3339();
+    store.finish_run(id_a, status, &now)?;
+    store.finish_run(id_b, status, &now)?;
+    if let Some(e) = failure {
+        return Err(e).with_context(|| format!("runs {id_a} and {id_b} stopped after {stored} trials (kept, marked interrupted)"));
+    }
+    if interrupted {
+        eprintln!(
+            "error: interrupted: runs {id_a} (A) and {id_b} (B) keep their {stored} finished trials and are marked \
+             interrupted; `scalelab compare {id_a} {id_b}` compares what finished"
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let (a, b) = (store.load_run(id_a)?, store.load_run(id_b)?);
+    // Both sides were planned alike (their differing commands are a note, not a mismatch);
+    // forcing only guarantees that measured work is never thrown away by a refusal.
+    let view = compare::build(&a, &b, &args.verdict.options(), true)?;
+    if args.quiet {
+        return Ok(if view.regressed { ExitCode::from(1) } else { ExitCode::SUCCESS });
+    }
+    compare::print(&view, args.json)
+}
+
+/// One side's sweep: the command, completions as ops, no warm-up, as `run --cmd` plans it.
+fn plan(args: &AbArgs, command: &str, variant: &str, cpus: u32) -> Result<Plan> {
+    let mut cfg = RunConfig::new("cmd");
+    cfg.command = Some(CommandSpec {
+        steps: vec![("cmd".to_string(), command.to_string())],
+        prepare: args.prepare.clone(),
+        cleanup: args.cleanup.clone(),
+        ops: OpsSource::Completion,
+    });
+    cfg.warmup = Nanos(0);
+    if let Some(t) = &args.timeout {
+        cfg.timeout = Some(parse_duration(t).context("--timeout")?);
+    }
+    cfg.tasks = args.tasks.clone();
+    cfg.runs = args.runs;
+    cfg.variant = Some(variant.to_string());
+    cfg.tags = pairs("--tag", &args.tags)?;
+    cfg.name = args.name.clone();
+    Plan::new(cfg, cpus).with_context(|| format!("--{variant}"))
+}
+
+/// The run as stored, with the environment checks that warn as its warnings (as `run` does).
+fn meta(plan: &Plan, fingerprint: &Fingerprint) -> RunMeta {
+    let mut warnings: Vec<String> = env::checks(fingerprint)
+        .into_iter()
+        .filter(|c| c.severity == Severity::Warn)
+        .map(|c| match c.fix {
+            Some(fix) => format!("{}: {} (fix: {fix})", c.name, c.finding),
+            None => format!("{}: {}", c.name, c.finding),
+        })
+        .collect();
+    let over = plan.oversubscribed();
+    if !over.is_empty() {
+        warnings.push(Warning::Oversubscribed { points: over, cpus: plan.cpus }.to_string());
+    }
+    RunMeta {
+        id: 0,
+        origin_id: None,
+        name: plan.name.clone(),
+        workload: plan.info.name.to_string(),
+        params: plan.params.as_map().clone(),
+        op_unit: plan.info.op.to_string(),
+        mode: plan.mode,
+        pin: plan.pin,
+        points: plan.points.clone(),
+        runs: plan.runs,
+        duration: plan.duration,
+        warmup: plan.warmup,
+        variant: plan.variant.clone(),
+        tags: plan.tags.clone(),
+        started_at: timestamp::now_rfc3339(),
+        finished_at: None,
+        status: RunStatus::Running,
+        env: fingerprint.clone(),
+        warnings,
+        command_line: std::env::args().collect::<Vec<_>>().join(" "),
+    }
+}
+
+/// A seed nobody chose: the clock's nanoseconds mixed with the pid.
+fn clock_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    nanos ^ u64::from(std::process::id()).rotate_left(32)
+}
+
+fn progress_bar(trials: u64, quiet: bool) -> ProgressBar {
+    if quiet || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(trials), ProgressDrawTarget::stderr());
+    let style = ProgressStyle::with_template("ab [{bar:30}] {pos}/{len} trials, {elapsed} elapsed, ~{eta} left · {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+    bar.set_style(style);
+    bar
+}

@@ -1,0 +1,69 @@
+//! `scalelab compare RUN_A RUN_B`: load both runs, build the comparison view (lab's
+//! `report::compare_view`), refuse runs that measure different things unless `--force`, print
+//! text or JSON, and exit 1 when any point REGRESSED.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use lab::model::RunData;
+use lab::report::compare_term::write_compare;
+use lab::report::compare_view::{self, CompareView};
+use stats::CompareOptions;
+
+use super::show;
+use crate::cli::{CompareArgs, VerdictArgs};
+
+impl VerdictArgs {
+    /// The statistics' options: throughput, higher is better, 95% intervals.
+    pub fn options(&self) -> CompareOptions {
+        CompareOptions {
+            alpha: self.alpha,
+            threshold: self.threshold,
+            ..CompareOptions::default()
+        }
+    }
+}
+
+pub fn run(db: Option<&Path>, args: &CompareArgs) -> Result<ExitCode> {
+    let a = show::load(db, &args.run_a).with_context(|| format!("loading run A (`{}`)", args.run_a))?;
+    let b = show::load(db, &args.run_b).with_context(|| format!("loading run B (`{}`)", args.run_b))?;
+    let view = build(&a, &b, &args.verdict.options(), args.force)?;
+    print(&view, args.json)
+}
+
+/// Builds the view, refusing runs that measure different things unless `force`.
+pub fn build(a: &RunData, b: &RunData, opts: &CompareOptions, force: bool) -> Result<CompareView> {
+    let view = compare_view::build(a, b, opts);
+    if !force && !view.mismatches.is_empty() {
+        let reasons: Vec<String> = view.mismatches.iter().map(|m| format!("  - {m}")).collect();
+        bail!(
+            "refusing to compare run {} with run {}: they measure different things\n{}\n\
+             a change here would mix that difference with the one you mean to test; compare runs \
+             of one workload with the same parameters and task counts, or pass --force to compare \
+             the N both measured anyway",
+            a.meta.id,
+            b.meta.id,
+            reasons.join("\n")
+        );
+    }
+    Ok(view)
+}
+
+/// Prints the comparison; exit status 1 when any point REGRESSED.
+pub fn print(view: &CompareView, json: bool) -> Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, view)?;
+        writeln!(out)?;
+    } else {
+        write_compare(&mut out, view)?;
+    }
+    out.flush()?;
+    Ok(if view.regressed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,77 @@
+//! `scalelab locks RUN`: lock contention of a run traced with `--locks` — what grows with N
+//! (lock wait per op by lock and caller, ranked by growth), or with `--at N` the
+//! `lock_stat`-like table at one point.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use lab::locks::aggregate::{self, Side, Sides};
+use lab::report::{locks_view, term};
+
+use super::show;
+use crate::cli::LocksArgs;
+
+pub fn run(db: Option<&Path>, args: &LocksArgs) -> Result<ExitCode> {
+    let data = show::load(db, &args.run)?;
+    let sides = match (args.kernel, args.user) {
+        (true, false) => Sides {
+            kernel: true,
+            user: false,
+        },
+        (false, true) => Sides {
+            kernel: false,
+            user: true,
+        },
+        _ => Sides::BOTH,
+    };
+    let shown: Vec<Side> = [(sides.kernel, Side::Kernel), (sides.user, Side::User)]
+        .into_iter()
+        .filter_map(|(on, s)| on.then_some(s))
+        .collect();
+    let traced = data
+        .trials
+        .iter()
+        .filter_map(|t| t.outcome.measurement())
+        .any(|m| m.locks.is_some());
+    if !traced {
+        bail!(
+            "run {} has no lock data: it was run without --locks (or lock tracing was unavailable; see `scalelab show {}` for its warnings) — rerun with `scalelab run … --locks`",
+            data.meta.id,
+            data.meta.id
+        );
+    }
+    let header = term::header(&data.meta);
+    let mut out = std::io::stdout().lock();
+    match args.at {
+        Some(n) => {
+            let Some(point) = aggregate::at_point(&data, n, sides) else {
+                let ns: Vec<String> = data.meta.points.iter().map(u32::to_string).collect();
+                bail!(
+                    "--at {n}: run {} has no traced trial at N={n} (its points: {})",
+                    data.meta.id,
+                    ns.join(", ")
+                );
+            };
+            if args.json {
+                serde_json::to_writer_pretty(&mut out, &point)?;
+                writeln!(out)?;
+            } else {
+                locks_view::write_point(&mut out, &header, &point, &shown, args.top)?;
+            }
+        }
+        None => {
+            let Some(growth) = aggregate::what_grows(&data, sides) else {
+                bail!("run {} has no traced trial", data.meta.id);
+            };
+            if args.json {
+                serde_json::to_writer_pretty(&mut out, &growth)?;
+                writeln!(out)?;
+            } else {
+                locks_view::write_growth(&mut out, &header, &growth, &shown, args.top)?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,37 @@
+//! `scalelab model RUN | --csv FILE`: fit the Universal Scalability Law (lab's
+//! `report::model_view`, statistics from `stats`) and print it as text or JSON.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use lab::report::model_term::write_model;
+use lab::report::model_view;
+
+use super::show;
+use crate::cli::ModelArgs;
+
+pub fn run(db: Option<&Path>, args: &ModelArgs) -> Result<ExitCode> {
+    let view = match (&args.csv, &args.run) {
+        (Some(path), _) => {
+            let shown = path.display().to_string();
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading --csv {shown}"))?;
+            let points = model_view::parse_csv(&text).with_context(|| format!("--csv {shown}"))?;
+            model_view::from_csv(&shown, &points, &args.predict)?
+        }
+        (None, Some(spec)) => {
+            let data = show::load(db, spec)?;
+            model_view::from_run(&data, &args.predict).with_context(|| format!("run {}", data.meta.id))?
+        }
+        (None, None) => anyhow::bail!("give a RUN or --csv FILE"),
+    };
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &view)?;
+        writeln!(out)?;
+    } else {
+        write_model(&mut out, &view)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

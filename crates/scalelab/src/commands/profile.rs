@@ -1,0 +1,161 @@
+//! `scalelab profile RUN`: the CPU profiles a `--profile` run recorded — what grows with N (the
+//! default with several N), the top functions at one N (`--at`), the diff against another run
+//! (`--diff`), flame graphs (`--flamegraph`); or any one perf.data (`--perf-data`).
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use lab::model::RunData;
+use lab::profile::{self, PointProfile, diff, grows};
+use lab::report::{flamegraph, profile_term};
+
+use super::show;
+use crate::cli::ProfileArgs;
+
+pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
+    if let Some(file) = &args.perf_data {
+        return one_file(file, args);
+    }
+    let spec = args.run.as_deref().unwrap_or("last");
+    let data = show::load(db, spec)?;
+    let points = load(&data)?;
+    let mut out = std::io::stdout().lock();
+
+    if let Some(other) = &args.diff {
+        let data_b = show::load(db, other)?;
+        let points_b = load(&data_b)?;
+        let n = match args.at {
+            Some(n) => n,
+            None => points
+                .iter()
+                .map(|p| p.n)
+                .filter(|n| points_b.iter().any(|q| q.n == *n))
+                .max()
+                .with_context(|| {
+                    format!(
+                        "runs {} and {} profiled no N in common; pick one with --at",
+                        data.meta.id, data_b.meta.id
+                    )
+                })?,
+        };
+        let a = at(&points, n, &data)?;
+        let b = at(&points_b, n, &data_b)?;
+        let rows = diff::diff(a, b);
+        let (la, lb) = (format!("run {}", data.meta.id), format!("run {}", data_b.meta.id));
+        if args.json {
+            let value = serde_json::json!({
+                "run_a": data.meta.id, "run_b": data_b.meta.id, "n": n, "unit": b.unit,
+                "functions": rows,
+            });
+            serde_json::to_writer_pretty(&mut out, &value)?;
+            writeln!(out)?;
+        } else {
+            profile_term::write_diff(&mut out, &rows, (&la, &lb), n, &b.unit, args.top)?;
+        }
+        if let Some(svg) = &args.flamegraph {
+            let title = format!("{} at N={n}: {la} → {lb} (red grew, blue shrank)", data.meta.workload);
+            let w = create(svg)?;
+            flamegraph::write_differential(w, a, b, title)?;
+            eprintln!("differential flame graph: {}", svg.display());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let grow = if args.at.is_none() && points.len() >= 2 {
+        grows::what_grows(&points)
+    } else {
+        None
+    };
+    let shown: Vec<&PointProfile> = match (args.at, &grow) {
+        (Some(n), _) => vec![at(&points, n, &data)?],
+        (None, Some(_)) => Vec::new(),
+        (None, None) => points.iter().collect(),
+    };
+    if args.json {
+        let value = serde_json::json!({
+            "run": data.meta.id,
+            "what_grows": grow,
+            "points": if shown.is_empty() { points.iter().collect() } else { shown.clone() },
+        });
+        serde_json::to_writer_pretty(&mut out, &value)?;
+        writeln!(out)?;
+    } else {
+        writeln!(out, "{}", lab::report::term::header(&data.meta))?;
+        writeln!(out, "op: {}", data.meta.op_unit)?;
+        writeln!(out)?;
+        if let Some(g) = &grow {
+            profile_term::write_grows(&mut out, g, args.top)?;
+            for p in &points {
+                for w in profile_term::warnings(p) {
+                    writeln!(out, "warning: {w}")?;
+                }
+            }
+            writeln!(out, "(per point: scalelab profile {} --at N)", data.meta.id)?;
+        }
+        for p in &shown {
+            profile_term::write_top(&mut out, p, args.top, args.load)?;
+            writeln!(out)?;
+        }
+    }
+    if let Some(svg) = &args.flamegraph {
+        let p = match shown.first() {
+            Some(p) => *p,
+            None => points.last().context("no profiled point")?,
+        };
+        let title = format!("{} · N={} · run {}", data.meta.workload, p.n, data.meta.id);
+        flamegraph::write_flamegraph(create(svg)?, p, title)?;
+        eprintln!("flame graph of N={}: {}", p.n, svg.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn load(data: &RunData) -> Result<Vec<PointProfile>> {
+    let points = profile::load_run(data).with_context(|| format!("reading the profiles of run {}", data.meta.id))?;
+    if points.is_empty() {
+        bail!(
+            "run {} has no profiles — record them with `scalelab run … --profile` (perf must be installed)",
+            data.meta.id
+        );
+    }
+    Ok(points)
+}
+
+fn at<'a>(points: &'a [PointProfile], n: u32, data: &RunData) -> Result<&'a PointProfile> {
+    points.iter().find(|p| p.n == n).with_context(|| {
+        let have: Vec<String> = points.iter().map(|p| p.n.to_string()).collect();
+        format!("--at {n}: run {} has profiles at N={} only", data.meta.id, have.join(","))
+    })
+}
+
+fn create(path: &Path) -> Result<BufWriter<File>> {
+    Ok(BufWriter::new(File::create(path).with_context(|| format!("--flamegraph: creating {}", path.display()))?))
+}
+
+/// `--perf-data FILE`: one file, whole, timed (the figure bench/profile-speed reads).
+fn one_file(file: &Path, args: &ProfileArgs) -> Result<ExitCode> {
+    let started = Instant::now();
+    let p = profile::load_file(file, args.kallsyms.as_deref())?;
+    let elapsed = started.elapsed();
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &p)?;
+        writeln!(out)?;
+    } else {
+        profile_term::write_top(&mut out, &p, args.top, args.load)?;
+    }
+    eprintln!(
+        "read, symbolised and aggregated {} samples ({} functions) in {:.3}s",
+        p.samples,
+        p.functions.len(),
+        elapsed.as_secs_f64()
+    );
+    if let Some(svg) = &args.flamegraph {
+        flamegraph::write_flamegraph(create(svg)?, &p, file.display().to_string())?;
+        eprintln!("flame graph: {}", svg.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}

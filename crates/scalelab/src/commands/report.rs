@@ -1,0 +1,56 @@
+//! `scalelab report RUN [RUN…] -o FILE.html`: one self-contained HTML page with every run's
+//! plots and tables, the comparison of each run against the first, and the history of the first
+//! run's workload when the database holds enough runs of it.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use lab::history::{self, Metric};
+use lab::model::RunData;
+use lab::report::html;
+use lab::store::{RunFilter, Store};
+use stats::{ChangePointOptions, CompareOptions, Direction};
+
+use super::show;
+use crate::cli::ReportArgs;
+use crate::db_path;
+
+pub fn run(db: Option<&Path>, args: &ReportArgs) -> Result<ExitCode> {
+    if !(args.alpha > 0.0 && args.alpha < 1.0) {
+        bail!("--alpha {} must lie between 0 and 1 (e.g. 0.05)", args.alpha);
+    }
+    let runs: Vec<RunData> = args.runs.iter().map(|spec| show::load(db, spec)).collect::<Result<_>>()?;
+    let first = &runs[0].meta;
+    let history = match db_path::open(db) {
+        Ok(store) => history_of(&store, &runs[0])?,
+        Err(_) => None,
+    };
+    let title = args.title.clone().unwrap_or_else(|| format!("scalelab: {}", first.workload));
+    let opts = CompareOptions { alpha: args.alpha, threshold: args.threshold, direction: Direction::HigherIsBetter, ..CompareOptions::default() };
+    let view = html::build(&title, &runs, history.as_ref(), &opts)?;
+    let page = html::render(&view)?;
+    std::fs::write(&args.output, page).with_context(|| format!("writing {}", args.output.display()))?;
+    eprintln!("wrote {} ({} run(s){})", args.output.display(), runs.len(), if history.is_some() { ", with history" } else { "" });
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The throughput history at the run's largest N over every stored run with the same workload
+/// and parameters, when there are at least two such runs.
+fn history_of(store: &Store, run: &RunData) -> Result<Option<history::History>> {
+    let meta = &run.meta;
+    let Some(&at) = meta.points.iter().max() else {
+        return Ok(None);
+    };
+    let filter = RunFilter { workload: Some(meta.workload.clone()), ..RunFilter::default() };
+    let mut series = Vec::new();
+    for m in store.list_runs(&filter)? {
+        if m.params == meta.params {
+            series.push(store.load_run(m.id)?);
+        }
+    }
+    if series.len() < 2 {
+        return Ok(None);
+    }
+    Ok(Some(history::build(&meta.workload, &series, at, Metric::Throughput, &ChangePointOptions::default())))
+}

@@ -1,0 +1,456 @@
+//! Drives the real `scalelab` binary through every built-in workload of the file, process,
+//! scheduler and lock families, at 1 and 2 tasks, as threads and as processes, and checks that
+//! each op count is plausible against the kernel's own accounting (faults, context switches,
+//! system time, block I/O) — not just that the run exits 0 — and that the file workloads leave
+//! nothing behind in `--workdir`, even after a scalelab was killed mid-trial.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::cargo::CommandCargoExt;
+use serde_json::Value;
+
+struct Lab {
+    dir: tempfile::TempDir,
+    /// The `--workdir` given to every run: must be empty after each.
+    work: tempfile::TempDir,
+}
+
+impl Lab {
+    fn new() -> Lab {
+        Lab {
+            dir: tempfile::tempdir().unwrap(),
+            work: tempfile::tempdir().unwrap(),
+        }
+    }
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("lab.db")
+    }
+    fn cmd(&self) -> Command {
+        let mut c = Command::cargo_bin("scalelab").unwrap();
+        c.env("SCALELAB_DB", self.db())
+            .env_remove("XDG_DATA_HOME")
+            .current_dir(self.dir.path());
+        c
+    }
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.cmd().args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "scalelab {args:?} failed: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+    fn workdir(&self) -> &str {
+        self.work.path().to_str().unwrap()
+    }
+    /// Names left in the workdir.
+    fn leftovers(&self) -> Vec<String> {
+        std::fs::read_dir(self.work.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    }
+    /// Runs `workload` at 1 and 2 tasks (2 short trials each) in `mode`; checks every trial and
+    /// that the workdir is empty afterwards; returns the trials.
+    fn sweep(&self, workload: &str, mode: &str, params: &[&str]) -> Vec<Trial> {
+        let mut args = vec![
+            "run",
+            workload,
+            "--tasks",
+            "1,2",
+            "--runs",
+            "2",
+            "--duration",
+            "200ms",
+            "--warmup",
+            "50ms",
+            "--quiet",
+            "--mode",
+            mode,
+            "--workdir",
+            self.workdir(),
+        ];
+        for p in params {
+            args.extend(["-p", p]);
+        }
+        self.ok(&args);
+        let what = format!("{workload} {params:?} --mode {mode}");
+        assert!(
+            self.leftovers().is_empty(),
+            "{what} left {:?} in --workdir",
+            self.leftovers()
+        );
+        let export: Value = serde_json::from_str(&self.ok(&["export", "last"])).unwrap();
+        let trials: Vec<Trial> = export["run"]["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| Trial::check(t, &what))
+            .collect();
+        assert_eq!(trials.len(), 4, "{what}");
+        trials
+    }
+}
+
+/// One successful trial, with the fields the checks use.
+#[derive(Debug)]
+struct Trial {
+    what: String,
+    n: u64,
+    ops: u64,
+    window_s: f64,
+    user_s: f64,
+    sys_s: f64,
+    usage: Value,
+    extras: Value,
+}
+
+impl Trial {
+    /// Every trial: ok, ops > 0, one count per task, the asked window, CPU time within N × window.
+    fn check(t: &Value, what: &str) -> Trial {
+        assert_eq!(t["outcome"]["status"], "ok", "{what}: trial failed: {t}");
+        let m = &t["outcome"];
+        let n = t["n"].as_u64().unwrap();
+        let per_task: Vec<u64> = m["task_ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        assert_eq!(per_task.len() as u64, n, "{what}");
+        assert!(
+            per_task.iter().all(|&o| o > 0),
+            "{what}: a task did no op: {per_task:?}"
+        );
+        let window_s = m["window"].as_u64().unwrap() as f64 / 1e9;
+        assert!((window_s - 0.2).abs() < 0.05, "{what}: window {window_s}s");
+        let secs = |k: &str| m["usage"][k].as_u64().unwrap() as f64 / 1e9;
+        let (user_s, sys_s) = (secs("user"), secs("sys"));
+        let cpu = user_s + sys_s;
+        assert!(
+            cpu <= n as f64 * window_s * 1.1 + 0.02,
+            "{what}: cpu {cpu}s over {window_s}s at N={n}"
+        );
+        Trial {
+            what: format!("{what} N={n}"),
+            n,
+            ops: per_task.iter().sum(),
+            window_s,
+            user_s,
+            sys_s,
+            usage: m["usage"].clone(),
+            extras: m["extras"].clone(),
+        }
+    }
+    fn usage(&self, key: &str) -> u64 {
+        self.usage[key].as_u64().unwrap()
+    }
+    fn extra(&self, key: &str) -> u64 {
+        self.extras[key]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{}: no extra `{key}` in {}", self.what, self.extras))
+    }
+    /// System time per op, in nanoseconds.
+    fn sys_ns_per_op(&self) -> f64 {
+        self.sys_s * 1e9 / self.ops as f64
+    }
+}
+
+const MODES: [&str; 2] = ["threads", "processes"];
+
+#[test]
+fn list_shows_every_new_workload_with_its_op_and_file_use() {
+    let lab = Lab::new();
+    let list: Value = serde_json::from_str(&lab.ok(&["list", "--json"])).unwrap();
+    let list = list.as_array().unwrap();
+    for name in [
+        "open_close",
+        "create_unlink",
+        "fsync_write",
+        "file_write",
+        "pread",
+        "mmap_munmap",
+        "pipe_pingpong",
+        "futex_mutex",
+        "sched_yield",
+        "spawn",
+        "tree_hash",
+    ] {
+        let w = list
+            .iter()
+            .find(|w| w["name"] == name)
+            .unwrap_or_else(|| panic!("{name} not listed"));
+        assert!(!w["op"].as_str().unwrap().is_empty(), "{w}");
+    }
+}
+
+#[test]
+fn open_close_costs_system_time_in_every_variant() {
+    let lab = Lab::new();
+    for mode in MODES {
+        for shared in ["shared=false", "shared=true"] {
+            for t in lab.sweep("open_close", mode, &[shared]) {
+                // An open+close pair is two system calls and a path walk: well above 100 ns of
+                // kernel time, and far below a millisecond.
+                let ns = t.sys_ns_per_op();
+                assert!(ns > 100.0 && ns < 1e6, "{}: {ns} ns sys per op", t.what);
+            }
+        }
+    }
+}
+
+#[test]
+fn create_unlink_ops_agree_with_system_time() {
+    let lab = Lab::new();
+    for mode in MODES {
+        for shared in ["shared=false", "shared=true"] {
+            for t in lab.sweep("create_unlink", mode, &[shared]) {
+                // Three system calls that allocate and free an inode and a directory entry: at
+                // least a microsecond of kernel time each, and the task is in the kernel most of
+                // its time (user space only loops).
+                let ns = t.sys_ns_per_op();
+                assert!(ns > 1000.0 && ns < 1e7, "{}: {ns} ns sys per op", t.what);
+                assert!(t.sys_s > t.user_s, "{}: {t:?}", t.what);
+            }
+        }
+    }
+}
+
+#[test]
+fn fsync_write_spends_time_in_the_kernel_or_on_the_device() {
+    let lab = Lab::new();
+    for mode in MODES {
+        for t in lab.sweep("fsync_write", mode, &["size=64K"]) {
+            assert!(
+                t.usage("block_out") > 0 || t.sys_s > 0.0,
+                "{}: neither block output nor system time: {t:?}",
+                t.what
+            );
+            // An fsync is a journal commit and a device flush: never a million per second.
+            assert!(
+                (t.ops as f64 / t.window_s) < 1e6 * t.n as f64,
+                "{}: {t:?}",
+                t.what
+            );
+        }
+    }
+}
+
+#[test]
+fn file_write_and_pread_move_the_bytes_they_count() {
+    let lab = Lab::new();
+    for mode in MODES {
+        for shared in ["shared=false", "shared=true"] {
+            for t in lab.sweep("file_write", mode, &["size=8M", shared]) {
+                assert!(t.sys_s > 0.0, "{}: {t:?}", t.what);
+                // Copying 4 KiB into the page cache takes a few hundred nanoseconds at least.
+                assert!(t.sys_ns_per_op() > 100.0, "{}: {t:?}", t.what);
+            }
+            for t in lab.sweep("pread", mode, &["size=4M", shared]) {
+                // Everything was cached before the window: no read reaches the device.
+                assert_eq!(t.usage("block_in"), 0, "{}: {t:?}", t.what);
+                assert_eq!(t.usage("major_faults"), 0, "{}: {t:?}", t.what);
+                assert!(t.sys_s > 0.0, "{}: {t:?}", t.what);
+            }
+        }
+    }
+}
+
+#[test]
+fn mmap_munmap_faults_once_per_touched_page() {
+    let lab = Lab::new();
+    for mode in MODES {
+        for t in lab.sweep("mmap_munmap", mode, &["pages=4"]) {
+            let faults = t.usage("minor_faults") as f64;
+            let touched = t.ops as f64 * 4.0;
+            // Each op maps 4 fresh pages and writes each: 4 faults (ops count whole batches).
+            assert!(
+                faults >= touched * 0.95,
+                "{}: {faults} faults for {touched} pages",
+                t.what
+            );
+            assert!(
+                faults < touched * 2.0 + 10_000.0,
+                "{}: {faults} faults for {touched} pages",
+                t.what
+            );
+        }
+    }
+}
+
+#[test]
+fn pipe_pingpong_switches_context_on_every_round_trip() {
+    let lab = Lab::new();
+    for mode in MODES {
+        for t in lab.sweep("pipe_pingpong", mode, &["partner=same_cpu"]) {
+            // Task and partner share one CPU, so each round trip switches the task out at
+            // least once: voluntarily (it blocks for the echo) or not (the woken partner
+            // preempts it). The partner's own switches are not counted.
+            let switches = (t.usage("voluntary_switches") + t.usage("involuntary_switches")) as f64;
+            assert!(
+                switches >= t.ops as f64 * 0.9,
+                "{}: {switches} context switches for {} round trips",
+                t.what,
+                t.ops
+            );
+        }
+        for t in lab.sweep("pipe_pingpong", mode, &["partner=any"]) {
+            assert!(t.usage("voluntary_switches") > 0, "{}: {t:?}", t.what);
+        }
+    }
+}
+
+#[test]
+fn futex_mutex_contends_only_when_shared() {
+    let lab = Lab::new();
+    for mode in MODES {
+        for t in lab.sweep(
+            "futex_mutex",
+            mode,
+            &["shared=true", "hold=200", "work=200"],
+        ) {
+            if t.n == 1 {
+                assert_eq!(
+                    t.extra("contended"),
+                    0,
+                    "{}: a lone task never waits",
+                    t.what
+                );
+                assert_eq!(t.extra("futex_waits"), 0, "{}", t.what);
+            } else {
+                // Half of each task's time in the critical section: the other task must often
+                // find the lock taken.
+                assert!(t.extra("contended") > 0, "{}: {t:?}", t.what);
+                assert!(t.extra("futex_wakes") > 0, "{}: {t:?}", t.what);
+            }
+        }
+        for t in lab.sweep(
+            "futex_mutex",
+            mode,
+            &["shared=false", "hold=200", "work=200"],
+        ) {
+            assert_eq!(
+                t.extra("contended"),
+                0,
+                "{}: private mutexes never contend",
+                t.what
+            );
+            assert_eq!(t.extra("futex_wakes"), 0, "{}", t.what);
+        }
+    }
+}
+
+#[test]
+fn sched_yield_enters_the_kernel() {
+    let lab = Lab::new();
+    for mode in MODES {
+        for t in lab.sweep("sched_yield", mode, &[]) {
+            assert!(t.sys_s > 0.0, "{}: {t:?}", t.what);
+            assert!(t.sys_ns_per_op() > 20.0, "{}: {t:?}", t.what);
+        }
+    }
+}
+
+#[test]
+fn spawn_creates_and_reaps_children_by_fork_and_posix_spawn() {
+    let lab = Lab::new();
+    for mode in MODES {
+        for method in ["method=fork", "method=posix_spawn"] {
+            for t in lab.sweep("spawn", mode, &[method]) {
+                // A process cannot be created and reaped in under 10 µs.
+                let per_task_rate = t.ops as f64 / t.window_s / t.n as f64;
+                assert!(
+                    per_task_rate < 100_000.0,
+                    "{}: {per_task_rate} children/s",
+                    t.what
+                );
+                assert!(t.sys_s > 0.0, "{}: {t:?}", t.what);
+            }
+        }
+    }
+}
+
+#[test]
+fn tree_hash_reads_every_file_back_intact() {
+    let lab = Lab::new();
+    for mode in MODES {
+        for shared in ["shared=false", "shared=true"] {
+            for t in lab.sweep("tree_hash", mode, &["files=64", "size=8K", shared]) {
+                assert_eq!(t.extra("hash_mismatches"), 0, "{}", t.what);
+                assert_eq!(t.usage("block_in"), 0, "{}: the tree is cached", t.what);
+                // FNV-1a over 8 KiB is user time; open/read/close is system time.
+                assert!(t.user_s > 0.0 && t.sys_s > 0.0, "{}: {t:?}", t.what);
+            }
+        }
+    }
+}
+
+/// Waits until `dir` holds an entry whose name starts with `prefix`.
+fn wait_for_entry(dir: &Path, prefix: &str, limit: Duration) -> PathBuf {
+    let start = Instant::now();
+    loop {
+        if let Some(e) = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        {
+            return e.path();
+        }
+        assert!(
+            start.elapsed() < limit,
+            "no {prefix}* in {} within {limit:?}",
+            dir.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn scratch_left_by_a_killed_scalelab_is_removed_by_the_next_run() {
+    let lab = Lab::new();
+    // A real one: kill scalelab with SIGKILL in the middle of a file workload's trial.
+    let mut victim = lab
+        .cmd()
+        .args([
+            "run",
+            "create_unlink",
+            "--tasks",
+            "1",
+            "--runs",
+            "50",
+            "--duration",
+            "200ms",
+            "--warmup",
+            "0",
+            "--quiet",
+            "--workdir",
+            lab.workdir(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let own_prefix = format!("scalelab-scratch.{}.", victim.id());
+    let scratch = wait_for_entry(lab.work.path(), &own_prefix, Duration::from_secs(30));
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    // The trial child dies with its parent (or finishes its short window); give it time.
+    std::thread::sleep(Duration::from_millis(1000));
+    // And one made by hand, of an owner that cannot exist (pid 999999999), with files in it
+    // (made after the victim started: its own start-up sweep would have removed it).
+    let fake = lab.work.path().join("scalelab-scratch.999999999.1.1");
+    std::fs::create_dir_all(fake.join("create_unlink.0")).unwrap();
+    std::fs::write(fake.join("create_unlink.0/f"), b"left over").unwrap();
+    assert!(
+        scratch.exists() && fake.exists(),
+        "nothing to clean up: {:?}",
+        lab.leftovers()
+    );
+    // Any file workload's next run sweeps both, and leaves the workdir empty itself.
+    lab.sweep("open_close", "threads", &[]);
+    assert!(lab.leftovers().is_empty(), "{:?}", lab.leftovers());
+}
