@@ -205,3 +205,60 @@ fn steps_table(s: &RunSummary) -> Table {
     right_align(&mut t);
     t
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use super::*;
+    use crate::analysis::summarize;
+    use crate::model::{Mode, Nanos, Pin, RunData, RunStatus};
+    use crate::plan::{Plan, RunConfig};
+    use crate::runner::{FakeExecutor, SweepEvent, run_sweep};
+
+    /// The whole text output of a deterministic run, pinned by a snapshot.
+    #[test]
+    fn run_tables_snapshot() {
+        let mut cfg = RunConfig::new("page_fault");
+        cfg.tasks = Some("1,2,4".into());
+        cfg.runs = 3;
+        cfg.duration = Nanos(2_000_000_000);
+        let plan = Plan::new(cfg, 4).unwrap();
+        let mut exec = FakeExecutor::new(250_000.0, 0.2);
+        exec.noise = 0.02;
+        let mut trials = Vec::new();
+        run_sweep(&plan, &mut exec, None, &AtomicBool::new(false), &mut |e| {
+            if let SweepEvent::Finished(r) = e {
+                trials.push(r.clone());
+            }
+            Ok(())
+        })
+        .unwrap();
+        let meta = RunMeta {
+            id: 7,
+            origin_id: None,
+            name: Some("snapshot".into()),
+            workload: "page_fault".into(),
+            params: plan.params.as_map().clone(),
+            op_unit: plan.info.op.into(),
+            mode: Mode::Threads,
+            pin: Pin::Auto,
+            points: plan.points.clone(),
+            runs: 3,
+            duration: Nanos(2_000_000_000),
+            warmup: Nanos(1_000_000_000),
+            variant: Some("stock".into()),
+            tags: [("kernel".to_string(), "6.1".to_string())].into(),
+            started_at: "2026-11-22T00:00:00Z".into(),
+            finished_at: None,
+            status: RunStatus::Complete,
+            env: Default::default(),
+            warnings: vec!["hypervisor: running under KVM".into()],
+            command_line: String::new(),
+        };
+        let data = RunData { meta, trials };
+        let mut out = Vec::new();
+        write_run(&mut out, &data.meta, &summarize(&data)).unwrap();
+        insta::assert_snapshot!(String::from_utf8(out).unwrap());
+    }
+}

@@ -90,6 +90,12 @@ pub(super) fn read(path: &Path, window: Option<(u64, u64)>) -> Result<RawProfile
     } = PerfFileReader::parse_file(BufReader::with_capacity(1 << 20, file))
         .map_err(|e| fail(format!("not a perf.data file: {e}")))?;
     let mut b = Builder::default();
+    b.raw.build_ids = perf_file
+        .build_ids()
+        .unwrap_or_default()
+        .into_values()
+        .map(|d| (String::from_utf8_lossy(&d.path).into_owned(), d.build_id))
+        .collect();
     b.raw.event = perf_file
         .event_attributes()
         .first()

@@ -6,7 +6,7 @@
 //! `perf report` reads too.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use blazesym::symbolize::source::{Elf, Kernel, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
@@ -133,11 +133,16 @@ pub(super) fn symbolise(raw: &RawProfile, kallsyms: Option<&Path>) -> Names {
         let dso = Path::new(path)
             .file_name()
             .map_or_else(|| path.clone(), |f| f.to_string_lossy().into_owned());
-        let results = if path.starts_with('/') && Path::new(path).is_file() {
+        let elf = if path.starts_with('/') {
+            elf_file(path, raw.build_ids.get(path).map(Vec::as_slice), &mut names.notes)
+        } else {
+            None
+        };
+        let results = if let Some(elf) = elf {
             let offsets: Vec<u64> = frames.iter().map(|(_, o)| *o).collect();
             let src = Source::Elf(Elf {
                 debug_syms: false,
-                ..Elf::new(path)
+                ..Elf::new(elf)
             });
             match symbolizer.symbolize(&src, Input::FileOffset(&offsets)) {
                 Ok(r) => r,
@@ -147,11 +152,6 @@ pub(super) fn symbolise(raw: &RawProfile, kallsyms: Option<&Path>) -> Names {
                 }
             }
         } else {
-            if path.starts_with('/') {
-                names.notes.push(format!(
-                    "{path}: no longer on disk; its functions show as [unknown]"
-                ));
-            }
             Vec::new()
         };
         for (k, (frame, _)) in frames.iter().enumerate() {
@@ -173,4 +173,39 @@ pub(super) fn symbolise(raw: &RawProfile, kallsyms: Option<&Path>) -> Names {
         }
     }
     names
+}
+
+/// The ELF file holding the code that was mapped from `path` when the profile was recorded:
+/// `path` itself while its build id still matches, else perf's build-id cache copy
+/// (`~/.debug/.build-id/xx/yyyy…/elf`, which `perf record` fills), else `None` with a note.
+fn elf_file(path: &str, build_id: Option<&[u8]>, notes: &mut Vec<String>) -> Option<PathBuf> {
+    let on_disk = Path::new(path).is_file();
+    let Some(want) = build_id.filter(|b| !b.is_empty()) else {
+        if !on_disk {
+            notes.push(format!("{path}: no longer on disk; its functions show as [unknown]"));
+        }
+        return on_disk.then(|| PathBuf::from(path));
+    };
+    let same = |have: &[u8]| have.starts_with(want) || want.starts_with(have);
+    if on_disk {
+        if let Ok(Some(have)) = blazesym::helper::read_elf_build_id(Path::new(path)) {
+            if same(&have) {
+                return Some(PathBuf::from(path));
+            }
+        }
+    }
+    let hex: String = want.iter().map(|b| format!("{b:02x}")).collect();
+    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/root"), PathBuf::from);
+    let cached = home
+        .join(".debug/.build-id")
+        .join(&hex[..2])
+        .join(&hex[2..])
+        .join("elf");
+    if cached.is_file() {
+        return Some(cached);
+    }
+    notes.push(format!(
+        "{path} changed since the profile was recorded (build id {hex} not found, nor in perf's build-id cache ~/.debug) — its functions show as [unknown]; keep the binary, or record without --no-buildid-cache"
+    ));
+    None
 }

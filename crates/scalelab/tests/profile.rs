@@ -1,0 +1,210 @@
+//! `--profile` and `scalelab profile` end to end: a real, short profiled run, its perf.data read
+//! back by scalelab and by `perf report`, which must agree on the top functions; what grows,
+//! the top table, the diff and the flame graphs on that run. Skipped (with the reason printed)
+//! where `perf` is not installed.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use assert_cmd::cargo::CommandCargoExt;
+use serde_json::Value;
+
+struct Lab {
+    dir: tempfile::TempDir,
+}
+
+impl Lab {
+    fn new() -> Lab {
+        Lab {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+    fn cmd(&self) -> Command {
+        let mut c = Command::cargo_bin("scalelab").unwrap();
+        c.env("SCALELAB_DB", self.dir.path().join("lab.db"))
+            .env_remove("XDG_DATA_HOME")
+            .current_dir(self.dir.path());
+        c
+    }
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.cmd().args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "scalelab {args:?} failed: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+    fn json(&self, args: &[&str]) -> Value {
+        let text = self.ok(args);
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {text}"))
+    }
+    fn profiles(&self, run: u32) -> PathBuf {
+        self.dir.path().join(format!("profiles/run{run}"))
+    }
+}
+
+fn perf_available() -> bool {
+    let ok = Command::new("perf")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        println!("skipped: `perf` is not installed (Debian: apt-get install linux-perf)");
+    }
+    ok
+}
+
+/// A short profiled page_fault sweep at N=1,2.
+fn profiled_run(lab: &Lab) {
+    lab.ok(&[
+        "run",
+        "page_fault",
+        "--tasks",
+        "1,2",
+        "--runs",
+        "1",
+        "--duration",
+        "400ms",
+        "--warmup",
+        "100ms",
+        "--profile",
+        "--quiet",
+    ]);
+}
+
+/// `perf report --no-children --sort sym` self shares by symbol name (named symbols only).
+fn perf_report(data: &Path, kallsyms: &Path) -> Vec<(String, f64)> {
+    let out = Command::new("perf")
+        .args(["report", "--stdio", "--no-children", "--sort", "sym", "-g", "none"])
+        .args(["--percent-limit", "0", "-i"])
+        .arg(data)
+        .arg("--kallsyms")
+        .arg(kallsyms)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut by_name: Vec<(String, f64)> = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let line = line.trim();
+        let Some((pct, rest)) = line.split_once('%') else { continue };
+        let Ok(pct) = pct.trim().parse::<f64>() else { continue };
+        let rest = rest.trim();
+        let name = rest
+            .strip_prefix("[k] ")
+            .or_else(|| rest.strip_prefix("[.] "))
+            .unwrap_or(rest)
+            .trim()
+            .to_string();
+        match by_name.iter_mut().find(|(n, _)| *n == name) {
+            Some(e) => e.1 += pct,
+            None => by_name.push((name, pct)),
+        }
+    }
+    by_name.sort_by(|a, b| b.1.total_cmp(&a.1));
+    by_name
+}
+
+#[test]
+fn top_functions_agree_with_perf_report_within_half_a_point() {
+    if !perf_available() {
+        return;
+    }
+    let lab = Lab::new();
+    profiled_run(&lab);
+    let dir = lab.profiles(1);
+    let data = dir.join("n2-t1.perf.data");
+    let kallsyms = dir.join("kallsyms");
+    assert!(data.is_file() && kallsyms.is_file(), "{}", dir.display());
+
+    let ours = lab.json(&[
+        "profile",
+        "--perf-data",
+        data.to_str().unwrap(),
+        "--kallsyms",
+        kallsyms.to_str().unwrap(),
+        "--json",
+    ]);
+    let mut shares: HashMap<String, f64> = HashMap::new();
+    for f in ours["functions"].as_array().unwrap() {
+        *shares.entry(f["name"].as_str().unwrap().to_string()).or_default() +=
+            f["self_share"].as_f64().unwrap();
+    }
+    let theirs = perf_report(&data, &kallsyms);
+    assert!(!theirs.is_empty(), "perf report printed no functions");
+    let mut compared = 0;
+    let mut worst = 0.0f64;
+    for (name, pct) in theirs.iter().take(20) {
+        if name.starts_with("0x") {
+            continue; // perf lists each unresolved address apart; scalelab has [unknown]
+        }
+        let mine = shares.get(name).copied().unwrap_or(0.0);
+        let d = (mine - pct).abs();
+        worst = worst.max(d);
+        println!("{pct:6.2}% perf  {mine:6.2}% scalelab  {name}");
+        assert!(d <= 0.5, "{name}: perf report {pct:.2}%, scalelab {mine:.2}%");
+        compared += 1;
+    }
+    println!("compared {compared} functions, largest difference {worst:.3} pp");
+    assert!(compared >= 10, "only {compared} named functions in perf's top 20");
+}
+
+#[test]
+fn a_profiled_run_ranks_what_grows_and_draws_flame_graphs() {
+    if !perf_available() {
+        return;
+    }
+    let lab = Lab::new();
+    profiled_run(&lab);
+    let shown = lab.json(&["show", "last", "--json"]);
+    assert!(shown.to_string().contains("n1-t1.perf.data"), "profile paths are stored");
+
+    let grows = lab.json(&["profile", "last", "--json"]);
+    let rows = grows["what_grows"]["rows"].as_array().unwrap();
+    assert!(!rows.is_empty());
+    let text = lab.ok(&["profile", "last"]);
+    assert!(text.contains("what grows"), "{text}");
+
+    let at = lab.json(&["profile", "last", "--at", "1", "--json"]);
+    let top = &at["points"][0]["functions"];
+    let names: Vec<&str> = top
+        .as_array()
+        .unwrap()
+        .iter()
+        .take(10)
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    // Faulting pages in is kernel work: the fault path must lead the profile.
+    assert!(
+        names.iter().any(|n| n.contains("page_fault") || n.contains("clear_page")),
+        "{names:?}"
+    );
+    let cost = at["points"][0]["functions"][0]["cost_per_op"].as_f64().unwrap();
+    assert!(cost > 0.0 && cost < 1e6, "{cost} ns/op");
+
+    let svg = lab.dir.path().join("fg.svg");
+    lab.ok(&["profile", "last", "--at", "2", "--flamegraph", svg.to_str().unwrap()]);
+    let body = std::fs::read_to_string(&svg).unwrap();
+    assert!(body.contains("<svg") && body.contains("page_fault"), "flame graph");
+
+    // A second run to diff against.
+    profiled_run(&lab);
+    let diff = lab.json(&["profile", "last", "--diff", "1", "--json"]);
+    assert_eq!(diff["n"], 2);
+    assert!(!diff["functions"].as_array().unwrap().is_empty());
+    let dsvg = lab.dir.path().join("diff.svg");
+    lab.ok(&["profile", "last", "--diff", "1", "--flamegraph", dsvg.to_str().unwrap()]);
+    assert!(std::fs::read_to_string(&dsvg).unwrap().contains("<svg"));
+}
+
+#[test]
+fn a_run_without_profiles_says_how_to_get_them() {
+    let lab = Lab::new();
+    lab.ok(&["run", "spin", "--tasks", "1", "--runs", "1", "--duration", "50ms", "--warmup", "0", "--quiet"]);
+    let out = lab.cmd().args(["profile", "last"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--profile"), "{err}");
+}
