@@ -376,7 +376,9 @@ fn parse_threshold(text: &str) -> Result<f64, String> {
 fn parse_alpha(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(a) if a > 0.0 && a < 1.0 => Ok(a),
-        _ => Err(format!("`{text}` is not a significance level strictly between 0 and 1 (e.g. 0.05)")),
+        _ => Err(format!(
+            "`{text}` is not a significance level strictly between 0 and 1 (e.g. 0.05)"
+        )),
     }
 }
 
@@ -400,7 +402,9 @@ mod verdict_arg_tests {
         assert!(parse_threshold("1").unwrap_err().contains("1%"));
         assert!(parse_threshold("-1%").is_err());
         assert!(parse_threshold("lots").is_err());
-        assert!(parse_alpha("0.05").is_ok() && parse_alpha("1").is_err() && parse_alpha("0").is_err());
+        assert!(
+            parse_alpha("0.05").is_ok() && parse_alpha("1").is_err() && parse_alpha("0").is_err()
+        );
     }
 }
 

@@ -19,7 +19,9 @@ struct Lab {
 
 impl Lab {
     fn new() -> Lab {
-        Lab { dir: tempfile::tempdir().unwrap() }
+        Lab {
+            dir: tempfile::tempdir().unwrap(),
+        }
     }
     fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
@@ -49,9 +51,17 @@ impl Lab {
     fn fails(&self, args: &[&str]) -> String {
         let out = self.run(args);
         let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-        assert_eq!(out.status.code(), Some(2), "scalelab {args:?} should exit 2; stderr: {stderr}");
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "scalelab {args:?} should exit 2; stderr: {stderr}"
+        );
         assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
-        assert!(out.stdout.is_empty(), "{args:?} printed: {}", String::from_utf8_lossy(&out.stdout));
+        assert!(
+            out.stdout.is_empty(),
+            "{args:?} printed: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
         stderr
     }
 
@@ -59,7 +69,23 @@ impl Lab {
     fn template(&self) -> Value {
         let file = self.path("template.json");
         if !file.exists() {
-            self.expect(0, &["run", "spin", "--tasks", "1", "--runs", "1", "--duration", "50ms", "--warmup", "0", "--quiet", "--no-counters"]);
+            self.expect(
+                0,
+                &[
+                    "run",
+                    "spin",
+                    "--tasks",
+                    "1",
+                    "--runs",
+                    "1",
+                    "--duration",
+                    "50ms",
+                    "--warmup",
+                    "0",
+                    "--quiet",
+                    "--no-counters",
+                ],
+            );
             std::fs::write(&file, self.expect(0, &["export", "last"])).unwrap();
         }
         serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap()
@@ -67,7 +93,13 @@ impl Lab {
 
     /// Writes an exported run `name.json` with, per `(n, values)`, one trial per value whose
     /// throughput is that value; `edit` adjusts the run's meta.
-    fn synthetic(&self, name: &str, id: i64, points: &[(u32, Vec<f64>)], edit: impl FnOnce(&mut Value)) -> String {
+    fn synthetic(
+        &self,
+        name: &str,
+        id: i64,
+        points: &[(u32, Vec<f64>)],
+        edit: impl FnOnce(&mut Value),
+    ) -> String {
         let mut export = self.template();
         let trial = export["run"]["trials"][0].clone();
         let mut trials = Vec::new();
@@ -109,23 +141,40 @@ impl Lab {
 /// Ten values around `center`, spread ±`spread` (relative) in a fixed, shuffled pattern.
 fn ten(center: f64, spread: f64) -> Vec<f64> {
     const PATTERN: [f64; 10] = [0.1, -0.7, 0.5, -0.3, 0.9, -0.1, 0.3, -0.9, 0.7, -0.5];
-    PATTERN.iter().map(|p| center * (1.0 + spread * p)).collect()
+    PATTERN
+        .iter()
+        .map(|p| center * (1.0 + spread * p))
+        .collect()
 }
 
 /// A stock kernel and a patched one: N=1 unchanged, N=2 3% slower, N=4 too noisy to tell; one
 /// trial of B at N=1 hit by something else; a governor that changed between the runs.
 fn stock_and_patched(lab: &Lab) -> (String, String) {
-    let a = lab.synthetic("stock", 1, &[(1, ten(1.0e6, 0.004)), (2, ten(1.9e6, 0.004)), (4, ten(3.2e6, 0.02))], |m| {
-        m["variant"] = json!("stock");
-        m["env"]["governor"] = json!("performance");
-    });
+    let a = lab.synthetic(
+        "stock",
+        1,
+        &[
+            (1, ten(1.0e6, 0.004)),
+            (2, ten(1.9e6, 0.004)),
+            (4, ten(3.2e6, 0.02)),
+        ],
+        |m| {
+            m["variant"] = json!("stock");
+            m["env"]["governor"] = json!("performance");
+        },
+    );
     let mut b1 = ten(1.0e6, 0.004);
     b1[3] = 0.7e6;
-    let b = lab.synthetic("patched", 2, &[(1, b1), (2, ten(1.843e6, 0.004)), (4, ten(3.25e6, 0.06))], |m| {
-        m["variant"] = json!("patched");
-        m["env"]["kernel_release"] = json!("6.9.0-patched");
-        m["env"]["governor"] = json!("powersave");
-    });
+    let b = lab.synthetic(
+        "patched",
+        2,
+        &[(1, b1), (2, ten(1.843e6, 0.004)), (4, ten(3.25e6, 0.06))],
+        |m| {
+            m["variant"] = json!("patched");
+            m["env"]["kernel_release"] = json!("6.9.0-patched");
+            m["env"]["governor"] = json!("powersave");
+        },
+    );
     (a, b)
 }
 
@@ -135,7 +184,16 @@ fn compare_text_names_each_verdict_the_curve_and_every_caveat() {
     let (a, b) = stock_and_patched(&lab);
     let text = lab.expect(1, &["compare", &a, &b]);
     insta::assert_snapshot!("compare_text", text);
-    for needle in ["higher is better", "REGRESSED", "NO CHANGE", "INCONCLUSIVE", "worst point: N=2", "note: kernel_release", "warning: environment differs, governor", "trial #3 (started 2025-03-02T10:00:03Z) is an outlier"] {
+    for needle in [
+        "higher is better",
+        "REGRESSED",
+        "NO CHANGE",
+        "INCONCLUSIVE",
+        "worst point: N=2",
+        "note: kernel_release",
+        "warning: environment differs, governor",
+        "trial #3 (started 2025-03-02T10:00:03Z) is an outlier",
+    ] {
         assert!(text.contains(needle), "{needle}:\n{text}");
     }
 }
@@ -147,12 +205,21 @@ fn compare_json_carries_the_same_figures() {
     let view = lab.json(1, &["compare", &a, &b, "--json"]);
     insta::assert_json_snapshot!("compare_json", view);
     let points = view["points"].as_array().unwrap();
-    let verdicts: Vec<&str> = points.iter().map(|p| p["change"]["verdict"].as_str().unwrap()).collect();
+    let verdicts: Vec<&str> = points
+        .iter()
+        .map(|p| p["change"]["verdict"].as_str().unwrap())
+        .collect();
     assert_eq!(verdicts, ["no_change", "regressed", "inconclusive"]);
     let at2 = &points[1]["change"];
     // B's N=2 trials are A's scaled by 0.97: medians and shift are exactly -3%.
-    assert!((at2["relative"].as_f64().unwrap() + 0.03).abs() < 1e-6, "{at2}");
-    assert!(at2["relative_shift"]["lower"].as_f64().unwrap() < -0.03 && at2["relative_shift"]["upper"].as_f64().unwrap() > -0.03);
+    assert!(
+        (at2["relative"].as_f64().unwrap() + 0.03).abs() < 1e-6,
+        "{at2}"
+    );
+    assert!(
+        at2["relative_shift"]["lower"].as_f64().unwrap() < -0.03
+            && at2["relative_shift"]["upper"].as_f64().unwrap() > -0.03
+    );
     assert_eq!(view["metric"]["direction"], "higher_is_better");
     assert_eq!(view["regressed"], true);
     assert_eq!(view["summary"]["worst"]["n"], 2);
@@ -189,31 +256,97 @@ fn compare_exits_0_without_a_regression_and_reads_the_threshold_either_way() {
 #[test]
 fn runs_of_different_workloads_params_or_task_counts_are_refused_unless_forced() {
     let lab = Lab::new();
-    let a = lab.synthetic("a", 1, &[(1, ten(1.0e6, 0.004)), (2, ten(1.9e6, 0.004))], |_| {});
-    let other_workload = lab.synthetic("w", 2, &[(1, ten(1.0e6, 0.004)), (2, ten(1.9e6, 0.004))], |m| m["workload"] = json!("clock"));
-    let other_param = lab.synthetic("p", 3, &[(1, ten(1.0e6, 0.004)), (2, ten(1.9e6, 0.004))], |m| m["params"] = json!({"size": "1M"}));
-    let other_points = lab.synthetic("n", 4, &[(1, ten(1.0e6, 0.004)), (4, ten(3.0e6, 0.004))], |_| {});
+    let a = lab.synthetic(
+        "a",
+        1,
+        &[(1, ten(1.0e6, 0.004)), (2, ten(1.9e6, 0.004))],
+        |_| {},
+    );
+    let other_workload = lab.synthetic(
+        "w",
+        2,
+        &[(1, ten(1.0e6, 0.004)), (2, ten(1.9e6, 0.004))],
+        |m| m["workload"] = json!("clock"),
+    );
+    let other_param = lab.synthetic(
+        "p",
+        3,
+        &[(1, ten(1.0e6, 0.004)), (2, ten(1.9e6, 0.004))],
+        |m| m["params"] = json!({"size": "1M"}),
+    );
+    let other_points = lab.synthetic(
+        "n",
+        4,
+        &[(1, ten(1.0e6, 0.004)), (4, ten(3.0e6, 0.004))],
+        |_| {},
+    );
     for (b, needle) in [
-        (&other_workload, "different workloads: A is `spin`, B is `clock`"),
-        (&other_param, "parameter `size` differs: A has `(not set)`, B has `1M`"),
-        (&other_points, "different task counts: A swept N=1,2, B swept N=1,4"),
+        (
+            &other_workload,
+            "different workloads: A is `spin`, B is `clock`",
+        ),
+        (
+            &other_param,
+            "parameter `size` differs: A has `(not set)`, B has `1M`",
+        ),
+        (
+            &other_points,
+            "different task counts: A swept N=1,2, B swept N=1,4",
+        ),
     ] {
         let err = lab.fails(&["compare", &a, b]);
-        assert!(err.contains("refusing to compare run 1") && err.contains(needle) && err.contains("--force"), "{err}");
+        assert!(
+            err.contains("refusing to compare run 1")
+                && err.contains(needle)
+                && err.contains("--force"),
+            "{err}"
+        );
     }
     let forced = lab.json(0, &["compare", &a, &other_points, "--force", "--json"]);
-    assert_eq!(forced["points"].as_array().unwrap().len(), 1, "only N=1 is in both");
-    let kinds: Vec<&str> = forced["warnings"].as_array().unwrap().iter().map(|w| w["kind"].as_str().unwrap()).collect();
-    assert!(kinds.contains(&"forced") && kinds.contains(&"only_in_one"), "{kinds:?}");
+    assert_eq!(
+        forced["points"].as_array().unwrap().len(),
+        1,
+        "only N=1 is in both"
+    );
+    let kinds: Vec<&str> = forced["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["kind"].as_str().unwrap())
+        .collect();
+    assert!(
+        kinds.contains(&"forced") && kinds.contains(&"only_in_one"),
+        "{kinds:?}"
+    );
     let text = lab.expect(0, &["compare", &a, &other_points, "--force"]);
-    assert!(text.contains("note: compared anyway: different task counts") && text.contains("N=2 measured only by A"), "{text}");
-    assert!(lab.fails(&["compare", &a, "no-such-run"]).contains("loading run B"));
+    assert!(
+        text.contains("note: compared anyway: different task counts")
+            && text.contains("N=2 measured only by A"),
+        "{text}"
+    );
+    assert!(
+        lab.fails(&["compare", &a, "no-such-run"])
+            .contains("loading run B")
+    );
 }
 
 #[test]
 fn stored_runs_compare_by_id_and_three_trials_a_side_can_never_reach_alpha() {
     let lab = Lab::new();
-    let args = ["run", "spin", "--tasks", "1", "--runs", "3", "--duration", "100ms", "--warmup", "0", "--quiet", "--no-counters"];
+    let args = [
+        "run",
+        "spin",
+        "--tasks",
+        "1",
+        "--runs",
+        "3",
+        "--duration",
+        "100ms",
+        "--warmup",
+        "0",
+        "--quiet",
+        "--no-counters",
+    ];
     lab.expect(0, &args);
     lab.expect(0, &args);
     // With 3 vs 3 the smallest p is 0.1: never a verdict, so never exit 1.
@@ -223,8 +356,16 @@ fn stored_runs_compare_by_id_and_three_trials_a_side_can_never_reach_alpha() {
     assert_eq!(view["points"][0]["runs_a"], 3);
     let c = &view["points"][0]["change"];
     assert!((c["min_achievable_p"].as_f64().unwrap() - 0.1).abs() < 1e-12);
-    assert!(["inconclusive", "no_change"].contains(&c["verdict"].as_str().unwrap()), "{c}");
-    let w = &view["warnings"].as_array().unwrap().iter().find(|w| w["kind"] == "too_few_runs").expect("too_few_runs")["points"];
+    assert!(
+        ["inconclusive", "no_change"].contains(&c["verdict"].as_str().unwrap()),
+        "{c}"
+    );
+    let w = &view["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["kind"] == "too_few_runs")
+        .expect("too_few_runs")["points"];
     assert_eq!(w, &json!([1]));
     let text = lab.expect(0, &["compare", "1", "2"]);
     assert!(text.contains("can never reach p < 0.05"), "{text}");
@@ -234,16 +375,43 @@ fn stored_runs_compare_by_id_and_three_trials_a_side_can_never_reach_alpha() {
 fn ab_interleaves_two_commands_stores_both_and_gates_on_a_regression() {
     let lab = Lab::new();
     // B sleeps 20 ms per completion: far slower than A's `true`.
-    let out = lab.run(&["ab", "--a", "true", "--b", "sleep 0.02", "--runs", "4", "--tasks", "1", "--seed", "7", "--json"]);
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = lab.run(&[
+        "ab",
+        "--a",
+        "true",
+        "--b",
+        "sleep 0.02",
+        "--runs",
+        "4",
+        "--tasks",
+        "1",
+        "--seed",
+        "7",
+        "--json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("seed 7") && stderr.contains("order: "), "{stderr}");
+    assert!(
+        stderr.contains("seed 7") && stderr.contains("order: "),
+        "{stderr}"
+    );
     let view: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(view["points"][0]["change"]["verdict"], "regressed");
-    assert_eq!((view["a"]["variant"].as_str(), view["b"]["variant"].as_str()), (Some("a"), Some("b")));
+    assert_eq!(
+        (view["a"]["variant"].as_str(), view["b"]["variant"].as_str()),
+        (Some("a"), Some("b"))
+    );
     let order = view["a"]["tags"]["ab_order"].as_str().unwrap().to_string();
     assert_eq!(order.len(), 4, "one letter per pair: {order}");
-    assert!(["AB", "BA"].contains(&&order[..2]) && ["AB", "BA"].contains(&&order[2..]), "ABBA blocks: {order}");
+    assert!(
+        ["AB", "BA"].contains(&&order[..2]) && ["AB", "BA"].contains(&&order[2..]),
+        "ABBA blocks: {order}"
+    );
     assert_eq!(view["b"]["tags"]["ab_seed"], "7");
     // Both runs are stored, each with its 4 trials, and compare the same way again.
     let runs = lab.json(0, &["ls", "--json"]);
@@ -252,26 +420,60 @@ fn ab_interleaves_two_commands_stores_both_and_gates_on_a_regression() {
     assert!(runs.iter().all(|r| r["trials_ok"] == 4), "{runs:?}");
     lab.expect(1, &["compare", "1", "2"]);
     // The same seed repeats the order.
-    let again = lab.json(1, &["ab", "--a", "true", "--b", "sleep 0.02", "--runs", "4", "--tasks", "1", "--seed", "7", "--json", "--threshold", "2%"]);
+    let again = lab.json(
+        1,
+        &[
+            "ab",
+            "--a",
+            "true",
+            "--b",
+            "sleep 0.02",
+            "--runs",
+            "4",
+            "--tasks",
+            "1",
+            "--seed",
+            "7",
+            "--json",
+            "--threshold",
+            "2%",
+        ],
+    );
     assert_eq!(again["a"]["tags"]["ab_order"], order.as_str());
     // A command that does not exist is refused before anything runs.
-    assert!(lab.fails(&["ab", "--a", "true", "--b", "no-such-program-xyz"]).contains("no-such-program-xyz"));
+    assert!(
+        lab.fails(&["ab", "--a", "true", "--b", "no-such-program-xyz"])
+            .contains("no-such-program-xyz")
+    );
     assert_eq!(lab.json(0, &["ls", "--json"]).as_array().unwrap().len(), 4);
 }
 
 #[test]
 fn ab_text_output_is_the_comparison() {
     let lab = Lab::new();
-    let text = lab.expect(0, &["ab", "--a", "true", "--b", "true", "--runs", "2", "--tasks", "1", "--seed", "1"]);
-    assert!(text.starts_with("A: run 1 · cmd cmd=true") && text.contains("variant b"), "{text}");
-    assert!(text.contains("can never reach p < 0.05"), "2 vs 2 runs: {text}");
+    let text = lab.expect(
+        0,
+        &[
+            "ab", "--a", "true", "--b", "true", "--runs", "2", "--tasks", "1", "--seed", "1",
+        ],
+    );
+    assert!(
+        text.starts_with("A: run 1 · cmd cmd=true") && text.contains("variant b"),
+        "{text}"
+    );
+    assert!(
+        text.contains("can never reach p < 0.05"),
+        "2 vs 2 runs: {text}"
+    );
 }
 
 /// Baron Schwartz, *Practical Scalability Analysis with the Universal Scalability Law*: the
 /// Cisco data set, N = 1..32.
 const CISCO: [f64; 32] = [
-    955.16, 1878.91, 2688.01, 3548.68, 4315.54, 5130.43, 5931.37, 6531.08, 7219.8, 7867.61, 8278.71, 8646.7, 9047.84, 9426.55, 9645.37, 9897.24, 10097.6,
-    10240.5, 10532.39, 10798.52, 11151.43, 11518.63, 11806.0, 12089.37, 12075.41, 12177.29, 12211.41, 12158.93, 12155.27, 12118.04, 12140.4, 12074.39,
+    955.16, 1878.91, 2688.01, 3548.68, 4315.54, 5130.43, 5931.37, 6531.08, 7219.8, 7867.61,
+    8278.71, 8646.7, 9047.84, 9426.55, 9645.37, 9897.24, 10097.6, 10240.5, 10532.39, 10798.52,
+    11151.43, 11518.63, 11806.0, 12089.37, 12075.41, 12177.29, 12211.41, 12158.93, 12155.27,
+    12118.04, 12140.4, 12074.39,
 ];
 
 fn cisco_csv(lab: &Lab) -> String {
@@ -292,17 +494,50 @@ fn close(got: &Value, want: f64) -> bool {
 fn model_of_the_cisco_csv_reproduces_the_book_within_a_tenth_of_a_percent() {
     let lab = Lab::new();
     let csv = cisco_csv(&lab);
-    let model = lab.json(0, &["model", "--csv", &csv, "--json", "--predict", "35,64,100"]);
+    let model = lab.json(
+        0,
+        &["model", "--csv", &csv, "--json", "--predict", "35,64,100"],
+    );
     let fit = &model["fit"];
-    assert!(close(&fit["sigma"]["point"], 0.026_715_91), "σ {}", fit["sigma"]);
-    assert!(close(&fit["kappa"]["point"], 7.690_945e-4), "κ {}", fit["kappa"]);
-    assert!(close(&fit["lambda"]["point"], 995.648_6), "λ {}", fit["lambda"]);
-    assert_eq!(fit["n_star"].as_f64().unwrap().floor(), 35.0, "N* {}", fit["n_star"]);
-    assert!(close(&fit["x_at_n_star"], 12_341.0), "X(N*) {}", fit["x_at_n_star"]);
+    assert!(
+        close(&fit["sigma"]["point"], 0.026_715_91),
+        "σ {}",
+        fit["sigma"]
+    );
+    assert!(
+        close(&fit["kappa"]["point"], 7.690_945e-4),
+        "κ {}",
+        fit["kappa"]
+    );
+    assert!(
+        close(&fit["lambda"]["point"], 995.648_6),
+        "λ {}",
+        fit["lambda"]
+    );
+    assert_eq!(
+        fit["n_star"].as_f64().unwrap().floor(),
+        35.0,
+        "N* {}",
+        fit["n_star"]
+    );
+    assert!(
+        close(&fit["x_at_n_star"], 12_341.0),
+        "X(N*) {}",
+        fit["x_at_n_star"]
+    );
     assert!(close(&model["predictions"][0]["x"]["point"], 12_341.0));
     assert_eq!(model["predictions"][2]["extrapolated"], true);
-    let kinds: Vec<&str> = model["warnings"].as_array().unwrap().iter().map(|w| w["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["fit", "extrapolated"], "N* outside the data, N=100 beyond 2× 32");
+    let kinds: Vec<&str> = model["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["fit", "extrapolated"],
+        "N* outside the data, N=100 beyond 2× 32"
+    );
     let mut model = model;
     model["source"]["path"] = json!("cisco.csv");
     insta::assert_json_snapshot!("model_cisco_json", model);
@@ -317,13 +552,27 @@ fn model_of_a_run_fits_every_trial_and_defaults_to_predicting_twice_the_largest_
     let usl = |n: f64| 2.0e5 * n / (1.0 + 0.04 * (n - 1.0) + 0.001 * n * (n - 1.0));
     let points: Vec<(u32, Vec<f64>)> = [1u32, 2, 4, 8, 16]
         .iter()
-        .map(|&n| (n, vec![usl(f64::from(n)) * 0.99, usl(f64::from(n)), usl(f64::from(n)) * 1.01]))
+        .map(|&n| {
+            (
+                n,
+                vec![
+                    usl(f64::from(n)) * 0.99,
+                    usl(f64::from(n)),
+                    usl(f64::from(n)) * 1.01,
+                ],
+            )
+        })
         .collect();
     let run = lab.synthetic("usl", 1, &points, |_| {});
     let model = lab.json(0, &["model", &run, "--json"]);
     assert_eq!(model["fit"]["points"], 15);
     assert_eq!(model["source"]["kind"], "run");
-    assert!(close(&model["fit"]["sigma"]["point"], 0.04) && close(&model["fit"]["kappa"]["point"], 0.001), "{}", model["fit"]);
+    assert!(
+        close(&model["fit"]["sigma"]["point"], 0.04)
+            && close(&model["fit"]["kappa"]["point"], 0.001),
+        "{}",
+        model["fit"]
+    );
     assert_eq!(model["predictions"][0]["n"], 32.0);
     let text = lab.expect(0, &["model", &run]);
     insta::assert_snapshot!("model_run_text", text);
@@ -332,17 +581,37 @@ fn model_of_a_run_fits_every_trial_and_defaults_to_predicting_twice_the_largest_
 #[test]
 fn model_refuses_too_few_task_counts_and_bad_csv_rows_by_line() {
     let lab = Lab::new();
-    let two = lab.synthetic("two", 1, &[(1, ten(1.0e6, 0.01)), (2, ten(1.9e6, 0.01))], |m| m["env"]["online_cpus"] = json!(2));
+    let two = lab.synthetic(
+        "two",
+        1,
+        &[(1, ten(1.0e6, 0.01)), (2, ten(1.9e6, 0.01))],
+        |m| m["env"]["online_cpus"] = json!(2),
+    );
     let err = lab.fails(&["model", &two]);
-    for needle in ["at least 4 distinct task counts", "(N=1,2)", "2 online CPUs", "default sweep (N=1,2) is too short", "--csv"] {
+    for needle in [
+        "at least 4 distinct task counts",
+        "(N=1,2)",
+        "2 online CPUs",
+        "default sweep (N=1,2) is too short",
+        "--csv",
+    ] {
         assert!(err.contains(needle), "{needle}: {err}");
     }
     let bad = lab.path("bad.csv");
     std::fs::write(&bad, "N,X\n1,955.16\n2,1878.91\n3,2688,01\n").unwrap();
     let err = lab.fails(&["model", "--csv", bad.to_str().unwrap()]);
-    assert!(err.contains("line 4: `3,2688,01`: 3 fields, expected 2"), "{err}");
-    assert!(lab.fails(&["model", "--csv", "/nonexistent.csv"]).contains("reading --csv /nonexistent.csv"));
-    assert!(lab.fails(&["model", "--csv", bad.to_str().unwrap(), "--predict", "0"]).contains("task count"));
+    assert!(
+        err.contains("line 4: `3,2688,01`: 3 fields, expected 2"),
+        "{err}"
+    );
+    assert!(
+        lab.fails(&["model", "--csv", "/nonexistent.csv"])
+            .contains("reading --csv /nonexistent.csv")
+    );
+    assert!(
+        lab.fails(&["model", "--csv", bad.to_str().unwrap(), "--predict", "0"])
+            .contains("task count")
+    );
     let usage = lab.run(&["model"]);
     assert_eq!(usage.status.code(), Some(2), "a RUN or --csv is required");
 }
@@ -350,7 +619,26 @@ fn model_refuses_too_few_task_counts_and_bad_csv_rows_by_line() {
 #[test]
 fn model_of_a_real_two_point_sweep_is_refused() {
     let lab = Lab::new();
-    lab.expect(0, &["run", "spin", "--tasks", "1,2", "--runs", "1", "--duration", "50ms", "--warmup", "0", "--quiet", "--no-counters"]);
+    lab.expect(
+        0,
+        &[
+            "run",
+            "spin",
+            "--tasks",
+            "1,2",
+            "--runs",
+            "1",
+            "--duration",
+            "50ms",
+            "--warmup",
+            "0",
+            "--quiet",
+            "--no-counters",
+        ],
+    );
     let err = lab.fails(&["model", "last"]);
-    assert!(err.contains("at least 4 distinct task counts") && err.contains("N=1,2"), "{err}");
+    assert!(
+        err.contains("at least 4 distinct task counts") && err.contains("N=1,2"),
+        "{err}"
+    );
 }

@@ -158,8 +158,8 @@ fn a_profiled_run_ranks_what_grows_and_draws_flame_graphs() {
     }
     let lab = Lab::new();
     profiled_run(&lab);
-    let shown = lab.json(&["show", "last", "--json"]);
-    assert!(shown.to_string().contains("n1-t1.perf.data"), "profile paths are stored");
+    let exported = lab.ok(&["export", "last"]);
+    assert!(exported.contains("n1-t1.perf.data"), "profile paths are stored");
 
     let grows = lab.json(&["profile", "last", "--json"]);
     let rows = grows["what_grows"]["rows"].as_array().unwrap();

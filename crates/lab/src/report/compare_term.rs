@@ -105,7 +105,10 @@ fn table(points: &[PointComparison]) -> Table {
 fn write_summary(out: &mut dyn Write, view: &CompareView) -> io::Result<()> {
     let s = &view.summary;
     if view.points.is_empty() {
-        writeln!(out, "verdict: nothing compared (no N measured by both runs)")?;
+        writeln!(
+            out,
+            "verdict: nothing compared (no N measured by both runs)"
+        )?;
         return Ok(());
     }
     let groups: Vec<String> = [
@@ -142,7 +145,11 @@ fn write_summary(out: &mut dyn Write, view: &CompareView) -> io::Result<()> {
     )?;
     if let Some(side) = s.ahead_everywhere {
         let n = view.points.iter().filter(|p| p.change.is_some()).count();
-        let at = if n == 1 { "at the one N compared" } else { "at every N compared" };
+        let at = if n == 1 {
+            "at the one N compared"
+        } else {
+            "at every N compared"
+        };
         writeln!(out, "curves: {side} is ahead {at} (medians)")?;
     }
     for c in &s.crossings {

@@ -146,13 +146,19 @@ pub struct CurveSummary {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Mismatch {
-    Workload { a: String, b: String },
+    Workload {
+        a: String,
+        b: String,
+    },
     Param {
         key: String,
         a: Option<String>,
         b: Option<String>,
     },
-    Points { a: Vec<u32>, b: Vec<u32> },
+    Points {
+        a: Vec<u32>,
+        b: Vec<u32>,
+    },
 }
 
 impl fmt::Display for Mismatch {
@@ -228,7 +234,11 @@ pub enum CompareWarning {
     },
     /// Mode, pinning, trial length or warm-up differ: a legitimate experiment, but the
     /// reader must know.
-    SetupDiffers { field: String, a: String, b: String },
+    SetupDiffers {
+        field: String,
+        a: String,
+        b: String,
+    },
     /// A fingerprint field differs; `expected` for what is usually compared on purpose.
     Environment {
         field: String,
@@ -237,10 +247,18 @@ pub enum CompareWarning {
         expected: bool,
     },
     /// The runs measure different things and were compared anyway (`--force`).
-    Forced { mismatch: Mismatch },
+    Forced {
+        mismatch: Mismatch,
+    },
     /// Two external commands: what A and B ran.
-    CommandDiffers { key: String, a: String, b: String },
-    SameRun { run: i64 },
+    CommandDiffers {
+        key: String,
+        a: String,
+        b: String,
+    },
+    SameRun {
+        run: i64,
+    },
 }
 
 impl CompareWarning {
@@ -345,7 +363,10 @@ impl fmt::Display for CompareWarning {
                 write!(f, "{key}: A ran `{a}`, B ran `{b}`")
             }
             CompareWarning::SameRun { run } => {
-                write!(f, "A and B are the same run ({run}): every point is NO CHANGE or noise")
+                write!(
+                    f,
+                    "A and B are the same run ({run}): every point is NO CHANGE or noise"
+                )
             }
         }
     }
@@ -446,7 +467,12 @@ pub fn build(a: &RunData, b: &RunData, opts: &CompareOptions) -> CompareView {
                 b: y.cloned().unwrap_or_default(),
             }),
     );
-    warnings.extend(mismatches.iter().cloned().map(|mismatch| CompareWarning::Forced { mismatch }));
+    warnings.extend(
+        mismatches
+            .iter()
+            .cloned()
+            .map(|mismatch| CompareWarning::Forced { mismatch }),
+    );
     warnings.extend(setup_differences(&a.meta, &b.meta));
     warnings.extend(a.meta.env.differences(&b.meta.env).into_iter().map(|d| {
         CompareWarning::Environment {
@@ -457,7 +483,11 @@ pub fn build(a: &RunData, b: &RunData, opts: &CompareOptions) -> CompareView {
         }
     }));
     for (side, mine, theirs) in [(Side::A, &ns_a, &ns_b), (Side::B, &ns_b, &ns_a)] {
-        let only: Vec<u32> = mine.iter().copied().filter(|n| !theirs.contains(n)).collect();
+        let only: Vec<u32> = mine
+            .iter()
+            .copied()
+            .filter(|n| !theirs.contains(n))
+            .collect();
         if !only.is_empty() {
             warnings.push(CompareWarning::OnlyInOne { side, points: only });
         }
@@ -528,7 +558,10 @@ fn trials_at(data: &RunData, n: u32) -> Trials {
 }
 
 fn compare_point(n: u32, a: &Trials, b: &Trials, opts: &CompareOptions) -> PointComparison {
-    let (sa, sb) = (Sample::new(a.values.clone()).ok(), Sample::new(b.values.clone()).ok());
+    let (sa, sb) = (
+        Sample::new(a.values.clone()).ok(),
+        Sample::new(b.values.clone()).ok(),
+    );
     let (change, note) = match (&sa, &sb) {
         (Some(sa), Some(sb)) => match stats::compare(sa, sb, opts) {
             Ok(change) => (Some(change), None),
@@ -607,13 +640,15 @@ fn run_count_warnings(points: &[PointComparison], opts: &CompareOptions) -> Vec<
     }
     let mut out: Vec<CompareWarning> = too_few
         .into_iter()
-        .map(|((runs_a, runs_b), (points, p))| CompareWarning::TooFewRuns {
-            points,
-            runs_a,
-            runs_b,
-            min_achievable_p: p,
-            alpha: opts.alpha,
-        })
+        .map(
+            |((runs_a, runs_b), (points, p))| CompareWarning::TooFewRuns {
+                points,
+                runs_a,
+                runs_b,
+                min_achievable_p: p,
+                alpha: opts.alpha,
+            },
+        )
         .collect();
     if !run_more.is_empty() {
         out.push(CompareWarning::RunMore {

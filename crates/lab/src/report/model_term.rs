@@ -16,7 +16,9 @@ use super::model_view::{ModelSource, ModelView};
 pub fn write_model(out: &mut dyn Write, view: &ModelView) -> io::Result<()> {
     let f = &view.fit;
     match &view.source {
-        ModelSource::Run { description, op, .. } => {
+        ModelSource::Run {
+            description, op, ..
+        } => {
             writeln!(out, "USL fit of {description}")?;
             writeln!(out, "op: {op}")?;
         }
@@ -40,7 +42,12 @@ pub fn write_model(out: &mut dyn Write, view: &ModelView) -> io::Result<()> {
         ("κ coherency", f.kappa, f.kappa_se),
         ("λ ops/s of one task", f.lambda, f.lambda_se),
     ] {
-        t.add_row(vec![name.to_string(), sig4(e.point), sig4(se), interval(&e)]);
+        t.add_row(vec![
+            name.to_string(),
+            sig4(e.point),
+            sig4(se),
+            interval(&e),
+        ]);
     }
     align(&mut t, 1);
     writeln!(out, "{t}")?;
@@ -55,7 +62,10 @@ pub fn write_model(out: &mut dyn Write, view: &ModelView) -> io::Result<()> {
                 if inside { "inside" } else { "outside" }
             )?;
         }
-        _ => writeln!(out, "peak: none (κ = 0: no retrograde throughput in these data)")?,
+        _ => writeln!(
+            out,
+            "peak: none (κ = 0: no retrograde throughput in these data)"
+        )?,
     }
     match f.amdahl_ceiling {
         Some(c) => writeln!(

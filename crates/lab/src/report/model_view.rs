@@ -29,7 +29,9 @@ pub enum ModelSource {
         op: String,
         variant: Option<String>,
     },
-    Csv { path: String },
+    Csv {
+        path: String,
+    },
 }
 
 /// The measured throughput at one N beside the model's.
@@ -162,7 +164,11 @@ fn build(
         .collect();
     measured.sort_by(|a, b| a.n.total_cmp(&b.n));
     let default = [2.0 * fit.max_n];
-    let at: &[f64] = if predict.is_empty() { &default } else { predict };
+    let at: &[f64] = if predict.is_empty() {
+        &default
+    } else {
+        predict
+    };
     let predictions: Vec<Prediction> = at.iter().map(|&n| fit.predict(n)).collect();
     let mut warnings: Vec<ModelWarning> = fit
         .warnings
@@ -170,15 +176,12 @@ fn build(
         .cloned()
         .map(|warning| ModelWarning::Fit { warning })
         .collect();
-    warnings.extend(
-        predictions
-            .iter()
-            .filter(|p| p.extrapolated)
-            .map(|p| ModelWarning::Extrapolated {
-                n: p.n,
-                max_n: fit.max_n,
-            }),
-    );
+    warnings.extend(predictions.iter().filter(|p| p.extrapolated).map(|p| {
+        ModelWarning::Extrapolated {
+            n: p.n,
+            max_n: fit.max_n,
+        }
+    }));
     Ok(ModelView {
         source,
         model: "X(N) = λN / (1 + σ(N−1) + κN(N−1))",

@@ -20,7 +20,11 @@ pub fn run(id: i64, workload: &str, points: &[(u32, &[f64])]) -> RunData {
         }
     }
     RunData {
-        meta: meta(id, workload, &points.iter().map(|p| p.0).collect::<Vec<_>>()),
+        meta: meta(
+            id,
+            workload,
+            &points.iter().map(|p| p.0).collect::<Vec<_>>(),
+        ),
         trials,
     }
 }

@@ -56,7 +56,8 @@ pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
 
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, Arc::clone(&stop)).context("installing the Ctrl-C handler")?;
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .context("installing the Ctrl-C handler")?;
     }
     let bar = progress_bar(slots.len() as u64, args.quiet);
     let mut executor = CommandExecutor;
@@ -72,7 +73,12 @@ pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
             Side::A => (&plan_a, id_a),
             Side::B => (&plan_b, id_b),
         };
-        bar.set_message(format!("{} N={} trial {}", slot.side, slot.n, slot.index + 1));
+        bar.set_message(format!(
+            "{} N={} trial {}",
+            slot.side,
+            slot.n,
+            slot.index + 1
+        ));
         let started_at = timestamp::now_rfc3339();
         let outcome = match executor.execute(&plan.trial_spec(slot.n), plan.deadline(), &stop) {
             Execution::Interrupted => {
@@ -82,9 +88,21 @@ pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
             Execution::Finished(outcome) => outcome,
         };
         if let TrialOutcome::Failed { reason } = &outcome {
-            bar.suspend(|| eprintln!("trial {} N={} #{} failed: {reason}", slot.side, slot.n, slot.index + 1));
+            bar.suspend(|| {
+                eprintln!(
+                    "trial {} N={} #{} failed: {reason}",
+                    slot.side,
+                    slot.n,
+                    slot.index + 1
+                )
+            });
         }
-        let record = TrialRecord { n: slot.n, index: slot.index, started_at, outcome };
+        let record = TrialRecord {
+            n: slot.n,
+            index: slot.index,
+            started_at,
+            outcome,
+        };
         if let Err(e) = store.add_trial(id, &record) {
             failure = Some(e);
             break;
@@ -93,12 +111,20 @@ pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    let status = if interrupted || failure.is_some() { RunStatus::Interrupted } else { RunStatus::Complete };
+    let status = if interrupted || failure.is_some() {
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Complete
+    };
     let now = timestamp::now_rfc3339();
     store.finish_run(id_a, status, &now)?;
     store.finish_run(id_b, status, &now)?;
     if let Some(e) = failure {
-        return Err(e).with_context(|| format!("runs {id_a} and {id_b} stopped after {stored} trials (kept, marked interrupted)"));
+        return Err(e).with_context(|| {
+            format!(
+                "runs {id_a} and {id_b} stopped after {stored} trials (kept, marked interrupted)"
+            )
+        });
     }
     if interrupted {
         eprintln!(
@@ -112,7 +138,11 @@ pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
     // forcing only guarantees that measured work is never thrown away by a refusal.
     let view = compare::build(&a, &b, &args.verdict.options(), true)?;
     if args.quiet {
-        return Ok(if view.regressed { ExitCode::from(1) } else { ExitCode::SUCCESS });
+        return Ok(if view.regressed {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        });
     }
     compare::print(&view, args.json)
 }
@@ -150,7 +180,13 @@ fn meta(plan: &Plan, fingerprint: &Fingerprint) -> RunMeta {
         .collect();
     let over = plan.oversubscribed();
     if !over.is_empty() {
-        warnings.push(Warning::Oversubscribed { points: over, cpus: plan.cpus }.to_string());
+        warnings.push(
+            Warning::Oversubscribed {
+                points: over,
+                cpus: plan.cpus,
+            }
+            .to_string(),
+        );
     }
     RunMeta {
         id: 0,
@@ -189,9 +225,11 @@ fn progress_bar(trials: u64, quiet: bool) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::with_draw_target(Some(trials), ProgressDrawTarget::stderr());
-    let style = ProgressStyle::with_template("ab [{bar:30}] {pos}/{len} trials, {elapsed} elapsed, ~{eta} left · {msg}")
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> ");
+    let style = ProgressStyle::with_template(
+        "ab [{bar:30}] {pos}/{len} trials, {elapsed} elapsed, ~{eta} left · {msg}",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar())
+    .progress_chars("=> ");
     bar.set_style(style);
     bar
 }

@@ -27,8 +27,10 @@ impl VerdictArgs {
 }
 
 pub fn run(db: Option<&Path>, args: &CompareArgs) -> Result<ExitCode> {
-    let a = show::load(db, &args.run_a).with_context(|| format!("loading run A (`{}`)", args.run_a))?;
-    let b = show::load(db, &args.run_b).with_context(|| format!("loading run B (`{}`)", args.run_b))?;
+    let a =
+        show::load(db, &args.run_a).with_context(|| format!("loading run A (`{}`)", args.run_a))?;
+    let b =
+        show::load(db, &args.run_b).with_context(|| format!("loading run B (`{}`)", args.run_b))?;
     let view = build(&a, &b, &args.verdict.options(), args.force)?;
     print(&view, args.json)
 }

@@ -16,13 +16,15 @@ pub fn run(db: Option<&Path>, args: &ModelArgs) -> Result<ExitCode> {
     let view = match (&args.csv, &args.run) {
         (Some(path), _) => {
             let shown = path.display().to_string();
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading --csv {shown}"))?;
+            let text =
+                std::fs::read_to_string(path).with_context(|| format!("reading --csv {shown}"))?;
             let points = model_view::parse_csv(&text).with_context(|| format!("--csv {shown}"))?;
             model_view::from_csv(&shown, &points, &args.predict)?
         }
         (None, Some(spec)) => {
             let data = show::load(db, spec)?;
-            model_view::from_run(&data, &args.predict).with_context(|| format!("run {}", data.meta.id))?
+            model_view::from_run(&data, &args.predict)
+                .with_context(|| format!("run {}", data.meta.id))?
         }
         (None, None) => anyhow::bail!("give a RUN or --csv FILE"),
     };

@@ -14,8 +14,22 @@ fn text(view: &CompareView) -> String {
 
 #[test]
 fn a_clear_drop_at_one_point_is_a_regression_and_the_worst_point() {
-    let a = run(1, "spin", &[(1, &around(1000.0, 0.01, 10)), (2, &around(2000.0, 0.01, 10))]);
-    let b = run(2, "spin", &[(1, &around(1000.0, 0.01, 10)), (2, &around(1800.0, 0.01, 10))]);
+    let a = run(
+        1,
+        "spin",
+        &[
+            (1, &around(1000.0, 0.01, 10)),
+            (2, &around(2000.0, 0.01, 10)),
+        ],
+    );
+    let b = run(
+        2,
+        "spin",
+        &[
+            (1, &around(1000.0, 0.01, 10)),
+            (2, &around(1800.0, 0.01, 10)),
+        ],
+    );
     let view = build(&a, &b, &opts());
     assert!(view.mismatches.is_empty());
     assert_eq!(view.points.len(), 2);
@@ -34,15 +48,35 @@ fn a_clear_drop_at_one_point_is_a_regression_and_the_worst_point() {
     assert!((view.b.scales_to.unwrap().speedup - 1.8).abs() < 1e-3);
     let shown = text(&view);
     assert!(shown.contains("higher is better"), "{shown}");
-    assert!(shown.contains("verdict: REGRESSED (REGRESSED at N=2 · NO CHANGE at N=1)"), "{shown}");
+    assert!(
+        shown.contains("verdict: REGRESSED (REGRESSED at N=2 · NO CHANGE at N=1)"),
+        "{shown}"
+    );
     assert!(shown.contains("worst point: N=2, -10.0%"), "{shown}");
-    assert!(shown.contains("A scales to 2.00 out of 2; B scales to 1.80 out of 2"), "{shown}");
+    assert!(
+        shown.contains("A scales to 2.00 out of 2; B scales to 1.80 out of 2"),
+        "{shown}"
+    );
 }
 
 #[test]
 fn curves_that_change_order_are_reported_as_a_crossing() {
-    let a = run(1, "spin", &[(1, &around(1000.0, 0.01, 10)), (4, &around(3000.0, 0.01, 10))]);
-    let b = run(2, "spin", &[(1, &around(1100.0, 0.01, 10)), (4, &around(2700.0, 0.01, 10))]);
+    let a = run(
+        1,
+        "spin",
+        &[
+            (1, &around(1000.0, 0.01, 10)),
+            (4, &around(3000.0, 0.01, 10)),
+        ],
+    );
+    let b = run(
+        2,
+        "spin",
+        &[
+            (1, &around(1100.0, 0.01, 10)),
+            (4, &around(2700.0, 0.01, 10)),
+        ],
+    );
     let view = build(&a, &b, &opts());
     let c = view.summary.crossings.as_slice();
     assert_eq!(c.len(), 1, "{c:?}");
@@ -53,7 +87,9 @@ fn curves_that_change_order_are_reported_as_a_crossing() {
     assert_eq!(view.summary.improved, vec![1]);
     assert_eq!(view.summary.regressed, vec![4]);
 
-    assert!(text(&view).contains("cross between N=1 and N=4 (≈ N=1.7): B ahead below, A ahead above\n"));
+    assert!(
+        text(&view).contains("cross between N=1 and N=4 (≈ N=1.7): B ahead below, A ahead above\n")
+    );
 }
 
 #[test]
@@ -69,7 +105,10 @@ fn three_runs_a_side_warn_that_alpha_is_out_of_reach() {
         .find(|w| matches!(w, CompareWarning::TooFewRuns { .. }))
         .expect("too few runs");
     let shown = w.to_string();
-    assert!(shown.contains("3 vs 3 runs") && shown.contains("0.100"), "{shown}");
+    assert!(
+        shown.contains("3 vs 3 runs") && shown.contains("0.100"),
+        "{shown}"
+    );
 }
 
 #[test]
@@ -82,15 +121,38 @@ fn noisy_points_ask_for_more_runs_and_name_the_outlier() {
     let b = run(2, "spin", &[(1, &noisy)]);
     let view = build(&a, &b, &opts());
     assert_eq!(view.points[0].verdict(), Some(Verdict::Inconclusive));
-    assert!(view.warnings.iter().any(|w| matches!(w, CompareWarning::RunMore { runs_needed, .. } if *runs_needed > 9)), "{:?}", view.warnings);
+    assert!(
+        view.warnings
+            .iter()
+            .any(|w| matches!(w, CompareWarning::RunMore { runs_needed, .. } if *runs_needed > 9)),
+        "{:?}",
+        view.warnings
+    );
     let outlier = view
         .warnings
         .iter()
         .find(|w| matches!(w, CompareWarning::Outlier { .. }))
         .expect("outlier");
-    assert!(matches!(outlier, CompareWarning::Outlier { side: Side::A, trial: 6, n: 1, .. }));
-    assert!(outlier.to_string().contains("trial #6 (started 2025-01-01T00:00:06Z)"), "{outlier}");
-    assert!(view.warnings.iter().any(|w| matches!(w, CompareWarning::HighVariance { side: Side::B, .. })));
+    assert!(matches!(
+        outlier,
+        CompareWarning::Outlier {
+            side: Side::A,
+            trial: 6,
+            n: 1,
+            ..
+        }
+    ));
+    assert!(
+        outlier
+            .to_string()
+            .contains("trial #6 (started 2025-01-01T00:00:06Z)"),
+        "{outlier}"
+    );
+    assert!(
+        view.warnings
+            .iter()
+            .any(|w| matches!(w, CompareWarning::HighVariance { side: Side::B, .. }))
+    );
 }
 
 #[test]
@@ -104,13 +166,26 @@ fn different_workloads_params_and_points_are_mismatches() {
     assert_eq!(m.len(), 4, "{m:?}");
     let shown: Vec<String> = m.iter().map(ToString::to_string).collect();
     assert_eq!(shown[0], "different workloads: A is `spin`, B is `clock`");
-    assert_eq!(shown[1], "parameter `shared` differs: A has `(not set)`, B has `true`");
-    assert!(shown[3].contains("A swept N=1,2, B swept N=1,4"), "{}", shown[3]);
+    assert_eq!(
+        shown[1],
+        "parameter `shared` differs: A has `(not set)`, B has `true`"
+    );
+    assert!(
+        shown[3].contains("A swept N=1,2, B swept N=1,4"),
+        "{}",
+        shown[3]
+    );
     // Forced: only N=1 is compared, and the rest is said.
     let view = build(&a, &b, &opts());
     assert_eq!(view.points.iter().map(|p| p.n).collect::<Vec<_>>(), vec![1]);
-    assert!(view.warnings.contains(&CompareWarning::OnlyInOne { side: Side::A, points: vec![2] }));
-    assert!(view.warnings.contains(&CompareWarning::OnlyInOne { side: Side::B, points: vec![4] }));
+    assert!(view.warnings.contains(&CompareWarning::OnlyInOne {
+        side: Side::A,
+        points: vec![2]
+    }));
+    assert!(view.warnings.contains(&CompareWarning::OnlyInOne {
+        side: Side::B,
+        points: vec![4]
+    }));
 }
 
 #[test]
@@ -130,20 +205,38 @@ fn a_kernel_difference_is_a_note_and_a_governor_difference_a_warning() {
     assert_eq!(env.len(), 2, "{env:?}");
     assert!(env[0].is_note() && !env[1].is_note());
     let shown = text(&view);
-    assert!(shown.contains("note: kernel_release: A `6.8.0`, B `6.9.1`"), "{shown}");
-    assert!(shown.contains("warning: environment differs, governor: A `performance`, B `powersave`"), "{shown}");
+    assert!(
+        shown.contains("note: kernel_release: A `6.8.0`, B `6.9.1`"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("warning: environment differs, governor: A `performance`, B `powersave`"),
+        "{shown}"
+    );
 }
 
 #[test]
 fn a_side_without_successful_trials_is_not_compared() {
     let a = run(1, "spin", &[(1, &[1.0, 2.0])]);
     let mut b = run(2, "spin", &[(1, &[1.0])]);
-    b.trials[0].outcome = TrialOutcome::Failed { reason: "boom".into() };
+    b.trials[0].outcome = TrialOutcome::Failed {
+        reason: "boom".into(),
+    };
     let view = build(&a, &b, &opts());
     assert!(view.points[0].change.is_none());
-    assert_eq!(view.points[0].note.as_deref(), Some("no successful trial in B"));
+    assert_eq!(
+        view.points[0].note.as_deref(),
+        Some("no successful trial in B")
+    );
     assert_eq!(view.summary.verdict, Verdict::Inconclusive);
-    assert!(view.warnings.iter().any(|w| matches!(w, CompareWarning::FailedTrials { side: Side::B, failed: 1, .. })));
+    assert!(view.warnings.iter().any(|w| matches!(
+        w,
+        CompareWarning::FailedTrials {
+            side: Side::B,
+            failed: 1,
+            ..
+        }
+    )));
     assert!(text(&view).contains("no successful trial in B"));
 }
 
@@ -185,9 +278,14 @@ fn different_commands_are_the_comparison_but_a_different_op_count_is_a_mismatch(
         .find(|w| matches!(w, CompareWarning::CommandDiffers { .. }))
         .expect("the commands are named");
     assert!(note.is_note());
-    assert_eq!(note.to_string(), "cmd: A ran `./old/bench`, B ran `./new/bench`");
+    assert_eq!(
+        note.to_string(),
+        "cmd: A ran `./old/bench`, B ran `./new/bench`"
+    );
     b.meta.params.insert("ops".into(), "1000".into());
-    assert!(matches!(mismatches(&a.meta, &b.meta).as_slice(), [Mismatch::Param { key, .. }] if key == "ops"));
+    assert!(
+        matches!(mismatches(&a.meta, &b.meta).as_slice(), [Mismatch::Param { key, .. }] if key == "ops")
+    );
     // A built-in workload's parameters are never "command text".
     let mut c = run(3, "spin", &[(1, &[1.0, 2.0])]);
     c.meta.params.insert("cmd".into(), "x".into());

@@ -37,8 +37,16 @@ pub fn schedule(points: &[u32], runs: u32, seed: u64) -> Vec<Slot> {
             } else {
                 (Side::B, Side::A)
             };
-            slots.push(Slot { side: first, n, index });
-            slots.push(Slot { side: second, n, index });
+            slots.push(Slot {
+                side: first,
+                n,
+                index,
+            });
+            slots.push(Slot {
+                side: second,
+                n,
+                index,
+            });
         }
     }
     slots
@@ -56,7 +64,10 @@ pub fn letters(slots: &[Slot]) -> String {
 /// The side that went first in each pair, in execution order: `ABBA` for `AB BA BA AB`. Half
 /// the length of [`letters`], for the stored tag.
 pub fn firsts(slots: &[Slot]) -> String {
-    slots.chunks(2).map(|pair| pair[0].side.to_string()).collect()
+    slots
+        .chunks(2)
+        .map(|pair| pair[0].side.to_string())
+        .collect()
 }
 
 struct SplitMix64(u64);
@@ -84,7 +95,11 @@ mod tests {
             assert_eq!((pair[0].n, pair[0].index), (pair[1].n, pair[1].index));
         }
         for n in [1, 2] {
-            let firsts: Vec<Side> = slots.chunks(2).filter(|p| p[0].n == n).map(|p| p[0].side).collect();
+            let firsts: Vec<Side> = slots
+                .chunks(2)
+                .filter(|p| p[0].n == n)
+                .map(|p| p[0].side)
+                .collect();
             // Within each ABBA block the second pair is the first reversed.
             for block in firsts.chunks(2) {
                 assert_ne!(block[0], block[1]);
@@ -99,13 +114,20 @@ mod tests {
     #[test]
     fn a_seed_repeats_an_order_and_seeds_differ() {
         assert_eq!(schedule(&[1], 20, 7), schedule(&[1], 20, 7));
-        let orders: std::collections::BTreeSet<String> =
-            (0..20).map(|seed| letters(&schedule(&[1], 20, seed))).collect();
+        let orders: std::collections::BTreeSet<String> = (0..20)
+            .map(|seed| letters(&schedule(&[1], 20, seed)))
+            .collect();
         assert!(orders.len() > 15, "{orders:?}");
         let two = schedule(&[1], 2, 7);
         assert_eq!(letters(&two).len(), 5);
         assert!(["AB BA", "BA AB"].contains(&letters(&two).as_str()));
-        assert_eq!(firsts(&two), letters(&two).split(' ').map(|p| &p[..1]).collect::<String>());
+        assert_eq!(
+            firsts(&two),
+            letters(&two)
+                .split(' ')
+                .map(|p| &p[..1])
+                .collect::<String>()
+        );
     }
 
     #[test]
