@@ -157,6 +157,8 @@ pub struct TrialRecord {
 /// What became of a trial.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "lowercase")]
+// One per trial, moved a few times: boxing the measurement would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum TrialOutcome {
     Ok(TrialMeasurement),
     Failed { reason: String },

@@ -139,6 +139,11 @@ impl Plan {
                     return Err(LabError::BadOption("--cmd is empty".into()));
                 }
                 command.validate()?;
+                if cfg.locks.is_some() {
+                    return Err(LabError::BadOption(
+                        "--locks traces built-in workloads only (their trial child opens the tracer before the tasks exist); for a command, use `perf lock record -- CMD`".into(),
+                    ));
+                }
                 (&COMMAND_INFO, Params::from_map(command_params(command)))
             }
             None => {

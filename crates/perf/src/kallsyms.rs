@@ -217,7 +217,10 @@ ffffffffc0100000 t ext4_thing\t[ext4]
     #[test]
     fn static_locks_are_named_and_heap_addresses_are_not() {
         let k = Kallsyms::parse(SAMPLE);
-        assert_eq!(k.static_object(0xffffffff8300b740), Some(("inode_hash_lock", 0)));
+        assert_eq!(
+            k.static_object(0xffffffff8300b740),
+            Some(("inode_hash_lock", 0))
+        );
         assert_eq!(k.static_object(0xffff88820eef2db8), None);
         assert_eq!(k.static_object(0x1000), None);
         assert_eq!(k.static_object(0xffffffff8300b748 + 8192), None);

@@ -10,9 +10,9 @@ mod inherited;
 pub mod kallsyms;
 mod lock_events;
 mod lock_tracer;
+pub mod profile;
 mod tracefs;
 mod user_symbols;
-pub mod profile;
 
 pub use error::PerfError;
 pub use event::{CounterReading, HwEvent};

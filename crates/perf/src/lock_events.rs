@@ -261,7 +261,10 @@ mod tests {
             p.feed(&e);
         }
         assert_eq!(p.kernel.len(), 2);
-        assert_eq!((p.kernel[0].tid, p.kernel[0].wait(), p.kernel[0].chain), (1, 10, 0));
+        assert_eq!(
+            (p.kernel[0].tid, p.kernel[0].wait(), p.kernel[0].chain),
+            (1, 10, 0)
+        );
         assert_eq!((p.kernel[1].tid, p.kernel[1].wait()), (2, 18));
         assert_eq!(p.unmatched_ends, 1);
         assert_eq!(p.still_open(), 1);

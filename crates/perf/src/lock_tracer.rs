@@ -32,6 +32,10 @@ const PERF_RECORD_LOST_SAMPLES: u32 = 13;
 /// Records newer than this (relative to the drain) wait for the next drain, so that a record
 /// another CPU has stamped but not yet committed can still be merged in order.
 const HOLD_BACK_NS: u64 = 2_000_000;
+/// Ring buffer memory of all streams together, at most (bytes).
+const TOTAL_BUFFER_BYTES: usize = 64 << 20;
+/// Ring buffer size of one stream, at least (bytes).
+const MIN_BUFFER_BYTES: usize = 64 << 10;
 /// Frames kept per call chain.
 const MAX_STACK: u16 = 48;
 
@@ -46,7 +50,8 @@ pub const FUTEX_FLAG_BITS: u32 = 128 | 256;
 pub struct LockTraceConfig {
     pub kernel: bool,
     pub user: bool,
-    /// Ring buffer data size per event per CPU, in bytes (rounded up to a power of two).
+    /// Ring buffer data size per event per CPU, in bytes (rounded up to a power of two; lowered
+    /// so that all buffers together stay under 64 MiB on machines with many CPUs).
     pub buffer_bytes: usize,
 }
 
@@ -187,10 +192,17 @@ impl LockTracer {
             specs.push(("syscalls:sys_exit_futex", ex, kind));
         }
         let filter = futex_wait_filter();
+        let cpus = online_cpus();
+        // Locked memory stays bounded on big machines: at most TOTAL_BUFFER_BYTES in all.
+        let buffer_bytes = config
+            .buffer_bytes
+            .min(TOTAL_BUFFER_BYTES / (specs.len() * cpus.len()).max(1))
+            .max(MIN_BUFFER_BYTES);
         let mut streams = Vec::new();
-        for cpu in online_cpus() {
+        for cpu in cpus {
             for (name, format, kind) in &specs {
-                let mut flags = SampleFlag::TID | SampleFlag::TIME | SampleFlag::CPU | SampleFlag::RAW;
+                let mut flags =
+                    SampleFlag::TID | SampleFlag::TIME | SampleFlag::CPU | SampleFlag::RAW;
                 if kind.callchain() {
                     flags |= SampleFlag::CALLCHAIN;
                 }
@@ -207,7 +219,9 @@ impl LockTracer {
                     .enabled(true);
                 match kind {
                     Kind::Begin { .. } => {
-                        builder.exclude_callchain_user(true).sample_max_stack(MAX_STACK);
+                        builder
+                            .exclude_callchain_user(true)
+                            .sample_max_stack(MAX_STACK);
                     }
                     Kind::Enter { .. } => {
                         builder
@@ -221,7 +235,7 @@ impl LockTracer {
                     set_filter(&counter, &filter).map_err(|e| PerfError::open(name, &e))?;
                 }
                 let sampler = counter
-                    .sampled(config.buffer_bytes)
+                    .sampled(buffer_bytes)
                     .map_err(|e| PerfError::open(name, &e))?;
                 streams.push(Stream {
                     kind: *kind,
@@ -339,7 +353,13 @@ fn set_filter(counter: &perf_event::Counter, filter: &str) -> std::io::Result<()
     // SAFETY: the fd is a perf event fd owned by `counter` and open for the duration of the
     // call; the argument is a NUL-terminated string that outlives the call, which the kernel
     // only reads (copied with strndup_user).
-    let rc = unsafe { libc::ioctl(counter.as_raw_fd(), PERF_EVENT_IOC_SET_FILTER, text.as_ptr()) };
+    let rc = unsafe {
+        libc::ioctl(
+            counter.as_raw_fd(),
+            PERF_EVENT_IOC_SET_FILTER,
+            text.as_ptr(),
+        )
+    };
     if rc < 0 {
         return Err(std::io::Error::last_os_error());
     }
@@ -391,8 +411,15 @@ mod tests {
         let trace = tracer.finish();
         let addr = WORD.as_ptr() as u64;
         let mine: Vec<_> = trace.futex.iter().filter(|w| w.uaddr == addr).collect();
-        assert!(!mine.is_empty(), "no futex wait on {addr:#x}: {:?}", trace.futex);
-        assert!(mine.iter().all(|w| w.op & !FUTEX_FLAG_BITS == 0 && w.wait() > 0));
+        assert!(
+            !mine.is_empty(),
+            "no futex wait on {addr:#x}: {:?}",
+            trace.futex
+        );
+        assert!(
+            mine.iter()
+                .all(|w| w.op & !FUTEX_FLAG_BITS == 0 && w.wait() > 0)
+        );
         let chain = &trace.chains[mine[0].chain as usize];
         assert!(chain.len() >= 2, "user call chain too short: {chain:x?}");
         assert_eq!(trace.lost, 0);

@@ -163,6 +163,17 @@ print fmt: \"%p (flags=%s)\", REC->lock_addr
     }
 
     #[test]
+    fn a_missing_tracepoint_names_the_fix() {
+        let err = TracepointFormat::read("nosuchsystem", "nosuchevent").unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("nosuchsystem:nosuchevent: "), "{text}");
+        assert!(
+            text.contains("mount -t tracefs") || text.contains("has no nosuchsystem:nosuchevent"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn a_file_without_an_id_is_refused() {
         assert!(parse_format("x:y", "format:\n").is_none());
     }

@@ -6,9 +6,9 @@
 
 use std::collections::HashMap;
 
+use blazesym::Pid;
 use blazesym::symbolize::source::{Process, Source};
 use blazesym::symbolize::{Input, Symbolizer};
-use blazesym::Pid;
 
 /// One symbolised user frame.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -344,3 +344,15 @@ fn a_crashing_trial_fails_alone_and_the_run_goes_on() {
         assert!(t["outcome"]["reason"].as_str().unwrap().contains("mmap"), "{t}");
     }
 }
+
+/// Bug: with many more tasks than CPUs and a tiny window, a task that got no CPU until after the
+/// window closed recorded no usage and failed the whole trial ("did not record its resource usage").
+#[test]
+fn tasks_that_never_run_inside_the_window_do_not_fail_the_trial() {
+    let lab = Lab::new();
+    lab.ok(&["run", "spin", "--tasks", "256", "--runs", "2", "--duration", "5ms", "--warmup", "0", "--quiet"]);
+    for t in trials(&lab.json(&["export", "last"])) {
+        let m = ok_trial(t);
+        assert_eq!(m["task_ops"].as_array().unwrap().len(), 256);
+    }
+}

@@ -129,6 +129,7 @@ impl Lab {
         meta["finished_at"] = json!(format!("2025-03-0{id}T10:01:00Z"));
         meta["warnings"] = json!([]);
         meta["command_line"] = json!("scalelab run spin");
+        meta["op_unit"] = json!("one test op");
         meta["env"] = json!({"hostname": "lab", "kernel_release": "6.8.0", "cpu_model": "Test CPU", "online_cpus": 16});
         edit(meta);
         export["run"]["trials"] = Value::Array(trials);

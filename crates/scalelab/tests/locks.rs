@@ -50,8 +50,20 @@ impl Lab {
     fn run_traced(&self, workload: &str, shared: bool, tasks: &str) -> bool {
         let shared = format!("shared={shared}");
         let (_, stderr) = self.ok(&[
-            "run", workload, "-p", &shared, "--tasks", tasks, "--runs", "1", "--duration",
-            "700ms", "--warmup", "100ms", "--quiet", "--locks",
+            "run",
+            workload,
+            "-p",
+            &shared,
+            "--tasks",
+            tasks,
+            "--runs",
+            "1",
+            "--duration",
+            "700ms",
+            "--warmup",
+            "100ms",
+            "--quiet",
+            "--locks",
         ]);
         if stderr.contains("lock tracing unavailable") {
             assert!(
@@ -67,7 +79,10 @@ impl Lab {
         let export = self.json(&["export", "last"]);
         for t in export["run"]["trials"].as_array().unwrap() {
             assert_eq!(t["outcome"]["status"], "ok", "trial failed: {t}\n{stderr}");
-            assert!(t["outcome"]["locks"].is_object(), "no lock report: {t}\n{stderr}");
+            assert!(
+                t["outcome"]["locks"].is_object(),
+                "no lock report: {t}\n{stderr}"
+            );
         }
         true
     }
@@ -110,9 +125,15 @@ fn a_shared_futex_mutex_is_the_top_user_lock_attributed_to_its_lock_function() {
     let contended = top["contentions"].as_u64().unwrap();
     assert!(contended > 100, "only {contended} waits on a shared mutex");
     assert!(top["wait_per_op_ns"].as_f64().unwrap() > 0.0);
-    assert!(rows(&shared, "kernel").is_empty(), "--user shows user locks only");
+    assert!(
+        rows(&shared, "kernel").is_empty(),
+        "--user shows user locks only"
+    );
     let text = lab.ok(&["locks", "last", "--at", "2", "--user"]).0;
-    assert!(text.contains("futex_mutex_lock") && text.contains("avg wait"), "{text}");
+    assert!(
+        text.contains("futex_mutex_lock") && text.contains("avg wait"),
+        "{text}"
+    );
 
     assert!(lab.run_traced("futex_mutex", false, "2"));
     let private = lab.json(&["locks", "last", "--at", "2", "--user", "--json"]);
@@ -139,12 +160,18 @@ fn a_shared_directory_shows_its_rwsem_contention_and_private_ones_do_not() {
         .filter(|r| r["kind"] == "rwsem:write")
         .collect();
     assert!(!dir_lock.is_empty(), "no rwsem:write contention: {shared}");
-    let callers: Vec<&str> = dir_lock.iter().map(|r| r["caller"].as_str().unwrap()).collect();
+    let callers: Vec<&str> = dir_lock
+        .iter()
+        .map(|r| r["caller"].as_str().unwrap())
+        .collect();
     assert!(
-        callers
-            .iter()
-            .any(|c| ["path_openat", "do_unlinkat", "open_last_lookups", "filename_create"]
-                .contains(c)),
+        callers.iter().any(|c| [
+            "path_openat",
+            "do_unlinkat",
+            "open_last_lookups",
+            "filename_create"
+        ]
+        .contains(c)),
         "the directory lock should be taken by the create/unlink paths: {callers:?}"
     );
     let shared_wait = total_wait(&kernel, "rwsem:write");
@@ -184,7 +211,16 @@ fn what_grows_ranks_lock_wait_per_op_across_points() {
 fn locks_of_a_run_without_locks_is_refused_with_the_fix() {
     let lab = Lab::new();
     lab.ok(&[
-        "run", "spin", "--tasks", "1", "--runs", "1", "--duration", "100ms", "--warmup", "0",
+        "run",
+        "spin",
+        "--tasks",
+        "1",
+        "--runs",
+        "1",
+        "--duration",
+        "100ms",
+        "--warmup",
+        "0",
         "--quiet",
     ]);
     let out = lab.cmd().args(["locks", "last"]).output().unwrap();
@@ -194,4 +230,64 @@ fn locks_of_a_run_without_locks_is_refused_with_the_fix() {
         stderr.starts_with("error: ") && stderr.contains("--locks"),
         "{stderr}"
     );
+}
+
+#[test]
+fn locks_with_an_external_command_is_refused_before_running() {
+    let lab = Lab::new();
+    let out = lab
+        .cmd()
+        .args([
+            "run", "--cmd", "true", "--tasks", "1", "--runs", "1", "--locks",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--locks") && stderr.contains("perf lock record"),
+        "{stderr}"
+    );
+}
+
+/// In a private mount namespace without tracefs (needs root and `unshare`; skipped otherwise),
+/// `--locks` warns with the fix, the run is still stored, and `locks` repeats the reason.
+#[test]
+fn without_tracefs_the_run_is_stored_and_the_warning_names_the_fix() {
+    let lab = Lab::new();
+    let scalelab = assert_cmd::cargo::cargo_bin("scalelab");
+    let out = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg("umount /sys/kernel/tracing 2>/dev/null; umount /sys/kernel/debug 2>/dev/null; exec \"$@\"")
+        .arg("sh")
+        .arg(&scalelab)
+        .args([
+            "run", "futex_mutex", "--tasks", "1", "--runs", "1", "--duration", "100ms",
+            "--warmup", "0", "--quiet", "--locks",
+        ])
+        .env("SCALELAB_DB", lab.db())
+        .current_dir(lab.dir.path())
+        .output();
+    let out = match out {
+        Ok(o) if o.status.success() => o,
+        other => {
+            eprintln!("skipped: cannot run in a private mount namespace here: {other:?}");
+            return;
+        }
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("lock tracing unavailable")
+            && stderr.contains("mount -t tracefs nodev /sys/kernel/tracing"),
+        "{stderr}"
+    );
+    let export = lab.json(&["export", "last"]);
+    let trials = export["run"]["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), 1);
+    assert_eq!(trials[0]["outcome"]["status"], "ok");
+    let warnings = export["run"]["meta"]["warnings"].to_string();
+    assert!(warnings.contains("mount -t tracefs"), "{warnings}");
+    let refused = lab.cmd().args(["locks", "last"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("mount -t tracefs"));
 }

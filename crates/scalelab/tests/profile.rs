@@ -78,19 +78,35 @@ fn profiled_run(lab: &Lab) {
 /// `perf report --no-children --sort sym` self shares by symbol name (named symbols only).
 fn perf_report(data: &Path, kallsyms: &Path) -> Vec<(String, f64)> {
     let out = Command::new("perf")
-        .args(["report", "--stdio", "--no-children", "--sort", "sym", "-g", "none"])
+        .args([
+            "report",
+            "--stdio",
+            "--no-children",
+            "--sort",
+            "sym",
+            "-g",
+            "none",
+        ])
         .args(["--percent-limit", "0", "-i"])
         .arg(data)
         .arg("--kallsyms")
         .arg(kallsyms)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut by_name: Vec<(String, f64)> = Vec::new();
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let line = line.trim();
-        let Some((pct, rest)) = line.split_once('%') else { continue };
-        let Ok(pct) = pct.trim().parse::<f64>() else { continue };
+        let Some((pct, rest)) = line.split_once('%') else {
+            continue;
+        };
+        let Ok(pct) = pct.trim().parse::<f64>() else {
+            continue;
+        };
         let rest = rest.trim();
         let name = rest
             .strip_prefix("[k] ")
@@ -129,8 +145,9 @@ fn top_functions_agree_with_perf_report_within_half_a_point() {
     ]);
     let mut shares: HashMap<String, f64> = HashMap::new();
     for f in ours["functions"].as_array().unwrap() {
-        *shares.entry(f["name"].as_str().unwrap().to_string()).or_default() +=
-            f["self_share"].as_f64().unwrap();
+        *shares
+            .entry(f["name"].as_str().unwrap().to_string())
+            .or_default() += f["self_share"].as_f64().unwrap();
     }
     let theirs = perf_report(&data, &kallsyms);
     assert!(!theirs.is_empty(), "perf report printed no functions");
@@ -144,11 +161,17 @@ fn top_functions_agree_with_perf_report_within_half_a_point() {
         let d = (mine - pct).abs();
         worst = worst.max(d);
         println!("{pct:6.2}% perf  {mine:6.2}% scalelab  {name}");
-        assert!(d <= 0.5, "{name}: perf report {pct:.2}%, scalelab {mine:.2}%");
+        assert!(
+            d <= 0.5,
+            "{name}: perf report {pct:.2}%, scalelab {mine:.2}%"
+        );
         compared += 1;
     }
     println!("compared {compared} functions, largest difference {worst:.3} pp");
-    assert!(compared >= 10, "only {compared} named functions in perf's top 20");
+    assert!(
+        compared >= 10,
+        "only {compared} named functions in perf's top 20"
+    );
 }
 
 #[test]
@@ -159,7 +182,10 @@ fn a_profiled_run_ranks_what_grows_and_draws_flame_graphs() {
     let lab = Lab::new();
     profiled_run(&lab);
     let exported = lab.ok(&["export", "last"]);
-    assert!(exported.contains("n1-t1.perf.data"), "profile paths are stored");
+    assert!(
+        exported.contains("n1-t1.perf.data"),
+        "profile paths are stored"
+    );
 
     let grows = lab.json(&["profile", "last", "--json"]);
     let rows = grows["what_grows"]["rows"].as_array().unwrap();
@@ -178,16 +204,30 @@ fn a_profiled_run_ranks_what_grows_and_draws_flame_graphs() {
         .collect();
     // Faulting pages in is kernel work: the fault path must lead the profile.
     assert!(
-        names.iter().any(|n| n.contains("page_fault") || n.contains("clear_page")),
+        names
+            .iter()
+            .any(|n| n.contains("page_fault") || n.contains("clear_page")),
         "{names:?}"
     );
-    let cost = at["points"][0]["functions"][0]["cost_per_op"].as_f64().unwrap();
+    let cost = at["points"][0]["functions"][0]["cost_per_op"]
+        .as_f64()
+        .unwrap();
     assert!(cost > 0.0 && cost < 1e6, "{cost} ns/op");
 
     let svg = lab.dir.path().join("fg.svg");
-    lab.ok(&["profile", "last", "--at", "2", "--flamegraph", svg.to_str().unwrap()]);
+    lab.ok(&[
+        "profile",
+        "last",
+        "--at",
+        "2",
+        "--flamegraph",
+        svg.to_str().unwrap(),
+    ]);
     let body = std::fs::read_to_string(&svg).unwrap();
-    assert!(body.contains("<svg") && body.contains("page_fault"), "flame graph");
+    assert!(
+        body.contains("<svg") && body.contains("page_fault"),
+        "flame graph"
+    );
 
     // A second run to diff against.
     profiled_run(&lab);
@@ -195,16 +235,74 @@ fn a_profiled_run_ranks_what_grows_and_draws_flame_graphs() {
     assert_eq!(diff["n"], 2);
     assert!(!diff["functions"].as_array().unwrap().is_empty());
     let dsvg = lab.dir.path().join("diff.svg");
-    lab.ok(&["profile", "last", "--diff", "1", "--flamegraph", dsvg.to_str().unwrap()]);
+    lab.ok(&[
+        "profile",
+        "last",
+        "--diff",
+        "1",
+        "--flamegraph",
+        dsvg.to_str().unwrap(),
+    ]);
     assert!(std::fs::read_to_string(&dsvg).unwrap().contains("<svg"));
 }
 
 #[test]
 fn a_run_without_profiles_says_how_to_get_them() {
     let lab = Lab::new();
-    lab.ok(&["run", "spin", "--tasks", "1", "--runs", "1", "--duration", "50ms", "--warmup", "0", "--quiet"]);
+    lab.ok(&[
+        "run",
+        "spin",
+        "--tasks",
+        "1",
+        "--runs",
+        "1",
+        "--duration",
+        "50ms",
+        "--warmup",
+        "0",
+        "--quiet",
+    ]);
     let out = lab.cmd().args(["profile", "last"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--profile"), "{err}");
+}
+
+#[test]
+fn without_perf_the_run_is_measured_and_stored_with_a_warning_naming_the_fix() {
+    let lab = Lab::new();
+    let empty = lab.dir.path().join("no-perf-here");
+    std::fs::create_dir(&empty).unwrap();
+    let out = lab
+        .cmd()
+        .env("PATH", &empty)
+        .args([
+            "run",
+            "spin",
+            "--tasks",
+            "1",
+            "--runs",
+            "1",
+            "--duration",
+            "50ms",
+        ])
+        .args(["--warmup", "0", "--profile", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--profile") && err.contains("install"),
+        "{err}"
+    );
+    let exported: Value = serde_json::from_str(&lab.ok(&["export", "last"])).unwrap();
+    let trial = &exported["run"]["trials"][0]["outcome"];
+    assert_eq!(trial["status"], "ok", "{trial}");
+    assert!(trial.get("profile").is_none());
+    let warnings = exported["run"]["meta"]["warnings"].to_string();
+    assert!(warnings.contains("unprofiled"), "{warnings}");
 }

@@ -98,6 +98,8 @@ struct Acc {
 }
 
 type Key = (Side, String, String, String);
+/// (wait per op in ns, contentions per trial) at one N.
+type PerN = (f64, f64);
 
 fn merge_key(side: Side, c: &LockContention) -> Key {
     let lock = if c.lock.starts_with("0x") {
@@ -243,7 +245,8 @@ pub fn what_grows(data: &RunData, sides: Sides) -> Option<LockGrowth> {
         return None;
     }
     let ns: Vec<u32> = points.iter().map(|p| p.n).collect();
-    let mut table: BTreeMap<Key, (String, BTreeMap<u32, (f64, f64)>)> = BTreeMap::new();
+    // Per key: the lock as first shown, and (wait per op, contentions per trial) by N.
+    let mut table: BTreeMap<Key, (String, BTreeMap<u32, PerN>)> = BTreeMap::new();
     for p in &points {
         for r in &p.rows {
             let key = (
@@ -256,7 +259,9 @@ pub fn what_grows(data: &RunData, sides: Sides) -> Option<LockGrowth> {
                 r.kind.clone(),
                 r.caller.clone(),
             );
-            let entry = table.entry(key).or_insert_with(|| (r.lock.clone(), BTreeMap::new()));
+            let entry = table
+                .entry(key)
+                .or_insert_with(|| (r.lock.clone(), BTreeMap::new()));
             entry
                 .1
                 .insert(p.n, (r.wait_per_op_ns, r.contentions_per_trial));
@@ -302,7 +307,14 @@ pub fn what_grows(data: &RunData, sides: Sides) -> Option<LockGrowth> {
                         .filter(|r| r.side == side)
                         .map(|r| r.wait_total_ns)
                         .sum();
-                    (p.n, if p.ops > 0 { wait as f64 / p.ops as f64 } else { 0.0 })
+                    (
+                        p.n,
+                        if p.ops > 0 {
+                            wait as f64 / p.ops as f64
+                        } else {
+                            0.0
+                        },
+                    )
                 })
                 .collect();
             (side, per_n)
@@ -369,8 +381,16 @@ mod tests {
     #[test]
     fn heap_locks_of_different_trials_merge_on_caller_and_type() {
         let data = run(vec![
-            trial(2, 1000, vec![contention("0xffff1", "do_unlinkat", 10, 5000)]),
-            trial(2, 1000, vec![contention("0xffff2", "do_unlinkat", 30, 15000)]),
+            trial(
+                2,
+                1000,
+                vec![contention("0xffff1", "do_unlinkat", 10, 5000)],
+            ),
+            trial(
+                2,
+                1000,
+                vec![contention("0xffff2", "do_unlinkat", 30, 15000)],
+            ),
         ]);
         let p = at_point(&data, 2, Sides::BOTH).unwrap();
         assert_eq!(p.rows.len(), 1);
@@ -381,14 +401,26 @@ mod tests {
         assert_eq!(r.wait_per_op_ns, 10.0);
         assert_eq!(r.wait_avg_ns, 500.0);
         assert!(at_point(&data, 4, Sides::BOTH).is_none());
-        let user_only = at_point(&data, 2, Sides { kernel: false, user: true }).unwrap();
+        let user_only = at_point(
+            &data,
+            2,
+            Sides {
+                kernel: false,
+                user: true,
+            },
+        )
+        .unwrap();
         assert!(user_only.rows.is_empty());
     }
 
     #[test]
     fn growth_ranks_the_row_whose_wait_per_op_grows_most() {
         let data = run(vec![
-            trial(1, 1000, vec![contention("inode_hash_lock", "evict", 1, 1000)]),
+            trial(
+                1,
+                1000,
+                vec![contention("inode_hash_lock", "evict", 1, 1000)],
+            ),
             trial(
                 2,
                 1000,

@@ -157,20 +157,22 @@ fn kernel_rows(
     let kallsyms = match perf::Kallsyms::load() {
         Ok(k) => k,
         Err(e) => {
-            notes.push(format!("kernel callers unnamed: {e}"));
+            notes.push(format!("kernel locks: callers unnamed: {e}"));
             perf::Kallsyms::default()
         }
     };
     if !kallsyms.has_lock_ranges() {
         notes.push(
-            "kallsyms has no __lock_text/__sched_text ranges: callers may be lock functions"
-                .into(),
+            "kernel locks: kallsyms has no __lock_text/__sched_text ranges: callers may be lock functions".into(),
         );
     }
     let mut rows: HashMap<(String, String, String), Row> = HashMap::new();
     let mut unnamed_static = false;
     for w in trace.kernel.iter().filter(|w| in_window(w.end, window)) {
-        let chain = trace.chains.get(w.chain as usize).map_or(&[][..], Vec::as_slice);
+        let chain = trace
+            .chains
+            .get(w.chain as usize)
+            .map_or(&[][..], Vec::as_slice);
         let first = chain
             .iter()
             .position(|&ip| !kallsyms.in_lock_or_sched_text(ip));
@@ -200,7 +202,7 @@ fn kernel_rows(
     }
     if unnamed_static && !kallsyms.has_data_symbols() {
         notes.push(
-            "static kernel locks are shown as `static 0x…`: this kernel's kallsyms lists no \
+            "kernel locks: static locks are shown as `static 0x…`: this kernel's kallsyms lists no \
              data objects (CONFIG_KALLSYMS_ALL is off), so they cannot be named"
                 .into(),
         );
@@ -243,7 +245,10 @@ fn user_rows(
     let mut unattributed = 0u64;
     let mut stopped_in: HashMap<String, u64> = HashMap::new();
     for w in &waits {
-        let chain = trace.chains.get(w.chain as usize).map_or(&[][..], Vec::as_slice);
+        let chain = trace
+            .chains
+            .get(w.chain as usize)
+            .map_or(&[][..], Vec::as_slice);
         let frames: Vec<perf::UserFrame> = chain.iter().map(|&a| symbols.frame(a)).collect();
         let first = frames.iter().position(|f| !is_wrapper(f));
         let (caller, site) = match first {
@@ -266,13 +271,17 @@ fn user_rows(
                 (format!("(unknown: unwinding stopped at {last})"), last)
             }
         };
-        rows.entry((format!("{:#x}", w.uaddr), futex_kind(w.op).to_string(), caller))
-            .or_default()
-            .add(w.wait(), site);
+        rows.entry((
+            format!("{:#x}", w.uaddr),
+            futex_kind(w.op).to_string(),
+            caller,
+        ))
+        .or_default()
+        .add(w.wait(), site);
     }
     if !waits.is_empty() {
         notes.push(
-            "user call sites come from frame-pointer unwinding: the direct caller of a \
+            "user locks: call sites come from frame-pointer unwinding: the direct caller of a \
              frame-less C library wrapper (syscall(), __lll_lock_wait) is skipped, so a wait is \
              attributed to the first frame above it outside libc and std's futex code"
                 .into(),
@@ -280,9 +289,9 @@ fn user_rows(
     }
     if unattributed > 0 {
         let mut worst: Vec<(String, u64)> = stopped_in.into_iter().collect();
-        worst.sort_by(|a, b| b.1.cmp(&a.1));
+        worst.sort_by_key(|w| std::cmp::Reverse(w.1));
         notes.push(format!(
-            "{unattributed} of {} futex waits have no call site: frame-pointer unwinding stopped \
+            "user locks: {unattributed} of {} futex waits have no call site: frame-pointer unwinding stopped \
              at {} (code built without frame pointers?)",
             waits.len(),
             worst.first().map_or("?", |w| w.0.as_str())

@@ -54,7 +54,9 @@ pub fn what_grows(points: &[PointProfile]) -> Option<GrowthReport> {
     let keys: BTreeSet<String> = last.functions.iter().map(|f| f.key()).collect();
     let mut rows = Vec::new();
     for key in keys {
-        let Some(l) = last.function(&key) else { continue };
+        let Some(l) = last.function(&key) else {
+            continue;
+        };
         let cost_last = l.cost_per_op.unwrap_or(0.0);
         if cost_last <= 0.0 {
             continue;
@@ -137,11 +139,25 @@ mod tests {
     fn new_functions_rank_first_then_by_ratio() {
         let pts = [
             point(1, &[("clear_page_erms", 100.0), ("lru_add", 10.0)]),
-            point(2, &[("clear_page_erms", 110.0), ("lru_add", 40.0), ("native_queued_spin_lock_slowpath", 30.0)]),
+            point(
+                2,
+                &[
+                    ("clear_page_erms", 110.0),
+                    ("lru_add", 40.0),
+                    ("native_queued_spin_lock_slowpath", 30.0),
+                ],
+            ),
         ];
         let r = what_grows(&pts).unwrap();
         let names: Vec<&str> = r.rows.iter().map(|g| g.name.as_str()).collect();
-        assert_eq!(names, ["native_queued_spin_lock_slowpath", "lru_add", "clear_page_erms"]);
+        assert_eq!(
+            names,
+            [
+                "native_queued_spin_lock_slowpath",
+                "lru_add",
+                "clear_page_erms"
+            ]
+        );
         assert!(r.rows[0].only_at_higher && r.rows[0].lock);
         assert_eq!(r.rows[1].ratio, Some(4.0));
         assert!(what_grows(&pts[..1]).is_none());

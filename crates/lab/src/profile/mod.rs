@@ -141,13 +141,23 @@ pub fn load_file(path: &Path, kallsyms: Option<&Path>) -> Result<PointProfile, L
     Ok(merge(0, vec![(path.display().to_string(), 0, profile)]))
 }
 
+/// (name, dso, kernel): how functions are matched across the trials of one point.
+type FunctionKey = (String, String, bool);
+/// (self samples, self period, total samples, total period, size).
+type FunctionSums = (u64, u64, u64, u64, Option<u64>);
+
 /// Merges the profiles of one point's trials, matching functions by name and DSO.
 pub fn merge(n: u32, parts: Vec<(String, u64, Profile)>) -> PointProfile {
     let event = parts
         .first()
         .map(|(_, _, p)| p.event.clone())
         .unwrap_or_default();
-    let unit = if event.contains("clock") { "ns" } else { "cycles" }.to_string();
+    let unit = if event.contains("clock") {
+        "ns"
+    } else {
+        "cycles"
+    }
+    .to_string();
     let mut out = PointProfile {
         n,
         event,
@@ -165,8 +175,7 @@ pub fn merge(n: u32, parts: Vec<(String, u64, Profile)>) -> PointProfile {
         notes: Vec::new(),
     };
     // (name, dso, kernel) -> (self samples, self period, total samples, total period, size)
-    let mut funcs: HashMap<(String, String, bool), (u64, u64, u64, u64, Option<u64>)> =
-        HashMap::new();
+    let mut funcs: HashMap<FunctionKey, FunctionSums> = HashMap::new();
     let mut dsos: HashMap<(String, bool), (u64, u64)> = HashMap::new();
     let mut folded: HashMap<String, u64> = HashMap::new();
     for (file, ops, p) in parts {
@@ -203,7 +212,11 @@ pub fn merge(n: u32, parts: Vec<(String, u64, Profile)>) -> PointProfile {
                 .map(|&i| {
                     let f = &p.functions[i as usize];
                     let name = f.name.replace(';', ":");
-                    if f.kernel { format!("{name}_[k]") } else { name }
+                    if f.kernel {
+                        format!("{name}_[k]")
+                    } else {
+                        name
+                    }
                 })
                 .collect();
             *folded.entry(line.join(";")).or_default() += s.samples;
@@ -213,19 +226,21 @@ pub fn merge(n: u32, parts: Vec<(String, u64, Profile)>) -> PointProfile {
     let per_op = |period: u64| (out.ops > 0).then(|| period as f64 / out.ops as f64);
     out.functions = funcs
         .into_iter()
-        .map(|((name, dso, kernel), (ss, sp, ts, tp, size))| FunctionRow {
-            name,
-            dso,
-            kernel,
-            self_share: 100.0 * sp as f64 / total,
-            total_share: 100.0 * tp as f64 / total,
-            self_samples: ss,
-            total_samples: ts,
-            cost_per_op: per_op(sp),
-            total_cost_per_op: per_op(tp),
-            size,
-            load: size.filter(|&s| s > 0).map(|s| ss as f64 / s as f64),
-        })
+        .map(
+            |((name, dso, kernel), (ss, sp, ts, tp, size))| FunctionRow {
+                name,
+                dso,
+                kernel,
+                self_share: 100.0 * sp as f64 / total,
+                total_share: 100.0 * tp as f64 / total,
+                self_samples: ss,
+                total_samples: ts,
+                cost_per_op: per_op(sp),
+                total_cost_per_op: per_op(tp),
+                size,
+                load: size.filter(|&s| s > 0).map(|s| ss as f64 / s as f64),
+            },
+        )
         .collect();
     out.functions.sort_by(|a, b| {
         b.self_share
@@ -252,7 +267,15 @@ pub fn merge(n: u32, parts: Vec<(String, u64, Profile)>) -> PointProfile {
 /// Kernel lock and spin functions, called out in "what grows".
 pub fn is_lock_function(name: &str) -> bool {
     const MARKS: [&str; 9] = [
-        "spin", "_lock", "lock_", "mutex", "rwsem", "osq_", "futex", "qspinlock", "rcu_",
+        "spin",
+        "_lock",
+        "lock_",
+        "mutex",
+        "rwsem",
+        "osq_",
+        "futex",
+        "qspinlock",
+        "rcu_",
     ];
     let lower = name.to_ascii_lowercase();
     MARKS.iter().any(|m| lower.contains(m))
@@ -282,7 +305,10 @@ mod tests {
             event: "cpu-clock".into(),
             samples: 10,
             period: 100,
-            functions: vec![func("clear_page_erms", 60, 60), func("exc_page_fault", 40, 100)],
+            functions: vec![
+                func("clear_page_erms", 60, 60),
+                func("exc_page_fault", 40, 100),
+            ],
             stacks: vec![StackCost {
                 frames: vec![1, 0],
                 samples: 6,

@@ -9,8 +9,10 @@ use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, ContentArrangement, Table};
 use stats::{Direction, Verdict};
 
-use super::compare_view::{CompareView, PointComparison, Side, list, percent, signed_percent};
+use super::compare_view::{CompareView, PointComparison, Side};
+use super::compare_warning::list;
 use super::format::si;
+use super::percent::{percent, signed_percent};
 
 /// Writes the comparison as text.
 pub fn write_compare(out: &mut dyn Write, view: &CompareView) -> io::Result<()> {

@@ -113,7 +113,7 @@ pub fn write_point(
             }
         }
     }
-    write_footer(out, p.lost_records, &p.notes)
+    write_footer(out, p.lost_records, &p.notes, sides)
 }
 
 /// "What grows": wait per op at each N by lock and caller, most growth first.
@@ -155,11 +155,8 @@ pub fn write_growth(
         let header_refs: Vec<&str> = headers.iter().map(String::as_str).collect();
         let mut t = table(&header_refs, right);
         for r in rows.iter().take(top) {
-            let mut cells: Vec<String> = r
-                .wait_per_op_ns
-                .iter()
-                .map(|(_, w)| duration(*w))
-                .collect();
+            let mut cells: Vec<String> =
+                r.wait_per_op_ns.iter().map(|(_, w)| duration(*w)).collect();
             cells.push(if r.growth_ns >= 0.0 {
                 format!("+{}", duration(r.growth_ns))
             } else {
@@ -176,10 +173,24 @@ pub fn write_growth(
             writeln!(out, "  … {} more rows (--top)", rows.len() - top)?;
         }
     }
-    write_footer(out, g.lost_records, &g.notes)
+    write_footer(out, g.lost_records, &g.notes, sides)
 }
 
-fn write_footer(out: &mut dyn Write, lost: u64, notes: &[String]) -> io::Result<()> {
+/// The losses and the notes; a note about one side (`kernel locks: …`, `user locks: …`) only
+/// when that side is shown.
+fn write_footer(
+    out: &mut dyn Write,
+    lost: u64,
+    notes: &[String],
+    sides: &[Side],
+) -> io::Result<()> {
+    let notes: Vec<&String> = notes
+        .iter()
+        .filter(|n| {
+            (!n.starts_with("kernel locks:") || sides.contains(&Side::Kernel))
+                && (!n.starts_with("user locks:") || sides.contains(&Side::User))
+        })
+        .collect();
     if lost > 0 || !notes.is_empty() {
         writeln!(out)?;
     }

@@ -8,9 +8,9 @@ use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, ContentArrangement, Table};
 use stats::Estimate;
 
-use super::compare_view::signed_percent;
 use super::format::si;
 use super::model_view::{ModelSource, ModelView};
+use super::percent::signed_percent;
 
 /// Writes the model as text.
 pub fn write_model(out: &mut dyn Write, view: &ModelView) -> io::Result<()> {

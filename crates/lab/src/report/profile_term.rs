@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, ContentArrangement, Table};
 
-use super::format::{opt_sig3, sig3, si};
+use super::format::{opt_sig3, si, sig3};
 use crate::profile::PointProfile;
 use crate::profile::diff::{FunctionDiff, Presence};
 use crate::profile::grows::{GrowthReport, MIN_SHARE};
@@ -99,8 +99,12 @@ pub fn write_top(out: &mut dyn Write, p: &PointProfile, top: usize, load: bool) 
     }
     writeln!(out, "{t}")?;
     let mut d = table(&["self %", "samples", "dso"], 0, 2);
-    for x in p.dsos.iter().take(6) {
-        d.add_row(vec![format!("{:.2}", x.share), x.samples.to_string(), x.dso.clone()]);
+    for x in p.dsos.iter().filter(|x| x.samples > 0).take(6) {
+        d.add_row(vec![
+            format!("{:.2}", x.share),
+            x.samples.to_string(),
+            x.dso.clone(),
+        ]);
     }
     writeln!(out, "{d}")?;
     for w in warnings(p) {
@@ -119,17 +123,19 @@ pub fn write_grows(out: &mut dyn Write, r: &GrowthReport, top: usize) -> io::Res
     )?;
     let cols: Vec<String> = r.points.iter().map(|n| format!("N={n}")).collect();
     let mut headers: Vec<&str> = cols.iter().map(String::as_str).collect();
-    headers.extend(["×", "Δ/op", &"share"]);
     let share = format!("% @N={last}");
-    let last_i = headers.len() - 1;
-    headers[last_i] = &share;
+    headers.extend(["×", "Δ/op", share.as_str()]);
     headers.extend(["function", "dso", "note"]);
     let numeric = headers.len() - 3;
     let mut t = table(&headers, 0, numeric);
     for g in r.rows.iter().take(top) {
         let mut row: Vec<String> = g.by_n.iter().map(|c| opt_sig3(*c)).collect();
         row.push(g.ratio.map_or_else(|| "new".into(), |x| format!("{x:.2}")));
-        row.push(format!("{}{}", if g.growth >= 0.0 { "+" } else { "" }, sig3(g.growth)));
+        row.push(format!(
+            "{}{}",
+            if g.growth >= 0.0 { "+" } else { "" },
+            sig3(g.growth)
+        ));
         row.push(format!("{:.2}", g.share_last));
         row.push(function_label(&g.name, g.kernel));
         row.push(g.dso.clone());
@@ -162,7 +168,11 @@ pub fn write_grows(out: &mut dyn Write, r: &GrowthReport, top: usize) -> io::Res
         .map(|g| g.name.as_str())
         .collect();
     if !locks.is_empty() {
-        writeln!(out, "kernel lock/spin functions growing with N: {}", locks.join(", "))?;
+        writeln!(
+            out,
+            "kernel lock/spin functions growing with N: {}",
+            locks.join(", ")
+        )?;
     }
     Ok(())
 }
@@ -177,13 +187,18 @@ pub fn write_diff(
     top: usize,
 ) -> io::Result<()> {
     let (a, b) = labels;
-    writeln!(out, "profile diff at N={n}: {a} → {b} (Δ: percentage points of self share)")?;
+    writeln!(
+        out,
+        "profile diff at N={n}: {a} → {b} (Δ: percentage points of self share)"
+    )?;
     let ha = format!("% {a}");
     let hb = format!("% {b}");
     let ca = format!("{unit}/op {a}");
     let cb = format!("{unit}/op {b}");
     let mut t = table(
-        &[&ha, &hb, "Δ pp", &ca, &cb, "Δ cost", "function", "dso", "note"],
+        &[
+            &ha, &hb, "Δ pp", &ca, &cb, "Δ cost", "function", "dso", "note",
+        ],
         0,
         6,
     );
@@ -194,7 +209,8 @@ pub fn write_diff(
             format!("{:+.2}", r.delta_share),
             opt_sig3(r.cost_a),
             opt_sig3(r.cost_b),
-            r.cost_change_pct.map_or_else(String::new, |x| format!("{x:+.1}%")),
+            r.cost_change_pct
+                .map_or_else(String::new, |x| format!("{x:+.1}%")),
             function_label(&r.name, r.kernel),
             r.dso.clone(),
             match r.presence {

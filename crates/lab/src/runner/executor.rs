@@ -20,6 +20,8 @@ use crate::model::{
 
 /// What became of one execution.
 #[derive(Debug, Clone, PartialEq)]
+// One per trial, moved once: boxing the outcome would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Execution {
     Finished(TrialOutcome),
     /// The user asked to stop; the trial was killed and measured nothing.

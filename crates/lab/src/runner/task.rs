@@ -58,11 +58,14 @@ fn task_body(
     let mut work = prepared.task(index)?;
     control.mark_ready();
     let mut seen = control.wait_gate();
+    // Provisional window start, replaced when the task sees the window open. A task that gets no
+    // CPU until after the window closed (heavy oversubscription) thus reports zero usage rather
+    // than none, and one stuck in a single step for the whole window reports its usage since the gate.
+    let at_gate = usage_now(mode)?;
+    control.record_usage(index, true, &at_gate);
     if seen == PHASE_STOP {
+        control.record_usage(index, false, &at_gate);
         return Ok(());
-    }
-    if seen == PHASE_MEASURE {
-        control.record_usage(index, true, &usage_now(mode)?);
     }
     let counter = control.counter(index);
     let phase = control.phase_word();

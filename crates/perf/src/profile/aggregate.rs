@@ -158,7 +158,10 @@ mod tests {
         let p = aggregate(raw, names);
         let a = p.functions.iter().find(|f| f.name == "a").unwrap();
         let b = p.functions.iter().find(|f| f.name == "b").unwrap();
-        assert_eq!((a.self_period, a.total_period, a.total_samples), (30, 30, 3));
+        assert_eq!(
+            (a.self_period, a.total_period, a.total_samples),
+            (30, 30, 3)
+        );
         assert_eq!((b.self_period, b.total_period), (10, 40));
         assert_eq!(p.functions[0].name, "a");
         // Root first: the first stack is a <- b <- a, stored as [a, b, a] reversed = [a, b, a].

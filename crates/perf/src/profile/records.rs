@@ -14,6 +14,7 @@ use std::path::Path;
 
 use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord};
 use linux_perf_data::{PerfFileReader, PerfFileRecord};
+use rustc_hash::FxHashMap;
 
 use crate::PerfError;
 
@@ -70,11 +71,14 @@ struct Region {
 #[derive(Debug, Default)]
 struct Builder {
     raw: RawProfile,
-    frame_ids: HashMap<Frame, u32>,
-    stack_ids: HashMap<Box<[u32]>, u32>,
+    frame_ids: FxHashMap<Frame, u32>,
+    /// (pid, address, kernel) → frame id: skips the mapping lookup for addresses seen before.
+    /// Cleared whenever a mapping changes, so it never outlives the mappings it was built from.
+    address_ids: FxHashMap<(i32, u64, bool), u32>,
+    stack_ids: FxHashMap<Box<[u32]>, u32>,
     map_ids: HashMap<String, u32>,
     /// Per process, sorted by start.
-    regions: HashMap<i32, Vec<Region>>,
+    regions: FxHashMap<i32, Vec<Region>>,
     scratch: Vec<u32>,
 }
 
@@ -175,29 +179,25 @@ pub(super) fn read(path: &Path, window: Option<(u64, u64)>) -> Result<RawProfile
                 st.samples += 1;
                 st.period += period;
             }
-            EventRecord::Mmap(m) => {
-                if m.cpu_mode != CpuMode::Kernel && m.is_executable {
-                    let path = String::from_utf8_lossy(&m.path.as_slice()).into_owned();
-                    b.map(m.pid, m.address, m.length, m.page_offset, path);
+            EventRecord::Mmap(m) if m.cpu_mode != CpuMode::Kernel && m.is_executable => {
+                let path = String::from_utf8_lossy(&m.path.as_slice()).into_owned();
+                b.map(m.pid, m.address, m.length, m.page_offset, path);
+            }
+            EventRecord::Mmap2(m)
+                if m.cpu_mode != CpuMode::Kernel && m.protection & libc::PROT_EXEC as u32 != 0 =>
+            {
+                let path = String::from_utf8_lossy(&m.path.as_slice()).into_owned();
+                b.map(m.pid, m.address, m.length, m.page_offset, path);
+            }
+            EventRecord::Fork(f) if f.pid != f.ppid => {
+                if let Some(parent) = b.regions.get(&f.ppid).cloned() {
+                    b.regions.insert(f.pid, parent);
+                    b.address_ids.clear();
                 }
             }
-            EventRecord::Mmap2(m) => {
-                if m.cpu_mode != CpuMode::Kernel && m.protection & libc::PROT_EXEC as u32 != 0 {
-                    let path = String::from_utf8_lossy(&m.path.as_slice()).into_owned();
-                    b.map(m.pid, m.address, m.length, m.page_offset, path);
-                }
-            }
-            EventRecord::Fork(f) => {
-                if f.pid != f.ppid {
-                    if let Some(parent) = b.regions.get(&f.ppid).cloned() {
-                        b.regions.insert(f.pid, parent);
-                    }
-                }
-            }
-            EventRecord::Comm(c) => {
-                if c.is_execve {
-                    b.regions.remove(&c.pid);
-                }
+            EventRecord::Comm(c) if c.is_execve => {
+                b.regions.remove(&c.pid);
+                b.address_ids.clear();
             }
             EventRecord::Throttle(_) => b.raw.throttled += 1,
             EventRecord::Lost(l) => b.raw.lost += l.count,
@@ -209,6 +209,15 @@ pub(super) fn read(path: &Path, window: Option<(u64, u64)>) -> Result<RawProfile
 
 impl Builder {
     fn frame(&mut self, pid: i32, addr: u64, kernel: bool) -> u32 {
+        if let Some(&id) = self.address_ids.get(&(pid, addr, kernel)) {
+            return id;
+        }
+        let id = self.frame_uncached(pid, addr, kernel);
+        self.address_ids.insert((pid, addr, kernel), id);
+        id
+    }
+
+    fn frame_uncached(&mut self, pid: i32, addr: u64, kernel: bool) -> u32 {
         let frame = if kernel {
             Frame::Kernel(addr)
         } else {
@@ -233,6 +242,7 @@ impl Builder {
             self.raw.maps.push(path);
         }
         let end = start.saturating_add(len);
+        self.address_ids.clear();
         let regions = self.regions.entry(pid).or_default();
         regions.retain(|r| r.end <= start || r.start >= end);
         let at = regions.partition_point(|r| r.start < start);

@@ -8,9 +8,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use blazesym::MaybeDefault;
 use blazesym::symbolize::source::{Elf, Kernel, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
-use blazesym::MaybeDefault;
 
 use super::records::{Frame, RawProfile};
 
@@ -90,13 +90,17 @@ pub(super) fn symbolise(raw: &RawProfile, kallsyms: Option<&Path>) -> Names {
                 Vec::new()
             }
         };
+        let starts = kallsyms.map(text_starts).unwrap_or_default();
         for (k, (frame, _)) in kernel.iter().enumerate() {
             let sym = match results.get(k) {
                 Some(Symbolized::Sym(s)) => Symbol {
                     name: s.name.to_string(),
                     dso: KERNEL_DSO.into(),
                     kernel: true,
-                    size: s.size.map(|x| x as u64),
+                    size: s
+                        .size
+                        .map(|x| x as u64)
+                        .or_else(|| size_from(&starts, s.addr)),
                 },
                 _ => Symbol {
                     name: UNKNOWN.into(),
@@ -134,7 +138,11 @@ pub(super) fn symbolise(raw: &RawProfile, kallsyms: Option<&Path>) -> Names {
             .file_name()
             .map_or_else(|| path.clone(), |f| f.to_string_lossy().into_owned());
         let elf = if path.starts_with('/') {
-            elf_file(path, raw.build_ids.get(path).map(Vec::as_slice), &mut names.notes)
+            elf_file(
+                path,
+                raw.build_ids.get(path).map(Vec::as_slice),
+                &mut names.notes,
+            )
         } else {
             None
         };
@@ -182,7 +190,9 @@ fn elf_file(path: &str, build_id: Option<&[u8]>, notes: &mut Vec<String>) -> Opt
     let on_disk = Path::new(path).is_file();
     let Some(want) = build_id.filter(|b| !b.is_empty()) else {
         if !on_disk {
-            notes.push(format!("{path}: no longer on disk; its functions show as [unknown]"));
+            notes.push(format!(
+                "{path}: no longer on disk; its functions show as [unknown]"
+            ));
         }
         return on_disk.then(|| PathBuf::from(path));
     };
@@ -208,4 +218,30 @@ fn elf_file(path: &str, build_id: Option<&[u8]>, notes: &mut Vec<String>) -> Opt
         "{path} changed since the profile was recorded (build id {hex} not found, nor in perf's build-id cache ~/.debug) — its functions show as [unknown]; keep the binary, or record without --no-buildid-cache"
     ));
     None
+}
+
+/// The sorted start addresses of the kernel's text symbols in a kallsyms file: kallsyms has no
+/// sizes, so a function's size (for the normalized load) is the gap to the next one, as
+/// readprofile computed it from System.map.
+fn text_starts(path: &Path) -> Vec<u64> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    let mut v: Vec<u64> = text
+        .lines()
+        .filter_map(|l| {
+            let mut p = l.split_whitespace();
+            let addr = u64::from_str_radix(p.next()?, 16).ok()?;
+            matches!(p.next()?, "t" | "T" | "w" | "W").then_some(addr)
+        })
+        .filter(|&a| a != 0)
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+fn size_from(starts: &[u64], start: u64) -> Option<u64> {
+    let i = starts.partition_point(|&a| a <= start);
+    starts.get(i).map(|next| next - start)
 }

@@ -36,6 +36,14 @@ pub fn run(db: Option<&Path>, args: &LocksArgs) -> Result<ExitCode> {
         .filter_map(|t| t.outcome.measurement())
         .any(|m| m.locks.is_some());
     if !traced {
+        if let Some(w) = data
+            .meta
+            .warnings
+            .iter()
+            .find(|w| w.starts_with("--locks:"))
+        {
+            bail!("run {} has no lock data: {w}", data.meta.id);
+        }
         bail!(
             "run {} has no lock data: it was run without --locks (or lock tracing was unavailable; see `scalelab show {}` for its warnings) — rerun with `scalelab run … --locks`",
             data.meta.id,

@@ -45,7 +45,16 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
         let a = at(&points, n, &data)?;
         let b = at(&points_b, n, &data_b)?;
         let rows = diff::diff(a, b);
-        let (la, lb) = (format!("run {}", data.meta.id), format!("run {}", data_b.meta.id));
+        if a.event != b.event {
+            eprintln!(
+                "warning: run {} sampled {} and run {} {}: shares compare, costs per op do not",
+                data.meta.id, a.event, data_b.meta.id, b.event
+            );
+        }
+        let (la, lb) = (
+            format!("run {}", data.meta.id),
+            format!("run {}", data_b.meta.id),
+        );
         if args.json {
             let value = serde_json::json!({
                 "run_a": data.meta.id, "run_b": data_b.meta.id, "n": n, "unit": b.unit,
@@ -57,7 +66,10 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
             profile_term::write_diff(&mut out, &rows, (&la, &lb), n, &b.unit, args.top)?;
         }
         if let Some(svg) = &args.flamegraph {
-            let title = format!("{} at N={n}: {la} → {lb} (red grew, blue shrank)", data.meta.workload);
+            let title = format!(
+                "{} at N={n}: {la} → {lb} (red grew, blue shrank)",
+                data.meta.workload
+            );
             let w = create(svg)?;
             flamegraph::write_differential(w, a, b, title)?;
             eprintln!("differential flame graph: {}", svg.display());
@@ -114,7 +126,8 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
 }
 
 fn load(data: &RunData) -> Result<Vec<PointProfile>> {
-    let points = profile::load_run(data).with_context(|| format!("reading the profiles of run {}", data.meta.id))?;
+    let points = profile::load_run(data)
+        .with_context(|| format!("reading the profiles of run {}", data.meta.id))?;
     if points.is_empty() {
         bail!(
             "run {} has no profiles — record them with `scalelab run … --profile` (perf must be installed)",
@@ -127,12 +140,18 @@ fn load(data: &RunData) -> Result<Vec<PointProfile>> {
 fn at<'a>(points: &'a [PointProfile], n: u32, data: &RunData) -> Result<&'a PointProfile> {
     points.iter().find(|p| p.n == n).with_context(|| {
         let have: Vec<String> = points.iter().map(|p| p.n.to_string()).collect();
-        format!("--at {n}: run {} has profiles at N={} only", data.meta.id, have.join(","))
+        format!(
+            "--at {n}: run {} has profiles at N={} only",
+            data.meta.id,
+            have.join(",")
+        )
     })
 }
 
 fn create(path: &Path) -> Result<BufWriter<File>> {
-    Ok(BufWriter::new(File::create(path).with_context(|| format!("--flamegraph: creating {}", path.display()))?))
+    Ok(BufWriter::new(File::create(path).with_context(|| {
+        format!("--flamegraph: creating {}", path.display())
+    })?))
 }
 
 /// `--perf-data FILE`: one file, whole, timed (the figure bench/profile-speed reads).

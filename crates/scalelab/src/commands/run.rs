@@ -207,6 +207,9 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
     let data = store.load_run(run_id)?;
     if !args.quiet {
         show::print_run(&data, args.json)?;
+        if plan.locks.is_some() && !args.json {
+            eprintln!("lock contention: `scalelab locks {run_id}` (what grows with N), `scalelab locks {run_id} --at N` (one point)");
+        }
     }
     if let Some(dir) = plan.profile.as_ref().and_then(|p| p.dir.as_ref()) {
         if !args.quiet {

@@ -253,18 +253,6 @@ fn the_view_serialises_with_tagged_warnings() {
 }
 
 #[test]
-fn percentages_read_well() {
-    assert_eq!(percent(0.01), "1%");
-    assert_eq!(percent(0.005), "0.5%");
-    assert_eq!(percent(0.025), "2.5%");
-    assert_eq!(percent(0.4709), "47.1%");
-    assert_eq!(percent(0.00485), "0.485%");
-    assert_eq!(percent(0.1), "10%");
-    assert_eq!(signed_percent(-0.0291), "-2.91%");
-    assert_eq!(signed_percent(0.123), "+12.3%");
-}
-
-#[test]
 fn different_commands_are_the_comparison_but_a_different_op_count_is_a_mismatch() {
     let mut a = run(1, "cmd", &[(1, &[1.0, 2.0])]);
     let mut b = run(2, "cmd", &[(1, &[1.0, 2.0])]);
