@@ -141,6 +141,14 @@ fn run_view(run: &RunData) -> Result<RunView, LabError> {
             .collect(),
         _ => Vec::new(),
     };
+    let mut tables = vec![points_table(&summary)];
+    let mut flamegraphs = Vec::new();
+    if run.trials.iter().any(|t| t.outcome.measurement().is_some_and(|m| m.profile.is_some())) {
+        match crate::profile::load_run(run) {
+            Ok(points) => profile_sections(&points, &mut tables, &mut flamegraphs, &mut warnings),
+            Err(e) => warnings.push(format!("profiles not shown: {e}")),
+        }
+    }
     Ok(RunView {
         id: meta.id,
         name: meta.name.clone(),
@@ -156,10 +164,68 @@ fn run_view(run: &RunData) -> Result<RunView, LabError> {
         warnings,
         scales_to,
         charts,
-        tables: vec![points_table(&summary)],
-        flamegraphs: Vec::new(),
+        tables,
+        flamegraphs,
         environment,
     })
+}
+
+/// The top functions at the largest profiled N, what grows with N, and that N's flame graph.
+fn profile_sections(points: &[crate::profile::PointProfile], tables: &mut Vec<Table>, flames: &mut Vec<Flame>, warnings: &mut Vec<String>) {
+    const TOP: usize = 15;
+    let Some(last) = points.last() else {
+        return;
+    };
+    let rows = last
+        .functions
+        .iter()
+        .take(TOP)
+        .map(|f| {
+            vec![
+                f.name.clone(),
+                f.dso.clone(),
+                format!("{:.2}%", f.self_share),
+                format!("{:.2}%", f.total_share),
+                f.self_samples.to_string(),
+                f.cost_per_op.map_or_else(|| "n/a".into(), si),
+            ]
+        })
+        .collect();
+    tables.push(Table {
+        caption: format!("Profile at N={}: top functions by self share ({}; cost per op in {})", last.n, last.event, last.unit),
+        headers: ["function", "dso", "self", "total", "samples", "self cost/op"].map(String::from).to_vec(),
+        rows,
+        left_columns: 2,
+    });
+    if let Some(report) = crate::profile::grows::what_grows(points) {
+        let rows = report
+            .rows
+            .iter()
+            .take(TOP)
+            .map(|g| {
+                vec![
+                    format!("{}{}", g.name, if g.lock { " (lock)" } else { "" }),
+                    g.dso.clone(),
+                    g.cost_first.map_or_else(|| "—".into(), si),
+                    si(g.cost_last),
+                    g.ratio.map_or_else(|| "new".into(), |r| format!("×{r:.2}")),
+                    si(g.growth),
+                ]
+            })
+            .collect();
+        let (first, last_n) = (report.points.first().copied().unwrap_or(0), report.points.last().copied().unwrap_or(0));
+        tables.push(Table {
+            caption: format!("What grows: cost per op ({}) at N={last_n} over N={first}", report.unit),
+            headers: ["function", "dso", &format!("N={first}"), &format!("N={last_n}"), "ratio", "growth/op"].map(String::from).to_vec(),
+            rows,
+            left_columns: 2,
+        });
+    }
+    let mut svg = Vec::new();
+    match super::flamegraph::write_flamegraph(&mut svg, last, format!("N={} ({})", last.n, last.event)) {
+        Ok(()) => flames.push(Flame { title: format!("Flame graph at N={}", last.n), svg: String::from_utf8_lossy(&svg).into_owned() }),
+        Err(e) => warnings.push(format!("flame graph not drawn: {e}")),
+    }
 }
 
 fn points_table(s: &RunSummary) -> Table {
