@@ -276,13 +276,24 @@ fn summarize_steps(ok: &[&TrialMeasurement]) -> Vec<StepSummary> {
         .iter()
         .map(|s| s.name.clone())
         .map(|name| {
-            let steps: Vec<&crate::model::StepRecord> = ok.iter().filter_map(|m| m.steps.iter().find(|s| s.name == name)).collect();
-            let med = |f: &dyn Fn(&crate::model::StepRecord) -> f64| median(steps.iter().map(|s| f(s))).unwrap_or(f64::NAN);
+            let steps: Vec<&crate::model::StepRecord> = ok
+                .iter()
+                .filter_map(|m| m.steps.iter().find(|s| s.name == name))
+                .collect();
+            let med = |f: &dyn Fn(&crate::model::StepRecord) -> f64| {
+                median(steps.iter().map(|s| f(s))).unwrap_or(f64::NAN)
+            };
             StepSummary {
                 user_s: med(&|s| s.usage.user.as_secs_f64()),
                 sys_s: med(&|s| s.usage.sys.as_secs_f64()),
                 wall_s: med(&|s| s.wall.as_secs_f64()),
-                cpu_pct: med(&|s| if s.wall.0 > 0 { s.usage.cpu().as_secs_f64() / s.wall.as_secs_f64() * 100.0 } else { 0.0 }),
+                cpu_pct: med(&|s| {
+                    if s.wall.0 > 0 {
+                        s.usage.cpu().as_secs_f64() / s.wall.as_secs_f64() * 100.0
+                    } else {
+                        0.0
+                    }
+                }),
                 minor_faults: med(&|s| s.usage.minor_faults as f64),
                 major_faults: med(&|s| s.usage.major_faults as f64),
                 block_in: med(&|s| s.usage.block_in as f64),

@@ -51,16 +51,22 @@ impl Metric {
     }
 
     pub fn parse(text: &str) -> Result<Metric, LabError> {
-        Metric::ALL.into_iter().find(|m| m.name() == text).ok_or_else(|| {
-            LabError::BadOption(format!(
-                "--metric `{text}` is not a metric; use one of: {}",
-                Metric::ALL.map(Metric::name).join(", ")
-            ))
-        })
+        Metric::ALL
+            .into_iter()
+            .find(|m| m.name() == text)
+            .ok_or_else(|| {
+                LabError::BadOption(format!(
+                    "--metric `{text}` is not a metric; use one of: {}",
+                    Metric::ALL.map(Metric::name).join(", ")
+                ))
+            })
     }
 
     pub fn higher_is_better(self) -> bool {
-        matches!(self, Metric::Throughput | Metric::OpsPerCpuSec | Metric::Speedup | Metric::Efficiency)
+        matches!(
+            self,
+            Metric::Throughput | Metric::OpsPerCpuSec | Metric::Speedup | Metric::Efficiency
+        )
     }
 
     fn value(self, p: &PointSummary) -> Option<f64> {
@@ -123,11 +129,22 @@ pub struct ChangePointOptionsView {
 
 /// Builds the series of `metric` at `at` tasks over `runs` (in the order given, oldest first).
 /// Runs without a successful `at` point are skipped.
-pub fn build(workload: &str, runs: &[RunData], at: u32, metric: Metric, opts: &ChangePointOptions) -> History {
+pub fn build(
+    workload: &str,
+    runs: &[RunData],
+    at: u32,
+    metric: Metric,
+    opts: &ChangePointOptions,
+) -> History {
     let mut points = Vec::new();
     for run in runs {
         let summary = analysis::summarize(run);
-        let Some(value) = summary.points.iter().find(|p| p.n == at).and_then(|p| metric.value(p)) else {
+        let Some(value) = summary
+            .points
+            .iter()
+            .find(|p| p.n == at)
+            .and_then(|p| metric.value(p))
+        else {
             continue;
         };
         points.push(HistoryPoint {
@@ -142,7 +159,13 @@ pub fn build(workload: &str, runs: &[RunData], at: u32, metric: Metric, opts: &C
 }
 
 /// Detects change points in an already-built series (also used for `history --csv`).
-pub fn from_points(workload: &str, at: u32, metric: Metric, points: Vec<HistoryPoint>, opts: &ChangePointOptions) -> History {
+pub fn from_points(
+    workload: &str,
+    at: u32,
+    metric: Metric,
+    points: Vec<HistoryPoint>,
+    opts: &ChangePointOptions,
+) -> History {
     let values: Vec<f64> = points.iter().map(|p| p.value).collect();
     let higher = metric.higher_is_better();
     let changes: Vec<HistoryChange> = stats::change_points(&values, opts)
@@ -156,7 +179,11 @@ pub fn from_points(workload: &str, at: u32, metric: Metric, points: Vec<HistoryP
             sd_before: c.sd_before,
             mean_after: c.mean_after,
             sd_after: c.sd_after,
-            regression: if higher { c.mean_after < c.mean_before } else { c.mean_after > c.mean_before },
+            regression: if higher {
+                c.mean_after < c.mean_before
+            } else {
+                c.mean_after > c.mean_before
+            },
         })
         .collect();
     let newest_regressed = changes.last().is_some_and(|c| c.regression);
@@ -168,7 +195,10 @@ pub fn from_points(workload: &str, at: u32, metric: Metric, points: Vec<HistoryP
         points,
         changes,
         newest_regressed,
-        options: ChangePointOptionsView { max_p: opts.max_p, min_segment: opts.min_segment },
+        options: ChangePointOptionsView {
+            max_p: opts.max_p,
+            min_segment: opts.min_segment,
+        },
     }
 }
 
@@ -183,7 +213,9 @@ fn label(run: &RunData) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Mode, Nanos, Pin, RunMeta, RunStatus, TrialMeasurement, TrialOutcome, TrialRecord};
+    use crate::model::{
+        Mode, Nanos, Pin, RunMeta, RunStatus, TrialMeasurement, TrialOutcome, TrialRecord,
+    };
 
     fn run(id: i64, rate: f64) -> RunData {
         let trials = (0..3)
@@ -232,28 +264,72 @@ mod tests {
 
     #[test]
     fn a_five_percent_drop_is_a_regression_at_the_right_run() {
-        let runs: Vec<RunData> = (0..30).map(|i| run(i as i64 + 1, 1e6 * noisy(i) * if i >= 20 { 0.95 } else { 1.0 })).collect();
-        let h = build("spin", &runs, 2, Metric::Throughput, &ChangePointOptions::default());
+        let runs: Vec<RunData> = (0..30)
+            .map(|i| {
+                run(
+                    i as i64 + 1,
+                    1e6 * noisy(i) * if i >= 20 { 0.95 } else { 1.0 },
+                )
+            })
+            .collect();
+        let h = build(
+            "spin",
+            &runs,
+            2,
+            Metric::Throughput,
+            &ChangePointOptions::default(),
+        );
         assert_eq!(h.points.len(), 30);
         assert_eq!(h.changes.len(), 1, "{:?}", h.changes);
         assert_eq!(h.changes[0].run, 21);
         assert!(h.changes[0].regression && h.newest_regressed);
         // The same data read as ns/op (lower is better) is a regression too: ns/op rose.
-        let h = build("spin", &runs, 2, Metric::NsPerOp, &ChangePointOptions::default());
+        let h = build(
+            "spin",
+            &runs,
+            2,
+            Metric::NsPerOp,
+            &ChangePointOptions::default(),
+        );
         assert!(h.newest_regressed);
     }
 
     #[test]
     fn an_improvement_and_a_flat_series_are_not_regressions() {
-        let up: Vec<RunData> = (0..30).map(|i| run(i as i64 + 1, 1e6 * noisy(i) * if i >= 15 { 1.08 } else { 1.0 })).collect();
-        let h = build("spin", &up, 2, Metric::Throughput, &ChangePointOptions::default());
+        let up: Vec<RunData> = (0..30)
+            .map(|i| {
+                run(
+                    i as i64 + 1,
+                    1e6 * noisy(i) * if i >= 15 { 1.08 } else { 1.0 },
+                )
+            })
+            .collect();
+        let h = build(
+            "spin",
+            &up,
+            2,
+            Metric::Throughput,
+            &ChangePointOptions::default(),
+        );
         assert_eq!(h.changes.len(), 1);
         assert!(!h.newest_regressed);
         let flat: Vec<RunData> = (0..30).map(|i| run(i as i64 + 1, 1e6 * noisy(i))).collect();
-        let h = build("spin", &flat, 2, Metric::Throughput, &ChangePointOptions::default());
+        let h = build(
+            "spin",
+            &flat,
+            2,
+            Metric::Throughput,
+            &ChangePointOptions::default(),
+        );
         assert!(h.changes.is_empty() && !h.newest_regressed);
         // A run without the point is skipped, not read as zero.
-        let h = build("spin", &flat, 4, Metric::Throughput, &ChangePointOptions::default());
+        let h = build(
+            "spin",
+            &flat,
+            4,
+            Metric::Throughput,
+            &ChangePointOptions::default(),
+        );
         assert!(h.points.is_empty());
     }
 
@@ -262,6 +338,11 @@ mod tests {
         for m in Metric::ALL {
             assert_eq!(Metric::parse(m.name()).unwrap(), m);
         }
-        assert!(Metric::parse("speed").unwrap_err().to_string().contains("throughput"));
+        assert!(
+            Metric::parse("speed")
+                .unwrap_err()
+                .to_string()
+                .contains("throughput")
+        );
     }
 }

@@ -107,7 +107,11 @@ pub struct Plan {
 fn command_params(c: &CommandSpec) -> BTreeMap<String, String> {
     let mut p = BTreeMap::new();
     for (i, (name, cmd)) in c.steps.iter().enumerate() {
-        let key = if i == 0 { "cmd".to_string() } else { format!("step{i}.{name}") };
+        let key = if i == 0 {
+            "cmd".to_string()
+        } else {
+            format!("step{i}.{name}")
+        };
         p.insert(key, cmd.clone());
     }
     if let Some(x) = &c.prepare {

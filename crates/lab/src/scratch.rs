@@ -23,12 +23,20 @@ pub struct Scratch {
 impl Scratch {
     /// Checks `base` is a writable directory.
     pub fn new(base: &Path) -> Result<Scratch, LabError> {
-        let meta = std::fs::metadata(base).map_err(|e| LabError::io(format!("--workdir {}", base.display()), e))?;
+        let meta = std::fs::metadata(base)
+            .map_err(|e| LabError::io(format!("--workdir {}", base.display()), e))?;
         if !meta.is_dir() {
-            return Err(LabError::BadOption(format!("--workdir {} is not a directory", base.display())));
+            return Err(LabError::BadOption(format!(
+                "--workdir {} is not a directory",
+                base.display()
+            )));
         }
         let pid = std::process::id();
-        Ok(Scratch { base: base.to_path_buf(), owner: format!("{pid}.{}", start_time(pid).unwrap_or(0)), next: 0 })
+        Ok(Scratch {
+            base: base.to_path_buf(),
+            owner: format!("{pid}.{}", start_time(pid).unwrap_or(0)),
+            next: 0,
+        })
     }
 
     pub fn base(&self) -> &Path {
@@ -38,8 +46,15 @@ impl Scratch {
     /// Creates the next trial's empty directory.
     pub fn create(&mut self) -> Result<PathBuf, LabError> {
         self.next += 1;
-        let dir = self.base.join(format!("{PREFIX}{}.{}", self.owner, self.next));
-        std::fs::create_dir(&dir).map_err(|e| LabError::io(format!("creating the scratch directory {}", dir.display()), e))?;
+        let dir = self
+            .base
+            .join(format!("{PREFIX}{}.{}", self.owner, self.next));
+        std::fs::create_dir(&dir).map_err(|e| {
+            LabError::io(
+                format!("creating the scratch directory {}", dir.display()),
+                e,
+            )
+        })?;
         Ok(dir)
     }
 
@@ -48,7 +63,10 @@ impl Scratch {
         match std::fs::remove_dir_all(dir) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(LabError::io(format!("removing the scratch directory {}", dir.display()), e)),
+            Err(e) => Err(LabError::io(
+                format!("removing the scratch directory {}", dir.display()),
+                e,
+            )),
         }
     }
 
@@ -64,7 +82,10 @@ impl Scratch {
                 continue;
             };
             let mut fields = rest.split('.');
-            let (Some(pid), Some(start)) = (fields.next().and_then(|p| p.parse::<u32>().ok()), fields.next().and_then(|s| s.parse::<u64>().ok())) else {
+            let (Some(pid), Some(start)) = (
+                fields.next().and_then(|p| p.parse::<u32>().ok()),
+                fields.next().and_then(|s| s.parse::<u64>().ok()),
+            ) else {
                 continue;
             };
             if start_time(pid) == Some(start) {

@@ -10,9 +10,10 @@ mod store {
     use std::path::Path;
 
     use lab::env::Fingerprint;
-    use lab::model::{ClockWindow, LockContention, LockReport, ProfileRef, 
-        CounterValue, EXPORT_SCHEMA_VERSION, Mode, Nanos, Pin, RunData, RunMeta, RunStatus,
-        SampleRecord, StepRecord, TrialMeasurement, TrialOutcome, TrialRecord, Usage,
+    use lab::model::{
+        ClockWindow, CounterValue, EXPORT_SCHEMA_VERSION, LockContention, LockReport, Mode, Nanos,
+        Pin, ProfileRef, RunData, RunMeta, RunStatus, SampleRecord, StepRecord, TrialMeasurement,
+        TrialOutcome, TrialRecord, Usage,
     };
     use lab::store::{RunFilter, Store, StoreError, export_csv, export_json, read_export};
     use proptest::prelude::*;
@@ -101,8 +102,15 @@ mod store {
                     })
                     .collect(),
                 // Profile, locks and clock edges on even trials only, for the same reason.
-                clock_window: (index % 2 == 0).then_some(ClockWindow { start: Nanos(10), end: Nanos(u64::MAX) }),
-                profile: (index % 2 == 0).then(|| ProfileRef { path: "/x/n1-t0.perf.data".into(), event: "cpu-clock".into(), frequency: 999 }),
+                clock_window: (index % 2 == 0).then_some(ClockWindow {
+                    start: Nanos(10),
+                    end: Nanos(u64::MAX),
+                }),
+                profile: (index % 2 == 0).then(|| ProfileRef {
+                    path: "/x/n1-t0.perf.data".into(),
+                    event: "cpu-clock".into(),
+                    frequency: 999,
+                }),
                 locks: (index % 2 == 0).then(|| LockReport {
                     kernel: vec![LockContention {
                         lock: "rename_lock".into(),

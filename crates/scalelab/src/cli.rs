@@ -13,6 +13,7 @@ EXAMPLES:
   scalelab run atomic -p mode=cmpxchg-retry --tasks 1..4 --mode processes
   scalelab run --cmd 'make -j{n} vmlinux' --prepare 'make clean' --tasks 1,2 --runs 6
   scalelab run --cmd 'tar xf src.tar' --step md5='find src -type f -exec md5sum {} +' --step rm='rm -rf src' --tasks 1
+  scalelab run create_unlink -p shared=true --tasks 1,2 --locks && scalelab locks last
   scalelab ls ; scalelab show last ; scalelab show 3 --json
   scalelab export last --format csv > run.csv ; scalelab export last > run.json ; scalelab import run.json
   scalelab doctor";

@@ -15,7 +15,9 @@ pub fn resolve(explicit: Option<&Path>) -> Result<PathBuf> {
     }
     match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
         Some(home) => Ok(PathBuf::from(home).join(".local/share/scalelab/scalelab.db")),
-        None => bail!("cannot place the database: neither HOME nor XDG_DATA_HOME is set; pass --db PATH or set SCALELAB_DB"),
+        None => bail!(
+            "cannot place the database: neither HOME nor XDG_DATA_HOME is set; pass --db PATH or set SCALELAB_DB"
+        ),
     }
 }
 

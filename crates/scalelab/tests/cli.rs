@@ -14,20 +14,29 @@ struct Lab {
 
 impl Lab {
     fn new() -> Lab {
-        Lab { dir: tempfile::tempdir().unwrap() }
+        Lab {
+            dir: tempfile::tempdir().unwrap(),
+        }
     }
     fn db(&self) -> PathBuf {
         self.dir.path().join("lab.db")
     }
     fn cmd(&self) -> Command {
         let mut c = Command::cargo_bin("scalelab").unwrap();
-        c.env("SCALELAB_DB", self.db()).env_remove("XDG_DATA_HOME").current_dir(self.dir.path());
+        c.env("SCALELAB_DB", self.db())
+            .env_remove("XDG_DATA_HOME")
+            .current_dir(self.dir.path());
         c
     }
     /// Runs scalelab with `args`, expecting success; returns stdout.
     fn ok(&self, args: &[&str]) -> String {
         let out = self.cmd().args(args).output().unwrap();
-        assert!(out.status.success(), "scalelab {args:?} failed: {}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "scalelab {args:?} failed: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap()
     }
     fn json(&self, args: &[&str]) -> Value {
@@ -38,13 +47,25 @@ impl Lab {
     fn fails(&self, args: &[&str]) -> String {
         let out = self.cmd().args(args).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-        assert_eq!(out.status.code(), Some(2), "scalelab {args:?} should exit 2; stderr: {stderr}");
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "scalelab {args:?} should exit 2; stderr: {stderr}"
+        );
         assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
         stderr
     }
 }
 
-const SHORT: &[&str] = &["--runs", "2", "--duration", "200ms", "--warmup", "50ms", "--quiet"];
+const SHORT: &[&str] = &[
+    "--runs",
+    "2",
+    "--duration",
+    "200ms",
+    "--warmup",
+    "50ms",
+    "--quiet",
+];
 
 fn run_short(lab: &Lab, workload: &str, extra: &[&str]) -> Value {
     let mut args = vec!["run", workload, "--tasks", "1,2"];
@@ -64,7 +85,11 @@ fn ok_trial(t: &Value) -> &Value {
 }
 
 fn sum(v: &Value) -> u64 {
-    v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).sum()
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .sum()
 }
 
 /// Checks every trial: ops and samples agree, the window is the asked duration, usage is sane.
@@ -78,13 +103,25 @@ fn check_trials(export: &Value, duration_s: f64, tasks: &[u64]) {
         assert!(ops > 0, "no ops: {t}");
         assert_eq!(m["task_ops"].as_array().unwrap().len() as u64, n);
         let window = m["window"].as_u64().unwrap() as f64 / 1e9;
-        assert!((window - duration_s).abs() < 0.05, "window {window}s for a {duration_s}s duration");
+        assert!(
+            (window - duration_s).abs() < 0.05,
+            "window {window}s for a {duration_s}s duration"
+        );
         let last = m["samples"].as_array().unwrap().last().unwrap();
-        assert_eq!(sum(&last["task_ops"]), ops, "the last sample is the window's end");
+        assert_eq!(
+            sum(&last["task_ops"]),
+            ops,
+            "the last sample is the window's end"
+        );
         assert_eq!(last["t"].as_u64(), m["window"].as_u64());
-        let cpu = (m["usage"]["user"].as_u64().unwrap() + m["usage"]["sys"].as_u64().unwrap()) as f64 / 1e9;
+        let cpu = (m["usage"]["user"].as_u64().unwrap() + m["usage"]["sys"].as_u64().unwrap())
+            as f64
+            / 1e9;
         // Each task is busy the whole window; CPU time cannot exceed N × window (plus accounting slack).
-        assert!(cpu > 0.0 && cpu <= n as f64 * window * 1.1 + 0.02, "cpu {cpu}s over {window}s at N={n}");
+        assert!(
+            cpu > 0.0 && cpu <= n as f64 * window * 1.1 + 0.02,
+            "cpu {cpu}s over {window}s at N={n}"
+        );
     }
 }
 
@@ -92,13 +129,26 @@ fn check_trials(export: &Value, duration_s: f64, tasks: &[u64]) {
 fn list_names_every_workload_with_its_op() {
     let lab = Lab::new();
     let list = lab.json(&["list", "--json"]);
-    let names: Vec<&str> = list.as_array().unwrap().iter().map(|w| w["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["name"].as_str().unwrap())
+        .collect();
     for w in ["page_fault", "clock", "null_syscall", "atomic", "spin"] {
         assert!(names.contains(&w), "{names:?}");
     }
-    assert!(list.as_array().unwrap().iter().all(|w| !w["op"].as_str().unwrap().is_empty()));
+    assert!(
+        list.as_array()
+            .unwrap()
+            .iter()
+            .all(|w| !w["op"].as_str().unwrap().is_empty())
+    );
     let text = lab.ok(&["list"]);
-    assert!(text.contains("one page faulted in") && text.contains("-p mode=fetch_add"), "{text}");
+    assert!(
+        text.contains("one page faulted in") && text.contains("-p mode=fetch_add"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -114,16 +164,25 @@ fn spin_sweep_is_consistent_and_speedup_starts_at_one() {
     let rates: Vec<f64> = trials(&export)
         .iter()
         .filter(|t| t["n"] == 1)
-        .map(|t| sum(&t["outcome"]["task_ops"]) as f64 / (t["outcome"]["window"].as_u64().unwrap() as f64 / 1e9))
+        .map(|t| {
+            sum(&t["outcome"]["task_ops"]) as f64
+                / (t["outcome"]["window"].as_u64().unwrap() as f64 / 1e9)
+        })
         .collect();
     let median = (rates[0] + rates[1]) / 2.0;
     let reported = points[0]["throughput"]["point"].as_f64().unwrap();
-    assert!((reported - median).abs() / median < 1e-9, "{reported} vs {median}");
+    assert!(
+        (reported - median).abs() / median < 1e-9,
+        "{reported} vs {median}"
+    );
     // Two tasks of a share-nothing loop on two CPUs: clearly more than one task's throughput.
     let s2 = points[1]["speedup"].as_f64().unwrap();
     assert!(s2 > 1.2, "spin S(2) = {s2}");
     let table = lab.ok(&["show", "last"]);
-    assert!(table.contains("scales to") && table.contains("ops/s"), "{table}");
+    assert!(
+        table.contains("scales to") && table.contains("ops/s"),
+        "{table}"
+    );
 }
 
 #[test]
@@ -137,8 +196,14 @@ fn page_fault_counts_at_least_one_minor_fault_per_op_in_both_modes() {
             let ops = sum(&m["task_ops"]);
             let faults = m["usage"]["minor_faults"].as_u64().unwrap();
             // Each op is a first touch of a fresh page: a fault. Ops count only finished batches.
-            assert!(faults as f64 >= ops as f64 * 0.95, "{mode}: {faults} faults for {ops} ops");
-            assert!(faults < ops * 2 + 10_000, "{mode}: {faults} faults for {ops} ops");
+            assert!(
+                faults as f64 >= ops as f64 * 0.95,
+                "{mode}: {faults} faults for {ops} ops"
+            );
+            assert!(
+                faults < ops * 2 + 10_000,
+                "{mode}: {faults} faults for {ops} ops"
+            );
         }
     }
 }
@@ -146,7 +211,11 @@ fn page_fault_counts_at_least_one_minor_fault_per_op_in_both_modes() {
 #[test]
 fn atomic_modes_run_as_processes_and_report_their_counts() {
     let lab = Lab::new();
-    let export = run_short(&lab, "atomic", &["-p", "mode=cmpxchg-retry", "--mode", "processes"]);
+    let export = run_short(
+        &lab,
+        "atomic",
+        &["-p", "mode=cmpxchg-retry", "--mode", "processes"],
+    );
     check_trials(&export, 0.2, &[1, 2]);
     for t in trials(&export) {
         let extras = &ok_trial(t)["extras"];
@@ -171,7 +240,10 @@ fn clock_never_goes_backwards_and_null_syscall_runs() {
     check_trials(&export, 0.2, &[1, 2]);
     for t in trials(&export) {
         let m = ok_trial(t);
-        assert!(m["usage"]["sys"].as_u64().unwrap() > 0, "syscalls spend system time");
+        assert!(
+            m["usage"]["sys"].as_u64().unwrap() > 0,
+            "syscalls spend system time"
+        );
     }
 }
 
@@ -196,9 +268,24 @@ fn bad_input_is_refused_with_a_clear_error_and_changes_nothing() {
         let err = lab.fails(args);
         assert!(err.contains(needle), "{args:?}: {err}");
     }
-    assert!(!lab.db().exists(), "refused runs must not create the database");
+    assert!(
+        !lab.db().exists(),
+        "refused runs must not create the database"
+    );
     // Unknown run ids.
-    lab.ok(&["run", "spin", "--tasks", "1", "--runs", "1", "--duration", "50ms", "--warmup", "0", "--quiet"]);
+    lab.ok(&[
+        "run",
+        "spin",
+        "--tasks",
+        "1",
+        "--runs",
+        "1",
+        "--duration",
+        "50ms",
+        "--warmup",
+        "0",
+        "--quiet",
+    ]);
     assert!(lab.fails(&["show", "999"]).contains("999"));
     assert!(lab.fails(&["show", "last~5"]).contains("last~5"));
     assert!(lab.fails(&["show", "yesterday"]).contains("last~K"));
@@ -209,19 +296,48 @@ fn a_corrupt_or_unwritable_database_is_never_overwritten() {
     let lab = Lab::new();
     let junk = b"this is not a database, it is my thesis\n".repeat(100);
     std::fs::write(lab.db(), &junk).unwrap();
-    let err = lab.fails(&["run", "spin", "--tasks", "1", "--runs", "1", "--duration", "50ms"]);
+    let err = lab.fails(&[
+        "run",
+        "spin",
+        "--tasks",
+        "1",
+        "--runs",
+        "1",
+        "--duration",
+        "50ms",
+    ]);
     assert!(err.contains(lab.db().to_str().unwrap()), "{err}");
     assert_eq!(std::fs::read(lab.db()).unwrap(), junk);
     lab.fails(&["ls"]);
     assert_eq!(std::fs::read(lab.db()).unwrap(), junk);
-    let out = lab.cmd().args(["--db", "/proc/version/x.db", "ls"]).output().unwrap();
+    let out = lab
+        .cmd()
+        .args(["--db", "/proc/version/x.db", "ls"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]
 fn export_and_import_round_trip_without_loss() {
     let lab = Lab::new();
-    lab.ok(&["run", "spin", "--tasks", "1,2", "--runs", "2", "--duration", "100ms", "--warmup", "0", "--quiet", "--tag", "kernel=test", "--name", "rt"]);
+    lab.ok(&[
+        "run",
+        "spin",
+        "--tasks",
+        "1,2",
+        "--runs",
+        "2",
+        "--duration",
+        "100ms",
+        "--warmup",
+        "0",
+        "--quiet",
+        "--tag",
+        "kernel=test",
+        "--name",
+        "rt",
+    ]);
     let exported = lab.ok(&["export", "last"]);
     let file = lab.dir.path().join("run.json");
     std::fs::write(&file, &exported).unwrap();
@@ -252,17 +368,31 @@ fn wait_for_trials(lab: &Lab, at_least: u64, limit: Duration) {
         let out = lab.cmd().args(["ls", "--json"]).output().unwrap();
         if out.status.success() {
             let runs: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-            if runs.as_array().and_then(|r| r.last()).and_then(|r| r["trials_ok"].as_u64()).unwrap_or(0) >= at_least {
+            if runs
+                .as_array()
+                .and_then(|r| r.last())
+                .and_then(|r| r["trials_ok"].as_u64())
+                .unwrap_or(0)
+                >= at_least
+            {
                 return;
             }
         }
-        assert!(start.elapsed() < limit, "no {at_least} trials stored within {limit:?}");
+        assert!(
+            start.elapsed() < limit,
+            "no {at_least} trials stored within {limit:?}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
 
 fn last_run(lab: &Lab) -> Value {
-    lab.json(&["ls", "--json"]).as_array().unwrap().last().unwrap().clone()
+    lab.json(&["ls", "--json"])
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone()
 }
 
 #[test]
@@ -270,20 +400,38 @@ fn ctrl_c_keeps_finished_trials_and_marks_the_run_interrupted() {
     let lab = Lab::new();
     let child = lab
         .cmd()
-        .args(["run", "spin", "--tasks", "1", "--runs", "50", "--duration", "100ms", "--warmup", "0", "--quiet"])
+        .args([
+            "run",
+            "spin",
+            "--tasks",
+            "1",
+            "--runs",
+            "50",
+            "--duration",
+            "100ms",
+            "--warmup",
+            "0",
+            "--quiet",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     wait_for_trials(&lab, 2, Duration::from_secs(30));
-    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"));
     let run = last_run(&lab);
     assert_eq!(run["status"], "interrupted");
     assert!(run["trials_ok"].as_u64().unwrap() >= 2);
-    assert_eq!(run["trials_failed"], 0, "the trial in flight is dropped, not recorded as failed");
+    assert_eq!(
+        run["trials_failed"], 0,
+        "the trial in flight is dropped, not recorded as failed"
+    );
 }
 
 #[test]
@@ -291,7 +439,19 @@ fn sigkill_leaves_a_consistent_database_with_the_run_incomplete() {
     let lab = Lab::new();
     let mut child = lab
         .cmd()
-        .args(["run", "spin", "--tasks", "1", "--runs", "50", "--duration", "100ms", "--warmup", "0", "--quiet"])
+        .args([
+            "run",
+            "spin",
+            "--tasks",
+            "1",
+            "--runs",
+            "50",
+            "--duration",
+            "100ms",
+            "--warmup",
+            "0",
+            "--quiet",
+        ])
         .spawn()
         .unwrap();
     wait_for_trials(&lab, 2, Duration::from_secs(30));
@@ -303,7 +463,19 @@ fn sigkill_leaves_a_consistent_database_with_the_run_incomplete() {
     let show = lab.json(&["show", "last", "--json"]);
     assert!(show["points"][0]["throughput"]["point"].as_f64().unwrap() > 0.0);
     // The database still takes new runs.
-    lab.ok(&["run", "spin", "--tasks", "1", "--runs", "1", "--duration", "50ms", "--warmup", "0", "--quiet"]);
+    lab.ok(&[
+        "run",
+        "spin",
+        "--tasks",
+        "1",
+        "--runs",
+        "1",
+        "--duration",
+        "50ms",
+        "--warmup",
+        "0",
+        "--quiet",
+    ]);
     assert_eq!(last_run(&lab)["status"], "complete");
 }
 
@@ -312,7 +484,19 @@ fn two_scalelab_processes_can_write_one_database_at_once() {
     let lab = Lab::new();
     let spawn = || {
         lab.cmd()
-            .args(["run", "spin", "--tasks", "1", "--runs", "4", "--duration", "50ms", "--warmup", "0", "--quiet"])
+            .args([
+                "run",
+                "spin",
+                "--tasks",
+                "1",
+                "--runs",
+                "4",
+                "--duration",
+                "50ms",
+                "--warmup",
+                "0",
+                "--quiet",
+            ])
             .spawn()
             .unwrap()
     };
@@ -322,7 +506,11 @@ fn two_scalelab_processes_can_write_one_database_at_once() {
     let runs = lab.json(&["ls", "--json"]);
     let runs = runs.as_array().unwrap();
     assert_eq!(runs.len(), 2);
-    assert!(runs.iter().all(|r| r["trials_ok"] == 4 && r["status"] == "complete"), "{runs:?}");
+    assert!(
+        runs.iter()
+            .all(|r| r["trials_ok"] == 4 && r["status"] == "complete"),
+        "{runs:?}"
+    );
 }
 
 #[test]
@@ -331,17 +519,40 @@ fn a_crashing_trial_fails_alone_and_the_run_goes_on() {
     let lab = Lab::new();
     let out = lab
         .cmd()
-        .args(["run", "page_fault", "-p", "size=1T", "--tasks", "1", "--runs", "2", "--duration", "50ms", "--warmup", "0"])
+        .args([
+            "run",
+            "page_fault",
+            "-p",
+            "size=1T",
+            "--tasks",
+            "1",
+            "--runs",
+            "2",
+            "--duration",
+            "50ms",
+            "--warmup",
+            "0",
+        ])
         .env("SCALELAB_DB", lab.db())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("2 trials failed") || stdout.contains("trials failed"), "{stdout}");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("2 trials failed") || stdout.contains("trials failed"),
+        "{stdout}"
+    );
     let export = lab.json(&["export", "last"]);
     for t in trials(&export) {
         assert_eq!(t["outcome"]["status"], "failed");
-        assert!(t["outcome"]["reason"].as_str().unwrap().contains("mmap"), "{t}");
+        assert!(
+            t["outcome"]["reason"].as_str().unwrap().contains("mmap"),
+            "{t}"
+        );
     }
 }
 
@@ -350,7 +561,19 @@ fn a_crashing_trial_fails_alone_and_the_run_goes_on() {
 #[test]
 fn tasks_that_never_run_inside_the_window_do_not_fail_the_trial() {
     let lab = Lab::new();
-    lab.ok(&["run", "spin", "--tasks", "256", "--runs", "2", "--duration", "5ms", "--warmup", "0", "--quiet"]);
+    lab.ok(&[
+        "run",
+        "spin",
+        "--tasks",
+        "256",
+        "--runs",
+        "2",
+        "--duration",
+        "5ms",
+        "--warmup",
+        "0",
+        "--quiet",
+    ]);
     for t in trials(&lab.json(&["export", "last"])) {
         let m = ok_trial(t);
         assert_eq!(m["task_ops"].as_array().unwrap().len(), 256);

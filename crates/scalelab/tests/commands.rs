@@ -25,10 +25,25 @@ fn nproc_sees_exactly_n_cpus() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("c.db");
     let out = scalelab(&db)
-        .args(["run", "--cmd", "nproc", "--ops-regex", r"(\d+)", "--tasks", "1,2", "--runs", "2", "--quiet"])
+        .args([
+            "run",
+            "--cmd",
+            "nproc",
+            "--ops-regex",
+            r"(\d+)",
+            "--tasks",
+            "1,2",
+            "--runs",
+            "2",
+            "--quiet",
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let export = export_last(&db);
     let trials = export["run"]["trials"].as_array().unwrap();
     assert_eq!(trials.len(), 4);
@@ -36,7 +51,10 @@ fn nproc_sees_exactly_n_cpus() {
         assert_eq!(t["outcome"]["status"], "ok", "{t}");
         // The command printed how many CPUs it may use: exactly the point's N.
         assert_eq!(t["outcome"]["task_ops"][0], t["n"], "{t}");
-        assert_eq!(t["outcome"]["placement"].as_array().unwrap().len() as u64, t["n"].as_u64().unwrap());
+        assert_eq!(
+            t["outcome"]["placement"].as_array().unwrap().len() as u64,
+            t["n"].as_u64().unwrap()
+        );
     }
 }
 
@@ -50,9 +68,15 @@ fn steps_are_timed_and_accounted_separately() {
         .args([
             "run",
             "--cmd",
-            &format!("mkdir -p {0} && seq 1 2000 | while read i; do echo $i > {0}/f$i; done", tree.display()),
+            &format!(
+                "mkdir -p {0} && seq 1 2000 | while read i; do echo $i > {0}/f$i; done",
+                tree.display()
+            ),
             "--step",
-            &format!("md5=find {} -type f -exec md5sum {{}} + > /dev/null", tree.display()),
+            &format!(
+                "md5=find {} -type f -exec md5sum {{}} + > /dev/null",
+                tree.display()
+            ),
             "--step",
             &format!("rm=rm -rf {}", tree.display()),
             "--tasks",
@@ -65,8 +89,15 @@ fn steps_are_timed_and_accounted_separately() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("md5") && stdout.contains("rm") && stdout.contains("step"), "{stdout}");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("md5") && stdout.contains("rm") && stdout.contains("step"),
+        "{stdout}"
+    );
     let export = export_last(&db);
     for t in export["run"]["trials"].as_array().unwrap() {
         let m = &t["outcome"];
@@ -74,7 +105,11 @@ fn steps_are_timed_and_accounted_separately() {
         let names: Vec<&str> = steps.iter().map(|s| s["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["cmd", "md5", "rm"]);
         let walls: u64 = steps.iter().map(|s| s["wall"].as_u64().unwrap()).sum();
-        assert_eq!(walls, m["window"].as_u64().unwrap(), "the window is the sum of the timed steps");
+        assert_eq!(
+            walls,
+            m["window"].as_u64().unwrap(),
+            "the window is the sum of the timed steps"
+        );
         // Creating 2000 files costs system time in the first step; the whole tree's usage is counted.
         assert!(steps[0]["usage"]["sys"].as_u64().unwrap() > 0);
         assert_eq!(m["task_ops"][0], 2000);
@@ -87,34 +122,83 @@ fn failing_and_hanging_commands_fail_their_trials_and_the_run_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("c.db");
     let out = scalelab(&db)
-        .args(["run", "--cmd", "echo broken pipe dream >&2; exit 3", "--tasks", "1", "--runs", "2", "--quiet"])
+        .args([
+            "run",
+            "--cmd",
+            "echo broken pipe dream >&2; exit 3",
+            "--tasks",
+            "1",
+            "--runs",
+            "2",
+            "--quiet",
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     for t in export_last(&db)["run"]["trials"].as_array().unwrap() {
         let reason = t["outcome"]["reason"].as_str().unwrap();
-        assert!(reason.contains("exited with code 3") && reason.contains("broken pipe dream"), "{reason}");
+        assert!(
+            reason.contains("exited with code 3") && reason.contains("broken pipe dream"),
+            "{reason}"
+        );
     }
     let started = std::time::Instant::now();
     let out = scalelab(&db)
-        .args(["run", "--cmd", "sleep 30", "--timeout", "300ms", "--tasks", "1", "--runs", "1", "--quiet"])
+        .args([
+            "run",
+            "--cmd",
+            "sleep 30",
+            "--timeout",
+            "300ms",
+            "--tasks",
+            "1",
+            "--runs",
+            "1",
+            "--quiet",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success());
-    assert!(started.elapsed().as_secs() < 20, "the hung command was killed at its timeout");
+    assert!(
+        started.elapsed().as_secs() < 20,
+        "the hung command was killed at its timeout"
+    );
     let t = &export_last(&db)["run"]["trials"][0];
-    assert!(t["outcome"]["reason"].as_str().unwrap().contains("timed out"), "{t}");
+    assert!(
+        t["outcome"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("timed out"),
+        "{t}"
+    );
 }
 
 #[test]
 fn a_command_that_cannot_start_is_refused_before_any_trial() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("c.db");
-    let out = scalelab(&db).args(["run", "--cmd", "no-such-tool-xyz -j{n}", "--tasks", "1"]).output().unwrap();
+    let out = scalelab(&db)
+        .args(["run", "--cmd", "no-such-tool-xyz -j{n}", "--tasks", "1"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.starts_with("error: ") && err.contains("no-such-tool-xyz"), "{err}");
+    assert!(
+        err.starts_with("error: ") && err.contains("no-such-tool-xyz"),
+        "{err}"
+    );
     assert!(!db.exists(), "nothing was stored");
-    let out = scalelab(&db).args(["run", "spin", "--cmd", "true"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2), "a workload and --cmd together are refused");
+    let out = scalelab(&db)
+        .args(["run", "spin", "--cmd", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a workload and --cmd together are refused"
+    );
 }

@@ -31,8 +31,22 @@ fn check_exits_1_on_a_planted_regression_and_0_otherwise() {
     for (name, step, code) in [("drop", -0.05, 1), ("rise", 0.05, 0), ("flat", 0.0, 0)] {
         let file = dir.path().join(format!("{name}.csv"));
         std::fs::write(&file, format!("label,value\n{}", series(step))).unwrap();
-        let out = scalelab(&db).args(["history", "--csv", file.to_str().unwrap(), "--check", "--json"]).output().unwrap();
-        assert_eq!(out.status.code(), Some(code), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let out = scalelab(&db)
+            .args([
+                "history",
+                "--csv",
+                file.to_str().unwrap(),
+                "--check",
+                "--json",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let h: Value = serde_json::from_slice(&out.stdout).unwrap();
         let changes = h["changes"].as_array().unwrap();
         if step == 0.0 {
@@ -43,8 +57,22 @@ fn check_exits_1_on_a_planted_regression_and_0_otherwise() {
             assert!((changes[0]["relative"].as_f64().unwrap() - step).abs() < 0.01);
         }
     }
-    let text = String::from_utf8(scalelab(&db).args(["history", "--csv", dir.path().join("drop.csv").to_str().unwrap()]).output().unwrap().stdout).unwrap();
-    assert!(text.contains("REGRESSION") && text.contains("build-20"), "{text}");
+    let text = String::from_utf8(
+        scalelab(&db)
+            .args([
+                "history",
+                "--csv",
+                dir.path().join("drop.csv").to_str().unwrap(),
+            ])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert!(
+        text.contains("REGRESSION") && text.contains("build-20"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -53,23 +81,72 @@ fn history_follows_stored_runs_of_the_same_workload_and_parameters() {
     let db = dir.path().join("h.db");
     for mode in ["fetch_add", "fetch_add", "private"] {
         let out = scalelab(&db)
-            .args(["run", "atomic", "-p", &format!("mode={mode}"), "--tasks", "1,2", "--runs", "1", "--duration", "50ms", "--warmup", "0", "--quiet", "--tag", "commit=abc"])
+            .args([
+                "run",
+                "atomic",
+                "-p",
+                &format!("mode={mode}"),
+                "--tasks",
+                "1,2",
+                "--runs",
+                "1",
+                "--duration",
+                "50ms",
+                "--warmup",
+                "0",
+                "--quiet",
+                "--tag",
+                "commit=abc",
+            ])
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
-    let out = scalelab(&db).args(["history", "atomic", "--json", "--metric", "ns_per_op"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = scalelab(&db)
+        .args(["history", "atomic", "--json", "--metric", "ns_per_op"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let h: Value = serde_json::from_slice(&out.stdout).unwrap();
     let points = h["points"].as_array().unwrap();
-    assert_eq!(points.len(), 2, "only the two runs with the default mode=fetch_add");
+    assert_eq!(
+        points.len(),
+        2,
+        "only the two runs with the default mode=fetch_add"
+    );
     assert_eq!(h["at"], 2);
     assert_eq!(h["higher_is_better"], false);
-    assert!(points.iter().all(|p| p["label"].as_str().unwrap().contains("commit=abc")));
-    let private = scalelab(&db).args(["history", "atomic", "-p", "mode=private", "--at", "1", "--json"]).output().unwrap();
+    assert!(
+        points
+            .iter()
+            .all(|p| p["label"].as_str().unwrap().contains("commit=abc"))
+    );
+    let private = scalelab(&db)
+        .args([
+            "history",
+            "atomic",
+            "-p",
+            "mode=private",
+            "--at",
+            "1",
+            "--json",
+        ])
+        .output()
+        .unwrap();
     let h: Value = serde_json::from_slice(&private.stdout).unwrap();
     assert_eq!(h["points"].as_array().unwrap().len(), 1);
-    let bad = scalelab(&db).args(["history", "atomic", "--metric", "speed"]).output().unwrap();
+    let bad = scalelab(&db)
+        .args(["history", "atomic", "--metric", "speed"])
+        .output()
+        .unwrap();
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("throughput"));
     let none = scalelab(&db).args(["history", "spin"]).output().unwrap();

@@ -7,19 +7,31 @@ use super::format::si;
 use crate::history::History;
 
 pub fn write_history(out: &mut dyn Write, h: &History) -> io::Result<()> {
-    let at = if h.at > 0 { format!(" at N={}", h.at) } else { String::new() };
+    let at = if h.at > 0 {
+        format!(" at N={}", h.at)
+    } else {
+        String::new()
+    };
     writeln!(
         out,
         "{}{at} · {} ({} is better) · {} runs · change points: p < {}, segments ≥ {} runs",
         h.workload,
         h.metric.name(),
-        if h.higher_is_better { "higher" } else { "lower" },
+        if h.higher_is_better {
+            "higher"
+        } else {
+            "lower"
+        },
         h.points.len(),
         h.options.max_p,
         h.options.min_segment
     )?;
     writeln!(out)?;
-    writeln!(out, "{:>6}  {:<20}  {:>10}  {:<10}  label", "run", "started", "value", "variant")?;
+    writeln!(
+        out,
+        "{:>6}  {:<20}  {:>10}  {:<10}  label",
+        "run", "started", "value", "variant"
+    )?;
     for (i, p) in h.points.iter().enumerate() {
         if let Some(c) = h.changes.iter().find(|c| c.index == i) {
             writeln!(
@@ -31,7 +43,11 @@ pub fn write_history(out: &mut dyn Write, h: &History) -> io::Result<()> {
                 si(c.sd_before),
                 si(c.mean_after),
                 si(c.sd_after),
-                if c.regression { "  REGRESSION" } else { "  improvement" }
+                if c.regression {
+                    "  REGRESSION"
+                } else {
+                    "  improvement"
+                }
             )?;
         }
         writeln!(
@@ -46,13 +62,25 @@ pub fn write_history(out: &mut dyn Write, h: &History) -> io::Result<()> {
     }
     writeln!(out)?;
     if h.points.len() < 2 * h.options.min_segment {
-        writeln!(out, "too few runs for change-point detection (needs at least {})", 2 * h.options.min_segment)?;
+        writeln!(
+            out,
+            "too few runs for change-point detection (needs at least {})",
+            2 * h.options.min_segment
+        )?;
     } else if h.changes.is_empty() {
         writeln!(out, "no change points: the series is one segment")?;
     } else if h.newest_regressed {
-        writeln!(out, "the newest segment is a REGRESSION ({} change point(s) in all)", h.changes.len())?;
+        writeln!(
+            out,
+            "the newest segment is a REGRESSION ({} change point(s) in all)",
+            h.changes.len()
+        )?;
     } else {
-        writeln!(out, "the newest segment is not a regression ({} change point(s) in all)", h.changes.len())?;
+        writeln!(
+            out,
+            "the newest segment is not a regression ({} change point(s) in all)",
+            h.changes.len()
+        )?;
     }
     Ok(())
 }

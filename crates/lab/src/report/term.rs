@@ -63,7 +63,12 @@ pub fn header(meta: &RunMeta) -> String {
     if meta.workload == "cmd" {
         parts.push(format!("{} trials per point", meta.runs));
     } else {
-        parts.push(format!("{}×{:.3}s (warm-up {:.3}s)", meta.runs, meta.duration.as_secs_f64(), meta.warmup.as_secs_f64()));
+        parts.push(format!(
+            "{}×{:.3}s (warm-up {:.3}s)",
+            meta.runs,
+            meta.duration.as_secs_f64(),
+            meta.warmup.as_secs_f64()
+        ));
     }
     if let Some(v) = &meta.variant {
         parts.push(format!("variant {v}"));
@@ -188,7 +193,15 @@ fn accounting_table(s: &RunSummary) -> Table {
 
 /// External commands with `--step`: one `time` line per step and N, as the 1996 report had them.
 fn steps_table(s: &RunSummary) -> Table {
-    let mut t = new_table(&["N", "step", "time (user sys wall CPU%)", "minflt", "majflt", "blk in", "blk out"]);
+    let mut t = new_table(&[
+        "N",
+        "step",
+        "time (user sys wall CPU%)",
+        "minflt",
+        "majflt",
+        "blk in",
+        "blk out",
+    ]);
     for p in &s.points {
         for st in &p.steps {
             t.add_row(vec![

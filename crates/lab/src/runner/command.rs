@@ -50,19 +50,30 @@ impl CommandSpec {
     /// Checks that every command's program exists and the regex compiles, before any trial runs.
     pub fn validate(&self) -> Result<(), LabError> {
         if let OpsSource::Regex(re) = &self.ops {
-            regex::Regex::new(re).map_err(|e| LabError::BadOption(format!("--ops-regex `{re}`: {e}")))?;
+            regex::Regex::new(re)
+                .map_err(|e| LabError::BadOption(format!("--ops-regex `{re}`: {e}")))?;
         }
-        let all = self.steps.iter().map(|(n, c)| (n.as_str(), c.as_str())).chain(self.prepare.iter().map(|c| ("--prepare", c.as_str()))).chain(self.cleanup.iter().map(|c| ("--cleanup", c.as_str())));
+        let all = self
+            .steps
+            .iter()
+            .map(|(n, c)| (n.as_str(), c.as_str()))
+            .chain(self.prepare.iter().map(|c| ("--prepare", c.as_str())))
+            .chain(self.cleanup.iter().map(|c| ("--cleanup", c.as_str())));
         for (name, cmd) in all {
             let program = cmd.replace("{n}", "1");
-            let first = program.split_whitespace().next().ok_or_else(|| LabError::BadOption(format!("{name}: the command is empty")))?;
+            let first = program
+                .split_whitespace()
+                .next()
+                .ok_or_else(|| LabError::BadOption(format!("{name}: the command is empty")))?;
             let found = Command::new("sh")
                 .args(["-c", "command -v \"$1\" >/dev/null 2>&1", "sh", first])
                 .stdin(Stdio::null())
                 .status()
                 .map_err(|e| LabError::io("running sh to look the command up", e))?;
             if !found.success() {
-                return Err(LabError::BadOption(format!("{name}: `{first}` is not a command here (not found in PATH, not a shell builtin); check the spelling or give its full path")));
+                return Err(LabError::BadOption(format!(
+                    "{name}: `{first}` is not a command here (not found in PATH, not a shell builtin); check the spelling or give its full path"
+                )));
             }
         }
         Ok(())
@@ -84,11 +95,20 @@ struct StepResult {
 impl Executor for CommandExecutor {
     fn execute(&mut self, spec: &TrialSpec, deadline: Duration, stop: &AtomicBool) -> Execution {
         let Some(cmd) = &spec.command else {
-            return Execution::Finished(TrialOutcome::Failed { reason: "internal: a command trial without a command".into() });
+            return Execution::Finished(TrialOutcome::Failed {
+                reason: "internal: a command trial without a command".into(),
+            });
         };
         let cpus = match placement::cpu_order() {
-            Ok(order) => order.into_iter().take(spec.tasks as usize).collect::<Vec<_>>(),
-            Err(e) => return Execution::Finished(TrialOutcome::Failed { reason: e.to_string() }),
+            Ok(order) => order
+                .into_iter()
+                .take(spec.tasks as usize)
+                .collect::<Vec<_>>(),
+            Err(e) => {
+                return Execution::Finished(TrialOutcome::Failed {
+                    reason: e.to_string(),
+                });
+            }
         };
         let n = spec.tasks.to_string();
         let started = Instant::now();
@@ -97,17 +117,31 @@ impl Executor for CommandExecutor {
             match run_step(&prepare.replace("{n}", &n), &cpus, left(), stop, false) {
                 Ok(_) => {}
                 Err(StepError::Interrupted) => return Execution::Interrupted,
-                Err(StepError::Failed(why)) => return Execution::Finished(TrialOutcome::Failed { reason: format!("--prepare: {why}") }),
+                Err(StepError::Failed(why)) => {
+                    return Execution::Finished(TrialOutcome::Failed {
+                        reason: format!("--prepare: {why}"),
+                    });
+                }
             }
         }
         let mut steps = Vec::new();
         let mut stdout = Vec::new();
         let mut failure = None;
         for (name, command) in &cmd.steps {
-            match run_step(&command.replace("{n}", &n), &cpus, left(), stop, matches!(cmd.ops, OpsSource::Regex(_))) {
+            match run_step(
+                &command.replace("{n}", &n),
+                &cpus,
+                left(),
+                stop,
+                matches!(cmd.ops, OpsSource::Regex(_)),
+            ) {
                 Ok(r) => {
                     stdout.extend_from_slice(&r.stdout);
-                    steps.push(StepRecord { name: name.clone(), wall: Nanos::from_duration(r.wall), usage: r.usage });
+                    steps.push(StepRecord {
+                        name: name.clone(),
+                        wall: Nanos::from_duration(r.wall),
+                        usage: r.usage,
+                    });
                 }
                 Err(StepError::Interrupted) => {
                     run_cleanup(cmd, &n, &cpus);
@@ -132,7 +166,9 @@ impl Executor for CommandExecutor {
             },
         };
         let window = Nanos(steps.iter().map(|s| s.wall.0).sum());
-        let usage = steps.iter().fold(Usage::default(), |acc, s| acc.add(&s.usage));
+        let usage = steps
+            .iter()
+            .fold(Usage::default(), |acc, s| acc.add(&s.usage));
         Execution::Finished(TrialOutcome::Ok(TrialMeasurement {
             window,
             task_ops: vec![ops],
@@ -140,7 +176,10 @@ impl Executor for CommandExecutor {
             counters: Vec::new(),
             extras: Default::default(),
             placement: cpus.iter().map(|&c| Some(c)).collect(),
-            samples: vec![SampleRecord { t: window, task_ops: vec![ops] }],
+            samples: vec![SampleRecord {
+                t: window,
+                task_ops: vec![ops],
+            }],
             steps,
             clock_window: None,
             profile: None,
@@ -152,7 +191,13 @@ impl Executor for CommandExecutor {
 fn run_cleanup(cmd: &CommandSpec, n: &str, cpus: &[usize]) {
     if let Some(cleanup) = &cmd.cleanup {
         // A failing cleanup must not hide the trial's own result; its stderr still reaches the user.
-        let _ = run_step(&cleanup.replace("{n}", n), cpus, Duration::from_secs(3600), &AtomicBool::new(false), false);
+        let _ = run_step(
+            &cleanup.replace("{n}", n),
+            cpus,
+            Duration::from_secs(3600),
+            &AtomicBool::new(false),
+            false,
+        );
     }
 }
 
@@ -160,9 +205,18 @@ fn run_cleanup(cmd: &CommandSpec, n: &str, cpus: &[usize]) {
 fn ops_from_output(re: &str, out: &[u8]) -> Result<u64, String> {
     let re = regex::Regex::new(re).map_err(|e| format!("--ops-regex: {e}"))?;
     let text = String::from_utf8_lossy(out);
-    let caps = re.captures(&text).ok_or_else(|| format!("--ops-regex `{re}` did not match the command's output"))?;
-    let m = caps.get(1).or_else(|| caps.get(0)).map(|m| m.as_str()).unwrap_or("");
-    m.trim().replace(',', "").parse::<u64>().map_err(|_| format!("--ops-regex `{re}` matched `{m}`, which is not a whole number"))
+    let caps = re
+        .captures(&text)
+        .ok_or_else(|| format!("--ops-regex `{re}` did not match the command's output"))?;
+    let m = caps
+        .get(1)
+        .or_else(|| caps.get(0))
+        .map(|m| m.as_str())
+        .unwrap_or("");
+    m.trim()
+        .replace(',', "")
+        .parse::<u64>()
+        .map_err(|_| format!("--ops-regex `{re}` matched `{m}`, which is not a whole number"))
 }
 
 enum StepError {
@@ -171,18 +225,29 @@ enum StepError {
 }
 
 /// Runs `sh -c command` in its own process group with affinity `cpus`, waits (wait4) up to `limit`.
-fn run_step(command: &str, cpus: &[usize], limit: Duration, stop: &AtomicBool, capture: bool) -> Result<StepResult, StepError> {
+fn run_step(
+    command: &str,
+    cpus: &[usize],
+    limit: Duration,
+    stop: &AtomicBool,
+    capture: bool,
+) -> Result<StepResult, StepError> {
     // The child inherits the affinity of the thread that spawns it: spawn from a thread pinned to `cpus`.
     let command_owned = command.to_string();
     let cpus_owned = cpus.to_vec();
     let spawned = std::thread::spawn(move || -> Result<std::process::Child, String> {
         if !cpus_owned.is_empty() {
-            sys::set_current_affinity(&cpus_owned).map_err(|e| format!("limiting the command to CPUs {cpus_owned:?}: {e}"))?;
+            sys::set_current_affinity(&cpus_owned)
+                .map_err(|e| format!("limiting the command to CPUs {cpus_owned:?}: {e}"))?;
         }
         Command::new("sh")
             .args(["-c", &command_owned])
             .stdin(Stdio::null())
-            .stdout(if capture { Stdio::piped() } else { Stdio::null() })
+            .stdout(if capture {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stderr(Stdio::piped())
             .process_group(0)
             .spawn()
@@ -202,7 +267,9 @@ fn run_step(command: &str, cpus: &[usize], limit: Duration, stop: &AtomicBool, c
     let exit = loop {
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(r) => break r,
-            Err(mpsc::RecvTimeoutError::Disconnected) => return Err(StepError::Failed("lost track of the command".into())),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(StepError::Failed("lost track of the command".into()));
+            }
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if stop.load(Ordering::SeqCst) {
                     let _ = sys::send_signal(-pid, libc::SIGKILL);
@@ -212,7 +279,11 @@ fn run_step(command: &str, cpus: &[usize], limit: Duration, stop: &AtomicBool, c
                 if started.elapsed() >= limit {
                     let _ = sys::send_signal(-pid, libc::SIGKILL);
                     let _ = rx.recv();
-                    return Err(StepError::Failed(format!("timed out after {:.1}s (--timeout); killed{}", limit.as_secs_f64(), tail(&err.recv().unwrap_or_default()))));
+                    return Err(StepError::Failed(format!(
+                        "timed out after {:.1}s (--timeout); killed{}",
+                        limit.as_secs_f64(),
+                        tail(&err.recv().unwrap_or_default())
+                    )));
                 }
             }
         }
@@ -222,8 +293,15 @@ fn run_step(command: &str, cpus: &[usize], limit: Duration, stop: &AtomicBool, c
     let stdout = out.recv().unwrap_or_default();
     let stderr = err.recv().unwrap_or_default();
     match exit.status {
-        sys::ExitKind::Exited(0) => Ok(StepResult { wall, usage: to_usage(&exit.usage), stdout }),
-        status => Err(StepError::Failed(format!("`{command}` {status}{}", tail(&stderr)))),
+        sys::ExitKind::Exited(0) => Ok(StepResult {
+            wall,
+            usage: to_usage(&exit.usage),
+            stdout,
+        }),
+        status => Err(StepError::Failed(format!(
+            "`{command}` {status}{}",
+            tail(&stderr)
+        ))),
     }
 }
 
@@ -246,7 +324,9 @@ fn tail(stderr: &[u8]) -> String {
         return String::new();
     }
     let start = text.len().saturating_sub(STDERR_TAIL);
-    let start = (start..text.len()).find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+    let start = (start..text.len())
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
     format!(": {}", text[start..].trim().replace('\n', " | "))
 }
 
@@ -256,17 +336,48 @@ mod tests {
 
     #[test]
     fn ops_are_read_from_output() {
-        assert_eq!(ops_from_output(r"done (\d+) items", b"x\ndone 1234 items\n").unwrap(), 1234);
+        assert_eq!(
+            ops_from_output(r"done (\d+) items", b"x\ndone 1234 items\n").unwrap(),
+            1234
+        );
         assert_eq!(ops_from_output(r"\d+", b"a 7 b").unwrap(), 7);
-        assert!(ops_from_output(r"(\d+) files", b"none").unwrap_err().contains("did not match"));
-        assert!(ops_from_output(r"(\w+) files", b"some files").unwrap_err().contains("not a whole number"));
+        assert!(
+            ops_from_output(r"(\d+) files", b"none")
+                .unwrap_err()
+                .contains("did not match")
+        );
+        assert!(
+            ops_from_output(r"(\w+) files", b"some files")
+                .unwrap_err()
+                .contains("not a whole number")
+        );
     }
 
     #[test]
     fn missing_programs_are_caught_before_running() {
-        let spec = CommandSpec { steps: vec![("cmd".into(), "no-such-program-xyz {n}".into())], prepare: None, cleanup: None, ops: OpsSource::Completion };
-        assert!(spec.validate().unwrap_err().to_string().contains("no-such-program-xyz"));
-        let spec = CommandSpec { steps: vec![("cmd".into(), "true".into())], prepare: Some("echo hi".into()), cleanup: None, ops: OpsSource::Regex("(".into()) };
-        assert!(spec.validate().unwrap_err().to_string().contains("--ops-regex"));
+        let spec = CommandSpec {
+            steps: vec![("cmd".into(), "no-such-program-xyz {n}".into())],
+            prepare: None,
+            cleanup: None,
+            ops: OpsSource::Completion,
+        };
+        assert!(
+            spec.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("no-such-program-xyz")
+        );
+        let spec = CommandSpec {
+            steps: vec![("cmd".into(), "true".into())],
+            prepare: Some("echo hi".into()),
+            cleanup: None,
+            ops: OpsSource::Regex("(".into()),
+        };
+        assert!(
+            spec.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("--ops-regex")
+        );
     }
 }

@@ -10,7 +10,7 @@ mod task;
 pub mod trial;
 
 pub use command::{CommandExecutor, CommandSpec, OpsSource};
-pub use perf_record::{ProfileRequest, ProfileSettings};
 pub use executor::{ChildExecutor, Execution, Executor, FakeExecutor};
+pub use perf_record::{ProfileRequest, ProfileSettings};
 pub use sweep::{SweepEnd, SweepEvent, run_sweep};
 pub use trial::{TrialSpec, run_trial};

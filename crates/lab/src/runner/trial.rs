@@ -15,7 +15,9 @@ use super::control::{Control, PHASE_MEASURE, PHASE_STOP, PHASE_WARMUP};
 use super::placement;
 use super::task::run_task;
 use crate::error::LabError;
-use crate::model::{ClockWindow, CounterValue, Mode, Nanos, Pin, SampleRecord, TrialMeasurement, Usage};
+use crate::model::{
+    ClockWindow, CounterValue, Mode, Nanos, Pin, SampleRecord, TrialMeasurement, Usage,
+};
 use crate::params::Params;
 use crate::workloads::{self, PrepareContext, Prepared};
 
@@ -379,7 +381,10 @@ fn sample(
                         end: reading,
                         samples,
                         counters: counter_values(base_counters, &end_counters, counters),
-                        clock: ClockWindow { start: Nanos(clock_start), end: Nanos(clock_end) },
+                        clock: ClockWindow {
+                            start: Nanos(clock_start),
+                            end: Nanos(clock_end),
+                        },
                     });
                 }
                 samples.push(SampleRecord {

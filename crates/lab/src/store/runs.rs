@@ -249,9 +249,21 @@ impl Writer<'_> {
         let placement = to_json("trial placement", &m.placement)?;
         let task_ops = to_json("trial task_ops", &m.task_ops)?;
         let steps = to_json("trial steps", &m.steps)?;
-        let clock_window = m.clock_window.as_ref().map(|v| to_json("trial clock_window", v)).transpose()?;
-        let profile = m.profile.as_ref().map(|v| to_json("trial profile", v)).transpose()?;
-        let locks = m.locks.as_ref().map(|v| to_json("trial locks", v)).transpose()?;
+        let clock_window = m
+            .clock_window
+            .as_ref()
+            .map(|v| to_json("trial clock_window", v))
+            .transpose()?;
+        let profile = m
+            .profile
+            .as_ref()
+            .map(|v| to_json("trial profile", v))
+            .transpose()?;
+        let locks = m
+            .locks
+            .as_ref()
+            .map(|v| to_json("trial locks", v))
+            .transpose()?;
         self.tx
             .prepare_cached(
                 "INSERT INTO trials (run_id, n, idx, started_at, status, window_ns, ops, user_ns, sys_ns,

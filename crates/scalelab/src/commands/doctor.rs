@@ -11,10 +11,18 @@ pub fn run(json: bool) -> Result<ExitCode> {
     let mut checks = env::checks(&fp);
     checks.extend(env::perf_checks());
     if json {
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "fingerprint": fp, "checks": checks }))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &serde_json::json!({ "fingerprint": fp, "checks": checks })
+            )?
+        );
         return Ok(ExitCode::SUCCESS);
     }
-    println!("{} · {} · {} CPUs ({}) · kernel {}", fp.hostname, fp.cpu_model, fp.online_cpus, fp.cpu_list, fp.kernel_release);
+    println!(
+        "{} · {} · {} CPUs ({}) · kernel {}",
+        fp.hostname, fp.cpu_model, fp.online_cpus, fp.cpu_list, fp.kernel_release
+    );
     for c in &checks {
         let mark = match c.severity {
             Severity::Ok => "ok  ",

@@ -17,9 +17,15 @@ use crate::db_path;
 pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
     let metric = Metric::parse(&args.metric)?;
     if !(args.max_p > 0.0 && args.max_p < 1.0) {
-        bail!("--max-p {} must lie between 0 and 1 (e.g. 0.001)", args.max_p);
+        bail!(
+            "--max-p {} must lie between 0 and 1 (e.g. 0.001)",
+            args.max_p
+        );
     }
-    let opts = ChangePointOptions { max_p: args.max_p, min_segment: args.min_segment.max(2) };
+    let opts = ChangePointOptions {
+        max_p: args.max_p,
+        min_segment: args.min_segment.max(2),
+    };
     let h = match &args.csv {
         Some(file) => history::from_points("csv", 0, metric, read_series(file)?, &opts),
         None => {
@@ -30,9 +36,15 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
                 given.into_iter().collect()
             } else {
                 let info = lab::workloads::find(workload)?.info();
-                Params::resolve(info.name, info.params, &given)?.as_map().clone()
+                Params::resolve(info.name, info.params, &given)?
+                    .as_map()
+                    .clone()
             };
-            let filter = RunFilter { workload: Some(workload.to_string()), variant: args.variant.clone(), ..RunFilter::default() };
+            let filter = RunFilter {
+                workload: Some(workload.to_string()),
+                variant: args.variant.clone(),
+                ..RunFilter::default()
+            };
             let mut runs = Vec::new();
             for meta in store.list_runs(&filter)? {
                 let matches = wanted.iter().all(|(k, v)| meta.params.get(k) == Some(v));
@@ -41,11 +53,16 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
                 }
             }
             if runs.is_empty() {
-                bail!("no stored runs of `{workload}` with these parameters (see `scalelab ls --workload {workload}`)");
+                bail!(
+                    "no stored runs of `{workload}` with these parameters (see `scalelab ls --workload {workload}`)"
+                );
             }
             let at = match args.at {
                 Some(n) => n,
-                None => runs.last().and_then(|r| r.meta.points.iter().max().copied()).unwrap_or(1),
+                None => runs
+                    .last()
+                    .and_then(|r| r.meta.points.iter().max().copied())
+                    .unwrap_or(1),
             };
             history::build(workload, &runs, at, metric, &opts)
         }
@@ -58,12 +75,17 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
     } else {
         lab::report::history_view::write_history(&mut out, &h)?;
     }
-    Ok(if args.check && h.newest_regressed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if args.check && h.newest_regressed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// One value per line or `label,value`; a first line that is not a number is a header.
 fn read_series(file: &Path) -> Result<Vec<HistoryPoint>> {
-    let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
     let mut points = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -75,7 +97,13 @@ fn read_series(file: &Path) -> Result<Vec<HistoryPoint>> {
             None => (String::new(), line),
         };
         match value.parse::<f64>() {
-            Ok(v) if v.is_finite() => points.push(HistoryPoint { run: points.len() as i64 + 1, started_at: String::new(), variant: None, label, value: v }),
+            Ok(v) if v.is_finite() => points.push(HistoryPoint {
+                run: points.len() as i64 + 1,
+                started_at: String::new(),
+                variant: None,
+                label,
+                value: v,
+            }),
             _ if i == 0 => continue,
             _ => bail!("{}:{}: `{value}` is not a number", file.display(), i + 1),
         }

@@ -27,7 +27,10 @@ pub fn run(json: bool) -> Result<ExitCode> {
         println!("    op:        {}", i.op);
         println!("    stresses:  {}", i.stresses);
         for p in i.params {
-            println!("    -p {}={:<10} {} ({})", p.name, p.default, p.help, p.kind);
+            println!(
+                "    -p {}={:<10} {} ({})",
+                p.name, p.default, p.help, p.kind
+            );
         }
         println!();
     }

@@ -35,16 +35,26 @@ pub fn run(db: Option<&Path>, args: &LsArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if runs.is_empty() {
-        eprintln!("no runs stored in {} (start with `scalelab run spin --tasks 1,2 --duration 1s`)", store.path().display());
+        eprintln!(
+            "no runs stored in {} (start with `scalelab run spin --tasks 1,2 --duration 1s`)",
+            store.path().display()
+        );
         return Ok(ExitCode::SUCCESS);
     }
-    println!("{:>5}  {:<20}  {:<11}  {:<40}  {:<12}  {:>9}  name/variant/tags", "id", "started", "status", "workload", "N", "trials");
+    println!(
+        "{:>5}  {:<20}  {:<11}  {:<40}  {:<12}  {:>9}  name/variant/tags",
+        "id", "started", "status", "workload", "N", "trials"
+    );
     for m in &runs {
         let (ok, failed) = store.trial_counts(m.id)?;
         let params: Vec<String> = m.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let what = format!("{} {}", m.workload, params.join(" "));
         let points: Vec<String> = m.points.iter().map(u32::to_string).collect();
-        let trials = if failed > 0 { format!("{ok}+{failed}✗") } else { ok.to_string() };
+        let trials = if failed > 0 {
+            format!("{ok}+{failed}✗")
+        } else {
+            ok.to_string()
+        };
         let mut labels = Vec::new();
         if let Some(n) = &m.name {
             labels.push(format!("\"{n}\""));

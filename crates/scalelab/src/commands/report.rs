@@ -18,20 +18,45 @@ use crate::db_path;
 
 pub fn run(db: Option<&Path>, args: &ReportArgs) -> Result<ExitCode> {
     if !(args.alpha > 0.0 && args.alpha < 1.0) {
-        bail!("--alpha {} must lie between 0 and 1 (e.g. 0.05)", args.alpha);
+        bail!(
+            "--alpha {} must lie between 0 and 1 (e.g. 0.05)",
+            args.alpha
+        );
     }
-    let runs: Vec<RunData> = args.runs.iter().map(|spec| show::load(db, spec)).collect::<Result<_>>()?;
+    let runs: Vec<RunData> = args
+        .runs
+        .iter()
+        .map(|spec| show::load(db, spec))
+        .collect::<Result<_>>()?;
     let first = &runs[0].meta;
     let history = match db_path::open(db) {
         Ok(store) => history_of(&store, &runs[0])?,
         Err(_) => None,
     };
-    let title = args.title.clone().unwrap_or_else(|| format!("scalelab: {}", first.workload));
-    let opts = CompareOptions { alpha: args.alpha, threshold: args.threshold, direction: Direction::HigherIsBetter, ..CompareOptions::default() };
+    let title = args
+        .title
+        .clone()
+        .unwrap_or_else(|| format!("scalelab: {}", first.workload));
+    let opts = CompareOptions {
+        alpha: args.alpha,
+        threshold: args.threshold,
+        direction: Direction::HigherIsBetter,
+        ..CompareOptions::default()
+    };
     let view = html::build(&title, &runs, history.as_ref(), &opts)?;
     let page = html::render(&view)?;
-    std::fs::write(&args.output, page).with_context(|| format!("writing {}", args.output.display()))?;
-    eprintln!("wrote {} ({} run(s){})", args.output.display(), runs.len(), if history.is_some() { ", with history" } else { "" });
+    std::fs::write(&args.output, page)
+        .with_context(|| format!("writing {}", args.output.display()))?;
+    eprintln!(
+        "wrote {} ({} run(s){})",
+        args.output.display(),
+        runs.len(),
+        if history.is_some() {
+            ", with history"
+        } else {
+            ""
+        }
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -42,7 +67,10 @@ fn history_of(store: &Store, run: &RunData) -> Result<Option<history::History>> 
     let Some(&at) = meta.points.iter().max() else {
         return Ok(None);
     };
-    let filter = RunFilter { workload: Some(meta.workload.clone()), ..RunFilter::default() };
+    let filter = RunFilter {
+        workload: Some(meta.workload.clone()),
+        ..RunFilter::default()
+    };
     let mut series = Vec::new();
     for m in store.list_runs(&filter)? {
         if m.params == meta.params {
@@ -52,5 +80,11 @@ fn history_of(store: &Store, run: &RunData) -> Result<Option<history::History>> 
     if series.len() < 2 {
         return Ok(None);
     }
-    Ok(Some(history::build(&meta.workload, &series, at, Metric::Throughput, &ChangePointOptions::default())))
+    Ok(Some(history::build(
+        &meta.workload,
+        &series,
+        at,
+        Metric::Throughput,
+        &ChangePointOptions::default(),
+    )))
 }

@@ -15,9 +15,12 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use lab::env::{self, Fingerprint, Severity};
 use lab::model::{Mode, Pin, RunMeta, RunStatus};
 use lab::plan::{Plan, RunConfig, parse_duration};
-use lab::scratch::Scratch;
-use lab::runner::{ChildExecutor, CommandExecutor, CommandSpec, Executor, OpsSource, SweepEnd, SweepEvent, run_sweep};
+use lab::runner::{
+    ChildExecutor, CommandExecutor, CommandSpec, Executor, OpsSource, SweepEnd, SweepEvent,
+    run_sweep,
+};
 use lab::runner::{ProfileSettings, perf_record};
+use lab::scratch::Scratch;
 use lab::timestamp;
 use lab::warnings::Warning;
 
@@ -97,7 +100,10 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
             let w = format!("--locks: lock tracing unavailable, trials run untraced: {why}");
             eprintln!("warning: {w}");
             lock_warning = Some(w);
-            Plan { locks: None, ..plan }
+            Plan {
+                locks: None,
+                ..plan
+            }
         }
         _ => plan,
     };
@@ -122,7 +128,10 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
         let base = plan.workdir.clone().unwrap_or_else(std::env::temp_dir);
         let area = Scratch::new(&base)?;
         for stale in area.sweep_stale() {
-            eprintln!("note: removed {} left by a scalelab that was killed", stale.display());
+            eprintln!(
+                "note: removed {} left by a scalelab that was killed",
+                stale.display()
+            );
         }
         scratch = Some(area);
     }
@@ -139,7 +148,13 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
     warnings.extend(profile_warnings);
     let over = plan.oversubscribed();
     if !over.is_empty() {
-        warnings.push(Warning::Oversubscribed { points: over, cpus: plan.cpus }.to_string());
+        warnings.push(
+            Warning::Oversubscribed {
+                points: over,
+                cpus: plan.cpus,
+            }
+            .to_string(),
+        );
     }
     let meta = RunMeta {
         id: 0,
@@ -166,7 +181,9 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
     let run_id = store.begin_run(&meta)?;
     if let Some(profile) = plan.profile.as_mut() {
         let db_file = db_path::resolve(db)?;
-        let base = db_file.parent().map_or_else(|| cwd.clone(), |p| cwd.join(p));
+        let base = db_file
+            .parent()
+            .map_or_else(|| cwd.clone(), |p| cwd.join(p));
         let dir = base.join("profiles").join(format!("run{run_id}"));
         perf_record::prepare_dir(&dir)?;
         profile.dir = Some(dir);
@@ -174,41 +191,63 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
 
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, Arc::clone(&stop)).context("installing the Ctrl-C handler")?;
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .context("installing the Ctrl-C handler")?;
     }
     let mut executor: Box<dyn Executor> = if plan.command.is_some() {
         Box::new(CommandExecutor)
     } else {
-        Box::new(ChildExecutor::current_binary(TRIAL_SUBCOMMAND).context("locating the scalelab binary to run trials")?)
+        Box::new(
+            ChildExecutor::current_binary(TRIAL_SUBCOMMAND)
+                .context("locating the scalelab binary to run trials")?,
+        )
     };
     let bar = progress_bar(&plan, run_id, args.quiet);
     let mut stored = 0usize;
-    let outcome = run_sweep(&plan, executor.as_mut(), scratch.as_mut(), &stop, &mut |event| {
-        match event {
-            SweepEvent::Started { n, index, .. } => bar.set_message(format!("N={n} trial {}", index + 1)),
-            SweepEvent::Finished(record) => {
-                store.add_trial(run_id, record)?;
-                stored += 1;
-                bar.inc(1);
-                if let lab::model::TrialOutcome::Failed { reason } = &record.outcome {
-                    bar.suspend(|| eprintln!("trial N={} #{} failed: {reason}", record.n, record.index + 1));
+    let outcome = run_sweep(
+        &plan,
+        executor.as_mut(),
+        scratch.as_mut(),
+        &stop,
+        &mut |event| {
+            match event {
+                SweepEvent::Started { n, index, .. } => {
+                    bar.set_message(format!("N={n} trial {}", index + 1))
+                }
+                SweepEvent::Finished(record) => {
+                    store.add_trial(run_id, record)?;
+                    stored += 1;
+                    bar.inc(1);
+                    if let lab::model::TrialOutcome::Failed { reason } = &record.outcome {
+                        bar.suspend(|| {
+                            eprintln!(
+                                "trial N={} #{} failed: {reason}",
+                                record.n,
+                                record.index + 1
+                            )
+                        });
+                    }
                 }
             }
-        }
-        Ok(())
-    });
+            Ok(())
+        },
+    );
     bar.finish_and_clear();
     let status = match &outcome {
         Ok(SweepEnd::Complete) => RunStatus::Complete,
         Ok(SweepEnd::Interrupted) | Err(_) => RunStatus::Interrupted,
     };
     store.finish_run(run_id, status, &timestamp::now_rfc3339())?;
-    let end = outcome.with_context(|| format!("run {run_id} stopped after {stored} trials (kept, marked interrupted)"))?;
+    let end = outcome.with_context(|| {
+        format!("run {run_id} stopped after {stored} trials (kept, marked interrupted)")
+    })?;
     let data = store.load_run(run_id)?;
     if !args.quiet {
         show::print_run(&data, args.json)?;
         if plan.locks.is_some() && !args.json {
-            eprintln!("lock contention: `scalelab locks {run_id}` (what grows with N), `scalelab locks {run_id} --at N` (one point)");
+            eprintln!(
+                "lock contention: `scalelab locks {run_id}` (what grows with N), `scalelab locks {run_id} --at N` (one point)"
+            );
         }
     }
     if let Some(dir) = plan.profile.as_ref().and_then(|p| p.dir.as_ref()) {
@@ -228,7 +267,9 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
         }
     }
     if end == SweepEnd::Interrupted {
-        eprintln!("error: interrupted: run {run_id} keeps its {stored} finished trials and is marked interrupted");
+        eprintln!(
+            "error: interrupted: run {run_id} keeps its {stored} finished trials and is marked interrupted"
+        );
         return Ok(ExitCode::from(2));
     }
     Ok(ExitCode::SUCCESS)
@@ -241,9 +282,11 @@ fn progress_bar(plan: &Plan, run_id: i64, quiet: bool) -> ProgressBar {
     }
     let trials = plan.trial_order().len() as u64;
     let bar = ProgressBar::with_draw_target(Some(trials), ProgressDrawTarget::stderr());
-    let style = ProgressStyle::with_template("run {prefix} [{bar:30}] {pos}/{len} trials, {elapsed} elapsed, ~{eta} left · {msg}")
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> ");
+    let style = ProgressStyle::with_template(
+        "run {prefix} [{bar:30}] {pos}/{len} trials, {elapsed} elapsed, ~{eta} left · {msg}",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar())
+    .progress_chars("=> ");
     bar.set_style(style);
     bar.set_prefix(run_id.to_string());
     bar

@@ -15,7 +15,8 @@ use crate::db_path;
 pub fn load(db: Option<&Path>, spec: &str) -> Result<RunData> {
     let as_path = Path::new(spec);
     if as_path.is_file() {
-        let export = lab::store::read_export(as_path).with_context(|| format!("reading the exported run {spec}"))?;
+        let export = lab::store::read_export(as_path)
+            .with_context(|| format!("reading the exported run {spec}"))?;
         return Ok(export.run);
     }
     let store = db_path::open(db)?;
@@ -34,8 +35,19 @@ pub fn print_run(data: &RunData, json: bool) -> Result<()> {
     let summary = analysis::summarize(data);
     let mut out = std::io::stdout().lock();
     if json {
-        let warnings: Vec<String> = summary.warnings.iter().map(ToString::to_string).chain(data.meta.warnings.iter().cloned()).collect();
-        let (ok, failed) = data.trials.iter().fold((0, 0), |(o, f), t| if t.outcome.measurement().is_some() { (o + 1, f) } else { (o, f + 1) });
+        let warnings: Vec<String> = summary
+            .warnings
+            .iter()
+            .map(ToString::to_string)
+            .chain(data.meta.warnings.iter().cloned())
+            .collect();
+        let (ok, failed) = data.trials.iter().fold((0, 0), |(o, f), t| {
+            if t.outcome.measurement().is_some() {
+                (o + 1, f)
+            } else {
+                (o, f + 1)
+            }
+        });
         let value = serde_json::json!({
             "run": data.meta,
             "points": summary.points,

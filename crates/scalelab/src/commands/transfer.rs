@@ -20,9 +20,14 @@ pub fn export(db: Option<&Path>, spec: &str, format: ExportFormat) -> Result<Exi
 }
 
 pub fn import(db: Option<&Path>, file: &Path) -> Result<ExitCode> {
-    let export = lab::store::read_export(file).with_context(|| format!("reading {}", file.display()))?;
+    let export =
+        lab::store::read_export(file).with_context(|| format!("reading {}", file.display()))?;
     let mut store = db_path::open(db)?;
     let id = store.import(&export)?;
-    println!("imported {} as run {id} ({} trials)", file.display(), export.run.trials.len());
+    println!(
+        "imported {} as run {id} ({} trials)",
+        file.display(),
+        export.run.trials.len()
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -9,7 +9,9 @@ use lab::runner::{TrialSpec, run_trial};
 
 pub fn run() -> Result<ExitCode> {
     let mut input = Vec::new();
-    std::io::stdin().read_to_end(&mut input).context("reading the trial spec from stdin")?;
+    std::io::stdin()
+        .read_to_end(&mut input)
+        .context("reading the trial spec from stdin")?;
     let spec: TrialSpec = serde_json::from_slice(&input).context("decoding the trial spec")?;
     match run_trial(&spec) {
         Ok(measurement) => {
