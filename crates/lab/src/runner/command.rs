@@ -8,7 +8,6 @@
 //! stdout. A non-zero exit or a timeout fails the trial with the exit status and the tail of
 //! stderr; the sweep goes on.
 
-use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::executor::{Execution, Executor};
 use super::placement;
+use super::child_io::{read_in_background, tail};
 use super::trial::TrialSpec;
 use crate::error::LabError;
 use crate::model::{Nanos, SampleRecord, StepRecord, TrialMeasurement, TrialOutcome, Usage};
@@ -84,7 +84,6 @@ impl CommandSpec {
 #[derive(Debug, Default)]
 pub struct CommandExecutor;
 
-const STDERR_TAIL: usize = 600;
 
 struct StepResult {
     wall: Duration,
@@ -258,8 +257,8 @@ fn run_step(
     let mut child = spawned.map_err(StepError::Failed)?;
     let started = Instant::now();
     let pid = child.id() as i32;
-    let out = read_all(child.stdout.take());
-    let err = read_all(child.stderr.take());
+    let out = read_in_background(child.stdout.take());
+    let err = read_in_background(child.stderr.take());
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(sys::wait_child(pid));
@@ -305,30 +304,7 @@ fn run_step(
     }
 }
 
-fn read_all<R: Read + Send + 'static>(source: Option<R>) -> mpsc::Receiver<Vec<u8>> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(mut s) = source {
-            let _ = s.read_to_end(&mut buf);
-        }
-        let _ = tx.send(buf);
-    });
-    rx
-}
 
-fn tail(stderr: &[u8]) -> String {
-    let text = String::from_utf8_lossy(stderr);
-    let text = text.trim();
-    if text.is_empty() {
-        return String::new();
-    }
-    let start = text.len().saturating_sub(STDERR_TAIL);
-    let start = (start..text.len())
-        .find(|&i| text.is_char_boundary(i))
-        .unwrap_or(0);
-    format!(": {}", text[start..].trim().replace('\n', " | "))
-}
 
 #[cfg(test)]
 mod tests {

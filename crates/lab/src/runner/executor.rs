@@ -5,7 +5,7 @@
 //! [`TrialSpec`] on stdin, reads the measurement from stdout, and kills the whole group at the
 //! deadline. [`FakeExecutor`] produces deterministic measurements for tests of everything above.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use super::child_io::{read_in_background, tail};
 use super::trial::TrialSpec;
 use crate::model::{
     CounterValue, Nanos, ProfileRef, SampleRecord, TrialMeasurement, TrialOutcome, Usage,
@@ -51,7 +52,6 @@ impl ChildExecutor {
     }
 }
 
-const STDERR_TAIL: usize = 800;
 
 impl Executor for ChildExecutor {
     fn execute(&mut self, spec: &TrialSpec, deadline: Duration, stop: &AtomicBool) -> Execution {
@@ -161,31 +161,7 @@ fn kill_group(pid: i32) {
     let _ = sys::send_signal(-pid, libc::SIGKILL);
 }
 
-fn read_in_background<R: Read + Send + 'static>(source: Option<R>) -> mpsc::Receiver<Vec<u8>> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(mut s) = source {
-            let _ = s.read_to_end(&mut buf);
-        }
-        let _ = tx.send(buf);
-    });
-    rx
-}
 
-/// The last lines of a child's stderr, prefixed for appending to a reason.
-fn tail(stderr: &[u8]) -> String {
-    let text = String::from_utf8_lossy(stderr);
-    let text = text.trim();
-    if text.is_empty() {
-        return String::new();
-    }
-    let start = text.len().saturating_sub(STDERR_TAIL);
-    let start = (start..text.len())
-        .find(|&i| text.is_char_boundary(i))
-        .unwrap_or(0);
-    format!(": {}", text[start..].trim().replace('\n', " | "))
-}
 
 /// Deterministic measurements for tests: throughput `base × N / (1 + contention × (N − 1))`,
 /// perturbed by a fixed pattern per trial index, and optional failures.
@@ -266,14 +242,6 @@ impl Executor for FakeExecutor {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stderr_tail_is_bounded_and_one_line() {
-        assert_eq!(tail(b""), "");
-        assert_eq!(tail(b"a\nb\n"), ": a | b");
-        let long = "é".repeat(2000);
-        assert!(tail(long.as_bytes()).len() <= STDERR_TAIL + 4);
-    }
 
     #[test]
     fn a_missing_binary_fails_the_trial_not_the_run() {

@@ -1,5 +1,6 @@
 //! Executes a plan: trial children, tasks, the start gate, pinning and the sampler.
 
+mod child_io;
 pub mod command;
 pub mod control;
 pub mod executor;

@@ -6,17 +6,18 @@
 //! numbers is inserted as markup. Profile and lock sections are added by their modules through
 //! the public fields of [`RunView`].
 
+mod charts;
 pub mod plot;
+mod sections;
 
-use std::collections::BTreeSet;
 
 use minijinja::Environment;
 use serde::Serialize;
 use stats::CompareOptions;
 
-use self::plot::{Band, Chart, ErrorBars, Series, Style};
+use self::plot::{Chart, Series, Style};
 use super::compare_view;
-use super::format::{si, sig3, time_line};
+use super::format::{si, time_line};
 use crate::analysis::{self, RunSummary};
 use crate::error::LabError;
 use crate::history::History;
@@ -141,9 +142,9 @@ fn run_view(run: &RunData) -> Result<RunView, LabError> {
     };
     let chart_error = LabError::Internal;
     let mut charts =
-        vec![plot::render(&throughput_chart(run, &summary), 560, 360).map_err(chart_error)?];
+        vec![plot::render(&charts::throughput_chart(run, &summary), 560, 360).map_err(chart_error)?];
     if summary.points.iter().any(|p| p.speedup.is_some()) {
-        let (speedup, efficiency) = scaling_charts(&summary);
+        let (speedup, efficiency) = charts::scaling_charts(&summary);
         charts.push(plot::render(&speedup, 560, 360).map_err(chart_error)?);
         charts.push(plot::render(&efficiency, 560, 360).map_err(chart_error)?);
     }
@@ -171,12 +172,12 @@ fn run_view(run: &RunData) -> Result<RunView, LabError> {
         .any(|t| t.outcome.measurement().is_some_and(|m| m.profile.is_some()))
     {
         match crate::profile::load_run(run) {
-            Ok(points) => profile_sections(&points, &mut tables, &mut flamegraphs, &mut warnings),
+            Ok(points) => sections::profile_sections(&points, &mut tables, &mut flamegraphs, &mut warnings),
             Err(e) => warnings.push(format!("profiles not shown: {e}")),
         }
     }
     if run.trials.iter().any(|t| t.outcome.measurement().is_some_and(|m| m.locks.is_some())) {
-        lock_sections(run, &mut tables, &mut warnings);
+        sections::lock_sections(run, &mut tables, &mut warnings);
     }
     Ok(RunView {
         id: meta.id,
@@ -205,148 +206,6 @@ fn run_view(run: &RunData) -> Result<RunView, LabError> {
         flamegraphs,
         environment,
     })
-}
-
-/// The top functions at the largest profiled N, what grows with N, and that N's flame graph.
-fn profile_sections(
-    points: &[crate::profile::PointProfile],
-    tables: &mut Vec<Table>,
-    flames: &mut Vec<Flame>,
-    warnings: &mut Vec<String>,
-) {
-    const TOP: usize = 15;
-    let Some(last) = points.last() else {
-        return;
-    };
-    let rows = last
-        .functions
-        .iter()
-        .take(TOP)
-        .map(|f| {
-            vec![
-                f.name.clone(),
-                f.dso.clone(),
-                format!("{:.2}%", f.self_share),
-                format!("{:.2}%", f.total_share),
-                f.self_samples.to_string(),
-                f.cost_per_op.map_or_else(|| "n/a".into(), si),
-            ]
-        })
-        .collect();
-    tables.push(Table {
-        caption: format!(
-            "Profile at N={}: top functions by self share ({}; cost per op in {})",
-            last.n, last.event, last.unit
-        ),
-        headers: [
-            "function",
-            "dso",
-            "self",
-            "total",
-            "samples",
-            "self cost/op",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows,
-        left_columns: 2,
-    });
-    if let Some(report) = crate::profile::grows::what_grows(points) {
-        let rows = report
-            .rows
-            .iter()
-            .take(TOP)
-            .map(|g| {
-                vec![
-                    format!("{}{}", g.name, if g.lock { " (lock)" } else { "" }),
-                    g.dso.clone(),
-                    g.cost_first.map_or_else(|| "—".into(), si),
-                    si(g.cost_last),
-                    g.ratio.map_or_else(|| "new".into(), |r| format!("×{r:.2}")),
-                    si(g.growth),
-                ]
-            })
-            .collect();
-        let (first, last_n) = (
-            report.points.first().copied().unwrap_or(0),
-            report.points.last().copied().unwrap_or(0),
-        );
-        tables.push(Table {
-            caption: format!(
-                "What grows: cost per op ({}) at N={last_n} over N={first}",
-                report.unit
-            ),
-            headers: [
-                "function",
-                "dso",
-                &format!("N={first}"),
-                &format!("N={last_n}"),
-                "ratio",
-                "growth/op",
-            ]
-            .map(String::from)
-            .to_vec(),
-            rows,
-            left_columns: 2,
-        });
-    }
-    let mut svg = Vec::new();
-    match super::flamegraph::write_flamegraph(
-        &mut svg,
-        last,
-        format!("N={} ({})", last.n, last.event),
-    ) {
-        Ok(()) => flames.push(Flame {
-            title: format!("Flame graph at N={}", last.n),
-            svg: String::from_utf8_lossy(&svg).into_owned(),
-        }),
-        Err(e) => warnings.push(format!("flame graph not drawn: {e}")),
-    }
-}
-
-/// Kernel and user lock tables at the largest traced N (lock_stat-like columns).
-fn lock_sections(run: &RunData, tables: &mut Vec<Table>, warnings: &mut Vec<String>) {
-    use crate::locks::aggregate::{Side, Sides, at_point};
-    use super::locks_view::duration;
-    const TOP: usize = 15;
-    let Some(n) = run.trials.iter().filter(|t| t.outcome.measurement().is_some_and(|m| m.locks.is_some())).map(|t| t.n).max() else {
-        return;
-    };
-    let Some(point) = at_point(run, n, Sides::BOTH) else {
-        return;
-    };
-    if point.lost_records > 0 {
-        warnings.push(format!("locks at N={n}: {} records lost (ring buffer full): waits are undercounted", point.lost_records));
-    }
-    warnings.extend(point.notes.iter().map(|note| format!("locks at N={n}: {note}")));
-    for side in [Side::Kernel, Side::User] {
-        let rows: Vec<Vec<String>> = point
-            .rows
-            .iter()
-            .filter(|r| r.side == side)
-            .take(TOP)
-            .map(|r| {
-                vec![
-                    r.lock.clone(),
-                    r.kind.clone(),
-                    r.caller.clone(),
-                    r.contentions.to_string(),
-                    duration(r.wait_total_ns as f64),
-                    duration(r.wait_max_ns as f64),
-                    duration(r.wait_min_ns as f64),
-                    duration(r.wait_avg_ns),
-                    duration(r.wait_per_op_ns),
-                ]
-            })
-            .collect();
-        let caption = format!("{} locks at N={n}: {} ({} traced trial(s))", side.as_str(), if rows.is_empty() { "no contention seen" } else { "most wait first" }, point.trials);
-        tables.push(Table {
-            caption,
-            headers: ["lock", "type", "caller", "contentions", "wait total", "max", "min", "avg", "wait/op"].map(String::from).to_vec(),
-            rows,
-            left_columns: 3,
-        });
-    }
 }
 
 fn points_table(s: &RunSummary) -> Table {
@@ -403,161 +262,6 @@ fn points_table(s: &RunSummary) -> Table {
         rows,
         left_columns: 0,
     }
-}
-
-fn throughput_chart(run: &RunData, s: &RunSummary) -> Chart {
-    let measured: Vec<(f64, f64)> = s
-        .points
-        .iter()
-        .filter_map(|p| p.throughput.map(|t| (f64::from(p.n), t.point)))
-        .collect();
-    let bars = s
-        .points
-        .iter()
-        .filter_map(|p| {
-            p.throughput
-                .filter(|t| t.level > 0.0)
-                .map(|t| (f64::from(p.n), t.lower, t.upper))
-        })
-        .collect();
-    let trials: Vec<(f64, f64)> = run
-        .trials
-        .iter()
-        .filter_map(|t| {
-            t.outcome
-                .measurement()
-                .map(|m| (f64::from(t.n), m.ops_per_sec()))
-        })
-        .collect();
-    let mut chart = Chart {
-        title: "Throughput X(N)".into(),
-        x_label: "N (tasks)".into(),
-        y_label: "ops/s".into(),
-        series: vec![
-            Series {
-                name: "median".into(),
-                points: measured,
-                style: Style::Line,
-                color: 0,
-            },
-            Series {
-                name: "trials".into(),
-                points: trials.clone(),
-                style: Style::Dots,
-                color: 0,
-            },
-        ],
-        error_bars: vec![ErrorBars {
-            points: bars,
-            color: 0,
-        }],
-        y_from_zero: true,
-        ..Chart::default()
-    };
-    let max_n = s.points.iter().map(|p| f64::from(p.n)).fold(1.0, f64::max);
-    if let Some(x1) = s
-        .points
-        .iter()
-        .find(|p| p.n == 1)
-        .and_then(|p| p.throughput)
-    {
-        chart.series.push(Series {
-            name: "ideal N·X(1)".into(),
-            points: vec![(1.0, x1.point), (max_n, x1.point * max_n)],
-            style: Style::Dashed,
-            color: 5,
-        });
-    }
-    let distinct: BTreeSet<u32> = run
-        .trials
-        .iter()
-        .filter(|t| t.outcome.measurement().is_some())
-        .map(|t| t.n)
-        .collect();
-    if distinct.len() >= 4 {
-        if let Ok(fit) = stats::fit_usl(&trials) {
-            let grid: Vec<f64> = (0..=60)
-                .map(|i| 1.0 + (max_n - 1.0) * f64::from(i) / 60.0)
-                .collect();
-            let predictions: Vec<_> = grid.iter().map(|&n| fit.predict(n)).collect();
-            chart.series.push(Series {
-                name: format!(
-                    "USL σ={} κ={}",
-                    sig3(fit.sigma.point),
-                    sig3(fit.kappa.point)
-                ),
-                points: predictions.iter().map(|p| (p.n, p.x.point)).collect(),
-                style: Style::Line,
-                color: 2,
-            });
-            chart.bands.push(Band {
-                name: "USL 95% band".into(),
-                points: predictions
-                    .iter()
-                    .map(|p| (p.n, p.x.lower, p.x.upper))
-                    .collect(),
-                color: 2,
-            });
-        }
-    }
-    chart
-}
-
-fn scaling_charts(s: &RunSummary) -> (Chart, Chart) {
-    let speedup: Vec<(f64, f64)> = s
-        .points
-        .iter()
-        .filter_map(|p| p.speedup.map(|v| (f64::from(p.n), v)))
-        .collect();
-    let efficiency: Vec<(f64, f64)> = s
-        .points
-        .iter()
-        .filter_map(|p| p.efficiency.map(|v| (f64::from(p.n), v)))
-        .collect();
-    let max_n = speedup.iter().map(|p| p.0).fold(1.0, f64::max);
-    let speedup_chart = Chart {
-        title: "Speedup S(N) = X(N)/X(1)".into(),
-        x_label: "N (tasks)".into(),
-        y_label: "S(N)".into(),
-        series: vec![
-            Series {
-                name: "S(N)".into(),
-                points: speedup,
-                style: Style::Line,
-                color: 0,
-            },
-            Series {
-                name: "ideal S = N".into(),
-                points: vec![(1.0, 1.0), (max_n, max_n)],
-                style: Style::Dashed,
-                color: 5,
-            },
-        ],
-        y_from_zero: true,
-        ..Chart::default()
-    };
-    let efficiency_chart = Chart {
-        title: "Efficiency S(N)/N".into(),
-        x_label: "N (tasks)".into(),
-        y_label: "S/N".into(),
-        series: vec![
-            Series {
-                name: "S/N".into(),
-                points: efficiency,
-                style: Style::Line,
-                color: 3,
-            },
-            Series {
-                name: "ideal 1.0".into(),
-                points: vec![(1.0, 1.0), (max_n, 1.0)],
-                style: Style::Dashed,
-                color: 5,
-            },
-        ],
-        y_from_zero: true,
-        ..Chart::default()
-    };
-    (speedup_chart, efficiency_chart)
 }
 
 fn comparison_view(a: &RunData, b: &RunData, opts: &CompareOptions) -> ComparisonView {
