@@ -29,7 +29,9 @@ pub fn tail(stderr: &[u8]) -> String {
         return String::new();
     }
     let start = text.len().saturating_sub(STDERR_TAIL);
-    let start = (start..text.len()).find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+    let start = (start..text.len())
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
     format!(": {}", text[start..].trim().replace('\n', " | "))
 }
 

@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use super::child_io::{read_in_background, tail};
 use super::executor::{Execution, Executor};
 use super::placement;
-use super::child_io::{read_in_background, tail};
 use super::trial::TrialSpec;
 use crate::error::LabError;
 use crate::model::{Nanos, SampleRecord, StepRecord, TrialMeasurement, TrialOutcome, Usage};
@@ -83,7 +83,6 @@ impl CommandSpec {
 /// Runs command trials directly (the command is the trial's child process).
 #[derive(Debug, Default)]
 pub struct CommandExecutor;
-
 
 struct StepResult {
     wall: Duration,
@@ -303,8 +302,6 @@ fn run_step(
         ))),
     }
 }
-
-
 
 #[cfg(test)]
 mod tests {

@@ -52,7 +52,6 @@ impl ChildExecutor {
     }
 }
 
-
 impl Executor for ChildExecutor {
     fn execute(&mut self, spec: &TrialSpec, deadline: Duration, stop: &AtomicBool) -> Execution {
         let failed = |reason: String| Execution::Finished(TrialOutcome::Failed { reason });
@@ -160,8 +159,6 @@ fn kill_group(pid: i32) {
     // ESRCH (the group is already gone) is the normal case.
     let _ = sys::send_signal(-pid, libc::SIGKILL);
 }
-
-
 
 /// Deterministic measurements for tests: throughput `base × N / (1 + contention × (N − 1))`,
 /// perturbed by a fixed pattern per trial index, and optional failures.

@@ -5,9 +5,10 @@
 //! every block is already allocated; the measured ops then overwrite it 4 KiB at a time,
 //! cycling through it, each write followed by `fsync(2)`. An overwrite changes the file's
 //! modification time, so the inode is dirty too and every `fsync` on a journalling filesystem
-//! (ext4, xfs) waits for a journal commit, besides the data write itself. The journal is one
-//! per filesystem, so this is what N tasks share even though their files are separate; on
-//! tmpfs `fsync` does nothing and the op is a plain buffered write.
+//! (ext4, xfs) waits for a journal commit besides the data write itself (ext4 without a journal
+//! writes the inode's block instead). The journal is one per filesystem, so this is what N tasks
+//! share even though their files are separate; on tmpfs `fsync` does nothing and the op is a
+//! plain buffered write.
 
 use std::fs::File;
 use std::io::Write;

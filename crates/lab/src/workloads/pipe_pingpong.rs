@@ -8,12 +8,12 @@
 //! The task writes a byte into one pipe and reads the echo from the other; the partner reads
 //! and writes it back. N=1 is one pair; N pairs never talk to each other, so a perfect kernel
 //! scales them linearly. With `partner=same_cpu` (the default) the partner inherits the task's
-//! pinning (with `--pin none`, neither is pinned), so both run on one CPU and every round trip is two wake-ups and two context switches
-//! on that CPU; with `partner=any` the partner may run on any CPU the trial may use and the
-//! scheduler places it. Pipe wake-ups are "sync" wake-ups (the waker is about to sleep), which
-//! pull the partner onto the waker's CPU when that looks cheaper, so `any` often ends up close
-//! to `same_cpu`: comparing the two shows what the scheduler chose, and cross-CPU wake-ups
-//! (IPIs, remote wake lists) where it spreads the pair.
+//! pinning (with `--pin none`, neither is pinned), so both run on one CPU and every round trip
+//! is two wake-ups and two context switches on that CPU; with `partner=any` the partner may run
+//! on any CPU the trial may use and the scheduler places it. Pipe wake-ups are "sync" wake-ups
+//! (the waker is about to sleep), which pull the partner onto the waker's CPU when that looks
+//! cheaper, so `any` often ends up close to `same_cpu`: comparing the two shows what the
+//! scheduler chose, and cross-CPU wake-ups (IPIs, remote wake lists) where it spreads the pair.
 //!
 //! Only the task is measured: ops, `user`/`sys` and context switches are the task's side of
 //! the pair; the partner's equal share is not included. No task ever waits on another task,

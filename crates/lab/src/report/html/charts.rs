@@ -162,4 +162,3 @@ pub(super) fn scaling_charts(s: &RunSummary) -> (Chart, Chart) {
     };
     (speedup_chart, efficiency_chart)
 }
-

@@ -10,7 +10,6 @@ mod charts;
 pub mod plot;
 mod sections;
 
-
 use minijinja::Environment;
 use serde::Serialize;
 use stats::CompareOptions;
@@ -141,8 +140,9 @@ fn run_view(run: &RunData) -> Result<RunView, LabError> {
         None => "Scaling n/a: needs a successful N=1 point and one more.".into(),
     };
     let chart_error = LabError::Internal;
-    let mut charts =
-        vec![plot::render(&charts::throughput_chart(run, &summary), 560, 360).map_err(chart_error)?];
+    let mut charts = vec![
+        plot::render(&charts::throughput_chart(run, &summary), 560, 360).map_err(chart_error)?,
+    ];
     if summary.points.iter().any(|p| p.speedup.is_some()) {
         let (speedup, efficiency) = charts::scaling_charts(&summary);
         charts.push(plot::render(&speedup, 560, 360).map_err(chart_error)?);
@@ -172,11 +172,17 @@ fn run_view(run: &RunData) -> Result<RunView, LabError> {
         .any(|t| t.outcome.measurement().is_some_and(|m| m.profile.is_some()))
     {
         match crate::profile::load_run(run) {
-            Ok(points) => sections::profile_sections(&points, &mut tables, &mut flamegraphs, &mut warnings),
+            Ok(points) => {
+                sections::profile_sections(&points, &mut tables, &mut flamegraphs, &mut warnings)
+            }
             Err(e) => warnings.push(format!("profiles not shown: {e}")),
         }
     }
-    if run.trials.iter().any(|t| t.outcome.measurement().is_some_and(|m| m.locks.is_some())) {
+    if run
+        .trials
+        .iter()
+        .any(|t| t.outcome.measurement().is_some_and(|m| m.locks.is_some()))
+    {
         sections::lock_sections(run, &mut tables, &mut warnings);
     }
     Ok(RunView {

@@ -107,16 +107,30 @@ pub(super) fn lock_sections(run: &RunData, tables: &mut Vec<Table>, warnings: &m
     use crate::locks::aggregate::{Side, Sides, at_point};
     use crate::report::locks_view::duration;
     const TOP: usize = 15;
-    let Some(n) = run.trials.iter().filter(|t| t.outcome.measurement().is_some_and(|m| m.locks.is_some())).map(|t| t.n).max() else {
+    let Some(n) = run
+        .trials
+        .iter()
+        .filter(|t| t.outcome.measurement().is_some_and(|m| m.locks.is_some()))
+        .map(|t| t.n)
+        .max()
+    else {
         return;
     };
     let Some(point) = at_point(run, n, Sides::BOTH) else {
         return;
     };
     if point.lost_records > 0 {
-        warnings.push(format!("locks at N={n}: {} records lost (ring buffer full): waits are undercounted", point.lost_records));
+        warnings.push(format!(
+            "locks at N={n}: {} records lost (ring buffer full): waits are undercounted",
+            point.lost_records
+        ));
     }
-    warnings.extend(point.notes.iter().map(|note| format!("locks at N={n}: {note}")));
+    warnings.extend(
+        point
+            .notes
+            .iter()
+            .map(|note| format!("locks at N={n}: {note}")),
+    );
     for side in [Side::Kernel, Side::User] {
         let rows: Vec<Vec<String>> = point
             .rows
@@ -137,13 +151,33 @@ pub(super) fn lock_sections(run: &RunData, tables: &mut Vec<Table>, warnings: &m
                 ]
             })
             .collect();
-        let caption = format!("{} locks at N={n}: {} ({} traced trial(s))", side.as_str(), if rows.is_empty() { "no contention seen" } else { "most wait first" }, point.trials);
+        let caption = format!(
+            "{} locks at N={n}: {} ({} traced trial(s))",
+            side.as_str(),
+            if rows.is_empty() {
+                "no contention seen"
+            } else {
+                "most wait first"
+            },
+            point.trials
+        );
         tables.push(Table {
             caption,
-            headers: ["lock", "type", "caller", "contentions", "wait total", "max", "min", "avg", "wait/op"].map(String::from).to_vec(),
+            headers: [
+                "lock",
+                "type",
+                "caller",
+                "contentions",
+                "wait total",
+                "max",
+                "min",
+                "avg",
+                "wait/op",
+            ]
+            .map(String::from)
+            .to_vec(),
             rows,
             left_columns: 3,
         });
     }
 }
-
