@@ -26,11 +26,15 @@ pub fn run(json: bool) -> Result<ExitCode> {
         println!("{}", i.name);
         println!("    op:        {}", i.op);
         println!("    stresses:  {}", i.stresses);
+        let width = i
+            .params
+            .iter()
+            .map(|p| p.name.len() + p.default.len() + 1)
+            .max()
+            .unwrap_or(0);
         for p in i.params {
-            println!(
-                "    -p {}={:<10} {} ({})",
-                p.name, p.default, p.help, p.kind
-            );
+            let pair = format!("{}={}", p.name, p.default);
+            println!("    -p {pair:<width$}  {} ({})", p.help, p.kind);
         }
         println!();
     }
