@@ -5,11 +5,13 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::env::{Fingerprint, Severity};
 use crate::error::LabError;
-use crate::model::{Mode, Nanos, Pin};
+use crate::model::{Mode, Nanos, Pin, RunMeta, RunStatus};
 use crate::params::Params;
 use crate::runner::{CommandSpec, OpsSource, TrialSpec};
 use crate::task_spec;
+use crate::warnings::Warning;
 use crate::workloads::{self, WorkloadInfo};
 
 /// What the user asked for, already split into typed fields but not yet validated.
@@ -244,6 +246,53 @@ impl Plan {
         }
         let window = self.warmup.as_duration() + self.duration.as_duration();
         window + window.max(Duration::from_secs(30))
+    }
+
+    /// The run as stored when it starts: every field of the plan, the machine's fingerprint, and
+    /// its warnings — the environment checks that warn, then `extra` (e.g. why a flag was
+    /// dropped), then oversubscription.
+    pub fn run_meta(&self, env: Fingerprint, extra: Vec<String>, command_line: String) -> RunMeta {
+        let mut warnings: Vec<String> = crate::env::checks(&env)
+            .into_iter()
+            .filter(|c| c.severity == Severity::Warn)
+            .map(|c| match c.fix {
+                Some(fix) => format!("{}: {} (fix: {fix})", c.name, c.finding),
+                None => format!("{}: {}", c.name, c.finding),
+            })
+            .collect();
+        warnings.extend(extra);
+        let over = self.oversubscribed();
+        if !over.is_empty() {
+            warnings.push(
+                Warning::Oversubscribed {
+                    points: over,
+                    cpus: self.cpus,
+                }
+                .to_string(),
+            );
+        }
+        RunMeta {
+            id: 0,
+            origin_id: None,
+            name: self.name.clone(),
+            workload: self.info.name.to_string(),
+            params: self.params.as_map().clone(),
+            op_unit: self.info.op.to_string(),
+            mode: self.mode,
+            pin: self.pin,
+            points: self.points.clone(),
+            runs: self.runs,
+            duration: self.duration,
+            warmup: self.warmup,
+            variant: self.variant.clone(),
+            tags: self.tags.clone(),
+            started_at: crate::timestamp::now_rfc3339(),
+            finished_at: None,
+            status: RunStatus::Running,
+            env,
+            warnings,
+            command_line,
+        }
     }
 
     /// Points with more tasks than online CPUs.

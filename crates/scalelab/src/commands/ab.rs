@@ -17,13 +17,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use lab::env::{self, Fingerprint, Severity};
-use lab::model::{Nanos, RunMeta, RunStatus, TrialOutcome, TrialRecord};
+use lab::env::Fingerprint;
+use lab::model::{Nanos, RunStatus, TrialOutcome, TrialRecord};
 use lab::plan::{Plan, RunConfig, parse_duration};
 use lab::report::compare_view::Side;
 use lab::runner::{CommandExecutor, CommandSpec, Execution, Executor, OpsSource};
 use lab::timestamp;
-use lab::warnings::Warning;
 
 use super::{compare, pairs};
 use crate::cli::AbArgs;
@@ -44,8 +43,10 @@ pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
     let mut store = db_path::open(db)?;
     let cwd = std::env::current_dir().context("reading the working directory")?;
     let fingerprint = Fingerprint::capture(&cwd);
-    let id_a = store.begin_run(&meta(&plan_a, &fingerprint))?;
-    let id_b = store.begin_run(&meta(&plan_b, &fingerprint))?;
+    let id_a =
+        store.begin_run(&plan_a.run_meta(fingerprint.clone(), Vec::new(), command_line()))?;
+    let id_b =
+        store.begin_run(&plan_b.run_meta(fingerprint.clone(), Vec::new(), command_line()))?;
     if !args.quiet {
         eprintln!(
             "ab: A is run {id_a}, B is run {id_b}; {} trials in ABBA blocks of random order \
@@ -168,50 +169,6 @@ fn plan(args: &AbArgs, command: &str, variant: &str, cpus: u32) -> Result<Plan> 
     Plan::new(cfg, cpus).with_context(|| format!("--{variant}"))
 }
 
-/// The run as stored, with the environment checks that warn as its warnings (as `run` does).
-fn meta(plan: &Plan, fingerprint: &Fingerprint) -> RunMeta {
-    let mut warnings: Vec<String> = env::checks(fingerprint)
-        .into_iter()
-        .filter(|c| c.severity == Severity::Warn)
-        .map(|c| match c.fix {
-            Some(fix) => format!("{}: {} (fix: {fix})", c.name, c.finding),
-            None => format!("{}: {}", c.name, c.finding),
-        })
-        .collect();
-    let over = plan.oversubscribed();
-    if !over.is_empty() {
-        warnings.push(
-            Warning::Oversubscribed {
-                points: over,
-                cpus: plan.cpus,
-            }
-            .to_string(),
-        );
-    }
-    RunMeta {
-        id: 0,
-        origin_id: None,
-        name: plan.name.clone(),
-        workload: plan.info.name.to_string(),
-        params: plan.params.as_map().clone(),
-        op_unit: plan.info.op.to_string(),
-        mode: plan.mode,
-        pin: plan.pin,
-        points: plan.points.clone(),
-        runs: plan.runs,
-        duration: plan.duration,
-        warmup: plan.warmup,
-        variant: plan.variant.clone(),
-        tags: plan.tags.clone(),
-        started_at: timestamp::now_rfc3339(),
-        finished_at: None,
-        status: RunStatus::Running,
-        env: fingerprint.clone(),
-        warnings,
-        command_line: std::env::args().collect::<Vec<_>>().join(" "),
-    }
-}
-
 /// A seed nobody chose: the clock's nanoseconds mixed with the pid.
 fn clock_seed() -> u64 {
     let nanos = std::time::SystemTime::now()
@@ -232,4 +189,8 @@ fn progress_bar(trials: u64, quiet: bool) -> ProgressBar {
     .progress_chars("=> ");
     bar.set_style(style);
     bar
+}
+
+fn command_line() -> String {
+    std::env::args().collect::<Vec<_>>().join(" ")
 }

@@ -12,8 +12,8 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use lab::env::{self, Fingerprint, Severity};
-use lab::model::{Mode, Pin, RunMeta, RunStatus};
+use lab::env::Fingerprint;
+use lab::model::{Mode, Pin, RunStatus};
 use lab::plan::{Plan, RunConfig, parse_duration};
 use lab::runner::{
     ChildExecutor, CommandExecutor, CommandSpec, Executor, OpsSource, SweepEnd, SweepEvent,
@@ -22,7 +22,6 @@ use lab::runner::{
 use lab::runner::{ProfileSettings, perf_record};
 use lab::scratch::Scratch;
 use lab::timestamp;
-use lab::warnings::Warning;
 
 use super::{pairs, show};
 use crate::cli::{LocksArg, ModeArg, PinArg, RunArgs};
@@ -136,48 +135,12 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
         scratch = Some(area);
     }
     let fingerprint = Fingerprint::capture(scratch.as_ref().map_or(cwd.as_path(), |s| s.base()));
-    let mut warnings: Vec<String> = env::checks(&fingerprint)
-        .into_iter()
-        .filter(|c| c.severity == Severity::Warn)
-        .map(|c| match c.fix {
-            Some(fix) => format!("{}: {} (fix: {fix})", c.name, c.finding),
-            None => format!("{}: {}", c.name, c.finding),
-        })
-        .collect();
-    warnings.extend(lock_warning);
-    warnings.extend(profile_warnings);
-    let over = plan.oversubscribed();
-    if !over.is_empty() {
-        warnings.push(
-            Warning::Oversubscribed {
-                points: over,
-                cpus: plan.cpus,
-            }
-            .to_string(),
-        );
-    }
-    let meta = RunMeta {
-        id: 0,
-        origin_id: None,
-        name: plan.name.clone(),
-        workload: plan.info.name.to_string(),
-        params: plan.params.as_map().clone(),
-        op_unit: plan.info.op.to_string(),
-        mode: plan.mode,
-        pin: plan.pin,
-        points: plan.points.clone(),
-        runs: plan.runs,
-        duration: plan.duration,
-        warmup: plan.warmup,
-        variant: plan.variant.clone(),
-        tags: plan.tags.clone(),
-        started_at: timestamp::now_rfc3339(),
-        finished_at: None,
-        status: RunStatus::Running,
-        env: fingerprint,
-        warnings,
-        command_line: std::env::args().collect::<Vec<_>>().join(" "),
-    };
+    let extra: Vec<String> = lock_warning.into_iter().chain(profile_warnings).collect();
+    let meta = plan.run_meta(
+        fingerprint,
+        extra,
+        std::env::args().collect::<Vec<_>>().join(" "),
+    );
     let run_id = store.begin_run(&meta)?;
     if let Some(profile) = plan.profile.as_mut() {
         let db_file = db_path::resolve(db)?;
