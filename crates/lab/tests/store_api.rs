@@ -368,12 +368,55 @@ mod store {
     }
 
     #[test]
+    fn an_extended_plan_updates_runs_and_tags_where_filters_see_them() {
+        let (_dir, mut store) = open_temp();
+        let mut m = meta("cmd");
+        m.tags.insert("ab_order".into(), "AB".into());
+        m.tags.insert("kernel".into(), "6.8".into());
+        let id = store.begin_run(&m).unwrap();
+        store
+            .extend_plan(id, 8, &[("ab_order", "ABBA"), ("extended", "yes")])
+            .unwrap();
+        let loaded = store.load_run(id).unwrap().meta;
+        assert_eq!(loaded.runs, 8);
+        let tags: Vec<(&str, &str)> = loaded
+            .tags
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            tags,
+            [
+                ("ab_order", "ABBA"),
+                ("extended", "yes"),
+                ("host", "a,b"),
+                ("kernel", "6.8")
+            ]
+        );
+        let found = store
+            .list_runs(&RunFilter {
+                tags: vec![("ab_order".into(), "ABBA".into())],
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(found.len(), 1);
+        let stale = store
+            .list_runs(&RunFilter {
+                tags: vec![("ab_order".into(), "AB".into())],
+                ..Default::default()
+            })
+            .unwrap();
+        assert!(stale.is_empty());
+    }
+
+    #[test]
     fn writes_to_a_missing_run_are_errors() {
         let (_dir, mut store) = open_temp();
         let not_found =
             |r: Result<(), StoreError>| matches!(r, Err(StoreError::RunNotFound { id: 7 }));
         assert!(not_found(store.add_trial(7, &ok_trial(1, 0))));
         assert!(not_found(store.add_warnings(7, &["w".into()])));
+        assert!(not_found(store.extend_plan(7, 4, &[("k", "v")])));
         assert!(not_found(store.finish_run(7, RunStatus::Complete, "t")));
         assert!(matches!(
             store.load_run(7),

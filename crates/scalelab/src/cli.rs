@@ -254,9 +254,13 @@ EXAMPLES:
   scalelab ab --a './old-build/bench' --b './new-build/bench' --tasks 1
   scalelab ab --a 'make -j{n}' --b 'CC=clang make -j{n}' --prepare 'make clean' --tasks 2,4
   scalelab ab --a 'gzip -c big > /dev/null' --b 'zstd -c big > /dev/null' --runs 20 --json
+  scalelab ab --a ./old --b ./new --tasks 1 --max-runs 200   # add pairs until ±1% is visible
 
-Pairs run in ABBA blocks whose order is drawn at random (seed printed, stored as the tag
-ab_seed; --seed repeats an order), so drift in the machine lands on both sides alike.";
+Each pair's order (AB or BA) is drawn at random (seed printed, stored as the tag ab_seed;
+--seed repeats an order), so drift in the machine lands on both sides alike, and
+each pair's change B/A is judged (Wilcoxon signed-rank): what slows both trials of a pair
+cancels. `compare` of the two stored runs judges them the same way (--unpaired: as two
+independent samples).";
 
 const MODEL_EXAMPLES: &str = "\
 EXAMPLES:
@@ -271,9 +275,14 @@ pub struct VerdictArgs {
     /// whole interval lies beyond ±threshold.
     #[arg(long, value_name = "PCT", default_value = "1%", value_parser = parse_threshold)]
     pub threshold: f64,
-    /// Significance level of the Mann-Whitney U test, in (0, 1).
+    /// Significance level of the test (Mann-Whitney U, or Wilcoxon signed-rank for the
+    /// back-to-back pairs of `ab`), in (0, 1).
     #[arg(long, value_name = "A", default_value = "0.05", value_parser = parse_alpha)]
     pub alpha: f64,
+    /// Treat the two runs of one `ab` experiment as independent samples instead of judging
+    /// each back-to-back pair's change (pairing cancels what slows both trials of a pair).
+    #[arg(long)]
+    pub unpaired: bool,
 }
 
 #[derive(Debug, Args)]
@@ -301,12 +310,17 @@ pub struct AbArgs {
     /// Command B, the candidate, run the same way.
     #[arg(long = "b", value_name = "CMD")]
     pub b: String,
-    /// Trials per side and point. 10 by default: with 10 a side the U test can reach p = 1e-5,
-    /// and the smallest detectable change is about 1.4 × the noise (so a command with 1%
-    /// run-to-run variation shows changes of ~1.4%); the comparison prints how many runs a
-    /// smaller change needs.
+    /// Pairs (trials per side) at each point. 10 by default: 10 pairs can reach p = 0.002,
+    /// and the smallest detectable change is about 1.3 × the spread of the per-pair changes;
+    /// the comparison prints how many pairs a smaller change needs (--max-runs adds them).
     #[arg(long, default_value_t = 10)]
     pub runs: u32,
+    /// After --runs pairs, keep adding pairs (up to K per point) while the
+    /// noise still hides a change of ±threshold at some N — the comparison's "runs needed".
+    /// The decision reads only the spread of the pairs' changes, never their verdict, so it
+    /// does not inflate false alarms. Default: no extension.
+    #[arg(long, value_name = "K")]
+    pub max_runs: Option<u32>,
     /// Task counts: 1,2,4 | 1..8 | 1..16:2 | pow2 | all [default: pow2 up to the online CPUs, plus that count].
     #[arg(long, value_name = "SPEC", allow_hyphen_values = true)]
     pub tasks: Option<String>,

@@ -1,61 +1,13 @@
 //! Drives the real `scalelab` binary on real, short workloads and checks that the numbers are
 //! plausible and consistent, that bad input is refused cleanly, and that nothing measured is lost.
 
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
 
-struct Lab {
-    dir: tempfile::TempDir,
-}
-
-impl Lab {
-    fn new() -> Lab {
-        Lab {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-    fn db(&self) -> PathBuf {
-        self.dir.path().join("lab.db")
-    }
-    fn cmd(&self) -> Command {
-        let mut c = Command::cargo_bin("scalelab").unwrap();
-        c.env("SCALELAB_DB", self.db())
-            .env_remove("XDG_DATA_HOME")
-            .current_dir(self.dir.path());
-        c
-    }
-    /// Runs scalelab with `args`, expecting success; returns stdout.
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.cmd().args(args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "scalelab {args:?} failed: {}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-    fn json(&self, args: &[&str]) -> Value {
-        let text = self.ok(args);
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {text}"))
-    }
-    /// Runs scalelab expecting a usage/runtime error: exit 2 and `error: …` on stderr.
-    fn fails(&self, args: &[&str]) -> String {
-        let out = self.cmd().args(args).output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "scalelab {args:?} should exit 2; stderr: {stderr}"
-        );
-        assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
-        stderr
-    }
-}
+mod common;
+use common::Lab;
 
 const SHORT: &[&str] = &[
     "--runs",

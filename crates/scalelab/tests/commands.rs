@@ -2,29 +2,14 @@
 //! accounted separately, op counts from output, failures and timeouts recorded per trial, and a
 //! command that cannot start refused before any trial runs.
 
-use std::path::Path;
-use std::process::Command;
-
-use assert_cmd::cargo::CommandCargoExt;
-use serde_json::Value;
-
-fn scalelab(db: &Path) -> Command {
-    let mut c = Command::cargo_bin("scalelab").unwrap();
-    c.env("SCALELAB_DB", db);
-    c
-}
-
-fn export_last(db: &Path) -> Value {
-    let out = scalelab(db).args(["export", "last"]).output().unwrap();
-    assert!(out.status.success());
-    serde_json::from_slice(&out.stdout).unwrap()
-}
+mod common;
+use common::Lab;
 
 #[test]
 fn nproc_sees_exactly_n_cpus() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("c.db");
-    let out = scalelab(&db)
+    let lab = Lab::new();
+    let out = lab
+        .cmd()
         .args([
             "run",
             "--cmd",
@@ -44,7 +29,7 @@ fn nproc_sees_exactly_n_cpus() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let export = export_last(&db);
+    let export = lab.json(&["export", "last"]);
     let trials = export["run"]["trials"].as_array().unwrap();
     assert_eq!(trials.len(), 4);
     for t in trials {
@@ -60,11 +45,11 @@ fn nproc_sees_exactly_n_cpus() {
 
 #[test]
 fn steps_are_timed_and_accounted_separately() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("c.db");
-    let tree = dir.path().join("tree");
-    let out = scalelab(&db)
-        .current_dir(dir.path())
+    let lab = Lab::new();
+    let tree = lab.dir.path().join("tree");
+    let out = lab
+        .cmd()
+        .current_dir(lab.dir.path())
         .args([
             "run",
             "--cmd",
@@ -98,7 +83,7 @@ fn steps_are_timed_and_accounted_separately() {
         stdout.contains("md5") && stdout.contains("rm") && stdout.contains("step"),
         "{stdout}"
     );
-    let export = export_last(&db);
+    let export = lab.json(&["export", "last"]);
     for t in export["run"]["trials"].as_array().unwrap() {
         let m = &t["outcome"];
         let steps = m["steps"].as_array().unwrap();
@@ -119,9 +104,9 @@ fn steps_are_timed_and_accounted_separately() {
 
 #[test]
 fn failing_and_hanging_commands_fail_their_trials_and_the_run_goes_on() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("c.db");
-    let out = scalelab(&db)
+    let lab = Lab::new();
+    let out = lab
+        .cmd()
         .args([
             "run",
             "--cmd",
@@ -139,7 +124,10 @@ fn failing_and_hanging_commands_fail_their_trials_and_the_run_goes_on() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    for t in export_last(&db)["run"]["trials"].as_array().unwrap() {
+    for t in lab.json(&["export", "last"])["run"]["trials"]
+        .as_array()
+        .unwrap()
+    {
         let reason = t["outcome"]["reason"].as_str().unwrap();
         assert!(
             reason.contains("exited with code 3") && reason.contains("broken pipe dream"),
@@ -147,7 +135,8 @@ fn failing_and_hanging_commands_fail_their_trials_and_the_run_goes_on() {
         );
     }
     let started = std::time::Instant::now();
-    let out = scalelab(&db)
+    let out = lab
+        .cmd()
         .args([
             "run",
             "--cmd",
@@ -167,7 +156,7 @@ fn failing_and_hanging_commands_fail_their_trials_and_the_run_goes_on() {
         started.elapsed().as_secs() < 20,
         "the hung command was killed at its timeout"
     );
-    let t = &export_last(&db)["run"]["trials"][0];
+    let t = &lab.json(&["export", "last"])["run"]["trials"][0];
     assert!(
         t["outcome"]["reason"]
             .as_str()
@@ -179,9 +168,9 @@ fn failing_and_hanging_commands_fail_their_trials_and_the_run_goes_on() {
 
 #[test]
 fn a_command_that_cannot_start_is_refused_before_any_trial() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("c.db");
-    let out = scalelab(&db)
+    let lab = Lab::new();
+    let out = lab
+        .cmd()
         .args(["run", "--cmd", "no-such-tool-xyz -j{n}", "--tasks", "1"])
         .output()
         .unwrap();
@@ -191,8 +180,9 @@ fn a_command_that_cannot_start_is_refused_before_any_trial() {
         err.starts_with("error: ") && err.contains("no-such-tool-xyz"),
         "{err}"
     );
-    assert!(!db.exists(), "nothing was stored");
-    let out = scalelab(&db)
+    assert!(!lab.db().exists(), "nothing was stored");
+    let out = lab
+        .cmd()
         .args(["run", "spin", "--cmd", "true"])
         .output()
         .unwrap();

@@ -7,64 +7,12 @@
 //! follow the export format as it evolves) with their trials replaced: one task, a 1 s window,
 //! `ops` ops.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
-use assert_cmd::cargo::CommandCargoExt;
 use serde_json::{Value, json};
 
-struct Lab {
-    dir: tempfile::TempDir,
-}
+mod common;
+use common::Lab;
 
 impl Lab {
-    fn new() -> Lab {
-        Lab {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-    fn run(&self, args: &[&str]) -> Output {
-        Command::cargo_bin("scalelab")
-            .unwrap()
-            .env("SCALELAB_DB", self.path("lab.db"))
-            .env_remove("XDG_DATA_HOME")
-            .current_dir(self.dir.path())
-            .args(args)
-            .output()
-            .unwrap()
-    }
-    /// Runs scalelab expecting exit status `code`; returns stdout.
-    fn expect(&self, code: i32, args: &[&str]) -> String {
-        let out = self.run(args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(code), "scalelab {args:?}: {stderr}");
-        String::from_utf8(out.stdout).unwrap()
-    }
-    fn json(&self, code: i32, args: &[&str]) -> Value {
-        let text = self.expect(code, args);
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {text}"))
-    }
-    /// Expects a usage or runtime error: exit 2 and `error: …` on stderr, nothing on stdout.
-    fn fails(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "scalelab {args:?} should exit 2; stderr: {stderr}"
-        );
-        assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
-        assert!(
-            out.stdout.is_empty(),
-            "{args:?} printed: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-        stderr
-    }
-
     /// A real export to build synthetic runs from (kept once per lab).
     fn template(&self) -> Value {
         let file = self.path("template.json");
@@ -203,7 +151,7 @@ fn compare_text_names_each_verdict_the_curve_and_every_caveat() {
 fn compare_json_carries_the_same_figures() {
     let lab = Lab::new();
     let (a, b) = stock_and_patched(&lab);
-    let view = lab.json(1, &["compare", &a, &b, "--json"]);
+    let view = lab.json_exit(1, &["compare", &a, &b, "--json"]);
     insta::assert_json_snapshot!("compare_json", view);
     let points = view["points"].as_array().unwrap();
     let verdicts: Vec<&str> = points
@@ -232,16 +180,16 @@ fn compare_exits_0_without_a_regression_and_reads_the_threshold_either_way() {
     let lab = Lab::new();
     let a = lab.synthetic("a", 1, &[(1, ten(1.0e6, 0.004))], |_| {});
     let b = lab.synthetic("b", 2, &[(1, ten(1.02e6, 0.004))], |_| {});
-    let pct = lab.json(0, &["compare", &a, &b, "--json", "--threshold", "1%"]);
+    let pct = lab.json(&["compare", &a, &b, "--json", "--threshold", "1%"]);
     assert_eq!(pct["points"][0]["change"]["verdict"], "improved");
-    let fraction = lab.json(0, &["compare", &a, &b, "--json", "--threshold", "0.01"]);
+    let fraction = lab.json(&["compare", &a, &b, "--json", "--threshold", "0.01"]);
     assert_eq!(pct, fraction);
     // A 5% threshold makes the 2% gain too small to matter.
-    let wide = lab.json(0, &["compare", &a, &b, "--json", "--threshold", "5%"]);
+    let wide = lab.json(&["compare", &a, &b, "--json", "--threshold", "5%"]);
     assert_eq!(wide["points"][0]["change"]["verdict"], "no_change");
     // Swapped, B is the slower one: a regression, exit 1.
     lab.expect(1, &["compare", &b, &a]);
-    let strict = lab.json(0, &["compare", &a, &b, "--json", "--alpha", "0.00001"]);
+    let strict = lab.json(&["compare", &a, &b, "--json", "--alpha", "0.00001"]);
     assert_eq!(strict["points"][0]["change"]["verdict"], "inconclusive");
     for (args, needle) in [
         (vec!["--threshold", "1"], "would mean 100%"),
@@ -303,7 +251,7 @@ fn runs_of_different_workloads_params_or_task_counts_are_refused_unless_forced()
             "{err}"
         );
     }
-    let forced = lab.json(0, &["compare", &a, &other_points, "--force", "--json"]);
+    let forced = lab.json(&["compare", &a, &other_points, "--force", "--json"]);
     assert_eq!(
         forced["points"].as_array().unwrap().len(),
         1,
@@ -351,7 +299,7 @@ fn stored_runs_compare_by_id_and_three_trials_a_side_can_never_reach_alpha() {
     lab.expect(0, &args);
     lab.expect(0, &args);
     // With 3 vs 3 the smallest p is 0.1: never a verdict, so never exit 1.
-    let view = lab.json(0, &["compare", "last~1", "last", "--json"]);
+    let view = lab.json(&["compare", "last~1", "last", "--json"]);
     assert_eq!(view["a"]["id"], 1);
     assert_eq!(view["b"]["id"], 2);
     assert_eq!(view["points"][0]["runs_a"], 3);
@@ -383,7 +331,7 @@ fn ab_interleaves_two_commands_stores_both_and_gates_on_a_regression() {
         "--b",
         "sleep 0.02",
         "--runs",
-        "4",
+        "6",
         "--tasks",
         "1",
         "--seed",
@@ -403,25 +351,31 @@ fn ab_interleaves_two_commands_stores_both_and_gates_on_a_regression() {
     );
     let view: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(view["points"][0]["change"]["verdict"], "regressed");
+    // The pairs ran back to back: judged pair by pair (6 pairs reach p = 2/2⁶ = 0.031).
+    assert_eq!(view["paired"], true);
+    assert_eq!(view["points"][0]["pairs"], 6);
+    assert_eq!(view["points"][0]["change"]["method"], "signed_rank");
     assert_eq!(
         (view["a"]["variant"].as_str(), view["b"]["variant"].as_str()),
         (Some("a"), Some("b"))
     );
     let order = view["a"]["tags"]["ab_order"].as_str().unwrap().to_string();
-    assert_eq!(order.len(), 4, "one letter per pair: {order}");
-    assert!(
-        ["AB", "BA"].contains(&&order[..2]) && ["AB", "BA"].contains(&&order[2..]),
-        "ABBA blocks: {order}"
-    );
+    assert_eq!(order.len(), 6, "one letter per pair: {order}");
+    assert!(order.chars().all(|c| c == 'A' || c == 'B'), "{order}");
     assert_eq!(view["b"]["tags"]["ab_seed"], "7");
-    // Both runs are stored, each with its 4 trials, and compare the same way again.
-    let runs = lab.json(0, &["ls", "--json"]);
+    // Both runs are stored, each with its 6 trials, and compare the same way again; or as
+    // independent samples on request.
+    let runs = lab.json(&["ls", "--json"]);
     let runs = runs.as_array().unwrap();
     assert_eq!(runs.len(), 2);
-    assert!(runs.iter().all(|r| r["trials_ok"] == 4), "{runs:?}");
-    lab.expect(1, &["compare", "1", "2"]);
+    assert!(runs.iter().all(|r| r["trials_ok"] == 6), "{runs:?}");
+    let again = lab.expect(1, &["compare", "1", "2"]);
+    assert!(again.contains("Wilcoxon signed-rank p"), "{again}");
+    let unpaired = lab.json_exit(1, &["compare", "1", "2", "--unpaired", "--json"]);
+    assert_eq!(unpaired["paired"], false);
+    assert_eq!(unpaired["points"][0]["change"]["method"], "mann_whitney");
     // The same seed repeats the order.
-    let again = lab.json(
+    let again = lab.json_exit(
         1,
         &[
             "ab",
@@ -430,7 +384,7 @@ fn ab_interleaves_two_commands_stores_both_and_gates_on_a_regression() {
             "--b",
             "sleep 0.02",
             "--runs",
-            "4",
+            "6",
             "--tasks",
             "1",
             "--seed",
@@ -446,7 +400,79 @@ fn ab_interleaves_two_commands_stores_both_and_gates_on_a_regression() {
         lab.fails(&["ab", "--a", "true", "--b", "no-such-program-xyz"])
             .contains("no-such-program-xyz")
     );
-    assert_eq!(lab.json(0, &["ls", "--json"]).as_array().unwrap().len(), 4);
+    assert_eq!(lab.json(&["ls", "--json"]).as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn ab_adds_pairs_while_the_noise_hides_the_threshold_up_to_max_runs() {
+    let lab = Lab::new();
+    // No pair of real processes is alike to 0.001%: 4 pairs cannot see such a change, so ab
+    // grows to the cap.
+    let out = lab.run(&[
+        "ab",
+        "--a",
+        "true",
+        "--b",
+        "true",
+        "--runs",
+        "4",
+        "--max-runs",
+        "8",
+        "--threshold",
+        "0.001%",
+        "--tasks",
+        "1",
+        "--json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr
+            .contains("4 pairs cannot yet tell ±0.001% from no change at N=1; adding pairs up to"),
+        "{stderr}"
+    );
+    let view: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(view["points"][0]["pairs"], 8, "{view}");
+    assert_eq!(view["a"]["tags"]["ab_order"].as_str().unwrap().len(), 8);
+    let runs = lab.json(&["ls", "--json"]);
+    for run in runs.as_array().unwrap() {
+        assert_eq!(
+            (run["runs"].as_u64(), run["trials_ok"].as_u64()),
+            (Some(8), Some(8)),
+            "{run}"
+        );
+    }
+    // A threshold far above the noise needs no more pairs.
+    let wide = lab.json(&[
+        "ab",
+        "--a",
+        "true",
+        "--b",
+        "true",
+        "--runs",
+        "6",
+        "--max-runs",
+        "40",
+        "--threshold",
+        "1000%",
+        "--tasks",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(wide["points"][0]["pairs"], 6, "{wide}");
+    assert!(
+        lab.fails(&[
+            "ab",
+            "--a",
+            "true",
+            "--b",
+            "true",
+            "--runs",
+            "6",
+            "--max-runs",
+            "4"
+        ])
+        .contains("--max-runs 4 is below --runs 6")
+    );
 }
 
 #[test]
@@ -463,8 +489,8 @@ fn ab_text_output_is_the_comparison() {
         "{text}"
     );
     assert!(
-        text.contains("can never reach p < 0.05"),
-        "2 vs 2 runs: {text}"
+        text.contains("with 2 pairs the signed-rank test can never reach p < 0.05"),
+        "2 pairs: {text}"
     );
 }
 
@@ -495,10 +521,7 @@ fn close(got: &Value, want: f64) -> bool {
 fn model_of_the_cisco_csv_reproduces_the_book_within_a_tenth_of_a_percent() {
     let lab = Lab::new();
     let csv = cisco_csv(&lab);
-    let model = lab.json(
-        0,
-        &["model", "--csv", &csv, "--json", "--predict", "35,64,100"],
-    );
+    let model = lab.json(&["model", "--csv", &csv, "--json", "--predict", "35,64,100"]);
     let fit = &model["fit"];
     assert!(
         close(&fit["sigma"]["point"], 0.026_715_91),
@@ -565,7 +588,7 @@ fn model_of_a_run_fits_every_trial_and_defaults_to_predicting_twice_the_largest_
         })
         .collect();
     let run = lab.synthetic("usl", 1, &points, |_| {});
-    let model = lab.json(0, &["model", &run, "--json"]);
+    let model = lab.json(&["model", &run, "--json"]);
     assert_eq!(model["fit"]["points"], 15);
     assert_eq!(model["source"]["kind"], "run");
     assert!(

@@ -1,17 +1,10 @@
 //! `scalelab history` through the real CLI: series from stored runs, change points and the
 //! `--check` exit status on series with and without a planted step.
 
-use std::path::Path;
-use std::process::Command;
-
-use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
 
-fn scalelab(db: &Path) -> Command {
-    let mut c = Command::cargo_bin("scalelab").unwrap();
-    c.env("SCALELAB_DB", db);
-    c
-}
+mod common;
+use common::Lab;
 
 /// Deterministic ±1% noise around 1000, with an optional step of `step` from index 20 on.
 fn series(step: f64) -> String {
@@ -26,12 +19,12 @@ fn series(step: f64) -> String {
 
 #[test]
 fn check_exits_1_on_a_planted_regression_and_0_otherwise() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
+    let lab = Lab::new();
     for (name, step, code) in [("drop", -0.05, 1), ("rise", 0.05, 0), ("flat", 0.0, 0)] {
-        let file = dir.path().join(format!("{name}.csv"));
+        let file = lab.dir.path().join(format!("{name}.csv"));
         std::fs::write(&file, format!("label,value\n{}", series(step))).unwrap();
-        let out = scalelab(&db)
+        let out = lab
+            .cmd()
             .args([
                 "history",
                 "--csv",
@@ -58,11 +51,11 @@ fn check_exits_1_on_a_planted_regression_and_0_otherwise() {
         }
     }
     let text = String::from_utf8(
-        scalelab(&db)
+        lab.cmd()
             .args([
                 "history",
                 "--csv",
-                dir.path().join("drop.csv").to_str().unwrap(),
+                lab.dir.path().join("drop.csv").to_str().unwrap(),
             ])
             .output()
             .unwrap()
@@ -77,10 +70,10 @@ fn check_exits_1_on_a_planted_regression_and_0_otherwise() {
 
 #[test]
 fn history_follows_stored_runs_of_the_same_workload_and_parameters() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
+    let lab = Lab::new();
     for mode in ["fetch_add", "fetch_add", "private"] {
-        let out = scalelab(&db)
+        let out = lab
+            .cmd()
             .args([
                 "run",
                 "atomic",
@@ -106,7 +99,8 @@ fn history_follows_stored_runs_of_the_same_workload_and_parameters() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let out = scalelab(&db)
+    let out = lab
+        .cmd()
         .args(["history", "atomic", "--json", "--metric", "ns_per_op"])
         .output()
         .unwrap();
@@ -129,7 +123,8 @@ fn history_follows_stored_runs_of_the_same_workload_and_parameters() {
             .iter()
             .all(|p| p["label"].as_str().unwrap().contains("commit=abc"))
     );
-    let private = scalelab(&db)
+    let private = lab
+        .cmd()
         .args([
             "history",
             "atomic",
@@ -143,12 +138,13 @@ fn history_follows_stored_runs_of_the_same_workload_and_parameters() {
         .unwrap();
     let h: Value = serde_json::from_slice(&private.stdout).unwrap();
     assert_eq!(h["points"].as_array().unwrap().len(), 1);
-    let bad = scalelab(&db)
+    let bad = lab
+        .cmd()
         .args(["history", "atomic", "--metric", "speed"])
         .output()
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("throughput"));
-    let none = scalelab(&db).args(["history", "spin"]).output().unwrap();
+    let none = lab.cmd().args(["history", "spin"]).output().unwrap();
     assert_eq!(none.status.code(), Some(2));
 }

@@ -4,52 +4,19 @@
 //! CAP_PERFMON) and a mounted tracefs: where they are missing, the tests check the warning and
 //! skip the rest, saying why.
 
-use std::path::PathBuf;
 use std::process::Command;
 
-use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
 
-struct Lab {
-    dir: tempfile::TempDir,
-}
+mod common;
+use common::Lab;
 
 impl Lab {
-    fn new() -> Lab {
-        Lab {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-    fn db(&self) -> PathBuf {
-        self.dir.path().join("lab.db")
-    }
-    fn cmd(&self) -> Command {
-        let mut c = Command::cargo_bin("scalelab").unwrap();
-        c.env("SCALELAB_DB", self.db())
-            .env_remove("XDG_DATA_HOME")
-            .current_dir(self.dir.path());
-        c
-    }
-    /// Runs scalelab expecting success; returns (stdout, stderr).
-    fn ok(&self, args: &[&str]) -> (String, String) {
-        let out = self.cmd().args(args).output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-        assert!(
-            out.status.success(),
-            "scalelab {args:?} failed: {}\n{stderr}",
-            out.status
-        );
-        (String::from_utf8(out.stdout).unwrap(), stderr)
-    }
-    fn json(&self, args: &[&str]) -> Value {
-        let (text, _) = self.ok(args);
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {text}"))
-    }
     /// `scalelab run WORKLOAD -p shared=… --tasks N --locks`, short; `false` when lock tracing is
     /// unavailable here (after checking that the run still stored its measurements).
     fn run_traced(&self, workload: &str, shared: bool, tasks: &str) -> bool {
         let shared = format!("shared={shared}");
-        let (_, stderr) = self.ok(&[
+        let (_, stderr) = self.ok_with_stderr(&[
             "run",
             workload,
             "-p",
@@ -129,7 +96,7 @@ fn a_shared_futex_mutex_is_the_top_user_lock_attributed_to_its_lock_function() {
         rows(&shared, "kernel").is_empty(),
         "--user shows user locks only"
     );
-    let text = lab.ok(&["locks", "last", "--at", "2", "--user"]).0;
+    let text = lab.ok(&["locks", "last", "--at", "2", "--user"]);
     assert!(
         text.contains("futex_mutex_lock") && text.contains("avg wait"),
         "{text}"
@@ -201,7 +168,7 @@ fn what_grows_ranks_lock_wait_per_op_across_points() {
         .collect();
     assert!(!user.is_empty(), "{growth}");
     assert!(user[0]["growth_ns"].as_f64().unwrap() > 0.0, "{}", user[0]);
-    let text = lab.ok(&["locks", "last", "--top", "3"]).0;
+    let text = lab.ok(&["locks", "last", "--top", "3"]);
     for needle in ["wait/op N=1", "wait/op N=2", "growth", "futex_mutex_lock"] {
         assert!(text.contains(needle), "{needle} missing:\n{text}");
     }

@@ -7,40 +7,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
 
-struct Lab {
-    dir: tempfile::TempDir,
-}
+mod common;
+use common::Lab;
 
 impl Lab {
-    fn new() -> Lab {
-        Lab {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-    fn cmd(&self) -> Command {
-        let mut c = Command::cargo_bin("scalelab").unwrap();
-        c.env("SCALELAB_DB", self.dir.path().join("lab.db"))
-            .env_remove("XDG_DATA_HOME")
-            .current_dir(self.dir.path());
-        c
-    }
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.cmd().args(args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "scalelab {args:?} failed: {}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-    fn json(&self, args: &[&str]) -> Value {
-        let text = self.ok(args);
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {text}"))
-    }
     fn profiles(&self, run: u32) -> PathBuf {
         self.dir.path().join(format!("profiles/run{run}"))
     }

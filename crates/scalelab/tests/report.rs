@@ -5,15 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use assert_cmd::cargo::CommandCargoExt;
+mod common;
+use common::Lab;
 
 const HOSTILE: &str = "<img src=x onerror=alert(1)><script>alert(2)</script>&\"'";
-
-fn scalelab(db: &Path) -> Command {
-    let mut c = Command::cargo_bin("scalelab").unwrap();
-    c.env("SCALELAB_DB", db);
-    c
-}
 
 fn ok(c: &mut Command) -> String {
     let out = c.output().unwrap();
@@ -34,10 +29,9 @@ fn artifacts() -> PathBuf {
 
 #[test]
 fn report_renders_escaped_and_drawn_in_headless_chromium() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("r.db");
+    let lab = Lab::new();
     for k in 0..3 {
-        let mut run = scalelab(&db);
+        let mut run = lab.cmd();
         run.args([
             "run",
             "spin",
@@ -56,8 +50,8 @@ fn report_renders_escaped_and_drawn_in_headless_chromium() {
         }
         ok(&mut run);
     }
-    let html = dir.path().join("report.html");
-    ok(scalelab(&db).args([
+    let html = lab.dir.path().join("report.html");
+    ok(lab.cmd().args([
         "report",
         "1",
         "3",
@@ -102,7 +96,7 @@ fn report_renders_escaped_and_drawn_in_headless_chromium() {
     };
     let png = artifacts().join("report.png");
     let _ = std::fs::remove_file(&png);
-    let profile = dir.path().join("chromium-profile");
+    let profile = lab.dir.path().join("chromium-profile");
     let out = Command::new(chromium)
         .args([
             "--headless",

@@ -5,44 +5,33 @@
 //! nothing behind in `--workdir`, even after a scalelab was killed mid-trial.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
 
-struct Lab {
-    dir: tempfile::TempDir,
-    /// The `--workdir` given to every run: must be empty after each.
+mod common;
+use common::Lab;
+
+/// A lab with a `--workdir` given to every run, which must be empty after each.
+struct WorkLab {
+    lab: Lab,
     work: tempfile::TempDir,
 }
 
-impl Lab {
-    fn new() -> Lab {
-        Lab {
-            dir: tempfile::tempdir().unwrap(),
+impl std::ops::Deref for WorkLab {
+    type Target = Lab;
+    fn deref(&self) -> &Lab {
+        &self.lab
+    }
+}
+
+impl WorkLab {
+    fn new() -> WorkLab {
+        WorkLab {
+            lab: Lab::new(),
             work: tempfile::tempdir().unwrap(),
         }
-    }
-    fn db(&self) -> PathBuf {
-        self.dir.path().join("lab.db")
-    }
-    fn cmd(&self) -> Command {
-        let mut c = Command::cargo_bin("scalelab").unwrap();
-        c.env("SCALELAB_DB", self.db())
-            .env_remove("XDG_DATA_HOME")
-            .current_dir(self.dir.path());
-        c
-    }
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.cmd().args(args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "scalelab {args:?} failed: {}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
     }
     fn workdir(&self) -> &str {
         self.work.path().to_str().unwrap()
@@ -185,7 +174,7 @@ const MODES: [&str; 2] = ["threads", "processes"];
 
 #[test]
 fn list_shows_every_new_workload_with_its_op_and_file_use() {
-    let lab = Lab::new();
+    let lab = WorkLab::new();
     let list: Value = serde_json::from_str(&lab.ok(&["list", "--json"])).unwrap();
     let list = list.as_array().unwrap();
     for name in [
@@ -211,7 +200,7 @@ fn list_shows_every_new_workload_with_its_op_and_file_use() {
 
 #[test]
 fn open_close_costs_system_time_in_every_variant() {
-    let lab = Lab::new();
+    let lab = WorkLab::new();
     for mode in MODES {
         for shared in ["shared=false", "shared=true"] {
             let sweep = lab.sweep("open_close", mode, &[shared]);
@@ -225,7 +214,7 @@ fn open_close_costs_system_time_in_every_variant() {
 
 #[test]
 fn create_unlink_ops_agree_with_system_time() {
-    let lab = Lab::new();
+    let lab = WorkLab::new();
     for mode in MODES {
         for shared in ["shared=false", "shared=true"] {
             let sweep = lab.sweep("create_unlink", mode, &[shared]);
@@ -245,7 +234,7 @@ fn create_unlink_ops_agree_with_system_time() {
 
 #[test]
 fn fsync_write_spends_time_in_the_kernel_or_on_the_device() {
-    let lab = Lab::new();
+    let lab = WorkLab::new();
     for mode in MODES {
         for t in lab.sweep("fsync_write", mode, &["size=64K"]).trials {
             assert!(
@@ -265,7 +254,7 @@ fn fsync_write_spends_time_in_the_kernel_or_on_the_device() {
 
 #[test]
 fn file_write_and_pread_move_the_bytes_they_count() {
-    let lab = Lab::new();
+    let lab = WorkLab::new();
     for mode in MODES {
         for shared in ["shared=false", "shared=true"] {
             let sweep = lab.sweep("file_write", mode, &["size=8M", shared]);
@@ -284,7 +273,7 @@ fn file_write_and_pread_move_the_bytes_they_count() {
 
 #[test]
 fn mmap_munmap_faults_once_per_touched_page() {
-    let lab = Lab::new();
+    let lab = WorkLab::new();
     for mode in MODES {
         for t in lab.sweep("mmap_munmap", mode, &["pages=4"]).trials {
             let faults = t.usage("minor_faults") as f64;
@@ -306,7 +295,7 @@ fn mmap_munmap_faults_once_per_touched_page() {
 
 #[test]
 fn pipe_pingpong_switches_context_on_every_round_trip() {
-    let lab = Lab::new();
+    let lab = WorkLab::new();
     for mode in MODES {
         for t in lab
             .sweep("pipe_pingpong", mode, &["partner=same_cpu"])
@@ -331,7 +320,7 @@ fn pipe_pingpong_switches_context_on_every_round_trip() {
 
 #[test]
 fn futex_mutex_contends_only_when_shared() {
-    let lab = Lab::new();
+    let lab = WorkLab::new();
     for mode in MODES {
         let shared = lab.sweep(
             "futex_mutex",
@@ -373,7 +362,7 @@ fn futex_mutex_contends_only_when_shared() {
 
 #[test]
 fn sched_yield_enters_the_kernel() {
-    let lab = Lab::new();
+    let lab = WorkLab::new();
     for mode in MODES {
         let sweep = lab.sweep("sched_yield", mode, &[]);
         assert!(sweep.sys_ns_per_op() > 20.0, "{sweep:?}");
@@ -382,7 +371,7 @@ fn sched_yield_enters_the_kernel() {
 
 #[test]
 fn spawn_creates_and_reaps_children_by_fork_and_posix_spawn() {
-    let lab = Lab::new();
+    let lab = WorkLab::new();
     for mode in MODES {
         for method in ["method=fork", "method=posix_spawn"] {
             let sweep = lab.sweep("spawn", mode, &[method]);
@@ -402,7 +391,7 @@ fn spawn_creates_and_reaps_children_by_fork_and_posix_spawn() {
 
 #[test]
 fn tree_hash_reads_every_file_back_intact() {
-    let lab = Lab::new();
+    let lab = WorkLab::new();
     for mode in MODES {
         for shared in ["shared=false", "shared=true"] {
             let sweep = lab.sweep("tree_hash", mode, &["files=64", "size=8K", shared]);
@@ -438,7 +427,7 @@ fn wait_for_entry(dir: &Path, prefix: &str, limit: Duration) -> PathBuf {
 
 #[test]
 fn scratch_left_by_a_killed_scalelab_is_removed_by_the_next_run() {
-    let lab = Lab::new();
+    let lab = WorkLab::new();
     // A real one: kill scalelab with SIGKILL in the middle of a file workload's trial.
     let mut victim = lab
         .cmd()

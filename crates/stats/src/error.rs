@@ -40,6 +40,17 @@ pub enum StatsError {
     )]
     ZeroBaseline,
 
+    /// A paired comparison got a different number of values on each side.
+    #[error(
+        "a paired comparison needs one B value per A value, got {a} A and {b} B: pair the trials (a failed trial drops its partner too) or compare the samples unpaired"
+    )]
+    UnpairedLengths {
+        /// Values of A.
+        a: usize,
+        /// Values of B.
+        b: usize,
+    },
+
     /// Too few distinct task counts for a three-parameter USL fit.
     #[error(
         "a USL fit needs at least {needed} distinct task counts, got {got}: measure more points (e.g. --tasks 1,2,4,8)"

@@ -27,17 +27,23 @@ pub fn write_compare(out: &mut dyn Write, view: &CompareView) -> io::Result<()> 
         "metric: {} in {} ({direction}); op: {}",
         view.metric.name, view.metric.unit, view.metric.op
     )?;
+    let method = if view.paired {
+        "paired: each trial of B against the trial of A it ran back to back with, the \
+         Hodges-Lehmann median of the per-pair changes B/A with its {level} interval, Wilcoxon \
+         signed-rank p"
+    } else {
+        "Hodges-Lehmann shift with its {level} interval, Mann-Whitney U p"
+    };
     writeln!(
         out,
-        "B against A, per N: median of per-trial {}, Hodges-Lehmann shift with its {:.0}% interval, \
-         Mann-Whitney U p; a change counts past ±{} at alpha {}",
+        "B against A, per N: median of per-trial {}, {}; a change counts past ±{} at alpha {}",
         view.metric.unit,
-        view.options.level * 100.0,
+        method.replace("{level}", &format!("{:.0}%", view.options.level * 100.0)),
         percent(view.options.threshold),
         view.options.alpha
     )?;
     writeln!(out)?;
-    writeln!(out, "{}", table(&view.points))?;
+    writeln!(out, "{}", table(&view.points, view.paired))?;
     write_summary(out, view)?;
     let (notes, warnings): (Vec<_>, Vec<_>) = view.warnings.iter().partition(|w| w.is_note());
     if !notes.is_empty() || !warnings.is_empty() {
@@ -52,13 +58,13 @@ pub fn write_compare(out: &mut dyn Write, view: &CompareView) -> io::Result<()> 
     Ok(())
 }
 
-fn table(points: &[PointComparison]) -> Table {
+fn table(points: &[PointComparison], paired: bool) -> Table {
     let mut t = Table::new();
     t.load_style(UTF8_BORDERS_ONLY)
         .set_content_arrangement(ContentArrangement::Disabled)
         .set_header(vec![
             "N",
-            "runs A/B",
+            if paired { "pairs (A/B)" } else { "runs A/B" },
             "A ops/s",
             "B ops/s",
             "change",
@@ -69,7 +75,10 @@ fn table(points: &[PointComparison]) -> Table {
             "runs needed",
         ]);
     for p in points {
-        let runs = format!("{}/{}", p.runs_a, p.runs_b);
+        let runs = match p.pairs {
+            Some(pairs) => format!("{pairs} ({}/{})", p.runs_a, p.runs_b),
+            None => format!("{}/{}", p.runs_a, p.runs_b),
+        };
         let Some(c) = p.change else {
             let why = p.note.clone().unwrap_or_default();
             t.add_row(vec![p.n.to_string(), runs, "n/a".into(), "n/a".into(), why]);

@@ -2,7 +2,9 @@
 //! `scalelab compare` and `scalelab ab` print as text ([`super::compare_term`]) or JSON.
 //!
 //! Every statistic comes from elsewhere: [`stats::compare`] judges each N (U test,
-//! Hodges-Lehmann shift and interval, verdict, minimum detectable effect, runs needed),
+//! Hodges-Lehmann shift and interval, verdict, minimum detectable effect, runs needed), or
+//! [`stats::compare_paired`] when the runs are the two sides of one `scalelab ab` experiment
+//! (its trials ran in back-to-back pairs: trial i of A with trial i of B at each N);
 //! [`Sample`] gives spread and MAD outliers, [`analysis::summarize`] gives "scales to S out of
 //! N". This module only decides what is compared with what — per-trial throughput at each N
 //! both runs measured — and gathers what a reader must know before trusting the answer: runs
@@ -87,6 +89,8 @@ pub struct PointComparison {
     /// Successful trials of A and B at this N.
     pub runs_a: usize,
     pub runs_b: usize,
+    /// Pairs compared when the comparison is paired (both trials of the pair succeeded).
+    pub pairs: Option<usize>,
     pub failed_a: usize,
     pub failed_b: usize,
     /// Coefficient of variation of the per-trial throughputs.
@@ -150,6 +154,9 @@ pub struct CompareView {
     pub b: RunRef,
     pub metric: Metric,
     pub options: CompareOptions,
+    /// Whether each N was judged on back-to-back pairs ([`ab_partners`]) rather than as two
+    /// independent samples.
+    pub paired: bool,
     pub points: Vec<PointComparison>,
     pub summary: CurveSummary,
     /// Why the runs may not be comparable; the CLI refuses unless forced.
@@ -207,11 +214,23 @@ fn is_command_text(a: &RunMeta, b: &RunMeta, key: &str) -> bool {
         && (matches!(key, "cmd" | "prepare" | "cleanup") || key.starts_with("step"))
 }
 
-/// Compares candidate `b` against baseline `a`, N by N, on per-trial throughput.
+/// Whether two runs are the sides of one `scalelab ab` experiment: the same `ab_seed` and
+/// `ab_order` tags, which `ab` gives both of its runs (and no other pair of runs shares).
+pub fn ab_partners(a: &RunMeta, b: &RunMeta) -> bool {
+    let tag = |m: &'_ RunMeta, key: &str| m.tags.get(key).cloned();
+    a.id != b.id
+        && tag(a, "ab_seed").is_some()
+        && tag(a, "ab_seed") == tag(b, "ab_seed")
+        && tag(a, "ab_order") == tag(b, "ab_order")
+}
+
+/// Compares candidate `b` against baseline `a`, N by N, on per-trial throughput; paired when
+/// `pair` allows it and the runs are [`ab_partners`].
 ///
 /// Never refuses: mismatched runs are compared on the N both measured, with the mismatches in
 /// [`CompareView::mismatches`] for the caller to refuse on.
-pub fn build(a: &RunData, b: &RunData, opts: &CompareOptions) -> CompareView {
+pub fn build(a: &RunData, b: &RunData, opts: &CompareOptions, pair: bool) -> CompareView {
+    let paired = pair && ab_partners(&a.meta, &b.meta);
     let mismatches = mismatches(&a.meta, &b.meta);
     let (ns_a, ns_b) = (measured(a), measured(b));
     let common: Vec<u32> = ns_a.iter().copied().filter(|n| ns_b.contains(n)).collect();
@@ -270,7 +289,18 @@ pub fn build(a: &RunData, b: &RunData, opts: &CompareOptions) -> CompareView {
         for (side, data, s) in [(Side::A, a, &sa), (Side::B, b, &sb)] {
             warnings.extend(side_warnings(side, data.meta.id, n, s));
         }
-        points.push(compare_point(n, &sa, &sb, opts));
+        let point = compare_point(n, &sa, &sb, opts, paired);
+        if let Some(pairs) = point.pairs {
+            let (alone_a, alone_b) = (sa.values.len() - pairs, sb.values.len() - pairs);
+            if alone_a + alone_b > 0 {
+                warnings.push(CompareWarning::Unpartnered {
+                    n,
+                    a: alone_a,
+                    b: alone_b,
+                });
+            }
+        }
+        points.push(point);
     }
     warnings.extend(run_count_warnings(&points, opts));
 
@@ -286,6 +316,7 @@ pub fn build(a: &RunData, b: &RunData, opts: &CompareOptions) -> CompareView {
             direction: opts.direction,
         },
         options: *opts,
+        paired,
         regressed: !summary.regressed.is_empty(),
         points,
         summary,
@@ -328,23 +359,38 @@ fn trials_at(data: &RunData, n: u32) -> Trials {
     t
 }
 
-fn compare_point(n: u32, a: &Trials, b: &Trials, opts: &CompareOptions) -> PointComparison {
+fn compare_point(
+    n: u32,
+    a: &Trials,
+    b: &Trials,
+    opts: &CompareOptions,
+    paired: bool,
+) -> PointComparison {
     let (sa, sb) = (
         Sample::new(a.values.clone()).ok(),
         Sample::new(b.values.clone()).ok(),
     );
-    let (change, note) = match (&sa, &sb) {
-        (Some(sa), Some(sb)) => match stats::compare(sa, sb, opts) {
-            Ok(change) => (Some(change), None),
-            Err(e) => (None, Some(e.to_string())),
-        },
-        (None, _) => (None, Some("no successful trial in A".to_string())),
-        (_, None) => (None, Some("no successful trial in B".to_string())),
+    let (pair_a, pair_b) = partners(a, b);
+    let judged = match (&sa, &sb) {
+        (None, _) => Err("no successful trial in A".to_string()),
+        (_, None) => Err("no successful trial in B".to_string()),
+        (Some(_), Some(_)) if paired && pair_a.is_empty() => {
+            Err("no pair with both trials successful".to_string())
+        }
+        (Some(_), Some(_)) if paired => {
+            stats::compare_paired(&pair_a, &pair_b, opts).map_err(|e| e.to_string())
+        }
+        (Some(sa), Some(sb)) => stats::compare(sa, sb, opts).map_err(|e| e.to_string()),
+    };
+    let (change, note) = match judged {
+        Ok(change) => (Some(change), None),
+        Err(why) => (None, Some(why)),
     };
     PointComparison {
         n,
         runs_a: a.values.len(),
         runs_b: b.values.len(),
+        pairs: paired.then_some(pair_a.len()),
         failed_a: a.failed,
         failed_b: b.failed,
         cv_a: sa.as_ref().and_then(Sample::cv),
@@ -352,6 +398,25 @@ fn compare_point(n: u32, a: &Trials, b: &Trials, opts: &CompareOptions) -> Point
         change,
         note,
     }
+}
+
+/// The values of the trials whose repetition index succeeded on both sides, in index order.
+fn partners(a: &Trials, b: &Trials) -> (Vec<f64>, Vec<f64>) {
+    let of_a: BTreeMap<u32, f64> = a
+        .index
+        .iter()
+        .copied()
+        .zip(a.values.iter().copied())
+        .collect();
+    let of_b: BTreeMap<u32, f64> = b
+        .index
+        .iter()
+        .copied()
+        .zip(b.values.iter().copied())
+        .collect();
+    of_a.iter()
+        .filter_map(|(i, &x)| of_b.get(i).map(|&y| (x, y)))
+        .unzip()
 }
 
 fn side_warnings(side: Side, run: i64, n: u32, t: &Trials) -> Vec<CompareWarning> {
@@ -394,14 +459,16 @@ fn side_warnings(side: Side, run: i64, n: u32, t: &Trials) -> Vec<CompareWarning
 
 /// Too few runs to ever reach alpha, and "run more", each grouped over the points it concerns.
 fn run_count_warnings(points: &[PointComparison], opts: &CompareOptions) -> Vec<CompareWarning> {
-    let mut too_few: BTreeMap<(usize, usize), (Vec<u32>, f64)> = BTreeMap::new();
+    // (pairs, runs A, runs B) -> (the points with those counts, the smallest p they allow)
+    type Counts = (Option<usize>, usize, usize);
+    let mut too_few: BTreeMap<Counts, (Vec<u32>, f64)> = BTreeMap::new();
     let mut run_more: Vec<u32> = Vec::new();
     let mut needed = 0usize;
     for p in points {
         let Some(c) = p.change else { continue };
         if c.min_achievable_p >= opts.alpha {
             let entry = too_few
-                .entry((p.runs_a, p.runs_b))
+                .entry((p.pairs, p.runs_a, p.runs_b))
                 .or_insert((Vec::new(), c.min_achievable_p));
             entry.0.push(p.n);
         } else if let (Verdict::Inconclusive, Some(k)) = (c.verdict, c.runs_needed) {
@@ -412,8 +479,9 @@ fn run_count_warnings(points: &[PointComparison], opts: &CompareOptions) -> Vec<
     let mut out: Vec<CompareWarning> = too_few
         .into_iter()
         .map(
-            |((runs_a, runs_b), (points, p))| CompareWarning::TooFewRuns {
+            |((pairs, runs_a, runs_b), (points, p))| CompareWarning::TooFewRuns {
                 points,
+                pairs,
                 runs_a,
                 runs_b,
                 min_achievable_p: p,

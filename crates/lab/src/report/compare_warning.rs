@@ -58,6 +58,8 @@ pub enum CompareWarning {
     /// The exact test cannot reach alpha with these runs, whatever the data.
     TooFewRuns {
         points: Vec<u32>,
+        /// Pairs, when the comparison is paired.
+        pairs: Option<usize>,
         runs_a: usize,
         runs_b: usize,
         min_achievable_p: f64,
@@ -128,6 +130,12 @@ pub enum CompareWarning {
     SameRun {
         run: i64,
     },
+    /// A paired comparison left out trials whose partner failed or never ran.
+    Unpartnered {
+        n: u32,
+        a: usize,
+        b: usize,
+    },
 }
 
 impl CompareWarning {
@@ -147,10 +155,24 @@ impl fmt::Display for CompareWarning {
         match self {
             CompareWarning::TooFewRuns {
                 points,
+                pairs: Some(pairs),
+                min_achievable_p,
+                alpha,
+                ..
+            } => write!(
+                f,
+                "N={}: with {pairs} pairs the signed-rank test can never reach p < {alpha} (its \
+                 smallest p is {min_achievable_p:.3}), so no change can be called; use --runs 6 \
+                 or more",
+                list(points)
+            ),
+            CompareWarning::TooFewRuns {
+                points,
                 runs_a,
                 runs_b,
                 min_achievable_p,
                 alpha,
+                ..
             } => write!(
                 f,
                 "N={}: with {runs_a} vs {runs_b} runs the U test can never reach p < {alpha} (its \
@@ -231,6 +253,16 @@ impl fmt::Display for CompareWarning {
             CompareWarning::CommandDiffers { key, a, b } => {
                 write!(f, "{key}: A ran `{a}`, B ran `{b}`")
             }
+            CompareWarning::Unpartnered { n, a, b } => write!(
+                f,
+                "N={n}: {} left out of the paired test because the other trial of their pair \
+                 failed or never ran",
+                match (a, b) {
+                    (0, b) => format!("{b} trial(s) of B"),
+                    (a, 0) => format!("{a} trial(s) of A"),
+                    (a, b) => format!("{a} trial(s) of A and {b} of B"),
+                }
+            ),
             CompareWarning::SameRun { run } => {
                 write!(
                     f,

@@ -66,6 +66,47 @@ impl Store {
         })
     }
 
+    /// Raises the planned trials per point of run `run_id` to `runs` and sets `tags` (adding or
+    /// replacing each key): `ab` extends its runs this way when the first pairs were too noisy
+    /// to decide.
+    pub fn extend_plan(
+        &mut self,
+        run_id: i64,
+        runs: u32,
+        tags: &[(&str, &str)],
+    ) -> Result<(), StoreError> {
+        self.write(|w| {
+            let stored: Option<String> =
+                w.tx.query_row("SELECT tags FROM runs WHERE id = ?1", [run_id], |r| {
+                    r.get(0)
+                })
+                .optional()
+                .map_err(w.sql())?;
+            let stored = stored.ok_or(StoreError::RunNotFound { id: run_id })?;
+            let mut all: std::collections::BTreeMap<String, String> =
+                super::columns::from_json(&stored, "tags", &|what, detail| StoreError::Corrupt {
+                    path: w.path.to_path_buf(),
+                    id: run_id,
+                    what,
+                    detail,
+                })?;
+            for (key, value) in tags {
+                all.insert((*key).to_string(), (*value).to_string());
+                w.tx.execute(
+                    "INSERT OR REPLACE INTO run_tags (run_id, key, value) VALUES (?1, ?2, ?3)",
+                    params![run_id, key, value],
+                )
+                .map_err(w.sql())?;
+            }
+            w.tx.execute(
+                "UPDATE runs SET runs = ?1, tags = ?2 WHERE id = ?3",
+                params![runs, to_json("tags", &all)?, run_id],
+            )
+            .map_err(w.sql())?;
+            Ok(())
+        })
+    }
+
     /// Records how run `run_id` ended (`Complete` or `Interrupted`) and when (RFC 3339 UTC).
     pub fn finish_run(
         &mut self,

@@ -1,6 +1,11 @@
-//! `scalelab ab --a CMD --b CMD`: two external commands measured in interleaved pairs, in ABBA
-//! blocks of random order ([`schedule`]), stored as two runs (variants `a` and `b`, each trial
+//! `scalelab ab --a CMD --b CMD`: two external commands measured in interleaved pairs, each
+//! pair in a random order ([`schedule`]), stored as two runs (variants `a` and `b`, each trial
 //! committed as it ends, like `run`), then compared exactly as `compare` does.
+//!
+//! With `--max-runs`, when the first pairs leave some N unable to see a change of ±threshold
+//! (the comparison's "runs needed", which reads only the spread of the pairs' changes), the
+//! schedule grows — the same seed's longer order, of which the first one is a prefix — and
+//! both runs' planned count and `ab_order` tag are updated in the store before the new trials.
 //!
 //! Both runs share one environment fingerprint and the tags `ab_seed` (which, with the points
 //! and runs, repeats the order) and `ab_order` (the order itself: the side that went first in
@@ -15,12 +20,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use lab::env::Fingerprint;
 use lab::model::{Nanos, RunStatus, TrialOutcome, TrialRecord};
 use lab::plan::{Plan, RunConfig, parse_duration};
-use lab::report::compare_view::Side;
+use lab::report::compare_view::{CompareView, Side};
+use lab::report::compare_warning::list;
+use lab::report::percent::percent;
 use lab::runner::{CommandExecutor, CommandSpec, Execution, Executor, OpsSource};
 use lab::timestamp;
 
@@ -29,11 +36,20 @@ use crate::cli::AbArgs;
 use crate::db_path;
 
 pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
+    let max_runs = args.max_runs.unwrap_or(args.runs);
+    if max_runs < args.runs {
+        bail!(
+            "--max-runs {max_runs} is below --runs {}: --max-runs is the most pairs ab may grow \
+             to when the first --runs cannot decide; raise it or drop it",
+            args.runs
+        );
+    }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let mut plan_a = plan(&args, &args.a, "a", cpus)?;
     let mut plan_b = plan(&args, &args.b, "b", cpus)?;
     let seed = args.seed.unwrap_or_else(clock_seed);
-    let slots = schedule::schedule(&plan_a.points, plan_a.runs, seed);
+    let mut planned = plan_a.runs;
+    let mut slots = schedule::schedule(&plan_a.points, planned, seed);
     let order = schedule::letters(&slots);
     for p in [&mut plan_a, &mut plan_b] {
         p.tags.insert("ab_seed".into(), seed.to_string());
@@ -49,7 +65,7 @@ pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
         store.begin_run(&plan_b.run_meta(fingerprint.clone(), Vec::new(), command_line()))?;
     if !args.quiet {
         eprintln!(
-            "ab: A is run {id_a}, B is run {id_b}; {} trials in ABBA blocks of random order \
+            "ab: A is run {id_a}, B is run {id_b}; {} trials in pairs of random order \
              (seed {seed}; --seed {seed} repeats it)\norder: {order}",
             slots.len()
         );
@@ -65,51 +81,82 @@ pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
     let mut stored = 0usize;
     let mut interrupted = false;
     let mut failure = None;
-    for slot in &slots {
-        if stop.load(Ordering::SeqCst) {
-            interrupted = true;
-            break;
-        }
-        let (plan, id) = match slot.side {
-            Side::A => (&plan_a, id_a),
-            Side::B => (&plan_b, id_b),
-        };
-        bar.set_message(format!(
-            "{} N={} trial {}",
-            slot.side,
-            slot.n,
-            slot.index + 1
-        ));
-        let started_at = timestamp::now_rfc3339();
-        let outcome = match executor.execute(&plan.trial_spec(slot.n), plan.deadline(), &stop) {
-            Execution::Interrupted => {
+    loop {
+        for slot in &slots[stored..] {
+            if stop.load(Ordering::SeqCst) {
                 interrupted = true;
                 break;
             }
-            Execution::Finished(outcome) => outcome,
-        };
-        if let TrialOutcome::Failed { reason } = &outcome {
-            bar.suspend(|| {
-                eprintln!(
-                    "trial {} N={} #{} failed: {reason}",
-                    slot.side,
-                    slot.n,
-                    slot.index + 1
-                )
-            });
+            let (plan, id) = match slot.side {
+                Side::A => (&plan_a, id_a),
+                Side::B => (&plan_b, id_b),
+            };
+            bar.set_message(format!(
+                "{} N={} trial {}",
+                slot.side,
+                slot.n,
+                slot.index + 1
+            ));
+            let started_at = timestamp::now_rfc3339();
+            let outcome = match executor.execute(&plan.trial_spec(slot.n), plan.deadline(), &stop) {
+                Execution::Interrupted => {
+                    interrupted = true;
+                    break;
+                }
+                Execution::Finished(outcome) => outcome,
+            };
+            if let TrialOutcome::Failed { reason } = &outcome {
+                bar.suspend(|| {
+                    eprintln!(
+                        "trial {} N={} #{} failed: {reason}",
+                        slot.side,
+                        slot.n,
+                        slot.index + 1
+                    )
+                });
+            }
+            let record = TrialRecord {
+                n: slot.n,
+                index: slot.index,
+                started_at,
+                outcome,
+            };
+            if let Err(e) = store.add_trial(id, &record) {
+                failure = Some(e);
+                break;
+            }
+            stored += 1;
+            bar.inc(1);
         }
-        let record = TrialRecord {
-            n: slot.n,
-            index: slot.index,
-            started_at,
-            outcome,
-        };
-        if let Err(e) = store.add_trial(id, &record) {
-            failure = Some(e);
+        if interrupted || failure.is_some() || planned >= max_runs {
             break;
         }
-        stored += 1;
-        bar.inc(1);
+        let so_far = compare::build(
+            &store.load_run(id_a)?,
+            &store.load_run(id_b)?,
+            &args.verdict,
+            true,
+        )?;
+        let Some(more) = extension(&so_far, planned, max_runs) else {
+            break;
+        };
+        bar.suspend(|| {
+            if !args.quiet {
+                eprintln!(
+                    "ab: {planned} pairs cannot yet tell ±{} from no change at N={}; adding pairs up \
+                     to {more} (--max-runs {max_runs})",
+                    percent(args.verdict.threshold),
+                    undecided(&so_far)
+                );
+            }
+        });
+        planned = more;
+        slots = schedule::schedule(&plan_a.points, planned, seed);
+        let firsts = schedule::firsts(&slots);
+        for id in [id_a, id_b] {
+            store.extend_plan(id, planned, &[("ab_order", firsts.as_str())])?;
+        }
+        bar.set_length(slots.len() as u64);
     }
     bar.finish_and_clear();
     let status = if interrupted || failure.is_some() {
@@ -137,7 +184,7 @@ pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
     let (a, b) = (store.load_run(id_a)?, store.load_run(id_b)?);
     // Both sides were planned alike (their differing commands are a note, not a mismatch);
     // forcing only guarantees that measured work is never thrown away by a refusal.
-    let view = compare::build(&a, &b, &args.verdict.options(), true)?;
+    let view = compare::build(&a, &b, &args.verdict, true)?;
     if args.quiet {
         return Ok(if view.regressed {
             ExitCode::from(1)
@@ -146,6 +193,30 @@ pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
         });
     }
     compare::print(&view, args.json)
+}
+
+/// Pairs per point to grow to when some N's noise still hides a change of ±threshold (its
+/// "runs needed"), at most `max_runs`; `None` when every N can already
+/// see one. Reads only the spread of the pairs (through `runs_needed`), never a verdict.
+fn extension(view: &CompareView, planned: u32, max_runs: u32) -> Option<u32> {
+    let needed = view
+        .points
+        .iter()
+        .filter_map(|p| p.change.and_then(|c| c.runs_needed))
+        .max()?;
+    let needed = u32::try_from(needed).unwrap_or(u32::MAX);
+    Some(needed.max(planned + 1).min(max_runs))
+}
+
+/// The N whose noise still hides a change of ±threshold, as `1,2`.
+fn undecided(view: &CompareView) -> String {
+    let ns: Vec<u32> = view
+        .points
+        .iter()
+        .filter(|p| p.change.is_some_and(|c| c.runs_needed.is_some()))
+        .map(|p| p.n)
+        .collect();
+    list(&ns)
 }
 
 /// One side's sweep: the command, completions as ops, no warm-up, as `run --cmd` plans it.

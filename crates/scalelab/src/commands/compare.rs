@@ -31,13 +31,14 @@ pub fn run(db: Option<&Path>, args: &CompareArgs) -> Result<ExitCode> {
         show::load(db, &args.run_a).with_context(|| format!("loading run A (`{}`)", args.run_a))?;
     let b =
         show::load(db, &args.run_b).with_context(|| format!("loading run B (`{}`)", args.run_b))?;
-    let view = build(&a, &b, &args.verdict.options(), args.force)?;
+    let view = build(&a, &b, &args.verdict, args.force)?;
     print(&view, args.json)
 }
 
-/// Builds the view, refusing runs that measure different things unless `force`.
-pub fn build(a: &RunData, b: &RunData, opts: &CompareOptions, force: bool) -> Result<CompareView> {
-    let view = compare_view::build(a, b, opts);
+/// Builds the view (paired for the two runs of one `ab` unless `--unpaired`), refusing runs
+/// that measure different things unless `force`.
+pub fn build(a: &RunData, b: &RunData, verdict: &VerdictArgs, force: bool) -> Result<CompareView> {
+    let view = compare_view::build(a, b, &verdict.options(), !verdict.unpaired);
     if !force && !view.mismatches.is_empty() {
         let reasons: Vec<String> = view.mismatches.iter().map(|m| format!("  - {m}")).collect();
         bail!(

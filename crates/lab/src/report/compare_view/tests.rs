@@ -30,7 +30,7 @@ fn a_clear_drop_at_one_point_is_a_regression_and_the_worst_point() {
             (2, &around(1800.0, 0.01, 10)),
         ],
     );
-    let view = build(&a, &b, &opts());
+    let view = build(&a, &b, &opts(), true);
     assert!(view.mismatches.is_empty());
     assert_eq!(view.points.len(), 2);
     assert_eq!(view.points[0].verdict(), Some(Verdict::NoChange));
@@ -77,7 +77,7 @@ fn curves_that_change_order_are_reported_as_a_crossing() {
             (4, &around(2700.0, 0.01, 10)),
         ],
     );
-    let view = build(&a, &b, &opts());
+    let view = build(&a, &b, &opts(), true);
     let c = view.summary.crossings.as_slice();
     assert_eq!(c.len(), 1, "{c:?}");
     assert_eq!((c[0].from_n, c[0].to_n, c[0].ahead_below), (1, 4, Side::B));
@@ -96,7 +96,7 @@ fn curves_that_change_order_are_reported_as_a_crossing() {
 fn three_runs_a_side_warn_that_alpha_is_out_of_reach() {
     let a = run(1, "spin", &[(1, &[100.0, 101.0, 102.0])]);
     let b = run(2, "spin", &[(1, &[80.0, 81.0, 82.0])]);
-    let view = build(&a, &b, &opts());
+    let view = build(&a, &b, &opts(), true);
     assert_eq!(view.points[0].verdict(), Some(Verdict::Inconclusive));
     assert!(!view.regressed);
     let w = view
@@ -119,7 +119,7 @@ fn noisy_points_ask_for_more_runs_and_name_the_outlier() {
     a_values[6] = 2000.0; // trial #6 of A is far off.
     let a = run(1, "spin", &[(1, &a_values)]);
     let b = run(2, "spin", &[(1, &noisy)]);
-    let view = build(&a, &b, &opts());
+    let view = build(&a, &b, &opts(), true);
     assert_eq!(view.points[0].verdict(), Some(Verdict::Inconclusive));
     assert!(
         view.warnings
@@ -176,7 +176,7 @@ fn different_workloads_params_and_points_are_mismatches() {
         shown[3]
     );
     // Forced: only N=1 is compared, and the rest is said.
-    let view = build(&a, &b, &opts());
+    let view = build(&a, &b, &opts(), true);
     assert_eq!(view.points.iter().map(|p| p.n).collect::<Vec<_>>(), vec![1]);
     assert!(view.warnings.contains(&CompareWarning::OnlyInOne {
         side: Side::A,
@@ -196,7 +196,7 @@ fn a_kernel_difference_is_a_note_and_a_governor_difference_a_warning() {
     b.meta.env.kernel_release = "6.9.1".into();
     a.meta.env.governor = Some("performance".into());
     b.meta.env.governor = Some("powersave".into());
-    let view = build(&a, &b, &opts());
+    let view = build(&a, &b, &opts(), true);
     let env: Vec<&CompareWarning> = view
         .warnings
         .iter()
@@ -222,7 +222,7 @@ fn a_side_without_successful_trials_is_not_compared() {
     b.trials[0].outcome = TrialOutcome::Failed {
         reason: "boom".into(),
     };
-    let view = build(&a, &b, &opts());
+    let view = build(&a, &b, &opts(), true);
     assert!(view.points[0].change.is_none());
     assert_eq!(
         view.points[0].note.as_deref(),
@@ -244,7 +244,7 @@ fn a_side_without_successful_trials_is_not_compared() {
 fn the_view_serialises_with_tagged_warnings() {
     let a = run(1, "spin", &[(1, &[100.0, 101.0, 102.0])]);
     let b = run(2, "spin", &[(1, &[80.0, 81.0, 82.0])]);
-    let json = serde_json::to_value(build(&a, &b, &opts())).unwrap();
+    let json = serde_json::to_value(build(&a, &b, &opts(), true)).unwrap();
     assert_eq!(json["metric"]["direction"], "higher_is_better");
     assert_eq!(json["points"][0]["change"]["verdict"], "inconclusive");
     assert_eq!(json["warnings"][0]["kind"], "too_few_runs");
@@ -259,7 +259,7 @@ fn different_commands_are_the_comparison_but_a_different_op_count_is_a_mismatch(
     a.meta.params.insert("cmd".into(), "./old/bench".into());
     b.meta.params.insert("cmd".into(), "./new/bench".into());
     assert!(mismatches(&a.meta, &b.meta).is_empty());
-    let view = build(&a, &b, &opts());
+    let view = build(&a, &b, &opts(), true);
     let note = view
         .warnings
         .iter()
@@ -278,4 +278,72 @@ fn different_commands_are_the_comparison_but_a_different_op_count_is_a_mismatch(
     let mut c = run(3, "spin", &[(1, &[1.0, 2.0])]);
     c.meta.params.insert("cmd".into(), "x".into());
     assert!(!mismatches(&run(4, "spin", &[(1, &[1.0, 2.0])]).meta, &c.meta).is_empty());
+}
+
+/// The two runs of one `ab` experiment: a machine whose speed swings by ±20% from pair to pair,
+/// B 3% slower than A within each pair; trial 3 of B failed.
+fn ab_runs() -> (RunData, RunData) {
+    let speed = |i: usize| 100_000.0 * (1.0 + 0.2 * ((i * 7 % 11) as f64 / 10.0 - 0.5));
+    let a_values: Vec<f64> = (0..12).map(speed).collect();
+    let b_values: Vec<f64> = (0..12)
+        .map(|i| speed(i) * 0.97 * (1.0 + 0.001 * (i % 3) as f64))
+        .collect();
+    let mut a = run(1, "cmd", &[(1, &a_values)]);
+    let mut b = run(2, "cmd", &[(1, &b_values)]);
+    b.trials[3].outcome = TrialOutcome::Failed {
+        reason: "exit status 1".into(),
+    };
+    for (data, variant) in [(&mut a, "a"), (&mut b, "b")] {
+        data.meta.variant = Some(variant.into());
+        data.meta.tags.insert("ab_seed".into(), "42".into());
+        data.meta
+            .tags
+            .insert("ab_order".into(), "ABBAABBAABBA".into());
+    }
+    (a, b)
+}
+
+#[test]
+fn the_two_runs_of_one_ab_are_judged_pair_by_pair() {
+    let (a, b) = ab_runs();
+    assert!(ab_partners(&a.meta, &b.meta));
+    let view = build(&a, &b, &opts(), true);
+    assert!(view.paired);
+    let p = &view.points[0];
+    assert_eq!((p.pairs, p.runs_a, p.runs_b), (Some(11), 12, 11));
+    let c = p.change.unwrap();
+    assert_eq!(c.method, stats::Method::SignedRank);
+    assert_eq!(c.verdict, Verdict::Regressed, "{c:?}");
+    assert!(c.relative_shift.lower < -0.029 && c.relative_shift.upper > -0.031);
+    assert!(
+        view.warnings
+            .iter()
+            .any(|w| matches!(w, CompareWarning::Unpartnered { n: 1, a: 1, b: 0 }))
+    );
+    let shown = text(&view);
+    assert!(shown.contains("Wilcoxon signed-rank p"), "{shown}");
+    assert!(shown.contains("11 (12/11)"), "{shown}");
+    assert!(
+        shown.contains("N=1: 1 trial(s) of A left out of the paired test"),
+        "{shown}"
+    );
+
+    // The same trials as independent samples: the swings drown the 3%.
+    let unpaired = build(&a, &b, &opts(), false);
+    assert!(!unpaired.paired);
+    let c = unpaired.points[0].change.unwrap();
+    assert_eq!(c.method, stats::Method::MannWhitney);
+    assert_eq!(c.verdict, Verdict::Inconclusive, "{c:?}");
+    assert!(text(&unpaired).contains("Mann-Whitney U p"));
+}
+
+#[test]
+fn runs_are_partners_only_with_the_same_seed_and_order() {
+    let (a, mut b) = ab_runs();
+    assert!(!ab_partners(&a.meta, &a.meta));
+    b.meta.tags.insert("ab_order".into(), "BAAB".into());
+    assert!(!ab_partners(&a.meta, &b.meta));
+    let (x, y) = (run(3, "cmd", &[(1, &[1.0])]), run(4, "cmd", &[(1, &[1.0])]));
+    assert!(!ab_partners(&x.meta, &y.meta));
+    assert!(!build(&a, &b, &opts(), true).paired);
 }

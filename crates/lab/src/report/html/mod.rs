@@ -271,7 +271,7 @@ fn points_table(s: &RunSummary) -> Table {
 }
 
 fn comparison_view(a: &RunData, b: &RunData, opts: &CompareOptions) -> ComparisonView {
-    let view = compare_view::build(a, b, opts);
+    let view = compare_view::build(a, b, opts, true);
     let rows = view
         .points
         .iter()
@@ -320,7 +320,12 @@ fn comparison_view(a: &RunData, b: &RunData, opts: &CompareOptions) -> Compariso
         ),
         warnings,
         table: Table {
-            caption: "Per N: medians, relative change, Hodges-Lehmann shift interval, Mann-Whitney p, verdict".into(),
+            caption: if view.paired {
+                "Per N: medians, relative change; paired (the trials ran in back-to-back A/B pairs): Hodges-Lehmann interval of the per-pair changes, Wilcoxon signed-rank p, verdict"
+            } else {
+                "Per N: medians, relative change, Hodges-Lehmann shift interval, Mann-Whitney p, verdict"
+            }
+            .into(),
             headers: ["N", "trials A/B", "median A", "median B", "change", "shift CI", "p", "verdict"].map(String::from).to_vec(),
             rows,
             left_columns: 0,

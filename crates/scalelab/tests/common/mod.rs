@@ -1,0 +1,109 @@
+//! The harness every CLI test file shares: a lab (a temporary directory holding the database,
+//! also the working directory) and the real `scalelab` binary run in it — expecting success,
+//! a given exit status, JSON, or a clean refusal (exit 2, `error: …`, nothing on stdout).
+//!
+//! Each test file uses a different part of it.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use assert_cmd::cargo::CommandCargoExt;
+use serde_json::Value;
+
+pub struct Lab {
+    pub dir: tempfile::TempDir,
+}
+
+impl Lab {
+    pub fn new() -> Lab {
+        Lab {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// A file in the lab's directory.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// The results database every command of this lab uses.
+    pub fn db(&self) -> PathBuf {
+        self.path("lab.db")
+    }
+
+    /// `scalelab` with the lab's database, run in the lab's directory.
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::cargo_bin("scalelab").unwrap();
+        c.env("SCALELAB_DB", self.db())
+            .env_remove("XDG_DATA_HOME")
+            .current_dir(self.dir.path());
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd().args(args).output().unwrap()
+    }
+
+    /// Runs scalelab expecting exit status `code`; returns stdout.
+    pub fn expect(&self, code: i32, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "scalelab {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Runs scalelab expecting success; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        self.ok_with_stderr(args).0
+    }
+
+    /// Runs scalelab expecting success; returns stdout and stderr.
+    pub fn ok_with_stderr(&self, args: &[&str]) -> (String, String) {
+        let out = self.run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(
+            out.status.success(),
+            "scalelab {args:?} failed: {}\n{stderr}",
+            out.status
+        );
+        (String::from_utf8(out.stdout).unwrap(), stderr)
+    }
+
+    /// Runs scalelab expecting success and JSON on stdout.
+    pub fn json(&self, args: &[&str]) -> Value {
+        self.json_exit(0, args)
+    }
+
+    /// Runs scalelab expecting exit status `code` and JSON on stdout.
+    pub fn json_exit(&self, code: i32, args: &[&str]) -> Value {
+        parse(args, &self.expect(code, args))
+    }
+
+    /// Expects a usage or runtime error: exit 2 and `error: …` on stderr, nothing on stdout.
+    pub fn fails(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "scalelab {args:?} should exit 2; stderr: {stderr}"
+        );
+        assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
+        assert!(
+            out.stdout.is_empty(),
+            "{args:?} printed: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        stderr
+    }
+}
+
+/// `text` as JSON, or a panic naming the command that printed it.
+pub fn parse(args: &[&str], text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {text}"))
+}
