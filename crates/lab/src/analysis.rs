@@ -16,6 +16,8 @@ pub const LEVEL: f64 = 0.95;
 pub const HIGH_CV: f64 = 0.05;
 /// A throughput drop larger than this between consecutive points is called negative scalability.
 pub const NEGATIVE_DROP: f64 = 0.02;
+/// S(N) above this many times N is called superlinear (a suspect baseline).
+pub const SUPERLINEAR: f64 = 1.1;
 
 /// Everything shown for one N; every figure is a median over the point's successful trials.
 #[derive(Debug, Clone, Serialize)]
@@ -142,6 +144,17 @@ pub fn summarize(data: &RunData) -> RunSummary {
     }
     if base.is_none() && !points.is_empty() {
         warnings.push(Warning::NoBaseline);
+    }
+    let base_cpu_pct = points.iter().find(|p| p.n == 1).and_then(|p| p.cpu_pct);
+    for p in &points {
+        if let Some(speedup) = p.speedup.filter(|s| *s > SUPERLINEAR * f64::from(p.n)) {
+            warnings.push(Warning::Superlinear {
+                n: p.n,
+                speedup,
+                base_cpu_pct,
+                task_cpu_pct: p.cpu_pct.map(|c| c / f64::from(p.n)),
+            });
+        }
     }
     for pair in points.windows(2) {
         if let (Some(a), Some(b)) = (pair[0].throughput, pair[1].throughput) {
@@ -387,6 +400,47 @@ mod tests {
                 .any(|w| matches!(w, Warning::NegativeScaling { from: 2, to: 4, .. })),
             "{:?}",
             s.warnings
+        );
+    }
+
+    #[test]
+    fn a_speedup_beyond_n_is_flagged_as_a_suspect_baseline() {
+        // Negative contention: X(2) = 2000 / 0.7, S(2) = 2.86 > 1.1 × 2.
+        let s = summarize(&fake_run("1,2", -0.3));
+        let w = s
+            .warnings
+            .iter()
+            .find(|w| matches!(w, Warning::Superlinear { n: 2, .. }))
+            .unwrap_or_else(|| panic!("{:?}", s.warnings));
+        assert!(w.to_string().starts_with("superlinear: S(2) = 2.86"), "{w}");
+        assert!(
+            !summarize(&fake_run("1,2,4", 0.1))
+                .warnings
+                .iter()
+                .any(|w| matches!(w, Warning::Superlinear { .. }))
+        );
+        // The report screenshot's case: N=1 got 13% of a CPU, each task at N=2 56%.
+        let starved = Warning::Superlinear {
+            n: 2,
+            speedup: 6.87,
+            base_cpu_pct: Some(13.4),
+            task_cpu_pct: Some(56.1),
+        };
+        assert!(
+            starved
+                .to_string()
+                .contains("at N=1 the task ran 13% of the time against 56% per task at N=2"),
+            "{starved}"
+        );
+        let kept = Warning::Superlinear {
+            n: 2,
+            speedup: 2.5,
+            base_cpu_pct: Some(99.0),
+            task_cpu_pct: Some(99.5),
+        };
+        assert!(
+            kept.to_string().contains("cache or memory effect"),
+            "{kept}"
         );
     }
 

@@ -36,6 +36,14 @@ pub enum Warning {
         to: u32,
         drop: f64,
     },
+    /// S(N) well above N: usually a slowed N=1 baseline, rarely a real cache effect.
+    Superlinear {
+        n: u32,
+        speedup: f64,
+        /// CPU% of the N=1 trials and of one task at N (user + sys over wall).
+        base_cpu_pct: Option<f64>,
+        task_cpu_pct: Option<f64>,
+    },
     Environment(String),
 }
 
@@ -89,6 +97,27 @@ impl fmt::Display for Warning {
                 "negative scalability: throughput falls {:.1}% from N={from} to N={to}; adding tasks makes it slower (profile with --profile to see why)",
                 drop * 100.0
             ),
+            Warning::Superlinear {
+                n,
+                speedup,
+                base_cpu_pct,
+                task_cpu_pct,
+            } => {
+                write!(
+                    f,
+                    "superlinear: S({n}) = {speedup:.2} exceeds N = {n}, so the N=1 baseline is suspect"
+                )?;
+                match (base_cpu_pct, task_cpu_pct) {
+                    (Some(base), Some(task)) if *base < 0.9 * *task => write!(
+                        f,
+                        ": at N=1 the task ran {base:.0}% of the time against {task:.0}% per task at N={n} — it waited for a CPU (other load); rerun on an idle machine (`scalelab doctor`)"
+                    ),
+                    _ => write!(
+                        f,
+                        " (it kept its CPU, so a cache or memory effect is possible: more tasks bring more cache); check N=1 with more --runs"
+                    ),
+                }
+            }
             Warning::Environment(text) => f.write_str(text),
         }
     }

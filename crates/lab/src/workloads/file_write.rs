@@ -14,13 +14,12 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use super::owned_path::{OwnedPath, scratch_dir};
-use super::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo, workload_error};
+use super::owned_path::{BLOCK, OwnedPath, file_size, scratch_dir};
+use super::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo};
 use crate::error::LabError;
 use crate::params::{ParamKind, ParamSpec, Params};
 
 const NAME: &str = "file_write";
-const BLOCK: u64 = 4096;
 /// Writes per step: a few tens of microseconds.
 const BATCH: u64 = 16;
 
@@ -60,13 +59,7 @@ impl Workload for FileWrite {
         ctx: &PrepareContext,
     ) -> Result<Box<dyn Prepared>, LabError> {
         let dir = scratch_dir(ctx, NAME)?;
-        let size = params.size("size")?;
-        if size % BLOCK != 0 {
-            return Err(workload_error(
-                NAME,
-                format!("size={size} is not a multiple of 4 KiB"),
-            ));
-        }
+        let size = file_size(params, NAME)?;
         let shared = if params.flag("shared")? {
             let path = dir.join(format!("{NAME}.shared"));
             let file = create(&path)?;

@@ -14,13 +14,12 @@ use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 
-use super::owned_path::{OwnedPath, scratch_dir};
-use super::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo, workload_error};
+use super::owned_path::{BLOCK, OwnedPath, file_size, scratch_dir};
+use super::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo};
 use crate::error::LabError;
 use crate::params::{ParamKind, ParamSpec, Params};
 
 const NAME: &str = "fsync_write";
-const BLOCK: u64 = 4096;
 
 static INFO: WorkloadInfo = WorkloadInfo {
     name: NAME,
@@ -50,13 +49,7 @@ impl Workload for FsyncWrite {
         ctx: &PrepareContext,
     ) -> Result<Box<dyn Prepared>, LabError> {
         let dir = scratch_dir(ctx, NAME)?;
-        let size = params.size("size")?;
-        if size % BLOCK != 0 {
-            return Err(workload_error(
-                NAME,
-                format!("size={size} is not a multiple of 4 KiB"),
-            ));
-        }
+        let size = file_size(params, NAME)?;
         Ok(Box::new(FsyncWritePrepared { dir, size }))
     }
 }

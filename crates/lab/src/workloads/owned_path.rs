@@ -1,5 +1,6 @@
-//! The scratch files of file-based workloads: where they go ([`scratch_dir`]) and
-//! [`OwnedPath`], a file or directory a workload created and removes again when dropped.
+//! The scratch files of file-based workloads: where they go ([`scratch_dir`]), how big they
+//! are ([`file_size`], whole [`BLOCK`]s) and [`OwnedPath`], a file or directory a workload
+//! created and removes again when dropped.
 //!
 //! The runner removes each trial's scratch directory after the trial whatever happened; a
 //! workload still cleans up what it made as soon as it is done with it, so a long sweep never
@@ -9,6 +10,22 @@ use std::path::{Path, PathBuf};
 
 use super::{PrepareContext, workload_error};
 use crate::error::LabError;
+use crate::params::Params;
+
+/// The unit file workloads read and write: one page.
+pub(super) const BLOCK: u64 = 4096;
+
+/// The `size` parameter, which must be a whole number of [`BLOCK`]s.
+pub(super) fn file_size(params: &Params, workload: &str) -> Result<u64, LabError> {
+    let size = params.size("size")?;
+    if size % BLOCK != 0 {
+        return Err(workload_error(
+            workload,
+            format!("size={size} is not a multiple of 4 KiB"),
+        ));
+    }
+    Ok(size)
+}
 
 /// The trial's scratch directory as an absolute, symlink-free path (so every op walks the same
 /// path whatever the current directory), or an error if the runner gave none (a workload

@@ -13,13 +13,12 @@ use std::io::{Read, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use super::owned_path::{OwnedPath, scratch_dir};
+use super::owned_path::{BLOCK, OwnedPath, file_size, scratch_dir};
 use super::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo, workload_error};
 use crate::error::LabError;
 use crate::params::{ParamKind, ParamSpec, Params};
 
 const NAME: &str = "pread";
-const BLOCK: u64 = 4096;
 /// Reads per step: ten-odd microseconds.
 const BATCH: u64 = 16;
 
@@ -59,13 +58,7 @@ impl Workload for Pread {
         ctx: &PrepareContext,
     ) -> Result<Box<dyn Prepared>, LabError> {
         let dir = scratch_dir(ctx, NAME)?;
-        let size = params.size("size")?;
-        if size % BLOCK != 0 {
-            return Err(workload_error(
-                NAME,
-                format!("size={size} is not a multiple of 4 KiB"),
-            ));
-        }
+        let size = file_size(params, NAME)?;
         let shared = if params.flag("shared")? {
             let path = dir.join(format!("{NAME}.shared"));
             let owned = OwnedPath::new(path);
