@@ -24,13 +24,14 @@
 static _Atomic uint64_t *counters;
 static _Atomic int go, stop_flag;
 static int workload, ncpus;
+static int order[1024]; /* the CPU of thread i: BARE_CPUS="1,0" (scalelab's order), else i */
 
 static void *worker(void *arg) {
     long i = (long)arg;
     if ((int)i < ncpus) {
         cpu_set_t set;
         CPU_ZERO(&set);
-        CPU_SET(i, &set);
+        CPU_SET(order[i], &set);
         pthread_setaffinity_np(pthread_self(), sizeof set, &set);
     }
     while (!atomic_load(&go)) {}
@@ -75,6 +76,12 @@ int main(int argc, char **argv) {
     double warmup = atof(argv[3]), duration = atof(argv[4]);
     ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (tasks > ncpus) ncpus = 0; /* like --pin auto: no pinning when oversubscribed */
+    for (int i = 0; i < 1024; i++) order[i] = i;
+    const char *cpus = getenv("BARE_CPUS");
+    for (int i = 0; cpus && *cpus && i < 1024; i++) {
+        order[i] = (int)strtol(cpus, (char **)&cpus, 10);
+        if (*cpus == ',') cpus++;
+    }
     counters = aligned_alloc(256, (size_t)tasks * SLOT * 8);
     memset((void *)counters, 0, (size_t)tasks * SLOT * 8);
     pthread_t th[tasks];

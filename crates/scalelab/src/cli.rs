@@ -315,9 +315,10 @@ pub struct AbArgs {
     /// the comparison prints how many pairs a smaller change needs (--max-runs adds them).
     #[arg(long, default_value_t = 10)]
     pub runs: u32,
-    /// After --runs pairs, keep adding pairs (up to K per point) while the
-    /// noise still hides a change of ±threshold at some N — the comparison's "runs needed".
-    /// The decision reads only the spread of the pairs' changes, never their verdict, so it
+    /// After --runs pairs, keep adding pairs (up to K per point) while some N cannot yet
+    /// decide a change of ±threshold: the noise hides it (the comparison's "runs needed") or
+    /// the interval is wider than 1.4 × threshold (a few wild pairs). Both read only the spread
+    /// of the pairs' changes, never the verdict or where the interval lies, so looking again
     /// does not inflate false alarms. Default: no extension.
     #[arg(long, value_name = "K")]
     pub max_runs: Option<u32>,

@@ -2,8 +2,9 @@
 //! pair in a random order ([`schedule`]), stored as two runs (variants `a` and `b`, each trial
 //! committed as it ends, like `run`), then compared exactly as `compare` does.
 //!
-//! With `--max-runs`, when the first pairs leave some N unable to see a change of ±threshold
-//! (the comparison's "runs needed", which reads only the spread of the pairs' changes), the
+//! With `--max-runs`, when the first pairs leave some N unable to decide a change of ±threshold
+//! (the comparison's "runs needed", or an interval wider than 1.4 thresholds; both read only the
+//! spread of the pairs' changes), the
 //! schedule grows — the same seed's longer order, of which the first one is a prefix — and
 //! both runs' planned count and `ab_order` tag are updated in the store before the new trials.
 //!
@@ -30,6 +31,7 @@ use lab::report::compare_warning::list;
 use lab::report::percent::percent;
 use lab::runner::{CommandExecutor, CommandSpec, Execution, Executor, OpsSource};
 use lab::timestamp;
+use stats::Change;
 
 use super::{compare, pairs};
 use crate::cli::AbArgs;
@@ -195,25 +197,51 @@ pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
     compare::print(&view, args.json)
 }
 
-/// Pairs per point to grow to when some N's noise still hides a change of ±threshold (its
-/// "runs needed"), at most `max_runs`; `None` when every N can already
-/// see one. Reads only the spread of the pairs (through `runs_needed`), never a verdict.
+/// An interval wider than this many thresholds is too imprecise to decide a change of
+/// ±threshold: a change the noise estimate (robust, so blind to a few wild pairs) says is
+/// detectable can still leave a rank interval this wide when two of ten pairs are outliers.
+/// 1.4 is the width of a 95% interval (2 × 1.96 standard errors) when the minimum detectable
+/// effect at 80% power (2.8 standard errors) equals the threshold.
+const WIDE: f64 = 1.4;
+
+/// Pairs per point to grow to, at most `max_runs`, while some N cannot yet decide a change of
+/// ±threshold ([`imprecise`]); `None` when every N can. Both tests read only the spread of the
+/// pairs — `runs_needed` from their robust spread, the interval's width, which does not move
+/// when every pair's change moves alike — never the verdict or where the interval lies.
 fn extension(view: &CompareView, planned: u32, max_runs: u32) -> Option<u32> {
-    let needed = view
+    let threshold = view.options.threshold;
+    let want = view
         .points
         .iter()
-        .filter_map(|p| p.change.and_then(|c| c.runs_needed))
+        .filter_map(|p| p.change)
+        .filter(|c| imprecise(c, threshold))
+        .map(|c| {
+            let needed = c
+                .runs_needed
+                .map_or(0, |k| u32::try_from(k).unwrap_or(u32::MAX));
+            // Wide with enough runs by the noise estimate: half as many again, then look again.
+            needed.max(planned.saturating_add(planned.div_ceil(2)))
+        })
         .max()?;
-    let needed = u32::try_from(needed).unwrap_or(u32::MAX);
-    Some(needed.max(planned + 1).min(max_runs))
+    Some(want.max(planned + 1).min(max_runs))
 }
 
-/// The N whose noise still hides a change of ±threshold, as `1,2`.
+/// Whether a point's pairs cannot yet decide a change of ±threshold: the noise hides it (runs
+/// needed) or the interval is more than [`WIDE`] thresholds wide. Never with a threshold of 0.
+fn imprecise(c: &Change, threshold: f64) -> bool {
+    let r = c.relative_shift;
+    threshold > 0.0 && (c.runs_needed.is_some() || r.upper - r.lower > WIDE * threshold)
+}
+
+/// The N that cannot yet decide a change of ±threshold, as `1,2`.
 fn undecided(view: &CompareView) -> String {
     let ns: Vec<u32> = view
         .points
         .iter()
-        .filter(|p| p.change.is_some_and(|c| c.runs_needed.is_some()))
+        .filter(|p| {
+            p.change
+                .is_some_and(|c| imprecise(&c, view.options.threshold))
+        })
         .map(|p| p.n)
         .collect();
     list(&ns)
@@ -264,4 +292,54 @@ fn progress_bar(trials: u64, quiet: bool) -> ProgressBar {
 
 fn command_line() -> String {
     std::env::args().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stats::{Estimate, Method, Verdict};
+
+    fn change(lower: f64, upper: f64, runs_needed: Option<usize>) -> Change {
+        Change {
+            method: Method::SignedRank,
+            median_a: 100.0,
+            median_b: 97.0,
+            relative: -0.03,
+            shift: Estimate {
+                point: -3.0,
+                lower: lower * 100.0,
+                upper: upper * 100.0,
+                level: 0.95,
+            },
+            relative_shift: Estimate {
+                point: -0.03,
+                lower,
+                upper,
+                level: 0.95,
+            },
+            p_value: 0.002,
+            exact: true,
+            verdict: Verdict::Inconclusive,
+            min_detectable: Some(0.005),
+            runs_needed,
+            min_achievable_p: 0.002,
+        }
+    }
+
+    #[test]
+    fn a_wide_interval_or_too_much_noise_is_imprecise_whatever_its_centre() {
+        // Two wild pairs of ten: the robust noise says 1% is detectable, the interval disagrees.
+        assert!(imprecise(&change(-0.0325, 0.0068, None), 0.01));
+        // Tight, wherever it lies: decided (as REGRESSED, or as NO CHANGE).
+        assert!(!imprecise(&change(-0.035, -0.025, None), 0.01));
+        assert!(!imprecise(&change(-0.004, 0.004, None), 0.01));
+        // The same width moved anywhere is judged alike: the rule never reads the centre.
+        assert_eq!(
+            imprecise(&change(-0.02, 0.0, None), 0.01),
+            imprecise(&change(0.05, 0.07, None), 0.01)
+        );
+        assert!(imprecise(&change(-0.035, -0.025, Some(40)), 0.01));
+        // A threshold of 0 has no precision to reach.
+        assert!(!imprecise(&change(-0.5, 0.5, Some(40)), 0.0));
+    }
 }
