@@ -18,6 +18,9 @@ pub const HIGH_CV: f64 = 0.05;
 pub const NEGATIVE_DROP: f64 = 0.02;
 /// S(N) above this many times N is called superlinear (a suspect baseline).
 pub const SUPERLINEAR: f64 = 1.1;
+/// Tasks that waited for a CPU more than this share of the window (at N ≤ the online CPUs)
+/// were competing with other work: the point's throughput is understated.
+pub const RUNQ_WAIT: f64 = 5.0;
 
 /// Everything shown for one N; every figure is a median over the point's successful trials.
 #[derive(Debug, Clone, Serialize)]
@@ -40,6 +43,9 @@ pub struct PointSummary {
     pub wall_s: Option<f64>,
     /// (user + sys) / wall × 100, as `time` prints it (exceeds 100 with several tasks).
     pub cpu_pct: Option<f64>,
+    /// Share of the window the average task spent runnable but waiting for a CPU (run-queue
+    /// delay / (window × N) × 100); `None` where not measured.
+    pub runq_pct: Option<f64>,
     pub minor_faults: Option<f64>,
     pub major_faults: Option<f64>,
     pub voluntary_switches: Option<f64>,
@@ -144,6 +150,14 @@ pub fn summarize(data: &RunData) -> RunSummary {
     }
     if base.is_none() && !points.is_empty() {
         warnings.push(Warning::NoBaseline);
+    }
+    let cpus = data.meta.env.online_cpus;
+    for p in &points {
+        if let Some(pct) = p.runq_pct.filter(|pct| *pct > RUNQ_WAIT) {
+            if cpus == 0 || p.n as usize <= cpus {
+                warnings.push(Warning::WaitedForCpu { n: p.n, pct });
+            }
+        }
     }
     let base_cpu_pct = points.iter().find(|p| p.n == 1).and_then(|p| p.cpu_pct);
     for p in &points {
@@ -256,6 +270,10 @@ fn summarize_point(n: u32, ok: &[&TrialMeasurement], failed: usize) -> PointSumm
                 .filter(|m| secs(m) > 0.0)
                 .map(|m| m.usage.cpu().as_secs_f64() / secs(m) * 100.0),
         ),
+        runq_pct: median(ok.iter().filter(|m| secs(m) > 0.0).filter_map(|m| {
+            let delay = m.usage.run_delay?;
+            Some(delay.as_secs_f64() / (secs(m) * f64::from(n)) * 100.0)
+        })),
         minor_faults: per(&|m| m.usage.minor_faults as f64),
         major_faults: per(&|m| m.usage.major_faults as f64),
         voluntary_switches: per(&|m| m.usage.voluntary_switches as f64),
@@ -401,6 +419,41 @@ mod tests {
             "{:?}",
             s.warnings
         );
+    }
+
+    #[test]
+    fn tasks_that_waited_for_a_cpu_are_flagged_only_where_n_fits_the_cpus() {
+        let mut data = fake_run("1,2,4", 0.1);
+        data.meta.env.online_cpus = 2;
+        for t in &mut data.trials {
+            if let TrialOutcome::Ok(m) = &mut t.outcome {
+                // Every task waited a fifth of the 1 s window.
+                m.usage.run_delay = Some(Nanos(200_000_000 * u64::from(t.n)));
+            }
+        }
+        let s = summarize(&data);
+        assert!((s.points[0].runq_pct.unwrap() - 20.0).abs() < 1e-9);
+        let waited: Vec<u32> = s
+            .warnings
+            .iter()
+            .filter_map(|w| match w {
+                Warning::WaitedForCpu { n, .. } => Some(*n),
+                _ => None,
+            })
+            .collect();
+        // N=4 on 2 CPUs is oversubscribed on purpose: waiting is expected there.
+        assert_eq!(waited, [1, 2]);
+        assert!(
+            s.warnings
+                .iter()
+                .find(|w| matches!(w, Warning::WaitedForCpu { n: 1, .. }))
+                .unwrap()
+                .to_string()
+                .contains("waited for a CPU 20.0% of the window")
+        );
+        // Not measured: no figure, no warning.
+        let plain = summarize(&fake_run("1,2", 0.1));
+        assert_eq!(plain.points[0].runq_pct, None);
     }
 
     #[test]

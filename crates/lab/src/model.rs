@@ -293,6 +293,11 @@ pub struct Usage {
     pub involuntary_switches: u64,
     pub block_in: u64,
     pub block_out: u64,
+    /// Time the tasks spent runnable but waiting for a CPU (run-queue delay, from
+    /// `/proc/thread-self/schedstat`); `None` where it was not measured (external commands,
+    /// kernels without CONFIG_SCHED_INFO, runs stored before it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_delay: Option<Nanos>,
 }
 
 impl Usage {
@@ -309,6 +314,10 @@ impl Usage {
             involuntary_switches: self.involuntary_switches + o.involuntary_switches,
             block_in: self.block_in + o.block_in,
             block_out: self.block_out + o.block_out,
+            run_delay: match (self.run_delay, o.run_delay) {
+                (Some(a), Some(b)) => Some(Nanos(a.0 + b.0)),
+                _ => None,
+            },
         }
     }
 }

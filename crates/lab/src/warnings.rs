@@ -36,6 +36,11 @@ pub enum Warning {
         to: u32,
         drop: f64,
     },
+    /// Tasks that waited for a CPU for much of the window although N fits the CPUs.
+    WaitedForCpu {
+        n: u32,
+        pct: f64,
+    },
     /// S(N) well above N: usually a slowed N=1 baseline, rarely a real cache effect.
     Superlinear {
         n: u32,
@@ -96,6 +101,10 @@ impl fmt::Display for Warning {
                 f,
                 "negative scalability: throughput falls {:.1}% from N={from} to N={to}; adding tasks makes it slower (profile with --profile to see why)",
                 drop * 100.0
+            ),
+            Warning::WaitedForCpu { n, pct } => write!(
+                f,
+                "N={n}: the tasks waited for a CPU {pct:.1}% of the window (run-queue delay) although N fits the CPUs: other work competed, so throughput at N={n} is understated; see `top` and `scalelab doctor`, then rerun"
             ),
             Warning::Superlinear {
                 n,

@@ -67,6 +67,7 @@ mod store {
                     involuntary_switches: 4,
                     block_in: 5,
                     block_out: 6,
+                    run_delay: (index % 2 == 0).then_some(Nanos(777)),
                 },
                 counters: vec![
                     CounterValue {
@@ -242,13 +243,14 @@ mod store {
         assert_eq!(
             lines.next().unwrap(),
             "run_id,workload,variant,n,trial,status,window_s,ops,ops_per_sec,user_s,sys_s,minor_faults,\
-         major_faults,voluntary_switches,involuntary_switches,block_in,block_out,cycles,instructions,failure"
+         major_faults,voluntary_switches,involuntary_switches,block_in,block_out,run_delay_s,cycles,\
+         instructions,failure"
         );
         let first = lines.next().unwrap();
         assert_eq!(
             first,
             format!(
-                "{},page_fault,stock,1,0,ok,5.000123456,1000,{},4,{},12,0,3,4,5,6,123456789,,",
+                "{},page_fault,stock,1,0,ok,5.000123456,1000,{},4,{},12,0,3,4,5,6,0.000000777,123456789,,",
                 data.meta.id,
                 1000.0 / 5.000123456,
                 u64::MAX as f64 / 1e9
@@ -256,7 +258,9 @@ mod store {
         );
         // The failed trial's reason holds a comma, quotes and a newline: one quoted field.
         assert!(
-            text.contains(",failed,,,,,,,,,,,,,,\"killed by SIGKILL, \"\"OOM\"\"\nat deadline\"\n"),
+            text.contains(
+                ",failed,,,,,,,,,,,,,,,\"killed by SIGKILL, \"\"OOM\"\"\nat deadline\"\n"
+            ),
             "{text}"
         );
         assert_eq!(text.matches("page_fault,stock").count(), data.trials.len());
@@ -727,16 +731,18 @@ mod store {
     }
 
     fn trial_strategy() -> impl Strategy<Value = TrialRecord> {
-        let usage = prop::array::uniform8(any::<u64>()).prop_map(|u| Usage {
-            user: Nanos(u[0]),
-            sys: Nanos(u[1]),
-            minor_faults: u[2],
-            major_faults: u[3],
-            voluntary_switches: u[4],
-            involuntary_switches: u[5],
-            block_in: u[6],
-            block_out: u[7],
-        });
+        let usage =
+            (prop::array::uniform8(any::<u64>()), any::<Option<u64>>()).prop_map(|(u, d)| Usage {
+                user: Nanos(u[0]),
+                sys: Nanos(u[1]),
+                minor_faults: u[2],
+                major_faults: u[3],
+                voluntary_switches: u[4],
+                involuntary_switches: u[5],
+                block_in: u[6],
+                block_out: u[7],
+                run_delay: d.map(Nanos),
+            });
         let counter = (
             ".{0,8}",
             any::<Option<u64>>(),

@@ -138,6 +138,44 @@ fn spin_sweep_is_consistent_and_speedup_starts_at_one() {
 }
 
 #[test]
+fn tasks_beyond_the_cpus_wait_on_the_run_queue_and_it_is_measured() {
+    let lab = Lab::new();
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    let n = (cpus + 1).to_string();
+    for mode in ["threads", "processes"] {
+        lab.ok(&[
+            "run",
+            "spin",
+            "--tasks",
+            &n,
+            "--runs",
+            "1",
+            "--duration",
+            "400ms",
+            "--warmup",
+            "100ms",
+            "--mode",
+            mode,
+            "--quiet",
+        ]);
+        let export = lab.json(&["export", "last"]);
+        let m = ok_trial(&trials(&export)[0]);
+        let window = m["window"].as_u64().unwrap() as f64;
+        let delay = m["usage"]["run_delay"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{mode}: no run delay: {m}")) as f64;
+        // cpus + 1 spinning tasks on cpus CPUs: one task's worth of the window is spent
+        // waiting, spread over all of them (more if something else ran too).
+        assert!(
+            delay > 0.5 * window && delay < (cpus + 1) as f64 * window,
+            "{mode}: run delay {delay} ns over a {window} ns window"
+        );
+        let shown = lab.ok(&["show", "last"]);
+        assert!(shown.contains("runq wait"), "{shown}");
+    }
+}
+
+#[test]
 fn page_fault_counts_at_least_one_minor_fault_per_op_in_both_modes() {
     let lab = Lab::new();
     for mode in ["threads", "processes"] {

@@ -162,6 +162,7 @@ fn accounting_table(s: &RunSummary) -> Table {
         "ivcsw",
         "blk in",
         "blk out",
+        "runq wait",
     ];
     headers.extend(extra_names.iter().map(|s| s.as_str()));
     let mut t = new_table(&headers);
@@ -179,6 +180,8 @@ fn accounting_table(s: &RunSummary) -> Table {
             opt_si(p.involuntary_switches),
             opt_si(p.block_in),
             opt_si(p.block_out),
+            p.runq_pct
+                .map_or_else(|| "n/a".into(), |pct| format!("{pct:.1}%")),
         ];
         row.extend(
             extra_names

@@ -31,7 +31,9 @@ pub const MAX_EXTRAS: usize = 4;
 const SLOT_BYTES: usize = 256;
 const SLOT_U64S: usize = SLOT_BYTES / 8;
 const HEADER_BYTES: usize = 512;
-const USAGE_FIELDS: usize = 8;
+const USAGE_FIELDS: usize = 9;
+/// Stands for "not measured" in the run-delay field.
+const UNMEASURED: u64 = u64::MAX;
 const R_START: usize = 0;
 const R_END: usize = USAGE_FIELDS;
 const R_FLAGS: usize = 2 * USAGE_FIELDS;
@@ -143,6 +145,7 @@ impl Control {
         };
         let (start, end) = (read(R_START), read(R_END));
         let d: [u64; USAGE_FIELDS] = std::array::from_fn(|i| end[i].saturating_sub(start[i]));
+        let measured = start[8] != UNMEASURED && end[8] != UNMEASURED;
         Some(Usage {
             user: Nanos(d[0]),
             sys: Nanos(d[1]),
@@ -152,6 +155,7 @@ impl Control {
             involuntary_switches: d[5],
             block_in: d[6],
             block_out: d[7],
+            run_delay: measured.then_some(Nanos(d[8])),
         })
     }
 
@@ -192,6 +196,7 @@ fn usage_fields(u: &Usage) -> [u64; USAGE_FIELDS] {
         u.involuntary_switches,
         u.block_in,
         u.block_out,
+        u.run_delay.map_or(UNMEASURED, |d| d.0),
     ]
 }
 
@@ -206,6 +211,7 @@ pub fn to_usage(r: &sys::ResourceUsage) -> Usage {
         involuntary_switches: r.involuntary_switches,
         block_in: r.block_in,
         block_out: r.block_out,
+        run_delay: None,
     }
 }
 
@@ -229,6 +235,16 @@ mod tests {
         assert_eq!(c.window_usage(2), None);
         c.record_usage(2, false, &u);
         assert_eq!(c.window_usage(2), Some(u));
+        // Run delay: a difference when both ends measured it, else not measured.
+        let at = |ns| Usage {
+            run_delay: Some(Nanos(ns)),
+            ..Usage::default()
+        };
+        c.record_usage(1, true, &at(100));
+        c.record_usage(1, false, &at(350));
+        assert_eq!(c.window_usage(1).unwrap().run_delay, Some(Nanos(250)));
+        c.record_usage(1, false, &Usage::default());
+        assert_eq!(c.window_usage(1).unwrap().run_delay, None);
         c.record_extras(2, &[9]);
         c.set_status(2, STATUS_FAILED);
         assert_eq!(c.read_counters(), vec![0, 0, 7]);

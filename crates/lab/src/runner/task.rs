@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 
 use super::control::{Control, PHASE_MEASURE, PHASE_STOP, STATUS_DONE, STATUS_FAILED};
 use crate::error::LabError;
-use crate::model::Mode;
+use crate::model::{Mode, Nanos};
 use crate::runner::control::to_usage;
 use crate::workloads::Prepared;
 
@@ -39,8 +39,25 @@ fn usage_now(mode: Mode) -> Result<crate::model::Usage, LabError> {
         Mode::Threads => sys::thread_usage(),
         Mode::Processes => sys::process_usage(),
     };
-    r.map(|u| to_usage(&u))
-        .map_err(|e| LabError::sys("getrusage", e))
+    let mut usage = r
+        .map(|u| to_usage(&u))
+        .map_err(|e| LabError::sys("getrusage", e))?;
+    // A task process has one thread, so this thread's delay is the task's in both modes.
+    usage.run_delay = run_delay_now();
+    Ok(usage)
+}
+
+/// This thread's run-queue delay so far: the second field of `/proc/thread-self/schedstat`
+/// (`on-CPU ns, waiting ns, timeslices`; CONFIG_SCHED_INFO, in every distribution kernel).
+fn run_delay_now() -> Option<Nanos> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    parse_run_delay(&text)
+}
+
+fn parse_run_delay(schedstat: &str) -> Option<Nanos> {
+    let mut fields = schedstat.split_whitespace();
+    fields.next()?.parse::<u64>().ok()?;
+    fields.next()?.parse().ok().map(Nanos)
 }
 
 fn task_body(
@@ -96,4 +113,21 @@ fn task_body(
         .collect();
     control.record_extras(index, &values);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_delay_is_the_second_schedstat_field() {
+        assert_eq!(
+            parse_run_delay("377148210 991867 131\n"),
+            Some(Nanos(991_867))
+        );
+        assert_eq!(parse_run_delay(""), None);
+        assert_eq!(parse_run_delay("12"), None);
+        // This thread, on this kernel.
+        assert!(run_delay_now().is_some());
+    }
 }

@@ -136,7 +136,11 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
     }?;
     let locks = lock_session.map(|s| s.finish(window.clock));
 
-    let mut usage = Usage::default();
+    // The sum over tasks; the run delay stays measured only if every task measured it.
+    let mut usage = Usage {
+        run_delay: Some(crate::model::Nanos(0)),
+        ..Usage::default()
+    };
     for i in 0..tasks {
         let u = control.window_usage(i).ok_or_else(|| {
             LabError::Internal(format!(

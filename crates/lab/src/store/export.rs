@@ -37,7 +37,7 @@ pub fn export_json(data: &RunData, out: &mut dyn Write) -> Result<(), StoreError
 }
 
 /// The CSV columns, in order.
-pub const CSV_HEADER: [&str; 20] = [
+pub const CSV_HEADER: [&str; 21] = [
     "run_id",
     "workload",
     "variant",
@@ -55,13 +55,15 @@ pub const CSV_HEADER: [&str; 20] = [
     "involuntary_switches",
     "block_in",
     "block_out",
+    "run_delay_s",
     "cycles",
     "instructions",
     "failure",
 ];
 
 /// Writes one CSV row per trial of `data`, after a header row ([`CSV_HEADER`]). A failed
-/// trial's measurement columns are empty; so are `cycles`/`instructions` when not counted.
+/// trial's measurement columns are empty; so are `cycles`/`instructions` when not counted and
+/// `run_delay_s` when not measured.
 pub fn export_csv(data: &RunData, out: &mut dyn Write) -> Result<(), StoreError> {
     let write = |out: &mut dyn Write, fields: &[String]| -> std::io::Result<()> {
         let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
@@ -98,6 +100,9 @@ pub fn export_csv(data: &RunData, out: &mut dyn Write) -> Result<(), StoreError>
                     u.involuntary_switches.to_string(),
                     u.block_in.to_string(),
                     u.block_out.to_string(),
+                    u.run_delay
+                        .map(|d| d.as_secs_f64().to_string())
+                        .unwrap_or_default(),
                     opt(m.counter("cycles")),
                     opt(m.counter("instructions")),
                     String::new(),

@@ -294,7 +294,7 @@ fn load_trials(conn: &Connection, run_id: i64, path: &Path) -> Result<Vec<TrialR
     let mut stmt = conn.prepare_cached(
         "SELECT id, n, idx, started_at, status, failure, window_ns, user_ns, sys_ns, minor_faults,
              major_faults, voluntary_switches, involuntary_switches, block_in, block_out, counters,
-             extras, placement, task_ops, steps, clock_window, profile, locks
+             extras, placement, task_ops, steps, clock_window, profile, locks, run_delay_ns
          FROM trials WHERE run_id = ?1 ORDER BY id",
     )?;
     let mut rows = stmt.query([run_id])?;
@@ -331,6 +331,8 @@ fn load_trials(conn: &Connection, run_id: i64, path: &Path) -> Result<Vec<TrialR
                         involuntary_switches: int(12)?,
                         block_in: int(13)?,
                         block_out: int(14)?,
+                        // NULL before schema version 4, and when not measured.
+                        run_delay: r.get::<_, Option<i64>>(23)?.map(|v| Nanos(u64_from_sql(v))),
                     },
                     counters: from_json(&json(15)?, "trial counters", &corrupt)?,
                     extras: from_json(&json(16)?, "trial extras", &corrupt)?,

@@ -29,7 +29,7 @@ pub(crate) const APPLICATION_ID: i32 = 0x5343_4c42;
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Step `i` takes the schema from version `i` to `i + 1`. Append only; never edit a shipped step.
-const MIGRATIONS: &[&str] = &[V1, V2, V3];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// Version 1. u64 values (durations, counts) are stored in INTEGER columns as their two's
 /// complement bit pattern (see `columns`), so values past i64::MAX survive exactly.
@@ -124,6 +124,11 @@ const V3: &str = "
 ALTER TABLE trials ADD COLUMN clock_window TEXT;  -- JSON ClockWindow; NULL when not recorded
 ALTER TABLE trials ADD COLUMN profile TEXT;       -- JSON ProfileRef; NULL without --profile
 ALTER TABLE trials ADD COLUMN locks TEXT;         -- JSON LockReport; NULL without --locks
+";
+
+/// Version 4: the tasks' run-queue delay over the window (NULL: not measured).
+const V4: &str = "
+ALTER TABLE trials ADD COLUMN run_delay_ns INTEGER;
 ";
 
 /// Opens `path` as a scalelab database, creating or migrating it; see the module doc.

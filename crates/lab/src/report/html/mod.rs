@@ -228,6 +228,7 @@ fn points_table(s: &RunSummary) -> Table {
         "minflt",
         "vcsw",
         "ivcsw",
+        "runq wait",
     ];
     let rows = s
         .points
@@ -259,6 +260,8 @@ fn points_table(s: &RunSummary) -> Table {
                 opt(p.minor_faults),
                 opt(p.voluntary_switches),
                 opt(p.involuntary_switches),
+                p.runq_pct
+                    .map_or_else(|| "n/a".into(), |pct| format!("{pct:.1}%")),
             ]
         })
         .collect();
