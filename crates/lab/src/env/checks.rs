@@ -494,6 +494,9 @@ fn filesystem(fp: &Fingerprint) -> Check {
         "overlay" => "; overlayfs: file operations pass through an extra layer",
         t if t.starts_with("nfs") || t == "cifs" || t == "smb3" => "; network filesystem",
         t if t.starts_with("fuse") => "; FUSE: file operations go through a user-space daemon",
+        "ext3" | "ext4" if fp.fs_journal == Some(false) => {
+            "; no journal: metadata operations (create, unlink, fsync) skip jbd2, unlike a default ext4, so their costs do not carry over"
+        }
         _ => "",
     };
     Check::new(

@@ -86,6 +86,11 @@ pub struct Fingerprint {
     pub fs_options: Option<String>,
     /// Its mount source (`/dev/nvme0n1p2`, `tmpfs`).
     pub fs_source: Option<String>,
+    /// For ext3/ext4: whether it has a journal (a jbd2 entry for its device in
+    /// `/proc/fs/jbd2/`). Metadata-heavy workloads (create/unlink, fsync) cost very differently
+    /// with and without one. `None` for other filesystems.
+    #[serde(default)]
+    pub fs_journal: Option<bool>,
     /// scalelab's version.
     pub tool_version: String,
     /// The git commit scalelab was built from, or "unknown".
@@ -182,6 +187,7 @@ impl Fingerprint {
             fs_type: mount.map(|m| m.fs_type.clone()),
             fs_options: mount.map(|m| m.options()),
             fs_source: mount.map(|m| m.source.clone()),
+            fs_journal: mount.and_then(|m| has_journal(host, &m.fs_type, &m.source)),
             tool_version: TOOL_VERSION.to_string(),
             git_commit: GIT_COMMIT.to_string(),
             captured_at: now_rfc3339(),
@@ -273,6 +279,7 @@ impl Fingerprint {
             ("fs_type", shown(&self.fs_type)),
             ("fs_options", shown(&self.fs_options)),
             ("fs_source", shown(&self.fs_source)),
+            ("fs_journal", shown(&self.fs_journal)),
             ("tool_version", self.tool_version.clone()),
             ("git_commit", self.git_commit.clone()),
             ("os", shown(&self.os)),
@@ -312,6 +319,22 @@ fn canonical(dir: &Path) -> PathBuf {
     std::fs::canonicalize(dir)
         .or_else(|_| std::path::absolute(dir))
         .unwrap_or_else(|_| dir.to_path_buf())
+}
+
+/// Whether an ext3/ext4 filesystem from `source` (`/dev/vda`) has a journal: jbd2 lists each
+/// journaled device in `/proc/fs/jbd2/` as `<device>-<journal inode>` (`vda-8`). `None` for
+/// other filesystem types.
+fn has_journal(host: &HostFs, fs_type: &str, source: &str) -> Option<bool> {
+    if !matches!(fs_type, "ext3" | "ext4") {
+        return None;
+    }
+    let device = source.rsplit('/').next().unwrap_or(source);
+    let prefix = format!("{device}-");
+    Some(
+        host.list("/proc/fs/jbd2")
+            .iter()
+            .any(|entry| entry.starts_with(&prefix)),
+    )
 }
 
 #[cfg(test)]

@@ -168,10 +168,23 @@ fn capture_from_a_fake_host_reads_every_field() {
     assert_eq!(fp.fs_type.as_deref(), Some("xfs"));
     assert_eq!(fp.fs_options.as_deref(), Some("rw,noatime,inode64"));
     assert_eq!(fp.fs_source.as_deref(), Some("/dev/sdb1"));
+    assert_eq!(fp.fs_journal, None, "xfs has no jbd2 journal to report");
     assert_eq!(fp.os.as_deref(), Some("Ubuntu 24.04 LTS"));
     assert_eq!(fp.allowed_cpus.as_deref(), Some("0-2"));
     assert_eq!(fp.cpu_quota, Some(2.0));
     assert_eq!((fp.euid, fp.perfmon_capable), (Some(1000), Some(false)));
+}
+
+#[test]
+fn an_ext4_journal_is_read_from_jbd2() {
+    let root = tempfile::tempdir().unwrap();
+    let host = HostFs::at(root.path());
+    assert_eq!(has_journal(&host, "ext4", "/dev/vda"), Some(false));
+    put(root.path(), "/proc/fs/jbd2/vda-8/info", "journal\n");
+    assert_eq!(has_journal(&host, "ext4", "/dev/vda"), Some(true));
+    // Another device's journal is not this one's.
+    assert_eq!(has_journal(&host, "ext4", "/dev/vdb"), Some(false));
+    assert_eq!(has_journal(&host, "xfs", "/dev/vda"), None);
 }
 
 #[test]
