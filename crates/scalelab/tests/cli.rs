@@ -263,19 +263,7 @@ fn bad_input_is_refused_with_a_clear_error_and_changes_nothing() {
         "refused runs must not create the database"
     );
     // Unknown run ids.
-    lab.ok(&[
-        "run",
-        "spin",
-        "--tasks",
-        "1",
-        "--runs",
-        "1",
-        "--duration",
-        "50ms",
-        "--warmup",
-        "0",
-        "--quiet",
-    ]);
+    lab.short_spin(&[]);
     assert!(lab.fails(&["show", "999"]).contains("999"));
     assert!(lab.fails(&["show", "last~5"]).contains("last~5"));
     assert!(lab.fails(&["show", "yesterday"]).contains("last~K"));
@@ -453,19 +441,7 @@ fn sigkill_leaves_a_consistent_database_with_the_run_incomplete() {
     let show = lab.json(&["show", "last", "--json"]);
     assert!(show["points"][0]["throughput"]["point"].as_f64().unwrap() > 0.0);
     // The database still takes new runs.
-    lab.ok(&[
-        "run",
-        "spin",
-        "--tasks",
-        "1",
-        "--runs",
-        "1",
-        "--duration",
-        "50ms",
-        "--warmup",
-        "0",
-        "--quiet",
-    ]);
+    lab.short_spin(&[]);
     assert_eq!(last_run(&lab)["status"], "complete");
 }
 

@@ -169,17 +169,8 @@ fn failing_and_hanging_commands_fail_their_trials_and_the_run_goes_on() {
 #[test]
 fn a_command_that_cannot_start_is_refused_before_any_trial() {
     let lab = Lab::new();
-    let out = lab
-        .cmd()
-        .args(["run", "--cmd", "no-such-tool-xyz -j{n}", "--tasks", "1"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.starts_with("error: ") && err.contains("no-such-tool-xyz"),
-        "{err}"
-    );
+    let err = lab.fails(&["run", "--cmd", "no-such-tool-xyz -j{n}", "--tasks", "1"]);
+    assert!(err.contains("no-such-tool-xyz"), "{err}");
     assert!(!lab.db().exists(), "nothing was stored");
     let out = lab
         .cmd()

@@ -17,23 +17,7 @@ impl Lab {
     fn template(&self) -> Value {
         let file = self.path("template.json");
         if !file.exists() {
-            self.expect(
-                0,
-                &[
-                    "run",
-                    "spin",
-                    "--tasks",
-                    "1",
-                    "--runs",
-                    "1",
-                    "--duration",
-                    "50ms",
-                    "--warmup",
-                    "0",
-                    "--quiet",
-                    "--no-counters",
-                ],
-            );
+            self.short_spin(&["--no-counters"]);
             std::fs::write(&file, self.expect(0, &["export", "last"])).unwrap();
         }
         serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap()

@@ -177,26 +177,9 @@ fn what_grows_ranks_lock_wait_per_op_across_points() {
 #[test]
 fn locks_of_a_run_without_locks_is_refused_with_the_fix() {
     let lab = Lab::new();
-    lab.ok(&[
-        "run",
-        "spin",
-        "--tasks",
-        "1",
-        "--runs",
-        "1",
-        "--duration",
-        "100ms",
-        "--warmup",
-        "0",
-        "--quiet",
-    ]);
-    let out = lab.cmd().args(["locks", "last"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.starts_with("error: ") && stderr.contains("--locks"),
-        "{stderr}"
-    );
+    lab.short_spin(&[]);
+    let stderr = lab.fails(&["locks", "last"]);
+    assert!(stderr.contains("--locks"), "{stderr}");
 }
 
 #[test]

@@ -221,19 +221,7 @@ fn a_profiled_run_ranks_what_grows_and_draws_flame_graphs() {
 #[test]
 fn a_run_without_profiles_says_how_to_get_them() {
     let lab = Lab::new();
-    lab.ok(&[
-        "run",
-        "spin",
-        "--tasks",
-        "1",
-        "--runs",
-        "1",
-        "--duration",
-        "50ms",
-        "--warmup",
-        "0",
-        "--quiet",
-    ]);
+    lab.short_spin(&[]);
     let out = lab.cmd().args(["profile", "last"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);

@@ -134,10 +134,10 @@ impl Executor for CommandExecutor {
                 });
             }
         };
-        // The threads that spawn, wait for and read the command run on its CPUs too, for the
-        // whole trial: left free to run elsewhere they made the measured speed depend on the
-        // scalelab process (`ab` A/B ratios varied between invocations, F = 1.32–1.43 over 60
-        // invocations of 10 pairs; with scalelab confined to the command's CPU, F = 0.66–0.70).
+        // Every step inherits this thread's affinity, and the threads that wait for and read the
+        // command run on its CPUs too, for the whole trial: left free to run elsewhere they made
+        // the measured speed depend on the scalelab process (`ab` A/B ratios varied between
+        // invocations, F = 1.32–1.43 over 60 invocations of 10 pairs; confined, F = 0.91).
         let _confined = match ConfinedThread::to(&cpus) {
             Ok(guard) => guard,
             Err(why) => return Execution::Finished(TrialOutcome::Failed { reason: why }),
@@ -146,7 +146,7 @@ impl Executor for CommandExecutor {
         let started = Instant::now();
         let left = || deadline.saturating_sub(started.elapsed());
         if let Some(prepare) = &cmd.prepare {
-            match run_step(&prepare.replace("{n}", &n), &cpus, left(), stop, false) {
+            match run_step(&prepare.replace("{n}", &n), left(), stop, false) {
                 Ok(_) => {}
                 Err(StepError::Interrupted) => return Execution::Interrupted,
                 Err(StepError::Failed(why)) => {
@@ -162,7 +162,6 @@ impl Executor for CommandExecutor {
         for (name, command) in &cmd.steps {
             match run_step(
                 &command.replace("{n}", &n),
-                &cpus,
                 left(),
                 stop,
                 matches!(cmd.ops, OpsSource::Regex(_)),
@@ -176,7 +175,7 @@ impl Executor for CommandExecutor {
                     });
                 }
                 Err(StepError::Interrupted) => {
-                    run_cleanup(cmd, &n, &cpus);
+                    run_cleanup(cmd, &n);
                     return Execution::Interrupted;
                 }
                 Err(StepError::Failed(why)) => {
@@ -185,7 +184,7 @@ impl Executor for CommandExecutor {
                 }
             }
         }
-        run_cleanup(cmd, &n, &cpus);
+        run_cleanup(cmd, &n);
         if let Some(reason) = failure {
             return Execution::Finished(TrialOutcome::Failed { reason });
         }
@@ -220,12 +219,11 @@ impl Executor for CommandExecutor {
     }
 }
 
-fn run_cleanup(cmd: &CommandSpec, n: &str, cpus: &[usize]) {
+fn run_cleanup(cmd: &CommandSpec, n: &str) {
     if let Some(cleanup) = &cmd.cleanup {
         // A failing cleanup must not hide the trial's own result; its stderr still reaches the user.
         let _ = run_step(
             &cleanup.replace("{n}", n),
-            cpus,
             Duration::from_secs(3600),
             &AtomicBool::new(false),
             false,
@@ -256,37 +254,26 @@ enum StepError {
     Failed(String),
 }
 
-/// Runs `sh -c command` in its own process group with affinity `cpus`, waits (wait4) up to `limit`.
+/// Runs `sh -c command` in its own process group, waits (wait4) up to `limit`. The child
+/// inherits the calling thread's affinity: the caller holds a [`ConfinedThread`].
 fn run_step(
     command: &str,
-    cpus: &[usize],
     limit: Duration,
     stop: &AtomicBool,
     capture: bool,
 ) -> Result<StepResult, StepError> {
-    // The child inherits the affinity of the thread that spawns it: spawn from a thread pinned to `cpus`.
-    let command_owned = command.to_string();
-    let cpus_owned = cpus.to_vec();
-    let spawned = std::thread::spawn(move || -> Result<std::process::Child, String> {
-        if !cpus_owned.is_empty() {
-            sys::set_current_affinity(&cpus_owned)
-                .map_err(|e| format!("limiting the command to CPUs {cpus_owned:?}: {e}"))?;
-        }
-        Command::new("sh")
-            .args(["-c", &command_owned])
-            .stdin(Stdio::null())
-            .stdout(if capture {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .map_err(|e| format!("could not start sh: {e}"))
-    })
-    .join()
-    .map_err(|_| StepError::Failed("the spawning thread panicked".into()))?;
+    let spawned = Command::new("sh")
+        .args(["-c", command])
+        .stdin(Stdio::null())
+        .stdout(if capture {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("could not start sh: {e}"));
     let mut child = spawned.map_err(StepError::Failed)?;
     let started = Instant::now();
     let pid = child.id() as i32;

@@ -84,6 +84,26 @@ impl Lab {
         parse(args, &self.expect(code, args))
     }
 
+    /// One quiet 50 ms trial of `spin` at N=1, no warm-up, plus `extra` arguments: a stored run
+    /// for tests that need one and do not care what it measured. Returns stdout.
+    pub fn short_spin(&self, extra: &[&str]) -> String {
+        let mut args = vec![
+            "run",
+            "spin",
+            "--tasks",
+            "1",
+            "--runs",
+            "1",
+            "--duration",
+            "50ms",
+            "--warmup",
+            "0",
+            "--quiet",
+        ];
+        args.extend_from_slice(extra);
+        self.ok(&args)
+    }
+
     /// Expects a usage or runtime error: exit 2 and `error: …` on stderr, nothing on stdout.
     pub fn fails(&self, args: &[&str]) -> String {
         let out = self.run(args);
