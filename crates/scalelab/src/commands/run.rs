@@ -120,7 +120,7 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
             eprintln!("warning: {w}");
         }
     }
-    let left_running = super::guard::before_trials();
+    let process_warnings = super::guard::before_trials();
     let mut store = db_path::open(db)?;
     let cwd = std::env::current_dir().context("reading the working directory")?;
     let mut scratch = None;
@@ -139,7 +139,7 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
     let extra: Vec<String> = lock_warning
         .into_iter()
         .chain(profile_warnings)
-        .chain(left_running)
+        .chain(process_warnings)
         .collect();
     let meta = plan.run_meta(
         fingerprint,
