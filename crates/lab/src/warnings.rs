@@ -49,6 +49,10 @@ pub enum Warning {
         base_cpu_pct: Option<f64>,
         task_cpu_pct: Option<f64>,
     },
+    /// Processes a killed scalelab left running (pid, command line), found before this run.
+    LeftRunning {
+        processes: Vec<(i32, String)>,
+    },
     Environment(String),
 }
 
@@ -127,7 +131,54 @@ impl fmt::Display for Warning {
                     ),
                 }
             }
+            Warning::LeftRunning { processes } => {
+                const SHOWN: usize = 10;
+                let list: Vec<String> = processes
+                    .iter()
+                    .take(SHOWN)
+                    .map(|(pid, cmd)| format!("{pid} ({cmd})"))
+                    .collect();
+                let more = processes.len().saturating_sub(SHOWN);
+                let pids: Vec<String> = processes.iter().map(|(p, _)| p.to_string()).collect();
+                write!(
+                    f,
+                    "{} process(es) left running by a scalelab that was killed compete for the CPUs with this run: {}{}; stop them with `kill -9 {}`",
+                    processes.len(),
+                    list.join(", "),
+                    if more > 0 {
+                        format!(" and {more} more")
+                    } else {
+                        String::new()
+                    },
+                    pids.join(" ")
+                )
+            }
             Warning::Environment(text) => f.write_str(text),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn processes_left_running_are_listed_with_the_command_that_stops_them() {
+        let w = Warning::LeftRunning {
+            processes: vec![(12, "sleep 300".into()), (13, "make -j2".into())],
+        };
+        assert_eq!(
+            w.to_string(),
+            "2 process(es) left running by a scalelab that was killed compete for the CPUs with this run: 12 (sleep 300), 13 (make -j2); stop them with `kill -9 12 13`"
+        );
+        let many = Warning::LeftRunning {
+            processes: (1..=12).map(|p| (p, "x".to_string())).collect(),
+        };
+        let text = many.to_string();
+        assert!(
+            text.contains("10 (x) and 2 more")
+                && text.ends_with("`kill -9 1 2 3 4 5 6 7 8 9 10 11 12`"),
+            "{text}"
+        );
     }
 }

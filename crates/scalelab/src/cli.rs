@@ -85,6 +85,9 @@ pub enum Command {
     /// (internal) Run one trial: spec on stdin, measurement on stdout.
     #[command(name = "__trial", hide = true)]
     Trial,
+    /// (internal) Wait for the scalelab OWNER to end, then kill what it left running.
+    #[command(name = "__guard", hide = true)]
+    Guard { owner: String },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -118,7 +121,8 @@ pub struct RunArgs {
     /// Run before each command trial, not timed.
     #[arg(long, value_name = "CMD", requires = "cmd")]
     pub prepare: Option<String>,
-    /// Run after each command trial (also after a failed one), not timed.
+    /// Run after each command trial (also after a failed one), not timed; it has a --timeout of
+    /// its own, and after a Ctrl-C it still runs unless a second Ctrl-C ends it.
     #[arg(long, value_name = "CMD", requires = "cmd")]
     pub cleanup: Option<String>,
     /// A further timed step after --cmd, accounted separately; repeatable, run in order.
@@ -127,10 +131,12 @@ pub struct RunArgs {
     /// Ops per command trial (a known amount of work) [default: 1 completion].
     #[arg(long, value_name = "N", requires = "cmd", conflicts_with = "ops_regex")]
     pub ops: Option<u64>,
-    /// Read the op count from the command's stdout: the first capture group of this regex.
+    /// Read the op count from the command's stdout: the first capture group of this regex in
+    /// the first line it matches (it matches within one line).
     #[arg(long, value_name = "RE", requires = "cmd")]
     pub ops_regex: Option<String>,
-    /// Kill a command trial still running after this long and record it as failed.
+    /// Kill a command trial still running after this long and record it as failed (prepare
+    /// and the timed steps share it; cleanup has its own).
     #[arg(long, value_name = "DURATION", requires = "cmd")]
     pub timeout: Option<String>,
     /// Workload parameter, repeatable: -p size=64M -p lines=8.
@@ -330,7 +336,8 @@ pub struct AbArgs {
     /// Run before each trial of either side, not timed.
     #[arg(long, value_name = "CMD")]
     pub prepare: Option<String>,
-    /// Run after each trial of either side (also after a failed one), not timed.
+    /// Run after each trial of either side (also after a failed one), not timed; it has a
+    /// --timeout of its own, and after a Ctrl-C it still runs unless a second Ctrl-C ends it.
     #[arg(long, value_name = "CMD")]
     pub cleanup: Option<String>,
     /// Kill a trial still running after this long and record it as failed.

@@ -29,10 +29,11 @@ pub use clocks::{
 pub use error::{Errno, SysError};
 pub use futex::{futex_wait, futex_wake};
 pub use mapping::page_size;
-pub use pipe::{Pipe, pipe};
+pub use pipe::{Pipe, pipe, wait_readable};
 pub use process::{
-    ForkResult, exit_immediately, fork_single_threaded, getppid_syscall, gettid, sched_yield,
-    set_child_subreaper, set_parent_death_signal, thread_count,
+    ForkResult, ORPHANED_AT_BIRTH, die_with_parent, exit_immediately, fork_single_threaded,
+    getppid_syscall, gettid, sched_yield, set_child_subreaper, set_parent_death_signal,
+    thread_count,
 };
 pub use rusage::{ResourceUsage, children_usage, process_usage, thread_usage};
 pub use shared_region::SharedRegion;

@@ -1,10 +1,12 @@
-//! [`pipe`]: an anonymous pipe as two owned file descriptors (`pipe2(O_CLOEXEC)`).
+//! [`pipe`]: an anonymous pipe as two owned file descriptors (`pipe2(O_CLOEXEC)`); and
+//! [`wait_readable`], so that a reader can give up on a pipe whose writer never closes it.
 //!
 //! std gains `std::io::pipe` only in Rust 1.87, after this workspace's `rust-version`; until then
 //! this is the one place that creates pipes. Both ends are close-on-exec, so a program spawned
 //! by another thread never inherits them (which would keep a reader from ever seeing EOF).
 
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::time::Duration;
 
 use crate::error::{Errno, SysError};
 
@@ -37,6 +39,29 @@ pub fn pipe() -> Result<Pipe, SysError> {
     Ok(Pipe { read, write })
 }
 
+/// Waits up to `timeout` until a `read` of `fd` would not block: data is there, or end of file
+/// (every writer closed it), or an error (`poll(POLLIN)`). `Ok(false)` when the time ran out.
+pub fn wait_readable(fd: BorrowedFd<'_>, timeout: Duration) -> Result<bool, SysError> {
+    let millis = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+    let mut entry = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: `entry` is one valid, writable pollfd that outlives the call, and the count
+        // passed is 1; poll writes only its `revents`. The descriptor is open: it is borrowed.
+        let rc = unsafe { libc::poll(&mut entry, 1, millis) };
+        if rc >= 0 {
+            return Ok(rc > 0);
+        }
+        let errno = Errno::last();
+        if errno.0 != libc::EINTR {
+            return Err(SysError::with_fix("poll", errno, |_| None));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::fs::File;
@@ -58,6 +83,22 @@ mod tests {
         reader.read_to_end(&mut got).unwrap();
         echo.join().unwrap();
         assert_eq!(got, b"ping");
+    }
+
+    #[test]
+    fn readable_means_data_or_end_of_file() {
+        use std::os::fd::AsFd;
+        let p = pipe().unwrap();
+        let (read, mut writer) = (p.read, File::from(p.write));
+        assert!(!wait_readable(read.as_fd(), Duration::from_millis(20)).unwrap());
+        writer.write_all(b"x").unwrap();
+        assert!(wait_readable(read.as_fd(), Duration::from_millis(20)).unwrap());
+        let mut reader = File::from(read);
+        let mut byte = [0u8; 1];
+        assert_eq!(reader.read(&mut byte).unwrap(), 1);
+        drop(writer);
+        assert!(wait_readable(reader.as_fd(), Duration::from_secs(5)).unwrap());
+        assert_eq!(reader.read(&mut byte).unwrap(), 0, "end of file");
     }
 
     #[test]

@@ -1,9 +1,13 @@
 //! Process and thread lifecycle: a `fork` that is only allowed where it is sound, `_exit`,
-//! the parent-death signal, and the identity calls (`gettid`, `getppid`) plus `sched_yield`.
+//! the parent-death signal (also for `std::process::Command` children: [`die_with_parent`]),
+//! and the identity calls (`gettid`, `getppid`) plus `sched_yield`.
 //!
 //! Forking a multi-threaded process leaves the child with one thread and every lock some other
 //! thread held (the allocator's, stdout's) locked forever. [`fork_single_threaded`] checks the
 //! thread count first, which is what makes exposing it as a safe function sound.
+
+use std::os::unix::process::CommandExt;
+use std::process::Command;
 
 use crate::error::{Errno, SysError};
 
@@ -110,6 +114,45 @@ pub fn set_parent_death_signal(signal: i32) -> Result<(), SysError> {
     Ok(())
 }
 
+/// The exit status of a child that found, right after `fork`, that its spawner had already died
+/// (see [`die_with_parent`]).
+pub const ORPHANED_AT_BIRTH: i32 = 125;
+
+/// Makes the child that `command` spawns die by SIGKILL when its parent dies — even by SIGKILL,
+/// which no cleanup code of the parent survives (`PR_SET_PDEATHSIG` in the child, before
+/// `exec`; it survives `exec` of a program that is not set-user-ID).
+///
+/// The parent can die between `fork` and that `prctl`, leaving the child already orphaned and
+/// the death signal never sent; so the child then compares `getppid()` with the spawner's pid
+/// and exits at once with [`ORPHANED_AT_BIRTH`] when they differ.
+///
+/// The kernel sends the signal when the parent *thread* that forked the child exits, not only
+/// when the whole process does: spawn from a thread that lives at least as long as the child
+/// (e.g. the thread that then waits for it), never from a short-lived helper thread. The
+/// setting is not inherited by the child's own children.
+pub fn die_with_parent(command: &mut Command) -> &mut Command {
+    let spawner = std::process::id() as libc::pid_t;
+    let arm = move || {
+        // SAFETY: PR_SET_PDEATHSIG takes one integer argument and touches no user memory.
+        let rc = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) };
+        if rc != 0 {
+            // An `Os` error: built from errno without allocating.
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: getppid takes no arguments and cannot fail.
+        if unsafe { libc::getppid() } != spawner {
+            // SAFETY: _exit has no preconditions and ends the child at once, running nothing.
+            unsafe { libc::_exit(ORPHANED_AT_BIRTH) }
+        }
+        Ok(())
+    };
+    // SAFETY: the closure runs in the child between fork and exec, where the parent's other
+    // threads may have left locks held, so only async-signal-safe code may run: it makes the
+    // raw prctl and getppid system calls, reads errno, may call _exit, and reads one captured
+    // integer; it allocates nothing, takes no lock and touches no other memory.
+    unsafe { command.pre_exec(arm) }
+}
+
 /// Makes the calling process a "child subreaper" (`prctl(PR_SET_CHILD_SUBREAPER)`): orphaned
 /// descendants are re-parented to it instead of to init, so [`wait_child`](crate::wait_child)
 /// can reap (and account for) grandchildren that a `--cmd` left behind. `false` turns it off.
@@ -190,6 +233,27 @@ mod tests {
         let other_tid = std::thread::spawn(gettid).join().unwrap();
         assert!(main_tid > 0 && other_tid > 0 && main_tid != other_tid);
         sched_yield();
+    }
+
+    #[test]
+    fn a_command_child_dies_with_the_thread_that_spawned_it() {
+        // The spawning thread ends while the child sleeps: the death signal kills the child.
+        let pid = std::thread::spawn(|| {
+            let mut sleep = Command::new("/bin/sleep");
+            sleep.arg("30");
+            die_with_parent(&mut sleep).spawn().unwrap().id() as i32
+        })
+        .join()
+        .unwrap();
+        let started = std::time::Instant::now();
+        let exit = crate::wait_child(pid).unwrap();
+        assert_eq!(exit.status, crate::ExitKind::Signaled(libc::SIGKILL, false));
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+        // A child whose spawner lives runs normally.
+        let mut sh = Command::new("/bin/sh");
+        sh.args(["-c", "exit 7"]);
+        let out = die_with_parent(&mut sh).status().unwrap();
+        assert_eq!(out.code(), Some(7));
     }
 
     #[test]

@@ -41,7 +41,10 @@ pub(crate) enum PerfProbe {
 }
 
 fn probe_perf() -> PerfProbe {
-    match Command::new("perf").arg("--version").output() {
+    let mut perf = Command::new("perf");
+    perf.arg("--version");
+    crate::runner::owner::adopt(&mut perf);
+    match perf.output() {
         Err(error) if error.kind() == ErrorKind::NotFound => PerfProbe::NotFound,
         Err(error) => PerfProbe::Failed(error.to_string()),
         Ok(output) => {

@@ -1,29 +1,36 @@
 //! External-command trials: `--cmd 'make -j{n}'` with optional `--prepare`, `--step NAME=CMD`
-//! and `--cleanup`, each run by `sh -c` with its CPU affinity limited to the point's N CPUs —
-//! and so are, for the trial, scalelab's own threads that start, wait for and read it.
+//! and `--cleanup`, each run by `sh -c` ([`run_step`]) with its CPU affinity limited to the
+//! point's N CPUs — and so are, for the trial, scalelab's own threads that start, wait for and
+//! read it.
 //!
 //! A trial is: prepare (not timed) → the command and every step in order (each timed, each
 //! accounted for its whole process tree through wait4, like the csh `time` lines) → cleanup (not
 //! timed, also run after a failed step). The op count is one completion per trial, a fixed
-//! `--ops N`, or the first capture group (or whole match) of `--ops-regex` in the command's
-//! stdout. A non-zero exit or a timeout fails the trial with the exit status and the tail of
-//! stderr; the sweep goes on.
+//! `--ops N`, or the first capture group (or whole match) of `--ops-regex` in the first line of
+//! the steps' stdout that it matches ([`ops_regex`]). A non-zero exit or a timeout fails the
+//! trial with the exit status and the tail of stderr; the sweep goes on.
+//!
+//! Limits: prepare and the timed steps share the trial's `--timeout`; cleanup has a `--timeout`
+//! of its own (it also runs after a step that used up the trial's). Ctrl-C (the stop flag) kills
+//! whatever runs. After a Ctrl-C that stopped prepare or a step, cleanup still runs — the machine
+//! is left as the user's cleanup leaves it — but a second Ctrl-C ends it, as does its
+//! `--timeout`; a Ctrl-C during the cleanup of a finished trial ends that cleanup and keeps the
+//! trial's measurement.
 
-use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::child_io::{read_in_background, tail};
 use super::executor::{Execution, Executor};
+use super::ops_regex;
+use super::owner::adopt;
 use super::placement;
+use super::step::{StepError, run_step};
 use super::trial::TrialSpec;
 use crate::error::LabError;
 use crate::model::{Nanos, SampleRecord, StepRecord, TrialMeasurement, TrialOutcome, Usage};
-use crate::runner::control::to_usage;
 
 /// How a command trial counts its ops.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,11 +55,13 @@ pub struct CommandSpec {
 }
 
 impl CommandSpec {
-    /// Checks that every command's program exists and the regex compiles, before any trial runs.
+    /// Refuses, before any trial runs, what certainly cannot run: an empty command, a shell
+    /// syntax error (`sh -n`), a first word that names no command (looked up only when it is a
+    /// plain word — not an assignment, a subshell, a keyword, a redirection or quoted), and an
+    /// `--ops-regex` that does not compile.
     pub fn validate(&self) -> Result<(), LabError> {
         if let OpsSource::Regex(re) = &self.ops {
-            regex::Regex::new(re)
-                .map_err(|e| LabError::BadOption(format!("--ops-regex `{re}`: {e}")))?;
+            ops_regex::compile(re).map_err(LabError::BadOption)?;
         }
         let all = self
             .steps
@@ -61,17 +70,24 @@ impl CommandSpec {
             .chain(self.prepare.iter().map(|c| ("--prepare", c.as_str())))
             .chain(self.cleanup.iter().map(|c| ("--cleanup", c.as_str())));
         for (name, cmd) in all {
-            let program = cmd.replace("{n}", "1");
-            let first = program
-                .split_whitespace()
-                .next()
-                .ok_or_else(|| LabError::BadOption(format!("{name}: the command is empty")))?;
-            let found = Command::new("sh")
-                .args(["-c", "command -v \"$1\" >/dev/null 2>&1", "sh", first])
-                .stdin(Stdio::null())
-                .status()
-                .map_err(|e| LabError::io("running sh to look the command up", e))?;
-            if !found.success() {
+            let text = cmd.replace("{n}", "1");
+            if text.trim().is_empty() {
+                return Err(LabError::BadOption(format!("{name}: the command is empty")));
+            }
+            let syntax = shell(&["-n", "-c", &text])?;
+            if !syntax.status.success() {
+                return Err(LabError::BadOption(format!(
+                    "{name}: `{cmd}` is not valid shell syntax ({}); check its quoting and brackets",
+                    String::from_utf8_lossy(&syntax.stderr).trim()
+                )));
+            }
+            let Some(first) = plain_first_word(&text) else {
+                continue;
+            };
+            if !shell(&["-c", "command -v \"$1\" >/dev/null 2>&1", "sh", first])?
+                .status
+                .success()
+            {
                 return Err(LabError::BadOption(format!(
                     "{name}: `{first}` is not a command here (not found in PATH, not a shell builtin); check the spelling or give its full path"
                 )));
@@ -79,6 +95,30 @@ impl CommandSpec {
         }
         Ok(())
     }
+}
+
+/// Runs `sh ARGS…` to completion, as every child of scalelab (see [`adopt`]).
+fn shell(args: &[&str]) -> Result<std::process::Output, LabError> {
+    let mut sh = Command::new("sh");
+    sh.args(args).stdin(Stdio::null());
+    adopt(&mut sh);
+    sh.output()
+        .map_err(|e| LabError::io("running sh to check the command", e))
+}
+
+/// The command's first word when it is a plain word naming a program or builtin, `None` when it
+/// is anything else the shell accepts first: an assignment (`CC=clang make`), a subshell or
+/// group, a reserved word, a redirection, quoting or an expansion.
+fn plain_first_word(text: &str) -> Option<&str> {
+    const RESERVED: &[&str] = &[
+        "if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for",
+        "in", "function", "select", "time", "coproc",
+    ];
+    let first = text.split_whitespace().next()?;
+    let plain = first
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "_./+-@%,:".contains(c));
+    (plain && !RESERVED.contains(&first)).then_some(first)
 }
 
 /// Runs command trials directly (the command is the trial's child process).
@@ -110,12 +150,6 @@ impl Drop for ConfinedThread {
     }
 }
 
-struct StepResult {
-    wall: Duration,
-    usage: Usage,
-    stdout: Vec<u8>,
-}
-
 impl Executor for CommandExecutor {
     fn execute(&mut self, spec: &TrialSpec, deadline: Duration, stop: &AtomicBool) -> Execution {
         let Some(cmd) = &spec.command else {
@@ -142,13 +176,23 @@ impl Executor for CommandExecutor {
             Ok(guard) => guard,
             Err(why) => return Execution::Finished(TrialOutcome::Failed { reason: why }),
         };
+        let ops_re = match &cmd.ops {
+            OpsSource::Regex(pattern) => match ops_regex::compile(pattern) {
+                Ok(re) => Some(re),
+                Err(reason) => return Execution::Finished(TrialOutcome::Failed { reason }),
+            },
+            _ => None,
+        };
         let n = spec.tasks.to_string();
         let started = Instant::now();
         let left = || deadline.saturating_sub(started.elapsed());
         if let Some(prepare) = &cmd.prepare {
-            match run_step(&prepare.replace("{n}", &n), left(), stop, false) {
+            match run_step(&prepare.replace("{n}", &n), left(), stop, None) {
                 Ok(_) => {}
-                Err(StepError::Interrupted) => return Execution::Interrupted,
+                Err(StepError::Interrupted) => {
+                    cleanup_after_stop(cmd, &n, deadline, stop);
+                    return Execution::Interrupted;
+                }
                 Err(StepError::Failed(why)) => {
                     return Execution::Finished(TrialOutcome::Failed {
                         reason: format!("--prepare: {why}"),
@@ -157,17 +201,12 @@ impl Executor for CommandExecutor {
             }
         }
         let mut steps = Vec::new();
-        let mut stdout = Vec::new();
+        let mut found = Vec::new();
         let mut failure = None;
         for (name, command) in &cmd.steps {
-            match run_step(
-                &command.replace("{n}", &n),
-                left(),
-                stop,
-                matches!(cmd.ops, OpsSource::Regex(_)),
-            ) {
+            match run_step(&command.replace("{n}", &n), left(), stop, ops_re.as_ref()) {
                 Ok(r) => {
-                    stdout.extend_from_slice(&r.stdout);
+                    found.push(r.found);
                     steps.push(StepRecord {
                         name: name.clone(),
                         wall: Nanos::from_duration(r.wall),
@@ -175,7 +214,7 @@ impl Executor for CommandExecutor {
                     });
                 }
                 Err(StepError::Interrupted) => {
-                    run_cleanup(cmd, &n);
+                    cleanup_after_stop(cmd, &n, deadline, stop);
                     return Execution::Interrupted;
                 }
                 Err(StepError::Failed(why)) => {
@@ -184,14 +223,14 @@ impl Executor for CommandExecutor {
                 }
             }
         }
-        run_cleanup(cmd, &n);
+        run_cleanup(cmd, &n, deadline, stop);
         if let Some(reason) = failure {
             return Execution::Finished(TrialOutcome::Failed { reason });
         }
         let ops = match &cmd.ops {
             OpsSource::Completion => 1,
             OpsSource::Fixed(k) => *k,
-            OpsSource::Regex(re) => match ops_from_output(re, &stdout) {
+            OpsSource::Regex(pattern) => match ops_regex::ops_from_matches(pattern, found) {
                 Ok(k) => k,
                 Err(reason) => return Execution::Finished(TrialOutcome::Failed { reason }),
             },
@@ -219,132 +258,68 @@ impl Executor for CommandExecutor {
     }
 }
 
-fn run_cleanup(cmd: &CommandSpec, n: &str) {
+/// Runs `--cleanup`, if any, with a `--timeout` of its own and obeying `stop`. Its failure is
+/// not the trial's: cleanup is not measured, and the trial's result stands.
+fn run_cleanup(cmd: &CommandSpec, n: &str, limit: Duration, stop: &AtomicBool) {
     if let Some(cleanup) = &cmd.cleanup {
-        // A failing cleanup must not hide the trial's own result; its stderr still reaches the user.
-        let _ = run_step(
-            &cleanup.replace("{n}", n),
-            Duration::from_secs(3600),
-            &AtomicBool::new(false),
-            false,
-        );
+        let _ = run_step(&cleanup.replace("{n}", n), limit, stop, None);
     }
 }
 
-/// The count from `re` in `out`: the first capture group if there is one, else the whole match.
-fn ops_from_output(re: &str, out: &[u8]) -> Result<u64, String> {
-    let re = regex::Regex::new(re).map_err(|e| format!("--ops-regex: {e}"))?;
-    let text = String::from_utf8_lossy(out);
-    let caps = re
-        .captures(&text)
-        .ok_or_else(|| format!("--ops-regex `{re}` did not match the command's output"))?;
-    let m = caps
-        .get(1)
-        .or_else(|| caps.get(0))
-        .map(|m| m.as_str())
-        .unwrap_or("");
-    m.trim()
-        .replace(',', "")
-        .parse::<u64>()
-        .map_err(|_| format!("--ops-regex `{re}` matched `{m}`, which is not a whole number"))
-}
-
-enum StepError {
-    Interrupted,
-    Failed(String),
-}
-
-/// Runs `sh -c command` in its own process group, waits (wait4) up to `limit`. The child
-/// inherits the calling thread's affinity: the caller holds a [`ConfinedThread`].
-fn run_step(
-    command: &str,
-    limit: Duration,
-    stop: &AtomicBool,
-    capture: bool,
-) -> Result<StepResult, StepError> {
-    let spawned = Command::new("sh")
-        .args(["-c", command])
-        .stdin(Stdio::null())
-        .stdout(if capture {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("could not start sh: {e}"));
-    let mut child = spawned.map_err(StepError::Failed)?;
-    let started = Instant::now();
-    let pid = child.id() as i32;
-    let out = read_in_background(child.stdout.take());
-    let err = read_in_background(child.stderr.take());
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(sys::wait_child(pid));
-    });
-    let exit = loop {
-        match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(r) => break r,
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(StepError::Failed("lost track of the command".into()));
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                if stop.load(Ordering::SeqCst) {
-                    let _ = sys::send_signal(-pid, libc::SIGKILL);
-                    let _ = rx.recv();
-                    return Err(StepError::Interrupted);
-                }
-                if started.elapsed() >= limit {
-                    let _ = sys::send_signal(-pid, libc::SIGKILL);
-                    let _ = rx.recv();
-                    return Err(StepError::Failed(format!(
-                        "timed out after {:.1}s (--timeout); killed{}",
-                        limit.as_secs_f64(),
-                        tail(&err.recv().unwrap_or_default())
-                    )));
-                }
-            }
-        }
-    };
-    let wall = started.elapsed();
-    let exit = exit.map_err(|e| StepError::Failed(format!("waiting for the command: {e}")))?;
-    let stdout = out.recv().unwrap_or_default();
-    let stderr = err.recv().unwrap_or_default();
-    match exit.status {
-        sys::ExitKind::Exited(0) => Ok(StepResult {
-            wall,
-            usage: to_usage(&exit.usage),
-            stdout,
-        }),
-        status => Err(StepError::Failed(format!(
-            "`{command}` {status}{}",
-            tail(&stderr)
-        ))),
+/// Cleanup after a Ctrl-C (or SIGTERM) stopped the trial: it still runs, but the stop flag is
+/// lowered for it so that a second Ctrl-C ends it, then raised again for the caller. (A second
+/// signal in the instant between the step's end and the lowering is not seen.)
+fn cleanup_after_stop(cmd: &CommandSpec, n: &str, limit: Duration, stop: &AtomicBool) {
+    if cmd.cleanup.is_none() {
+        return;
     }
+    stop.store(false, Ordering::SeqCst);
+    run_cleanup(cmd, n, limit, stop);
+    stop.store(true, Ordering::SeqCst);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn one_step(cmd: &str) -> CommandSpec {
+        CommandSpec {
+            steps: vec![("cmd".into(), cmd.into())],
+            prepare: None,
+            cleanup: None,
+            ops: OpsSource::Completion,
+        }
+    }
+
     #[test]
-    fn ops_are_read_from_output() {
-        assert_eq!(
-            ops_from_output(r"done (\d+) items", b"x\ndone 1234 items\n").unwrap(),
-            1234
-        );
-        assert_eq!(ops_from_output(r"\d+", b"a 7 b").unwrap(), 7);
-        assert!(
-            ops_from_output(r"(\d+) files", b"none")
-                .unwrap_err()
-                .contains("did not match")
-        );
-        assert!(
-            ops_from_output(r"(\w+) files", b"some files")
-                .unwrap_err()
-                .contains("not a whole number")
-        );
+    fn the_pre_check_accepts_valid_shell_it_cannot_look_up() {
+        // Assignments, subshells, groups, keywords, negation, redirections first, pipelines:
+        // all valid shell whose first word is no program to look up (make need not exist).
+        for ok in [
+            "FOO=1 true",
+            "(true)",
+            "CC=clang make -j{n}",
+            "{ true; }",
+            "if true; then :; fi",
+            "! false",
+            ">/dev/null true",
+            "true | cat",
+            "cd / && true",
+            "\"true\" {n}",
+        ] {
+            let checked = one_step(ok).validate();
+            assert!(checked.is_ok(), "`{ok}` refused: {checked:?}");
+        }
+        // What certainly cannot run is still refused, naming the cause.
+        for (bad, why) in [
+            ("no-such-program-xyz {n}", "no-such-program-xyz"),
+            ("true (", "syntax"),
+            ("if true; then", "syntax"),
+            ("   ", "empty"),
+        ] {
+            let err = one_step(bad).validate().unwrap_err().to_string();
+            assert!(err.contains(why), "`{bad}`: {err}");
+        }
     }
 
     #[test]

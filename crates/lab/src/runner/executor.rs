@@ -3,7 +3,9 @@
 //! [`ChildExecutor`] re-executes the scalelab binary as a trial child (its own process group, so
 //! a terminal's Ctrl-C reaches only the parent, which then stops the child cleanly), feeds it the
 //! [`TrialSpec`] on stdin, reads the measurement from stdout, and kills the whole group at the
-//! deadline. [`FakeExecutor`] produces deterministic measurements for tests of everything above.
+//! deadline — and, after every trial, whatever the trial left ([`Leftovers`]). The child (or
+//! `perf record`, which then runs it) dies with scalelab ([`adopt`]), and so do its task
+//! processes. [`FakeExecutor`] produces deterministic measurements for tests of everything above.
 
 use std::io::Write;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -13,7 +15,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use super::child_io::{read_in_background, tail};
+use super::child_io::{Tail, read_in_background, tail};
+use super::leftovers::Leftovers;
+use super::owner::adopt;
 use super::trial::TrialSpec;
 use crate::model::{
     CounterValue, Nanos, ProfileRef, SampleRecord, TrialMeasurement, TrialOutcome, Usage,
@@ -67,14 +71,17 @@ impl Executor for ChildExecutor {
             ),
             None => (self.program.clone(), self.args.clone()),
         };
-        let mut child = match Command::new(&program)
+        let mut command = Command::new(&program);
+        command
             .args(&args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-        {
+            .process_group(0);
+        // Spawned on the calling thread, which waits below until the child has ended: the
+        // parent-death signal fires when the spawning thread exits, so it must not be a helper.
+        let mark = adopt(&mut command);
+        let mut child = match command.spawn() {
             Ok(c) => c,
             Err(e) => {
                 return failed(format!(
@@ -84,13 +91,18 @@ impl Executor for ChildExecutor {
             }
         };
         let pid = child.id() as i32;
+        let leftovers = Leftovers {
+            leader: pid,
+            pgid: pid,
+            mark,
+        };
         let started = Instant::now();
         if let Some(mut stdin) = child.stdin.take() {
             // A child that died at once is reported through its exit status below.
             let _ = stdin.write_all(&input);
         }
-        let stdout = read_in_background(child.stdout.take());
-        let stderr = read_in_background(child.stderr.take());
+        let stdout = read_in_background(child.stdout.take(), Vec::new());
+        let stderr = read_in_background(child.stderr.take(), Tail::default());
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let _ = tx.send(child.wait());
@@ -103,17 +115,19 @@ impl Executor for ChildExecutor {
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     if stop.load(Ordering::SeqCst) {
                         kill_group(pid);
-                        let _ = rx.recv();
+                        let _ = rx.recv_timeout(REAP_WAIT);
+                        leftovers.kill();
                         return Execution::Interrupted;
                     }
                     if started.elapsed() >= deadline {
                         kill_group(pid);
-                        let _ = rx.recv();
-                        let err = stderr.recv().unwrap_or_default();
+                        let _ = rx.recv_timeout(REAP_WAIT);
+                        leftovers.kill();
+                        let err = stderr.finish(OUTPUT_WAIT).unwrap_or_default();
                         return failed(format!(
                             "timed out: still running after {:.1}s (warm-up + duration + margin); killed{}",
                             deadline.as_secs_f64(),
-                            tail(&err)
+                            tail(err.bytes())
                         ));
                     }
                 }
@@ -121,8 +135,10 @@ impl Executor for ChildExecutor {
         };
         // Task processes that outlived their trial child must not disturb the next trial.
         kill_group(pid);
-        let out = stdout.recv().unwrap_or_default();
-        let err = stderr.recv().unwrap_or_default();
+        leftovers.kill();
+        let out = stdout.finish(OUTPUT_WAIT).unwrap_or_default();
+        let err = stderr.finish(OUTPUT_WAIT).unwrap_or_default();
+        let err = err.bytes();
         let status = match status {
             Some(Ok(s)) => s,
             Some(Err(e)) => return failed(format!("waiting for the trial child: {e}")),
@@ -142,7 +158,7 @@ impl Executor for ChildExecutor {
                 }
                 Err(e) => failed(format!(
                     "the trial child's output is not a measurement ({e}){}",
-                    tail(&err)
+                    tail(err)
                 )),
             };
         }
@@ -151,9 +167,16 @@ impl Executor for ChildExecutor {
             (None, Some(sig)) => format!("trial child was killed by {}", sys::signal_name(sig)),
             _ => "trial child ended abnormally".to_string(),
         };
-        failed(format!("{how}{}", tail(&err)))
+        failed(format!("{how}{}", tail(err)))
     }
 }
+
+/// How long a killed trial child may take to be reaped.
+const REAP_WAIT: Duration = Duration::from_secs(5);
+
+/// How long the trial child's output may take to reach end of file once the child has ended
+/// and its leftovers are killed (immediate, unless something outside scalelab holds a pipe).
+const OUTPUT_WAIT: Duration = Duration::from_secs(2);
 
 fn kill_group(pid: i32) {
     // ESRCH (the group is already gone) is the normal case.

@@ -1,11 +1,18 @@
-//! Executes a plan: trial children, tasks, the start gate, pinning and the sampler.
+//! Executes a plan: trial children, tasks, the start gate, pinning and the sampler; and keeps
+//! track of every process it starts (owner marks, leftovers, the guard, orphans).
 
 mod child_io;
 pub mod command;
 pub mod control;
 pub mod executor;
+pub mod guard;
+mod leftovers;
+mod ops_regex;
+pub mod owner;
 pub mod perf_record;
 pub mod placement;
+mod proc_table;
+mod step;
 pub mod sweep;
 mod task;
 pub mod trial;

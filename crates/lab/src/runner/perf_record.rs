@@ -73,7 +73,10 @@ pub fn choose_event() -> String {
 
 /// Checks that `perf record` can run here; the error names the fix.
 pub fn check_perf() -> Result<(), LabError> {
-    match Command::new("perf").arg("--version").output() {
+    let mut perf = Command::new("perf");
+    perf.arg("--version");
+    super::owner::adopt(&mut perf);
+    match perf.output() {
         Ok(o) if o.status.success() => {}
         Ok(o) => {
             return Err(LabError::BadOption(format!(

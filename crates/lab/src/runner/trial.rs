@@ -187,10 +187,16 @@ fn run_processes(
     drain: Drain<'_>,
 ) -> Result<Window, LabError> {
     let mut children = Vec::with_capacity(placement.len());
+    let trial_child = std::process::id() as i32;
     for (i, cpu) in placement.iter().enumerate() {
         match sys::fork_single_threaded() {
             Ok(sys::ForkResult::Child) => {
+                // A task dies with its trial child; had that already died, the signal would
+                // never come, so check the parent after arming it.
                 let _ = sys::set_parent_death_signal(libc::SIGKILL);
+                if sys::getppid_syscall() != trial_child {
+                    sys::exit_immediately(sys::ORPHANED_AT_BIRTH);
+                }
                 let code = match run_task(prepared, control, i, *cpu, Mode::Processes, extra_names)
                 {
                     Ok(()) => 0,

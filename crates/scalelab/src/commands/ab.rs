@@ -58,13 +58,17 @@ pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
         p.tags.insert("ab_order".into(), schedule::firsts(&slots));
     }
 
+    let process_warnings = super::guard::before_trials();
     let mut store = db_path::open(db)?;
     let cwd = std::env::current_dir().context("reading the working directory")?;
     let fingerprint = Fingerprint::capture(&cwd);
-    let id_a =
-        store.begin_run(&plan_a.run_meta(fingerprint.clone(), Vec::new(), command_line()))?;
+    let id_a = store.begin_run(&plan_a.run_meta(
+        fingerprint.clone(),
+        process_warnings.clone(),
+        command_line(),
+    ))?;
     let id_b =
-        store.begin_run(&plan_b.run_meta(fingerprint.clone(), Vec::new(), command_line()))?;
+        store.begin_run(&plan_b.run_meta(fingerprint.clone(), process_warnings, command_line()))?;
     if !args.quiet {
         eprintln!(
             "ab: A is run {id_a}, B is run {id_b}; {} trials in pairs of random order \

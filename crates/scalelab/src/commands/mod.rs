@@ -3,6 +3,7 @@
 mod ab;
 mod compare;
 mod doctor;
+mod guard;
 mod history;
 mod list;
 mod locks;
@@ -39,6 +40,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Profile(args) => profile::run(db, &args),
         Command::Report(args) => report::run(db, &args),
         Command::Trial => trial::run(),
+        Command::Guard { owner } => guard::run(&owner),
     }
 }
 

@@ -120,6 +120,7 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
             eprintln!("warning: {w}");
         }
     }
+    let process_warnings = super::guard::before_trials();
     let mut store = db_path::open(db)?;
     let cwd = std::env::current_dir().context("reading the working directory")?;
     let mut scratch = None;
@@ -135,7 +136,11 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
         scratch = Some(area);
     }
     let fingerprint = Fingerprint::capture(scratch.as_ref().map_or(cwd.as_path(), |s| s.base()));
-    let extra: Vec<String> = lock_warning.into_iter().chain(profile_warnings).collect();
+    let extra: Vec<String> = lock_warning
+        .into_iter()
+        .chain(profile_warnings)
+        .chain(process_warnings)
+        .collect();
     let meta = plan.run_meta(
         fingerprint,
         extra,

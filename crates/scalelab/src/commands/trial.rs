@@ -8,6 +8,12 @@ use anyhow::{Context, Result};
 use lab::runner::{TrialSpec, run_trial};
 
 pub fn run() -> Result<ExitCode> {
+    // Under `perf record` this process's parent is perf, not scalelab: it must arm its own
+    // parent-death signal (and check that scalelab still runs).
+    if let Err(why) = lab::runner::owner::die_with_owner() {
+        eprintln!("{why}");
+        return Ok(ExitCode::from(3));
+    }
     let mut input = Vec::new();
     std::io::stdin()
         .read_to_end(&mut input)

@@ -1,0 +1,143 @@
+//! One shell step of a command trial (prepare, a timed step, cleanup): `sh -c CMD` in its own
+//! process group, started as every child of scalelab is ([`adopt`]: marked, dying with
+//! scalelab), waited for with `wait4` (the whole tree's accounting) until it exits, its limit
+//! passes or the stop flag is raised. Then, however it ended, everything it left running is
+//! killed ([`Leftovers`]) — a background job ignoring SIGTERM, a `setsid`'d or double-forked
+//! grandchild — and its output is collected within a bounded wait, so a process still holding
+//! the step's pipes cannot hang the run.
+
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use regex::bytes::Regex;
+
+use super::child_io::{Tail, read_in_background, tail};
+use super::control::to_usage;
+use super::leftovers::Leftovers;
+use super::ops_regex::FirstMatch;
+use super::owner::adopt;
+use crate::model::Usage;
+
+/// How often the stop flag and the limit are checked while a step runs.
+const TICK: Duration = Duration::from_millis(100);
+
+/// How long a killed shell may take to be reaped (it cannot block SIGKILL, but a process in
+/// uninterruptible sleep dies only when the kernel lets it).
+const REAP_WAIT: Duration = Duration::from_secs(5);
+
+/// After the step, how long its output may still take to reach end of file: the time left
+/// before its limit, but at least [`MIN_OUTPUT_WAIT`] (to read what is already in the pipes)
+/// and at most [`MAX_OUTPUT_WAIT`]. Once every writer is gone this returns at once; the wait
+/// only runs out when a process outside scalelab's reach holds a pipe open.
+const MIN_OUTPUT_WAIT: Duration = Duration::from_millis(200);
+const MAX_OUTPUT_WAIT: Duration = Duration::from_secs(2);
+
+/// A step that exited 0.
+#[derive(Debug)]
+pub struct StepResult {
+    pub wall: Duration,
+    pub usage: Usage,
+    /// The `--ops-regex` match in its stdout, when one was asked for and found.
+    pub found: Option<String>,
+}
+
+#[derive(Debug)]
+pub enum StepError {
+    /// The stop flag was raised; the step was killed.
+    Interrupted,
+    /// It exited non-zero, was killed at its limit, or could not run; the reason says which.
+    Failed(String),
+}
+
+/// Runs `sh -c command` up to `limit` (see the module doc). The child inherits the calling
+/// thread's CPU affinity. With `ops`, stdout is watched for the op count; otherwise discarded.
+pub fn run_step(
+    command: &str,
+    limit: Duration,
+    stop: &AtomicBool,
+    ops: Option<&Regex>,
+) -> Result<StepResult, StepError> {
+    let mut sh = Command::new("sh");
+    sh.args(["-c", command])
+        .stdin(Stdio::null())
+        .stdout(if ops.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stderr(Stdio::piped())
+        .process_group(0);
+    // Spawned on the calling thread, which waits below until the step has ended: the
+    // parent-death signal fires when the spawning thread exits, so it must not be a helper.
+    let mark = adopt(&mut sh);
+    let mut child = sh
+        .spawn()
+        .map_err(|e| StepError::Failed(format!("could not start sh: {e}")))?;
+    let started = Instant::now();
+    let pid = child.id() as i32;
+    let leftovers = Leftovers {
+        leader: pid,
+        pgid: pid,
+        mark,
+    };
+    let out = ops.map(|re| read_in_background(child.stdout.take(), FirstMatch::new(re)));
+    let err = read_in_background(child.stderr.take(), Tail::default());
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(sys::wait_child(pid));
+    });
+    let ended = loop {
+        match rx.recv_timeout(TICK) {
+            Ok(exit) => break Ok(exit),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                break Err(StepError::Failed("lost track of the command".into()));
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if stop.load(Ordering::SeqCst) {
+                    break Err(StepError::Interrupted);
+                }
+                if started.elapsed() >= limit {
+                    break Err(StepError::Failed(format!(
+                        "timed out after {:.1}s (--timeout); killed",
+                        limit.as_secs_f64()
+                    )));
+                }
+            }
+        }
+    };
+    let wall = started.elapsed();
+    if ended.is_err() {
+        // ESRCH (the group is already gone) is fine.
+        let _ = sys::send_signal(-pid, libc::SIGKILL);
+        let _ = rx.recv_timeout(REAP_WAIT);
+    }
+    leftovers.kill();
+    let wait = limit
+        .saturating_sub(started.elapsed())
+        .clamp(MIN_OUTPUT_WAIT, MAX_OUTPUT_WAIT);
+    let stderr = err.finish(wait).unwrap_or_default();
+    let found = out
+        .and_then(|r| r.finish(wait))
+        .and_then(FirstMatch::into_found);
+    let exit = match ended {
+        Ok(exit) => exit.map_err(|e| StepError::Failed(format!("waiting for the command: {e}")))?,
+        Err(StepError::Failed(why)) => {
+            return Err(StepError::Failed(format!("{why}{}", tail(stderr.bytes()))));
+        }
+        Err(interrupted) => return Err(interrupted),
+    };
+    match exit.status {
+        sys::ExitKind::Exited(0) => Ok(StepResult {
+            wall,
+            usage: to_usage(&exit.usage),
+            found,
+        }),
+        status => Err(StepError::Failed(format!(
+            "`{command}` {status}{}",
+            tail(stderr.bytes())
+        ))),
+    }
+}

@@ -1,0 +1,377 @@
+//! No process left behind, through the real binary: a `scalelab run` killed with SIGKILL takes
+//! its trial child, task processes, `perf record` and command trees with it; Ctrl-C during a
+//! long cleanup ends the run promptly; and processes an earlier, killed scalelab could not take
+//! with it are reported by the next run.
+//!
+//! Every scalelab here runs with `SCALELAB_TEST_MARK=<unique>` in its environment, which all
+//! its descendants inherit, so a scan of /proc finds exactly the processes one test started.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::Lab;
+
+/// A value no other process on the machine carries.
+fn unique(tag: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{tag}-{}-{nanos}", std::process::id())
+}
+
+/// A `sleep` argument no other process has: about an hour and a unique fraction.
+fn unique_sleep() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!("{}.{:09}", 3000 + std::process::id() % 600, nanos.max(1))
+}
+
+/// One live (not zombie) process: its pid and command line.
+#[derive(Debug)]
+struct Proc {
+    pid: i32,
+    cmdline: String,
+}
+
+/// Live processes whose environment holds `SCALELAB_TEST_MARK=<mark>`, or whose command line
+/// contains `mark`.
+fn marked(mark: &str) -> Vec<Proc> {
+    let env = format!("SCALELAB_TEST_MARK={mark}");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| {
+                s.rsplit_once(')')
+                    .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(true);
+        if zombie {
+            continue;
+        }
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .unwrap_or_default();
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        let has_env = environ.split(|&b| b == 0).any(|v| v == env.as_bytes());
+        if has_env || cmdline.contains(mark) {
+            found.push(Proc { pid, cmdline });
+        }
+    }
+    found
+}
+
+/// Waits up to `limit` until `ready` holds for the processes carrying `mark`.
+fn wait_until(mark: &str, limit: Duration, ready: impl Fn(&[Proc]) -> bool) {
+    let start = Instant::now();
+    loop {
+        let procs = marked(mark);
+        if ready(&procs) {
+            return;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "not ready within {limit:?}: {procs:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits up to `limit` for every process carrying `mark` to be gone; returns the survivors.
+fn survivors(mark: &str, limit: Duration) -> Vec<Proc> {
+    let start = Instant::now();
+    loop {
+        let left = marked(mark);
+        if left.is_empty() || start.elapsed() > limit {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Kills, on drop, every process carrying the marks, so a failing test leaves nothing running.
+struct Sweeper(Vec<String>);
+
+impl Drop for Sweeper {
+    fn drop(&mut self) {
+        for mark in &self.0 {
+            for p in marked(mark) {
+                let _ = Command::new("kill")
+                    .args(["-9", &p.pid.to_string()])
+                    .status();
+            }
+        }
+    }
+}
+
+fn spawn_marked(lab: &Lab, mark: &str, args: &[&str]) -> Child {
+    lab.cmd()
+        .env("SCALELAB_TEST_MARK", mark)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn kill9(child: &mut Child) {
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn sigkill_of_a_run_leaves_no_trial_child_or_task_process_behind() {
+    let lab = Lab::new();
+    let mark = unique("procs");
+    let _sweep = Sweeper(vec![mark.clone()]);
+    let mut scalelab = spawn_marked(
+        &lab,
+        &mark,
+        &[
+            "run",
+            "spin",
+            "--mode",
+            "processes",
+            "--tasks",
+            "2",
+            "--runs",
+            "3",
+            "--duration",
+            "30s",
+            "--warmup",
+            "0",
+            "--quiet",
+        ],
+    );
+    let me = scalelab.id() as i32;
+    // The trial child and its two forked tasks all run `scalelab __trial`.
+    wait_until(&mark, Duration::from_secs(30), |procs| {
+        procs
+            .iter()
+            .filter(|p| p.pid != me && p.cmdline.contains("__trial"))
+            .count()
+            >= 3
+    });
+    kill9(&mut scalelab);
+    let left = survivors(&mark, Duration::from_secs(3));
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
+#[test]
+fn sigkill_of_a_command_run_leaves_no_command_process_behind() {
+    let lab = Lab::new();
+    let mark = unique("cmd");
+    let (u1, u2) = (unique_sleep(), format!("{}1", unique_sleep()));
+    let _sweep = Sweeper(vec![mark.clone(), u1.clone(), u2.clone()]);
+    // A grandchild under sh, and one double-forked into its own session with its output gone.
+    let cmd = format!("(setsid sleep {u2} >/dev/null 2>&1 &); sleep {u1}; true");
+    let mut scalelab = spawn_marked(
+        &lab,
+        &mark,
+        &[
+            "run", "--cmd", &cmd, "--tasks", "1", "--runs", "2", "--quiet",
+        ],
+    );
+    wait_until(&mark, Duration::from_secs(30), |procs| {
+        [&u1, &u2].iter().all(|u| {
+            let sleep = format!("sleep {u}");
+            procs.iter().any(|p| p.cmdline.starts_with(&sleep))
+        })
+    });
+    kill9(&mut scalelab);
+    let left = survivors(&mark, Duration::from_secs(3));
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
+#[test]
+fn sigkill_of_a_profiled_run_leaves_no_perf_record_behind() {
+    let perf = Command::new("perf").arg("--version").output();
+    if !perf.is_ok_and(|o| o.status.success()) {
+        println!("skipped: `perf` is not installed (Debian: apt-get install linux-perf)");
+        return;
+    }
+    let lab = Lab::new();
+    let mark = unique("perf");
+    let _sweep = Sweeper(vec![mark.clone()]);
+    let mut scalelab = spawn_marked(
+        &lab,
+        &mark,
+        &[
+            "run",
+            "spin",
+            "--mode",
+            "processes",
+            "--tasks",
+            "2",
+            "--runs",
+            "2",
+            "--duration",
+            "30s",
+            "--warmup",
+            "0",
+            "--profile",
+            "--quiet",
+        ],
+    );
+    let me = scalelab.id() as i32;
+    wait_until(&mark, Duration::from_secs(30), |procs| {
+        let perf = procs.iter().any(|p| p.cmdline.starts_with("perf record"));
+        let trial = procs
+            .iter()
+            .filter(|p| {
+                p.pid != me && p.cmdline.contains("__trial") && !p.cmdline.starts_with("perf")
+            })
+            .count();
+        perf && trial >= 3
+    });
+    kill9(&mut scalelab);
+    let left = survivors(&mark, Duration::from_secs(3));
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
+#[test]
+fn ctrl_c_during_a_long_cleanup_ends_the_run_promptly() {
+    let lab = Lab::new();
+    let mark = unique("cleanup");
+    let u = unique_sleep();
+    let _sweep = Sweeper(vec![mark.clone(), u.clone()]);
+    let cleanup = format!("sleep {u}");
+    let scalelab = lab
+        .cmd()
+        .env("SCALELAB_TEST_MARK", &mark)
+        .args([
+            "run",
+            "--cmd",
+            "true",
+            "--cleanup",
+            &cleanup,
+            "--tasks",
+            "1",
+            "--runs",
+            "3",
+            "--quiet",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let sleep = format!("sleep {u}");
+    wait_until(&mark, Duration::from_secs(30), |procs| {
+        procs.iter().any(|p| p.cmdline.starts_with(&sleep))
+    });
+    let sent = Instant::now();
+    Command::new("kill")
+        .args(["-INT", &scalelab.id().to_string()])
+        .status()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(scalelab.wait_with_output());
+    });
+    let out = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("scalelab still running 20 s after Ctrl-C during --cleanup")
+        .unwrap();
+    assert!(
+        sent.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        sent.elapsed()
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"));
+    let left = survivors(&mark, Duration::from_secs(3));
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
+/// This process's pid namespace, as the inode number of /proc/self/ns/pid.
+fn pid_namespace() -> String {
+    let link = std::fs::read_link("/proc/self/ns/pid").unwrap();
+    let text = link.to_string_lossy();
+    text.trim_start_matches("pid:[")
+        .trim_end_matches(']')
+        .to_string()
+}
+
+/// This process's start time in clock ticks after boot (field 22 of /proc/self/stat).
+fn own_start_time() -> String {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let after_name = stat.rsplit_once(')').unwrap().1;
+    after_name.split_whitespace().nth(19).unwrap().to_string()
+}
+
+#[test]
+fn processes_a_killed_scalelab_left_are_reported_by_the_next_run() {
+    let lab = Lab::new();
+    let (dead, live) = (unique_sleep(), format!("{}1", unique_sleep()));
+    let _sweep = Sweeper(vec![dead.clone(), live.clone()]);
+    let ns = pid_namespace();
+    // What a scalelab that died leaves: a process carrying its owner mark, whose owner (pid 1
+    // with a start time pid 1 does not have) is gone.
+    let mut orphan = Command::new("sleep")
+        .arg(&dead)
+        .env("SCALELAB_OWNER", format!("1:18446744073709551615:{ns}:1"))
+        .spawn()
+        .unwrap();
+    // A process of a live owner (this test) is no orphan.
+    let mut owned = Command::new("sleep")
+        .arg(&live)
+        .env(
+            "SCALELAB_OWNER",
+            format!("{}:{}:{ns}:1", std::process::id(), own_start_time()),
+        )
+        .spawn()
+        .unwrap();
+    let (_, stderr) = lab.ok_with_stderr(&[
+        "run",
+        "spin",
+        "--tasks",
+        "1",
+        "--runs",
+        "1",
+        "--duration",
+        "50ms",
+        "--warmup",
+        "0",
+        "--quiet",
+    ]);
+    let pid = orphan.id().to_string();
+    // The pids in the `kill -9 …` the warning suggests.
+    let to_kill = |text: &str| -> Vec<String> {
+        text.split_once("kill -9 ")
+            .and_then(|(_, rest)| rest.split_once('`'))
+            .map(|(pids, _)| pids.split_whitespace().map(str::to_string).collect())
+            .unwrap_or_default()
+    };
+    assert!(
+        stderr.contains("warning:") && stderr.contains(&format!("{pid} (sleep {dead})")),
+        "{stderr}"
+    );
+    assert!(to_kill(&stderr).contains(&pid), "{stderr}");
+    assert!(!stderr.contains(&live), "{stderr}");
+    let export = lab.json(&["export", "last"]);
+    let warnings = export["run"]["meta"]["warnings"].to_string();
+    assert!(
+        to_kill(&warnings).contains(&pid),
+        "the warning is stored with the run: {warnings}"
+    );
+    for p in [&mut orphan, &mut owned] {
+        p.kill().unwrap();
+        p.wait().unwrap();
+    }
+}
