@@ -180,6 +180,33 @@ mod command_processes {
     }
 
     #[test]
+    fn a_service_started_by_prepare_serves_the_steps_and_ends_with_the_trial() {
+        let u = unique_sleep();
+        let _sweep = Sweeper(vec![u.clone()]);
+        let mut trial = spec(
+            // The timed step fails unless prepare's background service is still running.
+            &[&format!("pgrep -f '^sleep {u}$' >/dev/null")],
+            None,
+            OpsSource::Completion,
+        );
+        if let Some(cmd) = trial.command.as_mut() {
+            cmd.prepare = Some(format!("setsid sleep {u} >/dev/null 2>&1 < /dev/null &"));
+        }
+        let (out, _) = execute_within(
+            trial,
+            Duration::from_secs(60),
+            Arc::new(AtomicBool::new(false)),
+            HANG,
+        );
+        assert_eq!(
+            ok_ops(&out),
+            1,
+            "the service was gone during the step: {out:?}"
+        );
+        assert_eq!(survivors(&u, Duration::from_secs(2)), Vec::<i32>::new());
+    }
+
+    #[test]
     fn a_background_grandchild_holding_stderr_does_not_hang_the_step() {
         let u = unique_sleep();
         let _sweep = Sweeper(vec![u.clone()]);

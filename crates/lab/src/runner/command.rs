@@ -16,6 +16,10 @@
 //! is left as the user's cleanup leaves it — but a second Ctrl-C ends it, as does its
 //! `--timeout`; a Ctrl-C during the cleanup of a finished trial ends that cleanup and keeps the
 //! trial's measurement.
+//!
+//! What a step leaves running is killed when it ends ([`run_step`]) — except what a successful
+//! `--prepare` started (a server the timed steps use), which is killed when the trial ends,
+//! after cleanup.
 
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,10 +28,11 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::executor::{Execution, Executor};
+use super::leftovers::Leftovers;
 use super::ops_regex;
 use super::owner::adopt;
 use super::placement;
-use super::step::{StepError, run_step};
+use super::step::{AfterStep, StepError, run_step};
 use super::trial::TrialSpec;
 use crate::error::LabError;
 use crate::model::{Nanos, SampleRecord, StepRecord, TrialMeasurement, TrialOutcome, Usage};
@@ -186,9 +191,17 @@ impl Executor for CommandExecutor {
         let n = spec.tasks.to_string();
         let started = Instant::now();
         let left = || deadline.saturating_sub(started.elapsed());
+        // Declared before the steps, dropped after cleanup on every path out.
+        let mut services = PrepareServices(None);
         if let Some(prepare) = &cmd.prepare {
-            match run_step(&prepare.replace("{n}", &n), left(), stop, None) {
-                Ok(_) => {}
+            match run_step(
+                &prepare.replace("{n}", &n),
+                left(),
+                stop,
+                None,
+                AfterStep::KeepRunning,
+            ) {
+                Ok(r) => services.0 = r.running,
                 Err(StepError::Interrupted) => {
                     cleanup_after_stop(cmd, &n, deadline, stop);
                     return Execution::Interrupted;
@@ -204,7 +217,13 @@ impl Executor for CommandExecutor {
         let mut found = Vec::new();
         let mut failure = None;
         for (name, command) in &cmd.steps {
-            match run_step(&command.replace("{n}", &n), left(), stop, ops_re.as_ref()) {
+            match run_step(
+                &command.replace("{n}", &n),
+                left(),
+                stop,
+                ops_re.as_ref(),
+                AfterStep::Kill,
+            ) {
                 Ok(r) => {
                     found.push(r.found);
                     steps.push(StepRecord {
@@ -258,11 +277,29 @@ impl Executor for CommandExecutor {
     }
 }
 
+/// What `--prepare` left running (a server the timed steps use): killed when the trial ends,
+/// after cleanup, however the trial ends.
+struct PrepareServices(Option<Leftovers>);
+
+impl Drop for PrepareServices {
+    fn drop(&mut self) {
+        if let Some(running) = self.0.take() {
+            running.kill();
+        }
+    }
+}
+
 /// Runs `--cleanup`, if any, with a `--timeout` of its own and obeying `stop`. Its failure is
 /// not the trial's: cleanup is not measured, and the trial's result stands.
 fn run_cleanup(cmd: &CommandSpec, n: &str, limit: Duration, stop: &AtomicBool) {
     if let Some(cleanup) = &cmd.cleanup {
-        let _ = run_step(&cleanup.replace("{n}", n), limit, stop, None);
+        let _ = run_step(
+            &cleanup.replace("{n}", n),
+            limit,
+            stop,
+            None,
+            AfterStep::Kill,
+        );
     }
 }
 

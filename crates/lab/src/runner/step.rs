@@ -42,6 +42,19 @@ pub struct StepResult {
     pub usage: Usage,
     /// The `--ops-regex` match in its stdout, when one was asked for and found.
     pub found: Option<String>,
+    /// With [`AfterStep::KeepRunning`]: what the step left running, for the caller to end.
+    pub running: Option<Leftovers>,
+}
+
+/// What becomes of the processes a step leaves running once it exits 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterStep {
+    /// Killed at once (timed steps, cleanup).
+    Kill,
+    /// Left running for the caller, who kills them ([`Leftovers::kill`]) when the trial ends:
+    /// `--prepare` may start a service the timed steps use. A step that fails or is
+    /// interrupted is cleaned up at once either way.
+    KeepRunning,
 }
 
 #[derive(Debug)]
@@ -59,6 +72,7 @@ pub fn run_step(
     limit: Duration,
     stop: &AtomicBool,
     ops: Option<&Regex>,
+    after: AfterStep,
 ) -> Result<StepResult, StepError> {
     let mut sh = Command::new("sh");
     sh.args(["-c", command])
@@ -114,7 +128,12 @@ pub fn run_step(
         let _ = sys::send_signal(-pid, libc::SIGKILL);
         let _ = rx.recv_timeout(REAP_WAIT);
     }
-    leftovers.kill();
+    let keep = ended.as_ref().is_ok_and(|exit| {
+        after == AfterStep::KeepRunning && exit.as_ref().is_ok_and(|e| e.status.success())
+    });
+    if !keep {
+        leftovers.kill();
+    }
     let wait = limit
         .saturating_sub(started.elapsed())
         .clamp(MIN_OUTPUT_WAIT, MAX_OUTPUT_WAIT);
@@ -134,6 +153,7 @@ pub fn run_step(
             wall,
             usage: to_usage(&exit.usage),
             found,
+            running: keep.then_some(leftovers),
         }),
         status => Err(StepError::Failed(format!(
             "`{command}` {status}{}",
