@@ -13,13 +13,15 @@
 //! The store never destroys what it did not write: a file that is not a scalelab database, or
 //! one written by a newer scalelab, is refused and left byte-for-byte untouched ([`schema`]).
 //!
-//! Concerns, one file each: [`schema`] (opening, DDL, migrations on `PRAGMA user_version`),
+//! Concerns, one file each: [`location`] (where the file is, and may it be opened), [`schema`]
+//! (opening, DDL, migrations on `PRAGMA user_version`),
 //! [`runs`] (writing), [`query`] (reading), [`columns`] (model values ↔ SQL columns),
 //! [`liveness`] (is the owner alive), [`export`] (JSON/CSV export, reading exports).
 
 mod columns;
 mod export;
 mod liveness;
+mod location;
 mod query;
 mod runs;
 mod schema;

@@ -5,21 +5,18 @@
 //! transactional, so a migration happens entirely or not at all). `PRAGMA application_id` marks
 //! the file as scalelab's, so a SQLite database of another program is never migrated into ours.
 //!
-//! Safety before convenience: nothing is opened or created through a link another user made
-//! (see [`crate::owned_dir`]), a file is checked for the SQLite header *before* SQLite sees it,
+//! Safety before convenience: nothing is opened or created through a link another user made,
+//! a file is checked for the SQLite header *before* SQLite sees it ([`location`]),
 //! and its application id and version are checked *before* anything is written (even the WAL
 //! switch writes the header), so a text file, a foreign database or a database from a newer
 //! scalelab is refused and left byte-for-byte untouched. A newer schema is never downgraded.
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags};
-use rustix::fs::FileType;
 
-use super::StoreError;
-use crate::owned_dir::{self, OwnedDir, PathError};
+use super::{StoreError, location};
 
 /// The schema version this build writes (the length of [`MIGRATIONS`]).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -148,7 +145,7 @@ CREATE INDEX runs_uuid ON runs (uuid);
 /// Opens `path` as a scalelab database, migrating it, and creating it when `create`; see the
 /// module doc.
 pub(crate) fn open(path: &Path, create: bool) -> Result<Connection, StoreError> {
-    let real = locate(path, create)?;
+    let real = location::locate(path, create)?;
     let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
         // Refuses a path with a link anywhere in it: `locate` resolved the trusted ones, so a
@@ -222,96 +219,6 @@ fn is_busy(e: &rusqlite::Error) -> bool {
         e.sqlite_error_code(),
         Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
     )
-}
-
-/// Where the database file really is, checked before SQLite sees it: links in its folder's
-/// path are followed only when yours or root's, the file itself is never a link, and a
-/// directory or a non-empty file that does not start with the SQLite header is refused. When
-/// `create`, missing folders are made (0700) and a missing file is made empty (0600: it will
-/// hold kernel lock addresses; SQLite gives its `-wal` and `-shm` files the same mode);
-/// otherwise a missing or empty file is refused, so reading commands never create a database.
-fn locate(path: &Path, create: bool) -> Result<PathBuf, StoreError> {
-    const MAGIC: &[u8; 16] = b"SQLite format 3\0";
-    let refuse = |detail: &str| StoreError::NotADatabase {
-        path: path.to_path_buf(),
-        detail: detail.into(),
-    };
-    let open_failed = |e: PathError| match e.os {
-        Some(_) => StoreError::Open {
-            path: path.to_path_buf(),
-            source: Box::new(e),
-        },
-        None => StoreError::Path(e),
-    };
-    let (dir, name) = owned_dir::split(path).map_err(|_| refuse("it is a directory"))?;
-    let resolved = owned_dir::resolve_dir(&dir).map_err(open_failed)?;
-    let real = resolved.join(&name);
-    let missing = || StoreError::Missing {
-        path: path.to_path_buf(),
-    };
-    let dir = if create {
-        OwnedDir::open_or_create(&resolved).map_err(|e| match e.os {
-            Some(source) => StoreError::CreateDir {
-                dir: e.path,
-                source,
-            },
-            None => StoreError::Path(e),
-        })?
-    } else if resolved.is_dir() {
-        OwnedDir::open(&resolved).map_err(open_failed)?
-    } else {
-        return Err(missing());
-    };
-    let entry = match dir.entry(&name).map_err(open_failed)? {
-        Some(st) => st,
-        None if create => {
-            match dir.create_file(&name) {
-                Ok(_) | Err(owned_dir::NewEntryError::Exists(_)) => {}
-                Err(owned_dir::NewEntryError::Refused(e)) => return Err(open_failed(e)),
-            }
-            dir.entry(&name).map_err(open_failed)?.ok_or_else(missing)?
-        }
-        None => return Err(missing()),
-    };
-    match FileType::from_raw_mode(entry.st_mode) {
-        FileType::Symlink => {
-            return Err(StoreError::Path(PathError {
-                path: path.to_path_buf(),
-                problem: format!(
-                    "is a symbolic link, and scalelab never opens its database through one — remove the link, or if you trust it pass the file it points to (--db \"$(realpath {})\")",
-                    path.display()
-                ),
-                os: None,
-            }));
-        }
-        FileType::Directory => return Err(refuse("it is a directory")),
-        FileType::RegularFile => {}
-        _ => return Err(refuse("not a regular file")),
-    }
-    if entry.st_size == 0 {
-        // SQLite's own fresh-file state: a database only once a creating command wrote it.
-        return if create {
-            Ok(real)
-        } else {
-            Err(StoreError::Empty {
-                path: path.to_path_buf(),
-            })
-        };
-    }
-    let mut head = Vec::with_capacity(MAGIC.len());
-    dir.open_file(&name)
-        .map_err(open_failed)?
-        .take(MAGIC.len() as u64)
-        .read_to_end(&mut head)
-        .map_err(|e| StoreError::Open {
-            path: path.to_path_buf(),
-            source: Box::new(e),
-        })?;
-    if head == MAGIC {
-        Ok(real)
-    } else {
-        Err(refuse("not a SQLite file"))
-    }
 }
 
 /// SQLite's "not a database" and "malformed" both mean the file is not one we can use.
