@@ -370,6 +370,7 @@ mod tests {
         RunMeta {
             id: 1,
             origin_id: None,
+            uuid: uuid::Uuid::nil(),
             name: None,
             workload: "spin".into(),
             params: Default::default(),

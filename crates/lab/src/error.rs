@@ -38,6 +38,8 @@ pub enum LabError {
         source: std::io::Error,
     },
     #[error(transparent)]
+    Path(#[from] crate::owned_dir::PathError),
+    #[error(transparent)]
     Store(#[from] crate::store::StoreError),
     #[error(transparent)]
     Perf(#[from] perf::PerfError),

@@ -234,6 +234,7 @@ mod tests {
             meta: RunMeta {
                 id,
                 origin_id: None,
+                uuid: uuid::Uuid::nil(),
                 name: None,
                 workload: "spin".into(),
                 params: Default::default(),

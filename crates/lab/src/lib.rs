@@ -10,6 +10,7 @@ pub mod error;
 pub mod history;
 pub mod locks;
 pub mod model;
+pub mod owned_dir;
 pub mod params;
 pub mod plan;
 pub mod profile;

@@ -114,6 +114,11 @@ pub struct RunMeta {
     /// assigns its own), but `origin_id` keeps the exporting store's id.
     pub id: i64,
     pub origin_id: Option<i64>,
+    /// The run's identity across stores: made when the run is recorded, kept by export and
+    /// import (an export without one, from an older scalelab, gets a fresh one). Its profiles
+    /// live in a folder of this name.
+    #[serde(default = "uuid::Uuid::new_v4")]
+    pub uuid: uuid::Uuid,
     pub name: Option<String>,
     /// Built-in workload name, or `cmd` for an external command.
     pub workload: String,

@@ -274,6 +274,7 @@ impl Plan {
         RunMeta {
             id: 0,
             origin_id: None,
+            uuid: uuid::Uuid::new_v4(),
             name: self.name.clone(),
             workload: self.info.name.to_string(),
             params: self.params.as_map().clone(),

@@ -22,6 +22,7 @@ mod store {
         RunMeta {
             id: 0,
             origin_id: None,
+            uuid: uuid::Uuid::new_v4(),
             name: Some("bench, \"quoted\" — ünïcode".into()),
             workload: workload.into(),
             params: BTreeMap::from([

@@ -1,5 +1,6 @@
 //! Where the results database lives: `--db`, else `SCALELAB_DB` (both handled by clap), else
-//! `$XDG_DATA_HOME/scalelab/scalelab.db`, else `~/.local/share/scalelab/scalelab.db`.
+//! `$XDG_DATA_HOME/scalelab/scalelab.db`, else `~/.local/share/scalelab/scalelab.db`. Only the
+//! commands that store runs create it; the others refuse a missing one.
 
 use std::path::{Path, PathBuf};
 
@@ -21,7 +22,15 @@ pub fn resolve(explicit: Option<&Path>) -> Result<PathBuf> {
     }
 }
 
+/// Opens the database for a command that stores runs (`run`, `ab`, `import`), creating it.
 pub fn open(explicit: Option<&Path>) -> Result<Store> {
     let path = resolve(explicit)?;
     Store::open(&path).with_context(|| format!("opening the results database {}", path.display()))
+}
+
+/// Opens the database for a command that only reads: a missing one is an error, not created.
+pub fn open_existing(explicit: Option<&Path>) -> Result<Store> {
+    let path = resolve(explicit)?;
+    Store::open_existing(&path)
+        .with_context(|| format!("opening the results database {}", path.display()))
 }

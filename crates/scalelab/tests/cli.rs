@@ -297,6 +297,42 @@ fn a_corrupt_or_unwritable_database_is_never_overwritten() {
 }
 
 #[test]
+fn reading_commands_refuse_a_missing_database_and_create_nothing() {
+    let lab = Lab::new();
+    let missing = lab.path("not/yet/lab.db");
+    let db = missing.to_str().unwrap();
+    let html = lab.path("r.html");
+    let readers: &[&[&str]] = &[
+        &["ls"],
+        &["show", "1"],
+        &["compare", "1", "2"],
+        &["export", "1"],
+        &["history", "spin"],
+        &["locks", "1"],
+        &["profile", "1"],
+        &["report", "1", "-o", html.to_str().unwrap()],
+        &["model", "1"],
+    ];
+    for args in readers {
+        let mut full = vec!["--db", db];
+        full.extend_from_slice(args);
+        let err = lab.fails(&full);
+        assert!(err.contains(db), "{args:?}: {err}");
+        assert!(err.contains("scalelab run"), "{args:?}: {err}");
+        assert!(!lab.path("not").exists(), "{args:?} created folders");
+    }
+    // An empty file is not a database yet either; readers leave it empty.
+    let empty = lab.path("empty.db");
+    std::fs::write(&empty, b"").unwrap();
+    let err = lab.fails(&["--db", empty.to_str().unwrap(), "ls"]);
+    assert!(err.contains(empty.to_str().unwrap()), "{err}");
+    assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0);
+    // Creating commands still create it, with its folders.
+    lab.short_spin(&["--db", db]);
+    assert!(lab.ok(&["--db", db, "ls"]).contains("spin"));
+}
+
+#[test]
 fn export_and_import_round_trip_without_loss() {
     let lab = Lab::new();
     lab.ok(&[

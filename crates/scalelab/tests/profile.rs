@@ -13,8 +13,11 @@ mod common;
 use common::Lab;
 
 impl Lab {
+    /// Run `run`'s profile folder: `profiles/<db file>/<run uuid>` beside the database.
     fn profiles(&self, run: u32) -> PathBuf {
-        self.dir.path().join(format!("profiles/run{run}"))
+        let shown = self.json(&["show", &run.to_string(), "--json"]);
+        let uuid = shown["run"]["uuid"].as_str().unwrap();
+        self.dir.path().join("profiles/lab.db").join(uuid)
     }
 }
 
@@ -216,6 +219,69 @@ fn a_profiled_run_ranks_what_grows_and_draws_flame_graphs() {
         dsvg.to_str().unwrap(),
     ]);
     assert!(std::fs::read_to_string(&dsvg).unwrap().contains("<svg"));
+}
+
+/// The names of the top `k` functions of `run`'s profile at N=1, in database `db`.
+fn top_at_1(lab: &Lab, db: &str, run: &str, k: usize) -> Vec<String> {
+    let at = lab.json(&["--db", db, "profile", run, "--at", "1", "--json"]);
+    at["points"][0]["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .take(k)
+        .map(|f| f["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn profiles_of_two_databases_in_one_folder_stay_apart() {
+    if !perf_available() {
+        return;
+    }
+    let lab = Lab::new();
+    let short = ["--tasks", "1", "--runs", "1", "--duration", "300ms"];
+    let rest = ["--warmup", "0s", "--profile", "--quiet"];
+    for (db, workload) in [("a.db", "page_fault"), ("b.db", "spin")] {
+        let mut args = vec!["--db", db, "run", workload];
+        args.extend(short);
+        args.extend(rest);
+        lab.ok(&args);
+    }
+    // Both are run 1 of their database; a.db's must still be page faults, not b.db's spin.
+    let a = top_at_1(&lab, "a.db", "1", 10);
+    assert!(
+        a.iter()
+            .any(|n| n.contains("page_fault") || n.contains("clear_page")),
+        "a.db run 1: {a:?}"
+    );
+    let files = |db: &str| {
+        let v = lab.json(&["--db", db, "profile", "1", "--at", "1", "--json"]);
+        v["points"][0]["files"].clone()
+    };
+    assert_ne!(files("a.db"), files("b.db"));
+}
+
+#[test]
+fn a_perf_data_that_is_not_the_runs_own_is_refused() {
+    if !perf_available() {
+        return;
+    }
+    let lab = Lab::new();
+    lab.short_spin(&["--profile"]);
+    lab.short_spin(&["--profile"]);
+    let one = lab.ok(&["export", "1"]);
+    let two: Value = serde_json::from_str(&lab.ok(&["export", "2"])).unwrap();
+    let theirs = two["run"]["trials"][0]["outcome"]["profile"]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut doctored: Value = serde_json::from_str(&one).unwrap();
+    doctored["run"]["trials"][0]["outcome"]["profile"]["path"] = Value::String(theirs.clone());
+    let file = lab.path("doctored.json");
+    std::fs::write(&file, serde_json::to_string(&doctored).unwrap()).unwrap();
+    lab.ok(&["import", file.to_str().unwrap()]);
+    let err = lab.fails(&["profile", "3"]);
+    assert!(err.contains(&theirs), "{err}");
 }
 
 #[test]

@@ -450,17 +450,21 @@ fn scratch_left_by_a_killed_scalelab_is_removed_by_the_next_run() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let own_prefix = format!("scalelab-scratch.{}.", victim.id());
-    let scratch = wait_for_entry(lab.work.path(), &own_prefix, Duration::from_secs(30));
+    let scratch = wait_for_entry(
+        lab.work.path(),
+        "scalelab-scratch.",
+        Duration::from_secs(30),
+    );
     victim.kill().unwrap();
     victim.wait().unwrap();
     // The trial child dies with its parent (or finishes its short window); give it time.
     std::thread::sleep(Duration::from_millis(1000));
-    // And one made by hand, of an owner that cannot exist (pid 999999999), with files in it
-    // (made after the victim started: its own start-up sweep would have removed it).
-    let fake = lab.work.path().join("scalelab-scratch.999999999.1.1");
-    std::fs::create_dir_all(fake.join("create_unlink.0")).unwrap();
-    std::fs::write(fake.join("create_unlink.0/f"), b"left over").unwrap();
+    // And one made by hand as a dead scalelab leaves it: a lock file nobody holds, files in
+    // it (made after the victim started: its own start-up sweep would have removed it).
+    let fake = lab.work.path().join("scalelab-scratch.0123456789abcdef");
+    std::fs::create_dir_all(fake.join("1/create_unlink.0")).unwrap();
+    std::fs::write(fake.join("lock"), b"").unwrap();
+    std::fs::write(fake.join("1/create_unlink.0/f"), b"left over").unwrap();
     assert!(
         scratch.exists() && fake.exists(),
         "nothing to clean up: {:?}",

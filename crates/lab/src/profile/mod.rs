@@ -10,13 +10,13 @@ pub mod diff;
 pub mod grows;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use perf::profile::{Profile, ProfileOptions, read_profile};
 use serde::Serialize;
 
 use crate::error::LabError;
-use crate::model::RunData;
+use crate::model::{RunData, RunMeta};
 
 /// One function's cost at one point.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -92,10 +92,54 @@ impl PointProfile {
     }
 }
 
-/// The kallsyms snapshot kept beside a run's profiles.
+/// The kallsyms snapshot kept beside a run's profiles (never through a link).
 pub fn kallsyms_for(perf_data: &Path) -> Option<PathBuf> {
-    let p = perf_data.parent()?.join("kallsyms");
-    p.is_file().then_some(p)
+    let p = perf_data
+        .parent()?
+        .join(crate::runner::perf_record::KALLSYMS);
+    std::fs::symlink_metadata(&p)
+        .is_ok_and(|m| m.is_file())
+        .then_some(p)
+}
+
+/// Refuses a trial's perf.data that is not the run's own: it must be a regular file (not a
+/// link) in the run's folder, the one named after its UUID. Profiles recorded before runs had
+/// UUIDs lived in `profiles/run<ID>`, shared by every database of a folder, so they cannot be
+/// told apart from another database's and are refused too.
+fn check_own_profile(meta: &RunMeta, n: u32, index: u32, stored: &str) -> Result<(), LabError> {
+    let path = Path::new(stored);
+    let trial = format!("run {}: the profile of N={n} trial {}", meta.id, index + 1);
+    let folder = path
+        .parent()
+        .and_then(Path::file_name)
+        .and_then(|f| f.to_str())
+        .unwrap_or_default();
+    let plain = path
+        .components()
+        .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+    if !plain || folder != meta.uuid.hyphenated().to_string() {
+        let legacy = folder
+            .strip_prefix("run")
+            .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()));
+        let why = if legacy {
+            "was recorded by an older scalelab, whose profiles folders two databases could share, so it may be another run's"
+        } else {
+            "belongs to another run or database"
+        };
+        return Err(LabError::BadOption(format!(
+            "{trial} is {stored}, outside the run's own folder (…/{}/): it {why}; not read — record the run again with --profile",
+            meta.uuid
+        )));
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() => Ok(()),
+        Ok(_) => Err(LabError::BadOption(format!(
+            "{trial} ({stored}) is not a regular file (a link?); not read"
+        ))),
+        Err(_) => Err(LabError::BadOption(format!(
+            "{trial} is gone ({stored}); profiles live beside the database they were recorded with"
+        ))),
+    }
 }
 
 /// Reads every profiled trial of `run`, merged per N in the run's point order.
@@ -108,15 +152,8 @@ pub fn load_run(run: &RunData) -> Result<Vec<PointProfile>, LabError> {
                 continue;
             };
             let Some(pr) = &m.profile else { continue };
+            check_own_profile(&run.meta, n, t.index, &pr.path)?;
             let path = Path::new(&pr.path);
-            if !path.is_file() {
-                return Err(LabError::BadOption(format!(
-                    "run {}: the profile of N={n} trial {} is gone ({}); profiles live beside the database they were recorded with",
-                    run.meta.id,
-                    t.index + 1,
-                    pr.path
-                )));
-            }
             let options = ProfileOptions {
                 kallsyms: kallsyms_for(path),
                 window: m.clock_window.map(|w| (w.start.0, w.end.0)),
@@ -297,6 +334,42 @@ mod tests {
             total_period,
             size: Some(100),
         }
+    }
+
+    #[test]
+    fn a_perf_data_outside_the_runs_own_folder_is_refused() {
+        let meta = crate::report::test_runs::meta(3, "spin", &[1]);
+        let own = format!("/db/profiles/lab.db/{}/n1-t1.perf.data", meta.uuid);
+        let base = tempfile::tempdir().unwrap();
+        let real = base.path().join(meta.uuid.to_string());
+        std::fs::create_dir(&real).unwrap();
+        std::fs::write(real.join("n1-t1.perf.data"), b"x").unwrap();
+        let real = real.join("n1-t1.perf.data").display().to_string();
+        check_own_profile(&meta, 1, 0, &real).unwrap();
+        for (stored, says) in [
+            (
+                "/db/profiles/lab.db/00000000-0000-4000-8000-000000000000/n1-t1.perf.data"
+                    .to_string(),
+                "another run",
+            ),
+            (
+                "/db/profiles/run3/n1-t1.perf.data".to_string(),
+                "older scalelab",
+            ),
+            (own.replace("/n1-t1", "/../x/n1-t1"), "another run"),
+            (own.clone(), "gone"),
+        ] {
+            let err = check_own_profile(&meta, 1, 0, &stored)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(&stored) && err.contains(says), "{err}");
+        }
+        let link = base.path().join(meta.uuid.to_string()).join("link");
+        std::os::unix::fs::symlink("/etc/passwd", &link).unwrap();
+        let err = check_own_profile(&meta, 1, 0, link.to_str().unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not a regular file"), "{err}");
     }
 
     #[test]

@@ -253,6 +253,7 @@ mod tests {
         let meta = RunMeta {
             id: 7,
             origin_id: None,
+            uuid: uuid::Uuid::nil(),
             name: Some("snapshot".into()),
             workload: "page_fault".into(),
             params: plan.params.as_map().clone(),

@@ -48,6 +48,7 @@ pub fn meta(id: i64, workload: &str, points: &[u32]) -> RunMeta {
     serde_json::from_value(serde_json::json!({
         "id": id,
         "origin_id": null,
+        "uuid": uuid::Uuid::nil(),
         "name": null,
         "workload": workload,
         "params": {},

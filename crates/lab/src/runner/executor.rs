@@ -147,7 +147,11 @@ impl Executor for ChildExecutor {
         if status.success() {
             return match serde_json::from_slice::<TrialMeasurement>(&out) {
                 Ok(mut m) => {
-                    if let Some(req) = spec.profile.as_ref().filter(|r| r.path.is_file()) {
+                    // The file was made empty before the trial: perf wrote it if it is not.
+                    let recorded = |r: &&super::ProfileRequest| {
+                        std::fs::symlink_metadata(&r.path).is_ok_and(|m| m.is_file() && m.len() > 0)
+                    };
+                    if let Some(req) = spec.profile.as_ref().filter(recorded) {
                         m.profile = Some(ProfileRef {
                             path: req.path.display().to_string(),
                             event: req.event.clone(),

@@ -2,16 +2,26 @@
 //! starts — perf on the PATH, the event the machine can sample (`cycles` where the PMU exists,
 //! else `cpu-clock`), a sampling rate perf will not be throttled at, and a kallsyms snapshot.
 //!
-//! Files live beside the database: `<db dir>/profiles/run<ID>/n<N>-t<K>.perf.data` and
-//! `<db dir>/profiles/run<ID>/kallsyms`, so `perf report -i FILE` opens a trial's profile and
-//! `scalelab profile` symbolises kernel addresses as they were when the run recorded them.
+//! Files live beside the database, in a folder of the run's own:
+//! `<db dir>/profiles/<db file name>/<run uuid>/n<N>-t<K>.perf.data` and `…/kallsyms`, so
+//! `perf report -i FILE` opens a trial's profile and `scalelab profile` symbolises kernel
+//! addresses as they were when the run recorded them. Keyed by database and run, two databases
+//! in one folder never share a profile.
+//!
+//! scalelab runs as root and perf.data files hold kernel addresses: every folder is 0700 and
+//! every file 0600, made with [`crate::owned_dir`] (never through a link, the database's folder
+//! checked so that no other user can swap a folder for a link). The run's folder is new, and
+//! each perf.data is made empty (`O_EXCL`) before `perf record -o` opens it by name, so perf
+//! only ever writes a file scalelab has just made in a folder only scalelab can write.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::LabError;
+use crate::owned_dir::{self, OwnedDir};
 
 /// What the trial executor needs to profile one trial.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,21 +39,26 @@ pub struct ProfileRequest {
 pub struct ProfileSettings {
     /// Profile the first K trials of each point.
     pub trials: u32,
-    /// `<db dir>/profiles/run<ID>` (set once the run has its id).
-    pub dir: Option<PathBuf>,
+    /// The run's folder from [`prepare_dir`] (set before the run begins).
+    pub dir: Option<Arc<OwnedDir>>,
     pub event: String,
     pub frequency: u32,
 }
 
 impl ProfileSettings {
-    /// The request for trial `index` of point `n`, or `None` when it is not profiled.
-    pub fn request(&self, n: u32, index: u32) -> Option<ProfileRequest> {
-        let dir = self.dir.as_ref()?;
-        (index < self.trials).then(|| ProfileRequest {
-            path: dir.join(format!("n{n}-t{}.perf.data", index + 1)),
+    /// The request for trial `index` of point `n`, or `None` when it is not profiled. Its
+    /// perf.data is made here, empty and 0600, for `perf record` to fill.
+    pub fn request(&self, n: u32, index: u32) -> Result<Option<ProfileRequest>, LabError> {
+        let Some(dir) = self.dir.as_ref().filter(|_| index < self.trials) else {
+            return Ok(None);
+        };
+        let name = format!("n{n}-t{}.perf.data", index + 1);
+        dir.create_file(&name).map_err(owned_dir::PathError::from)?;
+        Ok(Some(ProfileRequest {
+            path: dir.join(&name),
             event: self.event.clone(),
             frequency: self.frequency,
-        })
+        }))
     }
 }
 
@@ -124,18 +139,32 @@ pub fn kallsyms_warning() -> Option<String> {
     })
 }
 
-/// Creates the run's profile directory and snapshots /proc/kallsyms into it.
-pub fn prepare_dir(dir: &Path) -> Result<(), LabError> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| LabError::io(format!("creating {}", dir.display()), e))?;
-    let target = dir.join("kallsyms");
+/// Makes the folder of run `run` of the database `db`,
+/// `<db dir>/profiles/<db file name>/<run>/`, and snapshots /proc/kallsyms into it. Refused
+/// when another user could redirect it: the database's folder (and every one above it) must
+/// be yours or root's and not writable by others unless sticky; `profiles` and the database's
+/// subfolder, when they exist, must be yours and writable by you alone.
+pub fn prepare_dir(db: &Path, run: uuid::Uuid) -> Result<OwnedDir, LabError> {
+    let (folder, db_name) = owned_dir::split(db)?;
+    let dir = OwnedDir::open_anchor(&folder)?
+        .private_subdir("profiles")?
+        .private_subdir(&db_name)?
+        .new_subdir(&run.hyphenated().to_string())
+        .map_err(owned_dir::PathError::from)?;
     // Unreadable kallsyms was already reported by `kallsyms_warning`; kernel names stay unknown.
     if let Ok(bytes) = std::fs::read("/proc/kallsyms") {
-        std::fs::write(&target, bytes)
+        use std::io::Write;
+        let target = dir.join(KALLSYMS);
+        dir.create_file(KALLSYMS)
+            .map_err(owned_dir::PathError::from)?
+            .write_all(&bytes)
             .map_err(|e| LabError::io(format!("writing {}", target.display()), e))?;
     }
-    Ok(())
+    Ok(dir)
 }
+
+/// The kallsyms snapshot's name in a run's profile folder.
+pub const KALLSYMS: &str = "kallsyms";
 
 /// The `perf record` argument list that runs `program args…` as a profiled trial.
 pub fn perf_args(req: &ProfileRequest, program: &Path, args: &[String]) -> Vec<String> {
@@ -166,18 +195,48 @@ mod tests {
 
     #[test]
     fn only_the_first_k_trials_are_profiled_with_named_files() {
+        let base = tempfile::tempdir().unwrap();
+        let run = uuid::Uuid::new_v4();
+        let dir = prepare_dir(&base.path().join("lab.db"), run).unwrap();
         let s = ProfileSettings {
             trials: 1,
-            dir: Some("/db/profiles/run7".into()),
+            dir: Some(Arc::new(dir)),
             event: "cpu-clock".into(),
             frequency: 999,
         };
-        let r = s.request(4, 0).unwrap();
-        assert_eq!(r.path, Path::new("/db/profiles/run7/n4-t1.perf.data"));
-        assert!(s.request(4, 1).is_none());
+        let r = s.request(4, 0).unwrap().unwrap();
+        let folder = base.path().canonicalize().unwrap();
+        let expected = folder.join(format!("profiles/lab.db/{run}/n4-t1.perf.data"));
+        assert_eq!(r.path, expected);
+        assert!(s.request(4, 1).unwrap().is_none());
+        // Each perf.data is made once, empty, for perf to fill; never a second time.
+        assert_eq!(std::fs::metadata(&r.path).unwrap().len(), 0);
+        assert!(s.request(4, 0).is_err());
         let args = perf_args(&r, Path::new("/bin/scalelab"), &["__trial".into()]);
         assert_eq!(args[args.len() - 3..], ["--", "/bin/scalelab", "__trial"]);
         assert!(args.windows(2).any(|w| w == ["-k", "CLOCK_MONOTONIC"]));
         assert!(frequency() >= 1);
+    }
+
+    #[test]
+    fn kallsyms_snapshots_and_profile_folders_are_private_and_never_reused() {
+        use std::os::unix::fs::PermissionsExt;
+        let base = tempfile::tempdir().unwrap();
+        let db = base.path().join("lab.db");
+        let run = uuid::Uuid::new_v4();
+        let dir = prepare_dir(&db, run).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        for d in ["profiles", "profiles/lab.db"] {
+            assert_eq!(mode(&base.path().join(d)), 0o700, "{d}");
+        }
+        assert_eq!(mode(dir.path()), 0o700);
+        if std::fs::read("/proc/kallsyms").is_ok() {
+            assert_eq!(mode(&dir.join(KALLSYMS)), 0o600);
+        }
+        let err = prepare_dir(&db, run).unwrap_err().to_string();
+        assert!(err.contains("already exists"), "{err}");
+        // Another database in the same folder gets its own subfolder.
+        let other = prepare_dir(&base.path().join("other.db"), run).unwrap();
+        assert_ne!(other.path(), dir.path());
     }
 }

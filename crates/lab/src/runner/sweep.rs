@@ -56,7 +56,10 @@ pub fn run_sweep(
         })?;
         let started_at = timestamp::now_rfc3339();
         let mut spec = plan.trial_spec(n);
-        spec.profile = plan.profile.as_ref().and_then(|p| p.request(n, index));
+        spec.profile = match &plan.profile {
+            Some(p) => p.request(n, index)?,
+            None => None,
+        };
         let dir = match (plan.info.uses_files, scratch.as_deref_mut()) {
             (true, Some(s)) => Some(s.create()?),
             _ => None,

@@ -13,13 +13,15 @@
 //! The store never destroys what it did not write: a file that is not a scalelab database, or
 //! one written by a newer scalelab, is refused and left byte-for-byte untouched ([`schema`]).
 //!
-//! Concerns, one file each: [`schema`] (opening, DDL, migrations on `PRAGMA user_version`),
+//! Concerns, one file each: [`location`] (where the file is, and may it be opened), [`schema`]
+//! (opening, DDL, migrations on `PRAGMA user_version`),
 //! [`runs`] (writing), [`query`] (reading), [`columns`] (model values ↔ SQL columns),
 //! [`liveness`] (is the owner alive), [`export`] (JSON/CSV export, reading exports).
 
 mod columns;
 mod export;
 mod liveness;
+mod location;
 mod query;
 mod runs;
 mod schema;
@@ -46,13 +48,24 @@ pub struct Store {
 
 impl Store {
     /// Opens (creating it and its parent directories when missing) the database at `path`,
-    /// migrating an older schema forward.
+    /// migrating an older schema forward: for the commands that store runs.
     ///
     /// Refused, with the file left untouched: a file that is not a SQLite database, a SQLite
-    /// database of another application, a database written by a newer scalelab. A location that
-    /// cannot be created or written is an error too.
+    /// database of another application, a database written by a newer scalelab, a path through
+    /// a link another user made, a database file that is a link. A location that cannot be
+    /// created or written is an error too. A new file is 0600, new folders 0700.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let conn = schema::open(path)?;
+        Store::open_with(path, true)
+    }
+
+    /// Opens the existing database at `path`, as [`Store::open`] does, for the commands that
+    /// only read: a missing or empty file is refused and nothing is created.
+    pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
+        Store::open_with(path, false)
+    }
+
+    fn open_with(path: &Path, create: bool) -> Result<Store, StoreError> {
+        let conn = schema::open(path, create)?;
         Ok(Store {
             conn,
             path: path.to_path_buf(),
@@ -86,6 +99,15 @@ pub enum StoreError {
         path: PathBuf,
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+
+    #[error("no database at {} — runs are stored by `scalelab run …` (or `scalelab import FILE.json`), which creates it; or pass --db PATH to an existing one", path.display())]
+    Missing { path: PathBuf },
+
+    #[error("{} is empty, not a scalelab database yet — `scalelab run …` (or `scalelab import FILE.json`) creates it; or pass --db PATH to an existing one", path.display())]
+    Empty { path: PathBuf },
+
+    #[error(transparent)]
+    Path(#[from] crate::owned_dir::PathError),
 
     #[error("database {} is read-only — make it (and its directory) writable, or pass --db PATH", path.display())]
     ReadOnly { path: PathBuf },

@@ -29,7 +29,7 @@ pub struct RunFilter {
 
 const RUN_COLUMNS: &str = "id, origin_id, name, workload, params, op_unit, mode, pin, points, runs,
     duration_ns, warmup_ns, variant, tags, started_at, finished_at, status, env, warnings,
-    command_line, owner_pid, owner_start_time, owner_boot_id";
+    command_line, owner_pid, owner_start_time, owner_boot_id, uuid";
 
 impl Store {
     /// The runs matching `filter`, oldest first (by id), with derived status.
@@ -180,6 +180,7 @@ struct RawRun {
     warnings: String,
     command_line: String,
     owner: Owner,
+    uuid: Option<String>,
 }
 
 impl RawRun {
@@ -211,6 +212,7 @@ impl RawRun {
                 start_time: r.get::<_, Option<i64>>(21)?.map(u64_from_sql),
                 boot_id: r.get(22)?,
             },
+            uuid: r.get(23)?,
         })
     }
 
@@ -225,9 +227,12 @@ impl RawRun {
         let unknown = |what, value: &str| corrupt(what, format!("unknown value `{value}`"));
         let status =
             RunStatus::parse(&self.status).ok_or_else(|| unknown("status", &self.status))?;
+        let uuid = self.uuid.as_deref().unwrap_or_default();
+        let uuid = uuid::Uuid::parse_str(uuid).map_err(|e| corrupt("uuid", e.to_string()))?;
         Ok(RunMeta {
             id,
             origin_id: self.origin_id,
+            uuid,
             name: self.name,
             workload: self.workload,
             params: from_json(&self.params, "params", &corrupt)?,

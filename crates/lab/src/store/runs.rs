@@ -212,9 +212,9 @@ impl Writer<'_> {
             .prepare_cached(
                 "INSERT INTO runs (origin_id, name, workload, params, op_unit, mode, pin, points, runs,
                      duration_ns, warmup_ns, variant, tags, started_at, finished_at, status, env,
-                     warnings, command_line, owner_pid, owner_start_time, owner_boot_id)
+                     warnings, command_line, owner_pid, owner_start_time, owner_boot_id, uuid)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                     ?18, ?19, ?20, ?21, ?22)",
+                     ?18, ?19, ?20, ?21, ?22, ?23)",
             )
             .and_then(|mut stmt| {
                 stmt.execute(params![
@@ -240,6 +240,7 @@ impl Writer<'_> {
                     owner.pid,
                     owner.start_time.map(u64_to_sql),
                     owner.boot_id,
+                    meta.uuid.hyphenated().to_string(),
                 ])
             })
             .map_err(self.sql())?;

@@ -5,19 +5,18 @@
 //! transactional, so a migration happens entirely or not at all). `PRAGMA application_id` marks
 //! the file as scalelab's, so a SQLite database of another program is never migrated into ours.
 //!
-//! Safety before convenience: a file is checked for the SQLite header *before* SQLite sees it,
+//! Safety before convenience: nothing is opened or created through a link another user made,
+//! a file is checked for the SQLite header *before* SQLite sees it ([`location`]),
 //! and its application id and version are checked *before* anything is written (even the WAL
 //! switch writes the header), so a text file, a foreign database or a database from a newer
 //! scalelab is refused and left byte-for-byte untouched. A newer schema is never downgraded.
 
-use std::fs;
-use std::io::Read;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::StoreError;
+use super::{StoreError, location};
 
 /// The schema version this build writes (the length of [`MIGRATIONS`]).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -29,7 +28,7 @@ pub(crate) const APPLICATION_ID: i32 = 0x5343_4c42;
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Step `i` takes the schema from version `i` to `i + 1`. Append only; never edit a shipped step.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// Version 1. u64 values (durations, counts) are stored in INTEGER columns as their two's
 /// complement bit pattern (see `columns`), so values past i64::MAX survive exactly.
@@ -131,16 +130,31 @@ const V4: &str = "
 ALTER TABLE trials ADD COLUMN run_delay_ns INTEGER;
 ";
 
-/// Opens `path` as a scalelab database, creating or migrating it; see the module doc.
-pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
-    check_file(path)?;
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(|e| StoreError::Open {
+/// Version 5: a run's identity across stores (a version-4 UUID, written by scalelab for every
+/// run it records and kept by export and import), also the name of its profiles' folder. Runs
+/// stored before get a fresh random one. Not unique: importing a run twice keeps both copies,
+/// each with the run's UUID.
+const V5: &str = "
+ALTER TABLE runs ADD COLUMN uuid TEXT;
+UPDATE runs SET uuid = lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4'
+    || substr(hex(randomblob(2)), 2) || '-' || substr('89ab', 1 + (abs(random()) % 4), 1)
+    || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)));
+CREATE INDEX runs_uuid ON runs (uuid);
+";
+
+/// Opens `path` as a scalelab database, migrating it, and creating it when `create`; see the
+/// module doc.
+pub(crate) fn open(path: &Path, create: bool) -> Result<Connection, StoreError> {
+    let real = location::locate(path, create)?;
+    let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        // Refuses a path with a link anywhere in it: `locate` resolved the trusted ones, so a
+        // link here was put in place since.
+        | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+    if create {
+        flags |= OpenFlags::SQLITE_OPEN_CREATE;
+    }
+    let conn = Connection::open_with_flags(&real, flags).map_err(|e| StoreError::Open {
         path: path.to_path_buf(),
         source: Box::new(e),
     })?;
@@ -205,47 +219,6 @@ fn is_busy(e: &rusqlite::Error) -> bool {
         e.sqlite_error_code(),
         Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
     )
-}
-
-/// Refuses a directory or a non-empty file that does not start with the SQLite header, before
-/// SQLite opens it; creates missing parent directories.
-fn check_file(path: &Path) -> Result<(), StoreError> {
-    const MAGIC: &[u8; 16] = b"SQLite format 3\0";
-    let refuse = |detail: &str| StoreError::NotADatabase {
-        path: path.to_path_buf(),
-        detail: detail.into(),
-    };
-    match fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => Err(refuse("it is a directory")),
-        Ok(meta) if meta.len() == 0 => Ok(()), // SQLite's own fresh-file state
-        Ok(_) => {
-            let mut head = Vec::with_capacity(MAGIC.len());
-            fs::File::open(path)
-                .and_then(|f| f.take(MAGIC.len() as u64).read_to_end(&mut head))
-                .map_err(|e| StoreError::Open {
-                    path: path.to_path_buf(),
-                    source: Box::new(e),
-                })?;
-            if head == MAGIC {
-                Ok(())
-            } else {
-                Err(refuse("not a SQLite file"))
-            }
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => {
-                fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
-                    dir: dir.to_path_buf(),
-                    source,
-                })
-            }
-            _ => Ok(()),
-        },
-        Err(e) => Err(StoreError::Open {
-            path: path.to_path_buf(),
-            source: Box::new(e),
-        }),
-    }
 }
 
 /// SQLite's "not a database" and "malformed" both mean the file is not one we can use.
@@ -352,12 +325,13 @@ fn migrate(conn: &Connection, path: &Path, steps: &[&str]) -> Result<(), StoreEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn fresh_database_gets_latest_schema_wal_and_our_application_id() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a/b/scalelab.db");
-        let conn = open(&path).unwrap();
+        let conn = open(&path, true).unwrap();
         let header = Header::read(&conn).unwrap();
         assert_eq!(header.user_version, SCHEMA_VERSION);
         assert_eq!(header.application_id, APPLICATION_ID);
@@ -371,7 +345,7 @@ mod tests {
         assert!(fk);
         drop(conn);
         // Reopening is a no-op.
-        open(&path).unwrap();
+        open(&path, true).unwrap();
     }
 
     #[test]
@@ -392,7 +366,7 @@ mod tests {
                 .unwrap();
         }
         let before = fs::read(&path).unwrap();
-        let err = open(&path).unwrap_err();
+        let err = open(&path, true).unwrap_err();
         assert!(matches!(err, StoreError::NotADatabase { .. }), "{err}");
         assert!(err.to_string().contains("another application"), "{err}");
         assert_eq!(fs::read(&path).unwrap(), before);
@@ -442,6 +416,47 @@ mod tests {
     }
 
     #[test]
+    fn version_4_runs_get_a_fresh_uuid_each_when_migrated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v4.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            for step in &MIGRATIONS[..4] {
+                conn.execute_batch(step).unwrap();
+            }
+            conn.pragma_update(None, "application_id", APPLICATION_ID)
+                .unwrap();
+            conn.pragma_update(None, "user_version", 4).unwrap();
+            let env = serde_json::to_string(&crate::env::Fingerprint::default()).unwrap();
+            for _ in 0..3 {
+                conn.execute(
+                    "INSERT INTO runs (workload, params, op_unit, mode, pin, points, runs,
+                         duration_ns, warmup_ns, tags, started_at, status, env, warnings,
+                         command_line)
+                     VALUES ('w', '{}', 'op', 'threads', 'auto', '[1]', 1, 1000, 0, '{}', 't',
+                         'complete', ?1, '[]', 'scalelab run w')",
+                    [&env],
+                )
+                .unwrap();
+            }
+        }
+        let store = super::super::Store::open(&path).unwrap();
+        let version: i64 = store
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        let uuids: Vec<uuid::Uuid> = (1..=3)
+            .map(|id| store.load_run(id).unwrap().meta.uuid)
+            .collect();
+        for u in &uuids {
+            assert_eq!(u.get_version_num(), 4, "{u}");
+            assert_eq!(u.get_variant(), uuid::Variant::RFC4122, "{u}");
+        }
+        assert!(uuids[0] != uuids[1] && uuids[1] != uuids[2] && uuids[0] != uuids[2]);
+    }
+
+    #[test]
     fn a_failing_migration_changes_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.db");
@@ -459,9 +474,43 @@ mod tests {
     }
 
     #[test]
+    fn readers_never_create_a_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/x.db");
+        let err = open(&path, false).unwrap_err();
+        assert!(matches!(err, StoreError::Missing { .. }), "{err}");
+        assert!(!dir.path().join("sub").exists());
+        fs::create_dir(dir.path().join("sub")).unwrap();
+        fs::write(&path, b"").unwrap();
+        let err = open(&path, false).unwrap_err();
+        assert!(matches!(err, StoreError::Empty { .. }), "{err}");
+        assert_eq!(fs::read_dir(dir.path().join("sub")).unwrap().count(), 1);
+        open(&path, true).unwrap();
+        open(&path, false).unwrap();
+    }
+
+    #[test]
+    fn a_database_file_that_is_a_link_is_refused_and_its_target_not_made() {
+        use std::os::unix::fs::{PermissionsExt, symlink};
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("elsewhere.db");
+        let link = dir.path().join("link.db");
+        symlink(&target, &link).unwrap();
+        for create in [false, true] {
+            let err = open(&link, create).unwrap_err().to_string();
+            assert!(err.contains("symbolic link"), "{err}");
+            assert!(!target.exists());
+        }
+        let fresh = dir.path().join("fresh.db");
+        open(&fresh, true).unwrap();
+        let mode = fs::metadata(&fresh).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+
+    #[test]
     fn directory_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let err = open(dir.path()).unwrap_err();
+        let err = open(dir.path(), true).unwrap_err();
         assert!(err.to_string().contains("is a directory"), "{err}");
     }
 }

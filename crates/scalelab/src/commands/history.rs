@@ -31,7 +31,7 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
         None => {
             let workload = args.workload.as_deref().unwrap_or_default();
             let given = pairs("-p", &args.params)?;
-            let store = db_path::open(db)?;
+            let store = db_path::open_existing(db)?;
             let wanted = if workload == "cmd" {
                 given.into_iter().collect()
             } else {

@@ -11,7 +11,7 @@ use crate::cli::LsArgs;
 use crate::db_path;
 
 pub fn run(db: Option<&Path>, args: &LsArgs) -> Result<ExitCode> {
-    let store = db_path::open(db)?;
+    let store = db_path::open_existing(db)?;
     let filter = RunFilter {
         workload: args.workload.clone(),
         tags: pairs("--tag", &args.tags)?,

@@ -149,9 +149,11 @@ fn at<'a>(points: &'a [PointProfile], n: u32, data: &RunData) -> Result<&'a Poin
 }
 
 fn create(path: &Path) -> Result<BufWriter<File>> {
-    Ok(BufWriter::new(File::create(path).with_context(|| {
-        format!("--flamegraph: creating {}", path.display())
-    })?))
+    // Never through a link, never another user's file (see owned_dir::create_output).
+    Ok(BufWriter::new(
+        lab::owned_dir::create_output(path)
+            .with_context(|| format!("--flamegraph: creating {}", path.display()))?,
+    ))
 }
 
 /// `--perf-data FILE`: one file, whole, timed (the figure bench/profile-speed reads).

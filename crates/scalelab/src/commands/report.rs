@@ -2,6 +2,7 @@
 //! plots and tables, the comparison of each run against the first, and the history of the first
 //! run's workload when the database holds enough runs of it.
 
+use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -29,7 +30,7 @@ pub fn run(db: Option<&Path>, args: &ReportArgs) -> Result<ExitCode> {
         .map(|spec| show::load(db, spec))
         .collect::<Result<_>>()?;
     let first = &runs[0].meta;
-    let history = match db_path::open(db) {
+    let history = match db_path::open_existing(db) {
         Ok(store) => history_of(&store, &runs[0])?,
         Err(_) => None,
     };
@@ -45,8 +46,11 @@ pub fn run(db: Option<&Path>, args: &ReportArgs) -> Result<ExitCode> {
     };
     let view = html::build(&title, &runs, history.as_ref(), &opts)?;
     let page = html::render(&view)?;
-    std::fs::write(&args.output, page)
-        .with_context(|| format!("writing {}", args.output.display()))?;
+    // Never through a link, never another user's file (see owned_dir::create_output).
+    lab::owned_dir::create_output(&args.output)
+        .map_err(anyhow::Error::from)
+        .and_then(|mut f| Ok(f.write_all(page.as_bytes())?))
+        .with_context(|| format!("-o: writing {}", args.output.display()))?;
     eprintln!(
         "wrote {} ({} run(s){})",
         args.output.display(),

@@ -146,16 +146,13 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
         extra,
         std::env::args().collect::<Vec<_>>().join(" "),
     );
-    let run_id = store.begin_run(&meta)?;
     if let Some(profile) = plan.profile.as_mut() {
         let db_file = db_path::resolve(db)?;
-        let base = db_file
-            .parent()
-            .map_or_else(|| cwd.clone(), |p| cwd.join(p));
-        let dir = base.join("profiles").join(format!("run{run_id}"));
-        perf_record::prepare_dir(&dir)?;
-        profile.dir = Some(dir);
+        let dir = perf_record::prepare_dir(&db_file, meta.uuid)
+            .context("--profile: making the run's profile folder beside the database")?;
+        profile.dir = Some(Arc::new(dir));
     }
+    let run_id = store.begin_run(&meta)?;
 
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -229,7 +226,7 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
             eprintln!(
                 "profiles: {} perf.data files in {} (`scalelab profile {run_id}`; `perf report -i {}`)",
                 files.len(),
-                dir.display(),
+                dir.path().display(),
                 files.first().copied().unwrap_or("FILE")
             );
         }

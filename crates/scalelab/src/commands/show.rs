@@ -19,7 +19,7 @@ pub fn load(db: Option<&Path>, spec: &str) -> Result<RunData> {
             .with_context(|| format!("reading the exported run {spec}"))?;
         return Ok(export.run);
     }
-    let store = db_path::open(db)?;
+    let store = db_path::open_existing(db)?;
     let id = store.resolve(spec)?;
     Ok(store.load_run(id)?)
 }
