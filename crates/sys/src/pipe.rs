@@ -1,12 +1,12 @@
 //! [`pipe`]: an anonymous pipe as two owned file descriptors (`pipe2(O_CLOEXEC)`).
 //!
 //! std gains `std::io::pipe` only in Rust 1.87, after this workspace's `rust-version`; until then
-//! this is the one place that creates pipes. Both ends are close-on-exec, so a program spawned
+//! this is the one place that creates pipes (through rustix's `pipe_with`). Both ends are close-on-exec, so a program spawned
 //! by another thread never inherits them (which would keep a reader from ever seeing EOF).
 
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 
-use crate::error::{Errno, SysError};
+use crate::error::SysError;
 
 /// The two ends of a pipe. Each is closed when dropped; wrap one in `std::fs::File` to use
 /// `Read`/`Write` on it (one `read(2)`/`write(2)` per call).
@@ -20,20 +20,13 @@ pub struct Pipe {
 
 /// Creates a pipe, both ends close-on-exec.
 pub fn pipe() -> Result<Pipe, SysError> {
-    let mut fds = [-1 as libc::c_int; 2];
-    // SAFETY: `fds` is a writable array of exactly the two ints pipe2 writes; O_CLOEXEC is a
-    // valid flag. Nothing else is touched.
-    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-    if rc != 0 {
-        return Err(SysError::with_fix("pipe2", Errno::last(), |e| match e.0 {
+    let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| {
+        SysError::with_fix("pipe2", e.into(), |e| match e.0 {
             libc::EMFILE => Some("this process has too many open files: raise `ulimit -n`"),
             libc::ENFILE => Some("the system-wide file limit was reached (fs.file-max)"),
             _ => None,
-        }));
-    }
-    // SAFETY: pipe2 succeeded, so both descriptors are open, valid, and owned by nobody else:
-    // each is wrapped exactly once and closed exactly once, by its OwnedFd.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        })
+    })?;
     Ok(Pipe { read, write })
 }
 
