@@ -27,12 +27,7 @@ pub fn futex_wait(
     });
     match futex::wait(word, futex::Flags::empty(), expected, timespec.as_ref()) {
         Ok(()) => Ok(()),
-        Err(e)
-            if matches!(
-                e,
-                rustix::io::Errno::AGAIN | rustix::io::Errno::INTR | rustix::io::Errno::TIMEDOUT
-            ) =>
-        {
+        Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR | rustix::io::Errno::TIMEDOUT) => {
             Ok(())
         }
         Err(e) => Err(SysError::with_fix(
