@@ -59,18 +59,20 @@ impl Errno {
         Some(name)
     }
 
-    /// The C library's description (`strerror`), e.g. "No such file or directory".
+    /// The C library's description (`strerror`, through std), e.g. "No such file or directory".
     pub fn description(self) -> String {
-        let mut buf = [0u8; 256];
-        // SAFETY: `buf` is a writable buffer of exactly `buf.len()` bytes; the XSI
-        // `strerror_r` (libc binds `__xpg_strerror_r` on glibc) writes at most that many bytes
-        // including the terminating NUL and touches no other memory.
-        let rc = unsafe { libc::strerror_r(self.0, buf.as_mut_ptr().cast(), buf.len()) };
-        if rc != 0 {
-            return format!("unknown error {}", self.0);
+        let text = std::io::Error::from_raw_os_error(self.0).to_string();
+        // std appends " (os error N)"; the name or number is printed by `Display` instead.
+        match text.rfind(" (os error ") {
+            Some(end) => text[..end].to_string(),
+            None => text,
         }
-        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-        String::from_utf8_lossy(&buf[..end]).into_owned()
+    }
+}
+
+impl From<rustix::io::Errno> for Errno {
+    fn from(e: rustix::io::Errno) -> Errno {
+        Errno(e.raw_os_error())
     }
 }
 

@@ -7,7 +7,9 @@
 use std::sync::atomic::AtomicU32;
 use std::time::Duration;
 
-use crate::error::{Errno, SysError};
+use rustix::thread::futex;
+
+use crate::error::SysError;
 
 /// Sleeps while `*word == expected`, until woken by [`futex_wake`], a signal, or `timeout`.
 ///
@@ -19,36 +21,18 @@ pub fn futex_wait(
     expected: u32,
     timeout: Option<Duration>,
 ) -> Result<(), SysError> {
-    let timespec = timeout.map(|t| libc::timespec {
-        tv_sec: libc::time_t::try_from(t.as_secs()).unwrap_or(libc::time_t::MAX),
+    let timespec = timeout.map(|t| rustix::time::Timespec {
+        tv_sec: i64::try_from(t.as_secs()).unwrap_or(i64::MAX),
         tv_nsec: t.subsec_nanos().into(),
     });
-    let timespec_ptr = timespec
-        .as_ref()
-        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
-    // SAFETY: `word.as_ptr()` is a valid, aligned u32 for the duration of the call (the borrow
-    // lives until we return); FUTEX_WAIT only reads it. `timespec_ptr` is null or points to a
-    // timespec on our stack that outlives the call. The unused uaddr2/val3 arguments are 0.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT,
-            expected,
-            timespec_ptr,
-            std::ptr::null::<u32>(),
-            0u32,
-        )
-    };
-    if rc == 0 {
-        return Ok(());
-    }
-    let errno = Errno::last();
-    match errno.0 {
-        libc::EAGAIN | libc::EINTR | libc::ETIMEDOUT => Ok(()),
-        _ => Err(SysError::with_fix(
+    match futex::wait(word, futex::Flags::empty(), expected, timespec.as_ref()) {
+        Ok(()) => Ok(()),
+        Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR | rustix::io::Errno::TIMEDOUT) => {
+            Ok(())
+        }
+        Err(e) => Err(SysError::with_fix(
             "futex(FUTEX_WAIT)",
-            errno,
+            e.into(),
             |e| match e.0 {
                 libc::ENOSYS => Some("the kernel was built without futex support (CONFIG_FUTEX)"),
                 _ => None,
@@ -57,31 +41,17 @@ pub fn futex_wait(
     }
 }
 
-/// Wakes up to `count` waiters on `word` (`i32::MAX` wakes all); returns how many were woken.
+/// Wakes up to `count` waiters on `word` (`i32::MAX`: all); returns how many were woken.
 pub fn futex_wake(word: &AtomicU32, count: i32) -> Result<usize, SysError> {
-    if count < 0 {
-        return Err(SysError::InvalidArgument {
-            call: "futex(FUTEX_WAKE)",
-            reason: format!("count {count} is negative; use i32::MAX to wake all waiters"),
-        });
-    }
-    // SAFETY: `word.as_ptr()` is a valid, aligned u32 for the duration of the call; FUTEX_WAKE
-    // only uses its address as a key and never dereferences the unused timeout/uaddr2 slots.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE,
-            count,
-            std::ptr::null::<libc::timespec>(),
-            std::ptr::null::<u32>(),
-            0u32,
-        )
-    };
-    if rc < 0 {
-        return Err(SysError::last("futex(FUTEX_WAKE)"));
-    }
-    Ok(usize::try_from(rc).unwrap_or(0))
+    let count = u32::try_from(count).map_err(|_| SysError::InvalidArgument {
+        call: "futex(FUTEX_WAKE)",
+        reason: format!("count {count} is negative; use i32::MAX to wake all waiters"),
+    })?;
+    futex::wake(word, futex::Flags::empty(), count).map_err(|e| SysError::Syscall {
+        call: "futex(FUTEX_WAKE)",
+        errno: e.into(),
+        fix: None,
+    })
 }
 
 #[cfg(test)]

@@ -2,6 +2,15 @@
 //! private anonymous memory, futexes, fork/wait/signals, CPU affinity, resource usage and clock
 //! reads.
 //!
+//! Where [rustix](https://docs.rs/rustix) wraps a call safely it is used — futexes, pipes, `poll`,
+//! signals, `prctl` (parent-death signal, child subreaper), `gettid`/`getppid` (direct system
+//! calls, no variadic `syscall(2)` wrapper) and `sched_yield`. What is still written here by hand,
+//! each file saying why: `wait4` and `getrusage` (rustix has no call that returns the resource
+//! usage), CPU affinity (rustix's `CpuSet` stops at 1024 CPUs), `fork` in a process that may be
+//! multi-threaded and `posix_spawn` (the `spawn` workload), anonymous mappings (rustix's `mmap`
+//! is as unsafe as libc's) and the clock reads the `clock` workload measures through the C library
+//! on purpose.
+//!
 //! This crate and `scalelab-perf` hold all of the project's `unsafe` code. Every `unsafe` block
 //! carries a `// SAFETY:` comment, every resource is owned by a type whose `Drop` releases it,
 //! and every failure is a [`SysError`] naming the system call, the errno and the fix.

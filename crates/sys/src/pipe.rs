@@ -2,13 +2,13 @@
 //! [`wait_readable`], so that a reader can give up on a pipe whose writer never closes it.
 //!
 //! std gains `std::io::pipe` only in Rust 1.87, after this workspace's `rust-version`; until then
-//! this is the one place that creates pipes. Both ends are close-on-exec, so a program spawned
+//! this is the one place that creates pipes (through rustix's `pipe_with`; `poll` too). Both ends are close-on-exec, so a program spawned
 //! by another thread never inherits them (which would keep a reader from ever seeing EOF).
 
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::time::Duration;
 
-use crate::error::{Errno, SysError};
+use crate::error::SysError;
 
 /// The two ends of a pipe. Each is closed when dropped; wrap one in `std::fs::File` to use
 /// `Read`/`Write` on it (one `read(2)`/`write(2)` per call).
@@ -22,42 +22,30 @@ pub struct Pipe {
 
 /// Creates a pipe, both ends close-on-exec.
 pub fn pipe() -> Result<Pipe, SysError> {
-    let mut fds = [-1 as libc::c_int; 2];
-    // SAFETY: `fds` is a writable array of exactly the two ints pipe2 writes; O_CLOEXEC is a
-    // valid flag. Nothing else is touched.
-    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-    if rc != 0 {
-        return Err(SysError::with_fix("pipe2", Errno::last(), |e| match e.0 {
+    let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| {
+        SysError::with_fix("pipe2", e.into(), |e| match e.0 {
             libc::EMFILE => Some("this process has too many open files: raise `ulimit -n`"),
             libc::ENFILE => Some("the system-wide file limit was reached (fs.file-max)"),
             _ => None,
-        }));
-    }
-    // SAFETY: pipe2 succeeded, so both descriptors are open, valid, and owned by nobody else:
-    // each is wrapped exactly once and closed exactly once, by its OwnedFd.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        })
+    })?;
     Ok(Pipe { read, write })
 }
 
 /// Waits up to `timeout` until a `read` of `fd` would not block: data is there, or end of file
 /// (every writer closed it), or an error (`poll(POLLIN)`). `Ok(false)` when the time ran out.
 pub fn wait_readable(fd: BorrowedFd<'_>, timeout: Duration) -> Result<bool, SysError> {
-    let millis = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
-    let mut entry = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let limit = Timespec {
+        tv_sec: i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: timeout.subsec_nanos().into(),
     };
+    let mut entry = [PollFd::from_borrowed_fd(fd, PollFlags::IN)];
     loop {
-        // SAFETY: `entry` is one valid, writable pollfd that outlives the call, and the count
-        // passed is 1; poll writes only its `revents`. The descriptor is open: it is borrowed.
-        let rc = unsafe { libc::poll(&mut entry, 1, millis) };
-        if rc >= 0 {
-            return Ok(rc > 0);
-        }
-        let errno = Errno::last();
-        if errno.0 != libc::EINTR {
-            return Err(SysError::with_fix("poll", errno, |_| None));
+        match poll(&mut entry, Some(&limit)) {
+            Ok(ready) => return Ok(ready > 0),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(SysError::with_fix("poll", e.into(), |_| None)),
         }
     }
 }

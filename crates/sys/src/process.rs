@@ -9,6 +9,8 @@
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
+use rustix::process::{self, Signal};
+
 use crate::error::{Errno, SysError};
 
 /// Which side of a [`fork_single_threaded`] the caller is on.
@@ -95,23 +97,20 @@ pub fn exit_immediately(code: i32) -> ! {
 /// The parent may already have died before this call: afterwards, compare
 /// [`getppid_syscall`] with the parent's pid and exit if they differ.
 pub fn set_parent_death_signal(signal: i32) -> Result<(), SysError> {
-    let arg = libc::c_ulong::try_from(signal).map_err(|_| SysError::InvalidArgument {
+    let signal = match signal {
+        0 => None,
+        raw => Some(
+            Signal::from_named_raw(raw).ok_or_else(|| SysError::InvalidArgument {
+                call: "prctl(PR_SET_PDEATHSIG)",
+                reason: format!("signal {raw} is not a valid signal number (SIGHUP..=SIGSYS)"),
+            })?,
+        ),
+    };
+    process::set_parent_process_death_signal(signal).map_err(|e| SysError::Syscall {
         call: "prctl(PR_SET_PDEATHSIG)",
-        reason: format!("signal {signal} is negative"),
-    })?;
-    // SAFETY: PR_SET_PDEATHSIG takes one integer argument and touches no user memory.
-    let rc = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, arg) };
-    if rc != 0 {
-        return Err(SysError::with_fix(
-            "prctl(PR_SET_PDEATHSIG)",
-            Errno::last(),
-            |e| match e.0 {
-                libc::EINVAL => Some("not a valid signal number (1..=64)"),
-                _ => None,
-            },
-        ));
-    }
-    Ok(())
+        errno: e.into(),
+        fix: None,
+    })
 }
 
 /// The exit status of a child that found, right after `fork`, that its spawner had already died
@@ -131,16 +130,11 @@ pub const ORPHANED_AT_BIRTH: i32 = 125;
 /// (e.g. the thread that then waits for it), never from a short-lived helper thread. The
 /// setting is not inherited by the child's own children.
 pub fn die_with_parent(command: &mut Command) -> &mut Command {
-    let spawner = std::process::id() as libc::pid_t;
+    let spawner = process::getpid();
     let arm = move || {
-        // SAFETY: PR_SET_PDEATHSIG takes one integer argument and touches no user memory.
-        let rc = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) };
-        if rc != 0 {
-            // An `Os` error: built from errno without allocating.
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: getppid takes no arguments and cannot fail.
-        if unsafe { libc::getppid() } != spawner {
+        // rustix's calls are raw system calls: no allocation, no lock, async-signal-safe.
+        process::set_parent_process_death_signal(Some(Signal::KILL))?;
+        if process::getppid() != Some(spawner) {
             // SAFETY: _exit has no preconditions and ends the child at once, running nothing.
             unsafe { libc::_exit(ORPHANED_AT_BIRTH) }
         }
@@ -148,8 +142,9 @@ pub fn die_with_parent(command: &mut Command) -> &mut Command {
     };
     // SAFETY: the closure runs in the child between fork and exec, where the parent's other
     // threads may have left locks held, so only async-signal-safe code may run: it makes the
-    // raw prctl and getppid system calls, reads errno, may call _exit, and reads one captured
-    // integer; it allocates nothing, takes no lock and touches no other memory.
+    // raw prctl and getppid system calls (rustix's error is an errno, converted to an `Os`
+    // io::Error without allocating), may call _exit, and reads one captured pid; it allocates
+    // nothing, takes no lock and touches no other memory.
     unsafe { command.pre_exec(arm) }
 }
 
@@ -157,37 +152,31 @@ pub fn die_with_parent(command: &mut Command) -> &mut Command {
 /// descendants are re-parented to it instead of to init, so [`wait_child`](crate::wait_child)
 /// can reap (and account for) grandchildren that a `--cmd` left behind. `false` turns it off.
 pub fn set_child_subreaper(on: bool) -> Result<(), SysError> {
-    // SAFETY: PR_SET_CHILD_SUBREAPER takes one integer argument and touches no user memory.
-    let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, libc::c_ulong::from(on)) };
-    if rc != 0 {
-        return Err(SysError::last("prctl(PR_SET_CHILD_SUBREAPER)"));
-    }
-    Ok(())
+    let me = on.then(process::getpid);
+    process::set_child_subreaper(me).map_err(|e| SysError::Syscall {
+        call: "prctl(PR_SET_CHILD_SUBREAPER)",
+        errno: e.into(),
+        fix: None,
+    })
 }
 
-/// The calling thread's id (`gettid`, via the raw syscall so it works on any glibc).
+/// The calling thread's id (`gettid`).
 pub fn gettid() -> i32 {
-    // SAFETY: gettid takes no arguments and cannot fail.
-    let tid = unsafe { libc::syscall(libc::SYS_gettid) };
-    i32::try_from(tid).unwrap_or(-1)
+    rustix::thread::gettid().as_raw_nonzero().get()
 }
 
-/// The parent's pid through the raw `getppid` syscall: always enters the kernel and is never
-/// cached by the C library, so the `syscall` workloads can use it as the cheapest kernel entry.
+/// The parent's pid through the raw `getppid` syscall (rustix's direct system call, no variadic
+/// `syscall(2)` wrapper): always enters the kernel and is never cached by the C library, so the
+/// `syscall` workloads can use it as the cheapest kernel entry.
 #[inline]
 pub fn getppid_syscall() -> i32 {
-    // SAFETY: getppid takes no arguments and cannot fail.
-    let pid = unsafe { libc::syscall(libc::SYS_getppid) };
-    i32::try_from(pid).unwrap_or(-1)
+    process::getppid().map_or(0, |p| p.as_raw_nonzero().get())
 }
 
 /// Gives up the CPU (`sched_yield`).
 #[inline]
 pub fn sched_yield() {
-    // SAFETY: sched_yield takes no arguments and always succeeds on Linux.
-    unsafe {
-        libc::sched_yield();
-    }
+    rustix::thread::sched_yield();
 }
 
 #[cfg(test)]
@@ -259,7 +248,7 @@ mod tests {
     #[test]
     fn invalid_death_signal_is_rejected() {
         let err = set_parent_death_signal(1000).unwrap_err();
-        assert!(err.to_string().contains("EINVAL"), "{err}");
+        assert!(err.to_string().contains("not a valid signal"), "{err}");
         assert!(set_parent_death_signal(-1).is_err());
         // 0 clears the setting: harmless for the test process.
         set_parent_death_signal(0).unwrap();

@@ -1,22 +1,49 @@
 //! Sending signals (`kill`) and naming them ("SIGSEGV") for messages like "trial 3 killed by
 //! SIGKILL — out of memory?".
 
-use crate::error::{Errno, SysError};
+use rustix::process::{self, Pid, Signal};
+
+use crate::error::SysError;
 
 /// Sends `signal` to process `pid` (`kill(2)`); a negative `pid` targets the process group
-/// `-pid`. Signal 0 only checks that the target exists and may be signalled.
+/// `-pid`. Signal 0 only checks that the target exists and may be signalled. `pid` 0 and -1
+/// (this process's group, every process) are refused: no caller means them, and a pid that
+/// went wrong must not become "signal everything".
 pub fn send_signal(pid: i32, signal: i32) -> Result<(), SysError> {
-    // SAFETY: kill takes two integers and touches no memory of ours.
-    let rc = unsafe { libc::kill(pid, signal) };
-    if rc != 0 {
-        return Err(SysError::with_fix("kill", Errno::last(), |e| match e.0 {
+    const CALL: &str = "kill";
+    let target = Pid::from_raw(pid.checked_abs().unwrap_or(0))
+        .filter(|p| p.as_raw_nonzero().get() > 1 || pid > 0)
+        .ok_or_else(|| SysError::InvalidArgument {
+            call: CALL,
+            reason: format!(
+                "pid {pid} would signal more than one process or group; give a pid or -pgid"
+            ),
+        })?;
+    let group = pid < 0;
+    let sent = if signal == 0 {
+        if group {
+            process::test_kill_process_group(target)
+        } else {
+            process::test_kill_process(target)
+        }
+    } else {
+        let sig = Signal::from_named_raw(signal).ok_or_else(|| SysError::InvalidArgument {
+            call: CALL,
+            reason: format!("{} is not a signal scalelab sends", signal_name(signal)),
+        })?;
+        if group {
+            process::kill_process_group(target, sig)
+        } else {
+            process::kill_process(target, sig)
+        }
+    };
+    sent.map_err(|e| {
+        SysError::with_fix(CALL, e.into(), |e| match e.0 {
             libc::ESRCH => Some("no such process or process group: it has already exited"),
             libc::EPERM => Some("not allowed to signal that process (another user's?)"),
-            libc::EINVAL => Some("not a valid signal number"),
             _ => None,
-        }));
-    }
-    Ok(())
+        })
+    })
 }
 
 /// The symbolic name of a signal: `"SIGSEGV"`, `"SIGRTMIN+3"`, or `"signal 99"` when unknown.
@@ -87,6 +114,17 @@ mod tests {
         assert_eq!(signal_name(63), "SIGRTMAX-1");
         assert_eq!(signal_name(64), "SIGRTMAX");
         assert_eq!(signal_name(99), "signal 99");
+    }
+
+    #[test]
+    fn pids_that_mean_many_processes_are_refused() {
+        for pid in [0, -1, i32::MIN] {
+            let err = send_signal(pid, libc::SIGKILL).unwrap_err();
+            assert!(
+                err.to_string().contains("more than one process"),
+                "{pid}: {err}"
+            );
+        }
     }
 
     #[test]
