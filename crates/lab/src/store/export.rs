@@ -2,7 +2,8 @@
 //! `import` reads back), CSV export (one row per trial, for spreadsheets and scripts).
 //!
 //! The JSON is a [`RunExport`] envelope; [`read_export`] refuses a newer `schema_version` before
-//! looking at anything else, so the error names both versions instead of a missing field. CSV
+//! looking at anything else, so the error names both versions instead of a missing field, and
+//! refuses a run no measurement could produce ([`super::validation`]). CSV
 //! quoting is hand-rolled (RFC 4180: a field holding a comma, quote, CR or LF is quoted, quotes
 //! doubled); no CSV crate is needed for one writer.
 
@@ -158,7 +159,12 @@ pub fn read_export(path: &Path) -> Result<RunExport, StoreError> {
         return Err(bad("`schema_version` 0 does not exist".into()));
     }
     // Parsed again from the text (not the Value) so errors carry line and column.
-    serde_json::from_str(&text).map_err(|e| bad(e.to_string()))
+    let export: RunExport = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    super::validate(&export.run).map_err(|detail| StoreError::ImpossibleRun {
+        origin: path.display().to_string(),
+        detail,
+    })?;
+    Ok(export)
 }
 
 #[cfg(test)]
@@ -178,6 +184,97 @@ mod tests {
         let mut f = tempfile::NamedTempFile::new().unwrap();
         f.write_all(text.as_bytes()).unwrap();
         f
+    }
+
+    /// Was accepted, then shown and stored: data no measurement can produce.
+    #[test]
+    fn impossible_runs_are_refused_naming_the_run_and_the_field() {
+        use crate::report::test_runs::importable_export;
+        use serde_json::{Value, json};
+        type Edit = fn(&mut Value);
+        let cases: &[(&str, Edit, &str)] = &[
+            (
+                "window 0",
+                |v| v["run"]["trials"][0]["outcome"]["window"] = json!(0),
+                "trials[0] (N=1, trial 0).window",
+            ),
+            (
+                "N 0",
+                |v| v["run"]["meta"]["points"] = json!([0, 2]),
+                "points: N=0",
+            ),
+            (
+                "no points",
+                |v| v["run"]["meta"]["points"] = json!([]),
+                "points: empty",
+            ),
+            (
+                "ops beyond u64",
+                |v| v["run"]["trials"][2]["outcome"]["task_ops"] = json!([u64::MAX, 1]),
+                "trials[2] (N=2, trial 0).task_ops: the total overflows",
+            ),
+            (
+                "trial N not among the points",
+                |v| v["run"]["trials"][0]["n"] = json!(3),
+                "trials[0] (N=3, trial 0).n",
+            ),
+            (
+                "task_ops length is not N",
+                |v| v["run"]["trials"][3]["outcome"]["task_ops"] = json!([1000]),
+                "trials[3] (N=2, trial 1).task_ops: 1 counts for N=2",
+            ),
+            (
+                "a negative load average",
+                |v| v["run"]["meta"]["env"]["loadavg"] = json!([-1.0, 0.0, 0.0]),
+                "env.loadavg[0]",
+            ),
+            (
+                "samples out of order",
+                |v| {
+                    let samples = &mut v["run"]["trials"][1]["outcome"]["samples"];
+                    samples.as_array_mut().unwrap().reverse();
+                },
+                "trials[1] (N=1, trial 1).samples[1]",
+            ),
+            (
+                "the same trial twice",
+                |v| v["run"]["trials"][1]["index"] = json!(0),
+                "trials[1] (N=1, trial 0).index",
+            ),
+            (
+                "more trials than planned",
+                |v| v["run"]["meta"]["runs"] = json!(1),
+                "trials: 4 trials, more than the 2 planned",
+            ),
+            (
+                "a 584-year warm-up",
+                |v| v["run"]["meta"]["warmup"] = json!(u64::MAX),
+                "warmup",
+            ),
+            (
+                "user + sys beyond u64",
+                |v| {
+                    let usage = &mut v["run"]["trials"][0]["outcome"]["usage"];
+                    usage["user"] = json!(u64::MAX);
+                    usage["sys"] = json!(1);
+                },
+                "trials[0] (N=1, trial 0).usage.sys",
+            ),
+        ];
+        let valid = write_file(&importable_export().to_string());
+        read_export(valid.path()).expect("the valid export is accepted");
+        for (what, edit, field) in cases {
+            let mut v = importable_export();
+            edit(&mut v);
+            let f = write_file(&v.to_string());
+            let err = read_export(f.path()).expect_err(what).to_string();
+            assert!(err.contains("run 7 (spin): "), "{what}: {err}");
+            assert!(err.contains(field), "{what}: {err}");
+            assert!(
+                err.contains(&f.path().display().to_string()),
+                "{what}: {err}"
+            );
+        }
     }
 
     #[test]
