@@ -1,11 +1,14 @@
 //! Moving runs out of and into the store: JSON export (the lossless, versioned form that
 //! `import` reads back), CSV export (one row per trial, for spreadsheets and scripts).
 //!
-//! The JSON is a [`RunExport`] envelope; [`read_export`] refuses a newer `schema_version` before
+//! The JSON is a [`RunExport`] envelope, its strings' control characters `\u`-escaped
+//! ([`crate::safe_text::write_json`]); [`read_export`] refuses a newer `schema_version` before
 //! looking at anything else, so the error names both versions instead of a missing field, and
 //! refuses a run no measurement could produce ([`super::validation`]). CSV
 //! quoting is hand-rolled (RFC 4180: a field holding a comma, quote, CR or LF is quoted, quotes
-//! doubled); no CSV crate is needed for one writer.
+//! doubled); no CSV crate is needed for one writer. Its text cells (workload, variant, status,
+//! failure) are neutralised against spreadsheet formulas and control characters
+//! ([`crate::safe_text::csv_text`]); its numeric cells are our own numbers, written as they are.
 
 use std::fs;
 use std::io::Write;
@@ -15,6 +18,7 @@ use serde::Serialize;
 
 use super::StoreError;
 use crate::model::{EXPORT_SCHEMA_VERSION, RunData, RunExport, TrialOutcome};
+use crate::safe_text::csv_text;
 
 /// Writes `data` as a pretty-printed [`RunExport`] with the current `schema_version`.
 pub fn export_json(data: &RunData, out: &mut dyn Write) -> Result<(), StoreError> {
@@ -30,9 +34,7 @@ pub fn export_json(data: &RunData, out: &mut dyn Write) -> Result<(), StoreError
         tool_version: env!("CARGO_PKG_VERSION"),
         run: data,
     };
-    serde_json::to_writer_pretty(&mut *out, &envelope)
-        .map_err(|e| StoreError::Write { source: e.into() })?;
-    writeln!(out)
+    crate::safe_text::write_json(out, &envelope)
         .and_then(|()| out.flush())
         .map_err(|source| StoreError::Write { source })
 }
@@ -66,18 +68,17 @@ pub const CSV_HEADER: [&str; 21] = [
 /// trial's measurement columns are empty; so are `cycles`/`instructions` when not counted and
 /// `run_delay_s` when not measured.
 pub fn export_csv(data: &RunData, out: &mut dyn Write) -> Result<(), StoreError> {
-    let write = |out: &mut dyn Write, fields: &[String]| -> std::io::Result<()> {
-        let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
-        writeln!(out, "{}", line.join(","))
+    let write = |out: &mut dyn Write, cells: &[String]| -> std::io::Result<()> {
+        writeln!(out, "{}", cells.join(","))
     };
-    let header: Vec<String> = CSV_HEADER.iter().map(|h| (*h).to_owned()).collect();
-    write(out, &header).map_err(|source| StoreError::Write { source })?;
+    write(out, &CSV_HEADER.map(str::to_owned)).map_err(|source| StoreError::Write { source })?;
     let meta = &data.meta;
     for trial in &data.trials {
+        // Text cells go through `csv_text`; the rest are numbers this function formats.
         let mut row = vec![
             meta.id.to_string(),
-            meta.workload.clone(),
-            meta.variant.clone().unwrap_or_default(),
+            csv_text(&meta.workload),
+            csv_text(meta.variant.as_deref().unwrap_or_default()),
             trial.n.to_string(),
             trial.index.to_string(),
         ];
@@ -115,21 +116,12 @@ pub fn export_csv(data: &RunData, out: &mut dyn Write) -> Result<(), StoreError>
                     String::new(),
                     CSV_HEADER.len() - row.len() - 1,
                 ));
-                row.push(reason.clone());
+                row.push(csv_text(reason));
             }
         }
         write(out, &row).map_err(|source| StoreError::Write { source })?;
     }
     out.flush().map_err(|source| StoreError::Write { source })
-}
-
-/// One CSV field, quoted when it must be.
-fn csv_field(text: &str) -> String {
-    if text.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_owned()
-    }
 }
 
 /// Reads an exported run, refusing a format newer than this build knows.
@@ -173,11 +165,11 @@ mod tests {
 
     #[test]
     fn csv_fields_are_quoted_only_when_needed() {
-        assert_eq!(csv_field("plain"), "plain");
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
-        assert_eq!(csv_field("two\nlines"), "\"two\nlines\"");
-        assert_eq!(csv_field(""), "");
+        assert_eq!(csv_text("plain"), "plain");
+        assert_eq!(csv_text("a,b"), "\"a,b\"");
+        assert_eq!(csv_text("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_text("two\nlines"), "\"two\nlines\"");
+        assert_eq!(csv_text(""), "");
     }
 
     fn write_file(text: &str) -> tempfile::NamedTempFile {

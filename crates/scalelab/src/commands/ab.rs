@@ -111,10 +111,11 @@ pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
             if let TrialOutcome::Failed { reason } = &outcome {
                 bar.suspend(|| {
                     eprintln!(
-                        "trial {} N={} #{} failed: {reason}",
+                        "trial {} N={} #{} failed: {}",
                         slot.side,
                         slot.n,
-                        slot.index + 1
+                        slot.index + 1,
+                        lab::report::format::printable_lines(reason)
                     )
                 });
             }
