@@ -444,6 +444,7 @@ mod tests {
     /// (its fields then read from a record). A sample decodes or is refused; nothing panics.
     #[test]
     fn mutated_tracepoint_records_decode_or_are_refused_never_panic() {
+        use std::io::Write;
         use std::panic::{AssertUnwindSafe, catch_unwind};
 
         use crate::mutation::Mutator;
@@ -522,7 +523,9 @@ mod tests {
             decoded > 0 && refused > 0,
             "{decoded} decoded, {refused} refused"
         );
-        println!(
+        // Straight to stderr, past libtest's capture: CI's log shows how many mutations ran.
+        let _ = writeln!(
+            std::io::stderr(),
             "tracepoint mutations: {CASES} samples x {} decoders and {CASES} formats ran (seed {SEED:#x}): \
              {decoded} decoded, {refused} refused, {fields_read} fields read, 0 panics",
             kinds.len()

@@ -9,6 +9,7 @@
 //! own ChaCha8 generator seeded from (seed, case), so a failure names a case that reproduces
 //! alone.
 
+use std::io::Write;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use rand::{Rng, SeedableRng};
@@ -75,7 +76,9 @@ fn mutated_exports_are_imported_or_refused_never_a_panic() {
         imported > 0 && refused > 0,
         "{imported} imported, {refused} refused"
     );
-    println!(
+    // Straight to stderr, past libtest's capture: CI's log shows how many mutations ran.
+    let _ = writeln!(
+        std::io::stderr(),
         "JSON import mutations: {CASES} ran (seed {SEED:#x}): {imported} imported and shown, \
          {refused} refused, 0 panics"
     );

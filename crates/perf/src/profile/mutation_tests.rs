@@ -7,7 +7,7 @@
 //! space is capped with `RLIMIT_AS`: an oversized allocation fails there at once and the
 //! parent reports the case the child was on.
 
-use std::io::Cursor;
+use std::io::{Cursor, Write};
 use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::process::Command;
@@ -62,7 +62,8 @@ fn corrupt_perf_data_is_an_error_never_a_panic_or_an_abort() {
         summary.starts_with(&format!("perf.data mutations: {CASES} ran")),
         "{summary}"
     );
-    println!("{summary}");
+    // Straight to stderr, past libtest's capture: CI's log shows how many mutations ran.
+    let _ = writeln!(std::io::stderr(), "{summary}");
 }
 
 /// The body of [`corrupt_perf_data_is_an_error_never_a_panic_or_an_abort`]; runs as a plain
