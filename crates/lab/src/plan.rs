@@ -199,6 +199,17 @@ impl Plan {
                 "--duration must be greater than 0 (e.g. 500ms, 5s)".into(),
             ));
         }
+        for (flag, d) in [
+            ("--duration", Some(cfg.duration)),
+            ("--warmup", Some(cfg.warmup)),
+            ("--timeout", cfg.timeout),
+        ] {
+            if d.is_some_and(|d| d > MAX_DURATION) {
+                return Err(LabError::BadOption(format!(
+                    "{flag} is longer than the maximum of 1 week (168h)"
+                )));
+            }
+        }
         check_runs("--runs", cfg.runs, points.len())?;
         if let Some(p) = cfg.profile.as_ref().filter(|p| p.trials > MAX_RUNS) {
             return Err(LabError::BadOption(format!(
@@ -461,6 +472,11 @@ mod tests {
             assert!(err.contains(needle), "{err}");
         };
         refused(&|c| c.runs = u32::MAX, "--runs 4294967295");
+        refused(&|c| c.warmup = Nanos(u64::MAX), "--warmup is longer");
+        refused(
+            &|c| c.timeout = Some(Nanos(u64::MAX)),
+            "--timeout is longer",
+        );
         refused(&|c| c.runs = MAX_RUNS + 1, "at most 10000");
         refused(
             &|c| c.tasks = Some("1..40000".into()),
