@@ -16,6 +16,7 @@ pub mod plan;
 pub mod profile;
 pub mod report;
 pub mod runner;
+pub mod safe_text;
 pub mod scratch;
 pub mod store;
 pub mod task_spec;

@@ -53,6 +53,33 @@ pub static COMMAND_INFO: WorkloadInfo = WorkloadInfo {
 /// Default `--timeout` for a command trial.
 pub const DEFAULT_COMMAND_TIMEOUT: Nanos = Nanos(3600 * 1_000_000_000);
 
+/// The longest duration any flag accepts (`--duration`, `--warmup`, `--timeout`): one week.
+pub const MAX_DURATION: Nanos = Nanos(7 * 24 * 3600 * 1_000_000_000);
+/// The most trials per point (`--runs`, `ab --max-runs`).
+pub const MAX_RUNS: u32 = 10_000;
+/// The most trials in one run (points × runs): a run of 100,000 five-second trials takes a week.
+pub const MAX_TRIALS: u64 = 100_000;
+/// The most per-task readings one trial keeps (samples × N): 128 MiB of counts.
+pub const MAX_READINGS: u64 = 1 << 24;
+
+/// Checks `runs` trials per point (given as `flag`) at `points` points against [`MAX_RUNS`]
+/// and [`MAX_TRIALS`].
+pub fn check_runs(flag: &str, runs: u32, points: usize) -> Result<(), LabError> {
+    if runs > MAX_RUNS {
+        return Err(LabError::BadOption(format!(
+            "{flag} {runs}: at most {MAX_RUNS} trials per point"
+        )));
+    }
+    let trials = u64::from(runs) * points as u64;
+    if trials > MAX_TRIALS {
+        return Err(LabError::BadOption(format!(
+            "{flag} {runs} at {points} task counts is {trials} trials; a run holds at most \
+             {MAX_TRIALS} trials: fewer runs or task counts"
+        )));
+    }
+    Ok(())
+}
+
 impl RunConfig {
     /// The documented defaults for `workload`: 3 runs of 5 s after 1 s of warm-up, threads, auto pinning.
     pub fn new(workload: &str) -> RunConfig {
@@ -172,6 +199,27 @@ impl Plan {
                 "--duration must be greater than 0 (e.g. 500ms, 5s)".into(),
             ));
         }
+        for (flag, d) in [
+            ("--duration", Some(cfg.duration)),
+            ("--warmup", Some(cfg.warmup)),
+            ("--timeout", cfg.timeout),
+        ] {
+            if d.is_some_and(|d| d > MAX_DURATION) {
+                return Err(LabError::BadOption(format!(
+                    "{flag} is longer than the maximum of 1 week (168h)"
+                )));
+            }
+        }
+        check_runs("--runs", cfg.runs, points.len())?;
+        if let Some(p) = cfg.profile.as_ref().filter(|p| p.trials > MAX_RUNS) {
+            return Err(LabError::BadOption(format!(
+                "--profile-trials {}: at most {MAX_RUNS} (the most trials a point has)",
+                p.trials
+            )));
+        }
+        if cfg.command.is_none() {
+            check_readings(cfg.duration, points.last().copied().unwrap_or(1))?;
+        }
         if cfg.profile.as_ref().is_some_and(|p| p.trials == 0) {
             return Err(LabError::BadOption(
                 "--profile-trials 0: profile at least one trial per point (default 1)".into(),
@@ -235,7 +283,7 @@ impl Plan {
 
     /// About 20 samples per window, between 10 ms and 1 s apart.
     pub fn sample_interval(&self) -> Nanos {
-        Nanos((self.duration.0 / 20).clamp(10_000_000, 1_000_000_000))
+        sample_interval(self.duration)
     }
 
     /// When a trial child is declared hung and killed: warm-up + duration plus a generous margin
@@ -306,7 +354,29 @@ impl Plan {
     }
 }
 
-/// Parses `5s`, `500ms`, `1.5s`, `2m`, `250us`, `0` (a bare number is seconds).
+/// About 20 samples per window of `duration`, between 10 ms and 1 s apart.
+fn sample_interval(duration: Nanos) -> Nanos {
+    Nanos((duration.0 / 20).clamp(10_000_000, 1_000_000_000))
+}
+
+/// A trial of a built-in workload keeps a reading per task per sample: refuses a window so long,
+/// at so many tasks, that they exceed [`MAX_READINGS`].
+fn check_readings(duration: Nanos, most_tasks: u32) -> Result<(), LabError> {
+    let samples = duration.0 / sample_interval(duration).0 + 1;
+    let readings = samples.saturating_mul(u64::from(most_tasks));
+    if readings > MAX_READINGS {
+        return Err(LabError::BadOption(format!(
+            "--duration {:.0}s at N={most_tasks} would keep {readings} per-task readings per \
+             trial (one per task per sample), more than {MAX_READINGS}: shorten --duration or \
+             lower N",
+            duration.as_secs_f64()
+        )));
+    }
+    Ok(())
+}
+
+/// Parses `5s`, `500ms`, `1.5s`, `2m`, `1h`, `1d`, `250us`, `0` (a bare number is seconds), up
+/// to [`MAX_DURATION`].
 pub fn parse_duration(text: &str) -> Result<Nanos, LabError> {
     let t = text.trim();
     let bad = || {
@@ -326,12 +396,19 @@ pub fn parse_duration(text: &str) -> Result<Nanos, LabError> {
         "ns" => 1.0,
         "m" | "min" => 60e9,
         "h" => 3600e9,
+        "d" => 86400e9,
         _ => return Err(bad()),
     };
     if !value.is_finite() || value < 0.0 {
         return Err(bad());
     }
-    Ok(Nanos((value * scale).round() as u64))
+    let nanos = (value * scale).round();
+    if nanos > MAX_DURATION.0 as f64 {
+        return Err(LabError::BadOption(format!(
+            "`{text}` is longer than the maximum of 1 week (168h)"
+        )));
+    }
+    Ok(Nanos(nanos as u64))
 }
 
 #[cfg(test)]
@@ -369,6 +446,58 @@ mod tests {
                 .contains("--duration")
         );
         assert!(Plan::new(RunConfig::new("nope"), 2).is_err());
+    }
+
+    /// Was a silent clamp: `1000000000h` became u64::MAX ns (584 years).
+    #[test]
+    fn durations_past_the_maximum_are_refused_not_clamped() {
+        assert_eq!(parse_duration("168h").unwrap(), MAX_DURATION);
+        assert_eq!(parse_duration("7d").unwrap(), MAX_DURATION);
+        for long in ["169h", "1000000000h", "99999999999999999999999s", "8d"] {
+            let err = parse_duration(long).unwrap_err().to_string();
+            assert!(
+                err.contains("longer than") && err.contains("1 week"),
+                "{long}: {err}"
+            );
+        }
+    }
+
+    /// Was an abort: `--runs 4294967295` planned 2^32 trials per point, allocated past 2 GB for
+    /// the trial order and died after the run was stored, leaving it incomplete.
+    #[test]
+    fn counts_past_their_maximum_are_refused_before_anything_runs() {
+        let refused = |f: &dyn Fn(&mut RunConfig), needle: &str| {
+            let mut cfg = RunConfig::new("spin");
+            f(&mut cfg);
+            let err = Plan::new(cfg, 2).unwrap_err().to_string();
+            assert!(err.contains(needle), "{err}");
+        };
+        refused(&|c| c.runs = u32::MAX, "--runs 4294967295");
+        refused(&|c| c.warmup = Nanos(u64::MAX), "--warmup is longer");
+        refused(
+            &|c| c.timeout = Some(Nanos(u64::MAX)),
+            "--timeout is longer",
+        );
+        refused(&|c| c.runs = MAX_RUNS + 1, "at most 10000");
+        refused(
+            &|c| c.tasks = Some("1..40000".into()),
+            "at most 100000 trials",
+        );
+        // --profile-trials past MAX_RUNS: tests/cli.rs (ProfileSettings is the runner's).
+        // A week-long window at N=1024 would keep 620 M per-task readings per trial.
+        refused(
+            &|c| {
+                c.duration = MAX_DURATION;
+                c.tasks = Some("1024".into());
+            },
+            "readings",
+        );
+        assert!(check_runs("--max-runs", u32::MAX, 1).is_err());
+        assert!(check_runs("--max-runs", 100, 4).is_ok());
+        let mut fine = RunConfig::new("spin");
+        fine.runs = MAX_RUNS;
+        fine.tasks = Some("1,2,4,8,16,32,64,128,256,512".into());
+        assert!(Plan::new(fine, 2).is_ok());
     }
 
     #[test]

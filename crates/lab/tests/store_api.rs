@@ -35,7 +35,8 @@ mod store {
             points: vec![1, 2, 4],
             runs: 2,
             duration: Nanos(5_000_000_000),
-            warmup: Nanos(u64::MAX),
+            // The longest warm-up a run accepts.
+            warmup: lab::plan::MAX_DURATION,
             variant: Some("stock".into()),
             tags: BTreeMap::from([
                 ("kernel".into(), "6.8".into()),
@@ -61,7 +62,8 @@ mod store {
                 task_ops: task_ops.clone(),
                 usage: Usage {
                     user: Nanos(4_000_000_000),
-                    sys: Nanos(u64::MAX),
+                    // The most user + sys can hold, past i64::MAX.
+                    sys: Nanos(u64::MAX - 4_000_000_000),
                     minor_faults: 12,
                     major_faults: 0,
                     voluntary_switches: 3,
@@ -234,6 +236,30 @@ mod store {
     }
 
     #[test]
+    fn an_impossible_run_is_refused_by_import_and_nothing_is_stored() {
+        let (_dir, mut store) = open_temp();
+        let mut trial = ok_trial(2, 0);
+        if let TrialOutcome::Ok(m) = &mut trial.outcome {
+            m.window = Nanos(0);
+        }
+        let export = lab::model::RunExport {
+            schema_version: EXPORT_SCHEMA_VERSION,
+            tool_version: "0".into(),
+            run: RunData {
+                meta: meta("page_fault"),
+                trials: vec![trial],
+            },
+        };
+        let err = store.import(&export).unwrap_err();
+        assert!(matches!(err, StoreError::ImpossibleRun { .. }), "{err}");
+        assert!(
+            err.to_string().contains("trials[0] (N=2, trial 0).window"),
+            "{err}"
+        );
+        assert!(store.list_runs(&RunFilter::default()).unwrap().is_empty());
+    }
+
+    #[test]
     fn csv_has_a_header_and_one_quoted_row_per_trial() {
         let (_dir, mut store) = open_temp();
         let data = store_run(&mut store, "page_fault");
@@ -254,7 +280,7 @@ mod store {
                 "{},page_fault,stock,1,0,ok,5.000123456,1000,{},4,{},12,0,3,4,5,6,0.000000777,123456789,,",
                 data.meta.id,
                 1000.0 / 5.000123456,
-                u64::MAX as f64 / 1e9
+                (u64::MAX - 4_000_000_000) as f64 / 1e9
             )
         );
         // The failed trial's reason holds a comma, quotes and a newline: one quoted field.

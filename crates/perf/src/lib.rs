@@ -10,6 +10,8 @@ mod inherited;
 pub mod kallsyms;
 mod lock_events;
 mod lock_tracer;
+#[cfg(test)]
+mod mutation;
 pub mod profile;
 mod tracefs;
 mod user_symbols;

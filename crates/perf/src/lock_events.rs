@@ -178,7 +178,7 @@ pub(crate) struct Field {
 impl Field {
     /// Reads the field from `raw` (little-endian), sign-extending signed fields.
     pub(crate) fn read(&self, raw: &[u8]) -> Option<u64> {
-        let bytes = raw.get(self.offset..self.offset + self.size)?;
+        let bytes = raw.get(self.offset..self.offset.checked_add(self.size)?)?;
         let mut buf = [0u8; 8];
         let n = self.size.min(8);
         buf[..n].copy_from_slice(&bytes[..n]);
@@ -342,5 +342,17 @@ mod tests {
         };
         assert_eq!(unsigned.read(&raw), Some(0x1234));
         assert_eq!(unsigned.read(&raw[..9]), None);
+    }
+
+    /// Was a panic ("attempt to add with overflow"): a tracefs format's offset near the end of
+    /// the address space plus the field's size.
+    #[test]
+    fn a_field_offset_at_the_end_of_the_address_space_reads_nothing() {
+        let far = Field {
+            offset: usize::MAX - 2,
+            size: 8,
+            signed: false,
+        };
+        assert_eq!(far.read(&[0u8; 16]), None);
     }
 }

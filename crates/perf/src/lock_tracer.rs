@@ -385,6 +385,153 @@ mod tests {
         assert!(cpus.contains(&0));
     }
 
+    /// `lock:contention_begin`'s format as tracefs gives it (Linux 6.1, x86_64).
+    const BEGIN_FORMAT: &str = "name: contention_begin\nID: 408\nformat:\n\
+        \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+        \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+        \tfield:void * lock_addr;\toffset:8;\tsize:8;\tsigned:0;\n\
+        \tfield:unsigned int flags;\toffset:16;\tsize:4;\tsigned:0;\n";
+
+    /// A sample body as the kernel writes it for `TID | TIME | CPU | [CALLCHAIN] | RAW`.
+    fn sample_body(chain: Option<&[u64]>, raw: &[u8]) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&4242u32.to_le_bytes()); // pid
+        b.extend_from_slice(&4243u32.to_le_bytes()); // tid
+        b.extend_from_slice(&1_000_000u64.to_le_bytes()); // time
+        b.extend_from_slice(&1u32.to_le_bytes()); // cpu
+        b.extend_from_slice(&0u32.to_le_bytes()); // reserved
+        if let Some(chain) = chain {
+            b.extend_from_slice(&(chain.len() as u64).to_le_bytes());
+            for ip in chain {
+                b.extend_from_slice(&ip.to_le_bytes());
+            }
+        }
+        b.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+        b.extend_from_slice(raw);
+        b
+    }
+
+    /// Every other case, one number of a format text replaced by an extreme one (byte edits
+    /// alone rarely make a number huge).
+    fn big_number(case: u64, text: &[u8]) -> Vec<u8> {
+        const EXTREMES: [&str; 5] = [
+            "0",
+            "65536",
+            "4294967295",
+            "9223372036854775807",
+            "18446744073709551615",
+        ];
+        let mut runs = Vec::new();
+        let mut at = 0;
+        while at < text.len() {
+            let len = text[at..].iter().take_while(|b| b.is_ascii_digit()).count();
+            if len > 0 {
+                runs.push(at..at + len);
+            }
+            at += len.max(1);
+        }
+        let mut out = text.to_vec();
+        if case % 2 == 0 && !runs.is_empty() {
+            let run = runs[(case / 2) as usize % runs.len()].clone();
+            let extreme = EXTREMES[(case / 7) as usize % EXTREMES.len()];
+            out.splice(run, extreme.bytes());
+        }
+        out
+    }
+
+    /// CI's fuzzing of the tracepoint decoding: 2,000 seeded mutations of each tracepoint's
+    /// sample (decoded as every kind, so layouts mismatch too) and 2,000 of a tracefs format
+    /// (its fields then read from a record). A sample decodes or is refused; nothing panics.
+    #[test]
+    fn mutated_tracepoint_records_decode_or_are_refused_never_panic() {
+        use std::io::Write;
+        use std::panic::{AssertUnwindSafe, catch_unwind};
+
+        use crate::mutation::Mutator;
+        use crate::tracefs::parse_format;
+
+        const CASES: u64 = 2_000;
+        const SEED: u64 = 0x10c5_7ace;
+        let field = |offset, size, signed| Field {
+            offset,
+            size,
+            signed,
+        };
+        let kinds = [
+            Kind::Begin {
+                lock: field(8, 8, false),
+                flags: field(16, 4, false),
+            },
+            Kind::End {
+                lock: field(8, 8, false),
+            },
+            Kind::Enter {
+                uaddr: field(16, 8, false),
+                op: field(24, 8, false),
+            },
+            Kind::Exit {
+                ret: field(16, 8, true),
+            },
+        ];
+        let mut raw = vec![0u8; 32];
+        raw[8..16].copy_from_slice(&0xffff_8880_1234_5678u64.to_le_bytes());
+        let seeds = [
+            sample_body(
+                Some(&[-128i64 as u64, 0xffff_ffff_8100_0000, 0xffff_ffff_8200_0000]),
+                &raw[..20],
+            ),
+            sample_body(None, &raw[..16]),
+            sample_body(Some(&[-512i64 as u64, 0x5555_0000_1000]), &raw),
+            sample_body(None, &raw[..24]),
+        ];
+        let hot = [0..24, 24..48];
+        let mutator = Mutator::new(SEED);
+        let (mut decoded, mut refused, mut fields_read) = (0u64, 0u64, 0u64);
+        let mut chains = ChainTable::default();
+        let mut pairing = Pairing::default();
+        let mut panics = Vec::new();
+        for case in 0..CASES {
+            let body = mutator.mutate(case, &seeds[case as usize % seeds.len()], &hot);
+            let text = big_number(case, &mutator.mutate(case, BEGIN_FORMAT.as_bytes(), &[]));
+            let outcome = catch_unwind(AssertUnwindSafe(|| {
+                for kind in kinds {
+                    match decode(kind, &body, &mut chains) {
+                        Some(e) => {
+                            pairing.feed(&e);
+                            decoded += 1;
+                        }
+                        None => refused += 1,
+                    }
+                }
+                let text = String::from_utf8_lossy(&text);
+                if let Some(format) = parse_format("lock:contention_begin", &text) {
+                    for f in &format.fields {
+                        let f = field(f.offset, f.size, f.signed);
+                        fields_read += u64::from(f.read(&body).is_some());
+                    }
+                }
+            }));
+            if outcome.is_err() {
+                panics.push(case);
+            }
+        }
+        assert!(
+            panics.is_empty(),
+            "mutated tracepoint records panicked in cases {panics:?} (seed {SEED:#x})"
+        );
+        assert!(
+            decoded > 0 && refused > 0,
+            "{decoded} decoded, {refused} refused"
+        );
+        // Straight to stderr, past libtest's capture: CI's log shows how many mutations ran.
+        let _ = writeln!(
+            std::io::stderr(),
+            "tracepoint mutations: {CASES} samples x {} decoders and {CASES} formats ran (seed {SEED:#x}): \
+             {decoded} decoded, {refused} refused, {fields_read} fields read, 0 panics",
+            kinds.len()
+        );
+    }
+
     /// Needs root (or CAP_PERFMON) and a mounted tracefs; says why it skipped otherwise.
     #[test]
     fn futex_waits_of_a_new_thread_are_traced_with_their_call_chains() {

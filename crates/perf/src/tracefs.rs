@@ -85,7 +85,7 @@ pub fn tracefs_root() -> Option<PathBuf> {
 }
 
 /// Parses a `format` file: `ID: n` and `field:TYPE NAME; offset:O; size:S; signed:G;` lines.
-fn parse_format(name: &str, text: &str) -> Option<TracepointFormat> {
+pub(crate) fn parse_format(name: &str, text: &str) -> Option<TracepointFormat> {
     let mut id = None;
     let mut fields = Vec::new();
     for line in text.lines() {

@@ -14,7 +14,9 @@ fn main() -> ExitCode {
     match commands::dispatch(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            // Errors quote names and values from files and databases: escaped, never raw.
+            let text = format!("{err:#}");
+            eprintln!("error: {}", lab::report::format::printable_lines(&text));
             ExitCode::from(2)
         }
     }

@@ -269,6 +269,50 @@ fn bad_input_is_refused_with_a_clear_error_and_changes_nothing() {
     assert!(lab.fails(&["show", "yesterday"]).contains("last~K"));
 }
 
+/// Was an abort after the run was stored (`--runs 4294967295` allocated past 2 GB) and a
+/// silent clamp of durations to 584 years.
+#[test]
+fn counts_and_durations_past_their_maximum_are_refused_before_anything_runs() {
+    let lab = Lab::new();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["run", "spin", "--runs", "4294967295"],
+            "--runs 4294967295",
+        ),
+        (&["run", "spin", "--duration", "1000000000h"], "longer than"),
+        (&["run", "spin", "--warmup", "8d"], "--warmup"),
+        (&["run", "--cmd", "true", "--timeout", "200h"], "1 week"),
+        (
+            &["run", "spin", "--profile", "--profile-trials", "4294967295"],
+            "--profile-trials",
+        ),
+        (
+            &[
+                "ab",
+                "--a",
+                "true",
+                "--b",
+                "true",
+                "--max-runs",
+                "4294967295",
+            ],
+            "--max-runs",
+        ),
+        (
+            &["ab", "--a", "true", "--b", "true", "--runs", "20000"],
+            "at most 10000",
+        ),
+    ];
+    for (args, needle) in cases {
+        let err = lab.fails(args);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    assert!(
+        !lab.db().exists(),
+        "refused runs must not create the database"
+    );
+}
+
 #[test]
 fn a_corrupt_or_unwritable_database_is_never_overwritten() {
     let lab = Lab::new();

@@ -4,8 +4,8 @@
 //! and the USL fit of the Cisco data set from Baron Schwartz's book through `--csv`.
 //!
 //! Runs with chosen throughputs are exported JSON files built from a real export (so they
-//! follow the export format as it evolves) with their trials replaced: one task, a 1 s window,
-//! `ops` ops.
+//! follow the export format as it evolves) with their trials replaced: a 1 s window, `ops` ops
+//! shared by the point's N tasks.
 
 use serde_json::{Value, json};
 
@@ -43,8 +43,13 @@ impl Lab {
                 t["started_at"] = json!(format!("2025-03-0{id}T10:00:{index:02}Z"));
                 let m = &mut t["outcome"];
                 m["window"] = json!(1_000_000_000u64);
-                m["task_ops"] = json!([x.round() as u64]);
-                m["placement"] = json!([0]);
+                // One count per task, as a built-in workload's trial has them.
+                let (ops, tasks) = (x.round() as u64, u64::from(*n));
+                let per_task: Vec<u64> = (0..tasks)
+                    .map(|t| ops / tasks + u64::from(t < ops % tasks))
+                    .collect();
+                m["task_ops"] = json!(per_task);
+                m["placement"] = json!(vec![Value::Null; *n as usize]);
                 m["samples"] = json!([]);
                 m["counters"] = json!([]);
                 m["extras"] = json!({});

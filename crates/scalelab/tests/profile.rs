@@ -332,3 +332,26 @@ fn without_perf_the_run_is_measured_and_stored_with_a_warning_naming_the_fix() {
     let warnings = exported["run"]["meta"]["warnings"].to_string();
     assert!(warnings.contains("unprofiled"), "{warnings}");
 }
+
+/// Was `memory allocation of 1099511627776 bytes failed` and exit 134: a feature section size
+/// read from the file was allocated before anything checked it against the file's size.
+#[test]
+fn a_corrupt_perf_data_is_a_clean_error_not_an_abort() {
+    let lab = Lab::new();
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../perf/tests/fixtures/dd.perf.data"
+    );
+    let mut data = std::fs::read(fixture).unwrap();
+    let at = |o: usize| u64::from_le_bytes(data[o..o + 8].try_into().unwrap()) as usize;
+    // The feature table follows the data section; its first entry is {offset, size}.
+    let first_feature_size = at(40) + at(48) + 8;
+    data[first_feature_size..first_feature_size + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let path = lab.path("corrupt.perf.data");
+    std::fs::write(&path, &data).unwrap();
+    let err = lab.fails(&["profile", "--perf-data", path.to_str().unwrap()]);
+    assert!(
+        err.starts_with(&format!("error: {}: corrupt perf.data (", path.display())),
+        "{err}"
+    );
+}

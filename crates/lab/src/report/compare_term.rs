@@ -11,7 +11,7 @@ use stats::{Direction, Verdict};
 
 use super::compare_view::{CompareView, PointComparison, Side};
 use super::compare_warning::list;
-use super::format::si;
+use super::format::{printable, si};
 use super::percent::{percent, signed_percent};
 
 /// Writes the comparison as text.
@@ -25,7 +25,9 @@ pub fn write_compare(out: &mut dyn Write, view: &CompareView) -> io::Result<()> 
     writeln!(
         out,
         "metric: {} in {} ({direction}); op: {}",
-        view.metric.name, view.metric.unit, view.metric.op
+        view.metric.name,
+        view.metric.unit,
+        printable(&view.metric.op)
     )?;
     let method = if view.paired {
         "paired: each trial of B against the trial of A it ran back to back with, the \
@@ -50,10 +52,10 @@ pub fn write_compare(out: &mut dyn Write, view: &CompareView) -> io::Result<()> 
         writeln!(out)?;
     }
     for n in notes {
-        writeln!(out, "note: {n}")?;
+        writeln!(out, "note: {}", printable(&n.to_string()))?;
     }
     for w in warnings {
-        writeln!(out, "warning: {w}")?;
+        writeln!(out, "warning: {}", printable(&w.to_string()))?;
     }
     Ok(())
 }

@@ -1,5 +1,9 @@
-//! Number formatting shared by every text output: three significant figures with SI prefixes,
-//! and the csh `time` line people have read for decades (`101.320u 78.930s 5:39.94 53.0%`).
+//! Formatting shared by every text output: three significant figures with SI prefixes, the csh
+//! `time` line people have read for decades (`101.320u 78.930s 5:39.94 53.0%`), and
+//! [`printable`], which every string from a user, an imported file or a profiled program goes
+//! through before it reaches a terminal (from [`crate::safe_text`]).
+
+pub use crate::safe_text::{printable, printable_lines, write_json};
 
 /// `1234567.0` -> `1.23M`; `0.000123` -> `123µ`; three significant figures.
 pub fn si(x: f64) -> String {

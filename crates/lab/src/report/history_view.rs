@@ -3,7 +3,7 @@
 
 use std::io::{self, Write};
 
-use super::format::si;
+use super::format::{printable, si};
 use crate::history::History;
 
 pub fn write_history(out: &mut dyn Write, h: &History) -> io::Result<()> {
@@ -15,7 +15,7 @@ pub fn write_history(out: &mut dyn Write, h: &History) -> io::Result<()> {
     writeln!(
         out,
         "{}{at} · {} ({} is better) · {} runs · change points: p < {}, segments ≥ {} runs",
-        h.workload,
+        printable(&h.workload),
         h.metric.name(),
         if h.higher_is_better {
             "higher"
@@ -54,10 +54,10 @@ pub fn write_history(out: &mut dyn Write, h: &History) -> io::Result<()> {
             out,
             "{:>6}  {:<20}  {:>10}  {:<10}  {}",
             p.run,
-            p.started_at,
+            printable(&p.started_at),
             si(p.value),
-            p.variant.as_deref().unwrap_or("-"),
-            p.label
+            printable(p.variant.as_deref().unwrap_or("-")),
+            printable(&p.label)
         )?;
     }
     writeln!(out)?;

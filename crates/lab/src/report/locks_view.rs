@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, ContentArrangement, Table};
 
-use super::format::sig3;
+use super::format::{printable, sig3};
 use crate::locks::aggregate::{LockGrowth, PointLocks, Side};
 
 /// A duration in ns as `850ns`, `12.5µs`, `3.17ms`, `1.20s`.
@@ -94,9 +94,9 @@ pub fn write_point(
                 duration(r.wait_min_ns as f64),
                 duration(r.wait_avg_ns),
                 duration(r.wait_per_op_ns),
-                r.kind.clone(),
-                r.lock.clone(),
-                r.caller.clone(),
+                printable(&r.kind).into_owned(),
+                printable(&r.lock).into_owned(),
+                printable(&r.caller).into_owned(),
             ]);
         }
         writeln!(out, "{t}")?;
@@ -107,9 +107,14 @@ pub fn write_point(
             if r.call_sites.is_empty() {
                 continue;
             }
-            writeln!(out, "  call sites of {} ({}):", r.caller, r.kind)?;
+            writeln!(
+                out,
+                "  call sites of {} ({}):",
+                printable(&r.caller),
+                printable(&r.kind)
+            )?;
             for (site, k) in &r.call_sites {
-                writeln!(out, "    {k:>8}  {site}")?;
+                writeln!(out, "    {k:>8}  {}", printable(site))?;
             }
         }
     }
@@ -163,9 +168,9 @@ pub fn write_growth(
                 format!("-{}", duration(-r.growth_ns))
             });
             cells.push(sig3(r.contentions_per_trial.last().map_or(0.0, |c| c.1)));
-            cells.push(r.kind.clone());
-            cells.push(r.lock.clone());
-            cells.push(r.caller.clone());
+            cells.push(printable(&r.kind).into_owned());
+            cells.push(printable(&r.lock).into_owned());
+            cells.push(printable(&r.caller).into_owned());
             t.add_row(cells);
         }
         writeln!(out, "{t}")?;
@@ -201,7 +206,7 @@ fn write_footer(
         )?;
     }
     for note in notes {
-        writeln!(out, "note: {note}")?;
+        writeln!(out, "note: {}", printable(note))?;
     }
     Ok(())
 }

@@ -8,7 +8,7 @@ use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, ContentArrangement, Table};
 use stats::Estimate;
 
-use super::format::si;
+use super::format::{printable, si};
 use super::model_view::{ModelSource, ModelView};
 use super::percent::signed_percent;
 
@@ -20,9 +20,9 @@ pub fn write_model(out: &mut dyn Write, view: &ModelView) -> io::Result<()> {
             description, op, ..
         } => {
             writeln!(out, "USL fit of {description}")?;
-            writeln!(out, "op: {op}")?;
+            writeln!(out, "op: {}", printable(op))?;
         }
-        ModelSource::Csv { path } => writeln!(out, "USL fit of {path}")?,
+        ModelSource::Csv { path } => writeln!(out, "USL fit of {}", printable(path))?,
     }
     writeln!(
         out,
@@ -114,7 +114,7 @@ pub fn write_model(out: &mut dyn Write, view: &ModelView) -> io::Result<()> {
     if !view.warnings.is_empty() {
         writeln!(out)?;
         for w in &view.warnings {
-            writeln!(out, "warning: {w}")?;
+            writeln!(out, "warning: {}", printable(&w.to_string()))?;
         }
     }
     Ok(())

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, ContentArrangement, Table};
 
-use super::format::{opt_sig3, si, sig3};
+use super::format::{opt_sig3, printable, si, sig3};
 use crate::profile::PointProfile;
 use crate::profile::diff::{FunctionDiff, Presence};
 use crate::profile::grows::{GrowthReport, MIN_SHARE};
@@ -30,7 +30,12 @@ fn function_label(name: &str, kernel: bool) -> String {
     if n.len() < name.len() {
         n.push('…');
     }
-    format!("{} {n}", if kernel { "[k]" } else { "[.]" })
+    format!("{} {}", if kernel { "[k]" } else { "[.]" }, printable(&n))
+}
+
+/// A mapped file's or symbol's name as read from a perf.data or an ELF file: printable.
+fn label(text: &str) -> String {
+    printable(text).into_owned()
 }
 
 /// The caveats of one point's profile, one `warning:` line each.
@@ -61,7 +66,7 @@ pub fn write_top(out: &mut dyn Write, p: &PointProfile, top: usize, load: bool) 
         out,
         "N={} · {} · {} samples · {} ops in the window{}",
         p.n,
-        p.event,
+        label(&p.event),
         p.samples,
         si(p.ops as f64),
         if p.outside_window > 0 {
@@ -71,7 +76,7 @@ pub fn write_top(out: &mut dyn Write, p: &PointProfile, top: usize, load: bool) 
         }
     )?;
     for f in &p.files {
-        writeln!(out, "  perf report -i {f}")?;
+        writeln!(out, "  perf report -i {}", label(f))?;
     }
     let self_cost = format!("self {unit}/op");
     let total_cost = format!("total {unit}/op");
@@ -94,7 +99,7 @@ pub fn write_top(out: &mut dyn Write, p: &PointProfile, top: usize, load: bool) 
             row.push(f.load.map_or_else(|| "n/a".into(), |l| format!("{l:.3}")));
         }
         row.push(function_label(&f.name, f.kernel));
-        row.push(f.dso.clone());
+        row.push(label(&f.dso));
         t.add_row(row);
     }
     writeln!(out, "{t}")?;
@@ -103,12 +108,12 @@ pub fn write_top(out: &mut dyn Write, p: &PointProfile, top: usize, load: bool) 
         d.add_row(vec![
             format!("{:.2}", x.share),
             x.samples.to_string(),
-            x.dso.clone(),
+            label(&x.dso),
         ]);
     }
     writeln!(out, "{d}")?;
     for w in warnings(p) {
-        writeln!(out, "warning: {w}")?;
+        writeln!(out, "warning: {}", label(&w))?;
     }
     Ok(())
 }
@@ -138,7 +143,7 @@ pub fn write_grows(out: &mut dyn Write, r: &GrowthReport, top: usize) -> io::Res
         ));
         row.push(format!("{:.2}", g.share_last));
         row.push(function_label(&g.name, g.kernel));
-        row.push(g.dso.clone());
+        row.push(label(&g.dso));
         let mut note = Vec::new();
         if g.only_at_higher {
             note.push(format!("only at N>{first}"));
@@ -156,7 +161,7 @@ pub fn write_grows(out: &mut dyn Write, r: &GrowthReport, top: usize) -> io::Res
         .iter()
         .take(5)
         .filter(|g| g.growth > 0.0)
-        .map(|g| format!("{} (+{} {}/op)", g.name, sig3(g.growth), r.unit))
+        .map(|g| format!("{} (+{} {}/op)", label(&g.name), sig3(g.growth), r.unit))
         .collect();
     if !names.is_empty() {
         writeln!(out, "largest absolute growth: {}", names.join(", "))?;
@@ -171,7 +176,7 @@ pub fn write_grows(out: &mut dyn Write, r: &GrowthReport, top: usize) -> io::Res
         writeln!(
             out,
             "kernel lock/spin functions growing with N: {}",
-            locks.join(", ")
+            label(&locks.join(", "))
         )?;
     }
     Ok(())
@@ -189,7 +194,9 @@ pub fn write_diff(
     let (a, b) = labels;
     writeln!(
         out,
-        "profile diff at N={n}: {a} → {b} (Δ: percentage points of self share)"
+        "profile diff at N={n}: {} → {} (Δ: percentage points of self share)",
+        label(a),
+        label(b)
     )?;
     let ha = format!("% {a}");
     let hb = format!("% {b}");
@@ -212,7 +219,7 @@ pub fn write_diff(
             r.cost_change_pct
                 .map_or_else(String::new, |x| format!("{x:+.1}%")),
             function_label(&r.name, r.kernel),
-            r.dso.clone(),
+            label(&r.dso),
             match r.presence {
                 Presence::Both => String::new(),
                 Presence::New => format!("new in {b}"),
@@ -232,10 +239,10 @@ pub fn write_diff(
         .map(|r| r.name.as_str())
         .collect();
     if !new.is_empty() {
-        writeln!(out, "new (≥{MIN_SHARE}%): {}", new.join(", "))?;
+        writeln!(out, "new (≥{MIN_SHARE}%): {}", label(&new.join(", ")))?;
     }
     if !gone.is_empty() {
-        writeln!(out, "vanished (≥{MIN_SHARE}%): {}", gone.join(", "))?;
+        writeln!(out, "vanished (≥{MIN_SHARE}%): {}", label(&gone.join(", ")))?;
     }
     Ok(())
 }

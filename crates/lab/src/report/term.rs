@@ -6,14 +6,14 @@ use std::io::{self, Write};
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, ContentArrangement, Table};
 
-use super::format::{opt_si, opt_sig3, si, time_line};
+use super::format::{opt_si, opt_sig3, printable, si, time_line};
 use crate::analysis::RunSummary;
 use crate::model::RunMeta;
 
 /// Writes the header, both tables, the scaling line and every warning.
 pub fn write_run(out: &mut dyn Write, meta: &RunMeta, summary: &RunSummary) -> io::Result<()> {
     writeln!(out, "{}", header(meta))?;
-    writeln!(out, "op: {}", meta.op_unit)?;
+    writeln!(out, "op: {}", printable(&meta.op_unit))?;
     writeln!(out)?;
     writeln!(out, "{}", throughput_table(summary))?;
     writeln!(out, "{}", accounting_table(summary))?;
@@ -37,13 +37,14 @@ pub fn write_run(out: &mut dyn Write, meta: &RunMeta, summary: &RunSummary) -> i
     if !all.is_empty() {
         writeln!(out)?;
         for w in all {
-            writeln!(out, "warning: {w}")?;
+            writeln!(out, "warning: {}", printable(w))?;
         }
     }
     Ok(())
 }
 
-/// One line naming the run: id, name, workload and parameters, mode, trials, status.
+/// One line naming the run: id, name, workload and parameters, mode, trials, status; printable
+/// (control characters escaped).
 pub fn header(meta: &RunMeta) -> String {
     let params: Vec<String> = meta
         .params
@@ -77,7 +78,7 @@ pub fn header(meta: &RunMeta) -> String {
         parts.push(format!("{k}={v}"));
     }
     parts.push(meta.status.to_string());
-    parts.join(" · ")
+    printable(&parts.join(" · ")).into_owned()
 }
 
 fn new_table(headers: &[&str]) -> Table {
@@ -164,7 +165,11 @@ fn accounting_table(s: &RunSummary) -> Table {
         "blk out",
         "runq wait",
     ];
-    headers.extend(extra_names.iter().map(|s| s.as_str()));
+    let extra_headers: Vec<String> = extra_names
+        .iter()
+        .map(|s| printable(s).into_owned())
+        .collect();
+    headers.extend(extra_headers.iter().map(String::as_str));
     let mut t = new_table(&headers);
     for p in &s.points {
         let time = match (p.user_s, p.sys_s, p.wall_s, p.cpu_pct) {
@@ -209,7 +214,7 @@ fn steps_table(s: &RunSummary) -> Table {
         for st in &p.steps {
             t.add_row(vec![
                 p.n.to_string(),
-                st.name.clone(),
+                printable(&st.name).into_owned(),
                 time_line(st.user_s, st.sys_s, st.wall_s, st.cpu_pct),
                 si(st.minor_faults),
                 si(st.major_faults),

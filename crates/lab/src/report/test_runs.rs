@@ -1,8 +1,9 @@
-//! Synthetic runs for the view tests: chosen throughputs per N, one trial each, 1 s windows.
+//! Synthetic runs for the view tests (chosen throughputs per N, one trial each, 1 s windows),
+//! and an export that passes import's checks, for the import tests.
 
 use crate::model::{
-    Mode, Nanos, Pin, RunData, RunMeta, RunStatus, TrialMeasurement, TrialOutcome, TrialRecord,
-    Usage,
+    EXPORT_SCHEMA_VERSION, Mode, Nanos, Pin, RunData, RunExport, RunMeta, RunStatus, SampleRecord,
+    TrialMeasurement, TrialOutcome, TrialRecord, Usage,
 };
 
 /// A run of `workload` with, for each `(n, values)`, one successful trial per value whose
@@ -79,4 +80,36 @@ pub fn around(center: f64, spread: f64, n: usize) -> Vec<f64> {
             center * (1.0 + spread * k / n as f64)
         })
         .collect()
+}
+
+/// An export of run 7 that import accepts: spin at N=1,2, two trials each, one count and one
+/// placement per task and two samples per trial, as the runner writes them.
+pub fn importable_export() -> serde_json::Value {
+    let mut run = run(7, "spin", &[(1, &[1000.0, 1010.0]), (2, &[1900.0, 1950.0])]);
+    run.meta.runs = 2;
+    run.meta.name = Some("nightly".into());
+    run.meta.tags.insert("kernel".into(), "6.8".into());
+    for t in &mut run.trials {
+        let n = t.n as usize;
+        if let TrialOutcome::Ok(m) = &mut t.outcome {
+            m.task_ops = vec![500; n];
+            m.placement = vec![None; n];
+            m.samples = vec![
+                SampleRecord {
+                    t: Nanos(500_000_000),
+                    task_ops: vec![200; n],
+                },
+                SampleRecord {
+                    t: m.window,
+                    task_ops: m.task_ops.clone(),
+                },
+            ];
+        }
+    }
+    serde_json::to_value(RunExport {
+        schema_version: EXPORT_SCHEMA_VERSION,
+        tool_version: "test".into(),
+        run,
+    })
+    .expect("a serialisable run")
 }

@@ -1,10 +1,14 @@
 //! Moving runs out of and into the store: JSON export (the lossless, versioned form that
 //! `import` reads back), CSV export (one row per trial, for spreadsheets and scripts).
 //!
-//! The JSON is a [`RunExport`] envelope; [`read_export`] refuses a newer `schema_version` before
-//! looking at anything else, so the error names both versions instead of a missing field. CSV
+//! The JSON is a [`RunExport`] envelope, its strings' control characters `\u`-escaped
+//! ([`crate::safe_text::write_json`]); [`read_export`] refuses a newer `schema_version` before
+//! looking at anything else, so the error names both versions instead of a missing field, and
+//! refuses a run no measurement could produce ([`super::validation`]). CSV
 //! quoting is hand-rolled (RFC 4180: a field holding a comma, quote, CR or LF is quoted, quotes
-//! doubled); no CSV crate is needed for one writer.
+//! doubled); no CSV crate is needed for one writer. Its text cells (workload, variant, status,
+//! failure) are neutralised against spreadsheet formulas and control characters
+//! ([`crate::safe_text::csv_text`]); its numeric cells are our own numbers, written as they are.
 
 use std::fs;
 use std::io::Write;
@@ -14,6 +18,7 @@ use serde::Serialize;
 
 use super::StoreError;
 use crate::model::{EXPORT_SCHEMA_VERSION, RunData, RunExport, TrialOutcome};
+use crate::safe_text::csv_text;
 
 /// Writes `data` as a pretty-printed [`RunExport`] with the current `schema_version`.
 pub fn export_json(data: &RunData, out: &mut dyn Write) -> Result<(), StoreError> {
@@ -29,9 +34,7 @@ pub fn export_json(data: &RunData, out: &mut dyn Write) -> Result<(), StoreError
         tool_version: env!("CARGO_PKG_VERSION"),
         run: data,
     };
-    serde_json::to_writer_pretty(&mut *out, &envelope)
-        .map_err(|e| StoreError::Write { source: e.into() })?;
-    writeln!(out)
+    crate::safe_text::write_json(out, &envelope)
         .and_then(|()| out.flush())
         .map_err(|source| StoreError::Write { source })
 }
@@ -65,18 +68,17 @@ pub const CSV_HEADER: [&str; 21] = [
 /// trial's measurement columns are empty; so are `cycles`/`instructions` when not counted and
 /// `run_delay_s` when not measured.
 pub fn export_csv(data: &RunData, out: &mut dyn Write) -> Result<(), StoreError> {
-    let write = |out: &mut dyn Write, fields: &[String]| -> std::io::Result<()> {
-        let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
-        writeln!(out, "{}", line.join(","))
+    let write = |out: &mut dyn Write, cells: &[String]| -> std::io::Result<()> {
+        writeln!(out, "{}", cells.join(","))
     };
-    let header: Vec<String> = CSV_HEADER.iter().map(|h| (*h).to_owned()).collect();
-    write(out, &header).map_err(|source| StoreError::Write { source })?;
+    write(out, &CSV_HEADER.map(str::to_owned)).map_err(|source| StoreError::Write { source })?;
     let meta = &data.meta;
     for trial in &data.trials {
+        // Text cells go through `csv_text`; the rest are numbers this function formats.
         let mut row = vec![
             meta.id.to_string(),
-            meta.workload.clone(),
-            meta.variant.clone().unwrap_or_default(),
+            csv_text(&meta.workload),
+            csv_text(meta.variant.as_deref().unwrap_or_default()),
             trial.n.to_string(),
             trial.index.to_string(),
         ];
@@ -114,21 +116,12 @@ pub fn export_csv(data: &RunData, out: &mut dyn Write) -> Result<(), StoreError>
                     String::new(),
                     CSV_HEADER.len() - row.len() - 1,
                 ));
-                row.push(reason.clone());
+                row.push(csv_text(reason));
             }
         }
         write(out, &row).map_err(|source| StoreError::Write { source })?;
     }
     out.flush().map_err(|source| StoreError::Write { source })
-}
-
-/// One CSV field, quoted when it must be.
-fn csv_field(text: &str) -> String {
-    if text.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_owned()
-    }
 }
 
 /// Reads an exported run, refusing a format newer than this build knows.
@@ -158,7 +151,12 @@ pub fn read_export(path: &Path) -> Result<RunExport, StoreError> {
         return Err(bad("`schema_version` 0 does not exist".into()));
     }
     // Parsed again from the text (not the Value) so errors carry line and column.
-    serde_json::from_str(&text).map_err(|e| bad(e.to_string()))
+    let export: RunExport = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    super::validate(&export.run).map_err(|detail| StoreError::ImpossibleRun {
+        origin: path.display().to_string(),
+        detail,
+    })?;
+    Ok(export)
 }
 
 #[cfg(test)]
@@ -167,17 +165,108 @@ mod tests {
 
     #[test]
     fn csv_fields_are_quoted_only_when_needed() {
-        assert_eq!(csv_field("plain"), "plain");
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
-        assert_eq!(csv_field("two\nlines"), "\"two\nlines\"");
-        assert_eq!(csv_field(""), "");
+        assert_eq!(csv_text("plain"), "plain");
+        assert_eq!(csv_text("a,b"), "\"a,b\"");
+        assert_eq!(csv_text("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_text("two\nlines"), "\"two\nlines\"");
+        assert_eq!(csv_text(""), "");
     }
 
     fn write_file(text: &str) -> tempfile::NamedTempFile {
         let mut f = tempfile::NamedTempFile::new().unwrap();
         f.write_all(text.as_bytes()).unwrap();
         f
+    }
+
+    /// Was accepted, then shown and stored: data no measurement can produce.
+    #[test]
+    fn impossible_runs_are_refused_naming_the_run_and_the_field() {
+        use crate::report::test_runs::importable_export;
+        use serde_json::{Value, json};
+        type Edit = fn(&mut Value);
+        let cases: &[(&str, Edit, &str)] = &[
+            (
+                "window 0",
+                |v| v["run"]["trials"][0]["outcome"]["window"] = json!(0),
+                "trials[0] (N=1, trial 0).window",
+            ),
+            (
+                "N 0",
+                |v| v["run"]["meta"]["points"] = json!([0, 2]),
+                "points: N=0",
+            ),
+            (
+                "no points",
+                |v| v["run"]["meta"]["points"] = json!([]),
+                "points: empty",
+            ),
+            (
+                "ops beyond u64",
+                |v| v["run"]["trials"][2]["outcome"]["task_ops"] = json!([u64::MAX, 1]),
+                "trials[2] (N=2, trial 0).task_ops: the total overflows",
+            ),
+            (
+                "trial N not among the points",
+                |v| v["run"]["trials"][0]["n"] = json!(3),
+                "trials[0] (N=3, trial 0).n",
+            ),
+            (
+                "task_ops length is not N",
+                |v| v["run"]["trials"][3]["outcome"]["task_ops"] = json!([1000]),
+                "trials[3] (N=2, trial 1).task_ops: 1 counts for N=2",
+            ),
+            (
+                "a negative load average",
+                |v| v["run"]["meta"]["env"]["loadavg"] = json!([-1.0, 0.0, 0.0]),
+                "env.loadavg[0]",
+            ),
+            (
+                "samples out of order",
+                |v| {
+                    let samples = &mut v["run"]["trials"][1]["outcome"]["samples"];
+                    samples.as_array_mut().unwrap().reverse();
+                },
+                "trials[1] (N=1, trial 1).samples[1]",
+            ),
+            (
+                "the same trial twice",
+                |v| v["run"]["trials"][1]["index"] = json!(0),
+                "trials[1] (N=1, trial 0).index",
+            ),
+            (
+                "more trials than planned",
+                |v| v["run"]["meta"]["runs"] = json!(1),
+                "trials: 4 trials, more than the 2 planned",
+            ),
+            (
+                "a 584-year warm-up",
+                |v| v["run"]["meta"]["warmup"] = json!(u64::MAX),
+                "warmup",
+            ),
+            (
+                "user + sys beyond u64",
+                |v| {
+                    let usage = &mut v["run"]["trials"][0]["outcome"]["usage"];
+                    usage["user"] = json!(u64::MAX);
+                    usage["sys"] = json!(1);
+                },
+                "trials[0] (N=1, trial 0).usage.sys",
+            ),
+        ];
+        let valid = write_file(&importable_export().to_string());
+        read_export(valid.path()).expect("the valid export is accepted");
+        for (what, edit, field) in cases {
+            let mut v = importable_export();
+            edit(&mut v);
+            let f = write_file(&v.to_string());
+            let err = read_export(f.path()).expect_err(what).to_string();
+            assert!(err.contains("run 7 (spin): "), "{what}: {err}");
+            assert!(err.contains(field), "{what}: {err}");
+            assert!(
+                err.contains(&f.path().display().to_string()),
+                "{what}: {err}"
+            );
+        }
     }
 
     #[test]

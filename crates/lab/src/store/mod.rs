@@ -16,15 +16,19 @@
 //! Concerns, one file each: [`location`] (where the file is, and may it be opened), [`schema`]
 //! (opening, DDL, migrations on `PRAGMA user_version`),
 //! [`runs`] (writing), [`query`] (reading), [`columns`] (model values ↔ SQL columns),
-//! [`liveness`] (is the owner alive), [`export`] (JSON/CSV export, reading exports).
+//! [`liveness`] (is the owner alive), [`export`] (JSON/CSV export, reading exports),
+//! [`validation`] (refusing runs no measurement could produce, before import).
 
 mod columns;
 mod export;
 mod liveness;
 mod location;
+#[cfg(test)]
+mod mutation_tests;
 mod query;
 mod runs;
 mod schema;
+mod validation;
 
 use std::path::{Path, PathBuf};
 
@@ -33,6 +37,7 @@ use rusqlite::Connection;
 pub use export::{CSV_HEADER, export_csv, export_json, read_export};
 pub use query::RunFilter;
 pub use schema::SCHEMA_VERSION;
+pub use validation::validate;
 
 #[cfg(doc)]
 use crate::model::{RunData, RunStatus};
@@ -180,6 +185,11 @@ pub enum StoreError {
 
     #[error("{} is not a scalelab export: {detail}", path.display())]
     BadExport { path: PathBuf, detail: String },
+
+    #[error(
+        "{origin}: {detail} — no run scalelab measures holds that: the file was edited or damaged"
+    )]
+    ImpossibleRun { origin: String, detail: String },
 
     #[error("{} uses export format {found}, newer than this scalelab reads (up to {supported}) — upgrade scalelab to import it", path.display())]
     NewerExport {

@@ -132,7 +132,13 @@ impl Store {
     /// the exported status and end time; `origin_id` becomes the exported run's id (or stays what
     /// it was when the export came from a run never stored). It has no owner on this machine, so
     /// an exported `running` run reads `Incomplete`.
+    ///
+    /// A run no measurement could produce ([`super::validate`]) is refused and nothing stored.
     pub fn import(&mut self, export: &RunExport) -> Result<i64, StoreError> {
+        super::validate(&export.run).map_err(|detail| StoreError::ImpossibleRun {
+            origin: "import".into(),
+            detail,
+        })?;
         let meta = &export.run.meta;
         let origin_id = if meta.id > 0 {
             Some(meta.id)

@@ -38,7 +38,7 @@ pub(super) fn aggregate(raw: RawProfile, names: Names) -> Profile {
         if let Some(&leaf) = syms.last() {
             let f = &mut functions[leaf as usize];
             f.self_samples += stack.samples;
-            f.self_period += stack.period;
+            f.self_period = f.self_period.saturating_add(stack.period);
         }
         seen.clear();
         for &s in &syms {
@@ -46,12 +46,12 @@ pub(super) fn aggregate(raw: RawProfile, names: Names) -> Profile {
                 seen.push(s);
                 let f = &mut functions[s as usize];
                 f.total_samples += stack.samples;
-                f.total_period += stack.period;
+                f.total_period = f.total_period.saturating_add(stack.period);
             }
         }
         let e = merged.entry(syms).or_default();
         e.0 += stack.samples;
-        e.1 += stack.period;
+        e.1 = e.1.saturating_add(stack.period);
     }
 
     // Sort functions by self period and renumber the stacks to match.
@@ -85,7 +85,7 @@ pub(super) fn aggregate(raw: RawProfile, names: Names) -> Profile {
     for f in &sorted {
         let e = dso_map.entry((f.dso.clone(), f.kernel)).or_default();
         e.0 += f.self_samples;
-        e.1 += f.self_period;
+        e.1 = e.1.saturating_add(f.self_period);
     }
     let mut dsos: Vec<DsoCost> = dso_map
         .into_iter()

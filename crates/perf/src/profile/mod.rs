@@ -10,7 +10,12 @@
 //! stacks are folded into functions ([`aggregate`]).
 
 mod aggregate;
+mod layout;
+#[cfg(test)]
+mod mutation_tests;
+mod record_guard;
 mod records;
+mod sample_check;
 mod symbols;
 
 use std::path::{Path, PathBuf};
@@ -92,10 +97,37 @@ pub struct Profile {
 }
 
 /// Reads, symbolises and aggregates one perf.data file.
+///
+/// A corrupt file is an error naming it ("corrupt perf.data (…)"): its layout is checked
+/// against its size before anything is allocated from it ([`layout`], [`record_guard`],
+/// [`sample_check`]), and a panic in the parsing crates, should one remain, is caught here and
+/// reported the same way instead of taking the process down.
 pub fn read_profile(path: &Path, options: &ProfileOptions) -> Result<Profile, PerfError> {
-    let raw = records::read(path, options.window)?;
-    let names = symbols::symbolise(&raw, options.kallsyms.as_deref());
-    Ok(aggregate::aggregate(raw, names))
+    let read = || -> Result<Profile, PerfError> {
+        let raw = records::read(path, options.window)?;
+        let malformed = raw.malformed;
+        let names = symbols::symbolise(&raw, options.kallsyms.as_deref());
+        let mut profile = aggregate::aggregate(raw, names);
+        if malformed > 0 {
+            profile.notes.push(format!(
+                "{malformed} corrupt records were skipped; the profile may be incomplete"
+            ));
+        }
+        Ok(profile)
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)).unwrap_or_else(|panic| {
+        let message = panic
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| panic.downcast_ref::<&str>().copied())
+            .unwrap_or("no message");
+        Err(PerfError::ProfileData {
+            path: path.display().to_string(),
+            cause: records::corrupt(format!(
+                "reading it failed unexpectedly: {message}; please report this with the file"
+            )),
+        })
+    })
 }
 
 /// True when a kallsyms file shows real addresses (`kernel.kptr_restrict` hides them as zeros).
@@ -163,6 +195,76 @@ mod tests {
         let part = read_profile(Path::new(FIXTURE), &options).unwrap();
         assert!(part.samples > 0 && part.samples < all.samples);
         assert_eq!(part.samples + part.outside_window, all.samples);
+    }
+
+    /// The fixture with each `(offset, bytes)` written over it, read from memory.
+    fn read_patched(patches: &[(u64, &[u8])]) -> Result<records::RawProfile, String> {
+        let mut data = std::fs::read(FIXTURE).unwrap();
+        for (at, bytes) in patches {
+            let at = *at as usize;
+            data[at..at + bytes.len()].copy_from_slice(bytes);
+        }
+        let len = data.len() as u64;
+        records::read_from(std::io::Cursor::new(data), len, None)
+    }
+
+    /// (offset, size) of the fixture's data section, from its header.
+    fn data_section() -> (u64, u64) {
+        let data = std::fs::read(FIXTURE).unwrap();
+        let at = |o: usize| u64::from_le_bytes(data[o..o + 8].try_into().unwrap());
+        (at(40), at(48))
+    }
+
+    #[test]
+    fn a_feature_section_claiming_a_terabyte_is_refused_before_it_is_allocated() {
+        // The feature table follows the data section; its first entry is {offset, size}.
+        let (offset, size) = data_section();
+        let err = read_patched(&[(offset + size + 8, &(1u64 << 40).to_le_bytes())]).unwrap_err();
+        assert!(err.starts_with("corrupt perf.data ("), "{err}");
+        assert!(err.contains("feature section"), "{err}");
+    }
+
+    #[test]
+    fn an_auxtrace_record_claiming_a_terabyte_is_refused_before_it_is_allocated() {
+        // The data section's first record (a 80-byte MMAP) retyped as AUXTRACE (71), whose body
+        // starts with the length of the trace data that follows it.
+        let (offset, _) = data_section();
+        let err = read_patched(&[
+            (offset, &71u32.to_le_bytes()),
+            (offset + 8, &(1u64 << 40).to_le_bytes()),
+        ])
+        .unwrap_err();
+        assert!(err.starts_with("corrupt perf.data ("), "{err}");
+        assert!(err.contains("trace data"), "{err}");
+    }
+
+    #[test]
+    fn a_compressed_record_is_refused_naming_the_fix() {
+        let (offset, _) = data_section();
+        let err = read_patched(&[(offset, &81u32.to_le_bytes())]).unwrap_err();
+        assert!(err.starts_with("unsupported perf.data ("), "{err}");
+        assert!(err.contains("without -z"), "{err}");
+    }
+
+    #[test]
+    fn an_event_description_count_of_four_billion_is_refused_before_it_is_allocated() {
+        // EVENT_DESC (feature 12) is the 11th section of the fixture's table (features 2..=12).
+        let (offset, size) = data_section();
+        let data = std::fs::read(FIXTURE).unwrap();
+        let entry = (offset + size + 16 * 10) as usize;
+        let desc = u64::from_le_bytes(data[entry..entry + 8].try_into().unwrap());
+        let err = read_patched(&[(desc, &u32::MAX.to_le_bytes())]).unwrap_err();
+        assert!(
+            err.starts_with("corrupt perf.data (event descriptions"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_call_chain_length_that_overflows_skips_the_sample_instead_of_panicking() {
+        // The first sample is at 1008: IP, TID, TIME and PERIOD, then the chain's length.
+        let raw = read_patched(&[(1008 + 8 + 32, &((1u64 << 61) + 1).to_le_bytes())]).unwrap();
+        assert_eq!((raw.samples, raw.malformed), (305, 1));
     }
 
     #[test]

@@ -9,13 +9,16 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, ErrorKind, Read, Seek};
 use std::path::Path;
 
-use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord};
+use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord, RecordType};
 use linux_perf_data::{PerfFileReader, PerfFileRecord};
 use rustc_hash::FxHashMap;
 
+use super::layout;
+use super::record_guard::RecordGuard;
+use super::sample_check::callchain_fits;
 use crate::PerfError;
 
 /// `PERF_CONTEXT_*` markers in a call chain are the values at and above this one (-4095).
@@ -57,6 +60,8 @@ pub(super) struct RawProfile {
     pub outside_window: u64,
     pub throttled: u64,
     pub lost: u64,
+    /// Records that could not be parsed (corrupt), skipped.
+    pub malformed: u64,
 }
 
 /// A mapping of one process: [start, end) maps file `map` from `pgoff`.
@@ -88,11 +93,26 @@ pub(super) fn read(path: &Path, window: Option<(u64, u64)>) -> Result<RawProfile
         cause,
     };
     let file = File::open(path).map_err(|e| fail(format!("opening: {e}")))?;
+    let len = file
+        .metadata()
+        .map_err(|e| fail(format!("reading its size: {e}")))?
+        .len();
+    read_from(BufReader::with_capacity(1 << 20, file), len, window).map_err(fail)
+}
+
+/// Reads the perf.data held by `source`, `len` bytes long; the error is the cause alone.
+pub(super) fn read_from<R: Read + Seek>(
+    mut source: R,
+    len: u64,
+    window: Option<(u64, u64)>,
+) -> Result<RawProfile, String> {
+    let layout = layout::check(&mut source, len)?;
+    let guarded =
+        RecordGuard::new(source, len, &layout).map_err(|e| corrupt(format!("rewinding: {e}")))?;
     let PerfFileReader {
         mut perf_file,
         mut record_iter,
-    } = PerfFileReader::parse_file(BufReader::with_capacity(1 << 20, file))
-        .map_err(|e| fail(format!("not a perf.data file: {e}")))?;
+    } = PerfFileReader::parse_file(guarded).map_err(|e| corrupt(format!("header: {e}")))?;
     let mut b = Builder::default();
     b.raw.build_ids = perf_file
         .build_ids()
@@ -110,12 +130,20 @@ pub(super) fn read(path: &Path, window: Option<(u64, u64)>) -> Result<RawProfile
         let record = match record_iter.next_record(&mut perf_file) {
             Ok(Some(r)) => r,
             Ok(None) => break,
-            Err(e) => return Err(fail(format!("reading records: {e}"))),
+            Err(linux_perf_data::Error::IoError(e)) if e.kind() == ErrorKind::Unsupported => {
+                return Err(format!("unsupported perf.data ({e})"));
+            }
+            Err(e) => return Err(corrupt(format!("records: {e}"))),
         };
         let PerfFileRecord::EventRecord { record, .. } = record else {
             continue;
         };
+        if record.record_type == RecordType::SAMPLE && !callchain_fits(&record) {
+            b.raw.malformed += 1;
+            continue;
+        }
         let Ok(parsed) = record.parse() else {
+            b.raw.malformed += 1;
             continue;
         };
         match parsed {
@@ -160,7 +188,7 @@ pub(super) fn read(path: &Path, window: Option<(u64, u64)>) -> Result<RawProfile
                     continue;
                 }
                 b.raw.samples += 1;
-                b.raw.period += period;
+                b.raw.period = b.raw.period.saturating_add(period);
                 let stack = match b.stack_ids.get(b.scratch.as_slice()) {
                     Some(&id) => id,
                     None => {
@@ -177,7 +205,7 @@ pub(super) fn read(path: &Path, window: Option<(u64, u64)>) -> Result<RawProfile
                 };
                 let st = &mut b.raw.stacks[stack as usize];
                 st.samples += 1;
-                st.period += period;
+                st.period = st.period.saturating_add(period);
             }
             EventRecord::Mmap(m) if m.cpu_mode != CpuMode::Kernel && m.is_executable => {
                 let path = String::from_utf8_lossy(&m.path.as_slice()).into_owned();
@@ -200,11 +228,16 @@ pub(super) fn read(path: &Path, window: Option<(u64, u64)>) -> Result<RawProfile
                 b.address_ids.clear();
             }
             EventRecord::Throttle(_) => b.raw.throttled += 1,
-            EventRecord::Lost(l) => b.raw.lost += l.count,
+            EventRecord::Lost(l) => b.raw.lost = b.raw.lost.saturating_add(l.count),
             _ => {}
         }
     }
     Ok(b.raw)
+}
+
+/// The cause of a refusal, worded the same way wherever it is found.
+pub(super) fn corrupt(detail: String) -> String {
+    format!("corrupt perf.data ({detail})")
 }
 
 impl Builder {
@@ -224,7 +257,7 @@ impl Builder {
             match self.regions.get(&pid).and_then(|r| lookup(r, addr)) {
                 Some(r) => Frame::User {
                     map: r.map,
-                    offset: addr - r.start + r.pgoff,
+                    offset: (addr - r.start).wrapping_add(r.pgoff),
                 },
                 None => Frame::Unmapped(addr),
             }

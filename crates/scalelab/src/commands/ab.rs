@@ -49,6 +49,7 @@ pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let mut plan_a = plan(&args, &args.a, "a", cpus)?;
     let mut plan_b = plan(&args, &args.b, "b", cpus)?;
+    lab::plan::check_runs("--max-runs", max_runs, plan_a.points.len())?;
     let seed = args.seed.unwrap_or_else(clock_seed);
     let mut planned = plan_a.runs;
     let mut slots = schedule::schedule(&plan_a.points, planned, seed);
@@ -114,10 +115,11 @@ pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
             if let TrialOutcome::Failed { reason } = &outcome {
                 bar.suspend(|| {
                     eprintln!(
-                        "trial {} N={} #{} failed: {reason}",
+                        "trial {} N={} #{} failed: {}",
                         slot.side,
                         slot.n,
-                        slot.index + 1
+                        slot.index + 1,
+                        lab::report::format::printable_lines(reason)
                     )
                 });
             }

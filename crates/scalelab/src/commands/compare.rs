@@ -58,8 +58,7 @@ pub fn build(a: &RunData, b: &RunData, verdict: &VerdictArgs, force: bool) -> Re
 pub fn print(view: &CompareView, json: bool) -> Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     if json {
-        serde_json::to_writer_pretty(&mut out, view)?;
-        writeln!(out)?;
+        lab::safe_text::write_json(&mut out, view)?;
     } else {
         write_compare(&mut out, view)?;
     }

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use lab::env::{self, Fingerprint, Severity};
+use lab::safe_text::printable;
 
 pub fn run(json: bool) -> Result<ExitCode> {
     let cwd = std::env::current_dir()?;
@@ -11,25 +12,22 @@ pub fn run(json: bool) -> Result<ExitCode> {
     let mut checks = env::checks(&fp);
     checks.extend(env::perf_checks());
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(
-                &serde_json::json!({ "fingerprint": fp, "checks": checks })
-            )?
-        );
+        let value = serde_json::json!({ "fingerprint": fp, "checks": checks });
+        lab::safe_text::write_json(&mut std::io::stdout().lock(), &value)?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    let line = format!(
         "{} · {} · {} CPUs ({}) · kernel {}",
         fp.hostname, fp.cpu_model, fp.online_cpus, fp.cpu_list, fp.kernel_release
     );
+    println!("{}", printable(&line));
     for c in &checks {
         let mark = match c.severity {
             Severity::Ok => "ok  ",
             Severity::Info => "info",
             Severity::Warn => "WARN",
         };
-        println!("{mark} {:<16} {}", c.name, c.finding);
+        println!("{mark} {:<16} {}", c.name, printable(&c.finding));
         if let Some(fix) = &c.fix {
             if c.severity == Severity::Warn {
                 println!("     {:<16} fix: {fix}", "");

@@ -69,9 +69,7 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
     };
     let mut out = std::io::stdout().lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &h)?;
-        use std::io::Write;
-        writeln!(out)?;
+        lab::safe_text::write_json(&mut out, &h)?;
     } else {
         lab::report::history_view::write_history(&mut out, &h)?;
     }

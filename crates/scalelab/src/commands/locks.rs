@@ -2,7 +2,6 @@
 //! (lock wait per op by lock and caller, ranked by growth), or with `--at N` the
 //! `lock_stat`-like table at one point.
 
-use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -63,8 +62,7 @@ pub fn run(db: Option<&Path>, args: &LocksArgs) -> Result<ExitCode> {
                 );
             };
             if args.json {
-                serde_json::to_writer_pretty(&mut out, &point)?;
-                writeln!(out)?;
+                lab::safe_text::write_json(&mut out, &point)?;
             } else {
                 locks_view::write_point(&mut out, &header, &point, &shown, args.top)?;
             }
@@ -74,8 +72,7 @@ pub fn run(db: Option<&Path>, args: &LocksArgs) -> Result<ExitCode> {
                 bail!("run {} has no traced trial", data.meta.id);
             };
             if args.json {
-                serde_json::to_writer_pretty(&mut out, &growth)?;
-                writeln!(out)?;
+                lab::safe_text::write_json(&mut out, &growth)?;
             } else {
                 locks_view::write_growth(&mut out, &header, &growth, &shown, args.top)?;
             }

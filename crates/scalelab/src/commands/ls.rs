@@ -4,6 +4,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
+use lab::report::format::printable;
 use lab::store::RunFilter;
 
 use super::pairs;
@@ -31,7 +32,7 @@ pub fn run(db: Option<&Path>, args: &LsArgs) -> Result<ExitCode> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        lab::safe_text::write_json(&mut std::io::stdout().lock(), &rows)?;
         return Ok(ExitCode::SUCCESS);
     }
     if runs.is_empty() {
@@ -66,12 +67,12 @@ pub fn run(db: Option<&Path>, args: &LsArgs) -> Result<ExitCode> {
         println!(
             "{:>5}  {:<20}  {:<11}  {:<40}  {:<12}  {:>9}  {}",
             m.id,
-            m.started_at,
+            printable(&m.started_at),
             m.status.to_string(),
-            what.trim(),
+            printable(what.trim()),
             points.join(","),
             trials,
-            labels.join(" ")
+            printable(&labels.join(" "))
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -1,7 +1,6 @@
 //! `scalelab model RUN | --csv FILE`: fit the Universal Scalability Law (lab's
 //! `report::model_view`, statistics from `stats`) and print it as text or JSON.
 
-use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -30,8 +29,7 @@ pub fn run(db: Option<&Path>, args: &ModelArgs) -> Result<ExitCode> {
     };
     let mut out = std::io::stdout().lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &view)?;
-        writeln!(out)?;
+        lab::safe_text::write_json(&mut out, &view)?;
     } else {
         write_model(&mut out, &view)?;
     }

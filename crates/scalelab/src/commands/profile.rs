@@ -11,6 +11,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use lab::model::RunData;
 use lab::profile::{self, PointProfile, diff, grows};
+use lab::report::format::printable;
 use lab::report::{flamegraph, profile_term};
 
 use super::show;
@@ -48,7 +49,10 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
         if a.event != b.event {
             eprintln!(
                 "warning: run {} sampled {} and run {} {}: shares compare, costs per op do not",
-                data.meta.id, a.event, data_b.meta.id, b.event
+                data.meta.id,
+                printable(&a.event),
+                data_b.meta.id,
+                printable(&b.event)
             );
         }
         let (la, lb) = (
@@ -60,8 +64,7 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
                 "run_a": data.meta.id, "run_b": data_b.meta.id, "n": n, "unit": b.unit,
                 "functions": rows,
             });
-            serde_json::to_writer_pretty(&mut out, &value)?;
-            writeln!(out)?;
+            lab::safe_text::write_json(&mut out, &value)?;
         } else {
             profile_term::write_diff(&mut out, &rows, (&la, &lb), n, &b.unit, args.top)?;
         }
@@ -93,17 +96,16 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
             "what_grows": grow,
             "points": if shown.is_empty() { points.iter().collect() } else { shown.clone() },
         });
-        serde_json::to_writer_pretty(&mut out, &value)?;
-        writeln!(out)?;
+        lab::safe_text::write_json(&mut out, &value)?;
     } else {
         writeln!(out, "{}", lab::report::term::header(&data.meta))?;
-        writeln!(out, "op: {}", data.meta.op_unit)?;
+        writeln!(out, "op: {}", printable(&data.meta.op_unit))?;
         writeln!(out)?;
         if let Some(g) = &grow {
             profile_term::write_grows(&mut out, g, args.top)?;
             for p in &points {
                 for w in profile_term::warnings(p) {
-                    writeln!(out, "warning: {w}")?;
+                    writeln!(out, "warning: {}", printable(&w))?;
                 }
             }
             writeln!(out, "(per point: scalelab profile {} --at N)", data.meta.id)?;
@@ -163,8 +165,7 @@ fn one_file(file: &Path, args: &ProfileArgs) -> Result<ExitCode> {
     let elapsed = started.elapsed();
     let mut out = std::io::stdout().lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &p)?;
-        writeln!(out)?;
+        lab::safe_text::write_json(&mut out, &p)?;
     } else {
         profile_term::write_top(&mut out, &p, args.top, args.load)?;
     }

@@ -15,6 +15,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use lab::env::Fingerprint;
 use lab::model::{Mode, Pin, RunStatus};
 use lab::plan::{Plan, RunConfig, parse_duration};
+use lab::report::format::{printable, printable_lines};
 use lab::runner::{
     ChildExecutor, CommandExecutor, CommandSpec, Executor, OpsSource, SweepEnd, SweepEvent,
     run_sweep,
@@ -97,7 +98,7 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
     let plan = match plan.locks.map(|r| r.preflight()) {
         Some(Err(why)) => {
             let w = format!("--locks: lock tracing unavailable, trials run untraced: {why}");
-            eprintln!("warning: {w}");
+            eprintln!("warning: {}", printable(&w));
             lock_warning = Some(w);
             Plan {
                 locks: None,
@@ -117,7 +118,7 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
             profile_warnings.extend(perf_record::kallsyms_warning());
         }
         for w in &profile_warnings {
-            eprintln!("warning: {w}");
+            eprintln!("warning: {}", printable(w));
         }
     }
     let process_warnings = super::guard::before_trials();
@@ -186,9 +187,10 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
                     if let lab::model::TrialOutcome::Failed { reason } = &record.outcome {
                         bar.suspend(|| {
                             eprintln!(
-                                "trial N={} #{} failed: {reason}",
+                                "trial N={} #{} failed: {}",
                                 record.n,
-                                record.index + 1
+                                record.index + 1,
+                                printable_lines(reason)
                             )
                         });
                     }

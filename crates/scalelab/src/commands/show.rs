@@ -56,9 +56,7 @@ pub fn print_run(data: &RunData, json: bool) -> Result<()> {
             "trials_ok": ok,
             "trials_failed": failed,
         });
-        serde_json::to_writer_pretty(&mut out, &value)?;
-        use std::io::Write;
-        writeln!(out)?;
+        lab::safe_text::write_json(&mut out, &value)?;
     } else {
         term::write_run(&mut out, &data.meta, &summary)?;
     }
