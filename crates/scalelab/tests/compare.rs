@@ -691,3 +691,19 @@ fn tied_pairs_five_pairs_all_two_percent_slower_never_reach_alpha_with_ties() {
     let text = lab.expect(0, &["compare", &a, &b]);
     assert!(!text.contains("REGRESSED"), "{text}");
 }
+
+#[test]
+fn model_csv_refuses_a_typo_in_the_first_row_instead_of_dropping_it_as_a_header() {
+    let lab = Lab::new();
+    let mut text = String::from("1O,955.16\n");
+    for (i, x) in CISCO.iter().enumerate().skip(1) {
+        text.push_str(&format!("{},{x}\n", i + 1));
+    }
+    let file = lab.path("typo.csv");
+    std::fs::write(&file, text).unwrap();
+    let err = lab.fails(&["model", "--csv", file.to_str().unwrap()]);
+    assert!(
+        err.contains("line 1: `1O,955.16`: N `1O` is not a number"),
+        "{err}"
+    );
+}
