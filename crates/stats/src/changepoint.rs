@@ -144,7 +144,7 @@ impl Standardised {
         }
         let unit: Vec<f64> = series.iter().map(|v| v / peak).collect();
         let (mean, sd) = mean_sd(&unit);
-        if !(sd > 0.0) {
+        if sd.is_nan() || sd <= 0.0 {
             return None;
         }
         Some(Standardised {
