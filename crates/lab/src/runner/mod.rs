@@ -6,6 +6,7 @@ pub mod control;
 pub mod executor;
 pub mod perf_record;
 pub mod placement;
+mod schedstat;
 pub mod sweep;
 mod task;
 pub mod trial;
