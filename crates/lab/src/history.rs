@@ -8,6 +8,7 @@ use serde::Serialize;
 use stats::{ChangePoint, ChangePointOptions};
 
 use crate::analysis::{self, PointSummary};
+use crate::csv_rows;
 use crate::error::LabError;
 use crate::model::RunData;
 
@@ -202,6 +203,38 @@ pub fn from_points(
     }
 }
 
+/// Reads a series from `history --csv` text by the rules of [`crate::csv_rows`] (those of
+/// `model --csv`): one value per row, or `label,value`; an optional header; `#` comments and
+/// blank lines anywhere. A bad row is an error naming its line.
+pub fn parse_csv(text: &str) -> Result<Vec<HistoryPoint>, LabError> {
+    const FORMAT: &str = "each row is `value` or `label,value` (e.g. `build-20,1043.5`)";
+    let mut points = Vec::new();
+    for row in csv_rows::rows(text) {
+        let (label, index) = match row.fields.len() {
+            1 => (String::new(), 0),
+            2 => (row.fields[0].to_string(), 1),
+            k => return Err(row.error(format!("{k} fields, expected 1 or 2"), FORMAT)),
+        };
+        let value = row.number(index, "value", FORMAT)?;
+        if !value.is_finite() {
+            return Err(row.error(format!("value = {value}: it must be finite"), FORMAT));
+        }
+        points.push(HistoryPoint {
+            run: points.len() as i64 + 1,
+            started_at: String::new(),
+            variant: None,
+            label,
+            value,
+        });
+    }
+    if points.is_empty() {
+        return Err(LabError::BadOption(
+            "no data rows: expected one value per line, or `label,value` lines".into(),
+        ));
+    }
+    Ok(points)
+}
+
 /// What distinguishes runs in a series: kernel release and user tags.
 fn label(run: &RunData) -> String {
     let mut parts = vec![run.meta.env.kernel_release.clone()];
@@ -332,6 +365,56 @@ mod tests {
             &ChangePointOptions::default(),
         );
         assert!(h.points.is_empty());
+    }
+
+    #[test]
+    fn csv_series_follow_the_model_csv_rules() {
+        let points =
+            parse_csv("# weekly\nlabel,value\nb1,100.5\n\n# moved racks\nb2,-3e2\n7\n").unwrap();
+        let got: Vec<(&str, f64)> = points.iter().map(|p| (p.label.as_str(), p.value)).collect();
+        assert_eq!(got, [("b1", 100.5), ("b2", -300.0), ("", 7.0)]);
+        assert_eq!(points[2].run, 3);
+        for (input, want) in [
+            (
+                "1OO.5\n101\n",
+                "line 1: `1OO.5`: value `1OO.5` is not a number",
+            ),
+            ("100\n# ok\nx\n", "line 3: `x`: value `x` is not a number"),
+            ("a,b,1\n", "line 1: `a,b,1`: 3 fields, expected 1 or 2"),
+            ("1\ninf\n", "line 2: `inf`: value = inf"),
+            ("value\n", "no data rows"),
+        ] {
+            let err = parse_csv(input).unwrap_err().to_string();
+            assert!(err.contains(want), "{input:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_rise_of_negative_values_is_a_positive_change() {
+        // −100 → −90 was reported as −10%.
+        let points: Vec<HistoryPoint> = (0..30)
+            .map(|i| HistoryPoint {
+                run: i as i64 + 1,
+                started_at: String::new(),
+                variant: None,
+                label: String::new(),
+                value: noisy(i) * if i >= 20 { -90.0 } else { -100.0 },
+            })
+            .collect();
+        let h = from_points(
+            "csv",
+            0,
+            Metric::Throughput,
+            points,
+            &ChangePointOptions::default(),
+        );
+        assert_eq!(h.changes.len(), 1, "{:?}", h.changes);
+        assert!(
+            (h.changes[0].relative - 0.1).abs() < 0.01,
+            "{:?}",
+            h.changes
+        );
+        assert!(!h.changes[0].regression && !h.newest_regressed);
     }
 
     #[test]

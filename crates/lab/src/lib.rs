@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod analysis;
+pub mod csv_rows;
 pub mod env;
 pub mod error;
 pub mod history;

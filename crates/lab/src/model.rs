@@ -298,9 +298,10 @@ pub struct Usage {
     pub involuntary_switches: u64,
     pub block_in: u64,
     pub block_out: u64,
-    /// Time the tasks spent runnable but waiting for a CPU (run-queue delay, from
-    /// `/proc/thread-self/schedstat`); `None` where it was not measured (external commands,
-    /// kernels without CONFIG_SCHED_INFO, runs stored before it was).
+    /// Time the tasks spent runnable but waiting for a CPU over the window (run-queue delay:
+    /// each task's share of its own span, from `/proc/thread-self/schedstat`, times the window;
+    /// at most N × window); `None` where it was not measured (external commands, kernels
+    /// without CONFIG_SCHED_INFO, runs stored before it was).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_delay: Option<Nanos>,
 }

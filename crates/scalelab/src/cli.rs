@@ -233,7 +233,7 @@ pub struct HistoryArgs {
     /// Fewest runs in a segment.
     #[arg(long, default_value_t = 3)]
     pub min_segment: usize,
-    /// Read the series from a file instead: one value per line, or `label,value` (a header line is skipped).
+    /// Read the series from a file instead: one value per line, or `label,value`; an optional header, `#` comments (as `model --csv`).
     #[arg(long, value_name = "FILE", conflicts_with = "workload")]
     pub csv: Option<PathBuf>,
     #[arg(long)]

@@ -655,3 +655,60 @@ fn model_of_a_real_two_point_sweep_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn tied_runs_three_against_three_never_reach_alpha_with_ties() {
+    // Every A trial 1000 ops/s, every B trial 980: the normal approximation gave p = 0.047 and
+    // REGRESSED; the exact conditional p over the 20 relabellings is 2/20 = 0.1.
+    let lab = Lab::new();
+    let a = lab.synthetic("a", 1, &[(1, vec![1000.0; 3])], |_| {});
+    let b = lab.synthetic("b", 2, &[(1, vec![980.0; 3])], |_| {});
+    let view = lab.json(&["compare", &a, &b, "--json"]);
+    let c = &view["points"][0]["change"];
+    assert_ne!(c["verdict"], "regressed", "{c}");
+    let p = c["p_value"].as_f64().unwrap();
+    assert!((p - 0.1).abs() < 1e-12, "{c}");
+    assert!(p >= c["min_achievable_p"].as_f64().unwrap(), "{c}");
+    assert_eq!(c["exact"], true, "{c}");
+    let text = lab.expect(0, &["compare", &a, &b]);
+    assert!(!text.contains("REGRESSED"), "{text}");
+}
+
+#[test]
+fn tied_pairs_five_pairs_all_two_percent_slower_never_reach_alpha_with_ties() {
+    // Five ab pairs, every B exactly 0.98·A: the normal approximation gave p = 0.037 and
+    // REGRESSED; the exact sign-flip p is 2/2⁵ = 0.0625.
+    let lab = Lab::new();
+    let a_values = vec![1000.0, 1100.0, 1200.0, 1300.0, 1400.0];
+    let b_values: Vec<f64> = a_values.iter().map(|x| x * 0.98).collect();
+    let ab = |m: &mut Value| {
+        m["tags"] = json!({"ab_seed": "7", "ab_order": "ABABA"});
+    };
+    let a = lab.synthetic("a", 1, &[(1, a_values)], ab);
+    let b = lab.synthetic("b", 2, &[(1, b_values)], ab);
+    let view = lab.json(&["compare", &a, &b, "--json"]);
+    assert_eq!(view["paired"], true, "{view}");
+    let c = &view["points"][0]["change"];
+    assert_eq!(c["method"], "signed_rank", "{c}");
+    assert_ne!(c["verdict"], "regressed", "{c}");
+    let p = c["p_value"].as_f64().unwrap();
+    assert!((p - 0.0625).abs() < 1e-12, "{c}");
+    let text = lab.expect(0, &["compare", &a, &b]);
+    assert!(!text.contains("REGRESSED"), "{text}");
+}
+
+#[test]
+fn model_csv_refuses_a_typo_in_the_first_row_instead_of_dropping_it_as_a_header() {
+    let lab = Lab::new();
+    let mut text = String::from("1O,955.16\n");
+    for (i, x) in CISCO.iter().enumerate().skip(1) {
+        text.push_str(&format!("{},{x}\n", i + 1));
+    }
+    let file = lab.path("typo.csv");
+    std::fs::write(&file, text).unwrap();
+    let err = lab.fails(&["model", "--csv", file.to_str().unwrap()]);
+    assert!(
+        err.contains("line 1: `1O,955.16`: N `1O` is not a number"),
+        "{err}"
+    );
+}

@@ -148,3 +148,104 @@ fn history_follows_stored_runs_of_the_same_workload_and_parameters() {
     let none = lab.cmd().args(["history", "spin"]).output().unwrap();
     assert_eq!(none.status.code(), Some(2));
 }
+
+/// Writes `text` to `name` in the lab and returns its path.
+fn csv(lab: &Lab, name: &str, text: &str) -> String {
+    let file = lab.path(name);
+    std::fs::write(&file, text).unwrap();
+    file.to_str().unwrap().to_string()
+}
+
+#[test]
+fn history_csv_refuses_a_typo_on_the_first_line_instead_of_dropping_it_as_a_header() {
+    let lab = Lab::new();
+    let typo = csv(&lab, "typo.csv", &format!("1OO.5\n{}", series(0.0)));
+    let err = lab.fails(&["history", "--csv", &typo]);
+    assert!(
+        err.contains("line 1: `1OO.5`") && err.contains("not a number"),
+        "{err}"
+    );
+    // The same typo as a labelled row.
+    let typo = csv(
+        &lab,
+        "typo2.csv",
+        &format!("build-x,1OO.5\n{}", series(0.0)),
+    );
+    assert!(lab.fails(&["history", "--csv", &typo]).contains("line 1"));
+}
+
+#[test]
+fn history_csv_skips_comments_and_blank_lines_anywhere_like_model() {
+    let lab = Lab::new();
+    let mut text = String::from("# exported from the weekly job\nlabel,value\n");
+    for (i, line) in series(0.0).lines().enumerate() {
+        if i == 10 {
+            text.push_str("# the lab moved racks here\n\n");
+        }
+        text.push_str(line);
+        text.push('\n');
+    }
+    let file = csv(&lab, "commented.csv", &text);
+    let h = lab.json(&["history", "--csv", &file, "--json"]);
+    assert_eq!(h["points"].as_array().unwrap().len(), 36, "{h}");
+    assert_eq!(h["points"][10]["label"], "build-10");
+}
+
+#[test]
+fn history_of_negative_values_reports_a_rise_with_a_plus_sign() {
+    // −100 → −90 is a rise of 10%; it was reported as −10.1%.
+    let lab = Lab::new();
+    let text: String = (0..36)
+        .map(|i| {
+            let noise = 1.0 + 0.01 * (((i * 7919) % 13) as f64 / 6.0 - 1.0);
+            let level = if i >= 20 { -90.0 } else { -100.0 };
+            format!("build-{i},{:.3}\n", level * noise)
+        })
+        .collect();
+    let file = csv(&lab, "negative.csv", &text);
+    let h = lab.json(&["history", "--csv", &file, "--json"]);
+    let c = &h["changes"][0];
+    assert_eq!(c["index"], 20, "{h}");
+    assert!((c["relative"].as_f64().unwrap() - 0.1).abs() < 0.01, "{c}");
+    assert_eq!(c["regression"], false, "{c}");
+    let shown = lab.ok(&["history", "--csv", &file]);
+    assert!(
+        shown.contains("change +10.") && shown.contains("improvement"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn history_finds_the_same_change_points_at_any_scale() {
+    // Values of 1e-170: the variances underflowed (change points in a flat series); 1e306: they
+    // overflowed (a 10% step missed), near f64::MAX the means did (a panic).
+    let lab = Lab::new();
+    let scaled = |step: f64, scale: f64| -> String {
+        series(step)
+            .lines()
+            .map(|l| {
+                let (label, v) = l.rsplit_once(',').unwrap();
+                format!("{label},{:e}\n", v.parse::<f64>().unwrap() * scale)
+            })
+            .collect()
+    };
+    for scale in [1e-173, 1e303, f64::MAX / 2000.0] {
+        let flat = csv(&lab, "flat.csv", &scaled(0.0, scale));
+        let h = lab.json(&["history", "--csv", &flat, "--json"]);
+        assert_eq!(h["changes"], serde_json::json!([]), "scale {scale:e}: {h}");
+        let drop = csv(&lab, "drop.csv", &scaled(-0.1, scale));
+        let out = lab.run(&["history", "--csv", &drop, "--json", "--check"]);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "scale {scale:e}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let h: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(h["changes"][0]["index"], 20, "scale {scale:e}: {h}");
+        assert!(
+            (h["changes"][0]["relative"].as_f64().unwrap() + 0.1).abs() < 0.01,
+            "scale {scale:e}: {h}"
+        );
+    }
+}

@@ -474,3 +474,80 @@ fn scratch_left_by_a_killed_scalelab_is_removed_by_the_next_run() {
     lab.sweep("open_close", "threads", &[]);
     assert!(lab.leftovers().is_empty(), "{:?}", lab.leftovers());
 }
+
+/// Checks every trial of the last run against what its window can hold: CPU time at most
+/// `cpus` CPUs over the window (with a tick's slack per CPU at each edge) and run-queue wait at
+/// most N × the window.
+fn assert_accounting_within_the_window(lab: &Lab, what: &str, cpus: f64) {
+    let export: Value = serde_json::from_str(&lab.ok(&["export", "last"])).unwrap();
+    for t in export["run"]["trials"].as_array().unwrap() {
+        let m = &t["outcome"];
+        assert_eq!(m["status"], "ok", "{what}: {t}");
+        let n = t["n"].as_f64().unwrap();
+        let window = m["window"].as_f64().unwrap() / 1e9;
+        let secs = |k: &str| m["usage"][k].as_f64().unwrap() / 1e9;
+        let cpu = secs("user") + secs("sys");
+        assert!(
+            cpu <= cpus * (window * 1.02 + 0.02),
+            "{what}: {:.0}% CPU on {cpus} CPUs over {window:.3}s at N={n}",
+            cpu / window * 100.0
+        );
+        let waited = secs("run_delay");
+        assert!(
+            waited <= n * window * 1.02,
+            "{what}: run-queue wait {:.0}% of N × {window:.3}s",
+            waited / (n * window) * 100.0
+        );
+    }
+}
+
+#[test]
+fn oversubscribed_cpu_and_run_queue_accounting_never_exceed_what_the_window_holds() {
+    // Each task used to account its own span, from when it noticed the window open to when it
+    // noticed it close. Tasks that get a CPU only now and then notice late: spin at N=256 on 2
+    // CPUs reported 403–493% CPU and 106–137% run-queue wait. A step longer than the whole
+    // trial (0.5 s of work per op) makes it certain: no task sees either edge, each accounted its
+    // usage since the gate, and 4 such tasks reported several CPUs' worth.
+    let cpus = std::thread::available_parallelism().unwrap().get() as f64;
+    for mode in MODES {
+        let lab = Lab::new();
+        lab.ok(&[
+            "run",
+            "futex_mutex",
+            "-p",
+            "work=500000000",
+            "-p",
+            "hold=0",
+            "--tasks",
+            "4",
+            "--runs",
+            "1",
+            "--duration",
+            "200ms",
+            "--warmup",
+            "100ms",
+            "--mode",
+            mode,
+            "--no-counters",
+            "--quiet",
+        ]);
+        assert_accounting_within_the_window(&lab, &format!("0.5 s steps, {mode}"), cpus);
+        lab.ok(&[
+            "run",
+            "spin",
+            "--tasks",
+            "64",
+            "--runs",
+            "1",
+            "--duration",
+            "300ms",
+            "--warmup",
+            "100ms",
+            "--mode",
+            mode,
+            "--no-counters",
+            "--quiet",
+        ]);
+        assert_accounting_within_the_window(&lab, &format!("spin N=64, {mode}"), cpus);
+    }
+}

@@ -32,6 +32,11 @@
 //! standard deviations in the test; segments shorter than `min_segment` are never proposed and
 //! get `p = 1` in the merge; after a removal both neighbours are recomputed.
 //!
+//! Before any of this the series is standardised (`z = (x/M − m)/s`, `M` the largest `|x|`):
+//! both steps are invariant under it, and no sum of distances or squares can under- or
+//! overflow, whatever the units. The relative change is `(after − before)/|before|`, so a
+//! series of negative values keeps the sign of its change.
+//!
 //! Hand-written: no maintained Rust crate implements E-divisive or Otava's procedure; `statrs`
 //! gives the t distribution.
 
@@ -80,20 +85,27 @@ pub struct ChangePoint {
     pub sd_before: f64,
     /// Sample standard deviation after.
     pub sd_after: f64,
-    /// `mean_after / mean_before − 1`; 0 when `mean_before` is 0 (as Otava).
+    /// `(mean_after − mean_before) / |mean_before|`: positive when the level rose, also for a
+    /// negative series (Otava's `mean_after / mean_before − 1` flips the sign there); 0 when
+    /// `mean_before` is 0.
     pub relative: f64,
 }
 
 /// Change points of `series`, in index order.
 ///
-/// Returns none for a series too short to hold two segments of `min_segment`, or holding a
-/// NaN or infinite value (leave failed runs out of the series).
+/// Returns none for a series too short to hold two segments of `min_segment`, all one value,
+/// or holding a NaN or infinite value (leave failed runs out of the series). The series is
+/// standardised first, so its scale and sign change nothing (1e-170 or 1e306 a value alike).
 pub fn change_points(series: &[f64], opts: &ChangePointOptions) -> Vec<ChangePoint> {
     let min_segment = opts.min_segment.max(MIN_SEGMENT_FLOOR);
     let n = series.len();
-    if n < 2 * min_segment || series.iter().any(|v| !v.is_finite()) {
+    if n < 2 * min_segment {
         return Vec::new();
     }
+    let Some(standard) = Standardised::of(series) else {
+        return Vec::new();
+    };
+    let series = &standard.values[..];
     let weak = weak_threshold(opts.max_p);
     let mut indices: Vec<usize> = Vec::new();
     let mut start = 0;
@@ -106,7 +118,62 @@ pub fn change_points(series: &[f64], opts: &ChangePointOptions) -> Vec<ChangePoi
     }
     indices.sort_unstable();
     indices.dedup();
-    merge(series, indices, opts.max_p, min_segment)
+    merge(&standard, indices, opts.max_p, min_segment)
+}
+
+/// The series standardised, `z = (x/M − m)/s` with `M = max |x|` and `m`, `s` the mean and
+/// sample standard deviation of `x/M`, so that no sum of values, distances or squares under- or
+/// overflows whatever the series' scale (1e-170 or near `f64::MAX`). E-divisive's split and the
+/// t-test are invariant under this affine map; means and spreads are mapped back.
+struct Standardised {
+    values: Vec<f64>,
+    peak: f64,
+    mean: f64,
+    sd: f64,
+}
+
+impl Standardised {
+    /// `None` for a series holding a NaN or an infinite value, or all one value.
+    fn of(series: &[f64]) -> Option<Standardised> {
+        if series.iter().any(|v| !v.is_finite()) {
+            return None;
+        }
+        let peak = series.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        if peak == 0.0 {
+            return None;
+        }
+        let unit: Vec<f64> = series.iter().map(|v| v / peak).collect();
+        let (mean, sd) = mean_sd(&unit);
+        if sd.is_nan() || sd <= 0.0 {
+            return None;
+        }
+        Some(Standardised {
+            values: unit.iter().map(|u| (u - mean) / sd).collect(),
+            peak,
+            mean,
+            sd,
+        })
+    }
+
+    /// A mean of standardised values, in the series' units.
+    fn level(&self, z: f64) -> f64 {
+        (self.mean + self.sd * z) * self.peak
+    }
+
+    /// A standard deviation of standardised values, in the series' units.
+    fn spread(&self, z: f64) -> f64 {
+        self.sd * z * self.peak
+    }
+
+    /// `(after − before) / |before|` of two standardised means; 0 when `before` is 0.
+    fn relative(&self, before: f64, after: f64) -> f64 {
+        let base = self.mean + self.sd * before;
+        if base == 0.0 {
+            0.0
+        } else {
+            self.sd * (after - before) / base.abs()
+        }
+    }
 }
 
 /// Otava's relaxed first-pass threshold for "weak" change points.
@@ -219,14 +286,14 @@ impl Distances {
 /// Describes every change point against its neighbours, then drops the weakest and
 /// re-describes the two it separated, until all have `p ≤ max_p`.
 fn merge(
-    series: &[f64],
+    series: &Standardised,
     mut indices: Vec<usize>,
     max_p: f64,
     min_segment: usize,
 ) -> Vec<ChangePoint> {
     let around = |indices: &[usize], k: usize| {
         let lo = if k == 0 { 0 } else { indices[k - 1] };
-        let hi = indices.get(k + 1).copied().unwrap_or(series.len());
+        let hi = indices.get(k + 1).copied().unwrap_or(series.values.len());
         describe(series, lo, indices[k], hi, min_segment)
     };
     let mut points: Vec<ChangePoint> = (0..indices.len()).map(|k| around(&indices, k)).collect();
@@ -255,9 +322,16 @@ fn merge(
     }
 }
 
-/// The change point at `index` between segments `[lo, index)` and `[index, hi)`.
-fn describe(series: &[f64], lo: usize, index: usize, hi: usize, min_segment: usize) -> ChangePoint {
-    let (before, after) = (&series[lo..index], &series[index..hi]);
+/// The change point at `index` between segments `[lo, index)` and `[index, hi)`, in the
+/// series' units.
+fn describe(
+    series: &Standardised,
+    lo: usize,
+    index: usize,
+    hi: usize,
+    min_segment: usize,
+) -> ChangePoint {
+    let (before, after) = (&series.values[lo..index], &series.values[index..hi]);
     let (mean_before, sd_before) = mean_sd(before);
     let (mean_after, sd_after) = mean_sd(after);
     let p_value = if before.len() < min_segment || after.len() < min_segment {
@@ -269,15 +343,11 @@ fn describe(series: &[f64], lo: usize, index: usize, hi: usize, min_segment: usi
     ChangePoint {
         index,
         p_value,
-        mean_before,
-        mean_after,
-        sd_before,
-        sd_after,
-        relative: if mean_before == 0.0 {
-            0.0
-        } else {
-            mean_after / mean_before - 1.0
-        },
+        mean_before: series.level(mean_before),
+        mean_after: series.level(mean_after),
+        sd_before: series.spread(sd_before),
+        sd_after: series.spread(sd_after),
+        relative: series.relative(mean_before, mean_after),
     }
 }
 
@@ -385,7 +455,12 @@ mod tests {
         series.extend([110.0, 110.5, 109.8]);
         let found = change_points(&series, &ChangePointOptions::default());
         assert_eq!(indices(&found), vec![40]);
-        assert_eq!(found[0].mean_after, (110.0 + 110.5 + 109.8) / 3.0);
+        // Mapped back from the standardised series: equal up to rounding.
+        let mean = (110.0 + 110.5 + 109.8) / 3.0;
+        assert!(
+            (found[0].mean_after - mean).abs() < 1e-12 * mean,
+            "{found:?}"
+        );
     }
 
     #[test]
@@ -408,6 +483,57 @@ mod tests {
         assert_eq!(found[0].p_value, 0.0);
         assert!((found[0].relative - 0.2).abs() < 1e-12);
         assert_eq!((found[0].sd_before, found[0].sd_after), (0.0, 0.0));
+    }
+
+    #[test]
+    fn relative_change_keeps_its_sign_for_negative_means() {
+        // −100 → −90 is a rise of 10%: it was reported as −10% (after/before − 1).
+        let series = steps(7, &[-100.0, -90.0], &[20, 20]);
+        let found = change_points(&series, &ChangePointOptions::default());
+        assert_eq!(indices(&found), vec![20]);
+        assert!((found[0].relative - 0.1).abs() < 0.01, "{:?}", found[0]);
+        assert!(found[0].mean_after > found[0].mean_before);
+    }
+
+    #[test]
+    fn scale_of_the_series_changes_no_change_point() {
+        // At 1e-170 the variances underflowed (p = 0 change points in step-free noise), at 1e306
+        // they overflowed (a 10% step missed), and near f64::MAX the means overflowed (a panic
+        // in the beta function).
+        let opts = ChangePointOptions::default();
+        for seed in 1..=8 {
+            for unit in [
+                steps(seed, &[1.0, 1.1], &[30, 30]),
+                steps(seed, &[1.0], &[60]),
+                steps(seed, &[1.0, 0.9, 1.0], &[25, 25, 25]),
+            ] {
+                let want = change_points(&unit, &opts);
+                for scale in [1e-170, 1e-300, 1e306, f64::MAX / 1.2, -1e-170, -1e306] {
+                    let scaled: Vec<f64> = unit.iter().map(|x| x * scale).collect();
+                    let got = change_points(&scaled, &opts);
+                    assert_eq!(
+                        indices(&got),
+                        indices(&want),
+                        "seed {seed}, scale {scale:e}"
+                    );
+                    for (g, w) in got.iter().zip(&want) {
+                        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 + 1e-6 * b.abs();
+                        assert!(close(g.p_value, w.p_value), "{g:?} vs {w:?}");
+                        // A negative scale turns a rise into a fall.
+                        let sign = scale.signum();
+                        assert!(close(g.relative, sign * w.relative), "{g:?} vs {w:?}");
+                        assert!(
+                            close(g.mean_before / scale, w.mean_before),
+                            "{g:?} vs {w:?}"
+                        );
+                        assert!(
+                            close(g.sd_after / scale.abs(), w.sd_after),
+                            "{g:?} vs {w:?}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -28,7 +28,7 @@
 //! - Paired, the same with the one-sample form `δ = (t₁₋α/₂,ν + t_power,ν) · σ_d · √(π/(3n))`,
 //!   `ν = n − 1`, where `σ_d` is the robust spread of the per-pair changes (the signed-rank
 //!   test has the same efficiency 3/π against the paired t-test, ibid.), and the exact floor
-//!   `2/2ⁿ`. The minimum detectable effect is in log-ratio units, which differ from relative
+//!   `2/2ⁿ` over the pairs that changed (the test drops zero changes). The minimum detectable effect is in log-ratio units, which differ from relative
 //!   change by under 2% of the figure for changes below 4%.
 //!
 //! Hand-written: the formulas are short and no maintained crate bundles them; `statrs` gives
@@ -145,8 +145,8 @@ pub struct Change {
     pub relative_shift: Estimate,
     /// Two-sided p-value of the test [`Change::method`] names.
     pub p_value: f64,
-    /// Whether `p_value` is exact (no ties, ≤ 50 values a side or pairs) or a normal
-    /// approximation.
+    /// Whether `p_value` is exact (≤ 50 values a side or changed pairs; with ties, conditional
+    /// on them) or a normal approximation (never below `min_achievable_p`).
     pub exact: bool,
     /// The verdict (see the module doc).
     pub verdict: Verdict,
@@ -159,7 +159,8 @@ pub struct Change {
     /// per side the noise is unknown and this is only the exact test's floor.
     pub runs_needed: Option<usize>,
     /// Smallest p-value the exact test can reach with these n, `2/C(m+n, m)` (3 vs 3 → 0.1;
-    /// paired `2/2ⁿ`, 4 pairs → 0.125): above alpha, too few runs to ever call a change.
+    /// paired `2/2ⁿ` over the pairs whose change is not 0, 4 pairs → 0.125): above alpha, too
+    /// few runs to ever call a change. `p_value` is never below it.
     pub min_achievable_p: f64,
 }
 
@@ -253,7 +254,8 @@ pub fn compare_paired(a: &[f64], b: &[f64], opts: &CompareOptions) -> Result<Cha
         level: centre.level,
     };
     let n = changes.len();
-    let floor = min_achievable_p_paired(n);
+    // Zero changes carry no sign: only the pairs that changed count towards the floor.
+    let floor = min_achievable_p_paired(test.used);
     let noise = Sample::new(changes).ok().and_then(|s| robust_sd(&s));
     let min_detectable = if floor >= opts.alpha {
         None
@@ -617,6 +619,34 @@ mod tests {
         assert_eq!(c.min_detectable, None);
         // 2/2⁶ = 0.031 is the first floor below 0.05.
         assert_eq!(c.runs_needed, Some(6));
+    }
+
+    #[test]
+    fn paired_floor_does_not_count_zero_differences() {
+        // Six pairs, two of them unchanged: the signed-rank test drops the zeros, so only four
+        // signs are free and the smallest p is 2/2⁴, not 2/2⁶.
+        let a = [100.0, 101.0, 102.0, 103.0, 104.0, 105.0];
+        let b = [80.0, 81.0, 82.0, 83.0, 104.0, 105.0];
+        let c = compare_paired(&a, &b, &CompareOptions::default()).unwrap();
+        assert_eq!(c.min_achievable_p, 0.125, "{c:?}");
+        assert!(c.p_value >= c.min_achievable_p, "{c:?}");
+        assert_eq!(c.min_detectable, None);
+        assert_ne!(c.verdict, Verdict::Regressed);
+    }
+
+    #[test]
+    fn tied_samples_are_judged_on_the_exact_conditional_p() {
+        // 3 × 1000 against 3 × 980: the normal approximation said p = 0.047, REGRESSED.
+        let opts = CompareOptions::default();
+        let c = compare(&sample(&[1000.0; 3]), &sample(&[980.0; 3]), &opts).unwrap();
+        assert!((c.p_value - 0.1).abs() < 1e-12, "{c:?}");
+        assert_eq!(c.verdict, Verdict::Inconclusive);
+        // Five pairs, every B 2% below its A: the normal approximation said p = 0.037.
+        let a = [1000.0, 1100.0, 1200.0, 1300.0, 1400.0];
+        let b = a.map(|x| x * 0.98);
+        let c = compare_paired(&a, &b, &opts).unwrap();
+        assert!((c.p_value - 0.0625).abs() < 1e-12, "{c:?}");
+        assert_eq!(c.verdict, Verdict::Inconclusive);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //!
 //! - [`sample`]: a point's trials — median and its order-statistic interval, spread, outliers.
 //! - [`mann_whitney`], [`hodges_lehmann`], [`compare`]: two samples to a verdict;
-//!   [`signed_rank`] for trials that ran in back-to-back pairs.
+//!   [`signed_rank`] for trials that ran in back-to-back pairs; `permutation_null` for their
+//!   exact distributions when values tie.
 //! - [`usl`]: the Universal Scalability Law fit and its predictions.
 //! - [`changepoint`]: change points in a history series (E-divisive, Otava style).
 //!
@@ -16,6 +17,7 @@ pub mod error;
 pub mod hodges_lehmann;
 mod least_squares;
 pub mod mann_whitney;
+mod permutation_null;
 pub mod sample;
 pub mod signed_rank;
 pub mod usl;

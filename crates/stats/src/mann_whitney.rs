@@ -4,12 +4,16 @@
 //! Method: Mann & Whitney, "On a test of whether one of two random variables is stochastically
 //! larger than the other", *Ann. Math. Statist.* 18 (1947); Hollander, Wolfe & Chicken,
 //! *Nonparametric Statistical Methods*, 3rd ed., §4.1.
-//! - Exact p-values (no ties, both samples ≤ [`EXACT_MAX`]) count arrangements: the number of
-//!   ways to get `U = u` is the coefficient of `q^u` in the Gaussian binomial
-//!   `[m+n choose m]_q = Π_{i=1..m} (1 − q^{n+i}) / (1 − q^i)` (Andrews, *The Theory of
-//!   Partitions*, §3.3), computed in exact `i128` integer arithmetic (C(100, 50) ≈ 1e29 fits).
+//! - Exact p-values when both samples have ≤ [`EXACT_MAX`] values. Without ties they count
+//!   arrangements: the number of ways to get `U = u` is the coefficient of `q^u` in the
+//!   Gaussian binomial `[m+n choose m]_q = Π_{i=1..m} (1 − q^{n+i}) / (1 − q^i)` (Andrews,
+//!   *The Theory of Partitions*, §3.3), computed in exact `i128` integer arithmetic
+//!   (C(100, 50) ≈ 1e29 fits). With ties, the exact conditional distribution of the midrank
+//!   sum over all `C(m+n, n)` relabellings ([`crate::permutation_null`]).
 //! - Otherwise the normal approximation with the tie-corrected variance
-//!   `mn/12 · ((N+1) − Σ(t³−t)/(N(N−1)))` and a continuity correction of ½.
+//!   `mn/12 · ((N+1) − Σ(t³−t)/(N(N−1)))` and a continuity correction of ½, never below the
+//!   smallest p the exact test can give, [`min_achievable_p`].
+//! - Two-sided p: `2·min(P(U ≤ u), P(U ≥ u))`, at most 1.
 //!
 //! Hand-written: `statrs` has no rank tests, and no maintained crate gives the exact U
 //! distribution needed for both the test and the Hodges-Lehmann interval.
@@ -18,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, Normal};
 use statrs::function::factorial::binomial;
 
+use crate::permutation_null::{doubled_midranks, rank_sum_null};
 use crate::sample::Sample;
 
 /// Largest sample size (per side) for which the exact distribution is used.
@@ -31,7 +36,8 @@ pub struct MannWhitney {
     pub u: f64,
     /// Two-sided p-value.
     pub p_value: f64,
-    /// Whether `p_value` comes from the exact distribution (no ties, both sides ≤ 50).
+    /// Whether `p_value` comes from the exact distribution (both sides ≤ 50; with ties, the
+    /// exact distribution conditional on them).
     pub exact: bool,
 }
 
@@ -42,7 +48,18 @@ pub fn mann_whitney_u(a: &Sample, b: &Sample) -> MannWhitney {
     let u = ranks.b_rank_sum - (n * (n + 1)) as f64 / 2.0;
     let mean = (m * n) as f64 / 2.0;
 
-    if !ranks.has_ties && m <= EXACT_MAX && n <= EXACT_MAX {
+    if ranks.has_ties && m <= EXACT_MAX && n <= EXACT_MAX {
+        // The pooled values in order, B's doubled midrank sum against every relabelling.
+        let mut pooled: Vec<f64> = a.values().iter().chain(b.values()).copied().collect();
+        pooled.sort_by(f64::total_cmp);
+        let observed = (2.0 * ranks.b_rank_sum).round() as u64;
+        return MannWhitney {
+            u,
+            p_value: rank_sum_null(&doubled_midranks(&pooled), n).two_sided_p(observed),
+            exact: true,
+        };
+    }
+    if m <= EXACT_MAX && n <= EXACT_MAX {
         let dist = UDistribution::new(m, n);
         // Without ties U is an integer.
         let u_int = u.round() as usize;
@@ -64,7 +81,8 @@ pub fn mann_whitney_u(a: &Sample, b: &Sample) -> MannWhitney {
         1.0
     } else {
         let z = ((u - mean).abs() - 0.5).max(0.0) / variance.sqrt();
-        (2.0 * standard_normal().sf(z)).min(1.0)
+        // The approximation's tail can fall below what any arrangement can give.
+        (2.0 * standard_normal().sf(z)).clamp(min_achievable_p(m, n), 1.0)
     };
     MannWhitney {
         u,
@@ -175,6 +193,7 @@ impl UDistribution {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn sample(values: &[f64]) -> Sample {
         Sample::new(values.to_vec()).unwrap()
@@ -234,19 +253,26 @@ mod tests {
     }
 
     #[test]
-    fn ties_use_the_normal_approximation() {
-        // scipy.stats.mannwhitneyu([1,2,2,3,4], [2,3,4,4,5], method="asymptotic")
-        // -> U(x) = 5.5, p = 0.16258685072635493 (tie and continuity corrected).
+    fn ties_three_against_three_never_go_below_the_exact_floor() {
+        // The normal approximation gave p = 0.047 here, below the 0.1 that 3 vs 3 can reach.
+        // The exact conditional p: B takes the 3 lowest of 6 places in 1 of 20 relabellings.
+        let t = mann_whitney_u(&sample(&[1000.0; 3]), &sample(&[980.0; 3]));
+        assert!(t.exact);
+        assert_eq!(t.u, 0.0);
+        assert!((t.p_value - 0.1).abs() < 1e-12, "p = {}", t.p_value);
+        assert!(t.p_value >= min_achievable_p(3, 3));
+    }
+
+    #[test]
+    fn ties_use_the_exact_conditional_distribution() {
+        // All C(10, 5) = 252 relabellings of the pooled midranks counted by hand (Python,
+        // fractions): P(R_B >= 34.5) = 28/252, two-sided p = 2/9.
         let a = sample(&[1.0, 2.0, 2.0, 3.0, 4.0]);
         let b = sample(&[2.0, 3.0, 4.0, 4.0, 5.0]);
         let t = mann_whitney_u(&a, &b);
-        assert!(!t.exact);
+        assert!(t.exact);
         assert_eq!(t.u, 19.5);
-        assert!(
-            (t.p_value - 0.162_586_850_726_354_93).abs() < 1e-9,
-            "p = {}",
-            t.p_value
-        );
+        assert!((t.p_value - 2.0 / 9.0).abs() < 1e-12, "p = {}", t.p_value);
     }
 
     #[test]
@@ -255,5 +281,74 @@ mod tests {
         let t = mann_whitney_u(&a, &a);
         assert_eq!(t.p_value, 1.0);
         assert_eq!(t.u, 4.5);
+    }
+
+    /// Two-sided p by listing every relabelling of the pooled values: B takes each `n`-subset
+    /// of the places in turn, with midranks from their definition,
+    /// `#{v < x} + (#{v = x} + 1)/2`.
+    fn brute_force_p(a: &[f64], b: &[f64]) -> f64 {
+        let pooled: Vec<f64> = a.iter().chain(b).copied().collect();
+        let midrank = |x: f64| {
+            let below = pooled.iter().filter(|&&v| v < x).count() as f64;
+            let equal = pooled.iter().filter(|&&v| v == x).count() as f64;
+            below + (equal + 1.0) / 2.0
+        };
+        let ranks: Vec<f64> = pooled.iter().map(|&x| midrank(x)).collect();
+        let observed: f64 = ranks[a.len()..].iter().sum();
+        let (mut at_most, mut at_least, mut all) = (0u64, 0u64, 0u64);
+        for mask in 0u32..1 << pooled.len() {
+            if mask.count_ones() as usize != b.len() {
+                continue;
+            }
+            let sum: f64 = (0..pooled.len())
+                .filter(|i| mask & (1 << i) != 0)
+                .map(|i| ranks[i])
+                .sum();
+            all += 1;
+            at_most += u64::from(sum <= observed);
+            at_least += u64::from(sum >= observed);
+        }
+        (2.0 * at_most.min(at_least) as f64 / all as f64).min(1.0)
+    }
+
+    /// Values on a coarse grid, so that ties are common.
+    fn tied(max_len: usize) -> impl Strategy<Value = Vec<f64>> {
+        prop::collection::vec((0u8..5).prop_map(|v| 10.0 * f64::from(v)), 1..=max_len)
+    }
+
+    proptest! {
+        #[test]
+        fn tied_exact_p_equals_brute_force_enumeration(a in tied(7), b in tied(7)) {
+            let t = mann_whitney_u(&sample(&a), &sample(&b));
+            prop_assert!(t.exact);
+            let want = brute_force_p(&a, &b);
+            prop_assert!((t.p_value - want).abs() < 1e-12, "{} vs {want}", t.p_value);
+        }
+
+        #[test]
+        fn tie_aware_distribution_without_ties_equals_the_gaussian_binomial(
+            m in 1usize..=25, n in 1usize..=25, u in 0usize..=625
+        ) {
+            let u = u.min(m * n);
+            let old = UDistribution::new(m, n);
+            let want = (2.0 * old.cdf(u).min(old.cdf(m * n - u))).min(1.0);
+            // Untied doubled ranks 2, 4, …, 2(m+n); U = u is a doubled rank sum of B of
+            // 2u + n(n+1).
+            let scores: Vec<u64> = (1..=(m + n) as u64).map(|r| 2 * r).collect();
+            let got = rank_sum_null(&scores, n).two_sided_p((2 * u + n * (n + 1)) as u64);
+            prop_assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        #[test]
+        fn p_is_never_below_the_design_minimum(a in tied(60), b in tied(60)) {
+            let t = mann_whitney_u(&sample(&a), &sample(&b));
+            let floor = min_achievable_p(a.len(), b.len());
+            prop_assert!(t.p_value >= floor, "p {} < floor {floor}", t.p_value);
+            prop_assert!(t.p_value <= 1.0);
+        }
     }
 }

@@ -9,11 +9,14 @@
 //! - Test: Wilcoxon, "Individual comparisons by ranking methods", *Biometrics Bulletin* 1
 //!   (1945); Hollander, Wolfe & Chicken, *Nonparametric Statistical Methods*, 3rd ed., §3.1.
 //!   `T⁺` is the sum of the ranks of `|d|` over the positive differences, zeros dropped
-//!   (Wilcoxon's convention), ties given midranks. Exact p-values (no ties, ≤ [`EXACT_MAX`]
-//!   non-zero differences) count the subsets of `{1..n}` with each sum (the coefficients of
-//!   `Π (1 + q^i)`, exact in `u64` up to n = 50); otherwise the normal approximation with mean
-//!   `n(n+1)/4`, the tie-corrected variance `n(n+1)(2n+1)/24 − Σ(t³−t)/48` and a continuity
-//!   correction of ½.
+//!   (Wilcoxon's convention), ties given midranks. Exact p-values for ≤ [`EXACT_MAX`] non-zero
+//!   differences: without ties they count the subsets of `{1..n}` with each sum (the
+//!   coefficients of `Π (1 + q^i)`, exact in `u64` up to n = 50); with ties, the exact
+//!   distribution conditional on them, over all `2ⁿ` sign patterns of the midranks
+//!   ([`crate::permutation_null`]). Otherwise the normal approximation with mean `n(n+1)/4`,
+//!   the tie-corrected variance `n(n+1)(2n+1)/24 − Σ(t³−t)/48` and a continuity correction
+//!   of ½, never below the smallest p the exact test can give, `2/2ⁿ`. Two-sided p:
+//!   `2·min(P(T⁺ ≤ t), P(T⁺ ≥ t))`, at most 1.
 //! - Estimate: the median of the `n(n+1)/2` Walsh averages `(d_i + d_j)/2, i ≤ j` (Hodges &
 //!   Lehmann, "Estimates of location based on rank tests", *Ann. Math. Statist.* 34, 1963);
 //!   its interval is `[W(k), W(M+1−k)]` over the ordered averages, `M = n(n+1)/2`, with `k`
@@ -29,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use statrs::distribution::ContinuousCDF;
 
 use crate::mann_whitney::standard_normal;
+use crate::permutation_null::{doubled_midranks, signed_rank_null};
 use crate::sample::{Estimate, median_of_sorted};
 
 /// Largest number of non-zero differences for which the exact distribution is used.
@@ -44,7 +48,8 @@ pub struct SignedRank {
     pub used: usize,
     /// Two-sided p-value.
     pub p_value: f64,
-    /// Whether `p_value` is exact (no ties among `|d|`, `used` ≤ [`EXACT_MAX`]).
+    /// Whether `p_value` is exact (`used` ≤ [`EXACT_MAX`]; with ties among `|d|`, the exact
+    /// distribution conditional on them).
     pub exact: bool,
 }
 
@@ -82,7 +87,17 @@ pub fn wilcoxon_signed_rank(d: &[f64]) -> SignedRank {
         };
     }
     let total = (n * (n + 1) / 2) as f64;
-    if tie_term == 0.0 && n <= EXACT_MAX {
+    if tie_term > 0.0 && n <= EXACT_MAX {
+        let sorted: Vec<f64> = magnitudes.iter().map(|m| m.0).collect();
+        return SignedRank {
+            t_plus,
+            used: n,
+            p_value: signed_rank_null(&doubled_midranks(&sorted))
+                .two_sided_p((2.0 * t_plus).round() as u64),
+            exact: true,
+        };
+    }
+    if n <= EXACT_MAX {
         let dist = TDistribution::new(n);
         let t = t_plus.round() as usize;
         let lower = dist.cdf(t);
@@ -100,7 +115,8 @@ pub fn wilcoxon_signed_rank(d: &[f64]) -> SignedRank {
         1.0
     } else {
         let z = ((t_plus - total / 2.0).abs() - 0.5).max(0.0) / variance.sqrt();
-        (2.0 * standard_normal().sf(z)).min(1.0)
+        // The approximation's tail can fall below what any sign pattern can give.
+        (2.0 * standard_normal().sf(z)).clamp(min_achievable_p_paired(n), 1.0)
     };
     SignedRank {
         t_plus,
@@ -245,15 +261,32 @@ mod tests {
     }
 
     #[test]
-    fn zeros_are_dropped_and_ties_use_the_normal_approximation() {
+    fn zeros_are_dropped_and_ties_are_counted_exactly() {
         let r = wilcoxon_signed_rank(&[0.0, 0.0, 0.0]);
         assert_eq!((r.used, r.p_value), (0, 1.0));
         let r = wilcoxon_signed_rank(&[0.0, 1.0, 2.0, 3.0]);
         assert_eq!((r.used, r.t_plus), (3, 6.0));
         let r = wilcoxon_signed_rank(&[1.0, 1.0, -1.0, 2.0]);
-        assert!(!r.exact);
-        // Ranks of |d|: 1,1,1 -> 2 each; 2 -> 4; positives 2 + 2 + 4.
+        assert!(r.exact);
+        // Ranks of |d|: 1,1,1 -> 2 each; 2 -> 4; positives 2 + 2 + 4. Of the 16 sign patterns,
+        // 8 give T⁺ ≥ 8 and 10 give T⁺ ≤ 8: p = 2·8/16.
         assert_eq!(r.t_plus, 8.0);
+        assert!((r.p_value - 0.5).abs() < 1e-12, "{r:?}");
+    }
+
+    #[test]
+    fn ties_five_equal_changes_never_go_below_the_exact_floor() {
+        // The normal approximation gave p = 0.037 here, below the 2/2⁵ that 5 pairs can reach.
+        let r = wilcoxon_signed_rank(&[-0.02; 5]);
+        assert!(r.exact);
+        assert_eq!((r.t_plus, r.used), (0.0, 5));
+        assert!((r.p_value - 0.0625).abs() < 1e-12, "{r:?}");
+        // Ten changes in five tie groups: 2·47/1024 by counting the sign patterns (Python).
+        let d = [1.0, 2.0, 2.0, -3.0, 3.0, 3.0, 4.0, 4.0, -5.0, 6.0];
+        let r = wilcoxon_signed_rank(&d);
+        assert!(r.exact);
+        assert_eq!(r.t_plus, 41.0);
+        assert!((r.p_value - 47.0 / 256.0).abs() < 1e-12, "{r:?}");
     }
 
     #[test]
@@ -311,6 +344,65 @@ mod tests {
             let (e, f) = (hodges_lehmann_paired(&d, 0.9), hodges_lehmann_paired(&moved, 0.9));
             prop_assert!((f.point - e.point - shift).abs() < 1e-6);
             prop_assert!((f.lower - e.lower - shift).abs() < 1e-6);
+        }
+    }
+
+    /// Two-sided p by listing every sign pattern of the non-zero differences, with midranks of
+    /// `|d|` from their definition, `#{v < x} + (#{v = x} + 1)/2`.
+    fn brute_force_p(d: &[f64]) -> f64 {
+        let d: Vec<f64> = d.iter().copied().filter(|x| *x != 0.0).collect();
+        let size: Vec<f64> = d.iter().map(|x| x.abs()).collect();
+        let midrank = |x: f64| {
+            let below = size.iter().filter(|&&v| v < x).count() as f64;
+            let equal = size.iter().filter(|&&v| v == x).count() as f64;
+            below + (equal + 1.0) / 2.0
+        };
+        let ranks: Vec<f64> = size.iter().map(|&x| midrank(x)).collect();
+        let observed: f64 = (0..d.len()).filter(|&i| d[i] > 0.0).map(|i| ranks[i]).sum();
+        let (mut at_most, mut at_least) = (0u64, 0u64);
+        for signs in 0u32..1 << d.len() {
+            let sum: f64 = (0..d.len())
+                .filter(|i| signs & (1 << i) != 0)
+                .map(|i| ranks[i])
+                .sum();
+            at_most += u64::from(sum <= observed);
+            at_least += u64::from(sum >= observed);
+        }
+        (2.0 * at_most.min(at_least) as f64 / f64::from(1u32 << d.len())).min(1.0)
+    }
+
+    /// Differences on a coarse grid, so that ties (and zeros) are common.
+    fn tied(max_len: usize) -> impl Strategy<Value = Vec<f64>> {
+        prop::collection::vec((-3i8..=3).prop_map(f64::from), 1..=max_len)
+    }
+
+    proptest! {
+        #[test]
+        fn tied_exact_p_equals_brute_force_enumeration(d in tied(12)) {
+            let r = wilcoxon_signed_rank(&d);
+            prop_assert!(r.exact);
+            let want = brute_force_p(&d);
+            prop_assert!((r.p_value - want).abs() < 1e-12, "{} vs {want}", r.p_value);
+        }
+
+        #[test]
+        fn tie_aware_distribution_without_ties_equals_the_subset_counts(
+            n in 1usize..=50, t in 0usize..=1275
+        ) {
+            let t = t.min(n * (n + 1) / 2);
+            let old = TDistribution::new(n);
+            let want = (2.0 * old.cdf(t).min(old.cdf(n * (n + 1) / 2 - t))).min(1.0);
+            let scores: Vec<u64> = (1..=n as u64).map(|r| 2 * r).collect();
+            let got = signed_rank_null(&scores).two_sided_p(2 * t as u64);
+            prop_assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+        }
+
+        #[test]
+        fn p_is_never_below_the_design_minimum_of_the_changed_pairs(d in tied(80)) {
+            let r = wilcoxon_signed_rank(&d);
+            let floor = min_achievable_p_paired(r.used);
+            prop_assert!(r.p_value >= floor, "p {} < floor {floor}", r.p_value);
+            prop_assert!(r.p_value <= 1.0);
         }
     }
 }

@@ -12,6 +12,7 @@ use std::fmt;
 use serde::Serialize;
 use stats::{Prediction, Sample, StatsError, UslFit, UslWarning, fit_usl};
 
+use crate::csv_rows;
 use crate::error::LabError;
 use crate::model::RunData;
 use crate::report::term;
@@ -230,48 +231,26 @@ fn refusal(e: StatsError, points: &[(f64, f64)], cpus: Option<u32>) -> LabError 
     LabError::BadOption(msg)
 }
 
-/// Parses `N,throughput` rows: commas (or tabs, semicolons, spaces) between two numbers, an
-/// optional header line, `#` comments and blank lines skipped. A bad row is an error naming its
-/// line.
+/// Parses `N,throughput` rows by the rules of [`crate::csv_rows`] (commas, tabs, semicolons or
+/// spaces between two numbers; an optional header; `#` comments and blank lines skipped). A bad
+/// row is an error naming its line.
 pub fn parse_csv(text: &str) -> Result<Vec<(f64, f64)>, LabError> {
+    const FORMAT: &str = "each row is `N,throughput` (e.g. `4,3548.68`)";
     let mut points = Vec::new();
-    let mut seen_row = false;
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.trim().trim_start_matches('\u{feff}');
-        if line.is_empty() || line.starts_with('#') {
-            continue;
+    for row in csv_rows::rows(text) {
+        if row.fields.len() != 2 {
+            return Err(row.error(format!("{} fields, expected 2", row.fields.len()), FORMAT));
         }
-        let fields: Vec<&str> = line
-            .split([',', '\t', ';', ' '])
-            .map(str::trim)
-            .filter(|f| !f.is_empty())
-            .collect();
-        let bad = |reason: String| {
-            LabError::BadOption(format!(
-                "line {}: `{line}`: {reason}; each row is `N,throughput` (e.g. `4,3548.68`)",
-                i + 1
-            ))
-        };
-        // The first row may be a header: its first field is not a number.
-        if !seen_row && fields.first().is_some_and(|f| f.parse::<f64>().is_err()) {
-            seen_row = true;
-            continue;
-        }
-        seen_row = true;
-        if fields.len() != 2 {
-            return Err(bad(format!("{} fields, expected 2", fields.len())));
-        }
-        let n: f64 = fields[0]
-            .parse()
-            .map_err(|_| bad(format!("N `{}` is not a number", fields[0])))?;
-        let x: f64 = fields[1]
-            .parse()
-            .map_err(|_| bad(format!("throughput `{}` is not a number", fields[1])))?;
+        let n = row.number(0, "N", FORMAT)?;
+        let x = row.number(1, "throughput", FORMAT)?;
         if !(n.is_finite() && n >= 1.0) {
-            return Err(bad(format!("N = {n}: task counts are at least 1")));
+            return Err(row.error(format!("N = {n}: task counts are at least 1"), FORMAT));
         }
         if !(x.is_finite() && x > 0.0) {
-            return Err(bad(format!("throughput = {x}: it must be greater than 0")));
+            return Err(row.error(
+                format!("throughput = {x}: it must be greater than 0"),
+                FORMAT,
+            ));
         }
         points.push((n, x));
     }

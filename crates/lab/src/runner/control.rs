@@ -9,7 +9,9 @@
 //!   prefetcher makes 128 too small). Only its owner writes it, with a plain relaxed store; the
 //!   sampler reads it once per interval. No read-modify-write, no syscall on the hot path.
 //! - after the counters, 256 bytes per task of report: resource usage at the window start and
-//!   end, up to [`MAX_EXTRAS`] workload counts, and a status word.
+//!   end with the monotonic time of each, up to [`MAX_EXTRAS`] workload counts, a status word,
+//!   and the task's process and thread ids (for the sampler's reads of its scheduler
+//!   statistics).
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
@@ -39,8 +41,18 @@ const R_END: usize = USAGE_FIELDS;
 const R_FLAGS: usize = 2 * USAGE_FIELDS;
 const R_EXTRAS: usize = R_FLAGS + 1;
 const R_STATUS: usize = R_EXTRAS + MAX_EXTRAS;
+const R_IDS: usize = R_STATUS + 1;
+const R_AT_START: usize = R_IDS + 1;
+const R_AT_END: usize = R_AT_START + 1;
 const FLAG_START: u64 = 1;
 const FLAG_END: u64 = 2;
+
+/// One task's own usage readings: the usage between them and the time between them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OwnWindow {
+    pub usage: Usage,
+    pub span: Nanos,
+}
 
 /// The shared control block of one trial.
 #[derive(Debug)]
@@ -121,20 +133,24 @@ impl Control {
         &self.region.u64s()[base..base + SLOT_U64S]
     }
 
-    pub fn record_usage(&self, task: usize, at_start: bool, usage: &Usage) {
+    /// Records the task's own usage reading taken at monotonic time `at`, as the window's start
+    /// or end.
+    pub fn record_usage(&self, task: usize, at_start: bool, usage: &Usage, at: Nanos) {
         let r = self.report(task);
         let offset = if at_start { R_START } else { R_END };
         for (i, value) in usage_fields(usage).into_iter().enumerate() {
             r[offset + i].store(value, Ordering::Relaxed);
         }
+        r[if at_start { R_AT_START } else { R_AT_END }].store(at.0, Ordering::Relaxed);
         r[R_FLAGS].fetch_or(
             if at_start { FLAG_START } else { FLAG_END },
             Ordering::Release,
         );
     }
 
-    /// The task's usage over the window, if it recorded both ends.
-    pub fn window_usage(&self, task: usize) -> Option<Usage> {
+    /// The task's usage between its two readings and the time between them, if it recorded
+    /// both.
+    pub fn window_usage(&self, task: usize) -> Option<OwnWindow> {
         let r = self.report(task);
         let flags = r[R_FLAGS].load(Ordering::Acquire);
         if flags & (FLAG_START | FLAG_END) != FLAG_START | FLAG_END {
@@ -146,7 +162,10 @@ impl Control {
         let (start, end) = (read(R_START), read(R_END));
         let d: [u64; USAGE_FIELDS] = std::array::from_fn(|i| end[i].saturating_sub(start[i]));
         let measured = start[8] != UNMEASURED && end[8] != UNMEASURED;
-        Some(Usage {
+        let span = r[R_AT_END]
+            .load(Ordering::Relaxed)
+            .saturating_sub(r[R_AT_START].load(Ordering::Relaxed));
+        let usage = Usage {
             user: Nanos(d[0]),
             sys: Nanos(d[1]),
             minor_faults: d[2],
@@ -156,6 +175,10 @@ impl Control {
             block_in: d[6],
             block_out: d[7],
             run_delay: measured.then_some(Nanos(d[8])),
+        };
+        Some(OwnWindow {
+            usage,
+            span: Nanos(span),
         })
     }
 
@@ -177,6 +200,22 @@ impl Control {
 
     pub fn status(&self, task: usize) -> u64 {
         self.report(task)[R_STATUS].load(Ordering::Acquire)
+    }
+
+    /// Records the process and thread id task `task` runs as (before it marks itself ready).
+    pub fn set_ids(&self, task: usize, pid: u32, tid: u32) {
+        let ids = (u64::from(pid) << 32) | u64::from(tid);
+        self.report(task)[R_IDS].store(ids, Ordering::Release);
+    }
+
+    /// Every task's `(pid, tid)`, as recorded by [`Control::set_ids`].
+    pub fn task_ids(&self) -> Vec<(u32, u32)> {
+        (0..self.tasks)
+            .map(|i| {
+                let ids = self.report(i)[R_IDS].load(Ordering::Acquire);
+                ((ids >> 32) as u32, ids as u32)
+            })
+            .collect()
     }
 
     pub fn failed_tasks(&self) -> Vec<usize> {
@@ -231,20 +270,28 @@ mod tests {
             minor_faults: 3,
             ..Usage::default()
         };
-        c.record_usage(2, true, &Usage::default());
+        c.record_usage(2, true, &Usage::default(), Nanos(1_000));
         assert_eq!(c.window_usage(2), None);
-        c.record_usage(2, false, &u);
-        assert_eq!(c.window_usage(2), Some(u));
+        c.record_usage(2, false, &u, Nanos(1_700));
+        assert_eq!(
+            c.window_usage(2),
+            Some(OwnWindow {
+                usage: u,
+                span: Nanos(700)
+            })
+        );
         // Run delay: a difference when both ends measured it, else not measured.
         let at = |ns| Usage {
             run_delay: Some(Nanos(ns)),
             ..Usage::default()
         };
-        c.record_usage(1, true, &at(100));
-        c.record_usage(1, false, &at(350));
-        assert_eq!(c.window_usage(1).unwrap().run_delay, Some(Nanos(250)));
-        c.record_usage(1, false, &Usage::default());
-        assert_eq!(c.window_usage(1).unwrap().run_delay, None);
+        c.record_usage(1, true, &at(100), Nanos(0));
+        c.record_usage(1, false, &at(350), Nanos(0));
+        assert_eq!(c.window_usage(1).unwrap().usage.run_delay, Some(Nanos(250)));
+        c.record_usage(1, false, &Usage::default(), Nanos(0));
+        assert_eq!(c.window_usage(1).unwrap().usage.run_delay, None);
+        c.set_ids(2, 41, 4_000_000_000);
+        assert_eq!(c.task_ids()[2], (41, 4_000_000_000));
         c.record_extras(2, &[9]);
         c.set_status(2, STATUS_FAILED);
         assert_eq!(c.read_counters(), vec![0, 0, 7]);

@@ -12,6 +12,7 @@ pub mod owner;
 pub mod perf_record;
 pub mod placement;
 mod proc_table;
+mod schedstat;
 mod step;
 pub mod sweep;
 mod task;

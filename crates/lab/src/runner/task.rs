@@ -3,14 +3,17 @@
 //! The hot loop does one relaxed load of the phase word per step (the word is written three
 //! times per trial, so it stays shared in every cache) and one relaxed store of the task's own
 //! counter. Resource usage is snapshotted by the task itself when it sees the window open and
-//! close, so the accounting covers the window and not the warm-up.
+//! close, so the accounting covers the window and not the warm-up; as that can be late when
+//! tasks outnumber CPUs, the CPU time and run-queue wait are replaced by the sampler's reading
+//! of the kernel's statistics at the window's exact edges (`super::schedstat`).
 
 use std::sync::atomic::Ordering;
 
 use super::control::{Control, PHASE_MEASURE, PHASE_STOP, STATUS_DONE, STATUS_FAILED};
 use crate::error::LabError;
-use crate::model::{Mode, Nanos};
+use crate::model::{Mode, Nanos, Usage};
 use crate::runner::control::to_usage;
+use crate::runner::schedstat::SchedStat;
 use crate::workloads::Prepared;
 
 /// Runs task `index` to completion; the error (if any) is also marked in the control block.
@@ -34,7 +37,8 @@ pub fn run_task(
     result
 }
 
-fn usage_now(mode: Mode) -> Result<crate::model::Usage, LabError> {
+/// This task's usage now and the monotonic time of the reading.
+fn usage_now(mode: Mode) -> Result<(Usage, Nanos), LabError> {
     let r = match mode {
         Mode::Threads => sys::thread_usage(),
         Mode::Processes => sys::process_usage(),
@@ -42,22 +46,14 @@ fn usage_now(mode: Mode) -> Result<crate::model::Usage, LabError> {
     let mut usage = r
         .map(|u| to_usage(&u))
         .map_err(|e| LabError::sys("getrusage", e))?;
-    // A task process has one thread, so this thread's delay is the task's in both modes.
-    usage.run_delay = run_delay_now();
-    Ok(usage)
-}
-
-/// This thread's run-queue delay so far: the second field of `/proc/thread-self/schedstat`
-/// (`on-CPU ns, waiting ns, timeslices`; CONFIG_SCHED_INFO, in every distribution kernel).
-fn run_delay_now() -> Option<Nanos> {
-    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    parse_run_delay(&text)
-}
-
-fn parse_run_delay(schedstat: &str) -> Option<Nanos> {
-    let mut fields = schedstat.split_whitespace();
-    fields.next()?.parse::<u64>().ok()?;
-    fields.next()?.parse().ok().map(Nanos)
+    // A task process has one thread, so this thread's delay is the task's in both modes. Read
+    // by the running task itself, it is up to date (see `super::schedstat`).
+    usage.run_delay = std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|text| SchedStat::parse(&text))
+        .map(|s| s.waited);
+    let at = Nanos(sys::clock_gettime_vdso(sys::ClockId::Monotonic));
+    Ok((usage, at))
 }
 
 fn task_body(
@@ -73,15 +69,17 @@ fn task_body(
             .map_err(|e| LabError::sys(format!("pinning task {index} to CPU {cpu}"), e))?;
     }
     let mut work = prepared.task(index)?;
+    // A task process has one thread, so this thread is the task in both modes.
+    control.set_ids(index, std::process::id(), sys::gettid() as u32);
     control.mark_ready();
     let mut seen = control.wait_gate();
     // Provisional window start, replaced when the task sees the window open. A task that gets no
     // CPU until after the window closed (heavy oversubscription) thus reports zero usage rather
     // than none, and one stuck in a single step for the whole window reports its usage since the gate.
-    let at_gate = usage_now(mode)?;
-    control.record_usage(index, true, &at_gate);
+    let (at_gate, when) = usage_now(mode)?;
+    control.record_usage(index, true, &at_gate, when);
     if seen == PHASE_STOP {
-        control.record_usage(index, false, &at_gate);
+        control.record_usage(index, false, &at_gate, when);
         return Ok(());
     }
     let counter = control.counter(index);
@@ -91,9 +89,11 @@ fn task_body(
         let now = phase.load(Ordering::Relaxed);
         if now != seen {
             if now == PHASE_MEASURE {
-                control.record_usage(index, true, &usage_now(mode)?);
+                let (usage, when) = usage_now(mode)?;
+                control.record_usage(index, true, &usage, when);
             } else if now == PHASE_STOP {
-                control.record_usage(index, false, &usage_now(mode)?);
+                let (usage, when) = usage_now(mode)?;
+                control.record_usage(index, false, &usage, when);
                 break;
             }
             seen = now;
@@ -113,21 +113,4 @@ fn task_body(
         .collect();
     control.record_extras(index, &values);
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn run_delay_is_the_second_schedstat_field() {
-        assert_eq!(
-            parse_run_delay("377148210 991867 131\n"),
-            Some(Nanos(991_867))
-        );
-        assert_eq!(parse_run_delay(""), None);
-        assert_eq!(parse_run_delay("12"), None);
-        // This thread, on this kernel.
-        assert!(run_delay_now().is_some());
-    }
 }

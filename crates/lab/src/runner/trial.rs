@@ -13,11 +13,10 @@ use serde::{Deserialize, Serialize};
 
 use super::control::{Control, PHASE_MEASURE, PHASE_STOP, PHASE_WARMUP};
 use super::placement;
+use super::schedstat::{self, TaskClocks};
 use super::task::run_task;
 use crate::error::LabError;
-use crate::model::{
-    ClockWindow, CounterValue, Mode, Nanos, Pin, SampleRecord, TrialMeasurement, Usage,
-};
+use crate::model::{ClockWindow, CounterValue, Mode, Nanos, Pin, SampleRecord, TrialMeasurement};
 use crate::params::Params;
 use crate::workloads::{self, PrepareContext, Prepared};
 
@@ -136,19 +135,17 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
     }?;
     let locks = lock_session.map(|s| s.finish(window.clock));
 
-    // The sum over tasks; the run delay stays measured only if every task measured it.
-    let mut usage = Usage {
-        run_delay: Some(crate::model::Nanos(0)),
-        ..Usage::default()
-    };
-    for i in 0..tasks {
-        let u = control.window_usage(i).ok_or_else(|| {
-            LabError::Internal(format!(
-                "task {i} did not record its resource usage for the window"
-            ))
-        })?;
-        usage = usage.add(&u);
-    }
+    // CPU time from the window's exact edges, run-queue wait from each task's own span.
+    let own = (0..tasks)
+        .map(|i| {
+            control.window_usage(i).ok_or_else(|| {
+                LabError::Internal(format!(
+                    "task {i} did not record its resource usage for the window"
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let usage = schedstat::account(&own, window.on_cpu.as_deref(), window.length);
     let mut extras = BTreeMap::new();
     for (k, name) in extra_names.iter().enumerate() {
         extras.insert(
@@ -281,6 +278,8 @@ fn describe_exit(status: &sys::ExitKind) -> String {
 /// What the sampler saw between the window's edges.
 struct Window {
     length: Nanos,
+    /// Each task's CPU time between the edges; `None` without schedstat.
+    on_cpu: Option<Vec<Nanos>>,
     start: Vec<u64>,
     end: Vec<u64>,
     samples: Vec<SampleRecord>,
@@ -323,6 +322,8 @@ fn sample(
         }
         std::thread::sleep(Duration::from_micros(200));
     }
+    let clocks = TaskClocks::open(&control.task_ids());
+    let mut sched_start = None;
     let interval = spec
         .sample_interval
         .as_duration()
@@ -335,6 +336,7 @@ fn sample(
         control.set_phase(PHASE_MEASURE);
         clock_start = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
         start = Some((Instant::now(), control.read_counters(), snapshot(counters)));
+        sched_start = clocks.read();
     } else {
         control.set_phase(PHASE_WARMUP);
     }
@@ -370,6 +372,7 @@ fn sample(
                 control.set_phase(PHASE_MEASURE);
                 clock_start = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
                 start = Some((Instant::now(), control.read_counters(), snapshot(counters)));
+                sched_start = clocks.read();
                 next_tick = Instant::now() + interval;
             }
             None => next_tick += interval,
@@ -378,6 +381,8 @@ fn sample(
                 let t = Instant::now();
                 if now >= edge {
                     let end_counters = snapshot(counters);
+                    // Read as at the start: right after the counters, before the tasks stop.
+                    let sched_end = clocks.read();
                     control.set_phase(PHASE_STOP);
                     let clock_end = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
                     let length = Nanos::from_duration(t - *t0);
@@ -387,6 +392,10 @@ fn sample(
                     });
                     return Ok(Window {
                         length,
+                        on_cpu: sched_start
+                            .as_deref()
+                            .zip(sched_end.as_deref())
+                            .map(|(a, b)| schedstat::on_cpu(a, b)),
                         start: base.clone(),
                         end: reading,
                         samples,

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use lab::history::{self, HistoryPoint, Metric};
+use lab::history::{self, Metric};
 use lab::params::Params;
 use lab::store::RunFilter;
 use stats::ChangePointOptions;
@@ -27,7 +27,13 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
         min_segment: args.min_segment.max(2),
     };
     let h = match &args.csv {
-        Some(file) => history::from_points("csv", 0, metric, read_series(file)?, &opts),
+        Some(file) => {
+            let shown = file.display();
+            let text =
+                std::fs::read_to_string(file).with_context(|| format!("reading --csv {shown}"))?;
+            let points = history::parse_csv(&text).with_context(|| format!("--csv {shown}"))?;
+            history::from_points("csv", 0, metric, points, &opts)
+        }
         None => {
             let workload = args.workload.as_deref().unwrap_or_default();
             let given = pairs("-p", &args.params)?;
@@ -78,36 +84,4 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// One value per line or `label,value`; a first line that is not a number is a header.
-fn read_series(file: &Path) -> Result<Vec<HistoryPoint>> {
-    let text =
-        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-    let mut points = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
-        let (label, value) = match line.rsplit_once(',') {
-            Some((l, v)) => (l.trim().to_string(), v.trim()),
-            None => (String::new(), line),
-        };
-        match value.parse::<f64>() {
-            Ok(v) if v.is_finite() => points.push(HistoryPoint {
-                run: points.len() as i64 + 1,
-                started_at: String::new(),
-                variant: None,
-                label,
-                value: v,
-            }),
-            _ if i == 0 => continue,
-            _ => bail!("{}:{}: `{value}` is not a number", file.display(), i + 1),
-        }
-    }
-    if points.is_empty() {
-        bail!("{}: no values", file.display());
-    }
-    Ok(points)
 }
