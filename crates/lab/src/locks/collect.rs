@@ -6,7 +6,8 @@
 //! A kernel wait's caller is the first call-chain frame outside the lock and scheduler text
 //! (kallsyms' `__lock_text_*`, `__sched_text_*`), not a fixed number of skipped frames. A futex
 //! wait's caller is the first user frame outside the C library and the lock and futex wrappers
-//! of Rust's std and parking_lot (`std::sync::…`, `std::sys::…`, `…futex_wait…`), unwound by
+//! of Rust's std, parking_lot and rustix (`std::sync::…`, `std::sys::…`, `rustix::…`,
+//! `…futex_wait…`), unwound by
 //! frame pointer: the function that took the lock.
 
 use std::collections::HashMap;
@@ -225,6 +226,7 @@ fn is_wrapper(frame: &perf::UserFrame) -> bool {
             || f.starts_with("std::sync::")
             || f.starts_with("<std::sync::")
             || f.starts_with("parking_lot")
+            || f.starts_with("rustix::")
             || f.starts_with("syscall")
     })
 }
@@ -408,6 +410,13 @@ mod tests {
             module: Some("/x/scalelab".into()),
         };
         assert!(is_wrapper(&libc) && is_wrapper(&std_futex) && is_wrapper(&std_lock));
+        // rustix's raw system call layer (scalelab's own futex calls go through it).
+        let rustix_futex = perf::UserFrame {
+            function: Some("rustix::backend::thread::syscalls::futex_timeout".into()),
+            offset: 0x130,
+            module: Some("/x/scalelab".into()),
+        };
+        assert!(is_wrapper(&rustix_futex));
         assert!(!is_wrapper(&ours));
         assert_eq!(function_of("do_unlinkat+0x134"), "do_unlinkat");
         assert_eq!(function_of("plain"), "plain");
