@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use stats::{Estimate, Sample};
 
-use crate::model::{RunData, TrialMeasurement, TrialOutcome};
+use crate::record::{RunData, TrialMeasurement, TrialOutcome};
 use crate::warnings::Warning;
 
 /// Confidence level of point intervals.
@@ -307,11 +307,11 @@ fn summarize_steps(ok: &[&TrialMeasurement]) -> Vec<StepSummary> {
         .iter()
         .map(|s| s.name.clone())
         .map(|name| {
-            let steps: Vec<&crate::model::StepRecord> = ok
+            let steps: Vec<&crate::record::StepRecord> = ok
                 .iter()
                 .filter_map(|m| m.steps.iter().find(|s| s.name == name))
                 .collect();
-            let med = |f: &dyn Fn(&crate::model::StepRecord) -> f64| {
+            let med = |f: &dyn Fn(&crate::record::StepRecord) -> f64| {
                 median(steps.iter().map(|s| f(s))).unwrap_or(f64::NAN)
             };
             StepSummary {
@@ -340,8 +340,8 @@ mod tests {
     use std::sync::atomic::AtomicBool;
 
     use super::*;
-    use crate::model::{Mode, Nanos, Pin, RunMeta, RunStatus, TrialRecord};
     use crate::plan::{Plan, RunConfig};
+    use crate::record::{Mode, Nanos, Pin, RunMeta, RunStatus, TrialRecord};
     use crate::runner::{FakeExecutor, SweepEvent, run_sweep};
 
     fn fake_run(tasks: &str, contention: f64) -> RunData {

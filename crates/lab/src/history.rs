@@ -10,7 +10,7 @@ use stats::{ChangePoint, ChangePointOptions};
 use crate::analysis::{self, PointSummary};
 use crate::csv_rows;
 use crate::error::LabError;
-use crate::model::RunData;
+use crate::record::RunData;
 
 /// A metric a series can follow, and which way is better.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -246,7 +246,7 @@ fn label(run: &RunData) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{
+    use crate::record::{
         Mode, Nanos, Pin, RunMeta, RunStatus, TrialMeasurement, TrialOutcome, TrialRecord,
     };
 

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use crate::env::{Fingerprint, Severity};
 use crate::error::LabError;
-use crate::model::{Mode, Nanos, Pin, RunMeta, RunStatus};
 use crate::params::Params;
+use crate::record::{Mode, Nanos, Pin, RunMeta, RunStatus};
 use crate::runner::{CommandSpec, OpsSource, TrialSpec};
 use crate::task_spec;
 use crate::warnings::Warning;

@@ -18,7 +18,7 @@ mod command_processes {
     use std::sync::mpsc;
     use std::time::{Duration, Instant};
 
-    use lab::model::{Mode, Nanos, Pin, TrialOutcome};
+    use lab::record::{Mode, Nanos, Pin, TrialOutcome};
     use lab::runner::{CommandExecutor, CommandSpec, Execution, Executor, OpsSource, TrialSpec};
 
     /// Long enough that a test never waits for it by accident.

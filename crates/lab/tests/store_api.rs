@@ -10,7 +10,7 @@ mod store {
     use std::path::Path;
 
     use lab::env::Fingerprint;
-    use lab::model::{
+    use lab::record::{
         ClockWindow, CounterValue, EXPORT_SCHEMA_VERSION, LockContention, LockReport, Mode, Nanos,
         Pin, ProfileRef, RunData, RunMeta, RunStatus, SampleRecord, StepRecord, TrialMeasurement,
         TrialOutcome, TrialRecord, Usage,
@@ -223,7 +223,7 @@ mod store {
         let (_dir, mut store) = open_temp();
         let mut data = store_run(&mut store, "page_fault");
         data.meta.status = RunStatus::Running;
-        let export = lab::model::RunExport {
+        let export = lab::record::RunExport {
             schema_version: EXPORT_SCHEMA_VERSION,
             tool_version: "0".into(),
             run: data,
@@ -242,7 +242,7 @@ mod store {
         if let TrialOutcome::Ok(m) = &mut trial.outcome {
             m.window = Nanos(0);
         }
-        let export = lab::model::RunExport {
+        let export = lab::record::RunExport {
             schema_version: EXPORT_SCHEMA_VERSION,
             tool_version: "0".into(),
             run: RunData {

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::model::{LockContention, RunData};
+use crate::record::{LockContention, RunData};
 
 /// Kernel locks, user (futex) locks, or both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -340,7 +340,7 @@ pub fn what_grows(data: &RunData, sides: Sides) -> Option<LockGrowth> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{LockReport, Nanos, TrialOutcome, TrialRecord};
+    use crate::record::{LockReport, Nanos, TrialOutcome, TrialRecord};
     use crate::report::test_runs;
 
     fn contention(lock: &str, caller: &str, k: u64, total: u64) -> LockContention {

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 
 use super::{LockRequest, futex_kind, kernel_lock_kind};
-use crate::model::{ClockWindow, LockContention, LockReport, Nanos};
+use crate::record::{ClockWindow, LockContention, LockReport, Nanos};
 
 /// How many deeper call sites a row keeps.
 const CALL_SITES: usize = 5;

@@ -1,5 +1,5 @@
 //! Lock contention: what `--locks` asks the trial child to trace ([`LockRequest`]), how the
-//! child turns the raw waits into a [`LockReport`](crate::model::LockReport) ([`collect`]), and
+//! child turns the raw waits into a [`LockReport`](crate::record::LockReport) ([`collect`]), and
 //! how a run's reports aggregate per N and rank what grows with N ([`aggregate`]).
 //!
 //! Kernel locks come from the `lock:contention_begin/end` tracepoints, user locks from futex

@@ -16,7 +16,7 @@ use perf::profile::{Profile, ProfileOptions, read_profile};
 use serde::Serialize;
 
 use crate::error::LabError;
-use crate::model::{RunData, RunMeta};
+use crate::record::{RunData, RunMeta};
 
 /// One function's cost at one point.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -19,7 +19,7 @@ use stats::{Change, CompareOptions, Direction, Estimate, Sample, Verdict};
 
 pub use super::compare_warning::{CompareWarning, Mismatch};
 use crate::analysis::{self, HIGH_CV, ScalesTo};
-use crate::model::{Mode, Pin, RunData, RunMeta, RunStatus, TrialOutcome};
+use crate::record::{Mode, Pin, RunData, RunMeta, RunStatus, TrialOutcome};
 use crate::report::term;
 
 /// Fingerprint fields expected to differ when two runs are compared on purpose (a kernel or a
@@ -500,7 +500,7 @@ fn run_count_warnings(points: &[PointComparison], opts: &CompareOptions) -> Vec<
 }
 
 fn setup_differences(a: &RunMeta, b: &RunMeta) -> Vec<CompareWarning> {
-    let secs = |m: &RunMeta, d: crate::model::Nanos| {
+    let secs = |m: &RunMeta, d: crate::record::Nanos| {
         if m.workload == "cmd" {
             "n/a (command)".to_string()
         } else {

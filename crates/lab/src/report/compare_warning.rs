@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::compare_view::Side;
 use super::format::si;
 use super::percent::percent;
-use crate::model::RunStatus;
+use crate::record::RunStatus;
 
 /// Why two runs do not measure the same thing. The CLI refuses to compare unless forced.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -14,7 +14,7 @@ use stats::{Prediction, Sample, StatsError, UslFit, UslWarning, fit_usl};
 
 use crate::csv_rows;
 use crate::error::LabError;
-use crate::model::RunData;
+use crate::record::RunData;
 use crate::report::term;
 use crate::task_spec;
 

@@ -8,7 +8,7 @@ use comfy_table::{CellAlignment, ContentArrangement, Table};
 
 use super::format::{opt_si, opt_sig3, printable, si, time_line};
 use crate::analysis::RunSummary;
-use crate::model::RunMeta;
+use crate::record::RunMeta;
 
 /// Writes the header, both tables, the scaling line and every warning.
 pub fn write_run(out: &mut dyn Write, meta: &RunMeta, summary: &RunSummary) -> io::Result<()> {
@@ -233,8 +233,8 @@ mod tests {
 
     use super::*;
     use crate::analysis::summarize;
-    use crate::model::{Mode, Nanos, Pin, RunData, RunStatus};
     use crate::plan::{Plan, RunConfig};
+    use crate::record::{Mode, Nanos, Pin, RunData, RunStatus};
     use crate::runner::{FakeExecutor, SweepEvent, run_sweep};
 
     /// The whole text output of a deterministic run, pinned by a snapshot.

@@ -1,7 +1,7 @@
 //! Synthetic runs for the view tests (chosen throughputs per N, one trial each, 1 s windows),
 //! and an export that passes import's checks, for the import tests.
 
-use crate::model::{
+use crate::record::{
     EXPORT_SCHEMA_VERSION, Mode, Nanos, Pin, RunData, RunExport, RunMeta, RunStatus, SampleRecord,
     TrialMeasurement, TrialOutcome, TrialRecord, Usage,
 };
@@ -30,7 +30,7 @@ pub fn run(id: i64, workload: &str, points: &[(u32, &[f64])]) -> RunData {
     }
 }
 
-/// A 1 s window with `ops_per_sec` ops. Built through serde, so fields added to the model
+/// A 1 s window with `ops_per_sec` ops. Built through serde, so fields added to the records
 /// with a default need no change here.
 pub fn measurement(ops_per_sec: f64) -> TrialMeasurement {
     serde_json::from_value(serde_json::json!({

@@ -35,7 +35,7 @@ use super::placement;
 use super::step::{AfterStep, StepError, run_step};
 use super::trial::TrialSpec;
 use crate::error::LabError;
-use crate::model::{Nanos, SampleRecord, StepRecord, TrialMeasurement, TrialOutcome, Usage};
+use crate::record::{Nanos, SampleRecord, StepRecord, TrialMeasurement, TrialOutcome, Usage};
 
 /// How a command trial counts its ops.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

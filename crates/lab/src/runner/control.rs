@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::error::LabError;
-use crate::model::{Nanos, Usage};
+use crate::record::{Nanos, Usage};
 
 pub const PHASE_GATE: u32 = 0;
 pub const PHASE_WARMUP: u32 = 1;
@@ -239,7 +239,7 @@ fn usage_fields(u: &Usage) -> [u64; USAGE_FIELDS] {
     ]
 }
 
-/// Converts the sys crate's getrusage reading into the model's units.
+/// Converts the sys crate's getrusage reading into the record's units.
 pub fn to_usage(r: &sys::ResourceUsage) -> Usage {
     Usage {
         user: Nanos::from_duration(r.user),

@@ -19,7 +19,7 @@ use super::child_io::{Tail, read_in_background, tail};
 use super::leftovers::Leftovers;
 use super::owner::adopt;
 use super::trial::TrialSpec;
-use crate::model::{
+use crate::record::{
     CounterValue, Nanos, ProfileRef, SampleRecord, TrialMeasurement, TrialOutcome, Usage,
 };
 
@@ -277,8 +277,8 @@ mod tests {
             workload: "spin".into(),
             params: Default::default(),
             tasks: 1,
-            mode: crate::model::Mode::Threads,
-            pin: crate::model::Pin::None,
+            mode: crate::record::Mode::Threads,
+            pin: crate::record::Pin::None,
             warmup: Nanos(0),
             duration: Nanos(1_000_000),
             sample_interval: Nanos(1_000_000),
@@ -306,8 +306,8 @@ mod tests {
             workload: "spin".into(),
             params: Default::default(),
             tasks: 1,
-            mode: crate::model::Mode::Threads,
-            pin: crate::model::Pin::None,
+            mode: crate::record::Mode::Threads,
+            pin: crate::record::Pin::None,
             warmup: Nanos(0),
             duration: Nanos(1_000_000),
             sample_interval: Nanos(1_000_000),

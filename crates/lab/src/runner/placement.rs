@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use crate::error::LabError;
-use crate::model::Pin;
+use crate::record::Pin;
 
 /// CPUs this process may use, physical cores first, then their SMT siblings.
 pub fn cpu_order() -> Result<Vec<usize>, LabError> {

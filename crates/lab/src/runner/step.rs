@@ -19,7 +19,7 @@ use super::control::to_usage;
 use super::leftovers::Leftovers;
 use super::ops_regex::FirstMatch;
 use super::owner::adopt;
-use crate::model::Usage;
+use crate::record::Usage;
 
 /// How often the stop flag and the limit are checked while a step runs.
 const TICK: Duration = Duration::from_millis(100);

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::executor::{Execution, Executor};
 use crate::error::LabError;
-use crate::model::TrialRecord;
 use crate::plan::Plan;
+use crate::record::TrialRecord;
 use crate::scratch::Scratch;
 use crate::timestamp;
 
@@ -88,8 +88,8 @@ pub fn run_sweep(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::TrialOutcome;
     use crate::plan::{Plan, RunConfig};
+    use crate::record::TrialOutcome;
     use crate::runner::FakeExecutor;
 
     fn plan(tasks: &str, runs: u32) -> Plan {

@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 
 use super::control::{Control, PHASE_MEASURE, PHASE_STOP, STATUS_DONE, STATUS_FAILED};
 use crate::error::LabError;
-use crate::model::{Mode, Nanos, Usage};
+use crate::record::{Mode, Nanos, Usage};
 use crate::runner::control::to_usage;
 use crate::runner::schedstat::SchedStat;
 use crate::workloads::Prepared;

@@ -16,8 +16,8 @@ use super::placement;
 use super::schedstat::{self, TaskClocks};
 use super::task::run_task;
 use crate::error::LabError;
-use crate::model::{ClockWindow, CounterValue, Mode, Nanos, Pin, SampleRecord, TrialMeasurement};
 use crate::params::Params;
+use crate::record::{ClockWindow, CounterValue, Mode, Nanos, Pin, SampleRecord, TrialMeasurement};
 use crate::workloads::{self, PrepareContext, Prepared};
 
 /// Everything a trial child needs, sent to it as JSON on stdin.

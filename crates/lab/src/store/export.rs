@@ -17,7 +17,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::StoreError;
-use crate::model::{EXPORT_SCHEMA_VERSION, RunData, RunExport, TrialOutcome};
+use crate::record::{EXPORT_SCHEMA_VERSION, RunData, RunExport, TrialOutcome};
 use crate::safe_text::csv_text;
 
 /// Writes `data` as a pretty-printed [`RunExport`] with the current `schema_version`.

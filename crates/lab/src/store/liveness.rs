@@ -12,7 +12,7 @@
 
 use std::fs;
 
-use crate::model::RunStatus;
+use crate::record::RunStatus;
 
 /// The process that owns a run, as recorded in its row.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -40,7 +40,7 @@ pub use schema::SCHEMA_VERSION;
 pub use validation::validate;
 
 #[cfg(doc)]
-use crate::model::{RunData, RunStatus};
+use crate::record::{RunData, RunStatus};
 
 /// An open results database.
 #[derive(Debug)]

@@ -11,7 +11,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params_from_iter};
 use super::columns::{from_json, mode_from_sql, optional_json, pin_from_sql, u64_from_sql};
 use super::liveness::{Owner, derive_status};
 use super::{Store, StoreError};
-use crate::model::{
+use crate::record::{
     Nanos, RunData, RunMeta, RunStatus, SampleRecord, TrialMeasurement, TrialOutcome, TrialRecord,
     Usage,
 };

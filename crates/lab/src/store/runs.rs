@@ -11,7 +11,7 @@ use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
 use super::columns::{to_json, u64_to_sql};
 use super::liveness::Owner;
 use super::{Store, StoreError};
-use crate::model::{RunExport, RunMeta, RunStatus, TrialOutcome, TrialRecord};
+use crate::record::{RunExport, RunMeta, RunStatus, TrialOutcome, TrialRecord};
 
 impl Store {
     /// Stores a new run as `running`, owned by this process, and returns its id. `meta.id`,

@@ -374,7 +374,7 @@ mod tests {
 
     #[test]
     fn version_1_database_is_migrated_keeping_its_runs() {
-        use crate::model::TrialOutcome;
+        use crate::record::TrialOutcome;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("v1.db");
         {

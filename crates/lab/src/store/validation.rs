@@ -19,8 +19,8 @@
 use std::collections::HashSet;
 use std::fmt::Display;
 
-use crate::model::{RunData, RunMeta, TrialMeasurement, TrialOutcome, TrialRecord, Usage};
 use crate::plan::{MAX_DURATION, MAX_RUNS, MAX_TRIALS};
+use crate::record::{RunData, RunMeta, TrialMeasurement, TrialOutcome, TrialRecord, Usage};
 use crate::task_spec::MAX_TASKS;
 
 /// `Err` names the run, the field and what is wrong with it.
@@ -191,7 +191,7 @@ fn check_measurement(m: &TrialMeasurement, n: u32, builtin: bool) -> Result<(), 
             ),
         ));
     }
-    let mut previous: Option<&crate::model::SampleRecord> = None;
+    let mut previous: Option<&crate::record::SampleRecord> = None;
     for (i, s) in m.samples.iter().enumerate() {
         let field = format!("samples[{i}]");
         if s.task_ops.len() != m.task_ops.len() {

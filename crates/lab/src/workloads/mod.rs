@@ -27,8 +27,8 @@ mod tree_hash;
 use std::path::PathBuf;
 
 use crate::error::LabError;
-use crate::model::Mode;
 use crate::params::{ParamSpec, Params};
+use crate::record::Mode;
 
 /// What `scalelab list` shows about a workload.
 #[derive(Debug)]

@@ -25,8 +25,8 @@ use std::io::{ErrorKind, Read, Write};
 
 use super::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo, workload_error};
 use crate::error::LabError;
-use crate::model::Mode;
 use crate::params::{ParamKind, ParamSpec, Params};
+use crate::record::Mode;
 
 const NAME: &str = "pipe_pingpong";
 /// Round trips per step: a few tens of microseconds.

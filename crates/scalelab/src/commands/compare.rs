@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use lab::model::RunData;
+use lab::record::RunData;
 use lab::report::compare_term::write_compare;
 use lab::report::compare_view::{self, CompareView};
 use stats::CompareOptions;

@@ -9,8 +9,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use lab::model::RunData;
 use lab::profile::{self, PointProfile, diff, grows};
+use lab::record::RunData;
 use lab::report::format::printable;
 use lab::report::{flamegraph, profile_term};
 

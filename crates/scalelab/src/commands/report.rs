@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use lab::history::{self, Metric};
-use lab::model::RunData;
+use lab::record::RunData;
 use lab::report::html;
 use lab::store::{RunFilter, Store};
 use stats::{ChangePointOptions, CompareOptions, Direction};

@@ -13,8 +13,8 @@ use std::sync::atomic::AtomicBool;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use lab::env::Fingerprint;
-use lab::model::{Mode, Pin, RunStatus};
 use lab::plan::{Plan, RunConfig, parse_duration};
+use lab::record::{Mode, Pin, RunStatus};
 use lab::report::format::{printable, printable_lines};
 use lab::runner::{
     ChildExecutor, CommandExecutor, CommandSpec, Executor, OpsSource, SweepEnd, SweepEvent,
@@ -46,7 +46,7 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
                 (None, None) => OpsSource::Completion,
             },
         });
-        cfg.warmup = lab::model::Nanos(0);
+        cfg.warmup = lab::record::Nanos(0);
         if let Some(t) = &args.timeout {
             cfg.timeout = Some(parse_duration(t).context("--timeout")?);
         }
@@ -184,7 +184,7 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
                     store.add_trial(run_id, record)?;
                     stored += 1;
                     bar.inc(1);
-                    if let lab::model::TrialOutcome::Failed { reason } = &record.outcome {
+                    if let lab::record::TrialOutcome::Failed { reason } = &record.outcome {
                         bar.suspend(|| {
                             eprintln!(
                                 "trial N={} #{} failed: {}",

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use lab::analysis;
-use lab::model::RunData;
+use lab::record::RunData;
 use lab::report::term;
 
 use crate::db_path;

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use super::plot::{Band, Chart, ErrorBars, Series, Style};
 use crate::analysis::RunSummary;
-use crate::model::RunData;
+use crate::record::RunData;
 use crate::report::format::sig3;
 
 pub(super) fn throughput_chart(run: &RunData, s: &RunSummary) -> Chart {

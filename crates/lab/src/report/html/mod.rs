@@ -20,7 +20,7 @@ use super::format::{si, time_line};
 use crate::analysis::{self, RunSummary};
 use crate::error::LabError;
 use crate::history::History;
-use crate::model::RunData;
+use crate::record::RunData;
 
 /// A table of already-formatted cells.
 #[derive(Debug, Clone, Default, Serialize)]

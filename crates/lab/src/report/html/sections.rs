@@ -2,7 +2,7 @@
 //! flame graph, and the lock_stat-like kernel and user lock tables.
 
 use super::{Flame, Table};
-use crate::model::RunData;
+use crate::record::RunData;
 use crate::report::format::si;
 
 /// The top functions at the largest profiled N, what grows with N, and that N's flame graph.

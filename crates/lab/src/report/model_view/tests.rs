@@ -129,7 +129,7 @@ fn a_run_is_fitted_over_every_trial() {
     let points: Vec<(u32, &[f64])> = rows.iter().map(|(n, v)| (*n, v.as_slice())).collect();
     let mut data = run(1, "spin", &points);
     data.trials[0].outcome =
-        crate::model::TrialOutcome::Ok(crate::report::test_runs::measurement(0.0));
+        crate::record::TrialOutcome::Ok(crate::report::test_runs::measurement(0.0));
     let view = from_run(&data, &[]).unwrap();
     assert_eq!(view.fit.points, 9, "the zero-throughput trial is left out");
     assert!(
