@@ -1,9 +1,10 @@
 //! The records scalelab measures and keeps: a run, its trials and their raw samples.
 //!
 //! These types are the single data model (the records; the USL model is an analysis) shared by
-//! the runner (which produces them), the store (which persists them without loss), export/import (which moves them between machines) and the
-//! analysis (which derives every aggregate from them). Aggregates are never stored alone: a
-//! point's median is always recomputed from its trials.
+//! the runner (which produces them), the store (which persists them without loss), export and
+//! import (which move them between machines) and the analysis (which derives every aggregate
+//! from them). Aggregates are never stored alone: a point's median is always recomputed from its
+//! trials.
 
 use std::collections::BTreeMap;
 use std::fmt;
