@@ -340,9 +340,10 @@ mod tests {
     use std::sync::atomic::AtomicBool;
 
     use super::*;
+    use crate::lifecycle::measure_unstored;
     use crate::plan::{Plan, RunConfig};
     use crate::record::{Mode, Nanos, Pin, RunMeta, RunStatus, TrialRecord};
-    use crate::runner::{FakeExecutor, SweepEvent, run_sweep};
+    use crate::runner::FakeExecutor;
 
     fn fake_run(tasks: &str, contention: f64) -> RunData {
         let mut cfg = RunConfig::new("spin");
@@ -352,14 +353,7 @@ mod tests {
         let plan = Plan::new(cfg, 64).unwrap();
         let mut exec = FakeExecutor::new(1000.0, contention);
         exec.noise = 0.01;
-        let mut trials = Vec::new();
-        run_sweep(&plan, &mut exec, None, &AtomicBool::new(false), &mut |e| {
-            if let SweepEvent::Finished(r) = e {
-                trials.push(r.clone());
-            }
-            Ok(())
-        })
-        .unwrap();
+        let trials = measure_unstored(&plan, &mut exec, &AtomicBool::new(false));
         RunData {
             meta: meta(&plan.points),
             trials,

@@ -43,6 +43,13 @@ pub enum LabError {
     Store(#[from] crate::store::StoreError),
     #[error(transparent)]
     Perf(#[from] perf::PerfError),
+    #[error("run {runs} stopped after {stored} trials (kept, marked interrupted): {source}")]
+    Stopped {
+        /// The run id, or `A and B` for an A/B experiment.
+        runs: String,
+        stored: usize,
+        source: Box<LabError>,
+    },
     #[error("internal error: {0} (please report this)")]
     Internal(String),
 }

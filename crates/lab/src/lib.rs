@@ -9,6 +9,7 @@ pub mod csv_rows;
 pub mod env;
 pub mod error;
 pub mod history;
+pub mod lifecycle;
 pub mod locks;
 pub mod owned_dir;
 pub mod params;

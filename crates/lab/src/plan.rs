@@ -9,7 +9,7 @@ use crate::env::{Fingerprint, Severity};
 use crate::error::LabError;
 use crate::params::Params;
 use crate::record::{Mode, Nanos, Pin, RunMeta, RunStatus};
-use crate::runner::{CommandSpec, OpsSource, TrialSpec};
+use crate::runner::spec::{BuiltinWork, CommandSpec, OpsSource, TrialSpec, Work};
 use crate::task_spec;
 use crate::warnings::Warning;
 use crate::workloads::{self, WorkloadInfo};
@@ -263,19 +263,25 @@ impl Plan {
             .collect()
     }
 
+    /// The spec of a trial at N (not yet profiled, no scratch directory: the sweep adds them).
     pub fn trial_spec(&self, n: u32) -> TrialSpec {
+        let work = match &self.command {
+            Some(command) => Work::Command(command.clone()),
+            None => Work::Builtin(BuiltinWork {
+                workload: self.info.name.to_string(),
+                params: self.params.as_map().clone(),
+                mode: self.mode,
+                pin: self.pin,
+                warmup: self.warmup,
+                duration: self.duration,
+                sample_interval: self.sample_interval(),
+                counters: self.counters,
+                workdir: None,
+            }),
+        };
         TrialSpec {
-            workload: self.info.name.to_string(),
-            params: self.params.as_map().clone(),
             tasks: n,
-            mode: self.mode,
-            pin: self.pin,
-            warmup: self.warmup,
-            duration: self.duration,
-            sample_interval: self.sample_interval(),
-            counters: self.counters,
-            workdir: self.workdir.clone(),
-            command: self.command.clone(),
+            work,
             locks: self.locks,
             profile: None,
         }

@@ -12,14 +12,15 @@
 
 mod command_processes {
 
-    use std::collections::BTreeMap;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
     use std::sync::mpsc;
     use std::time::{Duration, Instant};
 
-    use lab::record::{Mode, Nanos, Pin, TrialOutcome};
-    use lab::runner::{CommandExecutor, CommandSpec, Execution, Executor, OpsSource, TrialSpec};
+    use lab::record::TrialOutcome;
+    use lab::runner::{
+        CommandExecutor, CommandSpec, Execution, Executor, OpsSource, TrialSpec, Work,
+    };
 
     /// Long enough that a test never waits for it by accident.
     const HANG: Duration = Duration::from_secs(20);
@@ -112,17 +113,8 @@ mod command_processes {
 
     fn spec(steps: &[&str], cleanup: Option<&str>, ops: OpsSource) -> TrialSpec {
         TrialSpec {
-            workload: "cmd".into(),
-            params: BTreeMap::new(),
             tasks: 1,
-            mode: Mode::Threads,
-            pin: Pin::None,
-            warmup: Nanos(0),
-            duration: Nanos(1_000_000),
-            sample_interval: Nanos(1_000_000),
-            counters: false,
-            workdir: None,
-            command: Some(CommandSpec {
+            work: Work::Command(CommandSpec {
                 steps: steps
                     .iter()
                     .enumerate()
@@ -189,7 +181,7 @@ mod command_processes {
             None,
             OpsSource::Completion,
         );
-        if let Some(cmd) = trial.command.as_mut() {
+        if let Work::Command(cmd) = &mut trial.work {
             cmd.prepare = Some(format!("setsid sleep {u} >/dev/null 2>&1 < /dev/null &"));
         }
         let (out, _) = execute_within(
@@ -320,7 +312,9 @@ mod command_processes {
         let u = unique_sleep();
         let _sweep = Sweeper(vec![u.clone()]);
         let mut s = spec(&["true"], None, OpsSource::Completion);
-        s.command.as_mut().unwrap().prepare = Some(format!("sleep {u}"));
+        if let Work::Command(cmd) = &mut s.work {
+            cmd.prepare = Some(format!("sleep {u}"));
+        }
         let (out, took) = execute_within(
             s,
             Duration::from_secs(1),

@@ -4,6 +4,7 @@
 mod cli;
 mod commands;
 mod db_path;
+mod progress;
 
 use std::process::ExitCode;
 

@@ -233,9 +233,10 @@ mod tests {
 
     use super::*;
     use crate::analysis::summarize;
+    use crate::lifecycle::measure_unstored;
     use crate::plan::{Plan, RunConfig};
     use crate::record::{Mode, Nanos, Pin, RunData, RunStatus};
-    use crate::runner::{FakeExecutor, SweepEvent, run_sweep};
+    use crate::runner::FakeExecutor;
 
     /// The whole text output of a deterministic run, pinned by a snapshot.
     #[test]
@@ -247,14 +248,7 @@ mod tests {
         let plan = Plan::new(cfg, 4).unwrap();
         let mut exec = FakeExecutor::new(250_000.0, 0.2);
         exec.noise = 0.02;
-        let mut trials = Vec::new();
-        run_sweep(&plan, &mut exec, None, &AtomicBool::new(false), &mut |e| {
-            if let SweepEvent::Finished(r) = e {
-                trials.push(r.clone());
-            }
-            Ok(())
-        })
-        .unwrap();
+        let trials = measure_unstored(&plan, &mut exec, &AtomicBool::new(false));
         let meta = RunMeta {
             id: 7,
             origin_id: None,

@@ -25,39 +25,15 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
 use super::executor::{Execution, Executor};
 use super::leftovers::Leftovers;
 use super::ops_regex;
 use super::owner::adopt;
 use super::placement;
+use super::spec::{CommandSpec, OpsSource, TrialSpec};
 use super::step::{AfterStep, StepError, run_step};
-use super::trial::TrialSpec;
 use crate::error::LabError;
 use crate::record::{Nanos, SampleRecord, StepRecord, TrialMeasurement, TrialOutcome, Usage};
-
-/// How a command trial counts its ops.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OpsSource {
-    /// One op per trial: throughput is 1 / wall.
-    Completion,
-    /// A known amount of work per trial.
-    Fixed(u64),
-    /// Read from the timed steps' stdout.
-    Regex(String),
-}
-
-/// An external-command workload.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CommandSpec {
-    /// Timed steps in order, `(name, command)`; the first is `--cmd` itself, named `cmd`.
-    pub steps: Vec<(String, String)>,
-    pub prepare: Option<String>,
-    pub cleanup: Option<String>,
-    pub ops: OpsSource,
-}
 
 impl CommandSpec {
     /// Refuses, before any trial runs, what certainly cannot run: an empty command, a shell
@@ -157,7 +133,7 @@ impl Drop for ConfinedThread {
 
 impl Executor for CommandExecutor {
     fn execute(&mut self, spec: &TrialSpec, deadline: Duration, stop: &AtomicBool) -> Execution {
-        let Some(cmd) = &spec.command else {
+        let Some(cmd) = spec.command() else {
             return Execution::Finished(TrialOutcome::Failed {
                 reason: "internal: a command trial without a command".into(),
             });

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use super::child_io::{Tail, read_in_background, tail};
 use super::leftovers::Leftovers;
 use super::owner::adopt;
-use super::trial::TrialSpec;
+use super::spec::{BuiltinWork, TrialSpec};
 use crate::record::{
     CounterValue, Nanos, ProfileRef, SampleRecord, TrialMeasurement, TrialOutcome, Usage,
 };
@@ -232,11 +232,15 @@ impl Executor for FakeExecutor {
         let n = f64::from(spec.tasks);
         let rate = self.base_ops_per_sec * n / (1.0 + self.contention * (n - 1.0))
             * (1.0 + self.noise * PATTERN[index % 5]);
-        let secs = spec.duration.as_secs_f64();
+        // A command trial has no window of its own: the fake makes it one second.
+        let window = spec
+            .builtin()
+            .map_or(Nanos(1_000_000_000), |b: &BuiltinWork| b.duration);
+        let secs = window.as_secs_f64();
         let per_task = (rate * secs / n) as u64;
         let task_ops = vec![per_task; spec.tasks as usize];
         Execution::Finished(TrialOutcome::Ok(TrialMeasurement {
-            window: spec.duration,
+            window,
             task_ops: task_ops.clone(),
             usage: Usage {
                 user: Nanos((secs * n * 0.5e9) as u64),
@@ -252,7 +256,7 @@ impl Executor for FakeExecutor {
             extras: Default::default(),
             placement: vec![None; spec.tasks as usize],
             samples: vec![SampleRecord {
-                t: spec.duration,
+                t: window,
                 task_ops,
             }],
             steps: Vec::new(),
@@ -266,6 +270,26 @@ impl Executor for FakeExecutor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runner::spec::Work;
+
+    fn spin_trial() -> TrialSpec {
+        TrialSpec {
+            tasks: 1,
+            work: Work::Builtin(BuiltinWork {
+                workload: "spin".into(),
+                params: Default::default(),
+                mode: crate::record::Mode::Threads,
+                pin: crate::record::Pin::None,
+                warmup: Nanos(0),
+                duration: Nanos(1_000_000),
+                sample_interval: Nanos(1_000_000),
+                counters: false,
+                workdir: None,
+            }),
+            locks: None,
+            profile: None,
+        }
+    }
 
     #[test]
     fn a_missing_binary_fails_the_trial_not_the_run() {
@@ -273,21 +297,7 @@ mod tests {
             program: "/nonexistent/scalelab".into(),
             args: vec![],
         };
-        let spec = TrialSpec {
-            workload: "spin".into(),
-            params: Default::default(),
-            tasks: 1,
-            mode: crate::record::Mode::Threads,
-            pin: crate::record::Pin::None,
-            warmup: Nanos(0),
-            duration: Nanos(1_000_000),
-            sample_interval: Nanos(1_000_000),
-            counters: false,
-            workdir: None,
-            command: None,
-            locks: None,
-            profile: None,
-        };
+        let spec = spin_trial();
         match exec.execute(&spec, Duration::from_secs(5), &AtomicBool::new(false)) {
             Execution::Finished(TrialOutcome::Failed { reason }) => {
                 assert!(reason.contains("could not start"), "{reason}")
@@ -302,21 +312,7 @@ mod tests {
             program: "/bin/sleep".into(),
             args: vec!["30".into()],
         };
-        let spec = TrialSpec {
-            workload: "spin".into(),
-            params: Default::default(),
-            tasks: 1,
-            mode: crate::record::Mode::Threads,
-            pin: crate::record::Pin::None,
-            warmup: Nanos(0),
-            duration: Nanos(1_000_000),
-            sample_interval: Nanos(1_000_000),
-            counters: false,
-            workdir: None,
-            command: None,
-            locks: None,
-            profile: None,
-        };
+        let spec = spin_trial();
         let t = Instant::now();
         match exec.execute(&spec, Duration::from_millis(300), &AtomicBool::new(false)) {
             Execution::Finished(TrialOutcome::Failed { reason }) => {

@@ -13,13 +13,13 @@ pub mod perf_record;
 pub mod placement;
 mod proc_table;
 mod schedstat;
+pub mod spec;
 mod step;
-pub mod sweep;
 mod task;
 pub mod trial;
 
-pub use command::{CommandExecutor, CommandSpec, OpsSource};
+pub use command::CommandExecutor;
 pub use executor::{ChildExecutor, Execution, Executor, FakeExecutor};
 pub use perf_record::{ProfileRequest, ProfileSettings};
-pub use sweep::{SweepEnd, SweepEvent, run_sweep};
-pub use trial::{TrialSpec, run_trial};
+pub use spec::{BuiltinWork, CommandSpec, OpsSource, TrialSpec, Work};
+pub use trial::run_trial;

@@ -6,43 +6,17 @@
 //! before the tasks exist, so they count every task and nothing from the parent scalelab.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
-
-use serde::{Deserialize, Serialize};
 
 use super::control::{Control, PHASE_MEASURE, PHASE_STOP, PHASE_WARMUP};
 use super::placement;
 use super::schedstat::{self, TaskClocks};
+use super::spec::{BuiltinWork, TrialSpec};
 use super::task::run_task;
 use crate::error::LabError;
 use crate::params::Params;
-use crate::record::{ClockWindow, CounterValue, Mode, Nanos, Pin, SampleRecord, TrialMeasurement};
+use crate::record::{ClockWindow, CounterValue, Mode, Nanos, SampleRecord, TrialMeasurement};
 use crate::workloads::{self, PrepareContext, Prepared};
-
-/// Everything a trial child needs, sent to it as JSON on stdin.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TrialSpec {
-    pub workload: String,
-    pub params: BTreeMap<String, String>,
-    pub tasks: u32,
-    pub mode: Mode,
-    pub pin: Pin,
-    pub warmup: Nanos,
-    pub duration: Nanos,
-    pub sample_interval: Nanos,
-    pub counters: bool,
-    pub workdir: Option<PathBuf>,
-    /// Set for external-command trials (run by `CommandExecutor`, not by a trial child).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command: Option<super::command::CommandSpec>,
-    /// `--locks`: trace kernel and/or user lock contention during the window.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub locks: Option<crate::locks::LockRequest>,
-    /// `--profile`: run this trial under `perf record` (set only for the profiled trials).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<super::perf_record::ProfileRequest>,
-}
 
 /// How often the sampler drains the lock tracer's ring buffers while tracing.
 const LOCK_DRAIN_EVERY: Duration = Duration::from_millis(10);
@@ -52,18 +26,21 @@ const SETUP_LIMIT: Duration = Duration::from_secs(120);
 
 /// Runs a trial in this process and returns its measurement.
 pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
-    let workload = workloads::find(&spec.workload)?;
-    let params = Params::from_map(spec.params.clone());
+    let work = spec.builtin().ok_or_else(|| {
+        LabError::Internal("a trial child was sent a command trial, which it cannot run".into())
+    })?;
+    let workload = workloads::find(&work.workload)?;
+    let params = Params::from_map(work.params.clone());
     let tasks = spec.tasks as usize;
     let ctx = PrepareContext {
         tasks,
-        mode: spec.mode,
-        workdir: spec.workdir.clone(),
+        mode: work.mode,
+        workdir: work.workdir.clone(),
     };
     let prepared = workload.prepare(&params, &ctx)?;
     let control = Control::new(tasks)?;
-    let placement = placement::assign(spec.pin, tasks, &placement::cpu_order()?);
-    let counters = spec.counters.then(|| {
+    let placement = placement::assign(work.pin, tasks, &placement::cpu_order()?);
+    let counters = work.counters.then(|| {
         perf::InheritedCounters::open(&[perf::HwEvent::Cycles, perf::HwEvent::Instructions])
     });
     let extra_names = prepared.extra_names();
@@ -79,7 +56,7 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
         }
     };
 
-    let window = match spec.mode {
+    let window = match work.mode {
         Mode::Threads => std::thread::scope(|scope| {
             let handles: Vec<_> = placement
                 .iter()
@@ -92,7 +69,7 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
                 })
                 .collect();
             let window = sample(
-                spec,
+                work,
                 &control,
                 counters.as_ref(),
                 &mut || Ok(()),
@@ -106,13 +83,13 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) => {
                         first_error.get_or_insert(LabError::Workload {
-                            workload: spec.workload.clone(),
+                            workload: work.workload.clone(),
                             message: format!("task {i}: {e}"),
                         });
                     }
                     Err(_) => {
                         first_error.get_or_insert(LabError::Workload {
-                            workload: spec.workload.clone(),
+                            workload: work.workload.clone(),
                             message: format!("task {i} panicked"),
                         });
                     }
@@ -124,7 +101,7 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
             }
         }),
         Mode::Processes => run_processes(
-            spec,
+            work,
             prepared.as_ref(),
             &control,
             &placement,
@@ -175,7 +152,7 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
 }
 
 fn run_processes(
-    spec: &TrialSpec,
+    work: &BuiltinWork,
     prepared: &dyn Prepared,
     control: &Control,
     placement: &[Option<usize>],
@@ -227,14 +204,14 @@ fn run_processes(
                 let what = describe_exit(&exit.status);
                 exited[i] = Some(what.clone());
                 return Err(LabError::Workload {
-                    workload: spec.workload.clone(),
+                    workload: work.workload.clone(),
                     message: format!("task {i} (pid {pid}) {what} before the trial ended"),
                 });
             }
         }
         Ok(())
     };
-    let window = sample(spec, control, counters, &mut check_children, drain);
+    let window = sample(work, control, counters, &mut check_children, drain);
     control.set_phase(PHASE_STOP);
     prepared.unblock();
     let mut first_error = None;
@@ -246,7 +223,7 @@ fn run_processes(
             Ok(exit) if matches!(exit.status, sys::ExitKind::Exited(0)) => {}
             Ok(exit) => {
                 first_error.get_or_insert(LabError::Workload {
-                    workload: spec.workload.clone(),
+                    workload: work.workload.clone(),
                     message: format!("task {i} (pid {pid}) {}", describe_exit(&exit.status)),
                 });
             }
@@ -294,7 +271,7 @@ type Drain<'a> = (Option<Duration>, &'a mut dyn FnMut());
 /// Waits for every task at the gate, opens it, and samples until the window closes.
 /// `check` is called every interval and aborts the trial when it fails (a task process died).
 fn sample(
-    spec: &TrialSpec,
+    work: &BuiltinWork,
     control: &Control,
     counters: Option<&perf::InheritedCounters>,
     check: &mut dyn FnMut() -> Result<(), LabError>,
@@ -305,14 +282,14 @@ fn sample(
     while control.ready() < tasks {
         if let Some(&i) = control.failed_tasks().first() {
             return Err(LabError::Workload {
-                workload: spec.workload.clone(),
+                workload: work.workload.clone(),
                 message: format!("task {i} failed while setting up"),
             });
         }
         check()?;
         if Instant::now() > setup_deadline {
             return Err(LabError::Workload {
-                workload: spec.workload.clone(),
+                workload: work.workload.clone(),
                 message: format!(
                     "only {} of {tasks} tasks were ready after {}s",
                     control.ready(),
@@ -324,12 +301,12 @@ fn sample(
     }
     let clocks = TaskClocks::open(&control.task_ids());
     let mut sched_start = None;
-    let interval = spec
+    let interval = work
         .sample_interval
         .as_duration()
         .max(Duration::from_millis(1));
     let released = Instant::now();
-    let warmup = spec.warmup.as_duration();
+    let warmup = work.warmup.as_duration();
     let mut start: Option<(Instant, Vec<u64>, Vec<CounterSnapshot>)> = None;
     let mut clock_start = 0;
     if warmup.is_zero() {
@@ -345,7 +322,7 @@ fn sample(
     loop {
         let edge = match &start {
             None => released + warmup,
-            Some((t0, _, _)) => *t0 + spec.duration.as_duration(),
+            Some((t0, _, _)) => *t0 + work.duration.as_duration(),
         };
         let wake = next_tick.min(edge);
         let now = Instant::now();
@@ -362,7 +339,7 @@ fn sample(
         check()?;
         if let Some(&i) = control.failed_tasks().first() {
             return Err(LabError::Workload {
-                workload: spec.workload.clone(),
+                workload: work.workload.clone(),
                 message: format!("task {i} failed during the trial"),
             });
         }

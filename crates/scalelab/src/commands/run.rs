@@ -1,32 +1,24 @@
-//! `scalelab run`: plan the sweep, fingerprint the machine, run every trial in a child process,
-//! commit each trial as it ends, then print the tables.
+//! `scalelab run`: the arguments become a [`Plan`]; the run's owner (`lab::lifecycle::run`)
+//! measures and stores it; the tables are printed.
 //!
 //! Ctrl-C (SIGINT) or SIGTERM stops the sweep: the trial in flight is killed, every finished
-//! trial is kept and the run is marked `interrupted`.
+//! trial is kept and the run is marked `interrupted` (exit 2).
 
-use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use lab::env::Fingerprint;
+use lab::lifecycle::{self, Helpers, Session, SweepEnd};
 use lab::plan::{Plan, RunConfig, parse_duration};
-use lab::record::{Mode, Pin, RunStatus};
-use lab::report::format::{printable, printable_lines};
-use lab::runner::{
-    ChildExecutor, CommandExecutor, CommandSpec, Executor, OpsSource, SweepEnd, SweepEvent,
-    run_sweep,
-};
-use lab::runner::{ProfileSettings, perf_record};
-use lab::scratch::Scratch;
-use lab::timestamp;
+use lab::record::{Mode, Pin};
+use lab::runner::{CommandSpec, OpsSource, ProfileSettings, perf_record};
 
-use super::{pairs, show};
+use super::{guard, pairs, show};
 use crate::cli::{LocksArg, ModeArg, PinArg, RunArgs};
 use crate::db_path;
+use crate::progress::TerminalProgress;
 
 /// The hidden subcommand a trial child runs.
 const TRIAL_SUBCOMMAND: &str = "__trial";
@@ -93,132 +85,33 @@ fn online_cpus() -> u32 {
 
 pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
     let plan = Plan::new(config(&args)?, online_cpus())?;
-    // --locks on a machine that cannot trace: run anyway, untraced, and say why (and the fix).
-    let mut lock_warning = None;
-    let plan = match plan.locks.map(|r| r.preflight()) {
-        Some(Err(why)) => {
-            let w = format!("--locks: lock tracing unavailable, trials run untraced: {why}");
-            eprintln!("warning: {}", printable(&w));
-            lock_warning = Some(w);
-            Plan {
-                locks: None,
-                ..plan
-            }
-        }
-        _ => plan,
-    };
-    // --profile without a usable perf: run anyway, unprofiled, and say why (and the fix).
-    let mut profile_warnings = Vec::new();
-    let mut plan = plan;
-    if plan.profile.is_some() {
-        if let Err(why) = perf_record::check_perf() {
-            profile_warnings.push(format!("{why}; trials run unprofiled"));
-            plan.profile = None;
-        } else {
-            profile_warnings.extend(perf_record::kallsyms_warning());
-        }
-        for w in &profile_warnings {
-            eprintln!("warning: {}", printable(w));
-        }
-    }
-    let process_warnings = super::guard::before_trials();
+    let locks = plan.locks.is_some();
+    let db_file = db_path::resolve(db)?;
     let mut store = db_path::open(db)?;
-    let cwd = std::env::current_dir().context("reading the working directory")?;
-    let mut scratch = None;
-    if plan.info.uses_files {
-        let base = plan.workdir.clone().unwrap_or_else(std::env::temp_dir);
-        let area = Scratch::new(&base)?;
-        for stale in area.sweep_stale() {
-            eprintln!(
-                "note: removed {} left by a scalelab that was killed",
-                stale.display()
-            );
-        }
-        scratch = Some(area);
-    }
-    let fingerprint = Fingerprint::capture(scratch.as_ref().map_or(cwd.as_path(), |s| s.base()));
-    let extra: Vec<String> = lock_warning
-        .into_iter()
-        .chain(profile_warnings)
-        .chain(process_warnings)
-        .collect();
-    let meta = plan.run_meta(
-        fingerprint,
-        extra,
-        std::env::args().collect::<Vec<_>>().join(" "),
-    );
-    if let Some(profile) = plan.profile.as_mut() {
-        let db_file = db_path::resolve(db)?;
-        let dir = perf_record::prepare_dir(&db_file, meta.uuid)
-            .context("--profile: making the run's profile folder beside the database")?;
-        profile.dir = Some(Arc::new(dir));
-    }
-    let run_id = store.begin_run(&meta)?;
-
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, Arc::clone(&stop))
-            .context("installing the Ctrl-C handler")?;
-    }
-    let mut executor: Box<dyn Executor> = if plan.command.is_some() {
-        Box::new(CommandExecutor)
-    } else {
-        Box::new(
-            ChildExecutor::current_binary(TRIAL_SUBCOMMAND)
-                .context("locating the scalelab binary to run trials")?,
-        )
+    let stop = stop_flag()?;
+    let helpers = helpers()?;
+    let mut progress = TerminalProgress::new(args.quiet, false);
+    let mut session = Session {
+        store: &mut store,
+        stop: &stop,
+        progress: &mut progress,
+        db_file: &db_file,
+        command_line: command_line(),
+        helpers: Some(&helpers),
     };
-    let bar = progress_bar(&plan, run_id, args.quiet);
-    let mut stored = 0usize;
-    let outcome = run_sweep(
-        &plan,
-        executor.as_mut(),
-        scratch.as_mut(),
-        &stop,
-        &mut |event| {
-            match event {
-                SweepEvent::Started { n, index, .. } => {
-                    bar.set_message(format!("N={n} trial {}", index + 1))
-                }
-                SweepEvent::Finished(record) => {
-                    store.add_trial(run_id, record)?;
-                    stored += 1;
-                    bar.inc(1);
-                    if let lab::record::TrialOutcome::Failed { reason } = &record.outcome {
-                        bar.suspend(|| {
-                            eprintln!(
-                                "trial N={} #{} failed: {}",
-                                record.n,
-                                record.index + 1,
-                                printable_lines(reason)
-                            )
-                        });
-                    }
-                }
-            }
-            Ok(())
-        },
-    );
-    bar.finish_and_clear();
-    let status = match &outcome {
-        Ok(SweepEnd::Complete) => RunStatus::Complete,
-        Ok(SweepEnd::Interrupted) | Err(_) => RunStatus::Interrupted,
-    };
-    store.finish_run(run_id, status, &timestamp::now_rfc3339())?;
-    let end = outcome.with_context(|| {
-        format!("run {run_id} stopped after {stored} trials (kept, marked interrupted)")
-    })?;
-    let data = store.load_run(run_id)?;
+    let outcome = lifecycle::run(plan, &mut session, None);
+    progress.finish();
+    let outcome = outcome?;
+    let id = outcome.id;
+    let data = store.load_run(id)?;
     if !args.quiet {
         show::print_run(&data, args.json)?;
-        if plan.locks.is_some() && !args.json {
+        if locks && !args.json {
             eprintln!(
-                "lock contention: `scalelab locks {run_id}` (what grows with N), `scalelab locks {run_id} --at N` (one point)"
+                "lock contention: `scalelab locks {id}` (what grows with N), `scalelab locks {id} --at N` (one point)"
             );
         }
-    }
-    if let Some(dir) = plan.profile.as_ref().and_then(|p| p.dir.as_ref()) {
-        if !args.quiet {
+        if let Some(dir) = &outcome.profile_dir {
             let files: Vec<&str> = data
                 .trials
                 .iter()
@@ -226,35 +119,43 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
                 .map(|p| p.path.as_str())
                 .collect();
             eprintln!(
-                "profiles: {} perf.data files in {} (`scalelab profile {run_id}`; `perf report -i {}`)",
+                "profiles: {} perf.data files in {} (`scalelab profile {id}`; `perf report -i {}`)",
                 files.len(),
-                dir.path().display(),
+                dir.display(),
                 files.first().copied().unwrap_or("FILE")
             );
         }
     }
-    if end == SweepEnd::Interrupted {
+    if outcome.end == SweepEnd::Interrupted {
         eprintln!(
-            "error: interrupted: run {run_id} keeps its {stored} finished trials and is marked interrupted"
+            "error: interrupted: run {id} keeps its {} finished trials and is marked interrupted",
+            outcome.stored
         );
         return Ok(ExitCode::from(2));
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// A progress bar on stderr, only when stderr is a terminal and not `--quiet`.
-fn progress_bar(plan: &Plan, run_id: i64, quiet: bool) -> ProgressBar {
-    if quiet || !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
+/// Raised by Ctrl-C (SIGINT) and SIGTERM; the run's owner stops between and during trials.
+pub fn stop_flag() -> Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .context("installing the Ctrl-C handler")?;
     }
-    let trials = plan.trial_order().len() as u64;
-    let bar = ProgressBar::with_draw_target(Some(trials), ProgressDrawTarget::stderr());
-    let style = ProgressStyle::with_template(
-        "run {prefix} [{bar:30}] {pos}/{len} trials, {elapsed} elapsed, ~{eta} left · {msg}",
-    )
-    .unwrap_or_else(|_| ProgressStyle::default_bar())
-    .progress_chars("=> ");
-    bar.set_style(style);
-    bar.set_prefix(run_id.to_string());
-    bar
+    Ok(stop)
+}
+
+/// This binary, with the hidden subcommands of the trial child and the guard.
+pub fn helpers() -> Result<Helpers> {
+    Ok(Helpers {
+        exe: std::env::current_exe().context("locating the scalelab binary to run trials")?,
+        trial_subcommand: TRIAL_SUBCOMMAND.into(),
+        guard_subcommand: guard::SUBCOMMAND.into(),
+    })
+}
+
+/// The command line, stored with each run.
+pub fn command_line() -> String {
+    std::env::args().collect::<Vec<_>>().join(" ")
 }

@@ -17,7 +17,7 @@
 //!
 //! Pure: no clock and no I/O here; the caller picks the seed.
 
-use lab::report::compare_view::Side;
+use crate::report::compare_view::Side;
 
 /// One trial of the experiment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,417 @@
+//! One owner of a run's life, for `run` and `ab` alike: prepare (check the observers, report
+//! what an earlier scalelab left running, start the guard, make the scratch area), begin
+//! (fingerprint the machine, store the run as `running`), every trial (executed, committed the
+//! moment it ends, reported to a [`Progress`]), finish (`complete`, or `interrupted` with every
+//! finished trial kept).
+//!
+//! The CLI only turns arguments into a [`Plan`], owns the stop flag (Ctrl-C, SIGTERM) and shows
+//! the progress. [`run`] measures one plan round-robin ([`sweep`]); [`ab`] measures two in
+//! random pairs and grows the schedule while the pairs cannot decide ([`ab_schedule`],
+//! [`ab_extension`]).
+
+mod ab;
+pub mod ab_extension;
+pub mod ab_schedule;
+mod progress;
+mod sweep;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+pub use ab::{AbOutcome, AbPolicy, ab};
+pub use progress::{Progress, Replan, Silent, TrialLabel, failure};
+pub use sweep::{SweepEnd, measure_unstored};
+
+use crate::env::Fingerprint;
+use crate::error::LabError;
+use crate::plan::Plan;
+use crate::record::RunStatus;
+use crate::runner::{ChildExecutor, CommandExecutor, Executor, guard, owner, perf_record};
+use crate::scratch::Scratch;
+use crate::store::Store;
+use crate::timestamp;
+
+use self::sweep::{Underway, round_robin, run_slots};
+
+/// How scalelab starts its own helper processes: this binary, with the hidden subcommands of
+/// the trial child and the guard.
+#[derive(Debug, Clone)]
+pub struct Helpers {
+    pub exe: PathBuf,
+    pub trial_subcommand: String,
+    pub guard_subcommand: String,
+}
+
+/// What a run is measured with: where it is stored, the stop flag, who watches.
+pub struct Session<'a> {
+    pub store: &'a mut Store,
+    /// Raised by Ctrl-C or SIGTERM: the trial in flight is killed, the run ends `interrupted`.
+    pub stop: &'a AtomicBool,
+    pub progress: &'a mut dyn Progress,
+    /// The database file: profiles are kept beside it.
+    pub db_file: &'a Path,
+    /// The command line stored with each run.
+    pub command_line: String,
+    /// The trial child and the guard. `None` starts no guard, and then an executor must be
+    /// given (tests with a fake one).
+    pub helpers: Option<&'a Helpers>,
+}
+
+impl std::fmt::Debug for Session<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("store", &self.store.path())
+            .field("db_file", &self.db_file)
+            .field("helpers", &self.helpers)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a [`run`] ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOutcome {
+    pub id: i64,
+    pub end: SweepEnd,
+    /// Trials committed.
+    pub stored: usize,
+    /// Where the run's perf.data files are, with `--profile`.
+    pub profile_dir: Option<PathBuf>,
+}
+
+/// Measures one plan: every point × every trial, round-robin, each trial committed as it ends.
+/// `executor` overrides the one the plan calls for (a trial child for a built-in workload, the
+/// command executor for `--cmd`).
+///
+/// A failure to store a trial stops the run, which is then marked `interrupted` with what it
+/// had stored, and the error says so.
+pub fn run(
+    mut plan: Plan,
+    session: &mut Session<'_>,
+    executor: Option<&mut dyn Executor>,
+) -> Result<RunOutcome, LabError> {
+    let mut warnings = preflight(&mut plan, session.progress);
+    warnings.extend(before_trials(session));
+    let mut scratch = scratch_area(&plan, session.progress)?;
+    let cwd =
+        std::env::current_dir().map_err(|e| LabError::io("reading the working directory", e))?;
+    let fingerprint = Fingerprint::capture(scratch.as_ref().map_or(cwd.as_path(), |s| s.base()));
+    let meta = plan.run_meta(fingerprint, warnings, session.command_line.clone());
+    let mut profile_dir = None;
+    if let Some(profile) = plan.profile.as_mut() {
+        let dir = perf_record::prepare_dir(session.db_file, meta.uuid)?;
+        profile_dir = Some(dir.path().to_path_buf());
+        profile.dir = Some(std::sync::Arc::new(dir));
+    }
+    let id = session.store.begin_run(&meta)?;
+    let slots = round_robin(&plan);
+    session.progress.begun(&[id], slots.len());
+    let mut default_executor;
+    let executor = match executor {
+        Some(e) => e,
+        None => {
+            default_executor = executor_for(&plan, session.helpers)?;
+            default_executor.as_mut()
+        }
+    };
+    let runs = [Underway {
+        plan: &plan,
+        id,
+        side: None,
+    }];
+    let mut stored = 0;
+    let ended = run_slots(
+        session,
+        &runs,
+        &slots,
+        executor,
+        scratch.as_mut(),
+        &mut stored,
+    );
+    let end = finish(session.store, &[id], stored, ended)?;
+    Ok(RunOutcome {
+        id,
+        end,
+        stored,
+        profile_dir,
+    })
+}
+
+/// The executor a plan calls for: a trial child (this binary again) for a built-in workload,
+/// the command executor for `--cmd`.
+pub fn executor_for(plan: &Plan, helpers: Option<&Helpers>) -> Result<Box<dyn Executor>, LabError> {
+    if plan.command.is_some() {
+        return Ok(Box::new(CommandExecutor));
+    }
+    let helpers = helpers.ok_or_else(|| {
+        LabError::Internal("a built-in workload needs the trial child's binary".into())
+    })?;
+    Ok(Box::new(ChildExecutor {
+        program: helpers.exe.clone(),
+        args: vec![helpers.trial_subcommand.clone()],
+    }))
+}
+
+/// Marks the runs finished: `complete`, or `interrupted` when stopped or failed; a failure
+/// becomes an error that says what was kept.
+fn finish(
+    store: &mut Store,
+    ids: &[i64],
+    stored: usize,
+    ended: Result<SweepEnd, LabError>,
+) -> Result<SweepEnd, LabError> {
+    let status = match &ended {
+        Ok(SweepEnd::Complete) => RunStatus::Complete,
+        Ok(SweepEnd::Interrupted) | Err(_) => RunStatus::Interrupted,
+    };
+    let now = timestamp::now_rfc3339();
+    for &id in ids {
+        store.finish_run(id, status, &now)?;
+    }
+    ended.map_err(|source| LabError::Stopped {
+        runs: ids
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(" and "),
+        stored,
+        source: Box::new(source),
+    })
+}
+
+/// `--locks` on a machine that cannot trace, or `--profile` without a usable perf: the run goes
+/// on without them, and says why (and the fix). Returns the warnings to store with the run.
+fn preflight(plan: &mut Plan, progress: &mut dyn Progress) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if let Some(Err(why)) = plan.locks.map(|r| r.preflight()) {
+        warnings.push(format!(
+            "--locks: lock tracing unavailable, trials run untraced: {why}"
+        ));
+        plan.locks = None;
+    }
+    if plan.profile.is_some() {
+        match perf_record::check_perf() {
+            Err(why) => {
+                warnings.push(format!("{why}; trials run unprofiled"));
+                plan.profile = None;
+            }
+            Ok(()) => warnings.extend(perf_record::kallsyms_warning()),
+        }
+    }
+    for w in &warnings {
+        progress.warning(w);
+    }
+    warnings
+}
+
+/// Before the first trial, so that no process is left behind: report what an earlier, killed
+/// scalelab left running, then start this process's guard. Returns the warnings to store.
+fn before_trials(session: &mut Session<'_>) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if let Some(w) = owner::left_running_warning() {
+        warnings.push(w.to_string());
+    }
+    if let Some(helpers) = session.helpers {
+        if let Err(why) = guard::start(&helpers.exe, &helpers.guard_subcommand) {
+            warnings.push(format!(
+                "no guard process ({why}): if scalelab is killed, what its commands started may keep running"
+            ));
+        }
+    }
+    for w in &warnings {
+        session.progress.warning(w);
+    }
+    warnings
+}
+
+/// The scratch area of a workload that uses files (under `--workdir`, else the system
+/// temporary directory), after removing the areas killed scalelabs left there.
+fn scratch_area(plan: &Plan, progress: &mut dyn Progress) -> Result<Option<Scratch>, LabError> {
+    if !plan.info.uses_files {
+        return Ok(None);
+    }
+    let base = plan.workdir.clone().unwrap_or_else(std::env::temp_dir);
+    let area = Scratch::new(&base)?;
+    for stale in area.sweep_stale() {
+        progress.note(&format!(
+            "note: removed {} left by a scalelab that was killed",
+            stale.display()
+        ));
+    }
+    Ok(Some(area))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+    use crate::plan::RunConfig;
+    use crate::record::{TrialOutcome, TrialRecord};
+    use crate::runner::{CommandSpec, FakeExecutor, OpsSource};
+
+    fn plan(tasks: &str, runs: u32) -> Plan {
+        let mut cfg = RunConfig::new("spin");
+        cfg.tasks = Some(tasks.into());
+        cfg.runs = runs;
+        Plan::new(cfg, 2).unwrap()
+    }
+
+    /// Records what happened, and raises `stop` after `stop_after` finished trials.
+    #[derive(Default)]
+    struct Recorder {
+        finished: Vec<(u32, u32)>,
+        stop_after: Option<usize>,
+        stop: Option<std::sync::Arc<AtomicBool>>,
+    }
+
+    impl Progress for Recorder {
+        fn begun(&mut self, _: &[i64], _: usize) {}
+        fn trial_started(&mut self, _: &TrialLabel) {}
+        fn trial_finished(&mut self, _: &TrialLabel, r: &TrialRecord) {
+            self.finished.push((r.n, r.index));
+            if Some(self.finished.len()) == self.stop_after {
+                if let Some(stop) = &self.stop {
+                    stop.store(true, Ordering::SeqCst);
+                }
+            }
+        }
+        fn replanned(&mut self, _: &Replan) {}
+        fn warning(&mut self, _: &str) {}
+        fn note(&mut self, _: &str) {}
+    }
+
+    fn with_session<T>(
+        stop: &AtomicBool,
+        progress: &mut dyn Progress,
+        f: impl FnOnce(&mut Session<'_>) -> T,
+    ) -> (T, Store, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("s.db");
+        let mut store = Store::open(&db).unwrap();
+        let out = {
+            let mut session = Session {
+                store: &mut store,
+                stop,
+                progress,
+                db_file: &db,
+                command_line: "test".into(),
+                helpers: None,
+            };
+            f(&mut session)
+        };
+        (out, store, dir)
+    }
+
+    #[test]
+    fn a_run_goes_round_robin_and_commits_every_trial() {
+        let stop = AtomicBool::new(false);
+        let mut seen = Recorder::default();
+        let mut exec = FakeExecutor::new(1e6, 0.1);
+        let (outcome, store, _dir) = with_session(&stop, &mut seen, |s| {
+            run(plan("1,2", 3), s, Some(&mut exec)).unwrap()
+        });
+        assert_eq!(outcome.end, SweepEnd::Complete);
+        assert_eq!(outcome.stored, 6);
+        assert_eq!(
+            seen.finished,
+            vec![(1, 0), (2, 0), (1, 1), (2, 1), (1, 2), (2, 2)]
+        );
+        let data = store.load_run(outcome.id).unwrap();
+        assert_eq!(data.trials.len(), 6);
+        assert_eq!(data.meta.status, RunStatus::Complete);
+    }
+
+    #[test]
+    fn a_failed_trial_does_not_stop_the_run() {
+        let stop = AtomicBool::new(false);
+        let mut exec = FakeExecutor::new(1e6, 0.1);
+        exec.fail = Some((2, 1));
+        let (outcome, store, _dir) = with_session(&stop, &mut Silent, |s| {
+            run(plan("1,2", 2), s, Some(&mut exec)).unwrap()
+        });
+        let data = store.load_run(outcome.id).unwrap();
+        let failed = data
+            .trials
+            .iter()
+            .filter(|t| matches!(t.outcome, TrialOutcome::Failed { .. }))
+            .count();
+        assert_eq!((data.trials.len(), failed), (4, 1));
+        assert_eq!(data.meta.status, RunStatus::Complete);
+    }
+
+    #[test]
+    fn the_stop_flag_ends_the_run_interrupted_with_what_finished() {
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let mut seen = Recorder {
+            stop_after: Some(2),
+            stop: Some(stop.clone()),
+            ..Recorder::default()
+        };
+        let mut exec = FakeExecutor::new(1e6, 0.1);
+        let (outcome, store, _dir) = with_session(&stop, &mut seen, |s| {
+            run(plan("1,2", 3), s, Some(&mut exec)).unwrap()
+        });
+        assert_eq!((outcome.end, outcome.stored), (SweepEnd::Interrupted, 2));
+        let data = store.load_run(outcome.id).unwrap();
+        assert_eq!(data.trials.len(), 2);
+        assert_eq!(data.meta.status, RunStatus::Interrupted);
+    }
+
+    #[test]
+    fn an_ab_experiment_stores_two_runs_in_random_pairs_with_their_order() {
+        let command = |c: &str, variant: &str| {
+            let mut cfg = RunConfig::new("cmd");
+            cfg.command = Some(CommandSpec {
+                steps: vec![("cmd".into(), c.into())],
+                prepare: None,
+                cleanup: None,
+                ops: OpsSource::Completion,
+            });
+            cfg.warmup = crate::record::Nanos(0);
+            cfg.tasks = Some("1,2".into());
+            cfg.runs = 4;
+            cfg.variant = Some(variant.into());
+            Plan::new(cfg, 2).unwrap()
+        };
+        let policy = AbPolicy {
+            seed: 7,
+            max_runs: 4,
+            options: stats::CompareOptions::default(),
+        };
+        let stop = AtomicBool::new(false);
+        let mut seen = Recorder::default();
+        let mut exec = FakeExecutor::new(1e3, 0.0);
+        let (outcome, store, _dir) = with_session(&stop, &mut seen, |s| {
+            ab(
+                command("true", "a"),
+                command("true", "b"),
+                &policy,
+                s,
+                Some(&mut exec),
+            )
+            .unwrap()
+        });
+        assert_eq!((outcome.end, outcome.stored), (SweepEnd::Complete, 16));
+        let order = ab_schedule::schedule(&[1, 2], 4, 7);
+        let a = store.load_run(outcome.id_a).unwrap();
+        let b = store.load_run(outcome.id_b).unwrap();
+        assert_eq!((a.trials.len(), b.trials.len()), (8, 8));
+        assert_eq!(a.meta.tags["ab_seed"], "7");
+        assert_eq!(a.meta.tags["ab_order"], ab_schedule::firsts(&order));
+        assert_eq!(b.meta.tags, a.meta.tags);
+        // Trials were executed in the schedule's order, both sides interleaved.
+        let executed: Vec<(u32, u32)> = order.iter().map(|s| (s.n, s.index)).collect();
+        assert_eq!(seen.finished, executed);
+    }
+
+    #[test]
+    fn a_max_runs_below_runs_is_refused_before_anything_is_stored() {
+        let policy = AbPolicy {
+            seed: 1,
+            max_runs: 2,
+            options: stats::CompareOptions::default(),
+        };
+        let err = policy.check(&plan("1", 3)).unwrap_err().to_string();
+        assert!(err.contains("--max-runs 2 is below --runs 3"), "{err}");
+    }
+}

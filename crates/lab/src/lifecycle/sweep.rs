@@ -1,0 +1,149 @@
+//! Running trials in a given order and keeping each one: the loop both `run` (round-robin over
+//! the points) and `ab` (random pairs of sides) go through.
+//!
+//! Each trial is executed with its scratch directory (removed after it, whatever became of it)
+//! and its profile request, then committed to the store the moment it ends and reported to the
+//! [`Progress`]: an interrupted or killed sweep keeps everything it measured. The stop flag is
+//! checked before every trial, and the executor checks it during one.
+
+use std::sync::atomic::Ordering;
+
+use super::Session;
+use super::progress::TrialLabel;
+use crate::error::LabError;
+use crate::plan::Plan;
+use crate::record::TrialRecord;
+use crate::report::compare_view::Side;
+use crate::runner::{Execution, Executor};
+use crate::scratch::Scratch;
+use crate::timestamp;
+
+/// One trial to run: which of the session's runs it belongs to, its N and repetition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Slot {
+    /// Index into the runs being measured (0 for `run`; 0 = A, 1 = B for `ab`).
+    pub run: usize,
+    pub n: u32,
+    pub index: u32,
+}
+
+/// A run being measured: its plan, its id in the store and, in an A/B experiment, its side.
+#[derive(Debug)]
+pub(super) struct Underway<'p> {
+    pub plan: &'p Plan,
+    pub id: i64,
+    pub side: Option<Side>,
+}
+
+/// How a sweep ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SweepEnd {
+    /// Every planned trial ran (failed trials included).
+    Complete,
+    /// The stop flag was raised: the trial in flight was killed, the finished ones are kept.
+    Interrupted,
+}
+
+/// Runs `slots` in order, committing each finished trial to its run; `stored` counts them.
+pub(super) fn run_slots(
+    session: &mut Session<'_>,
+    runs: &[Underway<'_>],
+    slots: &[Slot],
+    executor: &mut dyn Executor,
+    mut scratch: Option<&mut Scratch>,
+    stored: &mut usize,
+) -> Result<SweepEnd, LabError> {
+    for slot in slots {
+        if session.stop.load(Ordering::SeqCst) {
+            return Ok(SweepEnd::Interrupted);
+        }
+        let run = &runs[slot.run];
+        let label = TrialLabel {
+            side: run.side,
+            n: slot.n,
+            index: slot.index,
+        };
+        session.progress.trial_started(&label);
+        let Some(record) = execute(run.plan, slot, executor, scratch.as_deref_mut(), session)?
+        else {
+            return Ok(SweepEnd::Interrupted);
+        };
+        session.store.add_trial(run.id, &record)?;
+        *stored += 1;
+        session.progress.trial_finished(&label, &record);
+    }
+    Ok(SweepEnd::Complete)
+}
+
+/// Executes one trial; `None` when the stop flag interrupted it.
+fn execute(
+    plan: &Plan,
+    slot: &Slot,
+    executor: &mut dyn Executor,
+    mut scratch: Option<&mut Scratch>,
+    session: &Session<'_>,
+) -> Result<Option<TrialRecord>, LabError> {
+    let started_at = timestamp::now_rfc3339();
+    let mut spec = plan.trial_spec(slot.n);
+    spec.profile = match &plan.profile {
+        Some(p) => p.request(slot.n, slot.index)?,
+        None => None,
+    };
+    let dir = match scratch.as_deref_mut() {
+        Some(s) if plan.info.uses_files => Some(s.create()?),
+        _ => None,
+    };
+    if let (Some(dir), crate::runner::Work::Builtin(work)) = (&dir, &mut spec.work) {
+        work.workdir = Some(dir.clone());
+    }
+    let execution = executor.execute(&spec, plan.deadline(), session.stop);
+    if let (Some(dir), Some(s)) = (&dir, scratch.as_deref()) {
+        s.remove(dir)?;
+    }
+    Ok(match execution {
+        Execution::Interrupted => None,
+        Execution::Finished(outcome) => Some(TrialRecord {
+            n: slot.n,
+            index: slot.index,
+            started_at,
+            outcome,
+        }),
+    })
+}
+
+/// The round-robin order of one plan: repetition 0 of every N, then repetition 1, … so a slow
+/// drift in the machine (thermal, a background job) lands on every point alike.
+pub(super) fn round_robin(plan: &Plan) -> Vec<Slot> {
+    plan.trial_order()
+        .into_iter()
+        .map(|(n, index)| Slot { run: 0, n, index })
+        .collect()
+}
+
+/// Runs every trial of `plan` round-robin and returns the records, storing nothing and
+/// without a scratch area: for tests (with a fake executor) and previews.
+pub fn measure_unstored(
+    plan: &Plan,
+    executor: &mut dyn Executor,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Vec<TrialRecord> {
+    let mut records = Vec::new();
+    for slot in round_robin(plan) {
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let mut spec = plan.trial_spec(slot.n);
+        spec.profile = None;
+        let started_at = timestamp::now_rfc3339();
+        match executor.execute(&spec, plan.deadline(), stop) {
+            Execution::Interrupted => break,
+            Execution::Finished(outcome) => records.push(TrialRecord {
+                n: slot.n,
+                index: slot.index,
+                started_at,
+                outcome,
+            }),
+        }
+    }
+    records
+}

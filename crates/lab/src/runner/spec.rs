@@ -1,0 +1,99 @@
+//! What one trial is asked to do, in one place: [`TrialSpec`] — the task count, the work (a
+//! built-in workload run by a trial child, or an external command: [`Work`]) and what observes
+//! it (lock tracing, a CPU profile).
+//!
+//! Pure data: the executors ([`ChildExecutor`](super::ChildExecutor),
+//! [`CommandExecutor`](super::CommandExecutor)) and the trial child read it; the plan writes it.
+//! Nothing here imports them, so dependencies run one way. A built-in trial travels to its child
+//! as JSON on stdin.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::perf_record::ProfileRequest;
+use crate::locks::LockRequest;
+use crate::record::{Mode, Nanos, Pin};
+
+/// One trial: N tasks doing some work, maybe observed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialSpec {
+    /// The point's task count N.
+    pub tasks: u32,
+    /// What the tasks do.
+    pub work: Work,
+    /// `--locks`: trace kernel and/or user lock contention during the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locks: Option<LockRequest>,
+    /// `--profile`: record this trial under `perf record` (set only for the profiled trials).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfileRequest>,
+}
+
+/// The work of a trial: a built-in workload or an external command.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+// One per trial, moved once: boxing the larger variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
+pub enum Work {
+    /// A built-in workload, run in a fresh trial child.
+    Builtin(BuiltinWork),
+    /// An external command and its steps, run by `sh -c`.
+    Command(CommandSpec),
+}
+
+/// A built-in workload's trial: which workload, how its tasks are made and placed, and the window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BuiltinWork {
+    pub workload: String,
+    pub params: BTreeMap<String, String>,
+    pub mode: Mode,
+    pub pin: Pin,
+    pub warmup: Nanos,
+    pub duration: Nanos,
+    pub sample_interval: Nanos,
+    pub counters: bool,
+    /// The trial's scratch directory, for workloads that use files.
+    pub workdir: Option<PathBuf>,
+}
+
+/// How a command trial counts its ops.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpsSource {
+    /// One op per trial: throughput is 1 / wall.
+    Completion,
+    /// A known amount of work per trial.
+    Fixed(u64),
+    /// Read from the timed steps' stdout.
+    Regex(String),
+}
+
+/// An external-command workload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandSpec {
+    /// Timed steps in order, `(name, command)`; the first is `--cmd` itself, named `cmd`.
+    pub steps: Vec<(String, String)>,
+    pub prepare: Option<String>,
+    pub cleanup: Option<String>,
+    pub ops: OpsSource,
+}
+
+impl TrialSpec {
+    /// The built-in workload, when this trial runs one.
+    pub fn builtin(&self) -> Option<&BuiltinWork> {
+        match &self.work {
+            Work::Builtin(b) => Some(b),
+            Work::Command(_) => None,
+        }
+    }
+
+    /// The command, when this trial runs one.
+    pub fn command(&self) -> Option<&CommandSpec> {
+        match &self.work {
+            Work::Command(c) => Some(c),
+            Work::Builtin(_) => None,
+        }
+    }
+}
