@@ -347,7 +347,7 @@ mod tests {
 
     fn fake_run(tasks: &str, contention: f64) -> RunData {
         let mut cfg = RunConfig::new("spin");
-        cfg.tasks = Some(tasks.into());
+        cfg.tasks = Some(tasks.parse().unwrap());
         cfg.runs = 5;
         cfg.duration = Nanos(1_000_000_000);
         let plan = Plan::new(cfg, 64).unwrap();

@@ -21,8 +21,12 @@ pub enum LabError {
     },
     #[error("`{0}` is not KEY=VALUE")]
     MalformedPair(String),
-    #[error("--tasks `{spec}`: {reason}; accepted forms: 1,2,4 | 1..8 | 1..16:2 | pow2 | all")]
+    #[error("`{spec}`: {reason}; accepted forms: 1,2,4 | 1..8 | 1..16:2 | pow2 | all")]
     BadTasks { spec: String, reason: String },
+    /// A field of a run's configuration is out of its range or does not apply; the CLI names
+    /// the flag that set it.
+    #[error("{field}: {reason}")]
+    Invalid { field: Field, reason: String },
     #[error("{0}")]
     BadOption(String),
     #[error("workload `{workload}`: {message}")]
@@ -54,7 +58,53 @@ pub enum LabError {
     Internal(String),
 }
 
+/// The fields of a run's configuration ([`RunConfig`](crate::plan::RunConfig)) an error can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    Workload,
+    Params,
+    Tasks,
+    Runs,
+    MaxRuns,
+    Duration,
+    Warmup,
+    Timeout,
+    Command,
+    Locks,
+    Profile,
+    ProfileTrials,
+    Workdir,
+}
+
+impl std::fmt::Display for Field {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Field::Workload => "workload",
+            Field::Params => "params",
+            Field::Tasks => "tasks",
+            Field::Runs => "runs",
+            Field::MaxRuns => "max_runs",
+            Field::Duration => "duration",
+            Field::Warmup => "warmup",
+            Field::Timeout => "timeout",
+            Field::Command => "command",
+            Field::Locks => "locks",
+            Field::Profile => "profile",
+            Field::ProfileTrials => "profile_trials",
+            Field::Workdir => "workdir",
+        })
+    }
+}
+
 impl LabError {
+    /// A configuration field out of range or not applicable.
+    pub fn invalid(field: Field, reason: impl Into<String>) -> LabError {
+        LabError::Invalid {
+            field,
+            reason: reason.into(),
+        }
+    }
+
     pub fn io(context: impl Into<String>, source: std::io::Error) -> LabError {
         LabError::Io {
             context: context.into(),

@@ -57,7 +57,7 @@ impl Metric {
             .find(|m| m.name() == text)
             .ok_or_else(|| {
                 LabError::BadOption(format!(
-                    "--metric `{text}` is not a metric; use one of: {}",
+                    "`{text}` is not a metric; use one of: {}",
                     Metric::ALL.map(Metric::name).join(", ")
                 ))
             })

@@ -26,4 +26,4 @@ pub mod timestamp;
 pub mod warnings;
 pub mod workloads;
 
-pub use error::LabError;
+pub use error::{Field, LabError};

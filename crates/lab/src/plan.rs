@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::env::{Fingerprint, Severity};
-use crate::error::LabError;
+use crate::error::{Field, LabError};
 use crate::params::Params;
 use crate::record::{Mode, Nanos, Pin, RunMeta, RunStatus};
 use crate::runner::spec::{BuiltinWork, CommandSpec, OpsSource, TrialSpec, Work};
-use crate::task_spec;
+use crate::task_spec::{self, TaskSpec};
 use crate::warnings::Warning;
 use crate::workloads::{self, WorkloadInfo};
 
@@ -20,7 +20,7 @@ pub struct RunConfig {
     pub workload: String,
     pub params: Vec<(String, String)>,
     /// `--tasks`; `None` for the default sweep.
-    pub tasks: Option<String>,
+    pub tasks: Option<TaskSpec>,
     pub mode: Mode,
     pub pin: Pin,
     pub runs: u32,
@@ -62,20 +62,24 @@ pub const MAX_TRIALS: u64 = 100_000;
 /// The most per-task readings one trial keeps (samples × N): 128 MiB of counts.
 pub const MAX_READINGS: u64 = 1 << 24;
 
-/// Checks `runs` trials per point (given as `flag`) at `points` points against [`MAX_RUNS`]
-/// and [`MAX_TRIALS`].
-pub fn check_runs(flag: &str, runs: u32, points: usize) -> Result<(), LabError> {
+/// Checks `runs` trials per point (the config's `field`) at `points` points against
+/// [`MAX_RUNS`] and [`MAX_TRIALS`].
+pub fn check_runs(field: Field, runs: u32, points: usize) -> Result<(), LabError> {
     if runs > MAX_RUNS {
-        return Err(LabError::BadOption(format!(
-            "{flag} {runs}: at most {MAX_RUNS} trials per point"
-        )));
+        return Err(LabError::invalid(
+            field,
+            format!("{runs}: at most {MAX_RUNS} trials per point"),
+        ));
     }
     let trials = u64::from(runs) * points as u64;
     if trials > MAX_TRIALS {
-        return Err(LabError::BadOption(format!(
-            "{flag} {runs} at {points} task counts is {trials} trials; a run holds at most \
-             {MAX_TRIALS} trials: fewer runs or task counts"
-        )));
+        return Err(LabError::invalid(
+            field,
+            format!(
+                "{runs} at {points} task counts is {trials} trials; a run holds at most \
+                 {MAX_TRIALS} trials: fewer runs or task counts"
+            ),
+        ));
     }
     Ok(())
 }
@@ -166,15 +170,21 @@ impl Plan {
         let (info, params) = match &cfg.command {
             Some(command) => {
                 if !cfg.params.is_empty() {
-                    return Err(LabError::BadOption("-p sets built-in workload parameters; with --cmd, put parameters in the command".into()));
+                    return Err(LabError::invalid(
+                        Field::Params,
+                        "built-in workload parameters do not apply to a command; put \
+                         parameters in the command itself",
+                    ));
                 }
                 if command.steps.is_empty() {
-                    return Err(LabError::BadOption("--cmd is empty".into()));
+                    return Err(LabError::invalid(Field::Command, "the command is empty"));
                 }
                 command.validate()?;
                 if cfg.locks.is_some() {
-                    return Err(LabError::BadOption(
-                        "--locks traces built-in workloads only (their trial child opens the tracer before the tasks exist); for a command, use `perf lock record -- CMD`".into(),
+                    return Err(LabError::invalid(
+                        Field::Locks,
+                        "traces built-in workloads only (their trial child opens the tracer \
+                         before the tasks exist); for a command, use `perf lock record -- CMD`",
                     ));
                 }
                 (&COMMAND_INFO, Params::from_map(command_params(command)))
@@ -186,48 +196,57 @@ impl Plan {
             }
         };
         let points = match &cfg.tasks {
-            Some(spec) => task_spec::parse_tasks(spec, cpus)?,
+            Some(spec) => spec.points(cpus)?,
             None => task_spec::default_points(cpus),
         };
         if cfg.runs == 0 {
-            return Err(LabError::BadOption(
-                "--runs 0: a point needs at least one trial (3 or more to compare runs)".into(),
+            return Err(LabError::invalid(
+                Field::Runs,
+                "0: a point needs at least one trial (3 or more to compare runs)",
             ));
         }
         if cfg.duration.0 == 0 {
-            return Err(LabError::BadOption(
-                "--duration must be greater than 0 (e.g. 500ms, 5s)".into(),
+            return Err(LabError::invalid(
+                Field::Duration,
+                "must be greater than 0 (e.g. 500ms, 5s)",
             ));
         }
-        for (flag, d) in [
-            ("--duration", Some(cfg.duration)),
-            ("--warmup", Some(cfg.warmup)),
-            ("--timeout", cfg.timeout),
+        for (field, d) in [
+            (Field::Duration, Some(cfg.duration)),
+            (Field::Warmup, Some(cfg.warmup)),
+            (Field::Timeout, cfg.timeout),
         ] {
             if d.is_some_and(|d| d > MAX_DURATION) {
-                return Err(LabError::BadOption(format!(
-                    "{flag} is longer than the maximum of 1 week (168h)"
-                )));
+                return Err(LabError::invalid(
+                    field,
+                    "longer than the maximum of 1 week (168h)",
+                ));
             }
         }
-        check_runs("--runs", cfg.runs, points.len())?;
+        check_runs(Field::Runs, cfg.runs, points.len())?;
         if let Some(p) = cfg.profile.as_ref().filter(|p| p.trials > MAX_RUNS) {
-            return Err(LabError::BadOption(format!(
-                "--profile-trials {}: at most {MAX_RUNS} (the most trials a point has)",
-                p.trials
-            )));
+            return Err(LabError::invalid(
+                Field::ProfileTrials,
+                format!(
+                    "{}: at most {MAX_RUNS} (the most trials a point has)",
+                    p.trials
+                ),
+            ));
         }
         if cfg.command.is_none() {
             check_readings(cfg.duration, points.last().copied().unwrap_or(1))?;
         }
         if cfg.profile.as_ref().is_some_and(|p| p.trials == 0) {
-            return Err(LabError::BadOption(
-                "--profile-trials 0: profile at least one trial per point (default 1)".into(),
+            return Err(LabError::invalid(
+                Field::ProfileTrials,
+                "0: profile at least one trial per point (default 1)",
             ));
         }
         if cfg.profile.is_some() && cfg.command.is_some() {
-            return Err(LabError::BadOption(
-                "--profile works with built-in workloads only for now; profile a command with `perf record -g -- CMD`".into(),
+            return Err(LabError::invalid(
+                Field::Profile,
+                "works with built-in workloads only for now; profile a command with \
+                 `perf record -g -- CMD`",
             ));
         }
         let mut tags = BTreeMap::new();
@@ -371,12 +390,15 @@ fn check_readings(duration: Nanos, most_tasks: u32) -> Result<(), LabError> {
     let samples = duration.0 / sample_interval(duration).0 + 1;
     let readings = samples.saturating_mul(u64::from(most_tasks));
     if readings > MAX_READINGS {
-        return Err(LabError::BadOption(format!(
-            "--duration {:.0}s at N={most_tasks} would keep {readings} per-task readings per \
-             trial (one per task per sample), more than {MAX_READINGS}: shorten --duration or \
-             lower N",
-            duration.as_secs_f64()
-        )));
+        return Err(LabError::invalid(
+            Field::Duration,
+            format!(
+                "{:.0}s at N={most_tasks} would keep {readings} per-task readings per trial (one \
+                 per task per sample), more than {MAX_READINGS}: shorten it or lower the task \
+                 counts",
+                duration.as_secs_f64()
+            ),
+        ));
     }
     Ok(())
 }
@@ -441,7 +463,7 @@ mod tests {
             Plan::new(cfg, 2)
                 .unwrap_err()
                 .to_string()
-                .contains("--runs 0")
+                .contains("runs: 0")
         );
         let mut cfg = RunConfig::new("spin");
         cfg.duration = Nanos(0);
@@ -449,7 +471,7 @@ mod tests {
             Plan::new(cfg, 2)
                 .unwrap_err()
                 .to_string()
-                .contains("--duration")
+                .contains("duration: must be greater than 0")
         );
         assert!(Plan::new(RunConfig::new("nope"), 2).is_err());
     }
@@ -478,15 +500,12 @@ mod tests {
             let err = Plan::new(cfg, 2).unwrap_err().to_string();
             assert!(err.contains(needle), "{err}");
         };
-        refused(&|c| c.runs = u32::MAX, "--runs 4294967295");
-        refused(&|c| c.warmup = Nanos(u64::MAX), "--warmup is longer");
-        refused(
-            &|c| c.timeout = Some(Nanos(u64::MAX)),
-            "--timeout is longer",
-        );
+        refused(&|c| c.runs = u32::MAX, "runs: 4294967295");
+        refused(&|c| c.warmup = Nanos(u64::MAX), "warmup: longer");
+        refused(&|c| c.timeout = Some(Nanos(u64::MAX)), "timeout: longer");
         refused(&|c| c.runs = MAX_RUNS + 1, "at most 10000");
         refused(
-            &|c| c.tasks = Some("1..40000".into()),
+            &|c| c.tasks = Some("1..40000".parse().unwrap()),
             "at most 100000 trials",
         );
         // --profile-trials past MAX_RUNS: tests/cli.rs (ProfileSettings is the runner's).
@@ -494,15 +513,15 @@ mod tests {
         refused(
             &|c| {
                 c.duration = MAX_DURATION;
-                c.tasks = Some("1024".into());
+                c.tasks = Some("1024".parse().unwrap());
             },
             "readings",
         );
-        assert!(check_runs("--max-runs", u32::MAX, 1).is_err());
-        assert!(check_runs("--max-runs", 100, 4).is_ok());
+        assert!(check_runs(Field::MaxRuns, u32::MAX, 1).is_err());
+        assert!(check_runs(Field::MaxRuns, 100, 4).is_ok());
         let mut fine = RunConfig::new("spin");
         fine.runs = MAX_RUNS;
-        fine.tasks = Some("1,2,4,8,16,32,64,128,256,512".into());
+        fine.tasks = Some("1,2,4,8,16,32,64,128,256,512".parse().unwrap());
         assert!(Plan::new(fine, 2).is_ok());
     }
 

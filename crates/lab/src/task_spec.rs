@@ -4,8 +4,41 @@
 //! online CPUs, plus that count), `all` (1..=CPUs). Forms combine with commas: `pow2,12`.
 //! The result is sorted and deduplicated. Task counts above the online CPUs are allowed
 //! (oversubscription is a legitimate experiment); the caller warns about them.
+//!
+//! A [`TaskSpec`] is checked when it is parsed (the CLI's value parser), and becomes task counts
+//! once the online CPUs are known ([`TaskSpec::points`]).
+
+use std::fmt;
+use std::str::FromStr;
 
 use crate::error::LabError;
+
+/// A checked `--tasks` value; [`points`](TaskSpec::points) turns it into task counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskSpec(String);
+
+impl FromStr for TaskSpec {
+    type Err = LabError;
+
+    fn from_str(text: &str) -> Result<TaskSpec, LabError> {
+        // `pow2` and `all` are checked against one CPU: their form, not their size.
+        parse_tasks(text, 1)?;
+        Ok(TaskSpec(text.to_string()))
+    }
+}
+
+impl fmt::Display for TaskSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TaskSpec {
+    /// The task counts on a machine with `cpus` online CPUs, sorted and deduplicated.
+    pub fn points(&self, cpus: u32) -> Result<Vec<u32>, LabError> {
+        parse_tasks(&self.0, cpus)
+    }
+}
 
 /// The largest task count accepted: enough for a 1024-CPU machine oversubscribed 64 times.
 pub const MAX_TASKS: u32 = 65_536;

@@ -4,6 +4,11 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use lab::history::Metric;
+use lab::plan::parse_duration;
+use lab::record::Nanos;
+use lab::task_spec::TaskSpec;
+use lab::{Field, LabError};
 
 const EXAMPLES: &str = "\
 EXAMPLES:
@@ -126,8 +131,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "CMD", requires = "cmd")]
     pub cleanup: Option<String>,
     /// A further timed step after --cmd, accounted separately; repeatable, run in order.
-    #[arg(long = "step", value_name = "NAME=CMD", requires = "cmd")]
-    pub steps: Vec<String>,
+    #[arg(long = "step", value_name = "NAME=CMD", requires = "cmd", value_parser = parse_pair)]
+    pub steps: Vec<(String, String)>,
     /// Ops per command trial (a known amount of work) [default: 1 completion].
     #[arg(long, value_name = "N", requires = "cmd", conflicts_with = "ops_regex")]
     pub ops: Option<u64>,
@@ -137,14 +142,14 @@ pub struct RunArgs {
     pub ops_regex: Option<String>,
     /// Kill a command trial still running after this long and record it as failed (prepare
     /// and the timed steps share it; cleanup has its own).
-    #[arg(long, value_name = "DURATION", requires = "cmd")]
-    pub timeout: Option<String>,
+    #[arg(long, value_name = "DURATION", requires = "cmd", value_parser = parse_duration)]
+    pub timeout: Option<Nanos>,
     /// Workload parameter, repeatable: -p size=64M -p lines=8.
-    #[arg(short = 'p', long = "param", value_name = "KEY=VAL")]
-    pub params: Vec<String>,
+    #[arg(short = 'p', long = "param", value_name = "KEY=VAL", value_parser = parse_pair)]
+    pub params: Vec<(String, String)>,
     /// Task counts: 1,2,4 | 1..8 | 1..16:2 | pow2 | all [default: pow2 up to the online CPUs, plus that count].
     #[arg(long, value_name = "SPEC", allow_hyphen_values = true)]
-    pub tasks: Option<String>,
+    pub tasks: Option<TaskSpec>,
     /// Tasks are threads of one process or separate processes.
     #[arg(long, value_enum, default_value_t = ModeArg::Threads)]
     pub mode: ModeArg,
@@ -152,11 +157,11 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 3)]
     pub runs: u32,
     /// Measured time per trial (500ms, 5s, 1m).
-    #[arg(long, default_value = "5s", allow_hyphen_values = true)]
-    pub duration: String,
+    #[arg(long, default_value = "5s", allow_hyphen_values = true, value_parser = parse_duration)]
+    pub duration: Nanos,
     /// Unmeasured time per trial before the window opens.
-    #[arg(long, default_value = "1s", allow_hyphen_values = true)]
-    pub warmup: String,
+    #[arg(long, default_value = "1s", allow_hyphen_values = true, value_parser = parse_duration)]
+    pub warmup: Nanos,
     /// CPU placement: auto pins one task per CPU (cores first) while N fits the CPUs.
     #[arg(long, value_enum, default_value_t = PinArg::Auto)]
     pub pin: PinArg,
@@ -181,8 +186,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub variant: Option<String>,
     /// Label the run, repeatable: --tag kernel=6.8 --tag commit=abc123.
-    #[arg(long = "tag", value_name = "KEY=VAL")]
-    pub tags: Vec<String>,
+    #[arg(long = "tag", value_name = "KEY=VAL", value_parser = parse_pair)]
+    pub tags: Vec<(String, String)>,
     /// A free-text name for the run.
     #[arg(long)]
     pub name: Option<String>,
@@ -199,8 +204,8 @@ pub struct LsArgs {
     #[arg(long)]
     pub workload: Option<String>,
     /// Only runs with this tag, repeatable.
-    #[arg(long = "tag", value_name = "KEY=VAL")]
-    pub tags: Vec<String>,
+    #[arg(long = "tag", value_name = "KEY=VAL", value_parser = parse_pair)]
+    pub tags: Vec<(String, String)>,
     #[arg(long)]
     pub variant: Option<String>,
     #[arg(long)]
@@ -213,8 +218,8 @@ pub struct HistoryArgs {
     #[arg(required_unless_present = "csv")]
     pub workload: Option<String>,
     /// Only runs with these parameters (the others at their defaults), repeatable.
-    #[arg(short = 'p', long = "param", value_name = "KEY=VAL")]
-    pub params: Vec<String>,
+    #[arg(short = 'p', long = "param", value_name = "KEY=VAL", value_parser = parse_pair)]
+    pub params: Vec<(String, String)>,
     /// Only runs of this variant.
     #[arg(long)]
     pub variant: Option<String>,
@@ -222,13 +227,13 @@ pub struct HistoryArgs {
     #[arg(long)]
     pub at: Option<u32>,
     /// throughput | ops_per_cpu_sec | ns_per_op | speedup | efficiency | cycles_per_op | instructions_per_op | cpu_pct
-    #[arg(long, default_value = "throughput")]
-    pub metric: String,
+    #[arg(long, default_value = "throughput", value_parser = Metric::parse)]
+    pub metric: Metric,
     /// Exit 1 when the newest segment is a regression (for a weekly job or CI).
     #[arg(long)]
     pub check: bool,
-    /// Significance a change point needs.
-    #[arg(long, default_value_t = 0.001)]
+    /// Significance a change point needs, in (0, 1).
+    #[arg(long, default_value_t = 0.001, value_parser = parse_alpha)]
     pub max_p: f64,
     /// Fewest runs in a segment.
     #[arg(long, default_value_t = 3)]
@@ -330,7 +335,7 @@ pub struct AbArgs {
     pub max_runs: Option<u32>,
     /// Task counts: 1,2,4 | 1..8 | 1..16:2 | pow2 | all [default: pow2 up to the online CPUs, plus that count].
     #[arg(long, value_name = "SPEC", allow_hyphen_values = true)]
-    pub tasks: Option<String>,
+    pub tasks: Option<TaskSpec>,
     #[command(flatten)]
     pub verdict: VerdictArgs,
     /// Run before each trial of either side, not timed.
@@ -341,14 +346,14 @@ pub struct AbArgs {
     #[arg(long, value_name = "CMD")]
     pub cleanup: Option<String>,
     /// Kill a trial still running after this long and record it as failed.
-    #[arg(long, value_name = "DURATION")]
-    pub timeout: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<Nanos>,
     /// Seed of the random pair order [default: from the clock]; stored as the tag ab_seed.
     #[arg(long)]
     pub seed: Option<u64>,
     /// Label both runs, repeatable: --tag patch=v2.
-    #[arg(long = "tag", value_name = "KEY=VAL")]
-    pub tags: Vec<String>,
+    #[arg(long = "tag", value_name = "KEY=VAL", value_parser = parse_pair)]
+    pub tags: Vec<(String, String)>,
     /// A free-text name for both runs.
     #[arg(long)]
     pub name: Option<String>,
@@ -374,6 +379,31 @@ pub struct ModelArgs {
     /// Print the model as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The flag that sets a field of a run's configuration: the engine's errors name the field
+/// (`runs: 0: …`), the CLI's name the flag (`--runs: 0: …`).
+pub fn flag(field: Field) -> &'static str {
+    match field {
+        Field::Workload => "WORKLOAD",
+        Field::Params => "-p",
+        Field::Tasks => "--tasks",
+        Field::Runs => "--runs",
+        Field::MaxRuns => "--max-runs",
+        Field::Duration => "--duration",
+        Field::Warmup => "--warmup",
+        Field::Timeout => "--timeout",
+        Field::Command => "--cmd",
+        Field::Locks => "--locks",
+        Field::Profile => "--profile",
+        Field::ProfileTrials => "--profile-trials",
+        Field::Workdir => "--workdir",
+    }
+}
+
+/// `KEY=VAL` (`-p`, `--tag`, `--step`).
+fn parse_pair(text: &str) -> Result<(String, String), LabError> {
+    lab::params::split_pair(text)
 }
 
 /// `1%` or `0.01` (a bare number of 1 or more is refused: 1 would mean 100%).
@@ -481,8 +511,8 @@ pub struct ReportArgs {
     /// Comparison threshold (relative: 1% or 0.01).
     #[arg(long, value_name = "PCT", default_value = "1%", value_parser = parse_threshold)]
     pub threshold: f64,
-    /// Comparison significance level.
-    #[arg(long, default_value_t = 0.05)]
+    /// Comparison significance level, in (0, 1).
+    #[arg(long, default_value_t = 0.05, value_parser = parse_alpha)]
     pub alpha: f64,
 }
 

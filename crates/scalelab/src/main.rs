@@ -4,6 +4,7 @@
 mod cli;
 mod commands;
 mod db_path;
+mod measure;
 mod progress;
 
 use std::process::ExitCode;
@@ -16,9 +17,23 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             // Errors quote names and values from files and databases: escaped, never raw.
-            let text = format!("{err:#}");
+            let text = in_flag_terms(&err);
             eprintln!("error: {}", lab::report::format::printable_lines(&text));
             ExitCode::from(2)
         }
     }
+}
+
+/// The error and its causes on one line, as `{:#}` prints them, except that a configuration
+/// field the engine names is called by the flag that sets it.
+fn in_flag_terms(err: &anyhow::Error) -> String {
+    err.chain()
+        .map(|e| match e.downcast_ref::<lab::LabError>() {
+            Some(lab::LabError::Invalid { field, reason }) => {
+                format!("{}: {reason}", cli::flag(*field))
+            }
+            _ => e.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(": ")
 }

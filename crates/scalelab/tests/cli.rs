@@ -252,7 +252,7 @@ fn bad_input_is_refused_with_a_clear_error_and_changes_nothing() {
         (&["run", "spin", "--tasks", "lots"], "not a whole number"),
         (&["run", "spin", "--duration", "0"], "--duration"),
         (&["run", "spin", "--duration", "-1s"], "--duration"),
-        (&["run", "spin", "--runs", "0"], "--runs 0"),
+        (&["run", "spin", "--runs", "0"], "--runs: 0"),
     ];
     for (args, needle) in cases {
         let err = lab.fails(args);
@@ -277,7 +277,7 @@ fn counts_and_durations_past_their_maximum_are_refused_before_anything_runs() {
     let cases: &[(&[&str], &str)] = &[
         (
             &["run", "spin", "--runs", "4294967295"],
-            "--runs 4294967295",
+            "--runs: 4294967295",
         ),
         (&["run", "spin", "--duration", "1000000000h"], "longer than"),
         (&["run", "spin", "--warmup", "8d"], "--warmup"),

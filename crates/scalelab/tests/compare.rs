@@ -460,7 +460,7 @@ fn ab_adds_pairs_while_the_noise_hides_the_threshold_up_to_max_runs() {
             "--max-runs",
             "4"
         ])
-        .contains("--max-runs 4 is below --runs 6")
+        .contains("--max-runs: 4 is below the 6 pairs planned first")
     );
 }
 

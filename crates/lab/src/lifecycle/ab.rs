@@ -17,7 +17,7 @@ use super::progress::Replan;
 use super::sweep::{Slot, Underway, run_slots};
 use super::{Session, SweepEnd, before_trials, executor_for, finish};
 use crate::env::Fingerprint;
-use crate::error::LabError;
+use crate::error::{Field, LabError};
 use crate::plan::Plan;
 use crate::report::compare_view::{self, Side};
 use crate::runner::Executor;
@@ -37,11 +37,14 @@ impl AbPolicy {
     /// Refuses a cap below the plan's first pairs.
     pub fn check(&self, plan: &Plan) -> Result<(), LabError> {
         if self.max_runs < plan.runs {
-            return Err(LabError::BadOption(format!(
-                "--max-runs {} is below --runs {}: --max-runs is the most pairs ab may grow to \
-                 when the first --runs cannot decide; raise it or drop it",
-                self.max_runs, plan.runs
-            )));
+            return Err(LabError::invalid(
+                Field::MaxRuns,
+                format!(
+                    "{} is below the {} pairs planned first: it is the most pairs ab may grow \
+                     to when the first ones cannot decide; raise it or drop it",
+                    self.max_runs, plan.runs
+                ),
+            ));
         }
         Ok(())
     }

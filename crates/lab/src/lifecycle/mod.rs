@@ -251,7 +251,7 @@ mod tests {
 
     fn plan(tasks: &str, runs: u32) -> Plan {
         let mut cfg = RunConfig::new("spin");
-        cfg.tasks = Some(tasks.into());
+        cfg.tasks = Some(tasks.parse().unwrap());
         cfg.runs = runs;
         Plan::new(cfg, 2).unwrap()
     }
@@ -368,7 +368,7 @@ mod tests {
                 ops: OpsSource::Completion,
             });
             cfg.warmup = crate::record::Nanos(0);
-            cfg.tasks = Some("1,2".into());
+            cfg.tasks = Some("1,2".parse().unwrap());
             cfg.runs = 4;
             cfg.variant = Some(variant.into());
             Plan::new(cfg, 2).unwrap()
@@ -412,6 +412,6 @@ mod tests {
             options: stats::CompareOptions::default(),
         };
         let err = policy.check(&plan("1", 3)).unwrap_err().to_string();
-        assert!(err.contains("--max-runs 2 is below --runs 3"), "{err}");
+        assert!(err.contains("max_runs: 2 is below the 3 pairs"), "{err}");
     }
 }

@@ -242,7 +242,7 @@ mod tests {
     #[test]
     fn run_tables_snapshot() {
         let mut cfg = RunConfig::new("page_fault");
-        cfg.tasks = Some("1,2,4".into());
+        cfg.tasks = Some("1,2,4".parse().unwrap());
         cfg.runs = 3;
         cfg.duration = Nanos(2_000_000_000);
         let plan = Plan::new(cfg, 4).unwrap();

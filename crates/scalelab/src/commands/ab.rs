@@ -8,21 +8,20 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use lab::lifecycle::{self, AbPolicy, Session, SweepEnd};
-use lab::plan::{Plan, RunConfig, check_runs, parse_duration};
-use lab::record::Nanos;
-use lab::runner::{CommandSpec, OpsSource};
+use lab::Field;
+use lab::lifecycle::{self, AbPolicy, SweepEnd};
+use lab::plan::{Plan, check_runs};
+use lab::runner::OpsSource;
 
-use super::run::{command_line, helpers, stop_flag};
-use super::{compare, pairs};
+use super::compare;
 use crate::cli::AbArgs;
-use crate::db_path;
+use crate::measure::{Bench, CommandRun, Labels, command_config, online_cpus};
 use crate::progress::TerminalProgress;
 
 pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
     let max_runs = args.max_runs.unwrap_or(args.runs);
-    check_runs("--max-runs", max_runs, 1)?;
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    check_runs(Field::MaxRuns, max_runs, 1)?;
+    let cpus = online_cpus();
     let plan_a = plan(&args, &args.a, "a", cpus)?;
     let plan_b = plan(&args, &args.b, "b", cpus)?;
     let policy = AbPolicy {
@@ -31,20 +30,15 @@ pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
         options: args.verdict.options(),
     };
     policy.check(&plan_a)?;
-    let db_file = db_path::resolve(db)?;
-    let mut store = db_path::open(db)?;
-    let stop = stop_flag()?;
-    let helpers = helpers()?;
+    let mut bench = Bench::open(db)?;
     let mut progress = TerminalProgress::new(args.quiet, true);
-    let mut session = Session {
-        store: &mut store,
-        stop: &stop,
-        progress: &mut progress,
-        db_file: &db_file,
-        command_line: command_line(),
-        helpers: Some(&helpers),
-    };
-    let outcome = lifecycle::ab(plan_a, plan_b, &policy, &mut session, None);
+    let outcome = lifecycle::ab(
+        plan_a,
+        plan_b,
+        &policy,
+        &mut bench.session(&mut progress),
+        None,
+    );
     progress.finish();
     let outcome = outcome?;
     let (id_a, id_b) = (outcome.id_a, outcome.id_b);
@@ -56,7 +50,7 @@ pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
         );
         return Ok(ExitCode::from(2));
     }
-    let (a, b) = (store.load_run(id_a)?, store.load_run(id_b)?);
+    let (a, b) = (bench.store.load_run(id_a)?, bench.store.load_run(id_b)?);
     // Both sides were planned alike (their differing commands are a note, not a mismatch);
     // forcing only guarantees that measured work is never thrown away by a refusal.
     let view = compare::build(&a, &b, &args.verdict, true)?;
@@ -70,24 +64,24 @@ pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
     compare::print(&view, args.json)
 }
 
-/// One side's sweep: the command, completions as ops, no warm-up, as `run --cmd` plans it.
+/// One side: the command, completions as ops, no warm-up, as `run --cmd` plans it.
 fn plan(args: &AbArgs, command: &str, variant: &str, cpus: u32) -> Result<Plan> {
-    let mut cfg = RunConfig::new("cmd");
-    cfg.command = Some(CommandSpec {
-        steps: vec![("cmd".to_string(), command.to_string())],
-        prepare: args.prepare.clone(),
-        cleanup: args.cleanup.clone(),
-        ops: OpsSource::Completion,
-    });
-    cfg.warmup = Nanos(0);
-    if let Some(t) = &args.timeout {
-        cfg.timeout = Some(parse_duration(t).context("--timeout")?);
-    }
-    cfg.tasks = args.tasks.clone();
-    cfg.runs = args.runs;
-    cfg.variant = Some(variant.to_string());
-    cfg.tags = pairs("--tag", &args.tags)?;
-    cfg.name = args.name.clone();
+    let cfg = command_config(
+        CommandRun {
+            steps: vec![("cmd".to_string(), command.to_string())],
+            prepare: args.prepare.as_deref(),
+            cleanup: args.cleanup.as_deref(),
+            ops: OpsSource::Completion,
+            timeout: args.timeout,
+        },
+        Labels {
+            tasks: args.tasks.as_ref(),
+            runs: args.runs,
+            variant: Some(variant),
+            tags: &args.tags,
+            name: args.name.as_deref(),
+        },
+    );
     Plan::new(cfg, cpus).with_context(|| format!("--{variant}"))
 }
 

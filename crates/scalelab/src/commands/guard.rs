@@ -6,9 +6,6 @@ use std::process::ExitCode;
 use anyhow::Result;
 use lab::runner::guard;
 
-/// The hidden subcommand the guard runs.
-pub const SUBCOMMAND: &str = "__guard";
-
 pub fn run(owner: &str) -> Result<ExitCode> {
     guard::serve(owner)?;
     Ok(ExitCode::SUCCESS)

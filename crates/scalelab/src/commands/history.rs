@@ -5,23 +5,16 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use lab::history::{self, Metric};
+use lab::history;
 use lab::params::Params;
 use lab::store::RunFilter;
 use stats::ChangePointOptions;
 
-use super::pairs;
 use crate::cli::HistoryArgs;
 use crate::db_path;
 
 pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
-    let metric = Metric::parse(&args.metric)?;
-    if !(args.max_p > 0.0 && args.max_p < 1.0) {
-        bail!(
-            "--max-p {} must lie between 0 and 1 (e.g. 0.001)",
-            args.max_p
-        );
-    }
+    let metric = args.metric;
     let opts = ChangePointOptions {
         max_p: args.max_p,
         min_segment: args.min_segment.max(2),
@@ -36,7 +29,7 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
         }
         None => {
             let workload = args.workload.as_deref().unwrap_or_default();
-            let given = pairs("-p", &args.params)?;
+            let given = args.params.clone();
             let store = db_path::open_existing(db)?;
             let wanted = if workload == "cmd" {
                 given.into_iter().collect()

@@ -7,7 +7,6 @@ use anyhow::Result;
 use lab::report::format::printable;
 use lab::store::RunFilter;
 
-use super::pairs;
 use crate::cli::LsArgs;
 use crate::db_path;
 
@@ -15,7 +14,7 @@ pub fn run(db: Option<&Path>, args: &LsArgs) -> Result<ExitCode> {
     let store = db_path::open_existing(db)?;
     let filter = RunFilter {
         workload: args.workload.clone(),
-        tags: pairs("--tag", &args.tags)?,
+        tags: args.tags.clone(),
         params: Vec::new(),
         variant: args.variant.clone(),
     };

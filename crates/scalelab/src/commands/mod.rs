@@ -43,11 +43,3 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Guard { owner } => guard::run(&owner),
     }
 }
-
-/// Splits repeated `KEY=VAL` arguments, naming the flag in the error.
-fn pairs(flag: &str, values: &[String]) -> Result<Vec<(String, String)>> {
-    values
-        .iter()
-        .map(|v| lab::params::split_pair(v).map_err(|e| anyhow::anyhow!("{flag}: {e}")))
-        .collect()
-}

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use lab::history::{self, Metric};
 use lab::record::RunData;
 use lab::report::html;
@@ -18,12 +18,6 @@ use crate::cli::ReportArgs;
 use crate::db_path;
 
 pub fn run(db: Option<&Path>, args: &ReportArgs) -> Result<ExitCode> {
-    if !(args.alpha > 0.0 && args.alpha < 1.0) {
-        bail!(
-            "--alpha {} must lie between 0 and 1 (e.g. 0.05)",
-            args.alpha
-        );
-    }
     let runs: Vec<RunData> = args
         .runs
         .iter()

@@ -6,45 +6,53 @@
 
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
-use anyhow::{Context, Result};
-use lab::lifecycle::{self, Helpers, Session, SweepEnd};
-use lab::plan::{Plan, RunConfig, parse_duration};
+use anyhow::Result;
+use lab::lifecycle::{self, SweepEnd};
+use lab::locks::LockRequest;
+use lab::plan::{Plan, RunConfig};
 use lab::record::{Mode, Pin};
-use lab::runner::{CommandSpec, OpsSource, ProfileSettings, perf_record};
+use lab::runner::{OpsSource, ProfileSettings, perf_record};
 
-use super::{guard, pairs, show};
+use super::show;
 use crate::cli::{LocksArg, ModeArg, PinArg, RunArgs};
-use crate::db_path;
+use crate::measure::{Bench, CommandRun, Labels, command_config, label, online_cpus};
 use crate::progress::TerminalProgress;
 
-/// The hidden subcommand a trial child runs.
-const TRIAL_SUBCOMMAND: &str = "__trial";
-
-fn config(args: &RunArgs) -> Result<RunConfig> {
-    let mut cfg = RunConfig::new(args.workload.as_deref().unwrap_or("cmd"));
-    if let Some(cmd) = &args.cmd {
-        let mut steps = vec![("cmd".to_string(), cmd.clone())];
-        steps.extend(pairs("--step", &args.steps)?);
-        cfg.command = Some(CommandSpec {
-            steps,
-            prepare: args.prepare.clone(),
-            cleanup: args.cleanup.clone(),
-            ops: match (&args.ops, &args.ops_regex) {
+fn config(args: &RunArgs) -> RunConfig {
+    let labels = Labels {
+        tasks: args.tasks.as_ref(),
+        runs: args.runs,
+        variant: args.variant.as_deref(),
+        tags: &args.tags,
+        name: args.name.as_deref(),
+    };
+    let mut cfg = match &args.cmd {
+        Some(cmd) => {
+            let mut steps = vec![("cmd".to_string(), cmd.clone())];
+            steps.extend(args.steps.iter().cloned());
+            let ops = match (&args.ops, &args.ops_regex) {
                 (Some(n), _) => OpsSource::Fixed(*n),
                 (None, Some(re)) => OpsSource::Regex(re.clone()),
                 (None, None) => OpsSource::Completion,
-            },
-        });
-        cfg.warmup = lab::record::Nanos(0);
-        if let Some(t) = &args.timeout {
-            cfg.timeout = Some(parse_duration(t).context("--timeout")?);
+            };
+            let command = CommandRun {
+                steps,
+                prepare: args.prepare.as_deref(),
+                cleanup: args.cleanup.as_deref(),
+                ops,
+                timeout: args.timeout,
+            };
+            command_config(command, labels)
         }
-    }
-    cfg.params = pairs("-p", &args.params)?;
-    cfg.tasks = args.tasks.clone();
+        None => {
+            let mut cfg = RunConfig::new(args.workload.as_deref().unwrap_or_default());
+            cfg.warmup = args.warmup;
+            label(&mut cfg, labels);
+            cfg
+        }
+    };
+    cfg.params = args.params.clone();
     cfg.mode = match args.mode {
         ModeArg::Threads => Mode::Threads,
         ModeArg::Processes => Mode::Processes,
@@ -54,13 +62,9 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
         PinArg::Core => Pin::Core,
         PinArg::None => Pin::None,
     };
-    cfg.runs = args.runs;
-    cfg.duration = parse_duration(&args.duration).context("--duration")?;
-    if args.cmd.is_none() {
-        cfg.warmup = parse_duration(&args.warmup).context("--warmup")?;
-    }
+    cfg.duration = args.duration;
     cfg.counters = !args.no_counters;
-    cfg.locks = args.locks.map(|which| lab::locks::LockRequest {
+    cfg.locks = args.locks.map(|which| LockRequest {
         kernel: which != LocksArg::User,
         user: which != LocksArg::Kernel,
     });
@@ -73,37 +77,19 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
         });
     }
     cfg.workdir = args.workdir.clone();
-    cfg.variant = args.variant.clone();
-    cfg.tags = pairs("--tag", &args.tags)?;
-    cfg.name = args.name.clone();
-    Ok(cfg)
-}
-
-fn online_cpus() -> u32 {
-    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+    cfg
 }
 
 pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
-    let plan = Plan::new(config(&args)?, online_cpus())?;
+    let plan = Plan::new(config(&args), online_cpus())?;
     let locks = plan.locks.is_some();
-    let db_file = db_path::resolve(db)?;
-    let mut store = db_path::open(db)?;
-    let stop = stop_flag()?;
-    let helpers = helpers()?;
+    let mut bench = Bench::open(db)?;
     let mut progress = TerminalProgress::new(args.quiet, false);
-    let mut session = Session {
-        store: &mut store,
-        stop: &stop,
-        progress: &mut progress,
-        db_file: &db_file,
-        command_line: command_line(),
-        helpers: Some(&helpers),
-    };
-    let outcome = lifecycle::run(plan, &mut session, None);
+    let outcome = lifecycle::run(plan, &mut bench.session(&mut progress), None);
     progress.finish();
     let outcome = outcome?;
     let id = outcome.id;
-    let data = store.load_run(id)?;
+    let data = bench.store.load_run(id)?;
     if !args.quiet {
         show::print_run(&data, args.json)?;
         if locks && !args.json {
@@ -134,28 +120,4 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Raised by Ctrl-C (SIGINT) and SIGTERM; the run's owner stops between and during trials.
-pub fn stop_flag() -> Result<Arc<AtomicBool>> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, Arc::clone(&stop))
-            .context("installing the Ctrl-C handler")?;
-    }
-    Ok(stop)
-}
-
-/// This binary, with the hidden subcommands of the trial child and the guard.
-pub fn helpers() -> Result<Helpers> {
-    Ok(Helpers {
-        exe: std::env::current_exe().context("locating the scalelab binary to run trials")?,
-        trial_subcommand: TRIAL_SUBCOMMAND.into(),
-        guard_subcommand: guard::SUBCOMMAND.into(),
-    })
-}
-
-/// The command line, stored with each run.
-pub fn command_line() -> String {
-    std::env::args().collect::<Vec<_>>().join(" ")
 }

@@ -1,0 +1,118 @@
+//! What `run` and `ab` share on the CLI side: one builder for a command's run configuration,
+//! and the session a run's owner (`lab::lifecycle`) measures in — the database, the stop flag
+//! that Ctrl-C (SIGINT) and SIGTERM raise, and this binary as the trial child and the guard.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::{Context, Result};
+use lab::lifecycle::{Helpers, Progress, Session};
+use lab::plan::RunConfig;
+use lab::record::Nanos;
+use lab::runner::{CommandSpec, OpsSource};
+use lab::store::Store;
+use lab::task_spec::TaskSpec;
+
+use crate::db_path;
+
+/// The hidden subcommand a trial child runs.
+pub const TRIAL_SUBCOMMAND: &str = "__trial";
+/// The hidden subcommand the guard runs.
+pub const GUARD_SUBCOMMAND: &str = "__guard";
+
+/// What an external command's run is: its timed steps (the first is `--cmd`), the untimed
+/// prepare and cleanup, how ops are counted, and the trial's limit.
+#[derive(Debug, Clone)]
+pub struct CommandRun<'a> {
+    pub steps: Vec<(String, String)>,
+    pub prepare: Option<&'a str>,
+    pub cleanup: Option<&'a str>,
+    pub ops: OpsSource,
+    pub timeout: Option<Nanos>,
+}
+
+/// Labels a run carries.
+#[derive(Debug, Clone, Copy)]
+pub struct Labels<'a> {
+    pub tasks: Option<&'a TaskSpec>,
+    pub runs: u32,
+    pub variant: Option<&'a str>,
+    pub tags: &'a [(String, String)],
+    pub name: Option<&'a str>,
+}
+
+/// The configuration of a command's run, as `run --cmd` and both sides of `ab` build it:
+/// completions or the given ops, no warm-up (a command has none), the trial's `--timeout`.
+pub fn command_config(command: CommandRun<'_>, labels: Labels<'_>) -> RunConfig {
+    let mut cfg = RunConfig::new("cmd");
+    cfg.command = Some(CommandSpec {
+        steps: command.steps,
+        prepare: command.prepare.map(str::to_string),
+        cleanup: command.cleanup.map(str::to_string),
+        ops: command.ops,
+    });
+    cfg.warmup = Nanos(0);
+    cfg.timeout = command.timeout;
+    label(&mut cfg, labels);
+    cfg
+}
+
+/// Sets the task counts, trials per point and labels of `cfg`.
+pub fn label(cfg: &mut RunConfig, labels: Labels<'_>) {
+    cfg.tasks = labels.tasks.cloned();
+    cfg.runs = labels.runs;
+    cfg.variant = labels.variant.map(str::to_string);
+    cfg.tags = labels.tags.to_vec();
+    cfg.name = labels.name.map(str::to_string);
+}
+
+/// The online CPUs a plan is made for.
+pub fn online_cpus() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+}
+
+/// Everything a run's owner needs from the CLI, opened once.
+#[derive(Debug)]
+pub struct Bench {
+    pub store: Store,
+    db_file: PathBuf,
+    stop: Arc<AtomicBool>,
+    helpers: Helpers,
+}
+
+impl Bench {
+    /// Opens (creating it if needed) the database and installs the Ctrl-C / SIGTERM handler.
+    pub fn open(db: Option<&Path>) -> Result<Bench> {
+        let db_file = db_path::resolve(db)?;
+        let store = db_path::open(db)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            signal_hook::flag::register(signal, Arc::clone(&stop))
+                .context("installing the Ctrl-C handler")?;
+        }
+        let helpers = Helpers {
+            exe: std::env::current_exe().context("locating the scalelab binary to run trials")?,
+            trial_subcommand: TRIAL_SUBCOMMAND.into(),
+            guard_subcommand: GUARD_SUBCOMMAND.into(),
+        };
+        Ok(Bench {
+            store,
+            db_file,
+            stop,
+            helpers,
+        })
+    }
+
+    /// The session a run's owner measures in, reporting to `progress`.
+    pub fn session<'a>(&'a mut self, progress: &'a mut dyn Progress) -> Session<'a> {
+        Session {
+            store: &mut self.store,
+            stop: &self.stop,
+            progress,
+            db_file: &self.db_file,
+            command_line: std::env::args().collect::<Vec<_>>().join(" "),
+            helpers: Some(&self.helpers),
+        }
+    }
+}
