@@ -16,7 +16,6 @@
 use std::io::{Read, Seek, SeekFrom};
 use std::ops::Range;
 
-use super::records::corrupt;
 
 const HEADER_SIZE: u64 = 104;
 /// `PERF_ATTR_SIZE_VER0`: the smallest `perf_event_attr` there ever was.
@@ -246,4 +245,9 @@ impl Bytes<'_> {
             u32::from_be_bytes(a)
         })
     }
+}
+
+/// The cause of a refusal, worded the same way wherever it is found.
+pub(super) fn corrupt(detail: String) -> String {
+    format!("corrupt perf.data ({detail})")
 }

@@ -123,7 +123,7 @@ pub fn read_profile(path: &Path, options: &ProfileOptions) -> Result<Profile, Pe
             .unwrap_or("no message");
         Err(PerfError::ProfileData {
             path: path.display().to_string(),
-            cause: records::corrupt(format!(
+            cause: layout::corrupt(format!(
                 "reading it failed unexpectedly: {message}; please report this with the file"
             )),
         })

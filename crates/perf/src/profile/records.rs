@@ -16,7 +16,7 @@ use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord, RecordType}
 use linux_perf_data::{PerfFileReader, PerfFileRecord};
 use rustc_hash::FxHashMap;
 
-use super::layout;
+use super::layout::{self, corrupt};
 use super::record_guard::RecordGuard;
 use super::sample_check::callchain_fits;
 use crate::PerfError;
@@ -233,11 +233,6 @@ pub(super) fn read_from<R: Read + Seek>(
         }
     }
     Ok(b.raw)
-}
-
-/// The cause of a refusal, worded the same way wherever it is found.
-pub(super) fn corrupt(detail: String) -> String {
-    format!("corrupt perf.data ({detail})")
 }
 
 impl Builder {
