@@ -14,6 +14,7 @@ pub mod locks;
 pub mod owned_dir;
 pub mod params;
 pub mod plan;
+pub mod process;
 pub mod profile;
 pub mod record;
 pub mod report;

@@ -43,7 +43,7 @@ pub(crate) enum PerfProbe {
 fn probe_perf() -> PerfProbe {
     let mut perf = Command::new("perf");
     perf.arg("--version");
-    crate::runner::owner::adopt(&mut perf);
+    crate::process::owner::adopt(&mut perf);
     match perf.output() {
         Err(error) if error.kind() == ErrorKind::NotFound => PerfProbe::NotFound,
         Err(error) => PerfProbe::Failed(error.to_string()),

@@ -26,13 +26,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::executor::{Execution, Executor};
-use super::leftovers::Leftovers;
 use super::ops_regex;
-use super::owner::adopt;
 use super::placement;
 use super::spec::{CommandSpec, OpsSource, TrialSpec};
 use super::step::{AfterStep, StepError, run_step};
 use crate::error::LabError;
+use crate::process::leftovers::Leftovers;
+use crate::process::owner::adopt;
 use crate::record::{Nanos, SampleRecord, StepRecord, TrialMeasurement, TrialOutcome, Usage};
 
 impl CommandSpec {

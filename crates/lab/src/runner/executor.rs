@@ -16,9 +16,9 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::child_io::{Tail, read_in_background, tail};
-use super::leftovers::Leftovers;
-use super::owner::adopt;
 use super::spec::{BuiltinWork, TrialSpec};
+use crate::process::leftovers::Leftovers;
+use crate::process::owner::adopt;
 use crate::record::{
     CounterValue, Nanos, ProfileRef, SampleRecord, TrialMeasurement, TrialOutcome, Usage,
 };

@@ -1,17 +1,14 @@
-//! Executes a plan: trial children, tasks, the start gate, pinning and the sampler; and keeps
-//! track of every process it starts (owner marks, leftovers, the guard, orphans).
+//! Executes trials: trial children, tasks, the start gate, pinning and the sampler, external
+//! commands and their steps. Every process it starts is started by the rules of
+//! [`process`](crate::process) (owner marks, leftovers, the guard).
 
 mod child_io;
 pub mod command;
 pub mod control;
 pub mod executor;
-pub mod guard;
-mod leftovers;
 mod ops_regex;
-pub mod owner;
 pub mod perf_record;
 pub mod placement;
-mod proc_table;
 mod schedstat;
 pub mod spec;
 mod step;

@@ -90,7 +90,7 @@ pub fn choose_event() -> String {
 pub fn check_perf() -> Result<(), LabError> {
     let mut perf = Command::new("perf");
     perf.arg("--version");
-    super::owner::adopt(&mut perf);
+    crate::process::owner::adopt(&mut perf);
     match perf.output() {
         Ok(o) if o.status.success() => {}
         Ok(o) => {

@@ -16,9 +16,9 @@ use regex::bytes::Regex;
 
 use super::child_io::{Tail, read_in_background, tail};
 use super::control::to_usage;
-use super::leftovers::Leftovers;
 use super::ops_regex::FirstMatch;
-use super::owner::adopt;
+use crate::process::leftovers::Leftovers;
+use crate::process::owner::adopt;
 use crate::record::Usage;
 
 /// How often the stop flag and the limit are checked while a step runs.

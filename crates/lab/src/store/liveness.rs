@@ -12,6 +12,7 @@
 
 use std::fs;
 
+use crate::process::proc_table::{self, ProcStat};
 use crate::record::RunStatus;
 
 /// The process that owns a run, as recorded in its row.
@@ -28,7 +29,7 @@ impl Owner {
     pub fn current() -> Owner {
         Owner {
             pid: Some(i64::from(std::process::id())),
-            start_time: read_stat("self").map(|s| s.start_time),
+            start_time: proc_table::stat(std::process::id() as i32).map(|s| s.start),
             boot_id: read_boot_id(),
         }
     }
@@ -37,25 +38,20 @@ impl Owner {
 /// The status a reader should see: `stored`, except that a `running` run whose owner is gone
 /// reads `Incomplete`. `me` is the reading process (see [`Owner::current`]).
 pub(crate) fn derive_status(stored: RunStatus, owner: &Owner, me: &Owner) -> RunStatus {
-    if stored == RunStatus::Running && owner_is_gone(owner, me, read_stat) {
+    if stored == RunStatus::Running && owner_is_gone(owner, me, proc_table::stat) {
         RunStatus::Incomplete
     } else {
         stored
     }
 }
 
-/// The parts of `/proc/PID/stat` that identify a live process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ProcStat {
-    /// Field 3: `R`, `S`, `D`, `Z` (zombie), …
-    pub state: char,
-    /// Field 22: start time after boot, in clock ticks.
-    pub start_time: u64,
-}
-
 /// Decides from the recorded `owner`, the reader `me` and a way to read `/proc/PID/stat`.
-fn owner_is_gone(owner: &Owner, me: &Owner, stat: impl Fn(&str) -> Option<ProcStat>) -> bool {
-    let Some(pid) = owner.pid.filter(|&p| p > 0) else {
+fn owner_is_gone(owner: &Owner, me: &Owner, stat: impl Fn(i32) -> Option<ProcStat>) -> bool {
+    let Some(pid) = owner
+        .pid
+        .and_then(|p| i32::try_from(p).ok())
+        .filter(|&p| p > 0)
+    else {
         return true;
     };
     if let (Some(theirs), Some(ours)) = (&owner.boot_id, &me.boot_id) {
@@ -66,16 +62,11 @@ fn owner_is_gone(owner: &Owner, me: &Owner, stat: impl Fn(&str) -> Option<ProcSt
     if owner.pid == me.pid && owner.start_time == me.start_time {
         return false;
     }
-    match stat(&pid.to_string()) {
-        Some(now) => now.state == 'Z' || owner.start_time.is_some_and(|t| t != now.start_time),
+    match stat(pid) {
+        Some(now) => now.is_zombie() || owner.start_time.is_some_and(|t| t != now.start),
         // No such pid — if this process can read /proc at all; otherwise nobody can tell.
         None => me.start_time.is_some(),
     }
-}
-
-/// Reads `/proc/{pid}/stat` (`pid` may be `self`).
-pub(crate) fn read_stat(pid: &str) -> Option<ProcStat> {
-    parse_stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
 
 fn read_boot_id() -> Option<String> {
@@ -84,21 +75,9 @@ fn read_boot_id() -> Option<String> {
     (!id.is_empty()).then(|| id.to_owned())
 }
 
-/// Parses `/proc/PID/stat`. The command name (field 2) is in parentheses and may itself hold
-/// spaces and parentheses, so fields are counted from the last `)`.
-fn parse_stat(text: &str) -> Option<ProcStat> {
-    let mut fields = text[text.rfind(')')? + 1..].split_ascii_whitespace();
-    let state = fields.next()?.chars().next()?;
-    // `fields` is now at field 4; field 22 is 18 further.
-    let start_time = fields.nth(22 - 4)?.parse().ok()?;
-    Some(ProcStat { state, start_time })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const STAT: &str = "1234 (a (weird) name) S 1 1234 1234 0 -1 4194560 5 0 0 0 1 2 0 0 20 0 1 0 987654 1000 100 18446744073709551615";
 
     fn me() -> Owner {
         Owner {
@@ -109,24 +88,11 @@ mod tests {
     }
 
     #[test]
-    fn parses_state_and_start_time_past_a_comm_with_parentheses() {
-        assert_eq!(
-            parse_stat(STAT),
-            Some(ProcStat {
-                state: 'S',
-                start_time: 987_654
-            })
-        );
-        assert_eq!(parse_stat("garbage"), None);
-        assert_eq!(parse_stat("1 (x) S 1 2"), None);
-    }
-
-    #[test]
     fn reads_this_process() {
         let me = Owner::current();
         assert_eq!(me.pid, Some(i64::from(std::process::id())));
-        let stat = read_stat("self").expect("/proc/self/stat");
-        assert_eq!(Some(stat.start_time), me.start_time);
+        let stat = proc_table::stat(std::process::id() as i32).expect("/proc/self/stat");
+        assert_eq!(Some(stat.start), me.start_time);
         assert!(me.boot_id.is_some());
     }
 
@@ -159,10 +125,12 @@ mod tests {
             ..me()
         };
         let live = |state| {
-            move |_: &str| {
+            move |_: i32| {
                 Some(ProcStat {
                     state,
-                    start_time: 42,
+                    ppid: 1,
+                    pgrp: 77,
+                    start: 42,
                 })
             }
         };
@@ -170,7 +138,9 @@ mod tests {
         assert!(owner_is_gone(&other, &me(), live('Z')));
         assert!(owner_is_gone(&other, &me(), |_| Some(ProcStat {
             state: 'S',
-            start_time: 43
+            ppid: 1,
+            pgrp: 77,
+            start: 43
         })));
     }
 

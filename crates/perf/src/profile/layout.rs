@@ -16,7 +16,6 @@
 use std::io::{Read, Seek, SeekFrom};
 use std::ops::Range;
 
-
 const HEADER_SIZE: u64 = 104;
 /// `PERF_ATTR_SIZE_VER0`: the smallest `perf_event_attr` there ever was.
 const ATTR_SIZE_MIN: u64 = 64;

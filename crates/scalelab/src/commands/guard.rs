@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
-use lab::runner::guard;
+use lab::process::guard;
 
 pub fn run(owner: &str) -> Result<ExitCode> {
     guard::serve(owner)?;

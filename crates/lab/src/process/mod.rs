@@ -1,0 +1,9 @@
+//! The processes scalelab starts and what becomes of them: every child is marked with its owner
+//! and dies with scalelab ([`owner`]), what a step or trial leaves running is killed
+//! ([`leftovers`]), a guard process cleans up after a scalelab that was killed outright
+//! ([`guard`]), and `/proc` is read for all of it ([`proc_table`]).
+
+pub mod guard;
+pub(crate) mod leftovers;
+pub mod owner;
+pub(crate) mod proc_table;
