@@ -10,6 +10,7 @@ pub mod env;
 pub mod error;
 pub mod history;
 pub mod lifecycle;
+pub mod limits;
 pub mod locks;
 pub mod owned_dir;
 pub mod params;

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::env::{Fingerprint, Severity};
 use crate::error::{Field, LabError};
+pub use crate::limits::{MAX_DURATION, MAX_READINGS, MAX_RUNS, MAX_TRIALS};
 use crate::params::Params;
 use crate::record::{Mode, Nanos, Pin, RunMeta, RunStatus};
 use crate::runner::spec::{BuiltinWork, CommandSpec, OpsSource, TrialSpec, Work};
@@ -52,15 +53,6 @@ pub static COMMAND_INFO: WorkloadInfo = WorkloadInfo {
 
 /// Default `--timeout` for a command trial.
 pub const DEFAULT_COMMAND_TIMEOUT: Nanos = Nanos(3600 * 1_000_000_000);
-
-/// The longest duration any flag accepts (`--duration`, `--warmup`, `--timeout`): one week.
-pub const MAX_DURATION: Nanos = Nanos(7 * 24 * 3600 * 1_000_000_000);
-/// The most trials per point (`--runs`, `ab --max-runs`).
-pub const MAX_RUNS: u32 = 10_000;
-/// The most trials in one run (points × runs): a run of 100,000 five-second trials takes a week.
-pub const MAX_TRIALS: u64 = 100_000;
-/// The most per-task readings one trial keeps (samples × N): 128 MiB of counts.
-pub const MAX_READINGS: u64 = 1 << 24;
 
 /// Checks `runs` trials per point (the config's `field`) at `points` points against
 /// [`MAX_RUNS`] and [`MAX_TRIALS`].

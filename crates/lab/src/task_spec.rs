@@ -12,6 +12,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::error::LabError;
+pub use crate::limits::MAX_TASKS;
 
 /// A checked `--tasks` value; [`points`](TaskSpec::points) turns it into task counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,9 +40,6 @@ impl TaskSpec {
         parse_tasks(&self.0, cpus)
     }
 }
-
-/// The largest task count accepted: enough for a 1024-CPU machine oversubscribed 64 times.
-pub const MAX_TASKS: u32 = 65_536;
 
 /// The default sweep: powers of two up to `cpus`, plus `cpus` itself.
 pub fn default_points(cpus: u32) -> Vec<u32> {

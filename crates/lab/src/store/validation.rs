@@ -19,9 +19,8 @@
 use std::collections::HashSet;
 use std::fmt::Display;
 
-use crate::plan::{MAX_DURATION, MAX_RUNS, MAX_TRIALS};
+use crate::limits::{MAX_DURATION, MAX_RUNS, MAX_TASKS, MAX_TRIALS};
 use crate::record::{RunData, RunMeta, TrialMeasurement, TrialOutcome, TrialRecord, Usage};
-use crate::task_spec::MAX_TASKS;
 
 /// `Err` names the run, the field and what is wrong with it.
 pub fn validate(run: &RunData) -> Result<(), String> {
