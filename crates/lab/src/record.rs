@@ -148,6 +148,48 @@ pub struct RunMeta {
     pub command_line: String,
 }
 
+impl RunMeta {
+    /// The one line that names the run wherever it is shown — the heading of `scalelab show`,
+    /// `RunRef::description` and `ModelSource::Run` in the JSON of `compare` and `model`: id,
+    /// name, workload and parameters, mode, trials, variant, tags, status; printable (control
+    /// characters escaped, [`crate::safe_text::printable`]).
+    pub fn description(&self) -> String {
+        let params: Vec<String> = self
+            .params
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let mut parts = vec![format!("run {}", self.id)];
+        if let Some(name) = &self.name {
+            parts.push(format!("\"{name}\""));
+        }
+        parts.push(if params.is_empty() {
+            self.workload.clone()
+        } else {
+            format!("{} {}", self.workload, params.join(" "))
+        });
+        parts.push(format!("{}, pin {}", self.mode, self.pin));
+        if self.workload == "cmd" {
+            parts.push(format!("{} trials per point", self.runs));
+        } else {
+            parts.push(format!(
+                "{}×{:.3}s (warm-up {:.3}s)",
+                self.runs,
+                self.duration.as_secs_f64(),
+                self.warmup.as_secs_f64()
+            ));
+        }
+        if let Some(v) = &self.variant {
+            parts.push(format!("variant {v}"));
+        }
+        for (k, v) in &self.tags {
+            parts.push(format!("{k}={v}"));
+        }
+        parts.push(self.status.to_string());
+        crate::safe_text::printable(&parts.join(" · ")).into_owned()
+    }
+}
+
 /// One repetition of a point, in a fresh child process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrialRecord {

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use lab::history::Metric;
+use lab::analysis::history::Metric;
 use lab::plan::parse_duration;
 use lab::record::Nanos;
 use lab::task_spec::TaskSpec;

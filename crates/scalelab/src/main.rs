@@ -18,7 +18,7 @@ fn main() -> ExitCode {
         Err(err) => {
             // Errors quote names and values from files and databases: escaped, never raw.
             let text = in_flag_terms(&err);
-            eprintln!("error: {}", lab::report::format::printable_lines(&text));
+            eprintln!("error: {}", lab::safe_text::printable_lines(&text));
             ExitCode::from(2)
         }
     }

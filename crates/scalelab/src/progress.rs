@@ -6,9 +6,9 @@ use std::io::IsTerminal;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use lab::lifecycle::{Progress, Replan, TrialLabel, failure};
+use lab::number_text::percent;
 use lab::record::TrialRecord;
-use lab::report::format::{printable, printable_lines};
-use lab::report::percent::percent;
+use lab::safe_text::{printable, printable_lines};
 
 /// Progress on stderr for a terminal user.
 #[derive(Debug)]

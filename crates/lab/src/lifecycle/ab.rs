@@ -16,10 +16,10 @@ use super::ab_schedule::{self, Slot as AbSlot};
 use super::progress::Replan;
 use super::sweep::{Slot, Underway, run_slots};
 use super::{Session, SweepEnd, before_trials, executor_for, finish};
+use crate::analysis::comparison::{Side, compare_runs};
 use crate::env::Fingerprint;
 use crate::error::{Field, LabError};
 use crate::plan::Plan;
-use crate::report::compare_view::{self, Side};
 use crate::runner::Executor;
 
 /// How an A/B experiment is scheduled and when it grows.
@@ -125,7 +125,7 @@ pub fn ab(
             if end == SweepEnd::Interrupted || planned >= policy.max_runs {
                 return Ok(end);
             }
-            let so_far = compare_view::build(
+            let so_far = compare_runs(
                 &session.store.load_run(id_a)?,
                 &session.store.load_run(id_b)?,
                 &policy.options,

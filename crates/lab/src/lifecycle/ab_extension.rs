@@ -5,7 +5,7 @@
 
 use stats::Change;
 
-use crate::report::compare_view::CompareView;
+use crate::analysis::comparison::Comparison;
 
 /// An interval wider than this many thresholds is too imprecise to decide a change of
 /// ±threshold: a change the noise estimate (robust, so blind to a few wild pairs) says is
@@ -18,9 +18,9 @@ pub const WIDE: f64 = 1.4;
 /// ±threshold ([`imprecise`]); `None` when every N can. Both tests read only the spread of the
 /// pairs — `runs_needed` from their robust spread, the interval's width, which does not move
 /// when every pair's change moves alike — never the verdict or where the interval lies.
-pub fn extension(view: &CompareView, planned: u32, max_runs: u32) -> Option<u32> {
-    let threshold = view.options.threshold;
-    let want = view
+pub fn extension(comparison: &Comparison, planned: u32, max_runs: u32) -> Option<u32> {
+    let threshold = comparison.options.threshold;
+    let want = comparison
         .points
         .iter()
         .filter_map(|p| p.change)
@@ -44,12 +44,13 @@ pub fn imprecise(c: &Change, threshold: f64) -> bool {
 }
 
 /// The N that cannot yet decide a change of ±threshold.
-pub fn undecided(view: &CompareView) -> Vec<u32> {
-    view.points
+pub fn undecided(comparison: &Comparison) -> Vec<u32> {
+    comparison
+        .points
         .iter()
         .filter(|p| {
             p.change
-                .is_some_and(|c| imprecise(&c, view.options.threshold))
+                .is_some_and(|c| imprecise(&c, comparison.options.threshold))
         })
         .map(|p| p.n)
         .collect()

@@ -17,7 +17,7 @@
 //!
 //! Pure: no clock and no I/O here; the caller picks the seed.
 
-use crate::report::compare_view::Side;
+use crate::analysis::comparison::Side;
 
 /// One trial of the experiment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

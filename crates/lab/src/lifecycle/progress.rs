@@ -3,8 +3,8 @@
 //! A trait because there are two real watchers: the terminal (a progress bar, failure lines,
 //! warnings and notes on stderr) and the silent one that tests and `--quiet` scripts use.
 
+use crate::analysis::comparison::Side;
 use crate::record::{TrialOutcome, TrialRecord};
-use crate::report::compare_view::Side;
 
 /// Which trial: its side in an A/B experiment, its N and repetition (0-based).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

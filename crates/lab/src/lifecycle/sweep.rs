@@ -10,10 +10,10 @@ use std::sync::atomic::Ordering;
 
 use super::Session;
 use super::progress::TrialLabel;
+use crate::analysis::comparison::Side;
 use crate::error::LabError;
 use crate::plan::Plan;
 use crate::record::TrialRecord;
-use crate::report::compare_view::Side;
 use crate::runner::{Execution, Executor};
 use crate::scratch::Scratch;
 use crate::timestamp;

@@ -181,7 +181,7 @@ mod tests {
     /// Was accepted, then shown and stored: data no measurement can produce.
     #[test]
     fn impossible_runs_are_refused_naming_the_run_and_the_field() {
-        use crate::report::test_runs::importable_export;
+        use crate::test_runs::importable_export;
         use serde_json::{Value, json};
         type Edit = fn(&mut Value);
         let cases: &[(&str, Edit, &str)] = &[

@@ -23,8 +23,6 @@ mod columns;
 mod export;
 mod liveness;
 mod location;
-#[cfg(test)]
-mod mutation_tests;
 mod query;
 mod runs;
 mod schema;

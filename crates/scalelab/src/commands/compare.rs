@@ -1,5 +1,5 @@
-//! `scalelab compare RUN_A RUN_B`: load both runs, build the comparison view (lab's
-//! `report::compare_view`), refuse runs that measure different things unless `--force`, print
+//! `scalelab compare RUN_A RUN_B`: load both runs, compare them (lab's
+//! `analysis::comparison`), refuse runs that measure different things unless `--force`, print
 //! text or JSON, and exit 1 when any point REGRESSED.
 
 use std::io::Write;
@@ -7,9 +7,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
+use lab::analysis::comparison::{Comparison, compare_runs};
 use lab::record::RunData;
-use lab::report::compare_term::write_compare;
-use lab::report::compare_view::{self, CompareView};
+use present::comparison_table::write_compare;
 use stats::CompareOptions;
 
 use super::show;
@@ -35,10 +35,10 @@ pub fn run(db: Option<&Path>, args: &CompareArgs) -> Result<ExitCode> {
     print(&view, args.json)
 }
 
-/// Builds the view (paired for the two runs of one `ab` unless `--unpaired`), refusing runs
+/// Compares the runs (paired for the two runs of one `ab` unless `--unpaired`), refusing runs
 /// that measure different things unless `force`.
-pub fn build(a: &RunData, b: &RunData, verdict: &VerdictArgs, force: bool) -> Result<CompareView> {
-    let view = compare_view::build(a, b, &verdict.options(), !verdict.unpaired);
+pub fn build(a: &RunData, b: &RunData, verdict: &VerdictArgs, force: bool) -> Result<Comparison> {
+    let view = compare_runs(a, b, &verdict.options(), !verdict.unpaired);
     if !force && !view.mismatches.is_empty() {
         let reasons: Vec<String> = view.mismatches.iter().map(|m| format!("  - {m}")).collect();
         bail!(
@@ -55,7 +55,7 @@ pub fn build(a: &RunData, b: &RunData, verdict: &VerdictArgs, force: bool) -> Re
 }
 
 /// Prints the comparison; exit status 1 when any point REGRESSED.
-pub fn print(view: &CompareView, json: bool) -> Result<ExitCode> {
+pub fn print(view: &Comparison, json: bool) -> Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     if json {
         lab::safe_text::write_json(&mut out, view)?;

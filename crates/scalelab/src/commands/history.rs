@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use lab::history;
+use lab::analysis::history;
 use lab::params::Params;
 use lab::store::RunFilter;
 use stats::ChangePointOptions;
@@ -70,7 +70,7 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
     if args.json {
         lab::safe_text::write_json(&mut out, &h)?;
     } else {
-        lab::report::history_view::write_history(&mut out, &h)?;
+        present::history_table::write_history(&mut out, &h)?;
     }
     Ok(if args.check && h.newest_regressed {
         ExitCode::from(1)

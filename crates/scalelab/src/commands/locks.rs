@@ -6,8 +6,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
-use lab::locks::aggregate::{self, Side, Sides};
-use lab::report::{locks_view, term};
+use lab::analysis::lock_contention::{self, LockSide, LockSides};
+use present::lock_table;
 
 use super::show;
 use crate::cli::LocksArgs;
@@ -15,20 +15,23 @@ use crate::cli::LocksArgs;
 pub fn run(db: Option<&Path>, args: &LocksArgs) -> Result<ExitCode> {
     let data = show::load(db, &args.run)?;
     let sides = match (args.kernel, args.user) {
-        (true, false) => Sides {
+        (true, false) => LockSides {
             kernel: true,
             user: false,
         },
-        (false, true) => Sides {
+        (false, true) => LockSides {
             kernel: false,
             user: true,
         },
-        _ => Sides::BOTH,
+        _ => LockSides::BOTH,
     };
-    let shown: Vec<Side> = [(sides.kernel, Side::Kernel), (sides.user, Side::User)]
-        .into_iter()
-        .filter_map(|(on, s)| on.then_some(s))
-        .collect();
+    let shown: Vec<LockSide> = [
+        (sides.kernel, LockSide::Kernel),
+        (sides.user, LockSide::User),
+    ]
+    .into_iter()
+    .filter_map(|(on, s)| on.then_some(s))
+    .collect();
     let traced = data
         .trials
         .iter()
@@ -49,11 +52,11 @@ pub fn run(db: Option<&Path>, args: &LocksArgs) -> Result<ExitCode> {
             data.meta.id
         );
     }
-    let header = term::header(&data.meta);
+    let header = data.meta.description();
     let mut out = std::io::stdout().lock();
     match args.at {
         Some(n) => {
-            let Some(point) = aggregate::at_point(&data, n, sides) else {
+            let Some(point) = lock_contention::at_point(&data, n, sides) else {
                 let ns: Vec<String> = data.meta.points.iter().map(u32::to_string).collect();
                 bail!(
                     "--at {n}: run {} has no traced trial at N={n} (its points: {})",
@@ -64,17 +67,17 @@ pub fn run(db: Option<&Path>, args: &LocksArgs) -> Result<ExitCode> {
             if args.json {
                 lab::safe_text::write_json(&mut out, &point)?;
             } else {
-                locks_view::write_point(&mut out, &header, &point, &shown, args.top)?;
+                lock_table::write_point(&mut out, &header, &point, &shown, args.top)?;
             }
         }
         None => {
-            let Some(growth) = aggregate::what_grows(&data, sides) else {
+            let Some(growth) = lock_contention::what_grows(&data, sides) else {
                 bail!("run {} has no traced trial", data.meta.id);
             };
             if args.json {
                 lab::safe_text::write_json(&mut out, &growth)?;
             } else {
-                locks_view::write_growth(&mut out, &header, &growth, &shown, args.top)?;
+                lock_table::write_growth(&mut out, &header, &growth, &shown, args.top)?;
             }
         }
     }

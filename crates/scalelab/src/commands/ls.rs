@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use lab::report::format::printable;
+use lab::safe_text::printable;
 use lab::store::RunFilter;
 
 use crate::cli::LsArgs;

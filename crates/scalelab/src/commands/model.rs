@@ -1,12 +1,12 @@
 //! `scalelab model RUN | --csv FILE`: fit the Universal Scalability Law (lab's
-//! `report::model_view`, statistics from `stats`) and print it as text or JSON.
+//! `analysis::scaling_model`, statistics from `stats`) and print it as text or JSON.
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use lab::report::model_term::write_model;
-use lab::report::model_view;
+use lab::analysis::scaling_model;
+use present::model_table::write_model;
 
 use super::show;
 use crate::cli::ModelArgs;
@@ -17,12 +17,13 @@ pub fn run(db: Option<&Path>, args: &ModelArgs) -> Result<ExitCode> {
             let shown = path.display().to_string();
             let text =
                 std::fs::read_to_string(path).with_context(|| format!("reading --csv {shown}"))?;
-            let points = model_view::parse_csv(&text).with_context(|| format!("--csv {shown}"))?;
-            model_view::from_csv(&shown, &points, &args.predict)?
+            let points =
+                scaling_model::parse_csv(&text).with_context(|| format!("--csv {shown}"))?;
+            scaling_model::fit_csv(&shown, &points, &args.predict)?
         }
         (None, Some(spec)) => {
             let data = show::load(db, spec)?;
-            model_view::from_run(&data, &args.predict)
+            scaling_model::fit_run(&data, &args.predict)
                 .with_context(|| format!("run {}", data.meta.id))?
         }
         (None, None) => anyhow::bail!("give a RUN or --csv FILE"),

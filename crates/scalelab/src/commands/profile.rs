@@ -9,10 +9,10 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use lab::profile::{self, PointProfile, diff, grows};
+use lab::analysis::profile::{self, PointProfile, diff, grows};
 use lab::record::RunData;
-use lab::report::format::printable;
-use lab::report::{flamegraph, profile_term};
+use lab::safe_text::printable;
+use present::{flame_graph, profile_table};
 
 use super::show;
 use crate::cli::ProfileArgs;
@@ -66,7 +66,7 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
             });
             lab::safe_text::write_json(&mut out, &value)?;
         } else {
-            profile_term::write_diff(&mut out, &rows, (&la, &lb), n, &b.unit, args.top)?;
+            profile_table::write_diff(&mut out, &rows, (&la, &lb), n, &b.unit, args.top)?;
         }
         if let Some(svg) = &args.flamegraph {
             let title = format!(
@@ -74,7 +74,7 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
                 data.meta.workload
             );
             let w = create(svg)?;
-            flamegraph::write_differential(w, a, b, title)?;
+            flame_graph::write_differential(w, a, b, title)?;
             eprintln!("differential flame graph: {}", svg.display());
         }
         return Ok(ExitCode::SUCCESS);
@@ -98,20 +98,20 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
         });
         lab::safe_text::write_json(&mut out, &value)?;
     } else {
-        writeln!(out, "{}", lab::report::term::header(&data.meta))?;
+        writeln!(out, "{}", data.meta.description())?;
         writeln!(out, "op: {}", printable(&data.meta.op_unit))?;
         writeln!(out)?;
         if let Some(g) = &grow {
-            profile_term::write_grows(&mut out, g, args.top)?;
+            profile_table::write_grows(&mut out, g, args.top)?;
             for p in &points {
-                for w in profile_term::warnings(p) {
+                for w in profile_table::warnings(p) {
                     writeln!(out, "warning: {}", printable(&w))?;
                 }
             }
             writeln!(out, "(per point: scalelab profile {} --at N)", data.meta.id)?;
         }
         for p in &shown {
-            profile_term::write_top(&mut out, p, args.top, args.load)?;
+            profile_table::write_top(&mut out, p, args.top, args.load)?;
             writeln!(out)?;
         }
     }
@@ -121,7 +121,7 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
             None => points.last().context("no profiled point")?,
         };
         let title = format!("{} · N={} · run {}", data.meta.workload, p.n, data.meta.id);
-        flamegraph::write_flamegraph(create(svg)?, p, title)?;
+        flame_graph::write_flamegraph(create(svg)?, p, title)?;
         eprintln!("flame graph of N={}: {}", p.n, svg.display());
     }
     Ok(ExitCode::SUCCESS)
@@ -167,7 +167,7 @@ fn one_file(file: &Path, args: &ProfileArgs) -> Result<ExitCode> {
     if args.json {
         lab::safe_text::write_json(&mut out, &p)?;
     } else {
-        profile_term::write_top(&mut out, &p, args.top, args.load)?;
+        profile_table::write_top(&mut out, &p, args.top, args.load)?;
     }
     eprintln!(
         "read, symbolised and aggregated {} samples ({} functions) in {:.3}s",
@@ -176,7 +176,7 @@ fn one_file(file: &Path, args: &ProfileArgs) -> Result<ExitCode> {
         elapsed.as_secs_f64()
     );
     if let Some(svg) = &args.flamegraph {
-        flamegraph::write_flamegraph(create(svg)?, &p, file.display().to_string())?;
+        flame_graph::write_flamegraph(create(svg)?, &p, file.display().to_string())?;
         eprintln!("flame graph: {}", svg.display());
     }
     Ok(ExitCode::SUCCESS)

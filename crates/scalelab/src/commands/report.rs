@@ -1,16 +1,18 @@
 //! `scalelab report RUN [RUN…] -o FILE.html`: one self-contained HTML page with every run's
 //! plots and tables, the comparison of each run against the first, and the history of the first
-//! run's workload when the database holds enough runs of it.
+//! run's workload when the database holds enough runs of it. Lab assembles what the page shows
+//! (`analysis::report_data`); `present::html` renders it.
 
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use lab::history::{self, Metric};
+use lab::analysis::history::{self, Metric};
+use lab::analysis::report_data::ReportData;
 use lab::record::RunData;
-use lab::report::html;
 use lab::store::{RunFilter, Store};
+use present::html;
 use stats::{ChangePointOptions, CompareOptions, Direction};
 
 use super::show;
@@ -38,8 +40,9 @@ pub fn run(db: Option<&Path>, args: &ReportArgs) -> Result<ExitCode> {
         direction: Direction::HigherIsBetter,
         ..CompareOptions::default()
     };
-    let view = html::build(&title, &runs, history.as_ref(), &opts)?;
-    let page = html::render(&view)?;
+    let with_history = history.is_some();
+    let data = ReportData::from_runs(&runs, history, &opts);
+    let page = html::render(&data, &title)?;
     // Never through a link, never another user's file (see owned_dir::create_output).
     lab::owned_dir::create_output(&args.output)
         .map_err(anyhow::Error::from)
@@ -49,11 +52,7 @@ pub fn run(db: Option<&Path>, args: &ReportArgs) -> Result<ExitCode> {
         "wrote {} ({} run(s){})",
         args.output.display(),
         runs.len(),
-        if history.is_some() {
-            ", with history"
-        } else {
-            ""
-        }
+        if with_history { ", with history" } else { "" }
     );
     Ok(ExitCode::SUCCESS)
 }

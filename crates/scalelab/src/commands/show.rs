@@ -5,9 +5,10 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use lab::analysis;
+use lab::analysis::summary::summarize;
 use lab::record::RunData;
-use lab::report::term;
+
+use present::run_table::write_run;
 
 use crate::db_path;
 
@@ -32,7 +33,7 @@ pub fn run(db: Option<&Path>, spec: &str, json: bool) -> Result<ExitCode> {
 
 /// Prints a run's summary as tables, or as JSON with the same figures.
 pub fn print_run(data: &RunData, json: bool) -> Result<()> {
-    let summary = analysis::summarize(data);
+    let summary = summarize(data);
     let mut out = std::io::stdout().lock();
     if json {
         let warnings: Vec<String> = summary
@@ -58,7 +59,7 @@ pub fn print_run(data: &RunData, json: bool) -> Result<()> {
         });
         lab::safe_text::write_json(&mut out, &value)?;
     } else {
-        term::write_run(&mut out, &data.meta, &summary)?;
+        write_run(&mut out, &data.meta, &summary)?;
     }
     Ok(())
 }

@@ -26,7 +26,7 @@ pub fn import(db: Option<&Path>, file: &Path) -> Result<ExitCode> {
     let id = store.import(&export)?;
     println!(
         "imported {} as run {id} ({} trials)",
-        lab::report::format::printable(&file.display().to_string()),
+        lab::safe_text::printable(&file.display().to_string()),
         export.run.trials.len()
     );
     Ok(ExitCode::SUCCESS)

@@ -1,0 +1,432 @@
+//! History: one metric at one N across every stored run of a workload and its parameters, in
+//! time order, with change points (E-divisive / Apache Otava-style split-and-merge, from
+//! `stats::change_points`) and whether the newest segment is a regression.
+//!
+//! Pure: takes runs already loaded, returns a serialisable [`History`].
+
+use serde::Serialize;
+use stats::{ChangePoint, ChangePointOptions};
+
+use crate::analysis::summary::{PointSummary, summarize};
+use crate::csv_rows;
+use crate::error::LabError;
+use crate::record::RunData;
+
+/// A metric a series can follow, and which way is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    Throughput,
+    OpsPerCpuSec,
+    NsPerOp,
+    Speedup,
+    Efficiency,
+    CyclesPerOp,
+    InstructionsPerOp,
+    CpuPct,
+}
+
+impl Metric {
+    pub const ALL: [Metric; 8] = [
+        Metric::Throughput,
+        Metric::OpsPerCpuSec,
+        Metric::NsPerOp,
+        Metric::Speedup,
+        Metric::Efficiency,
+        Metric::CyclesPerOp,
+        Metric::InstructionsPerOp,
+        Metric::CpuPct,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Throughput => "throughput",
+            Metric::OpsPerCpuSec => "ops_per_cpu_sec",
+            Metric::NsPerOp => "ns_per_op",
+            Metric::Speedup => "speedup",
+            Metric::Efficiency => "efficiency",
+            Metric::CyclesPerOp => "cycles_per_op",
+            Metric::InstructionsPerOp => "instructions_per_op",
+            Metric::CpuPct => "cpu_pct",
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<Metric, LabError> {
+        Metric::ALL
+            .into_iter()
+            .find(|m| m.name() == text)
+            .ok_or_else(|| {
+                LabError::BadOption(format!(
+                    "`{text}` is not a metric; use one of: {}",
+                    Metric::ALL.map(Metric::name).join(", ")
+                ))
+            })
+    }
+
+    pub fn higher_is_better(self) -> bool {
+        matches!(
+            self,
+            Metric::Throughput | Metric::OpsPerCpuSec | Metric::Speedup | Metric::Efficiency
+        )
+    }
+
+    fn value(self, p: &PointSummary) -> Option<f64> {
+        match self {
+            Metric::Throughput => p.throughput.map(|e| e.point),
+            Metric::OpsPerCpuSec => p.ops_per_cpu_sec,
+            Metric::NsPerOp => p.ns_per_op_per_task,
+            Metric::Speedup => p.speedup,
+            Metric::Efficiency => p.efficiency,
+            Metric::CyclesPerOp => p.cycles_per_op,
+            Metric::InstructionsPerOp => p.instructions_per_op,
+            Metric::CpuPct => p.cpu_pct,
+        }
+    }
+}
+
+/// One run's value in the series.
+#[derive(Debug, Clone, Serialize)]
+pub struct HistoryPoint {
+    pub run: i64,
+    pub started_at: String,
+    pub variant: Option<String>,
+    pub label: String,
+    pub value: f64,
+}
+
+/// A change point, located at the first run of the new segment.
+#[derive(Debug, Clone, Serialize)]
+pub struct HistoryChange {
+    pub run: i64,
+    pub index: usize,
+    /// Relative change of the segment means, after vs before.
+    pub relative: f64,
+    pub p_value: f64,
+    pub mean_before: f64,
+    pub sd_before: f64,
+    pub mean_after: f64,
+    pub sd_after: f64,
+    pub regression: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct History {
+    pub workload: String,
+    pub at: u32,
+    pub metric: Metric,
+    pub higher_is_better: bool,
+    pub points: Vec<HistoryPoint>,
+    pub changes: Vec<HistoryChange>,
+    /// True when the last change point exists and made the metric worse: the newest segment regressed.
+    pub newest_regressed: bool,
+    pub options: ChangePointOptionsView,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ChangePointOptionsView {
+    pub max_p: f64,
+    pub min_segment: usize,
+}
+
+/// Builds the series of `metric` at `at` tasks over `runs` (in the order given, oldest first).
+/// Runs without a successful `at` point are skipped.
+pub fn build(
+    workload: &str,
+    runs: &[RunData],
+    at: u32,
+    metric: Metric,
+    opts: &ChangePointOptions,
+) -> History {
+    let mut points = Vec::new();
+    for run in runs {
+        let summary = summarize(run);
+        let Some(value) = summary
+            .points
+            .iter()
+            .find(|p| p.n == at)
+            .and_then(|p| metric.value(p))
+        else {
+            continue;
+        };
+        points.push(HistoryPoint {
+            run: run.meta.id,
+            started_at: run.meta.started_at.clone(),
+            variant: run.meta.variant.clone(),
+            label: label(run),
+            value,
+        });
+    }
+    from_points(workload, at, metric, points, opts)
+}
+
+/// Detects change points in an already-built series (also used for `history --csv`).
+pub fn from_points(
+    workload: &str,
+    at: u32,
+    metric: Metric,
+    points: Vec<HistoryPoint>,
+    opts: &ChangePointOptions,
+) -> History {
+    let values: Vec<f64> = points.iter().map(|p| p.value).collect();
+    let higher = metric.higher_is_better();
+    let changes: Vec<HistoryChange> = stats::change_points(&values, opts)
+        .into_iter()
+        .map(|c: ChangePoint| HistoryChange {
+            run: points[c.index].run,
+            index: c.index,
+            relative: c.relative,
+            p_value: c.p_value,
+            mean_before: c.mean_before,
+            sd_before: c.sd_before,
+            mean_after: c.mean_after,
+            sd_after: c.sd_after,
+            regression: if higher {
+                c.mean_after < c.mean_before
+            } else {
+                c.mean_after > c.mean_before
+            },
+        })
+        .collect();
+    let newest_regressed = changes.last().is_some_and(|c| c.regression);
+    History {
+        workload: workload.to_string(),
+        at,
+        metric,
+        higher_is_better: higher,
+        points,
+        changes,
+        newest_regressed,
+        options: ChangePointOptionsView {
+            max_p: opts.max_p,
+            min_segment: opts.min_segment,
+        },
+    }
+}
+
+/// Reads a series from `history --csv` text by the rules of [`crate::csv_rows`] (those of
+/// `model --csv`): one value per row, or `label,value`; an optional header; `#` comments and
+/// blank lines anywhere. A bad row is an error naming its line.
+pub fn parse_csv(text: &str) -> Result<Vec<HistoryPoint>, LabError> {
+    const FORMAT: &str = "each row is `value` or `label,value` (e.g. `build-20,1043.5`)";
+    let mut points = Vec::new();
+    for row in csv_rows::rows(text) {
+        let (label, index) = match row.fields.len() {
+            1 => (String::new(), 0),
+            2 => (row.fields[0].to_string(), 1),
+            k => return Err(row.error(format!("{k} fields, expected 1 or 2"), FORMAT)),
+        };
+        let value = row.number(index, "value", FORMAT)?;
+        if !value.is_finite() {
+            return Err(row.error(format!("value = {value}: it must be finite"), FORMAT));
+        }
+        points.push(HistoryPoint {
+            run: points.len() as i64 + 1,
+            started_at: String::new(),
+            variant: None,
+            label,
+            value,
+        });
+    }
+    if points.is_empty() {
+        return Err(LabError::BadOption(
+            "no data rows: expected one value per line, or `label,value` lines".into(),
+        ));
+    }
+    Ok(points)
+}
+
+/// What distinguishes runs in a series: kernel release and user tags.
+fn label(run: &RunData) -> String {
+    let mut parts = vec![run.meta.env.kernel_release.clone()];
+    parts.extend(run.meta.tags.iter().map(|(k, v)| format!("{k}={v}")));
+    parts.retain(|p| !p.is_empty());
+    parts.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{
+        Mode, Nanos, Pin, RunMeta, RunStatus, TrialMeasurement, TrialOutcome, TrialRecord,
+    };
+
+    fn run(id: i64, rate: f64) -> RunData {
+        let trials = (0..3)
+            .map(|k| TrialRecord {
+                n: 2,
+                index: k,
+                started_at: String::new(),
+                outcome: TrialOutcome::Ok(TrialMeasurement {
+                    window: Nanos(1_000_000_000),
+                    task_ops: vec![(rate / 2.0) as u64; 2],
+                    ..TrialMeasurement::default()
+                }),
+            })
+            .collect();
+        RunData {
+            meta: RunMeta {
+                id,
+                origin_id: None,
+                uuid: uuid::Uuid::nil(),
+                name: None,
+                workload: "spin".into(),
+                params: Default::default(),
+                op_unit: String::new(),
+                mode: Mode::Threads,
+                pin: Pin::Auto,
+                points: vec![2],
+                runs: 3,
+                duration: Nanos(1_000_000_000),
+                warmup: Nanos(0),
+                variant: None,
+                tags: Default::default(),
+                started_at: format!("run {id}"),
+                finished_at: None,
+                status: RunStatus::Complete,
+                env: Default::default(),
+                warnings: vec![],
+                command_line: String::new(),
+            },
+            trials,
+        }
+    }
+
+    /// Deterministic ±1% noise.
+    fn noisy(i: usize) -> f64 {
+        1.0 + 0.01 * (((i * 7919) % 13) as f64 / 6.0 - 1.0)
+    }
+
+    #[test]
+    fn a_five_percent_drop_is_a_regression_at_the_right_run() {
+        let runs: Vec<RunData> = (0..30)
+            .map(|i| {
+                run(
+                    i as i64 + 1,
+                    1e6 * noisy(i) * if i >= 20 { 0.95 } else { 1.0 },
+                )
+            })
+            .collect();
+        let h = build(
+            "spin",
+            &runs,
+            2,
+            Metric::Throughput,
+            &ChangePointOptions::default(),
+        );
+        assert_eq!(h.points.len(), 30);
+        assert_eq!(h.changes.len(), 1, "{:?}", h.changes);
+        assert_eq!(h.changes[0].run, 21);
+        assert!(h.changes[0].regression && h.newest_regressed);
+        // The same data read as ns/op (lower is better) is a regression too: ns/op rose.
+        let h = build(
+            "spin",
+            &runs,
+            2,
+            Metric::NsPerOp,
+            &ChangePointOptions::default(),
+        );
+        assert!(h.newest_regressed);
+    }
+
+    #[test]
+    fn an_improvement_and_a_flat_series_are_not_regressions() {
+        let up: Vec<RunData> = (0..30)
+            .map(|i| {
+                run(
+                    i as i64 + 1,
+                    1e6 * noisy(i) * if i >= 15 { 1.08 } else { 1.0 },
+                )
+            })
+            .collect();
+        let h = build(
+            "spin",
+            &up,
+            2,
+            Metric::Throughput,
+            &ChangePointOptions::default(),
+        );
+        assert_eq!(h.changes.len(), 1);
+        assert!(!h.newest_regressed);
+        let flat: Vec<RunData> = (0..30).map(|i| run(i as i64 + 1, 1e6 * noisy(i))).collect();
+        let h = build(
+            "spin",
+            &flat,
+            2,
+            Metric::Throughput,
+            &ChangePointOptions::default(),
+        );
+        assert!(h.changes.is_empty() && !h.newest_regressed);
+        // A run without the point is skipped, not read as zero.
+        let h = build(
+            "spin",
+            &flat,
+            4,
+            Metric::Throughput,
+            &ChangePointOptions::default(),
+        );
+        assert!(h.points.is_empty());
+    }
+
+    #[test]
+    fn csv_series_follow_the_model_csv_rules() {
+        let points =
+            parse_csv("# weekly\nlabel,value\nb1,100.5\n\n# moved racks\nb2,-3e2\n7\n").unwrap();
+        let got: Vec<(&str, f64)> = points.iter().map(|p| (p.label.as_str(), p.value)).collect();
+        assert_eq!(got, [("b1", 100.5), ("b2", -300.0), ("", 7.0)]);
+        assert_eq!(points[2].run, 3);
+        for (input, want) in [
+            (
+                "1OO.5\n101\n",
+                "line 1: `1OO.5`: value `1OO.5` is not a number",
+            ),
+            ("100\n# ok\nx\n", "line 3: `x`: value `x` is not a number"),
+            ("a,b,1\n", "line 1: `a,b,1`: 3 fields, expected 1 or 2"),
+            ("1\ninf\n", "line 2: `inf`: value = inf"),
+            ("value\n", "no data rows"),
+        ] {
+            let err = parse_csv(input).unwrap_err().to_string();
+            assert!(err.contains(want), "{input:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_rise_of_negative_values_is_a_positive_change() {
+        // −100 → −90 was reported as −10%.
+        let points: Vec<HistoryPoint> = (0..30)
+            .map(|i| HistoryPoint {
+                run: i as i64 + 1,
+                started_at: String::new(),
+                variant: None,
+                label: String::new(),
+                value: noisy(i) * if i >= 20 { -90.0 } else { -100.0 },
+            })
+            .collect();
+        let h = from_points(
+            "csv",
+            0,
+            Metric::Throughput,
+            points,
+            &ChangePointOptions::default(),
+        );
+        assert_eq!(h.changes.len(), 1, "{:?}", h.changes);
+        assert!(
+            (h.changes[0].relative - 0.1).abs() < 0.01,
+            "{:?}",
+            h.changes
+        );
+        assert!(!h.changes[0].regression && !h.newest_regressed);
+    }
+
+    #[test]
+    fn metric_names_parse() {
+        for m in Metric::ALL {
+            assert_eq!(Metric::parse(m.name()).unwrap(), m);
+        }
+        assert!(
+            Metric::parse("speed")
+                .unwrap_err()
+                .to_string()
+                .contains("throughput")
+        );
+    }
+}

@@ -1,0 +1,20 @@
+//! Analysis: typed, serialisable results derived from stored runs — never by re-running
+//! anything, and never formatted here (the `present` crate renders them as terminal tables,
+//! JSON and HTML; this crate never imports it).
+//!
+//! - [`summary`]: a run's per-point medians, intervals, speedup, efficiency, accounting, and
+//!   the warnings they raise.
+//! - [`comparison`]: run B against run A, N by N (verdicts, shifts, crossings, warnings).
+//! - [`scaling_model`]: the Universal Scalability Law fitted to a run or to CSV rows.
+//! - [`history`]: one metric across stored runs, with change points.
+//! - [`profile`]: CPU profiles read back per point, what grows with N, run against run.
+//! - [`lock_contention`]: lock waits per point, and what grows with N.
+//! - [`report_data`]: all of the above for the runs of one HTML report.
+
+pub mod comparison;
+pub mod history;
+pub mod lock_contention;
+pub mod profile;
+pub mod report_data;
+pub mod scaling_model;
+pub mod summary;

@@ -1,0 +1,407 @@
+//! Profiles across a run: each point's profiled trials read back from their perf.data (only
+//! the samples inside each trial's measurement window), merged per N and normalised per op.
+//!
+//! Cost per op of function f at N = samples(f) × period ÷ ops done in those trials' windows:
+//! ns per op for `cpu-clock` (its period is in ns), cycles per op for `cycles`. Comparable across
+//! N and across runs, unlike shares, which always add up to 100%. Cross-run analyses live beside
+//! this: [`grows`] (what grows with N) and [`diff`] (run against run).
+
+pub mod diff;
+pub mod grows;
+
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+
+use perf::profile::{Profile, ProfileOptions, read_profile};
+use serde::Serialize;
+
+use crate::error::LabError;
+use crate::record::{RunData, RunMeta};
+
+/// One function's cost at one point.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FunctionRow {
+    pub name: String,
+    pub dso: String,
+    pub kernel: bool,
+    /// Share of all kept samples' period with this function as the leaf, in %.
+    pub self_share: f64,
+    /// Share with this function anywhere on the stack, in %.
+    pub total_share: f64,
+    pub self_samples: u64,
+    pub total_samples: u64,
+    /// Self period ÷ ops (ns/op for cpu-clock, cycles/op for cycles); `None` without ops.
+    pub cost_per_op: Option<f64>,
+    /// Total (self + callees) period ÷ ops.
+    pub total_cost_per_op: Option<f64>,
+    /// Symbol size in bytes.
+    pub size: Option<u64>,
+    /// readprofile's normalized load: self samples ÷ function size in bytes.
+    pub load: Option<f64>,
+}
+
+impl FunctionRow {
+    /// The key functions are matched by across points and runs: the symbol name (perf diff's
+    /// rule), with unnamed code kept apart per DSO.
+    pub fn key(&self) -> String {
+        if self.name == "[unknown]" {
+            format!("[unknown] in {}", self.dso)
+        } else {
+            self.name.clone()
+        }
+    }
+}
+
+/// One DSO's self cost at one point.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DsoRow {
+    pub dso: String,
+    pub kernel: bool,
+    pub share: f64,
+    pub samples: u64,
+}
+
+/// Every profiled trial of one N, merged.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PointProfile {
+    pub n: u32,
+    /// `cpu-clock` or `cycles`.
+    pub event: String,
+    /// `ns` or `cycles`: the unit of cost per op.
+    pub unit: String,
+    /// The perf.data files merged here (`perf report -i` opens them).
+    pub files: Vec<String>,
+    /// Ops done in the profiled trials' windows.
+    pub ops: u64,
+    pub samples: u64,
+    pub period: u64,
+    pub outside_window: u64,
+    pub throttled: u64,
+    pub lost: u64,
+    pub functions: Vec<FunctionRow>,
+    pub dsos: Vec<DsoRow>,
+    /// Folded call chains, root first (`a;b;c`), with their sample counts: flame graph input.
+    #[serde(skip)]
+    pub folded: Vec<(String, u64)>,
+    pub notes: Vec<String>,
+}
+
+impl PointProfile {
+    pub fn function(&self, key: &str) -> Option<&FunctionRow> {
+        self.functions.iter().find(|f| f.key() == key)
+    }
+}
+
+/// The kallsyms snapshot kept beside a run's profiles (never through a link).
+pub fn kallsyms_for(perf_data: &Path) -> Option<PathBuf> {
+    let p = perf_data
+        .parent()?
+        .join(crate::runner::perf_record::KALLSYMS);
+    std::fs::symlink_metadata(&p)
+        .is_ok_and(|m| m.is_file())
+        .then_some(p)
+}
+
+/// Refuses a trial's perf.data that is not the run's own: it must be a regular file (not a
+/// link) in the run's folder, the one named after its UUID. Profiles recorded before runs had
+/// UUIDs lived in `profiles/run<ID>`, shared by every database of a folder, so they cannot be
+/// told apart from another database's and are refused too.
+fn check_own_profile(meta: &RunMeta, n: u32, index: u32, stored: &str) -> Result<(), LabError> {
+    let path = Path::new(stored);
+    let trial = format!("run {}: the profile of N={n} trial {}", meta.id, index + 1);
+    let folder = path
+        .parent()
+        .and_then(Path::file_name)
+        .and_then(|f| f.to_str())
+        .unwrap_or_default();
+    let plain = path
+        .components()
+        .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+    if !plain || folder != meta.uuid.hyphenated().to_string() {
+        let legacy = folder
+            .strip_prefix("run")
+            .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()));
+        let why = if legacy {
+            "was recorded by an older scalelab, whose profiles folders two databases could share, so it may be another run's"
+        } else {
+            "belongs to another run or database"
+        };
+        return Err(LabError::BadOption(format!(
+            "{trial} is {stored}, outside the run's own folder (…/{}/): it {why}; not read — record the run again with --profile",
+            meta.uuid
+        )));
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() => Ok(()),
+        Ok(_) => Err(LabError::BadOption(format!(
+            "{trial} ({stored}) is not a regular file (a link?); not read"
+        ))),
+        Err(_) => Err(LabError::BadOption(format!(
+            "{trial} is gone ({stored}); profiles live beside the database they were recorded with"
+        ))),
+    }
+}
+
+/// Reads every profiled trial of `run`, merged per N in the run's point order.
+pub fn load_run(run: &RunData) -> Result<Vec<PointProfile>, LabError> {
+    let mut points = Vec::new();
+    for &n in &run.meta.points {
+        let mut parts = Vec::new();
+        for t in run.trials.iter().filter(|t| t.n == n) {
+            let Some(m) = t.outcome.measurement() else {
+                continue;
+            };
+            let Some(pr) = &m.profile else { continue };
+            check_own_profile(&run.meta, n, t.index, &pr.path)?;
+            let path = Path::new(&pr.path);
+            let options = ProfileOptions {
+                kallsyms: kallsyms_for(path),
+                window: m.clock_window.map(|w| (w.start.0, w.end.0)),
+            };
+            let profile = read_profile(path, &options)?;
+            parts.push((pr.path.clone(), m.ops(), profile));
+        }
+        if !parts.is_empty() {
+            points.push(merge(n, parts));
+        }
+    }
+    Ok(points)
+}
+
+/// One perf.data on its own (no run, no ops): `scalelab profile --perf-data FILE`.
+pub fn load_file(path: &Path, kallsyms: Option<&Path>) -> Result<PointProfile, LabError> {
+    let options = ProfileOptions {
+        kallsyms: kallsyms.map(Path::to_path_buf),
+        window: None,
+    };
+    let profile = read_profile(path, &options)?;
+    Ok(merge(0, vec![(path.display().to_string(), 0, profile)]))
+}
+
+/// (name, dso, kernel): how functions are matched across the trials of one point.
+type FunctionKey = (String, String, bool);
+/// (self samples, self period, total samples, total period, size).
+type FunctionSums = (u64, u64, u64, u64, Option<u64>);
+
+/// Merges the profiles of one point's trials, matching functions by name and DSO.
+pub fn merge(n: u32, parts: Vec<(String, u64, Profile)>) -> PointProfile {
+    let event = parts
+        .first()
+        .map(|(_, _, p)| p.event.clone())
+        .unwrap_or_default();
+    let unit = if event.contains("clock") {
+        "ns"
+    } else {
+        "cycles"
+    }
+    .to_string();
+    let mut out = PointProfile {
+        n,
+        event,
+        unit,
+        files: Vec::new(),
+        ops: 0,
+        samples: 0,
+        period: 0,
+        outside_window: 0,
+        throttled: 0,
+        lost: 0,
+        functions: Vec::new(),
+        dsos: Vec::new(),
+        folded: Vec::new(),
+        notes: Vec::new(),
+    };
+    // (name, dso, kernel) -> (self samples, self period, total samples, total period, size)
+    let mut funcs: HashMap<FunctionKey, FunctionSums> = HashMap::new();
+    let mut dsos: HashMap<(String, bool), (u64, u64)> = HashMap::new();
+    let mut folded: HashMap<String, u64> = HashMap::new();
+    for (file, ops, p) in parts {
+        out.files.push(file);
+        out.ops += ops;
+        out.samples += p.samples;
+        out.period += p.period;
+        out.outside_window += p.outside_window;
+        out.throttled += p.throttled;
+        out.lost += p.lost;
+        for note in p.notes {
+            if !out.notes.contains(&note) {
+                out.notes.push(note);
+            }
+        }
+        for f in &p.functions {
+            let e = funcs
+                .entry((f.name.clone(), f.dso.clone(), f.kernel))
+                .or_insert((0, 0, 0, 0, f.size));
+            e.0 += f.self_samples;
+            e.1 += f.self_period;
+            e.2 += f.total_samples;
+            e.3 += f.total_period;
+        }
+        for d in &p.dsos {
+            let e = dsos.entry((d.dso.clone(), d.kernel)).or_default();
+            e.0 += d.samples;
+            e.1 += d.period;
+        }
+        for s in &p.stacks {
+            let line: Vec<String> = s
+                .frames
+                .iter()
+                .map(|&i| {
+                    let f = &p.functions[i as usize];
+                    let name = f.name.replace(';', ":");
+                    if f.kernel {
+                        format!("{name}_[k]")
+                    } else {
+                        name
+                    }
+                })
+                .collect();
+            *folded.entry(line.join(";")).or_default() += s.samples;
+        }
+    }
+    let total = out.period.max(1) as f64;
+    let per_op = |period: u64| (out.ops > 0).then(|| period as f64 / out.ops as f64);
+    out.functions = funcs
+        .into_iter()
+        .map(
+            |((name, dso, kernel), (ss, sp, ts, tp, size))| FunctionRow {
+                name,
+                dso,
+                kernel,
+                self_share: 100.0 * sp as f64 / total,
+                total_share: 100.0 * tp as f64 / total,
+                self_samples: ss,
+                total_samples: ts,
+                cost_per_op: per_op(sp),
+                total_cost_per_op: per_op(tp),
+                size,
+                load: size.filter(|&s| s > 0).map(|s| ss as f64 / s as f64),
+            },
+        )
+        .collect();
+    out.functions.sort_by(|a, b| {
+        b.self_share
+            .total_cmp(&a.self_share)
+            .then(b.total_share.total_cmp(&a.total_share))
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    out.dsos = dsos
+        .into_iter()
+        .map(|((dso, kernel), (samples, period))| DsoRow {
+            dso,
+            kernel,
+            share: 100.0 * period as f64 / total,
+            samples,
+        })
+        .collect();
+    out.dsos
+        .sort_by(|a, b| b.share.total_cmp(&a.share).then_with(|| a.dso.cmp(&b.dso)));
+    out.folded = folded.into_iter().collect();
+    out.folded.sort();
+    out
+}
+
+/// Kernel lock and spin functions, called out in "what grows".
+pub fn is_lock_function(name: &str) -> bool {
+    const MARKS: [&str; 9] = [
+        "spin",
+        "_lock",
+        "lock_",
+        "mutex",
+        "rwsem",
+        "osq_",
+        "futex",
+        "qspinlock",
+        "rcu_",
+    ];
+    let lower = name.to_ascii_lowercase();
+    MARKS.iter().any(|m| lower.contains(m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use perf::profile::{FunctionCost, StackCost};
+
+    fn func(name: &str, self_period: u64, total_period: u64) -> FunctionCost {
+        FunctionCost {
+            name: name.into(),
+            dso: "[kernel]".into(),
+            kernel: true,
+            self_samples: self_period / 10,
+            self_period,
+            total_samples: total_period / 10,
+            total_period,
+            size: Some(100),
+        }
+    }
+
+    #[test]
+    fn a_perf_data_outside_the_runs_own_folder_is_refused() {
+        let meta = crate::test_runs::meta(3, "spin", &[1]);
+        let own = format!("/db/profiles/lab.db/{}/n1-t1.perf.data", meta.uuid);
+        let base = tempfile::tempdir().unwrap();
+        let real = base.path().join(meta.uuid.to_string());
+        std::fs::create_dir(&real).unwrap();
+        std::fs::write(real.join("n1-t1.perf.data"), b"x").unwrap();
+        let real = real.join("n1-t1.perf.data").display().to_string();
+        check_own_profile(&meta, 1, 0, &real).unwrap();
+        for (stored, says) in [
+            (
+                "/db/profiles/lab.db/00000000-0000-4000-8000-000000000000/n1-t1.perf.data"
+                    .to_string(),
+                "another run",
+            ),
+            (
+                "/db/profiles/run3/n1-t1.perf.data".to_string(),
+                "older scalelab",
+            ),
+            (own.replace("/n1-t1", "/../x/n1-t1"), "another run"),
+            (own.clone(), "gone"),
+        ] {
+            let err = check_own_profile(&meta, 1, 0, &stored)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(&stored) && err.contains(says), "{err}");
+        }
+        let link = base.path().join(meta.uuid.to_string()).join("link");
+        std::os::unix::fs::symlink("/etc/passwd", &link).unwrap();
+        let err = check_own_profile(&meta, 1, 0, link.to_str().unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not a regular file"), "{err}");
+    }
+
+    #[test]
+    fn merging_trials_sums_periods_and_ops_and_normalises() {
+        let p = Profile {
+            event: "cpu-clock".into(),
+            samples: 10,
+            period: 100,
+            functions: vec![
+                func("clear_page_erms", 60, 60),
+                func("exc_page_fault", 40, 100),
+            ],
+            stacks: vec![StackCost {
+                frames: vec![1, 0],
+                samples: 6,
+                period: 60,
+            }],
+            ..Profile::default()
+        };
+        let m = merge(2, vec![("a".into(), 50, p.clone()), ("b".into(), 50, p)]);
+        assert_eq!(m.unit, "ns");
+        assert_eq!(m.ops, 100);
+        let top = &m.functions[0];
+        assert_eq!(top.name, "clear_page_erms");
+        assert!((top.self_share - 60.0).abs() < 1e-9);
+        assert_eq!(top.cost_per_op, Some(1.2));
+        assert_eq!(top.load, Some(0.12));
+        assert_eq!(
+            m.folded,
+            vec![("exc_page_fault_[k];clear_page_erms_[k]".to_string(), 12)]
+        );
+        assert!(is_lock_function("native_queued_spin_lock_slowpath"));
+        assert!(!is_lock_function("clear_page_erms"));
+    }
+}

@@ -1,0 +1,127 @@
+//! The USL fit's tests; how the fit reads as text is tested beside the `present` crate's model
+//! table.
+
+use super::*;
+use crate::test_runs::{cisco_csv, run};
+
+#[test]
+fn the_cisco_rows_reproduce_the_book() {
+    let points = parse_csv(&cisco_csv()).unwrap();
+    assert_eq!(points.len(), 32);
+    let view = fit_csv("cisco.csv", &points, &[32.0, 64.0, 100.0]).unwrap();
+    let f = &view.fit;
+    for (got, want) in [
+        (f.sigma.point, 0.026_715_91),
+        (f.kappa.point, 7.690_945e-4),
+        (f.lambda.point, 995.648_6),
+    ] {
+        assert!((got - want).abs() / want < 1e-3, "{got} vs {want}");
+    }
+    assert_eq!(view.measured.len(), 32);
+    assert_eq!(view.predictions.len(), 3);
+    assert!(!view.predictions[1].extrapolated && view.predictions[2].extrapolated);
+    assert!(view.warnings.contains(&ModelWarning::Extrapolated {
+        n: 100.0,
+        max_n: 32.0
+    }));
+}
+
+#[test]
+fn csv_headers_comments_and_separators_are_accepted() {
+    let points = parse_csv("\u{feff}# from a spreadsheet\nN;X\n1; 10\n\n2\t19\n4 35\n").unwrap();
+    assert_eq!(points, vec![(1.0, 10.0), (2.0, 19.0), (4.0, 35.0)]);
+    assert_eq!(parse_csv("1,10\n2,19\n").unwrap().len(), 2);
+}
+
+#[test]
+fn a_bad_csv_row_is_named_by_its_line() {
+    let cases = [
+        (
+            "N,X\n1,10\n2,abc\n",
+            "line 3: `2,abc`: throughput `abc` is not a number",
+        ),
+        ("1,10\nx,19\n", "line 2: `x,19`: N `x` is not a number"),
+        ("1,10,3\n", "line 1: `1,10,3`: 3 fields, expected 2"),
+        ("1,10\n0,5\n", "line 2: `0,5`: N = 0"),
+        ("1,10\n2,-5\n", "line 2: `2,-5`: throughput = -5"),
+        ("N,X\n", "no data rows"),
+    ];
+    for (input, want) in cases {
+        let err = parse_csv(input).unwrap_err().to_string();
+        assert!(err.contains(want), "{input:?}: {err}");
+    }
+}
+
+#[test]
+fn a_two_cpu_default_sweep_is_refused_with_an_explanation() {
+    let mut data = run(
+        1,
+        "spin",
+        &[(1, &[100.0, 101.0, 99.0]), (2, &[190.0, 191.0, 189.0])],
+    );
+    data.meta.env.online_cpus = 2;
+    let err = fit_run(&data, &[]).unwrap_err().to_string();
+    for needle in [
+        "at least 4 distinct task counts",
+        "these data have 2 (N=1,2)",
+        "2 online CPUs",
+        "default sweep (N=1,2)",
+        "--csv",
+        "time-sharing",
+    ] {
+        assert!(err.contains(needle), "{needle}: {err}");
+    }
+    // A bigger machine where the user swept too few points is told to sweep more.
+    data.meta.env.online_cpus = 16;
+    let err = fit_run(&data, &[]).unwrap_err().to_string();
+    assert!(err.contains("--tasks 1,2,4,8"), "{err}");
+}
+
+#[test]
+fn a_run_is_fitted_over_every_trial() {
+    // X = 100 N / (1 + 0.05 (N − 1) + 0.002 N (N − 1)), two trials at ±0.5%.
+    let usl = |n: f64| 100.0 * n / (1.0 + 0.05 * (n - 1.0) + 0.002 * n * (n - 1.0));
+    let rows: Vec<(u32, Vec<f64>)> = [1u32, 2, 4, 8, 16]
+        .iter()
+        .map(|&n| {
+            (
+                n,
+                vec![
+                    usl(f64::from(n)) * 1.005 * 1000.0,
+                    usl(f64::from(n)) * 0.995 * 1000.0,
+                ],
+            )
+        })
+        .collect();
+    let points: Vec<(u32, &[f64])> = rows.iter().map(|(n, v)| (*n, v.as_slice())).collect();
+    let mut data = run(1, "spin", &points);
+    data.trials[0].outcome = crate::record::TrialOutcome::Ok(crate::test_runs::measurement(0.0));
+    let view = fit_run(&data, &[]).unwrap();
+    assert_eq!(view.fit.points, 9, "the zero-throughput trial is left out");
+    assert!(
+        view.warnings
+            .iter()
+            .any(|w| matches!(w, ModelWarning::Dropped { trials: 1, .. }))
+    );
+    assert!(
+        (view.fit.sigma.point - 0.05).abs() < 0.01,
+        "{:?}",
+        view.fit.sigma
+    );
+    assert_eq!(view.predictions.len(), 1);
+    assert_eq!(view.predictions[0].n, 32.0);
+    assert_eq!(
+        view.measured.iter().map(|m| m.count).collect::<Vec<_>>(),
+        vec![1, 2, 2, 2, 2]
+    );
+    let json = serde_json::to_value(&view).unwrap();
+    assert_eq!(json["source"]["kind"], "run");
+    assert!(
+        json["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["kind"] == "dropped")
+    );
+    assert!(json["fit"]["sigma"]["lower"].is_number());
+}

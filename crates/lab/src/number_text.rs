@@ -1,0 +1,106 @@
+//! How numbers read in the engine's messages (warnings and their hints) and in every table the
+//! `present` crate draws: three significant figures with SI prefixes (`1.23M`), percentages
+//! (`+1.23%`, `0.5%`) and lists of task counts (`1,2,4`). One definition each, so a figure reads
+//! the same in a warning and in the table above it.
+
+/// `1234567.0` -> `1.23M`; `0.000123` -> `0.000`; three significant figures.
+pub fn si(x: f64) -> String {
+    if !x.is_finite() {
+        return "n/a".into();
+    }
+    let a = x.abs();
+    let (scaled, prefix) = if a >= 1e12 {
+        (x / 1e12, "T")
+    } else if a >= 1e9 {
+        (x / 1e9, "G")
+    } else if a >= 1e6 {
+        (x / 1e6, "M")
+    } else if a >= 1e3 {
+        (x / 1e3, "k")
+    } else {
+        (x, "")
+    };
+    format!("{}{prefix}", sig3(scaled))
+}
+
+/// Three significant figures without a prefix: `12.3`, `0.123`, `123`.
+pub fn sig3(x: f64) -> String {
+    let a = x.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 100.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// A relative change as a signed percentage: `+1.23%`, `-12.3%`.
+pub fn signed_percent(x: f64) -> String {
+    let p = x * 100.0;
+    if p.abs() < 10.0 {
+        format!("{p:+.2}%")
+    } else {
+        format!("{p:+.1}%")
+    }
+}
+
+/// An unsigned percentage to three significant figures, trailing zeros dropped: `1%`, `0.5%`,
+/// `2.5%`, `47.1%`.
+pub fn percent(x: f64) -> String {
+    let p = x * 100.0;
+    let text = if p.abs() >= 10.0 {
+        format!("{p:.1}")
+    } else if p.abs() >= 1.0 {
+        format!("{p:.2}")
+    } else {
+        format!("{p:.3}")
+    };
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &text
+    };
+    format!("{text}%")
+}
+
+/// Task counts as a comma-separated list: `1,2,4`.
+pub fn comma_list(ns: &[u32]) -> String {
+    ns.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(si(1_234_567.0), "1.23M");
+        assert_eq!(si(999.0), "999");
+        assert_eq!(si(12_345.0), "12.3k");
+        assert_eq!(si(0.5), "0.500");
+        assert_eq!(si(f64::NAN), "n/a");
+    }
+
+    #[test]
+    fn percentages_read_well() {
+        assert_eq!(percent(0.01), "1%");
+        assert_eq!(percent(0.005), "0.5%");
+        assert_eq!(percent(0.025), "2.5%");
+        assert_eq!(percent(0.4709), "47.1%");
+        assert_eq!(percent(0.00485), "0.485%");
+        assert_eq!(percent(0.1), "10%");
+        assert_eq!(signed_percent(-0.0291), "-2.91%");
+        assert_eq!(signed_percent(0.123), "+12.3%");
+    }
+
+    #[test]
+    fn task_counts_are_listed_with_commas() {
+        assert_eq!(comma_list(&[1, 2, 4]), "1,2,4");
+        assert_eq!(comma_list(&[]), "");
+    }
+}

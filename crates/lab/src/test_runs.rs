@@ -1,0 +1,204 @@
+//! Synthetic runs for the tests of the analysis and of its presentation (chosen throughputs
+//! per N, one trial each, 1 s windows; the two runs of one `ab`; a swept run from the fake
+//! executor), the Cisco rows of the USL literature, and an export that passes import's checks,
+//! for the import tests.
+//!
+//! Built with `cfg(test)` and with the `test-support` feature, which the `present` crate's
+//! tests turn on: its tests render the very runs these tests analyse.
+
+use crate::record::{
+    EXPORT_SCHEMA_VERSION, Mode, Nanos, Pin, RunData, RunExport, RunMeta, RunStatus, SampleRecord,
+    TrialMeasurement, TrialOutcome, TrialRecord, Usage,
+};
+
+/// A run of `workload` with, for each `(n, values)`, one successful trial per value whose
+/// throughput is exactly that value (ops/s).
+pub fn run(id: i64, workload: &str, points: &[(u32, &[f64])]) -> RunData {
+    let mut trials = Vec::new();
+    for &(n, values) in points {
+        for (index, &x) in values.iter().enumerate() {
+            trials.push(TrialRecord {
+                n,
+                index: index as u32,
+                started_at: format!("2025-01-01T00:00:{index:02}Z"),
+                outcome: TrialOutcome::Ok(measurement(x)),
+            });
+        }
+    }
+    RunData {
+        meta: meta(
+            id,
+            workload,
+            &points.iter().map(|p| p.0).collect::<Vec<_>>(),
+        ),
+        trials,
+    }
+}
+
+/// A 1 s window with `ops_per_sec` ops. Built through serde, so fields added to the records
+/// with a default need no change here.
+pub fn measurement(ops_per_sec: f64) -> TrialMeasurement {
+    serde_json::from_value(serde_json::json!({
+        "window": 1_000_000_000u64,
+        "task_ops": [ops_per_sec.round() as u64],
+        "usage": Usage::default(),
+        "counters": [],
+        "extras": {},
+        "placement": [null],
+        "samples": [],
+    }))
+    .expect("a valid measurement")
+}
+
+pub fn meta(id: i64, workload: &str, points: &[u32]) -> RunMeta {
+    serde_json::from_value(serde_json::json!({
+        "id": id,
+        "origin_id": null,
+        "uuid": uuid::Uuid::nil(),
+        "name": null,
+        "workload": workload,
+        "params": {},
+        "op_unit": "one op",
+        "mode": Mode::Threads,
+        "pin": Pin::Auto,
+        "points": points,
+        "runs": 1,
+        "duration": Nanos(1_000_000_000),
+        "warmup": Nanos(0),
+        "variant": null,
+        "tags": {},
+        "started_at": format!("2025-01-0{id}T00:00:00Z"),
+        "finished_at": null,
+        "status": RunStatus::Complete,
+        "env": {},
+        "warnings": [],
+        "command_line": "",
+    }))
+    .expect("a valid run")
+}
+/// `n` values around `center` with a fixed ±`spread` relative pattern (median exactly `center`
+/// for odd `n`).
+pub fn around(center: f64, spread: f64, n: usize) -> Vec<f64> {
+    (0..n)
+        .map(|i| {
+            let k = i as f64 - (n as f64 - 1.0) / 2.0;
+            center * (1.0 + spread * k / n as f64)
+        })
+        .collect()
+}
+
+/// An export of run 7 that import accepts: spin at N=1,2, two trials each, one count and one
+/// placement per task and two samples per trial, as the runner writes them.
+pub fn importable_export() -> serde_json::Value {
+    let mut run = run(7, "spin", &[(1, &[1000.0, 1010.0]), (2, &[1900.0, 1950.0])]);
+    run.meta.runs = 2;
+    run.meta.name = Some("nightly".into());
+    run.meta.tags.insert("kernel".into(), "6.8".into());
+    for t in &mut run.trials {
+        let n = t.n as usize;
+        if let TrialOutcome::Ok(m) = &mut t.outcome {
+            m.task_ops = vec![500; n];
+            m.placement = vec![None; n];
+            m.samples = vec![
+                SampleRecord {
+                    t: Nanos(500_000_000),
+                    task_ops: vec![200; n],
+                },
+                SampleRecord {
+                    t: m.window,
+                    task_ops: m.task_ops.clone(),
+                },
+            ];
+        }
+    }
+    serde_json::to_value(RunExport {
+        schema_version: EXPORT_SCHEMA_VERSION,
+        tool_version: "test".into(),
+        run,
+    })
+    .expect("a serialisable run")
+}
+
+/// The two runs of one `ab` experiment: a machine whose speed swings by ±20% from pair to pair,
+/// B 3% slower than A within each pair; trial 3 of B failed.
+pub fn ab_runs() -> (RunData, RunData) {
+    let speed = |i: usize| 100_000.0 * (1.0 + 0.2 * ((i * 7 % 11) as f64 / 10.0 - 0.5));
+    let a_values: Vec<f64> = (0..12).map(speed).collect();
+    let b_values: Vec<f64> = (0..12)
+        .map(|i| speed(i) * 0.97 * (1.0 + 0.001 * (i % 3) as f64))
+        .collect();
+    let mut a = run(1, "cmd", &[(1, &a_values)]);
+    let mut b = run(2, "cmd", &[(1, &b_values)]);
+    b.trials[3].outcome = TrialOutcome::Failed {
+        reason: "exit status 1".into(),
+    };
+    for (data, variant) in [(&mut a, "a"), (&mut b, "b")] {
+        data.meta.variant = Some(variant.into());
+        data.meta.tags.insert("ab_seed".into(), "42".into());
+        data.meta
+            .tags
+            .insert("ab_order".into(), "ABBAABBAABBA".into());
+    }
+    (a, b)
+}
+
+/// Baron Schwartz, *Practical Scalability Analysis with the USL*: Cisco, N = 1..32.
+pub const CISCO: [f64; 32] = [
+    955.16, 1878.91, 2688.01, 3548.68, 4315.54, 5130.43, 5931.37, 6531.08, 7219.8, 7867.61,
+    8278.71, 8646.7, 9047.84, 9426.55, 9645.37, 9897.24, 10097.6, 10240.5, 10532.39, 10798.52,
+    11151.43, 11518.63, 11806.0, 12089.37, 12075.41, 12177.29, 12211.41, 12158.93, 12155.27,
+    12118.04, 12140.4, 12074.39,
+];
+
+/// [`CISCO`] as `N,throughput` rows under a header.
+pub fn cisco_csv() -> String {
+    let mut text = String::from("N,throughput\n");
+    for (i, x) in CISCO.iter().enumerate() {
+        text.push_str(&format!("{},{x}\n", i + 1));
+    }
+    text
+}
+
+/// A deterministic page_fault sweep at N=1,2,4, three 2 s trials each, from the fake executor
+/// (250k ops/s at N=1, contention 0.2, 2% noise): run 7 "snapshot", variant stock, a tag and a
+/// stored warning — the run the run-table snapshot pins.
+pub fn swept_run() -> RunData {
+    use std::sync::atomic::AtomicBool;
+
+    use crate::lifecycle::measure_unstored;
+    use crate::plan::{Plan, RunConfig};
+    use crate::runner::FakeExecutor;
+
+    let mut cfg = RunConfig::new("page_fault");
+    cfg.tasks = Some("1,2,4".parse().expect("a valid task spec"));
+    cfg.runs = 3;
+    cfg.duration = Nanos(2_000_000_000);
+    let plan = Plan::new(cfg, 4).expect("a valid plan");
+    let mut exec = FakeExecutor::new(250_000.0, 0.2);
+    exec.noise = 0.02;
+    let trials = measure_unstored(&plan, &mut exec, &AtomicBool::new(false));
+    let meta = RunMeta {
+        id: 7,
+        origin_id: None,
+        uuid: uuid::Uuid::nil(),
+        name: Some("snapshot".into()),
+        workload: "page_fault".into(),
+        params: plan.params.as_map().clone(),
+        op_unit: plan.info.op.into(),
+        mode: Mode::Threads,
+        pin: Pin::Auto,
+        points: plan.points.clone(),
+        runs: 3,
+        duration: Nanos(2_000_000_000),
+        warmup: Nanos(1_000_000_000),
+        variant: Some("stock".into()),
+        tags: [("kernel".to_string(), "6.1".to_string())].into(),
+        started_at: "2026-11-22T00:00:00Z".into(),
+        finished_at: None,
+        status: RunStatus::Complete,
+        env: Default::default(),
+        warnings: vec!["hypervisor: running under KVM".into()],
+        command_line: String::new(),
+    };
+    RunData { meta, trials }
+}

@@ -1,0 +1,321 @@
+//! Terminal text for a [`Comparison`] (`scalelab compare`, `scalelab ab`): both runs named,
+//! the metric and which way is good, one row per N (medians, change, shift and interval, p,
+//! verdict, what the runs could detect), the whole-curve lines (verdict, worst point, scaling of
+//! each side, crossings), then notes and warnings, each with its hint.
+
+use std::io::{self, Write};
+
+use comfy_table::presets::UTF8_BORDERS_ONLY;
+use comfy_table::{CellAlignment, ContentArrangement, Table};
+use lab::analysis::comparison::{Comparison, PointComparison, RunRef, Side};
+use lab::number_text::{comma_list, percent, si, signed_percent};
+use lab::safe_text::printable;
+use stats::{Direction, Verdict};
+
+/// Writes the comparison as text.
+pub fn write_compare(out: &mut dyn Write, view: &Comparison) -> io::Result<()> {
+    writeln!(out, "A: {}", view.a.description)?;
+    writeln!(out, "B: {}", view.b.description)?;
+    let direction = match view.metric.direction {
+        Direction::HigherIsBetter => "higher is better",
+        Direction::LowerIsBetter => "lower is better",
+    };
+    writeln!(
+        out,
+        "metric: {} in {} ({direction}); op: {}",
+        view.metric.name,
+        view.metric.unit,
+        printable(&view.metric.op)
+    )?;
+    let method = if view.paired {
+        "paired: each trial of B against the trial of A it ran back to back with, the \
+         Hodges-Lehmann median of the per-pair changes B/A with its {level} interval, Wilcoxon \
+         signed-rank p"
+    } else {
+        "Hodges-Lehmann shift with its {level} interval, Mann-Whitney U p"
+    };
+    writeln!(
+        out,
+        "B against A, per N: median of per-trial {}, {}; a change counts past ±{} at alpha {}",
+        view.metric.unit,
+        method.replace("{level}", &format!("{:.0}%", view.options.level * 100.0)),
+        percent(view.options.threshold),
+        view.options.alpha
+    )?;
+    writeln!(out)?;
+    writeln!(out, "{}", table(&view.points, view.paired))?;
+    write_summary(out, view)?;
+    let (notes, warnings): (Vec<_>, Vec<_>) = view.warnings.iter().partition(|w| w.is_note());
+    if !notes.is_empty() || !warnings.is_empty() {
+        writeln!(out)?;
+    }
+    for n in notes {
+        writeln!(out, "note: {}", printable(&n.to_string()))?;
+    }
+    for w in warnings {
+        writeln!(out, "warning: {}", printable(&w.to_string()))?;
+    }
+    Ok(())
+}
+
+fn table(points: &[PointComparison], paired: bool) -> Table {
+    let mut t = Table::new();
+    t.load_style(UTF8_BORDERS_ONLY)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(vec![
+            "N",
+            if paired { "pairs (A/B)" } else { "runs A/B" },
+            "A ops/s",
+            "B ops/s",
+            "change",
+            "shift [95% CI]",
+            "p",
+            "verdict",
+            "detectable",
+            "runs needed",
+        ]);
+    for p in points {
+        let runs = match p.pairs {
+            Some(pairs) => format!("{pairs} ({}/{})", p.runs_a, p.runs_b),
+            None => format!("{}/{}", p.runs_a, p.runs_b),
+        };
+        let Some(c) = p.change else {
+            let why = p.note.clone().unwrap_or_default();
+            t.add_row(vec![p.n.to_string(), runs, "n/a".into(), "n/a".into(), why]);
+            continue;
+        };
+        let r = c.relative_shift;
+        t.add_row(vec![
+            p.n.to_string(),
+            runs,
+            si(c.median_a),
+            si(c.median_b),
+            signed_percent(c.relative),
+            format!(
+                "{} [{}, {}]",
+                signed_percent(r.point),
+                signed_percent(r.lower),
+                signed_percent(r.upper)
+            ),
+            p_value(c.p_value),
+            c.verdict.to_string(),
+            c.min_detectable
+                .map_or_else(|| "none".into(), |d| format!("±{}", percent(d))),
+            c.runs_needed.map_or_else(|| "-".into(), |k| k.to_string()),
+        ]);
+    }
+    for col in t.column_iter_mut() {
+        col.set_cell_alignment(CellAlignment::Right);
+    }
+    if let Some(col) = t.column_mut(7) {
+        col.set_cell_alignment(CellAlignment::Left);
+    }
+    t
+}
+
+fn write_summary(out: &mut dyn Write, view: &Comparison) -> io::Result<()> {
+    let s = &view.summary;
+    if view.points.is_empty() {
+        writeln!(
+            out,
+            "verdict: nothing compared (no N measured by both runs)"
+        )?;
+        return Ok(());
+    }
+    let groups: Vec<String> = [
+        (Verdict::Regressed, &s.regressed),
+        (Verdict::Improved, &s.improved),
+        (Verdict::NoChange, &s.no_change),
+        (Verdict::Inconclusive, &s.inconclusive),
+    ]
+    .iter()
+    .filter(|(_, ns)| !ns.is_empty())
+    .map(|(v, ns)| format!("{v} at N={}", comma_list(ns)))
+    .collect();
+    writeln!(out, "verdict: {} ({})", s.verdict, groups.join(" · "))?;
+    if let Some(w) = s.worst {
+        writeln!(
+            out,
+            "worst point: N={}, {} [{}, {}], {}",
+            w.n,
+            signed_percent(w.shift.point),
+            signed_percent(w.shift.lower),
+            signed_percent(w.shift.upper),
+            w.verdict
+        )?;
+    }
+    let scales = |side: Side, r: &RunRef| match r.scales_to {
+        Some(st) => format!("{side} scales to {:.2} out of {}", st.speedup, st.n),
+        None => format!("{side}: no scaling figure (needs N=1 and one more N)"),
+    };
+    writeln!(
+        out,
+        "scaling: {}; {}",
+        scales(Side::A, &view.a),
+        scales(Side::B, &view.b)
+    )?;
+    if let Some(side) = s.ahead_everywhere {
+        let n = view.points.iter().filter(|p| p.change.is_some()).count();
+        let at = if n == 1 {
+            "at the one N compared"
+        } else {
+            "at every N compared"
+        };
+        writeln!(out, "curves: {side} is ahead {at} (medians)")?;
+    }
+    for c in &s.crossings {
+        let behind = match c.ahead_below {
+            Side::A => Side::B,
+            Side::B => Side::A,
+        };
+        writeln!(
+            out,
+            "curves: cross between N={} and N={} (≈ N={:.1}): {} ahead below, {} ahead above{}",
+            c.from_n,
+            c.to_n,
+            c.at_n,
+            c.ahead_below,
+            behind,
+            if c.significant {
+                ""
+            } else {
+                " (within noise: not both points are significant)"
+            }
+        )?;
+    }
+    Ok(())
+}
+
+/// `0.0312`, `0.500`, `1.1e-5`.
+fn p_value(p: f64) -> String {
+    if p >= 0.001 {
+        format!("{p:.3}")
+    } else {
+        format!("{p:.1e}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use lab::analysis::comparison::compare_runs;
+    use lab::test_runs::{ab_runs, around, run};
+    use stats::CompareOptions;
+
+    use super::*;
+
+    fn text(comparison: &Comparison) -> String {
+        let mut out = Vec::new();
+        write_compare(&mut out, comparison).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    fn compare(a: &lab::record::RunData, b: &lab::record::RunData) -> Comparison {
+        compare_runs(a, b, &CompareOptions::default(), true)
+    }
+
+    #[test]
+    fn a_regression_at_one_point_reads_as_the_verdict_and_the_worst_point() {
+        let a = run(
+            1,
+            "spin",
+            &[
+                (1, &around(1000.0, 0.01, 10)),
+                (2, &around(2000.0, 0.01, 10)),
+            ],
+        );
+        let b = run(
+            2,
+            "spin",
+            &[
+                (1, &around(1000.0, 0.01, 10)),
+                (2, &around(1800.0, 0.01, 10)),
+            ],
+        );
+        let shown = text(&compare(&a, &b));
+        assert!(shown.contains("higher is better"), "{shown}");
+        assert!(
+            shown.contains("verdict: REGRESSED (REGRESSED at N=2 · NO CHANGE at N=1)"),
+            "{shown}"
+        );
+        assert!(shown.contains("worst point: N=2, -10.0%"), "{shown}");
+        assert!(
+            shown.contains("A scales to 2.00 out of 2; B scales to 1.80 out of 2"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn crossing_curves_are_named_with_the_side_ahead_below_and_above() {
+        let a = run(
+            1,
+            "spin",
+            &[
+                (1, &around(1000.0, 0.01, 10)),
+                (4, &around(3000.0, 0.01, 10)),
+            ],
+        );
+        let b = run(
+            2,
+            "spin",
+            &[
+                (1, &around(1100.0, 0.01, 10)),
+                (4, &around(2700.0, 0.01, 10)),
+            ],
+        );
+        assert!(
+            text(&compare(&a, &b))
+                .contains("cross between N=1 and N=4 (≈ N=1.7): B ahead below, A ahead above\n")
+        );
+    }
+
+    #[test]
+    fn an_expected_difference_is_a_note_and_an_unexpected_one_a_warning() {
+        let mut a = run(1, "spin", &[(1, &[1.0, 2.0])]);
+        let mut b = run(2, "spin", &[(1, &[1.0, 2.0])]);
+        a.meta.env.kernel_release = "6.8.0".into();
+        b.meta.env.kernel_release = "6.9.1".into();
+        a.meta.env.governor = Some("performance".into());
+        b.meta.env.governor = Some("powersave".into());
+        let shown = text(&compare(&a, &b));
+        assert!(
+            shown.contains("note: kernel_release: A `6.8.0`, B `6.9.1`"),
+            "{shown}"
+        );
+        assert!(
+            shown
+                .contains("warning: environment differs, governor: A `performance`, B `powersave`"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn a_point_not_compared_says_why() {
+        let a = run(1, "spin", &[(1, &[1.0, 2.0])]);
+        let mut b = run(2, "spin", &[(1, &[1.0])]);
+        b.trials[0].outcome = lab::record::TrialOutcome::Failed {
+            reason: "boom".into(),
+        };
+        assert!(text(&compare(&a, &b)).contains("no successful trial in B"));
+    }
+
+    #[test]
+    fn a_paired_comparison_names_its_test_and_the_pairs_left_out() {
+        let (a, b) = ab_runs();
+        let shown = text(&compare(&a, &b));
+        assert!(shown.contains("Wilcoxon signed-rank p"), "{shown}");
+        assert!(shown.contains("11 (12/11)"), "{shown}");
+        assert!(
+            shown.contains("N=1: 1 trial(s) of A left out of the paired test"),
+            "{shown}"
+        );
+        let unpaired = compare_runs(&a, &b, &CompareOptions::default(), false);
+        assert!(text(&unpaired).contains("Mann-Whitney U p"));
+    }
+
+    #[test]
+    fn p_values_read_well() {
+        assert_eq!(p_value(0.5), "0.500");
+        assert_eq!(p_value(0.0312), "0.031");
+        assert_eq!(p_value(1.08e-5), "1.1e-5");
+    }
+}

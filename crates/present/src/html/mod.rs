@@ -1,0 +1,192 @@
+//! The self-contained HTML report (`scalelab report`): one file, no network, no external
+//! scripts or fonts.
+//!
+//! [`render`] turns a [`ReportData`] — assembled by `lab::analysis::report_data`, which loaded
+//! the profiles and computed every statistic — into a page of strings, tables and inline SVG
+//! charts, then fills the `minijinja` templates with it, escaping every string (auto-escape
+//! for `.html` templates); only chart SVG drawn by [`plot`] from numbers is inserted as markup.
+//!
+//! Its parts, imported one way: [`page`] (what the templates fill) and [`plot`] (SVG from
+//! numbers) import nothing of the others; [`charts`] draws with `plot`; [`attribution`]
+//! (profile and lock tables, the flame graph) fills `page` tables; [`run_section`] uses those;
+//! this module adds the comparisons and the history and fills the templates.
+
+mod attribution;
+mod charts;
+mod page;
+mod plot;
+mod run_section;
+
+use lab::analysis::comparison::Comparison;
+use lab::analysis::history::History;
+use lab::analysis::report_data::ReportData;
+use lab::number_text::si;
+use minijinja::Environment;
+
+use self::page::{ComparisonSection, HistorySection, Page, Table};
+use self::plot::{Chart, Series, Style};
+use self::run_section::run_section;
+use crate::error::PresentError;
+
+/// Renders the report of `data`, headed `title`, into one HTML document.
+pub fn render(data: &ReportData, title: &str) -> Result<String, PresentError> {
+    let page = Page {
+        title: title.to_string(),
+        tool_version: data.tool_version.clone(),
+        generated_at: data.generated_at.clone(),
+        runs: data
+            .runs
+            .iter()
+            .map(run_section)
+            .collect::<Result<_, _>>()?,
+        comparisons: data.comparisons.iter().map(comparison_section).collect(),
+        history: data.history.as_ref().map(history_section).transpose()?,
+    };
+    fill(&page)
+}
+
+/// Fills the templates with the page.
+fn fill(page: &Page) -> Result<String, PresentError> {
+    let mut env = Environment::new();
+    let template_error = |e: minijinja::Error| PresentError::Template(format!("{e:#}"));
+    env.add_template("report.html", include_str!("report.html"))
+        .map_err(template_error)?;
+    env.add_template("table.html", include_str!("table.html"))
+        .map_err(template_error)?;
+    env.add_global(
+        "verdicts",
+        minijinja::Value::from(minijinja::value::Serde(["REGRESSED", "IMPROVED"])),
+    );
+    env.get_template("report.html")
+        .and_then(|t| t.render(minijinja::value::Serde(page)))
+        .map_err(template_error)
+}
+
+/// One comparison's section: the verdict line, the mismatches and warnings, the table per N.
+fn comparison_section(view: &Comparison) -> ComparisonSection {
+    let rows = view
+        .points
+        .iter()
+        .map(|p| match &p.change {
+            Some(c) => vec![
+                p.n.to_string(),
+                format!("{} / {}", p.runs_a, p.runs_b),
+                si(c.median_a),
+                si(c.median_b),
+                format!("{:+.2}%", c.relative * 100.0),
+                format!(
+                    "{:+.2}% .. {:+.2}%",
+                    c.relative_shift.lower * 100.0,
+                    c.relative_shift.upper * 100.0
+                ),
+                format!("{:.3}", c.p_value),
+                c.verdict.to_string(),
+            ],
+            None => vec![
+                p.n.to_string(),
+                format!("{} / {}", p.runs_a, p.runs_b),
+                "n/a".into(),
+                "n/a".into(),
+                "n/a".into(),
+                "n/a".into(),
+                "n/a".into(),
+                p.note.clone().unwrap_or_default(),
+            ],
+        })
+        .collect();
+    let mut warnings: Vec<String> = view
+        .mismatches
+        .iter()
+        .map(|m| format!("not comparable: {m}"))
+        .collect();
+    warnings.extend(view.warnings.iter().map(ToString::to_string));
+    ComparisonSection {
+        title: format!("Run {} (B) against run {} (A)", view.b.id, view.a.id),
+        summary: format!(
+            "{} · {} ({} is better) · threshold ±{}%, alpha {}",
+            view.summary.verdict,
+            view.metric.name,
+            if view.metric.direction == stats::Direction::HigherIsBetter { "higher" } else { "lower" },
+            view.options.threshold * 100.0,
+            view.options.alpha
+        ),
+        warnings,
+        table: Table {
+            caption: if view.paired {
+                "Per N: medians, relative change; paired (the trials ran in back-to-back A/B pairs): Hodges-Lehmann interval of the per-pair changes, Wilcoxon signed-rank p, verdict"
+            } else {
+                "Per N: medians, relative change, Hodges-Lehmann shift interval, Mann-Whitney p, verdict"
+            }
+            .into(),
+            headers: ["N", "trials A/B", "median A", "median B", "change", "shift CI", "p", "verdict"].map(String::from).to_vec(),
+            rows,
+            left_columns: 0,
+        },
+    }
+}
+
+/// The history's section: the series as a chart with its change points, and their table.
+fn history_section(h: &History) -> Result<HistorySection, PresentError> {
+    let chart = Chart {
+        title: format!("{} at N={} by run", h.metric.name(), h.at),
+        x_label: "run (oldest first)".into(),
+        y_label: h.metric.name().into(),
+        series: vec![Series {
+            name: h.metric.name().into(),
+            points: h
+                .points
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (i as f64 + 1.0, p.value))
+                .collect(),
+            style: Style::Line,
+            color: 0,
+        }],
+        markers: h
+            .changes
+            .iter()
+            .map(|c| (c.index as f64 + 0.5, format!("{:+.1}%", c.relative * 100.0)))
+            .collect(),
+        ..Chart::default()
+    };
+    let rows = h
+        .changes
+        .iter()
+        .map(|c| {
+            vec![
+                c.run.to_string(),
+                format!("{:+.2}%", c.relative * 100.0),
+                format!("{:.2e}", c.p_value),
+                format!("{} ± {}", si(c.mean_before), si(c.sd_before)),
+                format!("{} ± {}", si(c.mean_after), si(c.sd_after)),
+                if c.regression {
+                    "REGRESSED".into()
+                } else {
+                    "IMPROVED".into()
+                },
+            ]
+        })
+        .collect();
+    Ok(HistorySection {
+        summary: format!(
+            "{} runs of {}; {} change point(s); the newest segment {}.",
+            h.points.len(),
+            h.workload,
+            h.changes.len(),
+            if h.newest_regressed {
+                "is a REGRESSION"
+            } else {
+                "is not a regression"
+            }
+        ),
+        chart: plot::render(&chart, 900, 320).map_err(PresentError::Chart)?,
+        table: Table {
+            caption: "Change points (at the first run of the new segment)".into(),
+            headers: ["run", "change", "p", "before", "after", "direction"]
+                .map(String::from)
+                .to_vec(),
+            rows,
+            left_columns: 0,
+        },
+    })
+}

@@ -1,0 +1,73 @@
+//! The page the templates fill: strings, tables of already-formatted cells and inline SVG, one
+//! section per run, per comparison and for the history. Everything here is text to show; the
+//! templates escape every string but the chart SVG.
+
+use serde::Serialize;
+
+/// The whole page.
+#[derive(Debug, Clone, Serialize)]
+pub(super) struct Page {
+    pub(super) title: String,
+    pub(super) tool_version: String,
+    pub(super) generated_at: String,
+    pub(super) runs: Vec<RunSection>,
+    pub(super) comparisons: Vec<ComparisonSection>,
+    pub(super) history: Option<HistorySection>,
+}
+
+/// A table of already-formatted cells.
+#[derive(Debug, Clone, Default, Serialize)]
+pub(super) struct Table {
+    pub(super) caption: String,
+    pub(super) headers: Vec<String>,
+    pub(super) rows: Vec<Vec<String>>,
+    /// The first `left_columns` columns hold text and are left-aligned.
+    pub(super) left_columns: usize,
+}
+
+/// An interactive flame graph (inferno SVG with its script), shown in a sandboxed frame.
+#[derive(Debug, Clone, Serialize)]
+pub(super) struct Flame {
+    pub(super) title: String,
+    pub(super) svg: String,
+}
+
+/// One run's section.
+#[derive(Debug, Clone, Serialize)]
+pub(super) struct RunSection {
+    pub(super) id: i64,
+    pub(super) name: Option<String>,
+    pub(super) description: String,
+    pub(super) workload: String,
+    pub(super) op_unit: String,
+    pub(super) params: Vec<(String, String)>,
+    pub(super) variant: Option<String>,
+    pub(super) tags: Vec<(String, String)>,
+    pub(super) status: String,
+    pub(super) started_at: String,
+    pub(super) command_line: String,
+    pub(super) warnings: Vec<String>,
+    pub(super) scales_to: String,
+    /// Inline SVG documents drawn by `plot`.
+    pub(super) charts: Vec<String>,
+    pub(super) tables: Vec<Table>,
+    pub(super) flamegraphs: Vec<Flame>,
+    pub(super) environment: Vec<(String, String)>,
+}
+
+/// One comparison's section.
+#[derive(Debug, Clone, Serialize)]
+pub(super) struct ComparisonSection {
+    pub(super) title: String,
+    pub(super) summary: String,
+    pub(super) warnings: Vec<String>,
+    pub(super) table: Table,
+}
+
+/// The history's section.
+#[derive(Debug, Clone, Serialize)]
+pub(super) struct HistorySection {
+    pub(super) summary: String,
+    pub(super) chart: String,
+    pub(super) table: Table,
+}

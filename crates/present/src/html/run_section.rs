@@ -1,0 +1,150 @@
+//! One run's section of the HTML report: what the run was (description, parameters, tags,
+//! command, environment), its warnings and "scales to", the charts, the per-point table, and
+//! the profile and lock tables with the flame graph when the run recorded them.
+
+use lab::analysis::report_data::RunReport;
+use lab::analysis::summary::RunSummary;
+use lab::number_text::si;
+
+use super::page::{RunSection, Table};
+use super::{attribution, charts, plot};
+use crate::error::PresentError;
+use crate::number_format::time_line;
+
+/// One run's section: its description and settings, warnings, charts, tables, flame graph and
+/// environment.
+pub(super) fn run_section(run: &RunReport) -> Result<RunSection, PresentError> {
+    let meta = &run.meta;
+    let summary = &run.summary;
+    let mut warnings: Vec<String> = summary.warnings.iter().map(ToString::to_string).collect();
+    warnings.extend(meta.warnings.iter().cloned());
+    let scales_to = match summary.scales_to {
+        Some(s) => format!("Scales to {:.2} out of {} CPUs.", s.speedup, s.n),
+        None => "Scaling n/a: needs a successful N=1 point and one more.".into(),
+    };
+    let chart_error = PresentError::Chart;
+    let mut charts =
+        vec![plot::render(&charts::throughput_chart(run), 560, 360).map_err(chart_error)?];
+    if summary.points.iter().any(|p| p.speedup.is_some()) {
+        let (speedup, efficiency) = charts::scaling_charts(summary);
+        charts.push(plot::render(&speedup, 560, 360).map_err(chart_error)?);
+        charts.push(plot::render(&efficiency, 560, 360).map_err(chart_error)?);
+    }
+    let environment = match serde_json::to_value(&meta.env) {
+        Ok(serde_json::Value::Object(map)) => map
+            .into_iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| {
+                (
+                    k,
+                    match v {
+                        serde_json::Value::String(s) => s,
+                        other => other.to_string(),
+                    },
+                )
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let mut tables = vec![points_table(summary)];
+    let mut flamegraphs = Vec::new();
+    match &run.profile_error {
+        Some(e) => warnings.push(format!("profiles not shown: {e}")),
+        None => attribution::profile_tables(
+            &run.profiles,
+            run.profile_growth.as_ref(),
+            &mut tables,
+            &mut flamegraphs,
+            &mut warnings,
+        ),
+    }
+    if let Some(point) = &run.locks {
+        attribution::lock_tables(point, &mut tables, &mut warnings);
+    }
+    Ok(RunSection {
+        id: meta.id,
+        name: meta.name.clone(),
+        description: meta.description(),
+        workload: meta.workload.clone(),
+        op_unit: meta.op_unit.clone(),
+        params: meta
+            .params
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        variant: meta.variant.clone(),
+        tags: meta
+            .tags
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        status: meta.status.to_string(),
+        started_at: meta.started_at.clone(),
+        command_line: meta.command_line.clone(),
+        warnings,
+        scales_to,
+        charts,
+        tables,
+        flamegraphs,
+        environment,
+    })
+}
+
+fn points_table(s: &RunSummary) -> Table {
+    let headers = [
+        "N",
+        "trials",
+        "ops/s",
+        "95% CI",
+        "ops/CPU-s",
+        "ns/op/task",
+        "S(N)",
+        "S/N",
+        "time (user sys wall CPU%)",
+        "minflt",
+        "vcsw",
+        "ivcsw",
+        "runq wait",
+    ];
+    let rows = s
+        .points
+        .iter()
+        .map(|p| {
+            let opt = |v: Option<f64>| v.map_or_else(|| "n/a".to_string(), si);
+            vec![
+                p.n.to_string(),
+                if p.trials_failed > 0 {
+                    format!("{} ({} failed)", p.trials_ok, p.trials_failed)
+                } else {
+                    p.trials_ok.to_string()
+                },
+                opt(p.throughput.map(|e| e.point)),
+                p.throughput.map_or_else(
+                    || "n/a".into(),
+                    |e| format!("{}..{} ({:.0}%)", si(e.lower), si(e.upper), e.level * 100.0),
+                ),
+                opt(p.ops_per_cpu_sec),
+                opt(p.ns_per_op_per_task),
+                p.speedup
+                    .map_or_else(|| "n/a".into(), |v| format!("{v:.2}")),
+                p.efficiency
+                    .map_or_else(|| "n/a".into(), |v| format!("{v:.2}")),
+                match (p.user_s, p.sys_s, p.wall_s, p.cpu_pct) {
+                    (Some(u), Some(sy), Some(w), Some(c)) => time_line(u, sy, w, c),
+                    _ => "n/a".into(),
+                },
+                opt(p.minor_faults),
+                opt(p.voluntary_switches),
+                opt(p.involuntary_switches),
+                p.runq_pct
+                    .map_or_else(|| "n/a".into(), |pct| format!("{pct:.1}%")),
+            ]
+        })
+        .collect();
+    Table {
+        caption: "Per point (medians over trials)".into(),
+        headers: headers.map(String::from).to_vec(),
+        rows,
+        left_columns: 0,
+    }
+}

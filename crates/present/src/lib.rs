@@ -1,0 +1,31 @@
+//! scalelab's presentation layer: renders the typed results of `lab`'s analysis for people —
+//! terminal tables, flame graphs, the self-contained HTML report. It computes no statistic and
+//! loads nothing: every figure it shows comes from `lab::analysis`, and `lab` never imports
+//! this crate (as ripgrep's searcher never imports its printer).
+//!
+//! - [`run_table`]: one run (`scalelab show`, `run`).
+//! - [`comparison_table`]: run B against run A (`compare`, `ab`).
+//! - [`model_table`]: the USL fit (`model`).
+//! - [`profile_table`]: top functions, what grows, run against run (`profile`).
+//! - [`lock_table`]: the lock table at one N and what grows (`locks`).
+//! - [`history_table`]: a metric across runs with change points (`history`).
+//! - [`flame_graph`]: interactive SVG flame graphs (`profile --flamegraph`, the HTML report).
+//! - [`html`]: the HTML report (`report`).
+//! - [`number_format`]: how figures read in every table.
+//!
+//! JSON needs no renderer: the binary writes the analysis results themselves with
+//! `lab::safe_text::write_json`.
+#![forbid(unsafe_code)]
+
+pub mod comparison_table;
+pub mod error;
+pub mod flame_graph;
+pub mod history_table;
+pub mod html;
+pub mod lock_table;
+pub mod model_table;
+pub mod number_format;
+pub mod profile_table;
+pub mod run_table;
+
+pub use error::PresentError;

@@ -1,0 +1,225 @@
+//! Terminal text for a [`ScalingModel`] (`scalelab model`): the parameters with standard errors
+//! and intervals, the peak and the Amdahl ceiling, the goodness of fit, measured against
+//! modelled per N, the predictions with their bands, then the warnings, each with its hint.
+
+use std::io::{self, Write};
+
+use comfy_table::presets::UTF8_BORDERS_ONLY;
+use comfy_table::{CellAlignment, ContentArrangement, Table};
+use lab::analysis::scaling_model::{ModelSource, ScalingModel};
+use lab::number_text::{si, signed_percent};
+use lab::safe_text::printable;
+use stats::Estimate;
+
+/// Writes the model as text.
+pub fn write_model(out: &mut dyn Write, view: &ScalingModel) -> io::Result<()> {
+    let f = &view.fit;
+    match &view.source {
+        ModelSource::Run {
+            description, op, ..
+        } => {
+            writeln!(out, "USL fit of {description}")?;
+            writeln!(out, "op: {}", printable(op))?;
+        }
+        ModelSource::Csv { path } => writeln!(out, "USL fit of {}", printable(path))?,
+    }
+    writeln!(
+        out,
+        "model: {}, least squares over {} points (every trial) at {} distinct N ({}..{}); \
+         throughput in {}",
+        view.model,
+        f.points,
+        f.distinct_n,
+        number(f.min_n),
+        number(f.max_n),
+        view.unit
+    )?;
+    writeln!(out)?;
+    let mut t = table(&["parameter", "estimate", "std. error", "95% CI"]);
+    for (name, e, se) in [
+        ("σ contention", f.sigma, f.sigma_se),
+        ("κ coherency", f.kappa, f.kappa_se),
+        ("λ ops/s of one task", f.lambda, f.lambda_se),
+    ] {
+        t.add_row(vec![
+            name.to_string(),
+            sig4(e.point),
+            sig4(se),
+            interval(&e),
+        ]);
+    }
+    align(&mut t, 1);
+    writeln!(out, "{t}")?;
+    match (f.n_star, f.x_at_n_star) {
+        (Some(n), Some(x)) => {
+            let inside = n >= f.min_n && n <= f.max_n;
+            writeln!(
+                out,
+                "peak: N* = √((1−σ)/κ) = {n:.1}, X(N*) = {} {} ({} the measured range)",
+                si(x),
+                view.unit,
+                if inside { "inside" } else { "outside" }
+            )?;
+        }
+        _ => writeln!(
+            out,
+            "peak: none (κ = 0: no retrograde throughput in these data)"
+        )?,
+    }
+    match f.amdahl_ceiling {
+        Some(c) => writeln!(
+            out,
+            "Amdahl ceiling: λ/σ = {} {} (the limit as N grows if κ were 0)",
+            si(c),
+            view.unit
+        )?,
+        None => writeln!(out, "Amdahl ceiling: none (σ = 0)")?,
+    }
+    writeln!(
+        out,
+        "fit: R² = {:.4}, {} residual degrees of freedom",
+        f.r_squared, f.dof
+    )?;
+    writeln!(out)?;
+
+    let mut t = table(&["N", "points", "measured (median)", "model", "residual"]);
+    for p in &view.measured {
+        t.add_row(vec![
+            number(p.n),
+            p.count.to_string(),
+            si(p.median),
+            si(p.modelled),
+            signed_percent(p.residual),
+        ]);
+    }
+    align(&mut t, 0);
+    writeln!(out, "{t}")?;
+
+    let mut t = table(&["predict N", "X(N)", "95% band", ""]);
+    for p in &view.predictions {
+        t.add_row(vec![
+            number(p.n),
+            si(p.x.point),
+            format!("{} .. {}", si(p.x.lower), si(p.x.upper)),
+            if p.extrapolated {
+                "extrapolated (beyond 2× max N)".into()
+            } else {
+                String::new()
+            },
+        ]);
+    }
+    align(&mut t, 0);
+    writeln!(out, "{t}")?;
+    if !view.warnings.is_empty() {
+        writeln!(out)?;
+        for w in &view.warnings {
+            writeln!(out, "warning: {}", printable(&w.to_string()))?;
+        }
+    }
+    Ok(())
+}
+
+fn table(headers: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_style(UTF8_BORDERS_ONLY)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(headers.to_vec());
+    t
+}
+
+/// Right-aligns every column from `from` on.
+fn align(t: &mut Table, from: usize) {
+    for col in t.column_iter_mut().skip(from) {
+        col.set_cell_alignment(CellAlignment::Right);
+    }
+}
+
+fn interval(e: &Estimate) -> String {
+    format!("{} .. {}", sig4(e.lower), sig4(e.upper))
+}
+
+/// Four significant figures, in scientific form below 0.001: `0.02672`, `7.691e-4`, `995.6`.
+fn sig4(x: f64) -> String {
+    let a = x.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if !x.is_finite() {
+        "n/a".into()
+    } else if !(1e-3..1e6).contains(&a) {
+        format!("{x:.3e}")
+    } else {
+        let decimals = (3 - a.log10().floor() as i32).max(0) as usize;
+        format!("{x:.decimals$}")
+    }
+}
+
+/// A task count: `4`, or `2.5` when not whole.
+fn number(n: f64) -> String {
+    if n.fract() == 0.0 {
+        format!("{n:.0}")
+    } else {
+        format!("{n}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use lab::analysis::scaling_model::{fit_csv, fit_run, parse_csv};
+    use lab::test_runs::{cisco_csv, run};
+
+    use super::*;
+
+    fn text(model: &ScalingModel) -> String {
+        let mut out = Vec::new();
+        write_model(&mut out, model).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn the_cisco_fit_reads_as_in_the_book() {
+        let points = parse_csv(&cisco_csv()).unwrap();
+        let model = fit_csv("cisco.csv", &points, &[32.0, 64.0, 100.0]).unwrap();
+        let shown = text(&model);
+        for needle in [
+            "USL fit of cisco.csv",
+            "σ contention",
+            "0.02672",
+            "7.691e-4",
+            "995.6",
+            "N* = √((1−σ)/κ) = 35.6, X(N*) = 12.3k ops/s (outside the measured range)",
+            "extrapolated (beyond 2× max N)",
+            "warning: the peak N* = 35.6 lies outside the measured N = 1..32",
+        ] {
+            assert!(shown.contains(needle), "{needle}:\n{shown}");
+        }
+    }
+
+    #[test]
+    fn a_fitted_run_is_headed_by_its_description() {
+        let usl = |n: f64| 100_000.0 * n / (1.0 + 0.05 * (n - 1.0) + 0.002 * n * (n - 1.0));
+        let rows: Vec<(u32, Vec<f64>)> = [1u32, 2, 4, 8, 16]
+            .iter()
+            .map(|&n| {
+                (
+                    n,
+                    vec![usl(f64::from(n)) * 1.005, usl(f64::from(n)) * 0.995],
+                )
+            })
+            .collect();
+        let points: Vec<(u32, &[f64])> = rows.iter().map(|(n, v)| (*n, v.as_slice())).collect();
+        let model = fit_run(&run(1, "spin", &points), &[]).unwrap();
+        assert!(text(&model).contains("USL fit of run 1 · spin"));
+    }
+
+    #[test]
+    fn four_significant_figures() {
+        assert_eq!(sig4(0.026_715_91), "0.02672");
+        assert_eq!(sig4(7.690_945e-4), "7.691e-4");
+        assert_eq!(sig4(995.6486), "995.6");
+        assert_eq!(sig4(28.698), "28.70");
+        assert_eq!(sig4(0.0), "0");
+        assert_eq!(sig4(1.5e7), "1.500e7");
+        assert_eq!(number(4.0), "4");
+        assert_eq!(number(2.5), "2.5");
+    }
+}

@@ -1,0 +1,250 @@
+//! Terminal tables for profiles (`scalelab profile`): one point's top functions, "what grows"
+//! across N, and the function-by-function diff of two runs. Each profile's caveats
+//! (throttling, lost samples, missing symbols) follow its table with their fixes.
+
+use std::io::{self, Write};
+
+use comfy_table::presets::UTF8_BORDERS_ONLY;
+use comfy_table::{CellAlignment, ContentArrangement, Table};
+use lab::analysis::profile::PointProfile;
+use lab::analysis::profile::diff::{FunctionDiff, Presence};
+use lab::analysis::profile::grows::{GrowthReport, MIN_SHARE};
+use lab::number_text::{si, sig3};
+use lab::safe_text::printable;
+
+use crate::number_format::opt_sig3;
+
+fn table(headers: &[&str], right_from: usize, right_to: usize) -> Table {
+    let mut t = Table::new();
+    t.load_style(UTF8_BORDERS_ONLY)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(headers.iter().copied());
+    for i in right_from..right_to {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t
+}
+
+fn function_label(name: &str, kernel: bool) -> String {
+    let mut n: String = name.chars().take(70).collect();
+    if n.len() < name.len() {
+        n.push('…');
+    }
+    format!("{} {}", if kernel { "[k]" } else { "[.]" }, printable(&n))
+}
+
+/// A mapped file's or symbol's name as read from a perf.data or an ELF file: printable.
+fn label(text: &str) -> String {
+    printable(text).into_owned()
+}
+
+/// The caveats of one point's profile, one `warning:` line each.
+pub fn warnings(p: &PointProfile) -> Vec<String> {
+    let mut w = Vec::new();
+    if p.throttled > 0 {
+        w.push(format!(
+            "N={}: perf was throttled {} times (PERF_RECORD_THROTTLE): the kernel dropped the sampling rate, so some intervals are missing — lower --profile frequency or raise kernel.perf_cpu_time_max_percent",
+            p.n, p.throttled
+        ));
+    }
+    if p.lost > 0 {
+        w.push(format!(
+            "N={}: perf lost {} samples (ring buffer full) — profile fewer trials or a shorter --duration",
+            p.n, p.lost
+        ));
+    }
+    for note in &p.notes {
+        w.push(format!("N={}: {note}", p.n));
+    }
+    w
+}
+
+/// The top functions of one point, kernel and user, by self share.
+pub fn write_top(out: &mut dyn Write, p: &PointProfile, top: usize, load: bool) -> io::Result<()> {
+    let unit = &p.unit;
+    writeln!(
+        out,
+        "N={} · {} · {} samples · {} ops in the window{}",
+        p.n,
+        label(&p.event),
+        p.samples,
+        si(p.ops as f64),
+        if p.outside_window > 0 {
+            format!(" · {} samples outside the window dropped", p.outside_window)
+        } else {
+            String::new()
+        }
+    )?;
+    for f in &p.files {
+        writeln!(out, "  perf report -i {}", label(f))?;
+    }
+    let self_cost = format!("self {unit}/op");
+    let total_cost = format!("total {unit}/op");
+    let mut headers = vec!["self %", "total %", "samples", &self_cost, &total_cost];
+    if load {
+        headers.push("load");
+    }
+    headers.extend(["function", "dso"]);
+    let numeric = headers.len() - 2;
+    let mut t = table(&headers, 0, numeric);
+    for f in p.functions.iter().take(top) {
+        let mut row = vec![
+            format!("{:.2}", f.self_share),
+            format!("{:.2}", f.total_share),
+            f.self_samples.to_string(),
+            opt_sig3(f.cost_per_op),
+            opt_sig3(f.total_cost_per_op),
+        ];
+        if load {
+            row.push(f.load.map_or_else(|| "n/a".into(), |l| format!("{l:.3}")));
+        }
+        row.push(function_label(&f.name, f.kernel));
+        row.push(label(&f.dso));
+        t.add_row(row);
+    }
+    writeln!(out, "{t}")?;
+    let mut d = table(&["self %", "samples", "dso"], 0, 2);
+    for x in p.dsos.iter().filter(|x| x.samples > 0).take(6) {
+        d.add_row(vec![
+            format!("{:.2}", x.share),
+            x.samples.to_string(),
+            label(&x.dso),
+        ]);
+    }
+    writeln!(out, "{d}")?;
+    for w in warnings(p) {
+        writeln!(out, "warning: {}", label(&w))?;
+    }
+    Ok(())
+}
+
+/// "What grows": cost per op at every N, ranked by last N over first.
+pub fn write_grows(out: &mut dyn Write, r: &GrowthReport, top: usize) -> io::Result<()> {
+    let (first, last) = (r.points[0], r.points[r.points.len() - 1]);
+    writeln!(
+        out,
+        "what grows: self {}/op at N={last} over N={first} (functions under {MIN_SHARE}% at N={last} ranked last)",
+        r.unit
+    )?;
+    let cols: Vec<String> = r.points.iter().map(|n| format!("N={n}")).collect();
+    let mut headers: Vec<&str> = cols.iter().map(String::as_str).collect();
+    let share = format!("% @N={last}");
+    headers.extend(["×", "Δ/op", share.as_str()]);
+    headers.extend(["function", "dso", "note"]);
+    let numeric = headers.len() - 3;
+    let mut t = table(&headers, 0, numeric);
+    for g in r.rows.iter().take(top) {
+        let mut row: Vec<String> = g.by_n.iter().map(|c| opt_sig3(*c)).collect();
+        row.push(g.ratio.map_or_else(|| "new".into(), |x| format!("{x:.2}")));
+        row.push(format!(
+            "{}{}",
+            if g.growth >= 0.0 { "+" } else { "" },
+            sig3(g.growth)
+        ));
+        row.push(format!("{:.2}", g.share_last));
+        row.push(function_label(&g.name, g.kernel));
+        row.push(label(&g.dso));
+        let mut note = Vec::new();
+        if g.only_at_higher {
+            note.push(format!("only at N>{first}"));
+        }
+        if g.lock {
+            note.push("kernel lock/spin".to_string());
+        }
+        row.push(note.join(", "));
+        t.add_row(row);
+    }
+    writeln!(out, "{t}")?;
+    let mut by_growth: Vec<_> = r.rows.iter().collect();
+    by_growth.sort_by(|a, b| b.growth.total_cmp(&a.growth));
+    let names: Vec<String> = by_growth
+        .iter()
+        .take(5)
+        .filter(|g| g.growth > 0.0)
+        .map(|g| format!("{} (+{} {}/op)", label(&g.name), sig3(g.growth), r.unit))
+        .collect();
+    if !names.is_empty() {
+        writeln!(out, "largest absolute growth: {}", names.join(", "))?;
+    }
+    let locks: Vec<&str> = r
+        .rows
+        .iter()
+        .filter(|g| g.lock && g.share_last >= MIN_SHARE && g.ratio.is_none_or(|x| x > 1.2))
+        .map(|g| g.name.as_str())
+        .collect();
+    if !locks.is_empty() {
+        writeln!(
+            out,
+            "kernel lock/spin functions growing with N: {}",
+            label(&locks.join(", "))
+        )?;
+    }
+    Ok(())
+}
+
+/// Two runs at one N, function by function (perf diff semantics).
+pub fn write_diff(
+    out: &mut dyn Write,
+    rows: &[FunctionDiff],
+    labels: (&str, &str),
+    n: u32,
+    unit: &str,
+    top: usize,
+) -> io::Result<()> {
+    let (a, b) = labels;
+    writeln!(
+        out,
+        "profile diff at N={n}: {} → {} (Δ: percentage points of self share)",
+        label(a),
+        label(b)
+    )?;
+    let ha = format!("% {a}");
+    let hb = format!("% {b}");
+    let ca = format!("{unit}/op {a}");
+    let cb = format!("{unit}/op {b}");
+    let mut t = table(
+        &[
+            &ha, &hb, "Δ pp", &ca, &cb, "Δ cost", "function", "dso", "note",
+        ],
+        0,
+        6,
+    );
+    for r in rows.iter().take(top) {
+        t.add_row(vec![
+            format!("{:.2}", r.share_a),
+            format!("{:.2}", r.share_b),
+            format!("{:+.2}", r.delta_share),
+            opt_sig3(r.cost_a),
+            opt_sig3(r.cost_b),
+            r.cost_change_pct
+                .map_or_else(String::new, |x| format!("{x:+.1}%")),
+            function_label(&r.name, r.kernel),
+            label(&r.dso),
+            match r.presence {
+                Presence::Both => String::new(),
+                Presence::New => format!("new in {b}"),
+                Presence::Vanished => format!("gone from {b}"),
+            },
+        ]);
+    }
+    writeln!(out, "{t}")?;
+    let new: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.presence == Presence::New && r.share_b >= MIN_SHARE)
+        .map(|r| r.name.as_str())
+        .collect();
+    let gone: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.presence == Presence::Vanished && r.share_a >= MIN_SHARE)
+        .map(|r| r.name.as_str())
+        .collect();
+    if !new.is_empty() {
+        writeln!(out, "new (≥{MIN_SHARE}%): {}", label(&new.join(", ")))?;
+    }
+    if !gone.is_empty() {
+        writeln!(out, "vanished (≥{MIN_SHARE}%): {}", label(&gone.join(", ")))?;
+    }
+    Ok(())
+}
