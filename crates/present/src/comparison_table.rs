@@ -13,21 +13,21 @@ use lab::safe_text::printable;
 use stats::{Direction, Verdict};
 
 /// Writes the comparison as text.
-pub fn write_compare(out: &mut dyn Write, view: &Comparison) -> io::Result<()> {
-    writeln!(out, "A: {}", view.a.description)?;
-    writeln!(out, "B: {}", view.b.description)?;
-    let direction = match view.metric.direction {
+pub fn write_compare(out: &mut dyn Write, comparison: &Comparison) -> io::Result<()> {
+    writeln!(out, "A: {}", comparison.a.description)?;
+    writeln!(out, "B: {}", comparison.b.description)?;
+    let direction = match comparison.metric.direction {
         Direction::HigherIsBetter => "higher is better",
         Direction::LowerIsBetter => "lower is better",
     };
     writeln!(
         out,
         "metric: {} in {} ({direction}); op: {}",
-        view.metric.name,
-        view.metric.unit,
-        printable(&view.metric.op)
+        comparison.metric.name,
+        comparison.metric.unit,
+        printable(&comparison.metric.op)
     )?;
-    let method = if view.paired {
+    let method = if comparison.paired {
         "paired: each trial of B against the trial of A it ran back to back with, the \
          Hodges-Lehmann median of the per-pair changes B/A with its {level} interval, Wilcoxon \
          signed-rank p"
@@ -37,15 +37,18 @@ pub fn write_compare(out: &mut dyn Write, view: &Comparison) -> io::Result<()> {
     writeln!(
         out,
         "B against A, per N: median of per-trial {}, {}; a change counts past ±{} at alpha {}",
-        view.metric.unit,
-        method.replace("{level}", &format!("{:.0}%", view.options.level * 100.0)),
-        percent(view.options.threshold),
-        view.options.alpha
+        comparison.metric.unit,
+        method.replace(
+            "{level}",
+            &format!("{:.0}%", comparison.options.level * 100.0)
+        ),
+        percent(comparison.options.threshold),
+        comparison.options.alpha
     )?;
     writeln!(out)?;
-    writeln!(out, "{}", table(&view.points, view.paired))?;
-    write_summary(out, view)?;
-    let (notes, warnings): (Vec<_>, Vec<_>) = view.warnings.iter().partition(|w| w.is_note());
+    writeln!(out, "{}", table(&comparison.points, comparison.paired))?;
+    write_summary(out, comparison)?;
+    let (notes, warnings): (Vec<_>, Vec<_>) = comparison.warnings.iter().partition(|w| w.is_note());
     if !notes.is_empty() || !warnings.is_empty() {
         writeln!(out)?;
     }
@@ -113,9 +116,9 @@ fn table(points: &[PointComparison], paired: bool) -> Table {
     t
 }
 
-fn write_summary(out: &mut dyn Write, view: &Comparison) -> io::Result<()> {
-    let s = &view.summary;
-    if view.points.is_empty() {
+fn write_summary(out: &mut dyn Write, comparison: &Comparison) -> io::Result<()> {
+    let s = &comparison.summary;
+    if comparison.points.is_empty() {
         writeln!(
             out,
             "verdict: nothing compared (no N measured by both runs)"
@@ -151,11 +154,15 @@ fn write_summary(out: &mut dyn Write, view: &Comparison) -> io::Result<()> {
     writeln!(
         out,
         "scaling: {}; {}",
-        scales(Side::A, &view.a),
-        scales(Side::B, &view.b)
+        scales(Side::A, &comparison.a),
+        scales(Side::B, &comparison.b)
     )?;
     if let Some(side) = s.ahead_everywhere {
-        let n = view.points.iter().filter(|p| p.change.is_some()).count();
+        let n = comparison
+            .points
+            .iter()
+            .filter(|p| p.change.is_some())
+            .count();
         let at = if n == 1 {
             "at the one N compared"
         } else {

@@ -12,9 +12,9 @@ use lab::safe_text::printable;
 use stats::Estimate;
 
 /// Writes the model as text.
-pub fn write_model(out: &mut dyn Write, view: &ScalingModel) -> io::Result<()> {
-    let f = &view.fit;
-    match &view.source {
+pub fn write_model(out: &mut dyn Write, model: &ScalingModel) -> io::Result<()> {
+    let f = &model.fit;
+    match &model.source {
         ModelSource::Run {
             description, op, ..
         } => {
@@ -27,12 +27,12 @@ pub fn write_model(out: &mut dyn Write, view: &ScalingModel) -> io::Result<()> {
         out,
         "model: {}, least squares over {} points (every trial) at {} distinct N ({}..{}); \
          throughput in {}",
-        view.model,
+        model.model,
         f.points,
         f.distinct_n,
         number(f.min_n),
         number(f.max_n),
-        view.unit
+        model.unit
     )?;
     writeln!(out)?;
     let mut t = table(&["parameter", "estimate", "std. error", "95% CI"]);
@@ -57,7 +57,7 @@ pub fn write_model(out: &mut dyn Write, view: &ScalingModel) -> io::Result<()> {
                 out,
                 "peak: N* = √((1−σ)/κ) = {n:.1}, X(N*) = {} {} ({} the measured range)",
                 si(x),
-                view.unit,
+                model.unit,
                 if inside { "inside" } else { "outside" }
             )?;
         }
@@ -71,7 +71,7 @@ pub fn write_model(out: &mut dyn Write, view: &ScalingModel) -> io::Result<()> {
             out,
             "Amdahl ceiling: λ/σ = {} {} (the limit as N grows if κ were 0)",
             si(c),
-            view.unit
+            model.unit
         )?,
         None => writeln!(out, "Amdahl ceiling: none (σ = 0)")?,
     }
@@ -83,7 +83,7 @@ pub fn write_model(out: &mut dyn Write, view: &ScalingModel) -> io::Result<()> {
     writeln!(out)?;
 
     let mut t = table(&["N", "points", "measured (median)", "model", "residual"]);
-    for p in &view.measured {
+    for p in &model.measured {
         t.add_row(vec![
             number(p.n),
             p.count.to_string(),
@@ -96,7 +96,7 @@ pub fn write_model(out: &mut dyn Write, view: &ScalingModel) -> io::Result<()> {
     writeln!(out, "{t}")?;
 
     let mut t = table(&["predict N", "X(N)", "95% band", ""]);
-    for p in &view.predictions {
+    for p in &model.predictions {
         t.add_row(vec![
             number(p.n),
             si(p.x.point),
@@ -110,9 +110,9 @@ pub fn write_model(out: &mut dyn Write, view: &ScalingModel) -> io::Result<()> {
     }
     align(&mut t, 0);
     writeln!(out, "{t}")?;
-    if !view.warnings.is_empty() {
+    if !model.warnings.is_empty() {
         writeln!(out)?;
-        for w in &view.warnings {
+        for w in &model.warnings {
             writeln!(out, "warning: {}", printable(&w.to_string()))?;
         }
     }

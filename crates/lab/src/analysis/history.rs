@@ -119,13 +119,8 @@ pub struct History {
     pub changes: Vec<HistoryChange>,
     /// True when the last change point exists and made the metric worse: the newest segment regressed.
     pub newest_regressed: bool,
-    pub options: ChangePointOptionsView,
-}
-
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct ChangePointOptionsView {
-    pub max_p: f64,
-    pub min_segment: usize,
+    /// How strict the change-point detection was.
+    pub options: ChangePointOptions,
 }
 
 /// Builds the series of `metric` at `at` tasks over `runs` (in the order given, oldest first).
@@ -196,10 +191,7 @@ pub fn from_points(
         points,
         changes,
         newest_regressed,
-        options: ChangePointOptionsView {
-            max_p: opts.max_p,
-            min_segment: opts.min_segment,
-        },
+        options: *opts,
     }
 }
 

@@ -120,14 +120,14 @@ pub fn fit_run(data: &RunData, predict: &[f64]) -> Result<ScalingModel, LabError
         variant: m.variant.clone(),
     };
     let cpus = u32::try_from(m.env.online_cpus).ok().filter(|&c| c > 0);
-    let mut view = fit(source, &points, predict).map_err(|e| refusal(e, &points, cpus))?;
+    let mut model = fit(source, &points, predict).map_err(|e| refusal(e, &points, cpus))?;
     if zero > 0 {
-        view.warnings.push(ModelWarning::Dropped {
+        model.warnings.push(ModelWarning::Dropped {
             trials: zero,
             reason: "no ops in the window (a throughput of 0 has no place in the model)".into(),
         });
     }
-    Ok(view)
+    Ok(model)
 }
 
 /// Fits the USL to `N,throughput` rows read by [`parse_csv`] from `path`.

@@ -63,8 +63,8 @@ fn fill(page: &Page) -> Result<String, PresentError> {
 }
 
 /// One comparison's section: the verdict line, the mismatches and warnings, the table per N.
-fn comparison_section(view: &Comparison) -> ComparisonSection {
-    let rows = view
+fn comparison_section(comparison: &Comparison) -> ComparisonSection {
+    let rows = comparison
         .points
         .iter()
         .map(|p| match &p.change {
@@ -94,25 +94,25 @@ fn comparison_section(view: &Comparison) -> ComparisonSection {
             ],
         })
         .collect();
-    let mut warnings: Vec<String> = view
+    let mut warnings: Vec<String> = comparison
         .mismatches
         .iter()
         .map(|m| format!("not comparable: {m}"))
         .collect();
-    warnings.extend(view.warnings.iter().map(ToString::to_string));
+    warnings.extend(comparison.warnings.iter().map(ToString::to_string));
     ComparisonSection {
-        title: format!("Run {} (B) against run {} (A)", view.b.id, view.a.id),
+        title: format!("Run {} (B) against run {} (A)", comparison.b.id, comparison.a.id),
         summary: format!(
             "{} · {} ({} is better) · threshold ±{}%, alpha {}",
-            view.summary.verdict,
-            view.metric.name,
-            if view.metric.direction == stats::Direction::HigherIsBetter { "higher" } else { "lower" },
-            view.options.threshold * 100.0,
-            view.options.alpha
+            comparison.summary.verdict,
+            comparison.metric.name,
+            if comparison.metric.direction == stats::Direction::HigherIsBetter { "higher" } else { "lower" },
+            comparison.options.threshold * 100.0,
+            comparison.options.alpha
         ),
         warnings,
         table: Table {
-            caption: if view.paired {
+            caption: if comparison.paired {
                 "Per N: medians, relative change; paired (the trials ran in back-to-back A/B pairs): Hodges-Lehmann interval of the per-pair changes, Wilcoxon signed-rank p, verdict"
             } else {
                 "Per N: medians, relative change, Hodges-Lehmann shift interval, Mann-Whitney p, verdict"

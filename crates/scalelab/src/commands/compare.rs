@@ -31,16 +31,20 @@ pub fn run(db: Option<&Path>, args: &CompareArgs) -> Result<ExitCode> {
         show::load(db, &args.run_a).with_context(|| format!("loading run A (`{}`)", args.run_a))?;
     let b =
         show::load(db, &args.run_b).with_context(|| format!("loading run B (`{}`)", args.run_b))?;
-    let view = build(&a, &b, &args.verdict, args.force)?;
-    print(&view, args.json)
+    let comparison = build(&a, &b, &args.verdict, args.force)?;
+    print(&comparison, args.json)
 }
 
 /// Compares the runs (paired for the two runs of one `ab` unless `--unpaired`), refusing runs
 /// that measure different things unless `force`.
 pub fn build(a: &RunData, b: &RunData, verdict: &VerdictArgs, force: bool) -> Result<Comparison> {
-    let view = compare_runs(a, b, &verdict.options(), !verdict.unpaired);
-    if !force && !view.mismatches.is_empty() {
-        let reasons: Vec<String> = view.mismatches.iter().map(|m| format!("  - {m}")).collect();
+    let comparison = compare_runs(a, b, &verdict.options(), !verdict.unpaired);
+    if !force && !comparison.mismatches.is_empty() {
+        let reasons: Vec<String> = comparison
+            .mismatches
+            .iter()
+            .map(|m| format!("  - {m}"))
+            .collect();
         bail!(
             "refusing to compare run {} with run {}: they measure different things\n{}\n\
              a change here would mix that difference with the one you mean to test; compare runs \
@@ -51,19 +55,19 @@ pub fn build(a: &RunData, b: &RunData, verdict: &VerdictArgs, force: bool) -> Re
             reasons.join("\n")
         );
     }
-    Ok(view)
+    Ok(comparison)
 }
 
 /// Prints the comparison; exit status 1 when any point REGRESSED.
-pub fn print(view: &Comparison, json: bool) -> Result<ExitCode> {
+pub fn print(comparison: &Comparison, json: bool) -> Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     if json {
-        lab::safe_text::write_json(&mut out, view)?;
+        lab::safe_text::write_json(&mut out, comparison)?;
     } else {
-        write_compare(&mut out, view)?;
+        write_compare(&mut out, comparison)?;
     }
     out.flush()?;
-    Ok(if view.regressed {
+    Ok(if comparison.regressed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -12,7 +12,7 @@ use super::show;
 use crate::cli::ModelArgs;
 
 pub fn run(db: Option<&Path>, args: &ModelArgs) -> Result<ExitCode> {
-    let view = match (&args.csv, &args.run) {
+    let model = match (&args.csv, &args.run) {
         (Some(path), _) => {
             let shown = path.display().to_string();
             let text =
@@ -30,9 +30,9 @@ pub fn run(db: Option<&Path>, args: &ModelArgs) -> Result<ExitCode> {
     };
     let mut out = std::io::stdout().lock();
     if args.json {
-        lab::safe_text::write_json(&mut out, &view)?;
+        lab::safe_text::write_json(&mut out, &model)?;
     } else {
-        write_model(&mut out, &view)?;
+        write_model(&mut out, &model)?;
     }
     Ok(ExitCode::SUCCESS)
 }

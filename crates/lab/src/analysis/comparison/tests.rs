@@ -26,22 +26,22 @@ fn a_clear_drop_at_one_point_is_a_regression_and_the_worst_point() {
             (2, &around(1800.0, 0.01, 10)),
         ],
     );
-    let view = compare_runs(&a, &b, &opts(), true);
-    assert!(view.mismatches.is_empty());
-    assert_eq!(view.points.len(), 2);
-    assert_eq!(view.points[0].verdict(), Some(Verdict::NoChange));
-    assert_eq!(view.points[1].verdict(), Some(Verdict::Regressed));
-    assert!(view.regressed);
-    assert_eq!(view.summary.verdict, Verdict::Regressed);
-    assert_eq!(view.summary.regressed, vec![2]);
-    let worst = view.summary.worst.unwrap();
+    let comparison = compare_runs(&a, &b, &opts(), true);
+    assert!(comparison.mismatches.is_empty());
+    assert_eq!(comparison.points.len(), 2);
+    assert_eq!(comparison.points[0].verdict(), Some(Verdict::NoChange));
+    assert_eq!(comparison.points[1].verdict(), Some(Verdict::Regressed));
+    assert!(comparison.regressed);
+    assert_eq!(comparison.summary.verdict, Verdict::Regressed);
+    assert_eq!(comparison.summary.regressed, vec![2]);
+    let worst = comparison.summary.worst.unwrap();
     assert_eq!(worst.n, 2);
     assert!((worst.shift.point + 0.1).abs() < 0.005, "{worst:?}");
-    assert_eq!(view.summary.ahead_everywhere, None);
+    assert_eq!(comparison.summary.ahead_everywhere, None);
     // S(2) of A is 2.0, of B 1.8.
 
-    assert!((view.a.scales_to.unwrap().speedup - 2.0).abs() < 1e-3);
-    assert!((view.b.scales_to.unwrap().speedup - 1.8).abs() < 1e-3);
+    assert!((comparison.a.scales_to.unwrap().speedup - 2.0).abs() < 1e-3);
+    assert!((comparison.b.scales_to.unwrap().speedup - 1.8).abs() < 1e-3);
 }
 
 #[test]
@@ -62,25 +62,25 @@ fn curves_that_change_order_are_reported_as_a_crossing() {
             (4, &around(2700.0, 0.01, 10)),
         ],
     );
-    let view = compare_runs(&a, &b, &opts(), true);
-    let c = view.summary.crossings.as_slice();
+    let comparison = compare_runs(&a, &b, &opts(), true);
+    let c = comparison.summary.crossings.as_slice();
     assert_eq!(c.len(), 1, "{c:?}");
     assert_eq!((c[0].from_n, c[0].to_n, c[0].ahead_below), (1, 4, Side::B));
     // d(1) = +100, d(4) = -300: the medians meet a quarter of the way, at N = 1.75.
     assert!((c[0].at_n - 1.75).abs() < 0.01, "{c:?}");
     assert!(c[0].significant);
-    assert_eq!(view.summary.improved, vec![1]);
-    assert_eq!(view.summary.regressed, vec![4]);
+    assert_eq!(comparison.summary.improved, vec![1]);
+    assert_eq!(comparison.summary.regressed, vec![4]);
 }
 
 #[test]
 fn three_runs_a_side_warn_that_alpha_is_out_of_reach() {
     let a = run(1, "spin", &[(1, &[100.0, 101.0, 102.0])]);
     let b = run(2, "spin", &[(1, &[80.0, 81.0, 82.0])]);
-    let view = compare_runs(&a, &b, &opts(), true);
-    assert_eq!(view.points[0].verdict(), Some(Verdict::Inconclusive));
-    assert!(!view.regressed);
-    let w = view
+    let comparison = compare_runs(&a, &b, &opts(), true);
+    assert_eq!(comparison.points[0].verdict(), Some(Verdict::Inconclusive));
+    assert!(!comparison.regressed);
+    let w = comparison
         .warnings
         .iter()
         .find(|w| matches!(w, ComparisonWarning::TooFewRuns { .. }))
@@ -100,16 +100,16 @@ fn noisy_points_ask_for_more_runs_and_name_the_outlier() {
     a_values[6] = 2000.0; // trial #6 of A is far off.
     let a = run(1, "spin", &[(1, &a_values)]);
     let b = run(2, "spin", &[(1, &noisy)]);
-    let view = compare_runs(&a, &b, &opts(), true);
-    assert_eq!(view.points[0].verdict(), Some(Verdict::Inconclusive));
+    let comparison = compare_runs(&a, &b, &opts(), true);
+    assert_eq!(comparison.points[0].verdict(), Some(Verdict::Inconclusive));
     assert!(
-        view.warnings.iter().any(
+        comparison.warnings.iter().any(
             |w| matches!(w, ComparisonWarning::RunMore { runs_needed, .. } if *runs_needed > 9)
         ),
         "{:?}",
-        view.warnings
+        comparison.warnings
     );
-    let outlier = view
+    let outlier = comparison
         .warnings
         .iter()
         .find(|w| matches!(w, ComparisonWarning::Outlier { .. }))
@@ -130,7 +130,8 @@ fn noisy_points_ask_for_more_runs_and_name_the_outlier() {
         "{outlier}"
     );
     assert!(
-        view.warnings
+        comparison
+            .warnings
             .iter()
             .any(|w| matches!(w, ComparisonWarning::HighVariance { side: Side::B, .. }))
     );
@@ -157,13 +158,16 @@ fn different_workloads_params_and_points_are_mismatches() {
         shown[3]
     );
     // Forced: only N=1 is compared, and the rest is said.
-    let view = compare_runs(&a, &b, &opts(), true);
-    assert_eq!(view.points.iter().map(|p| p.n).collect::<Vec<_>>(), vec![1]);
-    assert!(view.warnings.contains(&ComparisonWarning::OnlyInOne {
+    let comparison = compare_runs(&a, &b, &opts(), true);
+    assert_eq!(
+        comparison.points.iter().map(|p| p.n).collect::<Vec<_>>(),
+        vec![1]
+    );
+    assert!(comparison.warnings.contains(&ComparisonWarning::OnlyInOne {
         side: Side::A,
         points: vec![2]
     }));
-    assert!(view.warnings.contains(&ComparisonWarning::OnlyInOne {
+    assert!(comparison.warnings.contains(&ComparisonWarning::OnlyInOne {
         side: Side::B,
         points: vec![4]
     }));
@@ -177,8 +181,8 @@ fn a_kernel_difference_is_a_note_and_a_governor_difference_a_warning() {
     b.meta.env.kernel_release = "6.9.1".into();
     a.meta.env.governor = Some("performance".into());
     b.meta.env.governor = Some("powersave".into());
-    let view = compare_runs(&a, &b, &opts(), true);
-    let env: Vec<&ComparisonWarning> = view
+    let comparison = compare_runs(&a, &b, &opts(), true);
+    let env: Vec<&ComparisonWarning> = comparison
         .warnings
         .iter()
         .filter(|w| matches!(w, ComparisonWarning::Environment { .. }))
@@ -194,14 +198,14 @@ fn a_side_without_successful_trials_is_not_compared() {
     b.trials[0].outcome = TrialOutcome::Failed {
         reason: "boom".into(),
     };
-    let view = compare_runs(&a, &b, &opts(), true);
-    assert!(view.points[0].change.is_none());
+    let comparison = compare_runs(&a, &b, &opts(), true);
+    assert!(comparison.points[0].change.is_none());
     assert_eq!(
-        view.points[0].note.as_deref(),
+        comparison.points[0].note.as_deref(),
         Some("no successful trial in B")
     );
-    assert_eq!(view.summary.verdict, Verdict::Inconclusive);
-    assert!(view.warnings.iter().any(|w| matches!(
+    assert_eq!(comparison.summary.verdict, Verdict::Inconclusive);
+    assert!(comparison.warnings.iter().any(|w| matches!(
         w,
         ComparisonWarning::FailedTrials {
             side: Side::B,
@@ -212,7 +216,7 @@ fn a_side_without_successful_trials_is_not_compared() {
 }
 
 #[test]
-fn the_view_serialises_with_tagged_warnings() {
+fn the_comparison_serialises_with_tagged_warnings() {
     let a = run(1, "spin", &[(1, &[100.0, 101.0, 102.0])]);
     let b = run(2, "spin", &[(1, &[80.0, 81.0, 82.0])]);
     let json = serde_json::to_value(compare_runs(&a, &b, &opts(), true)).unwrap();
@@ -230,8 +234,8 @@ fn different_commands_are_the_comparison_but_a_different_op_count_is_a_mismatch(
     a.meta.params.insert("cmd".into(), "./old/bench".into());
     b.meta.params.insert("cmd".into(), "./new/bench".into());
     assert!(mismatches(&a.meta, &b.meta).is_empty());
-    let view = compare_runs(&a, &b, &opts(), true);
-    let note = view
+    let comparison = compare_runs(&a, &b, &opts(), true);
+    let note = comparison
         .warnings
         .iter()
         .find(|w| matches!(w, ComparisonWarning::CommandDiffers { .. }))
@@ -255,16 +259,17 @@ fn different_commands_are_the_comparison_but_a_different_op_count_is_a_mismatch(
 fn the_two_runs_of_one_ab_are_judged_pair_by_pair() {
     let (a, b) = ab_runs();
     assert!(ab_partners(&a.meta, &b.meta));
-    let view = compare_runs(&a, &b, &opts(), true);
-    assert!(view.paired);
-    let p = &view.points[0];
+    let comparison = compare_runs(&a, &b, &opts(), true);
+    assert!(comparison.paired);
+    let p = &comparison.points[0];
     assert_eq!((p.pairs, p.runs_a, p.runs_b), (Some(11), 12, 11));
     let c = p.change.unwrap();
     assert_eq!(c.method, stats::Method::SignedRank);
     assert_eq!(c.verdict, Verdict::Regressed, "{c:?}");
     assert!(c.relative_shift.lower < -0.029 && c.relative_shift.upper > -0.031);
     assert!(
-        view.warnings
+        comparison
+            .warnings
             .iter()
             .any(|w| matches!(w, ComparisonWarning::Unpartnered { n: 1, a: 1, b: 0 }))
     );

@@ -8,8 +8,8 @@ use crate::test_runs::{cisco_csv, run};
 fn the_cisco_rows_reproduce_the_book() {
     let points = parse_csv(&cisco_csv()).unwrap();
     assert_eq!(points.len(), 32);
-    let view = fit_csv("cisco.csv", &points, &[32.0, 64.0, 100.0]).unwrap();
-    let f = &view.fit;
+    let model = fit_csv("cisco.csv", &points, &[32.0, 64.0, 100.0]).unwrap();
+    let f = &model.fit;
     for (got, want) in [
         (f.sigma.point, 0.026_715_91),
         (f.kappa.point, 7.690_945e-4),
@@ -17,10 +17,10 @@ fn the_cisco_rows_reproduce_the_book() {
     ] {
         assert!((got - want).abs() / want < 1e-3, "{got} vs {want}");
     }
-    assert_eq!(view.measured.len(), 32);
-    assert_eq!(view.predictions.len(), 3);
-    assert!(!view.predictions[1].extrapolated && view.predictions[2].extrapolated);
-    assert!(view.warnings.contains(&ModelWarning::Extrapolated {
+    assert_eq!(model.measured.len(), 32);
+    assert_eq!(model.predictions.len(), 3);
+    assert!(!model.predictions[1].extrapolated && model.predictions[2].extrapolated);
+    assert!(model.warnings.contains(&ModelWarning::Extrapolated {
         n: 100.0,
         max_n: 32.0
     }));
@@ -96,25 +96,26 @@ fn a_run_is_fitted_over_every_trial() {
     let points: Vec<(u32, &[f64])> = rows.iter().map(|(n, v)| (*n, v.as_slice())).collect();
     let mut data = run(1, "spin", &points);
     data.trials[0].outcome = crate::record::TrialOutcome::Ok(crate::test_runs::measurement(0.0));
-    let view = fit_run(&data, &[]).unwrap();
-    assert_eq!(view.fit.points, 9, "the zero-throughput trial is left out");
+    let model = fit_run(&data, &[]).unwrap();
+    assert_eq!(model.fit.points, 9, "the zero-throughput trial is left out");
     assert!(
-        view.warnings
+        model
+            .warnings
             .iter()
             .any(|w| matches!(w, ModelWarning::Dropped { trials: 1, .. }))
     );
     assert!(
-        (view.fit.sigma.point - 0.05).abs() < 0.01,
+        (model.fit.sigma.point - 0.05).abs() < 0.01,
         "{:?}",
-        view.fit.sigma
+        model.fit.sigma
     );
-    assert_eq!(view.predictions.len(), 1);
-    assert_eq!(view.predictions[0].n, 32.0);
+    assert_eq!(model.predictions.len(), 1);
+    assert_eq!(model.predictions[0].n, 32.0);
     assert_eq!(
-        view.measured.iter().map(|m| m.count).collect::<Vec<_>>(),
+        model.measured.iter().map(|m| m.count).collect::<Vec<_>>(),
         vec![1, 2, 2, 2, 2]
     );
-    let json = serde_json::to_value(&view).unwrap();
+    let json = serde_json::to_value(&model).unwrap();
     assert_eq!(json["source"]["kind"], "run");
     assert!(
         json["warnings"]
