@@ -4,12 +4,12 @@
 //! [`render`] turns a [`ReportData`] — assembled by `lab::analysis::report_data`, which loaded
 //! the profiles and computed every statistic — into a page of strings, tables and inline SVG
 //! charts, then fills the `minijinja` templates with it, escaping every string (auto-escape
-//! for `.html` templates); only chart SVG drawn by [`plot`] from numbers is inserted as markup.
+//! for `.html` templates); only chart SVG drawn by `plot.rs` from numbers is inserted as markup.
 //!
-//! Its parts, imported one way: [`page`] (what the templates fill) and [`plot`] (SVG from
-//! numbers) import nothing of the others; [`charts`] draws with `plot`; [`attribution`]
-//! (profile and lock tables, the flame graph) fills `page` tables; [`run_section`] uses those;
-//! this module adds the comparisons and the history and fills the templates.
+//! Its parts, imported one way: `page.rs` (what the templates fill) and `plot.rs` (SVG from
+//! numbers) import nothing of the others; `charts.rs` draws with `plot`; `attribution.rs`
+//! (profile and lock tables, the flame graph) fills `page` tables; `run_section.rs` uses
+//! those; this module adds the comparisons and the history and fills the templates.
 
 mod attribution;
 mod charts;
@@ -189,4 +189,50 @@ fn history_section(h: &History) -> Result<HistorySection, PresentError> {
             left_columns: 0,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use lab::analysis::history::{self, Metric};
+    use lab::test_runs::run;
+    use stats::{ChangePointOptions, CompareOptions};
+
+    use super::*;
+
+    fn usl(n: f64) -> f64 {
+        1000.0 * n / (1.0 + 0.05 * (n - 1.0) + 0.002 * n * (n - 1.0))
+    }
+
+    #[test]
+    fn the_page_shows_every_section_of_the_data_and_escapes_user_text() {
+        let rows: Vec<(u32, Vec<f64>)> = [1u32, 2, 4, 8]
+            .iter()
+            .map(|&n| (n, vec![usl(f64::from(n)) * 1.01, usl(f64::from(n)) * 0.99]))
+            .collect();
+        let points: Vec<(u32, &[f64])> = rows.iter().map(|(n, v)| (*n, v.as_slice())).collect();
+        let mut runs = vec![run(1, "spin", &points), run(2, "spin", &points)];
+        runs[1].meta.name = Some("<script>alert(1)</script>".into());
+        let h = history::build(
+            "spin",
+            &runs,
+            8,
+            Metric::Throughput,
+            &ChangePointOptions::default(),
+        );
+        let data = ReportData::from_runs(&runs, Some(h), &CompareOptions::default());
+        let page = render(&data, "spin & co").unwrap();
+        assert!(page.starts_with("<!DOCTYPE html>"), "{page}");
+        for needle in [
+            "<title>spin &amp; co</title>",
+            "Run 1",
+            "Throughput X(N)",
+            "USL σ=",
+            "Run 2 (B) against run 1 (A)",
+            "<h2>History</h2>",
+            "&lt;script&gt;alert(1)&lt;&#x2f;script&gt;",
+        ] {
+            assert!(page.contains(needle), "{needle} missing");
+        }
+        assert!(!page.contains("<script>alert(1)"));
+    }
 }

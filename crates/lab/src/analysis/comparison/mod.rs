@@ -2,7 +2,7 @@
 //! `scalelab compare` and `scalelab ab` print as text (the `present` crate's comparison table)
 //! or JSON, and that `ab` reads to decide whether to run more pairs.
 //!
-//! Every statistic comes from elsewhere: [`stats::compare`] judges each N (U test,
+//! Every statistic comes from elsewhere: [`stats::compare()`] judges each N (U test,
 //! Hodges-Lehmann shift and interval, verdict, minimum detectable effect, runs needed), or
 //! [`stats::compare_paired`] when the runs are the two sides of one `scalelab ab` experiment
 //! (its trials ran in back-to-back pairs: trial i of A with trial i of B at each N);
@@ -12,8 +12,9 @@
 //! that measure different things ([`Mismatch`], refused by the CLI unless `--force`), the
 //! environment differences, too few runs, noise, outliers, failed trials.
 //!
-//! Its parts, imported one way: [`side`] (A or B) ← [`curve`] (per-N results, the whole-curve
-//! summary) and [`warning`] (mismatches and warnings) ← this module (which compares).
+//! Its parts, imported one way: `side.rs` ([`Side`]: A or B) ← `curve.rs` (per-N results, the
+//! whole-curve summary) and `warning.rs` (mismatches and warnings) ← this module (which
+//! compares).
 
 mod curve;
 mod side;
