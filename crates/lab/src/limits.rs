@@ -1,6 +1,6 @@
 //! The largest values scalelab accepts — task counts, trials, durations, readings — in one
-//! place, below everything that checks them: a fresh plan ([`crate::plan`], [`crate::task_spec`])
-//! and an imported run ([`crate::store`]) are held to the same limits.
+//! place, below everything that checks them: a fresh plan (and its `--tasks`) and an imported
+//! run are held to the same limits.
 
 use crate::record::Nanos;
 
