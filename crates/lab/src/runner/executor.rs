@@ -46,16 +46,6 @@ pub struct ChildExecutor {
     pub args: Vec<String>,
 }
 
-impl ChildExecutor {
-    /// The running scalelab binary, re-executed with its hidden trial subcommand.
-    pub fn current_binary(subcommand: &str) -> std::io::Result<ChildExecutor> {
-        Ok(ChildExecutor {
-            program: std::env::current_exe()?,
-            args: vec![subcommand.to_string()],
-        })
-    }
-}
-
 impl Executor for ChildExecutor {
     fn execute(&mut self, spec: &TrialSpec, deadline: Duration, stop: &AtomicBool) -> Execution {
         let failed = |reason: String| Execution::Finished(TrialOutcome::Failed { reason });

@@ -9,8 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
-use common::Lab;
+use crate::common::Lab;
 
 const PRECIOUS: &[u8] = b"root's file: scalelab must not touch it\n";
 const NOBODY: u32 = 65534;

@@ -9,8 +9,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-mod common;
-use common::Lab;
+use crate::common::Lab;
 
 impl Lab {
     /// Run `run`'s profile folder: `profiles/<db file>/<run uuid>` beside the database.

@@ -716,7 +716,7 @@ mod store {
             .into_iter()
             .map(|workload| {
                 std::process::Command::new(&exe)
-                    .args(["--exact", "store::writer_process", "--ignored"])
+                    .args(["--exact", "store_api::store::writer_process", "--ignored"])
                     .stdout(std::process::Stdio::piped())
                     .stderr(std::process::Stdio::piped())
                     .env(CHILD_DB, &path)

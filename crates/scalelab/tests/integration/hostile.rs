@@ -6,8 +6,7 @@
 
 use serde_json::{Value, json};
 
-mod common;
-use common::Lab;
+use crate::common::Lab;
 
 /// Clear screen, a window title (OSC … BEL), a C1 CSI and a right-to-left override.
 const ESCAPES: &str = "\u{1b}[2J\u{1b}]0;owned\u{7}\u{9b}31m\u{202e}";

@@ -9,8 +9,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
-use common::Lab;
+use crate::common::Lab;
 
 /// A value no other process on the machine carries.
 fn unique(tag: &str) -> String {

@@ -10,8 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-mod common;
-use common::Lab;
+use crate::common::Lab;
 
 /// A lab with a `--workdir` given to every run, which must be empty after each.
 struct WorkLab {

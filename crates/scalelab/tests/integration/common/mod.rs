@@ -3,7 +3,6 @@
 //! a given exit status, JSON, or a clean refusal (exit 2, `error: …`, nothing on stdout).
 //!
 //! Each test file uses a different part of it.
-#![allow(dead_code)]
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

@@ -8,8 +8,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-mod common;
-use common::Lab;
+use crate::common::Lab;
 
 impl Lab {
     /// `scalelab run WORKLOAD -p shared=… --tasks N --locks`, short; `false` when lock tracing is

@@ -5,8 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-mod common;
-use common::Lab;
+use crate::common::Lab;
 
 const HOSTILE: &str = "<img src=x onerror=alert(1)><script>alert(2)</script>&\"'";
 

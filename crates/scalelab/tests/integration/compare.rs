@@ -9,8 +9,7 @@
 
 use serde_json::{Value, json};
 
-mod common;
-use common::Lab;
+use crate::common::Lab;
 
 impl Lab {
     /// A real export to build synthetic runs from (kept once per lab).

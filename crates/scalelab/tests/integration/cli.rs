@@ -6,8 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-mod common;
-use common::Lab;
+use crate::common::Lab;
 
 const SHORT: &[&str] = &[
     "--runs",

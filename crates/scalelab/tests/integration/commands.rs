@@ -2,8 +2,7 @@
 //! accounted separately, op counts from output, failures and timeouts recorded per trial, and a
 //! command that cannot start refused before any trial runs.
 
-mod common;
-use common::Lab;
+use crate::common::Lab;
 
 #[test]
 fn nproc_sees_exactly_n_cpus() {

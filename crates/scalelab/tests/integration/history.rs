@@ -3,8 +3,7 @@
 
 use serde_json::Value;
 
-mod common;
-use common::Lab;
+use crate::common::Lab;
 
 /// Deterministic ±1% noise around 1000, with an optional step of `step` from index 20 on.
 fn series(step: f64) -> String {

@@ -1,0 +1,5 @@
+//! The integration tests of the `lab` engine through its public API, one test binary with a
+//! module per area.
+
+mod command_processes;
+mod store_api;

@@ -1,0 +1,16 @@
+//! The integration tests of the `scalelab` binary, one test binary (a module per area, one
+//! shared harness in [`common`]): they drive the real CLI on real, short workloads.
+
+mod common;
+
+mod cli;
+mod commands;
+mod compare;
+mod file_safety;
+mod history;
+mod hostile;
+mod locks;
+mod processes;
+mod profile;
+mod report;
+mod workloads;
