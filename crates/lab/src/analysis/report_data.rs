@@ -19,8 +19,6 @@ use crate::record::{RunData, RunMeta};
 
 /// Points on the drawn USL curve, from N = 1 to the largest N.
 const CURVE_STEPS: u32 = 60;
-/// The USL has three parameters: fewer distinct N than this and it is not fitted.
-const USL_MIN_DISTINCT_N: usize = 4;
 
 /// The input of one HTML report.
 #[derive(Debug, Clone, Serialize)]
@@ -140,7 +138,7 @@ impl RunReport {
 }
 
 /// The USL over every successful trial and its curve up to `max_n`, when the trials cover at
-/// least [`USL_MIN_DISTINCT_N`] task counts and the fit succeeds.
+/// least [`stats::USL_MIN_DISTINCT_N`] task counts and the fit succeeds.
 fn usl_curve(run: &RunData, trials: &[(f64, f64)], max_n: f64) -> Option<UslCurve> {
     let distinct: BTreeSet<u32> = run
         .trials
@@ -148,7 +146,7 @@ fn usl_curve(run: &RunData, trials: &[(f64, f64)], max_n: f64) -> Option<UslCurv
         .filter(|t| t.outcome.measurement().is_some())
         .map(|t| t.n)
         .collect();
-    if distinct.len() < USL_MIN_DISTINCT_N {
+    if distinct.len() < stats::USL_MIN_DISTINCT_N {
         return None;
     }
     let fit = stats::fit_usl(trials).ok()?;
