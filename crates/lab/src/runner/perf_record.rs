@@ -134,7 +134,7 @@ pub fn kallsyms_warning() -> Option<String> {
     if !path.exists() {
         return Some("--profile: /proc/kallsyms is missing, so kernel functions will be [unknown] — a kernel built with CONFIG_KALLSYMS is needed".into());
     }
-    (!perf::profile::kallsyms_has_addresses(path)).then(|| {
+    (!perf::kallsyms_has_addresses(path)).then(|| {
         "--profile: /proc/kallsyms shows no addresses, so kernel functions will be [unknown] — set kernel.kptr_restrict=0 (or run as root)".into()
     })
 }

@@ -12,7 +12,7 @@ pub mod grows;
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 
-use perf::profile::{Profile, ProfileOptions, read_profile};
+use perf::{Profile, ProfileOptions, read_profile};
 use serde::Serialize;
 
 use crate::error::LabError;
@@ -321,7 +321,7 @@ pub fn is_lock_function(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use perf::profile::{FunctionCost, StackCost};
+    use perf::{FunctionCost, StackCost};
 
     fn func(name: &str, self_period: u64, total_period: u64) -> FunctionCost {
         FunctionCost {
