@@ -98,20 +98,20 @@ impl std::fmt::Display for Field {
 
 impl LabError {
     /// A configuration field out of range or not applicable.
-    pub fn invalid(field: Field, reason: impl Into<String>) -> LabError {
+    pub(crate) fn invalid(field: Field, reason: impl Into<String>) -> LabError {
         LabError::Invalid {
             field,
             reason: reason.into(),
         }
     }
 
-    pub fn io(context: impl Into<String>, source: std::io::Error) -> LabError {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> LabError {
         LabError::Io {
             context: context.into(),
             source,
         }
     }
-    pub fn sys(context: impl Into<String>, source: sys::SysError) -> LabError {
+    pub(crate) fn sys(context: impl Into<String>, source: sys::SysError) -> LabError {
         LabError::Sys {
             context: context.into(),
             source,

@@ -21,13 +21,13 @@ use crate::env::Fingerprint;
 pub struct Nanos(pub u64);
 
 impl Nanos {
-    pub fn from_duration(d: std::time::Duration) -> Nanos {
+    pub(crate) fn from_duration(d: std::time::Duration) -> Nanos {
         Nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
     }
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 / 1e9
     }
-    pub fn as_duration(self) -> std::time::Duration {
+    pub(crate) fn as_duration(self) -> std::time::Duration {
         std::time::Duration::from_nanos(self.0)
     }
 }
@@ -83,7 +83,7 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             RunStatus::Running => "running",
             RunStatus::Complete => "complete",
@@ -91,7 +91,7 @@ impl RunStatus {
             RunStatus::Incomplete => "incomplete",
         }
     }
-    pub fn parse(text: &str) -> Option<RunStatus> {
+    pub(crate) fn parse(text: &str) -> Option<RunStatus> {
         Some(match text {
             "running" => RunStatus::Running,
             "complete" => RunStatus::Complete,
@@ -310,11 +310,11 @@ pub struct StepRecord {
 }
 
 impl TrialMeasurement {
-    pub fn ops(&self) -> u64 {
+    pub(crate) fn ops(&self) -> u64 {
         self.task_ops.iter().sum()
     }
     /// Throughput over the window: total ops / window seconds.
-    pub fn ops_per_sec(&self) -> f64 {
+    pub(crate) fn ops_per_sec(&self) -> f64 {
         let secs = self.window.as_secs_f64();
         if secs > 0.0 {
             self.ops() as f64 / secs
@@ -322,7 +322,7 @@ impl TrialMeasurement {
             0.0
         }
     }
-    pub fn counter(&self, event: &str) -> Option<u64> {
+    pub(crate) fn counter(&self, event: &str) -> Option<u64> {
         self.counters
             .iter()
             .find(|c| c.event == event)
@@ -350,10 +350,10 @@ pub struct Usage {
 }
 
 impl Usage {
-    pub fn cpu(&self) -> Nanos {
+    pub(crate) fn cpu(&self) -> Nanos {
         Nanos(self.user.0 + self.sys.0)
     }
-    pub fn add(&self, o: &Usage) -> Usage {
+    pub(crate) fn add(&self, o: &Usage) -> Usage {
         Usage {
             user: Nanos(self.user.0 + o.user.0),
             sys: Nanos(self.sys.0 + o.sys.0),

@@ -27,7 +27,7 @@ pub enum Metric {
 }
 
 impl Metric {
-    pub const ALL: [Metric; 8] = [
+    pub(crate) const ALL: [Metric; 8] = [
         Metric::Throughput,
         Metric::OpsPerCpuSec,
         Metric::NsPerOp,
@@ -63,7 +63,7 @@ impl Metric {
             })
     }
 
-    pub fn higher_is_better(self) -> bool {
+    pub(crate) fn higher_is_better(self) -> bool {
         matches!(
             self,
             Metric::Throughput | Metric::OpsPerCpuSec | Metric::Speedup | Metric::Efficiency
@@ -195,7 +195,7 @@ pub fn from_points(
     }
 }
 
-/// Reads a series from `history --csv` text by the rules of [`crate::csv_rows`] (those of
+/// Reads a series from `history --csv` text by the rules of `csv_rows` (those of
 /// `model --csv`): one value per row, or `label,value`; an optional header; `#` comments and
 /// blank lines anywhere. A bad row is an error naming its line.
 pub fn parse_csv(text: &str) -> Result<Vec<HistoryPoint>, LabError> {

@@ -12,7 +12,7 @@ use stats::{CompareOptions, Prediction, UslFit};
 use super::comparison::{Comparison, compare_runs};
 use super::history::History;
 use super::lock_contention::{LockSides, PointLocks, at_point};
-use super::profile::grows::{GrowthReport, what_grows};
+use super::profile::{GrowthReport, what_grows};
 use super::profile::{PointProfile, load_run};
 use super::summary::{RunSummary, summarize};
 use crate::record::{RunData, RunMeta};
@@ -87,7 +87,7 @@ impl ReportData {
 
 impl RunReport {
     /// One run's analyses; a run without profiles or lock traces has none of those.
-    pub fn from_run(run: &RunData) -> RunReport {
+    pub(crate) fn from_run(run: &RunData) -> RunReport {
         let summary = summarize(run);
         let trials: Vec<(f64, f64)> = run
             .trials

@@ -92,7 +92,7 @@ pub struct ScalingModel {
 
 /// The fitted points of a run: `(N, ops/s)` of every successful trial with a positive
 /// throughput, and how many successful trials had none.
-pub fn run_points(data: &RunData) -> (Vec<(f64, f64)>, usize) {
+pub(crate) fn run_points(data: &RunData) -> (Vec<(f64, f64)>, usize) {
     let mut zero = 0;
     let mut points = Vec::new();
     for t in &data.trials {
@@ -235,7 +235,7 @@ fn refusal(e: StatsError, points: &[(f64, f64)], cpus: Option<u32>) -> LabError 
     LabError::BadOption(msg)
 }
 
-/// Parses `N,throughput` rows by the rules of [`crate::csv_rows`] (commas, tabs, semicolons or
+/// Parses `N,throughput` rows by the rules of `csv_rows` (commas, tabs, semicolons or
 /// spaces between two numbers; an optional header; `#` comments and blank lines skipped). A bad
 /// row is an error naming its line.
 pub fn parse_csv(text: &str) -> Result<Vec<(f64, f64)>, LabError> {

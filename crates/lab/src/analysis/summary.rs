@@ -11,16 +11,16 @@ use crate::record::{RunData, TrialMeasurement, TrialOutcome};
 use crate::warnings::Warning;
 
 /// Confidence level of point intervals.
-pub const LEVEL: f64 = 0.95;
+pub(crate) const LEVEL: f64 = 0.95;
 /// Trials varying more than this (coefficient of variation) get a warning.
-pub const HIGH_CV: f64 = 0.05;
+pub(crate) const HIGH_CV: f64 = 0.05;
 /// A throughput drop larger than this between consecutive points is called negative scalability.
-pub const NEGATIVE_DROP: f64 = 0.02;
+pub(crate) const NEGATIVE_DROP: f64 = 0.02;
 /// S(N) above this many times N is called superlinear (a suspect baseline).
-pub const SUPERLINEAR: f64 = 1.1;
+pub(crate) const SUPERLINEAR: f64 = 1.1;
 /// Tasks that waited for a CPU more than this share of the window (at N ≤ the online CPUs)
 /// were competing with other work: the point's throughput is understated.
-pub const RUNQ_WAIT: f64 = 5.0;
+pub(crate) const RUNQ_WAIT: f64 = 5.0;
 
 /// Everything shown for one N; every figure is a median over the point's successful trials.
 #[derive(Debug, Clone, Serialize)]

@@ -5,13 +5,13 @@
 //! finished trial kept).
 //!
 //! The CLI only turns arguments into a [`Plan`], owns the stop flag (Ctrl-C, SIGTERM) and shows
-//! the progress. [`run`] measures one plan round-robin ([`sweep`]); [`ab`] measures two in
-//! random pairs and grows the schedule while the pairs cannot decide ([`ab_schedule`],
-//! [`ab_extension`]).
+//! the progress. [`run`] measures one plan round-robin (`sweep`); [`ab`] measures two in
+//! random pairs and grows the schedule while the pairs cannot decide (`ab_schedule`,
+//! `ab_extension`).
 
 mod ab;
-pub mod ab_extension;
-pub mod ab_schedule;
+pub(crate) mod ab_extension;
+pub(crate) mod ab_schedule;
 mod progress;
 mod sweep;
 
@@ -19,8 +19,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 pub use ab::{AbOutcome, AbPolicy, ab};
-pub use progress::{Progress, Replan, Silent, TrialLabel, failure};
-pub use sweep::{SweepEnd, measure_unstored};
+pub use progress::{Progress, Replan, TrialLabel, failure};
+pub use sweep::SweepEnd;
+
+#[cfg(test)]
+pub(crate) use progress::Silent;
+#[cfg(any(test, feature = "test-support"))]
+pub(crate) use sweep::measure_unstored;
 
 use crate::env::Fingerprint;
 use crate::error::LabError;
@@ -139,7 +144,10 @@ pub fn run(
 
 /// The executor a plan calls for: a trial child (this binary again) for a built-in workload,
 /// the command executor for `--cmd`.
-pub fn executor_for(plan: &Plan, helpers: Option<&Helpers>) -> Result<Box<dyn Executor>, LabError> {
+pub(crate) fn executor_for(
+    plan: &Plan,
+    helpers: Option<&Helpers>,
+) -> Result<Box<dyn Executor>, LabError> {
     if plan.command.is_some() {
         return Ok(Box::new(CommandExecutor));
     }

@@ -56,10 +56,12 @@ pub trait Progress {
     fn note(&mut self, text: &str);
 }
 
-/// A watcher that ignores everything.
+/// A watcher that ignores everything (for tests).
+#[cfg(test)]
 #[derive(Debug, Default, Clone, Copy)]
-pub struct Silent;
+pub(crate) struct Silent;
 
+#[cfg(test)]
 impl Progress for Silent {
     fn begun(&mut self, _: &[i64], _: usize) {}
     fn trial_started(&mut self, _: &TrialLabel) {}

@@ -82,7 +82,7 @@ pub struct CommandSpec {
 
 impl TrialSpec {
     /// The built-in workload, when this trial runs one.
-    pub fn builtin(&self) -> Option<&BuiltinWork> {
+    pub(crate) fn builtin(&self) -> Option<&BuiltinWork> {
         match &self.work {
             Work::Builtin(b) => Some(b),
             Work::Command(_) => None,
@@ -90,7 +90,7 @@ impl TrialSpec {
     }
 
     /// The command, when this trial runs one.
-    pub fn command(&self) -> Option<&CommandSpec> {
+    pub(crate) fn command(&self) -> Option<&CommandSpec> {
         match &self.work {
             Work::Command(c) => Some(c),
             Work::Builtin(_) => None,

@@ -8,16 +8,16 @@
 //! Durability is per trial: [`Store::add_trial`] commits each trial in its own transaction as it
 //! ends, so a crash loses at most the trial in flight. A run is written as `running` together
 //! with its owner (pid, the pid's start time, boot id); a reader derives
-//! [`RunStatus::Incomplete`] for a `running` run whose owner is gone ([`liveness`]).
+//! [`RunStatus::Incomplete`] for a `running` run whose owner is gone (`liveness`).
 //!
 //! The store never destroys what it did not write: a file that is not a scalelab database, or
-//! one written by a newer scalelab, is refused and left byte-for-byte untouched ([`schema`]).
+//! one written by a newer scalelab, is refused and left byte-for-byte untouched (`schema`).
 //!
-//! Concerns, one file each: [`location`] (where the file is, and may it be opened), [`schema`]
+//! Concerns, one file each: `location` (where the file is, and may it be opened), `schema`
 //! (opening, DDL, migrations on `PRAGMA user_version`),
-//! [`runs`] (writing), [`query`] (reading), [`columns`] (model values ↔ SQL columns),
-//! [`liveness`] (is the owner alive), [`export`] (JSON/CSV export, reading exports),
-//! [`validation`] (refusing runs no measurement could produce, before import).
+//! `runs` (writing), `query` (reading), `columns` (model values ↔ SQL columns),
+//! `liveness` (is the owner alive), `export` (JSON/CSV export, reading exports),
+//! `validation` (refusing runs no measurement could produce, before import).
 
 mod columns;
 mod export;
@@ -32,10 +32,11 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
-pub use export::{CSV_HEADER, export_csv, export_json, read_export};
+pub use export::{export_csv, export_json, read_export};
 pub use query::RunFilter;
 pub use schema::SCHEMA_VERSION;
-pub use validation::validate;
+
+use validation::validate;
 
 #[cfg(doc)]
 use crate::record::{RunData, RunStatus};

@@ -28,7 +28,7 @@ pub struct PointComparison {
 }
 
 impl PointComparison {
-    pub fn verdict(&self) -> Option<Verdict> {
+    pub(crate) fn verdict(&self) -> Option<Verdict> {
         self.change.map(|c| c.verdict)
     }
 }

@@ -81,7 +81,7 @@ pub struct Comparison {
     pub b: RunRef,
     pub metric: ComparedMetric,
     pub options: CompareOptions,
-    /// Whether each N was judged on back-to-back pairs ([`ab_partners`]) rather than as two
+    /// Whether each N was judged on back-to-back pairs (`ab_partners`) rather than as two
     /// independent samples.
     pub paired: bool,
     pub points: Vec<PointComparison>,
@@ -94,7 +94,7 @@ pub struct Comparison {
 }
 
 /// What differs between two runs' workload, parameters and task counts.
-pub fn mismatches(a: &RunMeta, b: &RunMeta) -> Vec<Mismatch> {
+pub(crate) fn mismatches(a: &RunMeta, b: &RunMeta) -> Vec<Mismatch> {
     let mut out = Vec::new();
     if a.workload != b.workload {
         out.push(Mismatch::Workload {
@@ -143,7 +143,7 @@ fn is_command_text(a: &RunMeta, b: &RunMeta, key: &str) -> bool {
 
 /// Whether two runs are the sides of one `scalelab ab` experiment: the same `ab_seed` and
 /// `ab_order` tags, which `ab` gives both of its runs (and no other pair of runs shares).
-pub fn ab_partners(a: &RunMeta, b: &RunMeta) -> bool {
+pub(crate) fn ab_partners(a: &RunMeta, b: &RunMeta) -> bool {
     let tag = |m: &'_ RunMeta, key: &str| m.tags.get(key).cloned();
     a.id != b.id
         && tag(a, "ab_seed").is_some()
@@ -152,7 +152,7 @@ pub fn ab_partners(a: &RunMeta, b: &RunMeta) -> bool {
 }
 
 /// Compares candidate `b` against baseline `a`, N by N, on per-trial throughput; paired when
-/// `pair` allows it and the runs are [`ab_partners`].
+/// `pair` allows it and the runs are `ab_partners`.
 ///
 /// Never refuses: mismatched runs are compared on the N both measured, with the mismatches in
 /// [`Comparison::mismatches`] for the caller to refuse on.

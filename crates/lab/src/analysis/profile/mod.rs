@@ -4,10 +4,10 @@
 //! Cost per op of function f at N = samples(f) × period ÷ ops done in those trials' windows:
 //! ns per op for `cpu-clock` (its period is in ns), cycles per op for `cycles`. Comparable across
 //! N and across runs, unlike shares, which always add up to 100%. Cross-run analyses live beside
-//! this: [`grows`] (what grows with N) and [`diff`] (run against run).
+//! this: [`what_grows`] (what grows with N) and [`diff()`] (run against run).
 
-pub mod diff;
-pub mod grows;
+mod diff;
+mod grows;
 
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
@@ -17,6 +17,9 @@ use serde::Serialize;
 
 use crate::error::LabError;
 use crate::record::{RunData, RunMeta};
+
+pub use self::diff::{FunctionDiff, Presence, diff};
+pub use self::grows::{Growth, GrowthReport, MIN_SHARE, what_grows};
 
 /// One function's cost at one point.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -43,7 +46,7 @@ pub struct FunctionRow {
 impl FunctionRow {
     /// The key functions are matched by across points and runs: the symbol name (perf diff's
     /// rule), with unnamed code kept apart per DSO.
-    pub fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         if self.name == "[unknown]" {
             format!("[unknown] in {}", self.dso)
         } else {
@@ -87,13 +90,13 @@ pub struct PointProfile {
 }
 
 impl PointProfile {
-    pub fn function(&self, key: &str) -> Option<&FunctionRow> {
+    pub(crate) fn function(&self, key: &str) -> Option<&FunctionRow> {
         self.functions.iter().find(|f| f.key() == key)
     }
 }
 
 /// The kallsyms snapshot kept beside a run's profiles (never through a link).
-pub fn kallsyms_for(perf_data: &Path) -> Option<PathBuf> {
+pub(crate) fn kallsyms_for(perf_data: &Path) -> Option<PathBuf> {
     let p = perf_data
         .parent()?
         .join(crate::runner::perf_record::KALLSYMS);
@@ -184,7 +187,7 @@ type FunctionKey = (String, String, bool);
 type FunctionSums = (u64, u64, u64, u64, Option<u64>);
 
 /// Merges the profiles of one point's trials, matching functions by name and DSO.
-pub fn merge(n: u32, parts: Vec<(String, u64, Profile)>) -> PointProfile {
+pub(crate) fn merge(n: u32, parts: Vec<(String, u64, Profile)>) -> PointProfile {
     let event = parts
         .first()
         .map(|(_, _, p)| p.event.clone())
@@ -302,7 +305,7 @@ pub fn merge(n: u32, parts: Vec<(String, u64, Profile)>) -> PointProfile {
 }
 
 /// Kernel lock and spin functions, called out in "what grows".
-pub fn is_lock_function(name: &str) -> bool {
+pub(crate) fn is_lock_function(name: &str) -> bool {
     const MARKS: [&str; 9] = [
         "spin",
         "_lock",
