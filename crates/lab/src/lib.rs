@@ -4,7 +4,7 @@
 //! No module here depends on clap; the binary converts arguments into the types of this crate.
 //! All unsafe code lives in the `sys` and `perf` crates.
 #![forbid(unsafe_code)]
-#![warn(unreachable_pub)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod analysis;
 mod csv_rows;

@@ -32,7 +32,9 @@ use rustix::io::Errno;
 #[derive(Debug, thiserror::Error)]
 #[error("{}: {problem}{}", path.display(), os.as_ref().map(|e| format!(": {e}")).unwrap_or_default())]
 pub struct PathError {
+    /// The path refused or that failed.
     pub path: PathBuf,
+    /// What is wrong with it, and the fix.
     pub problem: String,
     /// The operating system's error behind it; `None` when scalelab refused on its own (a
     /// link, an owner, a mode).

@@ -14,9 +14,19 @@ pub enum ParamKind {
     /// One of a fixed set of words.
     Choice(&'static [&'static str]),
     /// A byte size: `4096`, `64K`, `128M`, `1G` (powers of 1024).
-    Size { min: u64, max: u64 },
+    Size {
+        /// Smallest accepted size, in bytes.
+        min: u64,
+        /// Largest accepted size, in bytes.
+        max: u64,
+    },
     /// A whole number in a range.
-    Count { min: u64, max: u64 },
+    Count {
+        /// Smallest accepted value.
+        min: u64,
+        /// Largest accepted value.
+        max: u64,
+    },
     /// `true` or `false`.
     Bool,
 }
@@ -37,9 +47,13 @@ impl fmt::Display for ParamKind {
 /// One declared parameter of a workload.
 #[derive(Debug, Clone, Copy)]
 pub struct ParamSpec {
+    /// The key in `-p KEY=VAL`.
     pub name: &'static str,
+    /// The value used when the run does not set it.
     pub default: &'static str,
+    /// What values it accepts.
     pub kind: ParamKind,
+    /// One line for `scalelab list`: what the parameter changes.
     pub help: &'static str,
 }
 
@@ -87,6 +101,7 @@ impl Params {
         Params { values }
     }
 
+    /// The parameters as key → value, defaults included.
     pub fn as_map(&self) -> &BTreeMap<String, String> {
         &self.values
     }

@@ -18,19 +18,32 @@ use crate::workloads::{self, WorkloadInfo};
 /// What the user asked for, already split into typed fields but not yet validated.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
+    /// The built-in workload's name (ignored with `command`).
     pub workload: String,
+    /// `-p KEY=VAL` pairs, not yet checked against the workload.
     pub params: Vec<(String, String)>,
     /// `--tasks`; `None` for the default sweep.
     pub tasks: Option<TaskSpec>,
+    /// Threads or processes.
     pub mode: Mode,
+    /// How tasks are pinned to CPUs.
     pub pin: Pin,
+    /// Trials per point.
     pub runs: u32,
+    /// Each trial's measurement window.
     pub duration: Nanos,
+    /// Each trial's warm-up before the window.
     pub warmup: Nanos,
+    /// Count cycles and instructions with hardware counters.
     pub counters: bool,
+    /// Where workloads that use files make their scratch directories (the system's temporary
+    /// directory when `None`).
     pub workdir: Option<PathBuf>,
+    /// `--variant`: a label for which build or setting this run is.
     pub variant: Option<String>,
+    /// `--tag KEY=VAL` labels.
     pub tags: Vec<(String, String)>,
+    /// `--name` for the run.
     pub name: Option<String>,
     /// `--cmd` and friends: an external command instead of a built-in workload.
     pub command: Option<CommandSpec>,
@@ -104,21 +117,35 @@ impl RunConfig {
 /// A validated sweep.
 #[derive(Debug, Clone)]
 pub struct Plan {
+    /// The workload (for an external command, the `cmd` entry).
     pub info: &'static WorkloadInfo,
+    /// The workload's parameters, checked, defaults filled in.
     pub params: Params,
+    /// The task counts, in sweep order.
     pub points: Vec<u32>,
+    /// Trials per point.
     pub runs: u32,
+    /// Each trial's measurement window.
     pub duration: Nanos,
+    /// Each trial's warm-up before the window.
     pub warmup: Nanos,
+    /// Threads or processes.
     pub mode: Mode,
+    /// How tasks are pinned to CPUs.
     pub pin: Pin,
+    /// Count cycles and instructions with hardware counters.
     pub counters: bool,
+    /// Where scratch directories are made for workloads that use files.
     pub workdir: Option<PathBuf>,
+    /// A label for which build or setting this run is.
     pub variant: Option<String>,
+    /// Labels stored with the run.
     pub tags: BTreeMap<String, String>,
+    /// A name for the run.
     pub name: Option<String>,
     /// Online CPUs when the plan was made.
     pub cpus: u32,
+    /// The external command, when the run measures one.
     pub command: Option<CommandSpec>,
     /// Per-trial limit for external commands.
     pub timeout: Nanos,
@@ -158,6 +185,8 @@ fn command_params(c: &CommandSpec) -> BTreeMap<String, String> {
 }
 
 impl Plan {
+    /// Checks `cfg` against the workload and the limits, with `cpus` online CPUs; every mistake
+    /// is an error naming the field.
     pub fn new(cfg: RunConfig, cpus: u32) -> Result<Plan, LabError> {
         let (info, params) = match &cfg.command {
             Some(command) => {

@@ -23,6 +23,7 @@ const CURVE_STEPS: u32 = 60;
 /// The input of one HTML report.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReportData {
+    /// The scalelab version that wrote the report.
     pub tool_version: String,
     /// RFC 3339 UTC.
     pub generated_at: String,
@@ -30,13 +31,16 @@ pub struct ReportData {
     pub runs: Vec<RunReport>,
     /// Every run after the first against the first (paired for the two runs of one `ab`).
     pub comparisons: Vec<Comparison>,
+    /// The metric across stored runs, when the report shows one.
     pub history: Option<History>,
 }
 
 /// One run's part of the report.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunReport {
+    /// The run as stored.
     pub meta: RunMeta,
+    /// Its per-point results and warnings.
     pub summary: RunSummary,
     /// `(N, ops/s)` of every successful trial, in trial order.
     pub trials: Vec<(f64, f64)>,
@@ -56,6 +60,7 @@ pub struct RunReport {
 /// A USL fit and its curve for a chart.
 #[derive(Debug, Clone, Serialize)]
 pub struct UslCurve {
+    /// The fitted parameters, with their intervals.
     pub fit: UslFit,
     /// The model with its 95% band at evenly spaced N from 1 to the largest N.
     pub curve: Vec<Prediction>,

@@ -43,16 +43,21 @@ use self::sweep::{Underway, round_robin, run_slots};
 /// the trial child and the guard.
 #[derive(Debug, Clone)]
 pub struct Helpers {
+    /// The scalelab binary to run (normally this process's own executable).
     pub exe: PathBuf,
+    /// The hidden subcommand that makes it a trial child.
     pub trial_subcommand: String,
+    /// The hidden subcommand that makes it the guard.
     pub guard_subcommand: String,
 }
 
 /// What a run is measured with: where it is stored, the stop flag, who watches.
 pub struct Session<'a> {
+    /// The database each trial is committed to as it ends.
     pub store: &'a mut Store,
     /// Raised by Ctrl-C or SIGTERM: the trial in flight is killed, the run ends `interrupted`.
     pub stop: &'a AtomicBool,
+    /// Who is told of each trial, warning and note.
     pub progress: &'a mut dyn Progress,
     /// The database file: profiles are kept beside it.
     pub db_file: &'a Path,
@@ -76,7 +81,9 @@ impl std::fmt::Debug for Session<'_> {
 /// How a [`run`] ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunOutcome {
+    /// The run's id in the database.
     pub id: i64,
+    /// Whether every planned trial ran or the stop flag ended the run.
     pub end: SweepEnd,
     /// Trials committed.
     pub stored: usize,

@@ -15,7 +15,9 @@ use serde::{Deserialize, Serialize};
 /// Which locks a run traces (`--locks`, `--locks=kernel`, `--locks=user`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LockRequest {
+    /// Trace kernel lock contention (`lock:contention_begin`/`end`).
     pub kernel: bool,
+    /// Trace futex waits, the user-space locks.
     pub user: bool,
 }
 

@@ -26,6 +26,7 @@ use crate::record::{ProfileRef, TrialMeasurement, TrialOutcome};
 // One per trial, moved once: boxing the outcome would buy nothing.
 #[allow(clippy::large_enum_variant)]
 pub enum Execution {
+    /// The trial ran to an outcome: a measurement, or a failure with its reason.
     Finished(TrialOutcome),
     /// The user asked to stop; the trial was killed and measured nothing.
     Interrupted,
@@ -34,6 +35,8 @@ pub enum Execution {
 /// Runs one trial somewhere and reports its outcome. Never fails as a whole: a trial that cannot
 /// run is a `Failed` outcome with the reason.
 pub trait Executor {
+    /// Runs `spec`; a trial still running `deadline` after it started is killed (a failed
+    /// outcome), and raising `stop` kills it too ([`Execution::Interrupted`]).
     fn execute(&mut self, spec: &TrialSpec, deadline: Duration, stop: &AtomicBool) -> Execution;
 }
 

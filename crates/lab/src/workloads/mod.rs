@@ -33,11 +33,13 @@ use crate::record::Mode;
 /// What `scalelab list` shows about a workload.
 #[derive(Debug)]
 pub struct WorkloadInfo {
+    /// The name `scalelab run` takes.
     pub name: &'static str,
     /// The unit one op stands for.
     pub op: &'static str,
     /// The kernel (or hardware) path the workload stresses.
     pub stresses: &'static str,
+    /// The parameters it declares, with their defaults.
     pub params: &'static [ParamSpec],
     /// True when the workload creates files: each trial then gets a fresh scratch directory
     /// under `--workdir`, removed after the trial whatever its outcome.

@@ -24,14 +24,19 @@ pub use self::grows::{Growth, GrowthReport, MIN_SHARE, what_grows};
 /// One function's cost at one point.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FunctionRow {
+    /// The symbol name, or `[unknown]` when the address has no symbol.
     pub name: String,
+    /// `[kernel]`, or the mapped file's name (`libc.so.6`, `scalelab`).
     pub dso: String,
+    /// Whether the function is kernel code.
     pub kernel: bool,
     /// Share of all kept samples' period with this function as the leaf, in %.
     pub self_share: f64,
     /// Share with this function anywhere on the stack, in %.
     pub total_share: f64,
+    /// Samples with this function as the leaf.
     pub self_samples: u64,
+    /// Samples with this function anywhere on the stack (once per sample).
     pub total_samples: u64,
     /// Self period ÷ ops (ns/op for cpu-clock, cycles/op for cycles); `None` without ops.
     pub cost_per_op: Option<f64>,
@@ -58,15 +63,20 @@ impl FunctionRow {
 /// One DSO's self cost at one point.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DsoRow {
+    /// `[kernel]`, or the mapped file's name.
     pub dso: String,
+    /// Whether the DSO is the kernel.
     pub kernel: bool,
+    /// Share of all kept samples' period whose leaf is in this DSO, in %.
     pub share: f64,
+    /// Samples whose leaf is in this DSO.
     pub samples: u64,
 }
 
 /// Every profiled trial of one N, merged.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PointProfile {
+    /// The task count.
     pub n: u32,
     /// `cpu-clock` or `cycles`.
     pub event: String,
@@ -76,16 +86,24 @@ pub struct PointProfile {
     pub files: Vec<String>,
     /// Ops done in the profiled trials' windows.
     pub ops: u64,
+    /// Samples kept (inside the trials' windows).
     pub samples: u64,
+    /// Their summed period (ns for cpu-clock, cycles for cycles).
     pub period: u64,
+    /// Samples outside the windows, dropped.
     pub outside_window: u64,
+    /// Times the kernel lowered the sampling rate (PERF_RECORD_THROTTLE).
     pub throttled: u64,
+    /// Samples the kernel lost (ring buffer full).
     pub lost: u64,
+    /// Functions, most self period first.
     pub functions: Vec<FunctionRow>,
+    /// DSOs, most self period first.
     pub dsos: Vec<DsoRow>,
     /// Folded call chains, root first (`a;b;c`), with their sample counts: flame graph input.
     #[serde(skip)]
     pub folded: Vec<(String, u64)>,
+    /// Caveats from reading the files (no kernel symbols, unreadable mapped files), each once.
     pub notes: Vec<String>,
 }
 
