@@ -2,8 +2,8 @@
 //!
 //! - [`Sample`]: a point's trials — median and its order-statistic interval, spread, outliers.
 //! - [`mann_whitney_u`], [`hodges_lehmann()`], [`compare()`]: two samples to a verdict;
-//!   [`wilcoxon_signed_rank`], [`hodges_lehmann_paired`] and [`compare_paired`] for trials that
-//!   ran in back-to-back pairs; exact null distributions when values tie.
+//!   [`compare_paired`] (Wilcoxon signed-rank test, paired Hodges-Lehmann shift) for trials
+//!   that ran in back-to-back pairs; exact null distributions when values tie.
 //! - [`fit_usl`]: the Universal Scalability Law fit and its predictions.
 //! - [`change_points`]: change points in a history series (E-divisive, Otava style).
 //!
@@ -29,5 +29,4 @@ pub use error::StatsError;
 pub use hodges_lehmann::hodges_lehmann;
 pub use mann_whitney::{MannWhitney, mann_whitney_u, min_achievable_p};
 pub use sample::{Estimate, Outlier, Sample};
-pub use signed_rank::{SignedRank, hodges_lehmann_paired, wilcoxon_signed_rank};
 pub use usl::{Prediction, USL_MIN_DISTINCT_N, UslFit, UslWarning, fit_usl};

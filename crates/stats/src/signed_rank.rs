@@ -40,7 +40,7 @@ pub(crate) const EXACT_MAX: usize = 50;
 
 /// Result of a two-sided Wilcoxon signed-rank test of "the differences are centred on 0".
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct SignedRank {
+pub(crate) struct SignedRank {
     /// Sum of the ranks of the positive differences: above `n(n+1)/4` means the differences
     /// tend to be positive.
     pub t_plus: f64,
@@ -55,7 +55,7 @@ pub struct SignedRank {
 
 /// Two-sided Wilcoxon signed-rank test of the differences `d` against a centre of 0. No
 /// non-zero difference at all gives p = 1 (no evidence of any change).
-pub fn wilcoxon_signed_rank(d: &[f64]) -> SignedRank {
+pub(crate) fn wilcoxon_signed_rank(d: &[f64]) -> SignedRank {
     let mut magnitudes: Vec<(f64, bool)> = d
         .iter()
         .filter(|x| **x != 0.0)
@@ -140,7 +140,7 @@ pub(crate) fn min_achievable_p_paired(n: usize) -> f64 {
 ///
 /// # Panics
 /// When `d` is empty.
-pub fn hodges_lehmann_paired(d: &[f64], level: f64) -> Estimate {
+pub(crate) fn hodges_lehmann_paired(d: &[f64], level: f64) -> Estimate {
     assert!(!d.is_empty(), "Hodges-Lehmann of no differences");
     let n = d.len();
     let mut walsh = Vec::with_capacity(n * (n + 1) / 2);
