@@ -3,6 +3,20 @@
 //!
 //! No module here depends on clap; the binary converts arguments into the types of this crate.
 //! All unsafe code lives in the `sys` and `perf` crates.
+//!
+//! The public surface, each item by one path:
+//! - At the root: the request and its plan ([`RunConfig`], [`Plan`], [`TaskSpec`], [`Params`],
+//!   [`LockRequest`], [`parse_duration`], [`check_runs`]), the built-in workloads
+//!   ([`workload_infos`], [`workload_info`]), the errors ([`LabError`], [`Field`],
+//!   [`PathError`]), the run [`Warning`]s, [`create_output`], and the entry points of the
+//!   binary's hidden helper processes ([`die_with_owner`], [`serve_guard`]).
+//! - [`lifecycle`]: the owner of a run ([`lifecycle::run`], [`lifecycle::ab`]).
+//! - [`runner`]: what one trial is ([`runner::TrialSpec`]) and who executes it.
+//! - [`record`]: the data model of runs, trials and samples.
+//! - [`store`]: the results database, export and import.
+//! - [`env`](mod@env): the machine's fingerprint and `doctor`'s checks.
+//! - [`analysis`]: typed results derived from stored runs, one module per analysis.
+//! - [`number_text`], [`safe_text`]: how numbers read, and text made safe for a terminal.
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 

@@ -1,5 +1,8 @@
-//! Linux performance observation through `perf_event_open`: hardware counters inherited by a
-//! trial's threads and children (later also tracepoint readers and perf.data parsing).
+//! Linux performance observation through `perf_event_open`, every item from the crate root:
+//! - [`InheritedCounters`]: hardware counters inherited by a trial's threads and children.
+//! - [`LockTracer`]: the lock and futex tracepoints, paired into waits ([`LockTrace`]).
+//! - [`read_profile`]: a `perf record` file read, symbolised and aggregated ([`Profile`]).
+//! - [`Kallsyms`], [`UserSymbols`]: kernel and user addresses to names.
 //!
 //! Counters are owned by types whose `Drop` closes the fds, and an unavailable counter is
 //! never silently zero: it carries a [`PerfError`] text naming the event, the errno and the fix.
