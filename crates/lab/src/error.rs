@@ -64,7 +64,7 @@ pub enum LabError {
     Workload {
         /// The workload's name.
         workload: String,
-        /// What failed.
+        /// What failed, and the fix where there is one.
         message: String,
     },
     /// A system call failed.
@@ -128,7 +128,7 @@ pub enum Field {
     Timeout,
     /// The external command and its steps.
     Command,
-    /// Lock tracing.
+    /// Lock tracing (`--locks`).
     Locks,
     /// CPU profiling under `perf record`.
     Profile,

@@ -24,7 +24,7 @@ impl Nanos {
     pub(crate) fn from_duration(d: std::time::Duration) -> Nanos {
         Nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
     }
-    /// In seconds.
+    /// The duration in seconds, as a float (for rates and display).
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 / 1e9
     }

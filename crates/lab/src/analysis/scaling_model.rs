@@ -75,9 +75,9 @@ pub enum ModelWarning {
     },
     /// Trials left out of the fit.
     Dropped {
-        /// How many.
+        /// How many trials were left out.
         trials: usize,
-        /// Why.
+        /// Why they were left out (no ops in the window, …).
         reason: String,
     },
 }

@@ -95,9 +95,9 @@ pub enum StoreError {
     /// The database's directory could not be created.
     #[error("cannot create directory {} for the database: {source} — pass --db PATH to a writable location", dir.display())]
     CreateDir {
-        /// The directory.
+        /// The directory that could not be created.
         dir: PathBuf,
-        /// Why.
+        /// The operating system's error.
         source: std::io::Error,
     },
 
@@ -106,7 +106,7 @@ pub enum StoreError {
     Open {
         /// The database file.
         path: PathBuf,
-        /// Why.
+        /// SQLite's or the operating system's error.
         source: Box<dyn std::error::Error + Send + Sync>,
     },
 
@@ -120,7 +120,7 @@ pub enum StoreError {
     /// A reading command found an empty file where the database should be.
     #[error("{} is empty, not a scalelab database yet — `scalelab run …` (or `scalelab import FILE.json`) creates it; or pass --db PATH to an existing one", path.display())]
     Empty {
-        /// The file.
+        /// The file, as given.
         path: PathBuf,
     },
 
@@ -138,7 +138,7 @@ pub enum StoreError {
     /// The file is not a scalelab database; it is left untouched.
     #[error("{} is not a scalelab database ({detail}); the file was left untouched — move it away or pass --db PATH", path.display())]
     NotADatabase {
-        /// The file.
+        /// The file, as given.
         path: PathBuf,
         /// What it is instead, as SQLite or the schema check saw it.
         detail: String,
@@ -200,7 +200,7 @@ pub enum StoreError {
     /// A value could not be encoded as JSON for storage.
     #[error("cannot encode {what} for the database: {source}")]
     Encode {
-        /// Which value.
+        /// Which value (`params`, `env`, `trial counters` …).
         what: &'static str,
         /// serde_json's error.
         source: serde_json::Error,
@@ -241,23 +241,23 @@ pub enum StoreError {
     /// Writing an export failed.
     #[error("writing the export: {source}")]
     Write {
-        /// Why.
+        /// The operating system's error.
         source: std::io::Error,
     },
 
     /// An export file could not be read.
     #[error("cannot read {}: {source}", path.display())]
     ReadExport {
-        /// The file.
+        /// The file, as given.
         path: PathBuf,
-        /// Why.
+        /// The operating system's error.
         source: std::io::Error,
     },
 
     /// A file that is not a scalelab export.
     #[error("{} is not a scalelab export: {detail}", path.display())]
     BadExport {
-        /// The file.
+        /// The file, as given.
         path: PathBuf,
         /// What does not parse.
         detail: String,
@@ -277,7 +277,7 @@ pub enum StoreError {
     /// A newer scalelab wrote the export.
     #[error("{} uses export format {found}, newer than this scalelab reads (up to {supported}) — upgrade scalelab to import it", path.display())]
     NewerExport {
-        /// The file.
+        /// The file, as given.
         path: PathBuf,
         /// Its export format version.
         found: u64,

@@ -90,7 +90,7 @@ pub enum ComparisonWarning {
     },
     /// One side's throughput varies too much between trials to show small changes.
     HighVariance {
-        /// The side.
+        /// The run concerned, A or B.
         side: Side,
         /// Its run id.
         run: i64,
@@ -101,7 +101,7 @@ pub enum ComparisonWarning {
     },
     /// A trial whose throughput stands far from the others of its point.
     Outlier {
-        /// The side.
+        /// The run concerned, A or B.
         side: Side,
         /// Its run id.
         run: i64,
@@ -118,7 +118,7 @@ pub enum ComparisonWarning {
     },
     /// Trials failed at a point and are left out.
     FailedTrials {
-        /// The side.
+        /// The run concerned, A or B.
         side: Side,
         /// Its run id.
         run: i64,
@@ -133,7 +133,7 @@ pub enum ComparisonWarning {
     },
     /// A run did not finish: only its finished trials are compared.
     NotComplete {
-        /// The side.
+        /// The run concerned, A or B.
         side: Side,
         /// Its run id.
         run: i64,
@@ -150,7 +150,7 @@ pub enum ComparisonWarning {
     /// Mode, pinning, trial length or warm-up differ: a legitimate experiment, but the
     /// reader must know.
     SetupDiffers {
-        /// The setting.
+        /// The setting that differs (`mode`, `pinning`, `trial duration`, `warm-up`).
         field: String,
         /// A's value.
         a: String,
