@@ -16,7 +16,7 @@ use crate::error::LabError;
 
 /// One data row: its fields and where it came from.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CsvRow<'a> {
+pub(crate) struct CsvRow<'a> {
     /// 1-based line number in the file.
     pub line: usize,
     /// The line as written (trimmed).
@@ -26,7 +26,7 @@ pub struct CsvRow<'a> {
 
 impl CsvRow<'_> {
     /// An error about this row: `line 4: `3,2688,01`: 3 fields, expected 2; {format}`.
-    pub fn error(&self, reason: impl fmt::Display, format: &str) -> LabError {
+    pub(crate) fn error(&self, reason: impl fmt::Display, format: &str) -> LabError {
         LabError::BadOption(format!(
             "line {}: `{}`: {reason}; {format}",
             self.line, self.text
@@ -34,7 +34,7 @@ impl CsvRow<'_> {
     }
 
     /// Field `index` as a number, or an error naming it as `what`.
-    pub fn number(&self, index: usize, what: &str, format: &str) -> Result<f64, LabError> {
+    pub(crate) fn number(&self, index: usize, what: &str, format: &str) -> Result<f64, LabError> {
         let field = self.fields[index];
         field
             .parse()
@@ -43,7 +43,7 @@ impl CsvRow<'_> {
 }
 
 /// The data rows of `text`, the header (if any) left out. Empty when there are none.
-pub fn rows(text: &str) -> Vec<CsvRow<'_>> {
+pub(crate) fn rows(text: &str) -> Vec<CsvRow<'_>> {
     let mut rows = Vec::new();
     let mut first = true;
     for (i, raw) in text.lines().enumerate() {

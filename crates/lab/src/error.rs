@@ -2,77 +2,139 @@
 
 use thiserror::Error;
 
+/// Everything that can go wrong in the engine, from a mistyped workload name to a failed
+/// system call; the message says what happened and how to fix it.
 #[derive(Debug, Error)]
 pub enum LabError {
+    /// No built-in workload has this name.
     #[error("unknown workload `{name}`{suggestion} (see `scalelab list`)")]
-    UnknownWorkload { name: String, suggestion: String },
+    UnknownWorkload {
+        /// The name asked for.
+        name: String,
+        /// `; did you mean …?` with the nearest names, or empty.
+        suggestion: String,
+    },
+    /// A `-p KEY=VAL` whose key the workload does not declare.
     #[error("workload `{workload}` has no parameter `{key}`; valid: {valid}")]
     UnknownParam {
+        /// The workload's name.
         workload: String,
+        /// The key given.
         key: String,
+        /// The workload's parameters as `name=kind`, comma-separated.
         valid: String,
     },
+    /// A `-p KEY=VAL` whose value does not parse as the parameter's kind.
     #[error("workload `{workload}`: `{key}={value}` is not valid; expected {expected}")]
     BadParamValue {
+        /// The workload's name.
         workload: String,
+        /// The parameter's name.
         key: String,
+        /// The value given.
         value: String,
+        /// What the parameter accepts (its kind, as `scalelab list` shows it).
         expected: String,
     },
+    /// A `KEY=VALUE` argument without `=` or with an empty key.
     #[error("`{0}` is not KEY=VALUE")]
     MalformedPair(String),
+    /// A `--tasks` value that is not one of the accepted forms, or out of range.
     #[error("`{spec}`: {reason}; accepted forms: 1,2,4 | 1..8 | 1..16:2 | pow2 | all")]
-    BadTasks { spec: String, reason: String },
+    BadTasks {
+        /// The value given.
+        spec: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A field of a run's configuration is out of its range or does not apply; the CLI names
     /// the flag that set it.
     #[error("{field}: {reason}")]
-    Invalid { field: Field, reason: String },
+    Invalid {
+        /// The configuration field.
+        field: Field,
+        /// What is wrong with its value.
+        reason: String,
+    },
+    /// An external command's option is unusable (an empty command, a bad `--ops-regex`).
     #[error("{0}")]
     BadOption(String),
+    /// A built-in workload failed while preparing or running a trial.
     #[error("workload `{workload}`: {message}")]
-    Workload { workload: String, message: String },
+    Workload {
+        /// The workload's name.
+        workload: String,
+        /// What failed, and the fix where there is one.
+        message: String,
+    },
+    /// A system call failed.
     #[error("{context}: {source}")]
     Sys {
+        /// What scalelab was doing.
         context: String,
+        /// The failed call, its errno and the fix.
         source: sys::SysError,
     },
+    /// Reading or writing a file or a pipe failed.
     #[error("{context}: {source}")]
     Io {
+        /// What scalelab was doing.
         context: String,
+        /// The I/O error.
         source: std::io::Error,
     },
+    /// A path scalelab would create or write is unsafe or unusable.
     #[error(transparent)]
     Path(#[from] crate::owned_dir::PathError),
+    /// The database refused an operation.
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+    /// A perf_event, tracepoint or profile operation failed.
     #[error(transparent)]
     Perf(#[from] perf::PerfError),
+    /// A run ended early on an error; the trials it stored are kept.
     #[error("run {runs} stopped after {stored} trials (kept, marked interrupted): {source}")]
     Stopped {
         /// The run id, or `A and B` for an A/B experiment.
         runs: String,
+        /// Trials stored before it stopped.
         stored: usize,
+        /// Why it stopped.
         source: Box<LabError>,
     },
+    /// A broken invariant inside scalelab: a bug, not a user error.
     #[error("internal error: {0} (please report this)")]
     Internal(String),
 }
 
-/// The fields of a run's configuration ([`RunConfig`](crate::plan::RunConfig)) an error can name.
+/// The fields of a run's configuration ([`RunConfig`](crate::RunConfig)) an error can name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Field {
+    /// The built-in workload's name.
     Workload,
+    /// The workload's `KEY=VAL` parameters.
     Params,
+    /// The task counts swept.
     Tasks,
+    /// Trials per point.
     Runs,
+    /// The most pairs an A/B experiment may grow to.
     MaxRuns,
+    /// Each trial's measurement window.
     Duration,
+    /// Each trial's warm-up before the window.
     Warmup,
+    /// The per-trial limit of an external command.
     Timeout,
+    /// The external command and its steps.
     Command,
+    /// Lock tracing (`--locks`).
     Locks,
+    /// CPU profiling under `perf record`.
     Profile,
+    /// How many trials per point are profiled.
     ProfileTrials,
+    /// The directory for workloads' scratch files.
     Workdir,
 }
 
@@ -98,20 +160,23 @@ impl std::fmt::Display for Field {
 
 impl LabError {
     /// A configuration field out of range or not applicable.
-    pub fn invalid(field: Field, reason: impl Into<String>) -> LabError {
+    pub(crate) fn invalid(field: Field, reason: impl Into<String>) -> LabError {
         LabError::Invalid {
             field,
             reason: reason.into(),
         }
     }
 
-    pub fn io(context: impl Into<String>, source: std::io::Error) -> LabError {
+    /// An I/O failure while doing `context`.
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> LabError {
         LabError::Io {
             context: context.into(),
             source,
         }
     }
-    pub fn sys(context: impl Into<String>, source: sys::SysError) -> LabError {
+
+    /// A failed system call while doing `context`.
+    pub(crate) fn sys(context: impl Into<String>, source: sys::SysError) -> LabError {
         LabError::Sys {
             context: context.into(),
             source,

@@ -3,30 +3,54 @@
 //!
 //! No module here depends on clap; the binary converts arguments into the types of this crate.
 //! All unsafe code lives in the `sys` and `perf` crates.
+//!
+//! The public surface, each item by one path:
+//! - At the root: the request and its plan ([`RunConfig`], [`Plan`], [`TaskSpec`], [`Params`],
+//!   [`LockRequest`], [`parse_duration`], [`check_runs`]), the built-in workloads
+//!   ([`workload_infos`], [`workload_info`]), the errors ([`LabError`], [`Field`],
+//!   [`PathError`]), the run [`Warning`]s, [`create_output`], and the entry points of the
+//!   binary's hidden helper processes ([`die_with_owner`], [`serve_guard`]).
+//! - [`lifecycle`]: the owner of a run ([`lifecycle::run`], [`lifecycle::ab`]).
+//! - [`runner`]: what one trial is ([`runner::TrialSpec`]) and who executes it.
+//! - [`record`]: the data model of runs, trials and samples.
+//! - [`store`]: the results database, export and import.
+//! - [`env`](mod@env): the machine's fingerprint and `doctor`'s checks.
+//! - [`analysis`]: typed results derived from stored runs, one module per analysis.
+//! - [`number_text`], [`safe_text`]: how numbers read, and text made safe for a terminal.
 #![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod analysis;
-pub mod csv_rows;
+mod csv_rows;
 pub mod env;
-pub mod error;
+mod error;
 pub mod lifecycle;
-pub mod limits;
-pub mod locks;
+mod limits;
+mod locks;
 pub mod number_text;
-pub mod owned_dir;
-pub mod params;
-pub mod plan;
-pub mod process;
+mod owned_dir;
+mod params;
+mod plan;
+mod process;
 pub mod record;
 pub mod runner;
 pub mod safe_text;
-pub mod scratch;
+mod scratch;
 pub mod store;
-pub mod task_spec;
+mod task_spec;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_runs;
-pub mod timestamp;
-pub mod warnings;
-pub mod workloads;
+mod timestamp;
+mod warnings;
+mod workloads;
 
 pub use error::{Field, LabError};
+pub use limits::MAX_DURATION;
+pub use locks::LockRequest;
+pub use owned_dir::{PathError, create_output};
+pub use params::{ParamKind, ParamSpec, Params, split_pair};
+pub use plan::{Plan, RunConfig, check_runs, parse_duration};
+pub use process::{die_with_owner, serve_guard};
+pub use task_spec::TaskSpec;
+pub use warnings::Warning;
+pub use workloads::{WorkloadInfo, workload_info, workload_infos};

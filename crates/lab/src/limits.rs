@@ -5,13 +5,13 @@
 use crate::record::Nanos;
 
 /// The largest task count accepted: enough for a 1024-CPU machine oversubscribed 64 times.
-pub const MAX_TASKS: u32 = 65_536;
+pub(crate) const MAX_TASKS: u32 = 65_536;
 
 /// The longest duration any flag accepts (`--duration`, `--warmup`, `--timeout`): one week.
 pub const MAX_DURATION: Nanos = Nanos(7 * 24 * 3600 * 1_000_000_000);
 /// The most trials per point (`--runs`, `ab --max-runs`).
-pub const MAX_RUNS: u32 = 10_000;
+pub(crate) const MAX_RUNS: u32 = 10_000;
 /// The most trials in one run (points × runs): a run of 100,000 five-second trials takes a week.
-pub const MAX_TRIALS: u64 = 100_000;
+pub(crate) const MAX_TRIALS: u64 = 100_000;
 /// The most per-task readings one trial keeps (samples × N): 128 MiB of counts.
-pub const MAX_READINGS: u64 = 1 << 24;
+pub(crate) const MAX_READINGS: u64 = 1 << 24;

@@ -14,9 +14,19 @@ pub enum ParamKind {
     /// One of a fixed set of words.
     Choice(&'static [&'static str]),
     /// A byte size: `4096`, `64K`, `128M`, `1G` (powers of 1024).
-    Size { min: u64, max: u64 },
+    Size {
+        /// Smallest accepted size, in bytes.
+        min: u64,
+        /// Largest accepted size, in bytes.
+        max: u64,
+    },
     /// A whole number in a range.
-    Count { min: u64, max: u64 },
+    Count {
+        /// Smallest accepted value.
+        min: u64,
+        /// Largest accepted value.
+        max: u64,
+    },
     /// `true` or `false`.
     Bool,
 }
@@ -37,9 +47,13 @@ impl fmt::Display for ParamKind {
 /// One declared parameter of a workload.
 #[derive(Debug, Clone, Copy)]
 pub struct ParamSpec {
+    /// The key in `-p KEY=VAL`.
     pub name: &'static str,
+    /// The value used when the run does not set it.
     pub default: &'static str,
+    /// What values it accepts.
     pub kind: ParamKind,
+    /// One line for `scalelab list`: what the parameter changes.
     pub help: &'static str,
 }
 
@@ -83,33 +97,34 @@ impl Params {
     }
 
     /// Rebuilds parameters that were validated before (e.g. read back in a trial child).
-    pub fn from_map(values: BTreeMap<String, String>) -> Params {
+    pub(crate) fn from_map(values: BTreeMap<String, String>) -> Params {
         Params { values }
     }
 
+    /// The parameters as key → value, defaults included.
     pub fn as_map(&self) -> &BTreeMap<String, String> {
         &self.values
     }
 
-    pub fn text(&self, key: &str) -> Result<&str, LabError> {
+    pub(crate) fn text(&self, key: &str) -> Result<&str, LabError> {
         self.values.get(key).map(String::as_str).ok_or_else(|| {
             LabError::Internal(format!("parameter `{key}` missing after validation"))
         })
     }
 
-    pub fn size(&self, key: &str) -> Result<u64, LabError> {
+    pub(crate) fn size(&self, key: &str) -> Result<u64, LabError> {
         let text = self.text(key)?;
         parse_size(text)
             .ok_or_else(|| LabError::Internal(format!("parameter `{key}`={text} is not a size")))
     }
 
-    pub fn count(&self, key: &str) -> Result<u64, LabError> {
+    pub(crate) fn count(&self, key: &str) -> Result<u64, LabError> {
         let text = self.text(key)?;
         text.parse()
             .map_err(|_| LabError::Internal(format!("parameter `{key}`={text} is not a number")))
     }
 
-    pub fn flag(&self, key: &str) -> Result<bool, LabError> {
+    pub(crate) fn flag(&self, key: &str) -> Result<bool, LabError> {
         Ok(self.text(key)? == "true")
     }
 }
@@ -141,7 +156,7 @@ fn canonical(spec: &ParamSpec, value: &str) -> String {
 }
 
 /// Parses `4096`, `4K`, `64k`, `128M`, `1G`, `2T` (binary multiples; a trailing `B`/`iB` is allowed).
-pub fn parse_size(text: &str) -> Option<u64> {
+pub(crate) fn parse_size(text: &str) -> Option<u64> {
     let t = text.trim();
     let t = t
         .strip_suffix("iB")
@@ -159,7 +174,7 @@ pub fn parse_size(text: &str) -> Option<u64> {
 }
 
 /// Formats bytes with the largest exact binary unit: 134217728 -> "128M".
-pub fn format_size(bytes: u64) -> String {
+pub(crate) fn format_size(bytes: u64) -> String {
     for (shift, unit) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
         if bytes >= 1 << shift && bytes % (1 << shift) == 0 {
             return format!("{}{unit}", bytes >> shift);

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::env::{Fingerprint, Severity};
 use crate::error::{Field, LabError};
-pub use crate::limits::{MAX_DURATION, MAX_READINGS, MAX_RUNS, MAX_TRIALS};
+use crate::limits::{MAX_DURATION, MAX_READINGS, MAX_RUNS, MAX_TRIALS};
 use crate::params::Params;
 use crate::record::{Mode, Nanos, Pin, RunMeta, RunStatus};
 use crate::runner::spec::{BuiltinWork, CommandSpec, OpsSource, TrialSpec, Work};
@@ -18,19 +18,32 @@ use crate::workloads::{self, WorkloadInfo};
 /// What the user asked for, already split into typed fields but not yet validated.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
+    /// The built-in workload's name (ignored with `command`).
     pub workload: String,
+    /// `-p KEY=VAL` pairs, not yet checked against the workload.
     pub params: Vec<(String, String)>,
     /// `--tasks`; `None` for the default sweep.
     pub tasks: Option<TaskSpec>,
+    /// Threads or processes.
     pub mode: Mode,
+    /// How tasks are pinned to CPUs.
     pub pin: Pin,
+    /// Trials per point.
     pub runs: u32,
+    /// Each trial's measurement window.
     pub duration: Nanos,
+    /// Each trial's warm-up before the window.
     pub warmup: Nanos,
+    /// Count cycles and instructions with hardware counters.
     pub counters: bool,
+    /// Where workloads that use files make their scratch directories (the system's temporary
+    /// directory when `None`).
     pub workdir: Option<PathBuf>,
+    /// `--variant`: a label for which build or setting this run is.
     pub variant: Option<String>,
+    /// `--tag KEY=VAL` labels.
     pub tags: Vec<(String, String)>,
+    /// `--name` for the run.
     pub name: Option<String>,
     /// `--cmd` and friends: an external command instead of a built-in workload.
     pub command: Option<CommandSpec>,
@@ -43,7 +56,7 @@ pub struct RunConfig {
 }
 
 /// What `scalelab list` and stored runs say about an external command.
-pub static COMMAND_INFO: WorkloadInfo = WorkloadInfo {
+pub(crate) static COMMAND_INFO: WorkloadInfo = WorkloadInfo {
     name: "cmd",
     op: "one completion of the command (or --ops N per trial, or the count --ops-regex reads from its output)",
     stresses: "whatever the command does; it runs with its CPU affinity limited to N CPUs",
@@ -52,10 +65,10 @@ pub static COMMAND_INFO: WorkloadInfo = WorkloadInfo {
 };
 
 /// Default `--timeout` for a command trial.
-pub const DEFAULT_COMMAND_TIMEOUT: Nanos = Nanos(3600 * 1_000_000_000);
+pub(crate) const DEFAULT_COMMAND_TIMEOUT: Nanos = Nanos(3600 * 1_000_000_000);
 
 /// Checks `runs` trials per point (the config's `field`) at `points` points against
-/// [`MAX_RUNS`] and [`MAX_TRIALS`].
+/// `MAX_RUNS` and `MAX_TRIALS`.
 pub fn check_runs(field: Field, runs: u32, points: usize) -> Result<(), LabError> {
     if runs > MAX_RUNS {
         return Err(LabError::invalid(
@@ -104,21 +117,35 @@ impl RunConfig {
 /// A validated sweep.
 #[derive(Debug, Clone)]
 pub struct Plan {
+    /// The workload (for an external command, the `cmd` entry).
     pub info: &'static WorkloadInfo,
+    /// The workload's parameters, checked, defaults filled in.
     pub params: Params,
+    /// The task counts, in sweep order.
     pub points: Vec<u32>,
+    /// Trials per point.
     pub runs: u32,
+    /// Each trial's measurement window.
     pub duration: Nanos,
+    /// Each trial's warm-up before the window.
     pub warmup: Nanos,
+    /// Threads or processes.
     pub mode: Mode,
+    /// How tasks are pinned to CPUs.
     pub pin: Pin,
+    /// Count cycles and instructions with hardware counters.
     pub counters: bool,
+    /// Where scratch directories are made for workloads that use files.
     pub workdir: Option<PathBuf>,
+    /// A label for which build or setting this run is.
     pub variant: Option<String>,
+    /// Labels stored with the run.
     pub tags: BTreeMap<String, String>,
+    /// A name for the run.
     pub name: Option<String>,
     /// Online CPUs when the plan was made.
     pub cpus: u32,
+    /// The external command, when the run measures one.
     pub command: Option<CommandSpec>,
     /// Per-trial limit for external commands.
     pub timeout: Nanos,
@@ -158,6 +185,8 @@ fn command_params(c: &CommandSpec) -> BTreeMap<String, String> {
 }
 
 impl Plan {
+    /// Checks `cfg` against the workload and the limits, with `cpus` online CPUs; every mistake
+    /// is an error naming the field.
     pub fn new(cfg: RunConfig, cpus: u32) -> Result<Plan, LabError> {
         let (info, params) = match &cfg.command {
             Some(command) => {
@@ -268,14 +297,14 @@ impl Plan {
     }
 
     /// (N, repetition) in execution order: round-robin over the points.
-    pub fn trial_order(&self) -> Vec<(u32, u32)> {
+    pub(crate) fn trial_order(&self) -> Vec<(u32, u32)> {
         (0..self.runs)
             .flat_map(|k| self.points.iter().map(move |&n| (n, k)))
             .collect()
     }
 
     /// The spec of a trial at N (not yet profiled, no scratch directory: the sweep adds them).
-    pub fn trial_spec(&self, n: u32) -> TrialSpec {
+    pub(crate) fn trial_spec(&self, n: u32) -> TrialSpec {
         let work = match &self.command {
             Some(command) => Work::Command(command.clone()),
             None => Work::Builtin(BuiltinWork {
@@ -299,13 +328,13 @@ impl Plan {
     }
 
     /// About 20 samples per window, between 10 ms and 1 s apart.
-    pub fn sample_interval(&self) -> Nanos {
+    pub(crate) fn sample_interval(&self) -> Nanos {
         sample_interval(self.duration)
     }
 
     /// When a trial child is declared hung and killed: warm-up + duration plus a generous margin
     /// for setup and teardown (30 s, or the window itself when longer).
-    pub fn deadline(&self) -> Duration {
+    pub(crate) fn deadline(&self) -> Duration {
         if self.command.is_some() {
             return self.timeout.as_duration();
         }
@@ -316,7 +345,12 @@ impl Plan {
     /// The run as stored when it starts: every field of the plan, the machine's fingerprint, and
     /// its warnings — the environment checks that warn, then `extra` (e.g. why a flag was
     /// dropped), then oversubscription.
-    pub fn run_meta(&self, env: Fingerprint, extra: Vec<String>, command_line: String) -> RunMeta {
+    pub(crate) fn run_meta(
+        &self,
+        env: Fingerprint,
+        extra: Vec<String>,
+        command_line: String,
+    ) -> RunMeta {
         let mut warnings: Vec<String> = crate::env::checks(&env)
             .into_iter()
             .filter(|c| c.severity == Severity::Warn)
@@ -362,7 +396,7 @@ impl Plan {
     }
 
     /// Points with more tasks than online CPUs.
-    pub fn oversubscribed(&self) -> Vec<u32> {
+    pub(crate) fn oversubscribed(&self) -> Vec<u32> {
         self.points
             .iter()
             .copied()

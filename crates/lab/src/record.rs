@@ -21,13 +21,14 @@ use crate::env::Fingerprint;
 pub struct Nanos(pub u64);
 
 impl Nanos {
-    pub fn from_duration(d: std::time::Duration) -> Nanos {
+    pub(crate) fn from_duration(d: std::time::Duration) -> Nanos {
         Nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
     }
+    /// The duration in seconds, as a float (for rates and display).
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 / 1e9
     }
-    pub fn as_duration(self) -> std::time::Duration {
+    pub(crate) fn as_duration(self) -> std::time::Duration {
         std::time::Duration::from_nanos(self.0)
     }
 }
@@ -36,7 +37,9 @@ impl Nanos {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
+    /// Every task a thread of the trial child.
     Threads,
+    /// Every task a process forked by the trial child.
     Processes,
 }
 
@@ -76,14 +79,18 @@ impl fmt::Display for Pin {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RunStatus {
+    /// Being measured (or its owner has not been seen to die).
     Running,
+    /// Every planned trial ran.
     Complete,
+    /// Stopped early (Ctrl-C, SIGTERM, an error); the finished trials are kept.
     Interrupted,
+    /// Marked running, but the process measuring it is gone (killed, crashed, rebooted).
     Incomplete,
 }
 
 impl RunStatus {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             RunStatus::Running => "running",
             RunStatus::Complete => "complete",
@@ -91,7 +98,7 @@ impl RunStatus {
             RunStatus::Incomplete => "incomplete",
         }
     }
-    pub fn parse(text: &str) -> Option<RunStatus> {
+    pub(crate) fn parse(text: &str) -> Option<RunStatus> {
         Some(match text {
             "running" => RunStatus::Running,
             "complete" => RunStatus::Complete,
@@ -114,12 +121,14 @@ pub struct RunMeta {
     /// Store id; 0 before the run is stored. Not preserved by export/import (the importing store
     /// assigns its own), but `origin_id` keeps the exporting store's id.
     pub id: i64,
+    /// The exporting store's id, for an imported run.
     pub origin_id: Option<i64>,
     /// The run's identity across stores: made when the run is recorded, kept by export and
     /// import (an export without one, from an older scalelab, gets a fresh one). Its profiles
     /// live in a folder of this name.
     #[serde(default = "uuid::Uuid::new_v4")]
     pub uuid: uuid::Uuid,
+    /// `--name`, when given.
     pub name: Option<String>,
     /// Built-in workload name, or `cmd` for an external command.
     pub workload: String,
@@ -127,19 +136,29 @@ pub struct RunMeta {
     pub params: BTreeMap<String, String>,
     /// What one op is, from the workload's documentation (e.g. "one page faulted in").
     pub op_unit: String,
+    /// Threads or processes.
     pub mode: Mode,
+    /// How tasks were pinned.
     pub pin: Pin,
     /// The task counts of the sweep, in execution order.
     pub points: Vec<u32>,
+    /// Trials per point.
     pub runs: u32,
+    /// Each trial's measurement window.
     pub duration: Nanos,
+    /// Each trial's warm-up before the window.
     pub warmup: Nanos,
+    /// `--variant`: which build or setting this run is, when given.
     pub variant: Option<String>,
+    /// `--tag KEY=VAL` labels.
     pub tags: BTreeMap<String, String>,
     /// RFC 3339 UTC.
     pub started_at: String,
+    /// When the run ended, RFC 3339 UTC; `None` while it runs or when it never ended.
     pub finished_at: Option<String>,
+    /// Running, complete, interrupted or incomplete.
     pub status: RunStatus,
+    /// The machine and build the run measured on.
     pub env: Fingerprint,
     /// Warnings recorded with the run (environment checks, oversubscription, counters), each one
     /// line with its hint.
@@ -199,6 +218,7 @@ pub struct TrialRecord {
     pub index: u32,
     /// RFC 3339 UTC.
     pub started_at: String,
+    /// The measurement, or why there is none.
     pub outcome: TrialOutcome,
 }
 
@@ -208,11 +228,17 @@ pub struct TrialRecord {
 // One per trial, moved a few times: boxing the measurement would buy nothing.
 #[allow(clippy::large_enum_variant)]
 pub enum TrialOutcome {
+    /// The trial measured.
     Ok(TrialMeasurement),
-    Failed { reason: String },
+    /// The trial failed.
+    Failed {
+        /// Why, in one line (an exit status and the tail of stderr, a timeout …).
+        reason: String,
+    },
 }
 
 impl TrialOutcome {
+    /// The measurement, when the trial has one.
     pub fn measurement(&self) -> Option<&TrialMeasurement> {
         match self {
             TrialOutcome::Ok(m) => Some(m),
@@ -256,7 +282,9 @@ pub struct TrialMeasurement {
 /// CLOCK_MONOTONIC nanoseconds at the start and end of a trial's measurement window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClockWindow {
+    /// At the window's start.
     pub start: Nanos,
+    /// At the window's end.
     pub end: Nanos,
 }
 
@@ -274,7 +302,9 @@ pub struct ProfileRef {
 /// Lock contention of one trial's window, kernel locks and user (futex) locks.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct LockReport {
+    /// Kernel lock contention, most wait first.
     pub kernel: Vec<LockContention>,
+    /// User (futex) lock contention, most wait first.
     pub user: Vec<LockContention>,
     /// Records the kernel dropped (ring buffer full); a report with losses says so.
     pub lost_records: u64,
@@ -291,9 +321,13 @@ pub struct LockContention {
     pub kind: String,
     /// The first function outside the lock and scheduler code (kernel) or the call site (user).
     pub caller: String,
+    /// Waits seen inside the window.
     pub contentions: u64,
+    /// Summed wait.
     pub wait_total: Nanos,
+    /// The longest single wait.
     pub wait_max: Nanos,
+    /// The shortest single wait.
     pub wait_min: Nanos,
     /// Further call sites with their contention counts, most frequent first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -303,18 +337,20 @@ pub struct LockContention {
 /// One timed step of an external-command trial, accounted like a `time` line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepRecord {
+    /// The step's name (`cmd` for `--cmd` itself).
     pub name: String,
+    /// Its wall time.
     pub wall: Nanos,
     /// The step's whole process tree (wait4), not just the shell.
     pub usage: Usage,
 }
 
 impl TrialMeasurement {
-    pub fn ops(&self) -> u64 {
+    pub(crate) fn ops(&self) -> u64 {
         self.task_ops.iter().sum()
     }
     /// Throughput over the window: total ops / window seconds.
-    pub fn ops_per_sec(&self) -> f64 {
+    pub(crate) fn ops_per_sec(&self) -> f64 {
         let secs = self.window.as_secs_f64();
         if secs > 0.0 {
             self.ops() as f64 / secs
@@ -322,7 +358,7 @@ impl TrialMeasurement {
             0.0
         }
     }
-    pub fn counter(&self, event: &str) -> Option<u64> {
+    pub(crate) fn counter(&self, event: &str) -> Option<u64> {
         self.counters
             .iter()
             .find(|c| c.event == event)
@@ -333,13 +369,21 @@ impl TrialMeasurement {
 /// getrusage-style accounting, in the units `time` printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Usage {
+    /// CPU time in user mode.
     pub user: Nanos,
+    /// CPU time in the kernel.
     pub sys: Nanos,
+    /// Page faults served without I/O.
     pub minor_faults: u64,
+    /// Page faults that needed I/O.
     pub major_faults: u64,
+    /// Context switches the task asked for (blocking).
     pub voluntary_switches: u64,
+    /// Context switches forced on the task (preemption).
     pub involuntary_switches: u64,
+    /// Blocks read by the file system.
     pub block_in: u64,
+    /// Blocks written by the file system.
     pub block_out: u64,
     /// Time the tasks spent runnable but waiting for a CPU over the window (run-queue delay:
     /// each task's share of its own span, from `/proc/thread-self/schedstat`, times the window;
@@ -350,10 +394,10 @@ pub struct Usage {
 }
 
 impl Usage {
-    pub fn cpu(&self) -> Nanos {
+    pub(crate) fn cpu(&self) -> Nanos {
         Nanos(self.user.0 + self.sys.0)
     }
-    pub fn add(&self, o: &Usage) -> Usage {
+    pub(crate) fn add(&self, o: &Usage) -> Usage {
         Usage {
             user: Nanos(self.user.0 + o.user.0),
             sys: Nanos(self.sys.0 + o.sys.0),
@@ -387,22 +431,29 @@ pub struct CounterValue {
 /// One sampler reading: time since the window start and cumulative ops per task.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SampleRecord {
+    /// Time since the window's start.
     pub t: Nanos,
+    /// Ops per task since the window's start.
     pub task_ops: Vec<u64>,
 }
 
 /// A run with all its trials: the unit of `show`, `export` and `import`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunData {
+    /// The run's description, fixed when it started.
     pub meta: RunMeta,
+    /// Its trials, in execution order.
     pub trials: Vec<TrialRecord>,
 }
 
 /// The exported file: a versioned envelope around one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunExport {
+    /// [`EXPORT_SCHEMA_VERSION`] of the scalelab that wrote the file.
     pub schema_version: u32,
+    /// The scalelab version that wrote the file.
     pub tool_version: String,
+    /// The run and every trial.
     pub run: RunData,
 }
 

@@ -6,7 +6,7 @@
 //! `CSI` (U+009B) does the same without an `ESC`, and the bidi overrides (U+202E) show text
 //! reversed. [`printable`] writes each as a visible escape (`\x1b`, `\u{202e}`) before text
 //! reaches a terminal; [`write_json`] writes JSON whose strings carry them as `\u` escapes
-//! (serde_json escapes C0 only), which decode to the same text; [`csv_text`] also neutralises
+//! (serde_json escapes C0 only), which decode to the same text; `csv_text` also neutralises
 //! spreadsheet formulas (OWASP's CSV-injection rule).
 
 use std::borrow::Cow;
@@ -64,7 +64,7 @@ fn escape(text: &str, keep_newlines: bool) -> Cow<'_, str> {
 /// spreadsheet would run as a formula — starting with `=`, `+`, `-` or `@` — gets a leading `'`
 /// and quotes (OWASP). Numbers are not text cells: a numeric column writes its numbers as they
 /// are, `-3.5` included.
-pub fn csv_text(text: &str) -> String {
+pub(crate) fn csv_text(text: &str) -> String {
     let text = printable_lines(text);
     let formula = text.starts_with(['=', '+', '-', '@']);
     if formula {

@@ -35,7 +35,7 @@ const ATTEMPTS: usize = 16;
 
 /// The scratch area of one scalelab process under `base`; removed when dropped.
 #[derive(Debug)]
-pub struct Scratch {
+pub(crate) struct Scratch {
     base: OwnedDir,
     area: OwnedDir,
     /// Held (`flock`, exclusive) for the life of this value.
@@ -45,7 +45,7 @@ pub struct Scratch {
 
 impl Scratch {
     /// Checks `base` (`--workdir`) and makes this process's locked area in it.
-    pub fn new(base: &Path) -> Result<Scratch, LabError> {
+    pub(crate) fn new(base: &Path) -> Result<Scratch, LabError> {
         if !std::fs::metadata(base)
             .map_err(|e| LabError::io(format!("--workdir {}", base.display()), e))?
             .is_dir()
@@ -69,12 +69,12 @@ impl Scratch {
         })
     }
 
-    pub fn base(&self) -> &Path {
+    pub(crate) fn base(&self) -> &Path {
         self.base.path()
     }
 
     /// Creates the next trial's empty directory (0700).
-    pub fn create(&mut self) -> Result<PathBuf, LabError> {
+    pub(crate) fn create(&mut self) -> Result<PathBuf, LabError> {
         self.next += 1;
         let dir = self
             .area
@@ -84,7 +84,7 @@ impl Scratch {
     }
 
     /// Removes a trial's directory and everything in it (never following a link inside).
-    pub fn remove(&self, dir: &Path) -> Result<(), LabError> {
+    pub(crate) fn remove(&self, dir: &Path) -> Result<(), LabError> {
         remove_tree(dir).map_err(|e| {
             LabError::io(
                 format!("removing the scratch directory {}", dir.display()),
@@ -94,7 +94,7 @@ impl Scratch {
     }
 
     /// Removes the areas under `base` whose owner is provably gone; returns them.
-    pub fn sweep_stale(&self) -> Vec<PathBuf> {
+    pub(crate) fn sweep_stale(&self) -> Vec<PathBuf> {
         let Ok(entries) = std::fs::read_dir(self.base.path()) else {
             return Vec::new();
         };

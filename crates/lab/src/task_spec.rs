@@ -12,9 +12,9 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::error::LabError;
-pub use crate::limits::MAX_TASKS;
+use crate::limits::MAX_TASKS;
 
-/// A checked `--tasks` value; [`points`](TaskSpec::points) turns it into task counts.
+/// A checked `--tasks` value; the plan turns it into task counts once the online CPUs are known.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskSpec(String);
 
@@ -36,13 +36,13 @@ impl fmt::Display for TaskSpec {
 
 impl TaskSpec {
     /// The task counts on a machine with `cpus` online CPUs, sorted and deduplicated.
-    pub fn points(&self, cpus: u32) -> Result<Vec<u32>, LabError> {
+    pub(crate) fn points(&self, cpus: u32) -> Result<Vec<u32>, LabError> {
         parse_tasks(&self.0, cpus)
     }
 }
 
 /// The default sweep: powers of two up to `cpus`, plus `cpus` itself.
-pub fn default_points(cpus: u32) -> Vec<u32> {
+pub(crate) fn default_points(cpus: u32) -> Vec<u32> {
     pow2_points(cpus.max(1))
 }
 
@@ -63,7 +63,7 @@ fn pow2_points(limit: u32) -> Vec<u32> {
 }
 
 /// Parses a `--tasks` value against the number of online CPUs.
-pub fn parse_tasks(spec: &str, cpus: u32) -> Result<Vec<u32>, LabError> {
+pub(crate) fn parse_tasks(spec: &str, cpus: u32) -> Result<Vec<u32>, LabError> {
     let bad = |reason: &str| LabError::BadTasks {
         spec: spec.to_string(),
         reason: reason.to_string(),

@@ -37,7 +37,7 @@ pub fn run(id: i64, workload: &str, points: &[(u32, &[f64])]) -> RunData {
 
 /// A 1 s window with `ops_per_sec` ops. Built through serde, so fields added to the records
 /// with a default need no change here.
-pub fn measurement(ops_per_sec: f64) -> TrialMeasurement {
+pub(crate) fn measurement(ops_per_sec: f64) -> TrialMeasurement {
     serde_json::from_value(serde_json::json!({
         "window": 1_000_000_000u64,
         "task_ops": [ops_per_sec.round() as u64],
@@ -50,7 +50,9 @@ pub fn measurement(ops_per_sec: f64) -> TrialMeasurement {
     .expect("a valid measurement")
 }
 
-pub fn meta(id: i64, workload: &str, points: &[u32]) -> RunMeta {
+/// The description of a complete run `id` of `workload` over `points` (one trial per point of 1 s,
+/// no warm-up), started on day `id` of January 2025, with an empty fingerprint.
+pub(crate) fn meta(id: i64, workload: &str, points: &[u32]) -> RunMeta {
     serde_json::from_value(serde_json::json!({
         "id": id,
         "origin_id": null,
@@ -76,6 +78,7 @@ pub fn meta(id: i64, workload: &str, points: &[u32]) -> RunMeta {
     }))
     .expect("a valid run")
 }
+
 /// `n` values around `center` with a fixed ±`spread` relative pattern (median exactly `center`
 /// for odd `n`).
 pub fn around(center: f64, spread: f64, n: usize) -> Vec<f64> {

@@ -5,55 +5,84 @@ use std::fmt;
 /// Something that makes a result less trustworthy than it looks.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Warning {
+    /// Task counts above the online CPUs: tasks time-share CPUs there.
     Oversubscribed {
+        /// The task counts above `cpus`.
         points: Vec<u32>,
+        /// The online CPUs.
         cpus: u32,
     },
+    /// Trials failed at a point and are left out of its figures.
     FailedTrials {
+        /// The task count.
         n: u32,
+        /// Failed trials.
         failed: usize,
+        /// All trials at this N.
         total: usize,
+        /// Why the first one failed.
         first_reason: String,
     },
+    /// Throughput varies so much between trials that small changes hide in it.
     HighVariance {
+        /// The task count.
         n: u32,
+        /// The coefficient of variation of the trials' throughputs.
         cv: f64,
     },
+    /// Too few trials per point for a confidence interval.
     FewRuns {
+        /// The fewest successful trials at any point.
         runs: usize,
     },
+    /// No N = 1 point: no speedup or efficiency.
     NoBaseline,
+    /// Hardware counters could not be opened.
     CountersUnavailable {
+        /// Why, with the fix.
         reason: String,
     },
+    /// Hardware counters were time-shared on the PMU: their values are scaled estimates.
     CountersMultiplexed,
+    /// The clock read by the `clock` workload went backwards within a task.
     TimeBackwards {
+        /// The task count.
         n: u32,
+        /// Times per trial (median).
         count: f64,
     },
+    /// Throughput falls as tasks are added.
     NegativeScaling {
+        /// The smaller of two consecutive task counts.
         from: u32,
+        /// The next one, where the throughput is lower.
         to: u32,
+        /// The relative fall (0.1 = 10%).
         drop: f64,
     },
     /// Tasks that waited for a CPU for much of the window although N fits the CPUs.
     WaitedForCpu {
+        /// The task count.
         n: u32,
+        /// Share of the window spent waiting for a CPU, in %.
         pct: f64,
     },
     /// S(N) well above N: usually a slowed N=1 baseline, rarely a real cache effect.
     Superlinear {
+        /// The task count.
         n: u32,
+        /// Its speedup over N = 1.
         speedup: f64,
-        /// CPU% of the N=1 trials and of one task at N (user + sys over wall).
+        /// CPU% of the N=1 trials (user + sys over wall).
         base_cpu_pct: Option<f64>,
+        /// CPU% of one task at N.
         task_cpu_pct: Option<f64>,
     },
     /// Processes a killed scalelab left running (pid, command line), found before this run.
     LeftRunning {
+        /// Each process's pid and command line.
         processes: Vec<(i32, String)>,
     },
-    Environment(String),
 }
 
 impl fmt::Display for Warning {
@@ -153,7 +182,6 @@ impl fmt::Display for Warning {
                     pids.join(" ")
                 )
             }
-            Warning::Environment(text) => f.write_str(text),
         }
     }
 }

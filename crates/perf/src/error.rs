@@ -91,7 +91,7 @@ impl PerfError {
     }
 
     /// True when the failure was a permission check (`EACCES`/`EPERM`).
-    pub fn is_permission_denied(&self) -> bool {
+    pub(crate) fn is_permission_denied(&self) -> bool {
         matches!(
             self,
             PerfError::Open {

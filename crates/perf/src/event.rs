@@ -39,7 +39,8 @@ impl HwEvent {
     }
 
     /// Parses a name as [`name`](Self::name) prints it.
-    pub fn from_name(name: &str) -> Option<HwEvent> {
+    #[cfg(test)]
+    pub(crate) fn from_name(name: &str) -> Option<HwEvent> {
         HwEvent::ALL.into_iter().find(|event| event.name() == name)
     }
 

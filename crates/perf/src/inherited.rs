@@ -141,7 +141,8 @@ impl InheritedCounters {
     }
 
     /// Why kernel-mode events are not counted, with the fix; `None` when they are.
-    pub fn kernel_exclusion_reason(&self) -> Option<&str> {
+    #[cfg(test)]
+    pub(crate) fn kernel_exclusion_reason(&self) -> Option<&str> {
         self.kernel_exclusion.as_deref()
     }
 

@@ -12,9 +12,11 @@ const KALLSYMS: &str = "/proc/kallsyms";
 /// One kernel symbol.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelSymbol {
+    /// The symbol's kernel virtual address.
     pub addr: u64,
     /// The `nm` type letter: `t`/`T` text, `d`/`D` data, `b`/`B` bss, `r`/`R` read-only data.
     pub kind: char,
+    /// The symbol's name as kallsyms spells it.
     pub name: String,
     /// The module, for symbols outside the kernel image (`[ext4]` → `ext4`).
     pub module: Option<String>,

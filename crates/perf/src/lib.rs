@@ -1,18 +1,22 @@
-//! Linux performance observation through `perf_event_open`: hardware counters inherited by a
-//! trial's threads and children (later also tracepoint readers and perf.data parsing).
+//! Linux performance observation through `perf_event_open`, every item from the crate root:
+//! - [`InheritedCounters`]: hardware counters inherited by a trial's threads and children.
+//! - [`LockTracer`]: the lock and futex tracepoints, paired into waits ([`LockTrace`]).
+//! - [`read_profile`]: a `perf record` file read, symbolised and aggregated ([`Profile`]).
+//! - [`Kallsyms`], [`UserSymbols`]: kernel and user addresses to names.
 //!
 //! Counters are owned by types whose `Drop` closes the fds, and an unavailable counter is
 //! never silently zero: it carries a [`PerfError`] text naming the event, the errno and the fix.
+#![warn(missing_docs, unreachable_pub)]
 
 mod error;
 mod event;
 mod inherited;
-pub mod kallsyms;
+mod kallsyms;
 mod lock_events;
 mod lock_tracer;
 #[cfg(test)]
 mod mutation;
-pub mod profile;
+mod profile;
 mod tracefs;
 mod user_symbols;
 
@@ -21,6 +25,8 @@ pub use event::{CounterReading, HwEvent};
 pub use inherited::InheritedCounters;
 pub use kallsyms::{Kallsyms, KernelSymbol};
 pub use lock_events::{FutexWait, KernelWait, LockTrace};
-pub use lock_tracer::{FUTEX_FLAG_BITS, FUTEX_WAIT_OPS, LockTraceConfig, LockTracer};
-pub use tracefs::{TraceField, TracepointFormat, tracefs_root};
-pub use user_symbols::{UserFrame, UserSymbols, short_module};
+pub use lock_tracer::{FUTEX_FLAG_BITS, LockTraceConfig, LockTracer};
+pub use profile::{
+    DsoCost, FunctionCost, Profile, ProfileOptions, StackCost, kallsyms_has_addresses, read_profile,
+};
+pub use user_symbols::{UserFrame, UserSymbols};

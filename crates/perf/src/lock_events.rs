@@ -32,13 +32,15 @@ pub(crate) struct TimedEvent {
 /// A kernel lock wait: from `contention_begin` to `contention_end` of one thread on one lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KernelWait {
+    /// The waiting thread.
     pub tid: u32,
     /// The lock's kernel address.
     pub lock: u64,
     /// `LCB_F_*` flags of the begin event (lock type).
     pub flags: u32,
-    /// CLOCK_MONOTONIC nanoseconds.
+    /// When the wait began (`contention_begin`), CLOCK_MONOTONIC nanoseconds.
     pub begin: u64,
+    /// When it ended (`contention_end`), CLOCK_MONOTONIC nanoseconds.
     pub end: u64,
     /// Index of the kernel call chain in [`LockTrace::chains`].
     pub chain: u32,
@@ -47,12 +49,15 @@ pub struct KernelWait {
 /// A futex wait: one `futex(FUTEX_WAIT…)` system call, entry to exit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FutexWait {
+    /// The waiting thread.
     pub tid: u32,
     /// The futex word's user address.
     pub uaddr: u64,
     /// The futex op as passed (with `FUTEX_PRIVATE_FLAG`/`FUTEX_CLOCK_REALTIME`).
     pub op: u32,
+    /// System call entry, CLOCK_MONOTONIC nanoseconds.
     pub begin: u64,
+    /// System call exit, CLOCK_MONOTONIC nanoseconds.
     pub end: u64,
     /// The system call's return value (0, or `-EAGAIN` when the word had already changed…).
     pub ret: i64,
@@ -61,12 +66,14 @@ pub struct FutexWait {
 }
 
 impl KernelWait {
+    /// How long the thread waited, in nanoseconds (0 if the end precedes the begin).
     pub fn wait(&self) -> u64 {
         self.end.saturating_sub(self.begin)
     }
 }
 
 impl FutexWait {
+    /// How long the system call waited, in nanoseconds (0 if the exit precedes the entry).
     pub fn wait(&self) -> u64 {
         self.end.saturating_sub(self.begin)
     }
@@ -75,7 +82,9 @@ impl FutexWait {
 /// Every wait seen, with interned call chains and the losses.
 #[derive(Debug, Clone, Default)]
 pub struct LockTrace {
+    /// Kernel lock waits, in the order they ended.
     pub kernel: Vec<KernelWait>,
+    /// Futex waits, in the order they returned.
     pub futex: Vec<FutexWait>,
     /// Call chains, innermost frame first, context markers removed.
     pub chains: Vec<Vec<u64>>,

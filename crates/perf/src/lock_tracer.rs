@@ -41,14 +41,16 @@ const MAX_STACK: u16 = 48;
 
 /// The futex operations that wait (`FUTEX_CMD_MASK` applied): WAIT, LOCK_PI, WAIT_BITSET,
 /// WAIT_REQUEUE_PI, LOCK_PI2.
-pub const FUTEX_WAIT_OPS: [u32; 5] = [0, 6, 9, 11, 13];
+pub(crate) const FUTEX_WAIT_OPS: [u32; 5] = [0, 6, 9, 11, 13];
 /// `FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME`.
 pub const FUTEX_FLAG_BITS: u32 = 128 | 256;
 
 /// What to trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LockTraceConfig {
+    /// Trace kernel lock contention (`lock:contention_begin`/`end`).
     pub kernel: bool,
+    /// Trace futex waits (`syscalls:sys_enter_futex`/`sys_exit_futex`), the user-space locks.
     pub user: bool,
     /// Ring buffer data size per event per CPU, in bytes (rounded up to a power of two; lowered
     /// so that all buffers together stay under 64 MiB on machines with many CPUs).

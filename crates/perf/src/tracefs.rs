@@ -13,7 +13,7 @@ const TRACEFS_ROOTS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/trac
 
 /// One field of a tracepoint's raw record.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TraceField {
+pub(crate) struct TraceField {
     pub name: String,
     pub offset: usize,
     pub size: usize,
@@ -22,7 +22,7 @@ pub struct TraceField {
 
 /// A tracepoint's id (`perf_event_attr.config`) and its record layout.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TracepointFormat {
+pub(crate) struct TracepointFormat {
     /// `system:name`, as perf names it.
     pub name: String,
     pub id: u64,
@@ -31,7 +31,7 @@ pub struct TracepointFormat {
 
 impl TracepointFormat {
     /// Reads `system/name`'s format from the mounted tracefs.
-    pub fn read(system: &str, name: &str) -> Result<TracepointFormat, PerfError> {
+    pub(crate) fn read(system: &str, name: &str) -> Result<TracepointFormat, PerfError> {
         let full = format!("{system}:{name}");
         let root = tracefs_root().ok_or_else(|| PerfError::Tracepoint {
             event: full.clone(),
@@ -63,7 +63,7 @@ impl TracepointFormat {
     }
 
     /// The field called `name`.
-    pub fn field(&self, name: &str) -> Result<&TraceField, PerfError> {
+    pub(crate) fn field(&self, name: &str) -> Result<&TraceField, PerfError> {
         self.fields
             .iter()
             .find(|f| f.name == name)
@@ -76,7 +76,7 @@ impl TracepointFormat {
 }
 
 /// The first tracefs mount point that has an `events` directory.
-pub fn tracefs_root() -> Option<PathBuf> {
+pub(crate) fn tracefs_root() -> Option<PathBuf> {
     TRACEFS_ROOTS
         .iter()
         .map(Path::new)

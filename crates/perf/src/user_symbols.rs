@@ -40,7 +40,7 @@ impl UserFrame {
 }
 
 /// The file name of a module path.
-pub fn short_module(path: &str) -> &str {
+pub(crate) fn short_module(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 

@@ -11,20 +11,20 @@
 //! - [`history_table`]: a metric across runs with change points (`history`).
 //! - [`flame_graph`]: interactive SVG flame graphs (`profile --flamegraph`, the HTML report).
 //! - [`html`]: the HTML report (`report`).
-//! - [`number_format`]: how figures read in every table.
 //!
 //! JSON needs no renderer: the binary writes the analysis results themselves with
 //! `lab::safe_text::write_json`.
 #![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod comparison_table;
-pub mod error;
+mod error;
 pub mod flame_graph;
 pub mod history_table;
 pub mod html;
 pub mod lock_table;
 pub mod model_table;
-pub mod number_format;
+mod number_format;
 pub mod profile_table;
 pub mod run_table;
 

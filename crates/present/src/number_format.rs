@@ -6,17 +6,17 @@
 use lab::number_text::{si, sig3};
 
 /// [`si`], or `n/a` for a missing figure.
-pub fn opt_si(x: Option<f64>) -> String {
+pub(crate) fn opt_si(x: Option<f64>) -> String {
     x.map_or_else(|| "n/a".into(), si)
 }
 
 /// [`sig3`], or `n/a` for a missing figure.
-pub fn opt_sig3(x: Option<f64>) -> String {
+pub(crate) fn opt_sig3(x: Option<f64>) -> String {
     x.map_or_else(|| "n/a".into(), sig3)
 }
 
 /// The csh `time` line: user, system, elapsed (m:ss.ss), CPU%.
-pub fn time_line(user_s: f64, sys_s: f64, wall_s: f64, cpu_pct: f64) -> String {
+pub(crate) fn time_line(user_s: f64, sys_s: f64, wall_s: f64, cpu_pct: f64) -> String {
     let minutes = (wall_s / 60.0).floor();
     format!(
         "{user_s:.3}u {sys_s:.3}s {}:{:05.2} {cpu_pct:.1}%",
@@ -26,7 +26,7 @@ pub fn time_line(user_s: f64, sys_s: f64, wall_s: f64, cpu_pct: f64) -> String {
 }
 
 /// A duration in ns as `850ns`, `12.5µs`, `3.17ms`, `1.20s`.
-pub fn duration(ns: f64) -> String {
+pub(crate) fn duration(ns: f64) -> String {
     if !ns.is_finite() {
         return "n/a".into();
     }

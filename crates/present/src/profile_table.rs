@@ -7,8 +7,8 @@ use std::io::{self, Write};
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, ContentArrangement, Table};
 use lab::analysis::profile::PointProfile;
-use lab::analysis::profile::diff::{FunctionDiff, Presence};
-use lab::analysis::profile::grows::{GrowthReport, MIN_SHARE};
+use lab::analysis::profile::{FunctionDiff, Presence};
+use lab::analysis::profile::{GrowthReport, MIN_SHARE};
 use lab::number_text::{si, sig3};
 use lab::safe_text::printable;
 

@@ -5,10 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use lab::analysis::history::Metric;
-use lab::plan::parse_duration;
 use lab::record::Nanos;
-use lab::task_spec::TaskSpec;
-use lab::{Field, LabError};
+use lab::{Field, LabError, TaskSpec, parse_duration};
 
 const EXAMPLES: &str = "\
 EXAMPLES:
@@ -403,7 +401,7 @@ pub fn flag(field: Field) -> &'static str {
 
 /// `KEY=VAL` (`-p`, `--tag`, `--step`).
 fn parse_pair(text: &str) -> Result<(String, String), LabError> {
-    lab::params::split_pair(text)
+    lab::split_pair(text)
 }
 
 /// `1%` or `0.01` (a bare number of 1 or more is refused: 1 would mean 100%).

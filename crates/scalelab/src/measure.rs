@@ -8,11 +8,10 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result};
 use lab::lifecycle::{Helpers, Progress, Session};
-use lab::plan::RunConfig;
 use lab::record::Nanos;
 use lab::runner::{CommandSpec, OpsSource};
 use lab::store::Store;
-use lab::task_spec::TaskSpec;
+use lab::{RunConfig, TaskSpec};
 
 use crate::db_path;
 

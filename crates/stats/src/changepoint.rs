@@ -44,10 +44,10 @@ use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// Window length of the split step (Otava's default).
-pub const WINDOW: usize = 50;
+pub(crate) const WINDOW: usize = 50;
 
 /// Shortest segment `min_segment` may ask for: a t-test needs a variance on each side.
-pub const MIN_SEGMENT_FLOOR: usize = 2;
+pub(crate) const MIN_SEGMENT_FLOOR: usize = 2;
 
 /// How strict change-point detection is.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

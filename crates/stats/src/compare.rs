@@ -46,13 +46,13 @@ use crate::sample::{Estimate, Sample};
 use crate::signed_rank::{hodges_lehmann_paired, min_achievable_p_paired, wilcoxon_signed_rank};
 
 /// Statistical power assumed by the minimum detectable effect and the runs needed.
-pub const POWER: f64 = 0.8;
+pub(crate) const POWER: f64 = 0.8;
 
 /// Scales a MAD to estimate the standard deviation of normal data (`1/Φ⁻¹(¾)`).
 const MAD_TO_SD: f64 = 1.4826;
 
 /// Runs per side beyond which `runs_needed` stops counting (a threshold far below the noise).
-pub const MAX_RUNS_NEEDED: usize = 1_000_000;
+pub(crate) const MAX_RUNS_NEEDED: usize = 1_000_000;
 
 /// Which way is good for the metric compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -150,12 +150,12 @@ pub struct Change {
     pub exact: bool,
     /// The verdict (see the module doc).
     pub verdict: Verdict,
-    /// Smallest relative change these runs would detect with power [`POWER`] at this alpha
+    /// Smallest relative change these runs would detect with power 0.8 at this alpha
     /// (see the module doc for the formula). `None` when nothing is detectable: the exact test
     /// cannot reach alpha with these n (3 vs 3 at 0.05), or one value per side.
     pub min_detectable: Option<f64>,
     /// Runs per side that would make a change of `threshold` detectable with power
-    /// [`POWER`]; `None` when these runs already suffice or the threshold is 0. With one value
+    /// 0.8; `None` when these runs already suffice or the threshold is 0. With one value
     /// per side the noise is unknown and this is only the exact test's floor.
     pub runs_needed: Option<usize>,
     /// Smallest p-value the exact test can reach with these n, `2/C(m+n, m)` (3 vs 3 → 0.1;

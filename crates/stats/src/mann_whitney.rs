@@ -26,7 +26,7 @@ use crate::permutation_null::{doubled_midranks, rank_sum_null};
 use crate::sample::Sample;
 
 /// Largest sample size (per side) for which the exact distribution is used.
-pub const EXACT_MAX: usize = 50;
+pub(crate) const EXACT_MAX: usize = 50;
 
 /// Result of a two-sided Mann-Whitney U test of A (baseline) against B (candidate).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -20,7 +20,7 @@ use statrs::distribution::{Binomial, DiscreteCDF};
 use crate::error::StatsError;
 
 /// Modified z-score above which a value is an outlier (Iglewicz & Hoaglin 1993).
-pub const OUTLIER_CUTOFF: f64 = 3.5;
+pub(crate) const OUTLIER_CUTOFF: f64 = 3.5;
 
 /// `Φ⁻¹(0.75)`: makes the MAD of a normal distribution estimate its standard deviation.
 const MAD_TO_Z: f64 = 0.6745;

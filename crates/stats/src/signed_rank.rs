@@ -36,11 +36,11 @@ use crate::permutation_null::{doubled_midranks, signed_rank_null};
 use crate::sample::{Estimate, median_of_sorted};
 
 /// Largest number of non-zero differences for which the exact distribution is used.
-pub const EXACT_MAX: usize = 50;
+pub(crate) const EXACT_MAX: usize = 50;
 
 /// Result of a two-sided Wilcoxon signed-rank test of "the differences are centred on 0".
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct SignedRank {
+pub(crate) struct SignedRank {
     /// Sum of the ranks of the positive differences: above `n(n+1)/4` means the differences
     /// tend to be positive.
     pub t_plus: f64,
@@ -48,14 +48,14 @@ pub struct SignedRank {
     pub used: usize,
     /// Two-sided p-value.
     pub p_value: f64,
-    /// Whether `p_value` is exact (`used` ≤ [`EXACT_MAX`]; with ties among `|d|`, the exact
+    /// Whether `p_value` is exact (`used` ≤ 50; with ties among `|d|`, the exact
     /// distribution conditional on them).
     pub exact: bool,
 }
 
 /// Two-sided Wilcoxon signed-rank test of the differences `d` against a centre of 0. No
 /// non-zero difference at all gives p = 1 (no evidence of any change).
-pub fn wilcoxon_signed_rank(d: &[f64]) -> SignedRank {
+pub(crate) fn wilcoxon_signed_rank(d: &[f64]) -> SignedRank {
     let mut magnitudes: Vec<(f64, bool)> = d
         .iter()
         .filter(|x| **x != 0.0)
@@ -128,7 +128,7 @@ pub fn wilcoxon_signed_rank(d: &[f64]) -> SignedRank {
 
 /// Smallest two-sided p-value the exact test can give with `n` differences, `2 / 2ⁿ` (4 pairs
 /// → 0.125, 5 → 0.0625, 6 → 0.03125): above alpha, no change can ever be significant.
-pub fn min_achievable_p_paired(n: usize) -> f64 {
+pub(crate) fn min_achievable_p_paired(n: usize) -> f64 {
     (2.0 * 0.5f64.powi(n.min(2000) as i32)).min(1.0)
 }
 
@@ -140,7 +140,7 @@ pub fn min_achievable_p_paired(n: usize) -> f64 {
 ///
 /// # Panics
 /// When `d` is empty.
-pub fn hodges_lehmann_paired(d: &[f64], level: f64) -> Estimate {
+pub(crate) fn hodges_lehmann_paired(d: &[f64], level: f64) -> Estimate {
     assert!(!d.is_empty(), "Hodges-Lehmann of no differences");
     let n = d.len();
     let mut walsh = Vec::with_capacity(n * (n + 1) / 2);

@@ -25,16 +25,16 @@ use crate::least_squares::{self, Bounds, Model, P};
 use crate::sample::Estimate;
 
 /// Fewest distinct task counts a fit accepts (three parameters plus one to spare).
-pub const MIN_DISTINCT_N: usize = 4;
+pub const USL_MIN_DISTINCT_N: usize = 4;
 
 /// Coverage of the parameter intervals and prediction bands.
-pub const LEVEL: f64 = 0.95;
+pub(crate) const LEVEL: f64 = 0.95;
 
 /// Below this R² the fit gets a [`UslWarning::PoorFit`].
-pub const POOR_FIT_R_SQUARED: f64 = 0.9;
+pub(crate) const POOR_FIT_R_SQUARED: f64 = 0.9;
 
 /// A prediction past this multiple of the largest measured N is an extrapolation.
-pub const EXTRAPOLATION_FACTOR: f64 = 2.0;
+pub(crate) const EXTRAPOLATION_FACTOR: f64 = 2.0;
 
 /// A fitted USL.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -219,7 +219,7 @@ const BOUNDS: Bounds = Bounds {
 
 /// Fits the USL to `(N, X)` points — every trial, not per-N medians.
 ///
-/// Refuses fewer than [`MIN_DISTINCT_N`] distinct N, any N that is not finite and ≥ 1, and
+/// Refuses fewer than [`USL_MIN_DISTINCT_N`] distinct N, any N that is not finite and ≥ 1, and
 /// any X that is not finite and > 0.
 pub fn fit_usl(points: &[(f64, f64)]) -> Result<UslFit, StatsError> {
     for (index, &(n, x)) in points.iter().enumerate() {
@@ -233,10 +233,10 @@ pub fn fit_usl(points: &[(f64, f64)]) -> Result<UslFit, StatsError> {
     let mut ns: Vec<f64> = points.iter().map(|p| p.0).collect();
     ns.sort_by(f64::total_cmp);
     ns.dedup();
-    if ns.len() < MIN_DISTINCT_N {
+    if ns.len() < USL_MIN_DISTINCT_N {
         return Err(StatsError::TooFewTaskCounts {
             got: ns.len(),
-            needed: MIN_DISTINCT_N,
+            needed: USL_MIN_DISTINCT_N,
         });
     }
     let (min_n, max_n) = (ns[0], ns[ns.len() - 1]);

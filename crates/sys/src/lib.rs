@@ -14,6 +14,7 @@
 //! This crate and `scalelab-perf` hold all of the project's `unsafe` code. Every `unsafe` block
 //! carries a `// SAFETY:` comment, every resource is owned by a type whose `Drop` releases it,
 //! and every failure is a [`SysError`] naming the system call, the errno and the fix.
+#![warn(missing_docs, unreachable_pub)]
 
 mod affinity;
 mod anon_mapping;

@@ -16,18 +16,26 @@ use crate::record::RunData;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Metric {
+    /// The median throughput, ops/s (higher is better).
     Throughput,
+    /// Ops per CPU-second, user + sys (higher is better).
     OpsPerCpuSec,
+    /// Wall nanoseconds per op seen by one task (lower is better).
     NsPerOp,
+    /// Throughput over the throughput at N = 1 (higher is better).
     Speedup,
+    /// Speedup divided by N (higher is better).
     Efficiency,
+    /// Hardware cycles per op (lower is better).
     CyclesPerOp,
+    /// Hardware instructions per op (lower is better).
     InstructionsPerOp,
+    /// CPU use, (user + sys) / wall × 100 (lower is better).
     CpuPct,
 }
 
 impl Metric {
-    pub const ALL: [Metric; 8] = [
+    pub(crate) const ALL: [Metric; 8] = [
         Metric::Throughput,
         Metric::OpsPerCpuSec,
         Metric::NsPerOp,
@@ -38,6 +46,7 @@ impl Metric {
         Metric::CpuPct,
     ];
 
+    /// The metric's name, as `--metric` takes it and the JSON spells it.
     pub fn name(self) -> &'static str {
         match self {
             Metric::Throughput => "throughput",
@@ -51,6 +60,7 @@ impl Metric {
         }
     }
 
+    /// The metric called `text` (see [`Metric::name`]); the error lists the valid names.
     pub fn parse(text: &str) -> Result<Metric, LabError> {
         Metric::ALL
             .into_iter()
@@ -63,7 +73,7 @@ impl Metric {
             })
     }
 
-    pub fn higher_is_better(self) -> bool {
+    pub(crate) fn higher_is_better(self) -> bool {
         matches!(
             self,
             Metric::Throughput | Metric::OpsPerCpuSec | Metric::Speedup | Metric::Efficiency
@@ -87,35 +97,56 @@ impl Metric {
 /// One run's value in the series.
 #[derive(Debug, Clone, Serialize)]
 pub struct HistoryPoint {
+    /// The run's id in the database (the row number for `history --csv`).
     pub run: i64,
+    /// When the run started, RFC 3339 UTC (empty for `history --csv`).
     pub started_at: String,
+    /// The run's `--variant`, when given.
     pub variant: Option<String>,
+    /// What tells runs apart: kernel release and tags (the first column of `history --csv`).
     pub label: String,
+    /// The metric's value at this N.
     pub value: f64,
 }
 
 /// A change point, located at the first run of the new segment.
 #[derive(Debug, Clone, Serialize)]
 pub struct HistoryChange {
+    /// The first run of the new segment.
     pub run: i64,
+    /// Its position in the series, from 0.
     pub index: usize,
     /// Relative change of the segment means, after vs before.
     pub relative: f64,
+    /// The t-test p-value between the segments, adjusted for the positions tried.
     pub p_value: f64,
+    /// Mean of the segment before.
     pub mean_before: f64,
+    /// Standard deviation of the segment before.
     pub sd_before: f64,
+    /// Mean of the segment from this run on.
     pub mean_after: f64,
+    /// Standard deviation of the segment from this run on.
     pub sd_after: f64,
+    /// Whether the metric got worse here.
     pub regression: bool,
 }
 
+/// One metric at one N across the stored runs, oldest first, with its change points.
 #[derive(Debug, Clone, Serialize)]
 pub struct History {
+    /// The workload followed (`csv` for `history --csv`).
     pub workload: String,
+    /// The task count N the metric is read at.
     pub at: u32,
+    /// The metric followed.
     pub metric: Metric,
+    /// Which way is better for `metric`.
     pub higher_is_better: bool,
+    /// One value per run that measured N successfully (per row for `history --csv`), oldest
+    /// first.
     pub points: Vec<HistoryPoint>,
+    /// The change points, in series order.
     pub changes: Vec<HistoryChange>,
     /// True when the last change point exists and made the metric worse: the newest segment regressed.
     pub newest_regressed: bool,
@@ -195,7 +226,7 @@ pub fn from_points(
     }
 }
 
-/// Reads a series from `history --csv` text by the rules of [`crate::csv_rows`] (those of
+/// Reads a series from `history --csv` text by the rules of `csv_rows` (those of
 /// `model --csv`): one value per row, or `label,value`; an optional header; `#` comments and
 /// blank lines anywhere. A bad row is an error naming its line.
 pub fn parse_csv(text: &str) -> Result<Vec<HistoryPoint>, LabError> {

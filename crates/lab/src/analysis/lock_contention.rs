@@ -18,11 +18,14 @@ use crate::record::{LockContention, RunData};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LockSide {
+    /// Kernel locks (`lock:contention_begin`/`end`).
     Kernel,
+    /// User-space locks (futex waits).
     User,
 }
 
 impl LockSide {
+    /// `kernel` or `user`, as the JSON and the tables spell it.
     pub fn as_str(self) -> &'static str {
         match self {
             LockSide::Kernel => "kernel",
@@ -34,11 +37,14 @@ impl LockSide {
 /// Which sides an aggregate covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LockSides {
+    /// Include kernel locks.
     pub kernel: bool,
+    /// Include user (futex) locks.
     pub user: bool,
 }
 
 impl LockSides {
+    /// Kernel and user locks.
     pub const BOTH: LockSides = LockSides {
         kernel: true,
         user: true,
@@ -53,35 +59,48 @@ impl LockSides {
 /// One (lock, type, caller) at one N, summed over the point's traced trials.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct LockRow {
+    /// Kernel or user lock.
     pub side: LockSide,
     /// Static symbol, an address (one trial), or `N addresses` (heap locks across trials).
     pub lock: String,
+    /// The lock's type: `spinlock`, `rwsem:read`, `mutex`, `futex` …
     pub kind: String,
+    /// The first function outside the lock and scheduler code (kernel), or the call site (user).
     pub caller: String,
     /// Over all traced trials of the point.
     pub contentions: u64,
+    /// Summed wait, in ns.
     pub wait_total_ns: u64,
+    /// The longest single wait, in ns.
     pub wait_max_ns: u64,
+    /// The shortest single wait, in ns.
     pub wait_min_ns: u64,
+    /// Mean wait per contention, in ns.
     pub wait_avg_ns: f64,
     /// Per trial (mean over the traced trials).
     pub contentions_per_trial: f64,
+    /// Wait per trial, in ns (mean over the traced trials).
     pub wait_per_trial_ns: f64,
     /// Total wait / total ops of the traced trials.
     pub wait_per_op_ns: f64,
+    /// Further call sites with their contention counts, most frequent first (at most 5).
     pub call_sites: Vec<(String, u64)>,
 }
 
 /// The lock table of one N.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct PointLocks {
+    /// The task count.
     pub n: u32,
     /// Trials that carry a lock report.
     pub trials: usize,
+    /// Ops done in those trials' windows.
     pub ops: u64,
+    /// Those trials' windows together, in seconds.
     pub window_s: f64,
     /// Most wait first.
     pub rows: Vec<LockRow>,
+    /// Records the kernel dropped (ring buffer full), summed over the trials.
     pub lost_records: u64,
     /// Each distinct note of the point's trials once.
     pub notes: Vec<String>,
@@ -209,9 +228,13 @@ pub fn at_point(data: &RunData, n: u32, sides: LockSides) -> Option<PointLocks> 
 /// One (lock, type, caller) across the points.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct GrowthRow {
+    /// Kernel or user lock.
     pub side: LockSide,
+    /// Static symbol, an address, or `N addresses`, as in [`LockRow::lock`].
     pub lock: String,
+    /// The lock's type.
     pub kind: String,
+    /// The first function outside the lock code, or the call site.
     pub caller: String,
     /// (N, wait per op in ns) for every traced point, 0 where the row is absent.
     pub wait_per_op_ns: Vec<(u32, f64)>,
@@ -224,11 +247,15 @@ pub struct GrowthRow {
 /// "What grows": every row of every point, ranked by the growth of its wait per op.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct LockGrowth {
+    /// The run's task counts, in order.
     pub points: Vec<u32>,
+    /// Ranked by `growth_ns`, largest first.
     pub rows: Vec<GrowthRow>,
     /// Total lock wait per op at each point, per side.
     pub totals: Vec<(LockSide, Vec<(u32, f64)>)>,
+    /// Records the kernel dropped, summed over the points.
     pub lost_records: u64,
+    /// Each distinct note of the run's trials once.
     pub notes: Vec<String>,
 }
 

@@ -12,19 +12,18 @@ use stats::{CompareOptions, Prediction, UslFit};
 use super::comparison::{Comparison, compare_runs};
 use super::history::History;
 use super::lock_contention::{LockSides, PointLocks, at_point};
-use super::profile::grows::{GrowthReport, what_grows};
+use super::profile::{GrowthReport, what_grows};
 use super::profile::{PointProfile, load_run};
 use super::summary::{RunSummary, summarize};
 use crate::record::{RunData, RunMeta};
 
 /// Points on the drawn USL curve, from N = 1 to the largest N.
 const CURVE_STEPS: u32 = 60;
-/// The USL has three parameters: fewer distinct N than this and it is not fitted.
-const USL_MIN_DISTINCT_N: usize = 4;
 
 /// The input of one HTML report.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReportData {
+    /// The scalelab version that wrote the report.
     pub tool_version: String,
     /// RFC 3339 UTC.
     pub generated_at: String,
@@ -32,13 +31,16 @@ pub struct ReportData {
     pub runs: Vec<RunReport>,
     /// Every run after the first against the first (paired for the two runs of one `ab`).
     pub comparisons: Vec<Comparison>,
+    /// The metric across stored runs, when the report shows one.
     pub history: Option<History>,
 }
 
 /// One run's part of the report.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunReport {
+    /// The run as stored.
     pub meta: RunMeta,
+    /// Its per-point results and warnings.
     pub summary: RunSummary,
     /// `(N, ops/s)` of every successful trial, in trial order.
     pub trials: Vec<(f64, f64)>,
@@ -58,6 +60,7 @@ pub struct RunReport {
 /// A USL fit and its curve for a chart.
 #[derive(Debug, Clone, Serialize)]
 pub struct UslCurve {
+    /// The fitted parameters, with their intervals.
     pub fit: UslFit,
     /// The model with its 95% band at evenly spaced N from 1 to the largest N.
     pub curve: Vec<Prediction>,
@@ -89,7 +92,7 @@ impl ReportData {
 
 impl RunReport {
     /// One run's analyses; a run without profiles or lock traces has none of those.
-    pub fn from_run(run: &RunData) -> RunReport {
+    pub(crate) fn from_run(run: &RunData) -> RunReport {
         let summary = summarize(run);
         let trials: Vec<(f64, f64)> = run
             .trials
@@ -140,7 +143,7 @@ impl RunReport {
 }
 
 /// The USL over every successful trial and its curve up to `max_n`, when the trials cover at
-/// least [`USL_MIN_DISTINCT_N`] task counts and the fit succeeds.
+/// least [`stats::USL_MIN_DISTINCT_N`] task counts and the fit succeeds.
 fn usl_curve(run: &RunData, trials: &[(f64, f64)], max_n: f64) -> Option<UslCurve> {
     let distinct: BTreeSet<u32> = run
         .trials
@@ -148,7 +151,7 @@ fn usl_curve(run: &RunData, trials: &[(f64, f64)], max_n: f64) -> Option<UslCurv
         .filter(|t| t.outcome.measurement().is_some())
         .map(|t| t.n)
         .collect();
-    if distinct.len() < USL_MIN_DISTINCT_N {
+    if distinct.len() < stats::USL_MIN_DISTINCT_N {
         return None;
     }
     let fit = stats::fit_usl(trials).ok()?;

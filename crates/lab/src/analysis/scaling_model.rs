@@ -22,15 +22,22 @@ use crate::task_spec;
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ModelSource {
+    /// A stored run's successful trials.
     Run {
+        /// The run's id in the database.
         id: i64,
         /// The one-line description `scalelab show` heads the run with.
         description: String,
+        /// The workload's name.
         workload: String,
+        /// What one op is.
         op: String,
+        /// `--variant`, when given.
         variant: Option<String>,
     },
+    /// `N,throughput` rows from a file.
     Csv {
+        /// The file, as given.
         path: String,
     },
 }
@@ -38,11 +45,13 @@ pub enum ModelSource {
 /// The measured throughput at one N beside the model's.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct MeasuredPoint {
+    /// The task count.
     pub n: f64,
     /// Points (trials, or CSV rows) at this N.
     pub count: usize,
     /// Median of them.
     pub median: f64,
+    /// The model's throughput at this N.
     pub modelled: f64,
     /// `(median − modelled) / modelled`.
     pub residual: f64,
@@ -53,11 +62,24 @@ pub struct MeasuredPoint {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ModelWarning {
     /// From the fit itself (bounds, N* outside the data, poor fit, convergence).
-    Fit { warning: UslWarning },
+    Fit {
+        /// The fit's warning.
+        warning: UslWarning,
+    },
     /// A prediction far beyond the data.
-    Extrapolated { n: f64, max_n: f64 },
+    Extrapolated {
+        /// The N predicted at.
+        n: f64,
+        /// The largest N measured.
+        max_n: f64,
+    },
     /// Trials left out of the fit.
-    Dropped { trials: usize, reason: String },
+    Dropped {
+        /// How many trials were left out.
+        trials: usize,
+        /// Why they were left out (no ops in the window, …).
+        reason: String,
+    },
 }
 
 impl fmt::Display for ModelWarning {
@@ -80,19 +102,25 @@ impl fmt::Display for ModelWarning {
 /// Everything `model` shows.
 #[derive(Debug, Clone, Serialize)]
 pub struct ScalingModel {
+    /// Where the fitted points came from.
     pub source: ModelSource,
     /// `X(N) = λN / (1 + σ(N−1) + κN(N−1))`.
     pub model: &'static str,
+    /// The throughput's unit (`ops/s`).
     pub unit: &'static str,
+    /// The fitted parameters, their intervals, N* and the Amdahl ceiling.
     pub fit: UslFit,
+    /// Each measured N: the median beside the model.
     pub measured: Vec<MeasuredPoint>,
+    /// The model at the N asked for (twice the largest N by default), with its band.
     pub predictions: Vec<Prediction>,
+    /// What to keep in mind when reading the model.
     pub warnings: Vec<ModelWarning>,
 }
 
 /// The fitted points of a run: `(N, ops/s)` of every successful trial with a positive
 /// throughput, and how many successful trials had none.
-pub fn run_points(data: &RunData) -> (Vec<(f64, f64)>, usize) {
+pub(crate) fn run_points(data: &RunData) -> (Vec<(f64, f64)>, usize) {
     let mut zero = 0;
     let mut points = Vec::new();
     for t in &data.trials {
@@ -235,7 +263,7 @@ fn refusal(e: StatsError, points: &[(f64, f64)], cpus: Option<u32>) -> LabError 
     LabError::BadOption(msg)
 }
 
-/// Parses `N,throughput` rows by the rules of [`crate::csv_rows`] (commas, tabs, semicolons or
+/// Parses `N,throughput` rows by the rules of `csv_rows` (commas, tabs, semicolons or
 /// spaces between two numbers; an optional header; `#` comments and blank lines skipped). A bad
 /// row is an error naming its line.
 pub fn parse_csv(text: &str) -> Result<Vec<(f64, f64)>, LabError> {

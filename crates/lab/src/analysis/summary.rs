@@ -11,54 +11,74 @@ use crate::record::{RunData, TrialMeasurement, TrialOutcome};
 use crate::warnings::Warning;
 
 /// Confidence level of point intervals.
-pub const LEVEL: f64 = 0.95;
+pub(crate) const LEVEL: f64 = 0.95;
 /// Trials varying more than this (coefficient of variation) get a warning.
-pub const HIGH_CV: f64 = 0.05;
+pub(crate) const HIGH_CV: f64 = 0.05;
 /// A throughput drop larger than this between consecutive points is called negative scalability.
-pub const NEGATIVE_DROP: f64 = 0.02;
+pub(crate) const NEGATIVE_DROP: f64 = 0.02;
 /// S(N) above this many times N is called superlinear (a suspect baseline).
-pub const SUPERLINEAR: f64 = 1.1;
+pub(crate) const SUPERLINEAR: f64 = 1.1;
 /// Tasks that waited for a CPU more than this share of the window (at N ≤ the online CPUs)
 /// were competing with other work: the point's throughput is understated.
-pub const RUNQ_WAIT: f64 = 5.0;
+pub(crate) const RUNQ_WAIT: f64 = 5.0;
 
 /// Everything shown for one N; every figure is a median over the point's successful trials.
 #[derive(Debug, Clone, Serialize)]
 pub struct PointSummary {
+    /// The task count.
     pub n: u32,
+    /// Trials that measured.
     pub trials_ok: usize,
+    /// Trials that failed.
     pub trials_failed: usize,
     /// Ops per wall-clock second, all tasks together.
     pub throughput: Option<Estimate>,
+    /// Coefficient of variation of the trials' throughputs.
     pub throughput_cv: Option<f64>,
     /// Ops per CPU-second (user + sys): the old `flt/cpu/s` next to `fault/wsec`.
     pub ops_per_cpu_sec: Option<f64>,
+    /// Throughput per task, ops/s.
     pub ops_per_sec_per_task: Option<f64>,
     /// Wall nanoseconds per op seen by one task: N / throughput.
     pub ns_per_op_per_task: Option<f64>,
+    /// Throughput over the throughput at N = 1.
     pub speedup: Option<f64>,
+    /// Speedup divided by N (1 is perfect scaling).
     pub efficiency: Option<f64>,
+    /// CPU time in user mode per trial, all tasks, in seconds.
     pub user_s: Option<f64>,
+    /// CPU time in the kernel per trial, all tasks, in seconds.
     pub sys_s: Option<f64>,
+    /// The trial's measurement window, in seconds.
     pub wall_s: Option<f64>,
     /// (user + sys) / wall × 100, as `time` prints it (exceeds 100 with several tasks).
     pub cpu_pct: Option<f64>,
     /// Share of the window the average task spent runnable but waiting for a CPU (run-queue
     /// delay / (window × N) × 100); `None` where not measured.
     pub runq_pct: Option<f64>,
+    /// Minor page faults per trial.
     pub minor_faults: Option<f64>,
+    /// Major page faults per trial.
     pub major_faults: Option<f64>,
+    /// Voluntary context switches per trial.
     pub voluntary_switches: Option<f64>,
+    /// Involuntary context switches per trial.
     pub involuntary_switches: Option<f64>,
+    /// Blocks read from storage per trial.
     pub block_in: Option<f64>,
+    /// Blocks written to storage per trial.
     pub block_out: Option<f64>,
-    /// Slowest and fastest task, ops/s (fairness).
+    /// Slowest task, ops/s (with `task_max`: how fair the tasks' shares were).
     pub task_min: Option<f64>,
+    /// Fastest task, ops/s.
     pub task_max: Option<f64>,
+    /// Hardware cycles per op.
     pub cycles_per_op: Option<f64>,
+    /// Hardware instructions per op.
     pub instructions_per_op: Option<f64>,
     /// Why counters are missing, when they are.
     pub counter_note: Option<String>,
+    /// Workload-specific counts per trial (`time_backwards`, …), by name.
     pub extras: BTreeMap<String, f64>,
     /// External commands: each step's median accounting (empty for built-ins).
     pub steps: Vec<StepSummary>,
@@ -67,28 +87,43 @@ pub struct PointSummary {
 /// One step of an external command at one N: medians over the successful trials.
 #[derive(Debug, Clone, Serialize)]
 pub struct StepSummary {
+    /// The step's name (`cmd` for `--cmd` itself).
     pub name: String,
+    /// CPU time in user mode, seconds (the step's whole process tree).
     pub user_s: f64,
+    /// CPU time in the kernel, seconds.
     pub sys_s: f64,
+    /// Wall time, seconds.
     pub wall_s: f64,
+    /// (user + sys) / wall × 100.
     pub cpu_pct: f64,
+    /// Minor page faults.
     pub minor_faults: f64,
+    /// Major page faults.
     pub major_faults: f64,
+    /// Blocks read from storage.
     pub block_in: f64,
+    /// Blocks written to storage.
     pub block_out: f64,
 }
 
 /// "Scales to S out of N CPUs".
 #[derive(Debug, Clone, Copy, Serialize, PartialEq)]
 pub struct ScalesTo {
+    /// Throughput at `n` over the throughput at N = 1.
     pub speedup: f64,
+    /// The largest N with a speedup.
     pub n: u32,
 }
 
+/// A run's results: one summary per N and the warnings they raise.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunSummary {
+    /// One per N measured, in N order.
     pub points: Vec<PointSummary>,
+    /// How far the run scales, when N = 1 was measured.
     pub scales_to: Option<ScalesTo>,
+    /// What makes these results less trustworthy than they look (not part of the JSON).
     #[serde(skip)]
     pub warnings: Vec<Warning>,
 }

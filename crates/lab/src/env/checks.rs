@@ -38,6 +38,7 @@ impl fmt::Display for Severity {
 pub struct Check {
     /// Short stable name (`governor`, `smt`).
     pub name: String,
+    /// How much it matters to the numbers.
     pub severity: Severity,
     /// What was found and what it does to the numbers.
     pub finding: String,

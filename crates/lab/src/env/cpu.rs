@@ -10,7 +10,7 @@ use super::host_fs::HostFs;
 const CPU_DIR: &str = "/sys/devices/system/cpu";
 
 /// Parses a kernel CPU list (`0-3,8,10-11`; empty means none). `None` when malformed.
-pub fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
+pub(crate) fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
     let mut cpus = BTreeSet::new();
     for part in text
         .trim()
@@ -35,7 +35,7 @@ pub fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
 }
 
 /// Formats CPUs as a kernel CPU list, collapsing runs: `[0, 1, 2, 5]` → `0-2,5`.
-pub fn format_cpu_list(cpus: &[usize]) -> String {
+pub(crate) fn format_cpu_list(cpus: &[usize]) -> String {
     let mut sorted = cpus.to_vec();
     sorted.sort_unstable();
     sorted.dedup();
@@ -218,7 +218,7 @@ pub(crate) fn summarize_governors(governors: &[String]) -> Option<String> {
 
 /// Reads back a [`Fingerprint::governor`](super::Fingerprint::governor) summary: governor
 /// names with their CPU counts. A single name stands for all `online` CPUs.
-pub fn governor_counts(summary: &str, online: usize) -> Vec<(String, usize)> {
+pub(crate) fn governor_counts(summary: &str, online: usize) -> Vec<(String, usize)> {
     if !summary.contains('=') {
         return vec![(summary.to_string(), online)];
     }

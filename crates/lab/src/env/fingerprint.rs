@@ -20,9 +20,9 @@ use super::system_load::{parse_loadavg, parse_meminfo_kib};
 use crate::timestamp::now_rfc3339;
 
 /// The scalelab version that took the fingerprint.
-pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");
+pub(crate) const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The git commit scalelab was built from, or "unknown" (set by `build.rs`).
-pub const GIT_COMMIT: &str = env!("SCALELAB_GIT_COMMIT");
+pub(crate) const GIT_COMMIT: &str = env!("SCALELAB_GIT_COMMIT");
 
 /// What a run's machine looked like. Fields after `captured_at` were added beyond the first
 /// contract; `#[serde(default)]` lets records written before a field existed still load.
@@ -52,7 +52,7 @@ pub struct Fingerprint {
     /// Online NUMA nodes.
     pub numa_nodes: Option<usize>,
     /// The cpufreq governor: its name when all CPUs agree, else `name=count,…` (see
-    /// [`governor_counts`](super::cpu::governor_counts)); `None` without cpufreq (most VMs).
+    /// `governor_counts`); `None` without cpufreq (most VMs).
     pub governor: Option<String>,
     /// Turbo/boost: `intel_pstate/no_turbo` inverted, else `cpufreq/boost`.
     pub turbo: Option<bool>,
@@ -117,7 +117,7 @@ pub struct Fingerprint {
 
 /// One fingerprint field that differs between two runs, both sides rendered as text.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Difference {
+pub(crate) struct Difference {
     /// The field name; mitigations are per vulnerability (`mitigations.spectre_v2`).
     pub field: String,
     /// The value in the first fingerprint ("unknown" when not read, "absent" when missing).
@@ -209,7 +209,7 @@ impl Fingerprint {
     /// compared). `hostname` is compared: a different host is a different machine even when
     /// every other reading matches (another chip, another cooling, other neighbours), and a
     /// reader comparing runs should see that first. Mitigations compare per vulnerability.
-    pub fn differences(&self, other: &Fingerprint) -> Vec<Difference> {
+    pub(crate) fn differences(&self, other: &Fingerprint) -> Vec<Difference> {
         let (ours, theirs) = (self.comparable(), other.comparable());
         let mut differences: Vec<Difference> = ours
             .iter()

@@ -7,7 +7,7 @@
 use super::host_fs::HostFs;
 
 /// The selected value of a sysfs choice file such as THP's `always [madvise] never`.
-pub fn parse_bracketed_choice(text: &str) -> Option<String> {
+pub(crate) fn parse_bracketed_choice(text: &str) -> Option<String> {
     let start = text.find('[')?;
     let end = start + text[start..].find(']')?;
     let choice = text[start + 1..end].trim();
@@ -30,7 +30,7 @@ pub enum MitigationState {
 
 impl MitigationState {
     /// Classifies one vulnerabilities line.
-    pub fn of(status: &str) -> MitigationState {
+    pub(crate) fn of(status: &str) -> MitigationState {
         let status = status.trim();
         if status.starts_with("Not affected") {
             MitigationState::NotAffected
@@ -57,11 +57,11 @@ pub(crate) fn read_mitigations(host: &HostFs) -> Vec<(String, String)> {
 }
 
 /// Clocksources whose reads stay in the vDSO and cost a few nanoseconds.
-pub const FAST_CLOCKSOURCES: [&str; 4] =
+pub(super) const FAST_CLOCKSOURCES: [&str; 4] =
     ["tsc", "arch_sys_counter", "timebase", "riscv_clocksource"];
 
 /// Paravirtual clocksources: vDSO-capable, slightly slower than the hardware counter.
-pub const PARAVIRT_CLOCKSOURCES: [&str; 4] = [
+pub(super) const PARAVIRT_CLOCKSOURCES: [&str; 4] = [
     "kvm-clock",
     "hyperv_clocksource_tsc_page",
     "xen",
@@ -177,7 +177,7 @@ pub(crate) fn read_available_clocksources(host: &HostFs) -> Vec<String> {
 }
 
 /// `PRETTY_NAME` from an os-release file.
-pub fn parse_os_release_field(text: &str, key: &str) -> Option<String> {
+pub(super) fn parse_os_release_field(text: &str, key: &str) -> Option<String> {
     text.lines().find_map(|line| {
         let value = line.strip_prefix(key)?.strip_prefix('=')?;
         let value = value.trim().trim_matches('"').trim_matches('\'');

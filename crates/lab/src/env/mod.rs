@@ -2,7 +2,7 @@
 //!
 //! [`Fingerprint::capture`] records the machine with every run (kernel, CPUs, frequency policy,
 //! THP, mitigations, clocksource, hypervisor, perf permissions, the filesystem under the working
-//! directory, the scalelab build); [`Fingerprint::differences`] lists what differs before two
+//! directory, the scalelab build); `Fingerprint::differences` lists what differs before two
 //! runs are compared. [`checks`] judges a fingerprint (no I/O, so stored runs can be judged
 //! again) and [`perf_checks`] probes whether profiling and lock tracing can work; together they
 //! are `scalelab doctor`, and the `Warn` entries of [`checks`] are shown under a run's results.
@@ -22,7 +22,6 @@ mod process;
 mod system_load;
 
 pub use checks::{Check, Severity, checks};
-pub use cpu::{format_cpu_list, governor_counts, parse_cpu_list};
-pub use fingerprint::{Difference, Fingerprint, GIT_COMMIT, TOOL_VERSION};
-pub use kernel::{MitigationState, parse_bracketed_choice};
+pub use fingerprint::Fingerprint;
+pub use kernel::MitigationState;
 pub use perf_support::perf_checks;

@@ -5,7 +5,7 @@
 //! uses them to warn that other work competes with the measurement.
 
 /// The 1, 5 and 15 minute load averages from `/proc/loadavg`.
-pub fn parse_loadavg(text: &str) -> Option<[f64; 3]> {
+pub(super) fn parse_loadavg(text: &str) -> Option<[f64; 3]> {
     let mut fields = text
         .split_whitespace()
         .map(|field| field.parse::<f64>().ok());
@@ -13,7 +13,7 @@ pub fn parse_loadavg(text: &str) -> Option<[f64; 3]> {
 }
 
 /// One `Key:   1234 kB` value of `/proc/meminfo`, in KiB.
-pub fn parse_meminfo_kib(text: &str, key: &str) -> Option<u64> {
+pub(super) fn parse_meminfo_kib(text: &str, key: &str) -> Option<u64> {
     text.lines().find_map(|line| {
         let (name, value) = line.split_once(':')?;
         if name.trim() != key {

@@ -53,8 +53,11 @@ impl AbPolicy {
 /// How an A/B experiment ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AbOutcome {
+    /// Run A's id in the database.
     pub id_a: i64,
+    /// Run B's id in the database.
     pub id_b: i64,
+    /// Whether every planned pair ran or the stop flag ended the experiment.
     pub end: SweepEnd,
     /// Trials committed, both sides together.
     pub stored: usize,

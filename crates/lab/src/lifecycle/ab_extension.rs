@@ -12,13 +12,13 @@ use crate::analysis::comparison::Comparison;
 /// detectable can still leave a rank interval this wide when two of ten pairs are outliers.
 /// 1.4 is the width of a 95% interval (2 × 1.96 standard errors) when the minimum detectable
 /// effect at 80% power (2.8 standard errors) equals the threshold.
-pub const WIDE: f64 = 1.4;
+pub(crate) const WIDE: f64 = 1.4;
 
 /// Pairs per point to grow to, at most `max_runs`, while some N cannot yet decide a change of
 /// ±threshold ([`imprecise`]); `None` when every N can. Both tests read only the spread of the
 /// pairs — `runs_needed` from their robust spread, the interval's width, which does not move
 /// when every pair's change moves alike — never the verdict or where the interval lies.
-pub fn extension(comparison: &Comparison, planned: u32, max_runs: u32) -> Option<u32> {
+pub(crate) fn extension(comparison: &Comparison, planned: u32, max_runs: u32) -> Option<u32> {
     let threshold = comparison.options.threshold;
     let want = comparison
         .points
@@ -38,13 +38,13 @@ pub fn extension(comparison: &Comparison, planned: u32, max_runs: u32) -> Option
 
 /// Whether a point's pairs cannot yet decide a change of ±threshold: the noise hides it (runs
 /// needed) or the interval is more than [`WIDE`] thresholds wide. Never with a threshold of 0.
-pub fn imprecise(c: &Change, threshold: f64) -> bool {
+pub(crate) fn imprecise(c: &Change, threshold: f64) -> bool {
     let r = c.relative_shift;
     threshold > 0.0 && (c.runs_needed.is_some() || r.upper - r.lower > WIDE * threshold)
 }
 
 /// The N that cannot yet decide a change of ±threshold.
-pub fn undecided(comparison: &Comparison) -> Vec<u32> {
+pub(crate) fn undecided(comparison: &Comparison) -> Vec<u32> {
     comparison
         .points
         .iter()

@@ -21,7 +21,7 @@ use crate::analysis::comparison::Side;
 
 /// One trial of the experiment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Slot {
+pub(crate) struct Slot {
     pub side: Side,
     pub n: u32,
     /// Repetition index within the point (the same for both trials of a pair).
@@ -29,7 +29,7 @@ pub struct Slot {
 }
 
 /// The trials of `runs` pairs at each of `points`, in execution order.
-pub fn schedule(points: &[u32], runs: u32, seed: u64) -> Vec<Slot> {
+pub(crate) fn schedule(points: &[u32], runs: u32, seed: u64) -> Vec<Slot> {
     let mut rng = SplitMix64(seed);
     let mut slots = Vec::with_capacity(points.len() * runs as usize * 2);
     for index in 0..runs {
@@ -55,7 +55,7 @@ pub fn schedule(points: &[u32], runs: u32, seed: u64) -> Vec<Slot> {
 }
 
 /// The sides in execution order as letters, pairs separated by spaces: `AB BA BA AB`.
-pub fn letters(slots: &[Slot]) -> String {
+pub(crate) fn letters(slots: &[Slot]) -> String {
     slots
         .chunks(2)
         .map(|pair| pair.iter().map(|s| s.side.to_string()).collect::<String>())
@@ -65,7 +65,7 @@ pub fn letters(slots: &[Slot]) -> String {
 
 /// The side that went first in each pair, in execution order: `ABBA` for `AB BA BA AB`. Half
 /// the length of [`letters`], for the stored tag.
-pub fn firsts(slots: &[Slot]) -> String {
+pub(crate) fn firsts(slots: &[Slot]) -> String {
     slots
         .chunks(2)
         .map(|pair| pair[0].side.to_string())

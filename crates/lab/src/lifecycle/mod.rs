@@ -5,13 +5,13 @@
 //! finished trial kept).
 //!
 //! The CLI only turns arguments into a [`Plan`], owns the stop flag (Ctrl-C, SIGTERM) and shows
-//! the progress. [`run`] measures one plan round-robin ([`sweep`]); [`ab`] measures two in
-//! random pairs and grows the schedule while the pairs cannot decide ([`ab_schedule`],
-//! [`ab_extension`]).
+//! the progress. [`run`] measures one plan round-robin (`sweep`); [`ab`] measures two in
+//! random pairs and grows the schedule while the pairs cannot decide (`ab_schedule`,
+//! `ab_extension`).
 
 mod ab;
-pub mod ab_extension;
-pub mod ab_schedule;
+pub(crate) mod ab_extension;
+pub(crate) mod ab_schedule;
 mod progress;
 mod sweep;
 
@@ -19,8 +19,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 pub use ab::{AbOutcome, AbPolicy, ab};
-pub use progress::{Progress, Replan, Silent, TrialLabel, failure};
-pub use sweep::{SweepEnd, measure_unstored};
+pub use progress::{Progress, Replan, TrialLabel, failure};
+pub use sweep::SweepEnd;
+
+#[cfg(test)]
+pub(crate) use progress::Silent;
+#[cfg(any(test, feature = "test-support"))]
+pub(crate) use sweep::measure_unstored;
 
 use crate::env::Fingerprint;
 use crate::error::LabError;
@@ -38,16 +43,21 @@ use self::sweep::{Underway, round_robin, run_slots};
 /// the trial child and the guard.
 #[derive(Debug, Clone)]
 pub struct Helpers {
+    /// The scalelab binary to run (normally this process's own executable).
     pub exe: PathBuf,
+    /// The hidden subcommand that makes it a trial child.
     pub trial_subcommand: String,
+    /// The hidden subcommand that makes it the guard.
     pub guard_subcommand: String,
 }
 
 /// What a run is measured with: where it is stored, the stop flag, who watches.
 pub struct Session<'a> {
+    /// The database each trial is committed to as it ends.
     pub store: &'a mut Store,
     /// Raised by Ctrl-C or SIGTERM: the trial in flight is killed, the run ends `interrupted`.
     pub stop: &'a AtomicBool,
+    /// Who is told of each trial, warning and note.
     pub progress: &'a mut dyn Progress,
     /// The database file: profiles are kept beside it.
     pub db_file: &'a Path,
@@ -71,7 +81,9 @@ impl std::fmt::Debug for Session<'_> {
 /// How a [`run`] ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunOutcome {
+    /// The run's id in the database.
     pub id: i64,
+    /// Whether every planned trial ran or the stop flag ended the run.
     pub end: SweepEnd,
     /// Trials committed.
     pub stored: usize,
@@ -139,7 +151,10 @@ pub fn run(
 
 /// The executor a plan calls for: a trial child (this binary again) for a built-in workload,
 /// the command executor for `--cmd`.
-pub fn executor_for(plan: &Plan, helpers: Option<&Helpers>) -> Result<Box<dyn Executor>, LabError> {
+pub(crate) fn executor_for(
+    plan: &Plan,
+    helpers: Option<&Helpers>,
+) -> Result<Box<dyn Executor>, LabError> {
     if plan.command.is_some() {
         return Ok(Box::new(CommandExecutor));
     }

@@ -9,8 +9,11 @@ use crate::record::{TrialOutcome, TrialRecord};
 /// Which trial: its side in an A/B experiment, its N and repetition (0-based).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TrialLabel {
+    /// `A` or `B` in an A/B experiment; `None` in a plain run.
     pub side: Option<Side>,
+    /// The task count.
     pub n: u32,
+    /// Which repetition at this N, from 0.
     pub index: u32,
 }
 
@@ -56,10 +59,12 @@ pub trait Progress {
     fn note(&mut self, text: &str);
 }
 
-/// A watcher that ignores everything.
+/// A watcher that ignores everything (for tests).
+#[cfg(test)]
 #[derive(Debug, Default, Clone, Copy)]
-pub struct Silent;
+pub(crate) struct Silent;
 
+#[cfg(test)]
 impl Progress for Silent {
     fn begun(&mut self, _: &[i64], _: usize) {}
     fn trial_started(&mut self, _: &TrialLabel) {}

@@ -121,8 +121,9 @@ pub(super) fn round_robin(plan: &Plan) -> Vec<Slot> {
 }
 
 /// Runs every trial of `plan` round-robin and returns the records, storing nothing and
-/// without a scratch area: for tests (with a fake executor) and previews.
-pub fn measure_unstored(
+/// without a scratch area: for tests (with a fake executor).
+#[cfg(any(test, feature = "test-support"))]
+pub(crate) fn measure_unstored(
     plan: &Plan,
     executor: &mut dyn Executor,
     stop: &std::sync::atomic::AtomicBool,

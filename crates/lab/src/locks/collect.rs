@@ -22,7 +22,7 @@ const PATH_FRAMES: usize = 3;
 
 /// Lock tracing for one trial: the open tracer, or why there is none.
 #[derive(Debug)]
-pub struct TraceSession {
+pub(crate) struct TraceSession {
     tracer: Option<perf::LockTracer>,
     request: LockRequest,
     notes: Vec<String>,
@@ -31,7 +31,7 @@ pub struct TraceSession {
 impl TraceSession {
     /// Opens the tracer on the calling thread (inherited by the tasks it creates next). Never
     /// fails: when tracing is unavailable the report says why and the trial runs untraced.
-    pub fn start(request: LockRequest) -> TraceSession {
+    pub(crate) fn start(request: LockRequest) -> TraceSession {
         match perf::LockTracer::open(&request.trace_config()) {
             Ok(tracer) => TraceSession {
                 tracer: Some(tracer),
@@ -47,19 +47,19 @@ impl TraceSession {
     }
 
     /// True when the tracer is open (and needs draining).
-    pub fn is_tracing(&self) -> bool {
+    pub(crate) fn is_tracing(&self) -> bool {
         self.tracer.is_some()
     }
 
     /// Empties the ring buffers; call it every few milliseconds while the tasks run.
-    pub fn drain(&mut self) {
+    pub(crate) fn drain(&mut self) {
         if let Some(t) = &mut self.tracer {
             t.drain();
         }
     }
 
     /// Stops tracing and summarises the waits that ended inside `window`.
-    pub fn finish(self, window: ClockWindow) -> LockReport {
+    pub(crate) fn finish(self, window: ClockWindow) -> LockReport {
         let Some(tracer) = self.tracer else {
             return LockReport {
                 notes: self.notes,

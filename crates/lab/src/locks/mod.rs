@@ -6,7 +6,7 @@
 //! Kernel locks come from the `lock:contention_begin/end` tracepoints, user locks from futex
 //! waits (`syscalls:sys_enter/exit_futex`); both are read by `perf::LockTracer`.
 
-pub mod collect;
+pub(crate) mod collect;
 
 use std::fmt;
 
@@ -15,18 +15,21 @@ use serde::{Deserialize, Serialize};
 /// Which locks a run traces (`--locks`, `--locks=kernel`, `--locks=user`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LockRequest {
+    /// Trace kernel lock contention (`lock:contention_begin`/`end`).
     pub kernel: bool,
+    /// Trace futex waits, the user-space locks.
     pub user: bool,
 }
 
 impl LockRequest {
-    pub const ALL: LockRequest = LockRequest {
+    #[cfg(test)]
+    pub(crate) const ALL: LockRequest = LockRequest {
         kernel: true,
         user: true,
     };
 
     /// The tracer configuration for this request.
-    pub fn trace_config(self) -> perf::LockTraceConfig {
+    pub(crate) fn trace_config(self) -> perf::LockTraceConfig {
         perf::LockTraceConfig {
             kernel: self.kernel,
             user: self.user,
@@ -36,7 +39,7 @@ impl LockRequest {
 
     /// Checks before a run that the tracepoints exist and are readable; the error text names
     /// the fix (mount tracefs, run as root…).
-    pub fn preflight(self) -> Result<(), String> {
+    pub(crate) fn preflight(self) -> Result<(), String> {
         perf::LockTracer::check(&self.trace_config()).map_err(|e| e.to_string())
     }
 }
@@ -55,7 +58,7 @@ impl fmt::Display for LockRequest {
 /// Human name of a kernel lock type from the `contention_begin` flags (`LCB_F_*` in
 /// include/trace/events/lock.h: SPIN 1, READ 2, WRITE 4, RT 8, PERCPU 16, MUTEX 32), named as
 /// `perf lock contention` names them.
-pub fn kernel_lock_kind(flags: u32) -> String {
+pub(crate) fn kernel_lock_kind(flags: u32) -> String {
     const SPIN: u32 = 1;
     const READ: u32 = 2;
     const WRITE: u32 = 4;
@@ -95,7 +98,7 @@ pub fn kernel_lock_kind(flags: u32) -> String {
 }
 
 /// Name of a futex wait operation (`FUTEX_CMD_MASK` applied) for the kind column.
-pub fn futex_kind(op: u32) -> &'static str {
+pub(crate) fn futex_kind(op: u32) -> &'static str {
     match op & !perf::FUTEX_FLAG_BITS {
         6 | 13 => "futex-pi",
         11 => "futex-requeue-pi",

@@ -34,7 +34,7 @@ static GUARD: OnceLock<ChildStdin> = OnceLock::new();
 
 /// Starts the guard of this process (once; later calls do nothing): `program subcommand OWNER`,
 /// where `program subcommand` ends up calling [`serve`] with OWNER.
-pub fn start(program: &Path, subcommand: &str) -> Result<(), LabError> {
+pub(crate) fn start(program: &Path, subcommand: &str) -> Result<(), LabError> {
     if GUARD.get().is_some() {
         return Ok(());
     }
@@ -56,7 +56,7 @@ pub fn start(program: &Path, subcommand: &str) -> Result<(), LabError> {
 
 /// The guard's body: waits for its owner to end, then kills the owner's processes; returns how
 /// many it killed.
-pub fn serve(owner: &str) -> Result<usize, LabError> {
+pub fn serve_guard(owner: &str) -> Result<usize, LabError> {
     let owner: Owner = owner
         .parse()
         .map_err(|e: String| LabError::BadOption(format!("the guard's owner: {e}")))?;
@@ -74,7 +74,7 @@ pub fn serve(owner: &str) -> Result<usize, LabError> {
 
 /// Kills every live process whose mark names `owner`, in rounds until none is left or
 /// [`KILL_LIMIT`] passes; returns how many there were.
-pub fn kill_owned_by(owner: Owner) -> usize {
+pub(crate) fn kill_owned_by(owner: Owner) -> usize {
     let me = std::process::id() as i32;
     let started = Instant::now();
     let mut killed = std::collections::BTreeSet::new();

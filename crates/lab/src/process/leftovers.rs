@@ -23,7 +23,7 @@ const MAX_TREE: usize = 100_000;
 
 /// What one spawned child may leave behind.
 #[derive(Debug, Clone, Copy)]
-pub struct Leftovers {
+pub(crate) struct Leftovers {
     /// The child itself, reaped by its own waiter, never here.
     pub leader: i32,
     /// The child's process group (the child was spawned with `process_group(0)`).
@@ -35,7 +35,7 @@ pub struct Leftovers {
 impl Leftovers {
     /// Kills everything left (see the module doc) and reaps what became scalelab's children;
     /// returns how many processes were killed.
-    pub fn kill(&self) -> usize {
+    pub(crate) fn kill(&self) -> usize {
         let me = std::process::id() as i32;
         let started = Instant::now();
         let mut killed = BTreeSet::new();

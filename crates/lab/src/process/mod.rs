@@ -3,7 +3,10 @@
 //! ([`leftovers`]), a guard process cleans up after a scalelab that was killed outright
 //! ([`guard`]), and `/proc` is read for all of it ([`proc_table`]).
 
-pub mod guard;
+pub(crate) mod guard;
 pub(crate) mod leftovers;
-pub mod owner;
+pub(crate) mod owner;
 pub(crate) mod proc_table;
+
+pub use guard::serve_guard;
+pub use owner::die_with_owner;

@@ -24,11 +24,11 @@ use super::proc_table;
 use crate::warnings::Warning;
 
 /// The environment variable that marks every process scalelab starts, and their descendants.
-pub const OWNER_VAR: &str = "SCALELAB_OWNER";
+pub(crate) const OWNER_VAR: &str = "SCALELAB_OWNER";
 
 /// One scalelab process, named so that a later pid reuse cannot pass for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Owner {
+pub(crate) struct Owner {
     pub pid: i32,
     /// Start time, clock ticks after boot.
     pub start: u64,
@@ -38,7 +38,7 @@ pub struct Owner {
 
 impl Owner {
     /// This process.
-    pub fn current() -> Owner {
+    pub(crate) fn current() -> Owner {
         static CURRENT: OnceLock<Owner> = OnceLock::new();
         *CURRENT.get_or_init(|| {
             let pid = std::process::id() as i32;
@@ -51,7 +51,7 @@ impl Owner {
     }
 
     /// Whether this process still runs (judged only in this pid namespace; elsewhere assumed).
-    pub fn is_alive(&self) -> bool {
+    pub(crate) fn is_alive(&self) -> bool {
         if Some(self.pid_ns) != proc_table::pid_namespace() {
             return true;
         }
@@ -82,14 +82,14 @@ impl std::str::FromStr for Owner {
 
 /// The mark of one spawned child: its owner and the spawn's number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Mark {
+pub(crate) struct Mark {
     pub owner: Owner,
     pub spawn: u64,
 }
 
 impl Mark {
     /// A mark no earlier spawn of this process had.
-    pub fn next() -> Mark {
+    pub(crate) fn next() -> Mark {
         static SPAWNS: AtomicU64 = AtomicU64::new(1);
         Mark {
             owner: Owner::current(),
@@ -98,12 +98,12 @@ impl Mark {
     }
 
     /// The mark `pid` carries, if any.
-    pub fn of(pid: i32) -> Option<Mark> {
+    pub(crate) fn of(pid: i32) -> Option<Mark> {
         Mark::parse(&proc_table::env_var(pid, OWNER_VAR)?)
     }
 
     /// The mark this process was started with, if any.
-    pub fn of_self() -> Option<Mark> {
+    pub(crate) fn of_self() -> Option<Mark> {
         Mark::parse(&std::env::var(OWNER_VAR).ok()?)
     }
 
@@ -125,7 +125,7 @@ impl fmt::Display for Mark {
 /// Prepares `command` as every child of scalelab is started (see the module doc) and returns
 /// its mark. Spawn it from a thread that outlives it — the one that waits for it — since the
 /// parent-death signal fires when the spawning *thread* ends.
-pub fn adopt(command: &mut Command) -> Mark {
+pub(crate) fn adopt(command: &mut Command) -> Mark {
     // Without it, escaped descendants go to init and only their mark could find them. It fails
     // only on kernels before 3.4, where the process group is all that can be killed.
     let _ = sys::set_child_subreaper(true);
@@ -151,14 +151,14 @@ pub fn die_with_owner() -> Result<(), String> {
 
 /// A process left running by a scalelab that has died.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Orphan {
+pub(crate) struct Orphan {
     pub pid: i32,
     pub cmdline: String,
     pub owner: Owner,
 }
 
 /// Every live process in this pid namespace whose mark names an owner that has died.
-pub fn find_orphans() -> Vec<Orphan> {
+pub(crate) fn find_orphans() -> Vec<Orphan> {
     let me = std::process::id() as i32;
     let ns = proc_table::pid_namespace();
     let mut orphans = Vec::new();
@@ -179,7 +179,7 @@ pub fn find_orphans() -> Vec<Orphan> {
 }
 
 /// The warning for processes left running by scalelabs that died, if there are any.
-pub fn left_running_warning() -> Option<Warning> {
+pub(crate) fn left_running_warning() -> Option<Warning> {
     let orphans = find_orphans();
     (!orphans.is_empty()).then(|| Warning::LeftRunning {
         processes: orphans.into_iter().map(|o| (o.pid, o.cmdline)).collect(),

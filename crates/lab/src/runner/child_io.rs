@@ -16,7 +16,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 /// How much of a failed child's stderr a reason keeps (the end, where the error usually is).
-pub const STDERR_TAIL: usize = 800;
+pub(super) const STDERR_TAIL: usize = 800;
 
 /// How much of stderr a [`Tail`] keeps: enough for [`STDERR_TAIL`] characters of any width.
 const TAIL_BYTES: usize = 4 * STDERR_TAIL;
@@ -28,7 +28,7 @@ const CHUNK: usize = 64 * 1024;
 const POLL: Duration = Duration::from_millis(50);
 
 /// Takes a child's output chunk by chunk and keeps what it needs.
-pub trait Sink: Send + 'static {
+pub(super) trait Sink: Send + 'static {
     fn take(&mut self, chunk: &[u8]);
 }
 
@@ -41,12 +41,12 @@ impl Sink for Vec<u8> {
 
 /// Keeps the last few KiB.
 #[derive(Debug, Default)]
-pub struct Tail {
+pub(super) struct Tail {
     bytes: Vec<u8>,
 }
 
 impl Tail {
-    pub fn bytes(&self) -> &[u8] {
+    pub(super) fn bytes(&self) -> &[u8] {
         &self.bytes
     }
 }
@@ -64,13 +64,13 @@ impl Sink for Tail {
 
 /// A reader running on its own thread; [`finish`](Reader::finish) returns its sink.
 #[derive(Debug)]
-pub struct Reader<S> {
+pub(super) struct Reader<S> {
     done: mpsc::Receiver<S>,
     give_up: Arc<AtomicBool>,
 }
 
 /// Reads `source` (a pipe) to its end on a thread, feeding `sink`.
-pub fn read_in_background<R, S>(source: Option<R>, mut sink: S) -> Reader<S>
+pub(super) fn read_in_background<R, S>(source: Option<R>, mut sink: S) -> Reader<S>
 where
     R: Read + AsFd + Send + 'static,
     S: Sink,
@@ -104,7 +104,7 @@ impl<S> Reader<S> {
     /// The sink once the source has reached its end — or, if it has not within `wait` (a
     /// process outside scalelab's reach holds the pipe), what was read by then: the reader stops
     /// and closes its end.
-    pub fn finish(self, wait: Duration) -> Option<S> {
+    pub(super) fn finish(self, wait: Duration) -> Option<S> {
         if let Ok(sink) = self.done.recv_timeout(wait) {
             return Some(sink);
         }
@@ -116,7 +116,7 @@ impl<S> Reader<S> {
 
 /// The last [`STDERR_TAIL`] bytes of a child's stderr on one line, prefixed with `: ` for
 /// appending to a reason; empty when the child printed nothing.
-pub fn tail(stderr: &[u8]) -> String {
+pub(super) fn tail(stderr: &[u8]) -> String {
     let text = String::from_utf8_lossy(stderr);
     let text = text.trim();
     if text.is_empty() {

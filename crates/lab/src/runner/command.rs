@@ -40,7 +40,7 @@ impl CommandSpec {
     /// syntax error (`sh -n`), a first word that names no command (looked up only when it is a
     /// plain word — not an assignment, a subshell, a keyword, a redirection or quoted), and an
     /// `--ops-regex` that does not compile.
-    pub fn validate(&self) -> Result<(), LabError> {
+    pub(crate) fn validate(&self) -> Result<(), LabError> {
         if let OpsSource::Regex(re) = &self.ops {
             ops_regex::compile(re).map_err(LabError::BadOption)?;
         }

@@ -19,16 +19,18 @@ use std::time::Duration;
 use crate::error::LabError;
 use crate::record::{Nanos, Usage};
 
-pub const PHASE_GATE: u32 = 0;
-pub const PHASE_WARMUP: u32 = 1;
-pub const PHASE_MEASURE: u32 = 2;
-pub const PHASE_STOP: u32 = 3;
+pub(crate) const PHASE_GATE: u32 = 0;
+pub(crate) const PHASE_WARMUP: u32 = 1;
+pub(crate) const PHASE_MEASURE: u32 = 2;
+pub(crate) const PHASE_STOP: u32 = 3;
 
-pub const STATUS_RUNNING: u64 = 0;
-pub const STATUS_DONE: u64 = 1;
-pub const STATUS_FAILED: u64 = 2;
+/// A task's status before it reports: the region starts zeroed, so this is never written.
+#[allow(dead_code)]
+pub(crate) const STATUS_RUNNING: u64 = 0;
+pub(crate) const STATUS_DONE: u64 = 1;
+pub(crate) const STATUS_FAILED: u64 = 2;
 
-pub const MAX_EXTRAS: usize = 4;
+pub(crate) const MAX_EXTRAS: usize = 4;
 
 const SLOT_BYTES: usize = 256;
 const SLOT_U64S: usize = SLOT_BYTES / 8;
@@ -49,47 +51,47 @@ const FLAG_END: u64 = 2;
 
 /// One task's own usage readings: the usage between them and the time between them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OwnWindow {
+pub(crate) struct OwnWindow {
     pub usage: Usage,
     pub span: Nanos,
 }
 
 /// The shared control block of one trial.
 #[derive(Debug)]
-pub struct Control {
+pub(crate) struct Control {
     region: sys::SharedRegion,
     tasks: usize,
 }
 
 impl Control {
-    pub fn new(tasks: usize) -> Result<Control, LabError> {
+    pub(crate) fn new(tasks: usize) -> Result<Control, LabError> {
         let bytes = HEADER_BYTES + 2 * SLOT_BYTES * tasks;
         let region = sys::SharedRegion::new(bytes)
             .map_err(|e| LabError::sys("control block: shared mapping", e))?;
         Ok(Control { region, tasks })
     }
 
-    pub fn tasks(&self) -> usize {
+    pub(crate) fn tasks(&self) -> usize {
         self.tasks
     }
 
-    pub fn phase_word(&self) -> &AtomicU32 {
+    pub(crate) fn phase_word(&self) -> &AtomicU32 {
         &self.region.u32s()[0]
     }
 
-    pub fn phase(&self) -> u32 {
+    pub(crate) fn phase(&self) -> u32 {
         self.phase_word().load(Ordering::Acquire)
     }
 
     /// Sets the phase and wakes every task waiting at the gate.
-    pub fn set_phase(&self, phase: u32) {
+    pub(crate) fn set_phase(&self, phase: u32) {
         self.phase_word().store(phase, Ordering::Release);
         // A failed wake only means nobody was waiting; tasks also re-check on a timeout.
         let _ = sys::futex_wake(self.phase_word(), i32::MAX);
     }
 
     /// Blocks until the gate opens (phase leaves 0); returns the phase seen.
-    pub fn wait_gate(&self) -> u32 {
+    pub(crate) fn wait_gate(&self) -> u32 {
         loop {
             let phase = self.phase();
             if phase != PHASE_GATE {
@@ -107,22 +109,22 @@ impl Control {
         &self.region.u64s()[256 / 8]
     }
 
-    pub fn mark_ready(&self) {
+    pub(crate) fn mark_ready(&self) {
         self.ready_word().fetch_add(1, Ordering::AcqRel);
     }
 
-    pub fn ready(&self) -> u64 {
+    pub(crate) fn ready(&self) -> u64 {
         self.ready_word().load(Ordering::Acquire)
     }
 
     /// Task i's op counter.
     #[inline]
-    pub fn counter(&self, task: usize) -> &AtomicU64 {
+    pub(crate) fn counter(&self, task: usize) -> &AtomicU64 {
         &self.region.u64s()[(HEADER_BYTES / 8) + task * SLOT_U64S]
     }
 
     /// Every task's op count now.
-    pub fn read_counters(&self) -> Vec<u64> {
+    pub(crate) fn read_counters(&self) -> Vec<u64> {
         (0..self.tasks)
             .map(|i| self.counter(i).load(Ordering::Relaxed))
             .collect()
@@ -135,7 +137,7 @@ impl Control {
 
     /// Records the task's own usage reading taken at monotonic time `at`, as the window's start
     /// or end.
-    pub fn record_usage(&self, task: usize, at_start: bool, usage: &Usage, at: Nanos) {
+    pub(crate) fn record_usage(&self, task: usize, at_start: bool, usage: &Usage, at: Nanos) {
         let r = self.report(task);
         let offset = if at_start { R_START } else { R_END };
         for (i, value) in usage_fields(usage).into_iter().enumerate() {
@@ -150,7 +152,7 @@ impl Control {
 
     /// The task's usage between its two readings and the time between them, if it recorded
     /// both.
-    pub fn window_usage(&self, task: usize) -> Option<OwnWindow> {
+    pub(crate) fn window_usage(&self, task: usize) -> Option<OwnWindow> {
         let r = self.report(task);
         let flags = r[R_FLAGS].load(Ordering::Acquire);
         if flags & (FLAG_START | FLAG_END) != FLAG_START | FLAG_END {
@@ -182,34 +184,34 @@ impl Control {
         })
     }
 
-    pub fn record_extras(&self, task: usize, values: &[u64]) {
+    pub(crate) fn record_extras(&self, task: usize, values: &[u64]) {
         let r = self.report(task);
         for (i, v) in values.iter().take(MAX_EXTRAS).enumerate() {
             r[R_EXTRAS + i].store(*v, Ordering::Relaxed);
         }
     }
 
-    pub fn extras(&self, task: usize) -> [u64; MAX_EXTRAS] {
+    pub(crate) fn extras(&self, task: usize) -> [u64; MAX_EXTRAS] {
         let r = self.report(task);
         std::array::from_fn(|i| r[R_EXTRAS + i].load(Ordering::Relaxed))
     }
 
-    pub fn set_status(&self, task: usize, status: u64) {
+    pub(crate) fn set_status(&self, task: usize, status: u64) {
         self.report(task)[R_STATUS].store(status, Ordering::Release);
     }
 
-    pub fn status(&self, task: usize) -> u64 {
+    pub(crate) fn status(&self, task: usize) -> u64 {
         self.report(task)[R_STATUS].load(Ordering::Acquire)
     }
 
     /// Records the process and thread id task `task` runs as (before it marks itself ready).
-    pub fn set_ids(&self, task: usize, pid: u32, tid: u32) {
+    pub(crate) fn set_ids(&self, task: usize, pid: u32, tid: u32) {
         let ids = (u64::from(pid) << 32) | u64::from(tid);
         self.report(task)[R_IDS].store(ids, Ordering::Release);
     }
 
     /// Every task's `(pid, tid)`, as recorded by [`Control::set_ids`].
-    pub fn task_ids(&self) -> Vec<(u32, u32)> {
+    pub(crate) fn task_ids(&self) -> Vec<(u32, u32)> {
         (0..self.tasks)
             .map(|i| {
                 let ids = self.report(i)[R_IDS].load(Ordering::Acquire);
@@ -218,7 +220,7 @@ impl Control {
             .collect()
     }
 
-    pub fn failed_tasks(&self) -> Vec<usize> {
+    pub(crate) fn failed_tasks(&self) -> Vec<usize> {
         (0..self.tasks)
             .filter(|&i| self.status(i) == STATUS_FAILED)
             .collect()
@@ -240,7 +242,7 @@ fn usage_fields(u: &Usage) -> [u64; USAGE_FIELDS] {
 }
 
 /// Converts the sys crate's getrusage reading into the record's units.
-pub fn to_usage(r: &sys::ResourceUsage) -> Usage {
+pub(crate) fn to_usage(r: &sys::ResourceUsage) -> Usage {
     Usage {
         user: Nanos::from_duration(r.user),
         sys: Nanos::from_duration(r.system),

@@ -16,18 +16,17 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::child_io::{Tail, read_in_background, tail};
-use super::spec::{BuiltinWork, TrialSpec};
+use super::spec::TrialSpec;
 use crate::process::leftovers::Leftovers;
 use crate::process::owner::adopt;
-use crate::record::{
-    CounterValue, Nanos, ProfileRef, SampleRecord, TrialMeasurement, TrialOutcome, Usage,
-};
+use crate::record::{ProfileRef, TrialMeasurement, TrialOutcome};
 
 /// What became of one execution.
 #[derive(Debug, Clone, PartialEq)]
 // One per trial, moved once: boxing the outcome would buy nothing.
 #[allow(clippy::large_enum_variant)]
 pub enum Execution {
+    /// The trial ran to an outcome: a measurement, or a failure with its reason.
     Finished(TrialOutcome),
     /// The user asked to stop; the trial was killed and measured nothing.
     Interrupted,
@@ -36,12 +35,14 @@ pub enum Execution {
 /// Runs one trial somewhere and reports its outcome. Never fails as a whole: a trial that cannot
 /// run is a `Failed` outcome with the reason.
 pub trait Executor {
+    /// Runs `spec`; a trial still running `deadline` after it started is killed (a failed
+    /// outcome), and raising `stop` kills it too ([`Execution::Interrupted`]).
     fn execute(&mut self, spec: &TrialSpec, deadline: Duration, stop: &AtomicBool) -> Execution;
 }
 
 /// Runs each trial in a fresh child process: `program args…`, spec on stdin, JSON on stdout.
 #[derive(Debug, Clone)]
-pub struct ChildExecutor {
+pub(crate) struct ChildExecutor {
     pub program: PathBuf,
     pub args: Vec<String>,
 }
@@ -177,90 +178,11 @@ fn kill_group(pid: i32) {
     let _ = sys::send_signal(-pid, libc::SIGKILL);
 }
 
-/// Deterministic measurements for tests: throughput `base × N / (1 + contention × (N − 1))`,
-/// perturbed by a fixed pattern per trial index, and optional failures.
-#[derive(Debug, Clone)]
-pub struct FakeExecutor {
-    pub base_ops_per_sec: f64,
-    pub contention: f64,
-    /// Relative noise of trial k is `noise × pattern[k % 5]`.
-    pub noise: f64,
-    /// Fail the trial with this (n, index).
-    pub fail: Option<(u32, u32)>,
-    /// Executions so far.
-    pub calls: usize,
-}
-
-impl FakeExecutor {
-    pub fn new(base_ops_per_sec: f64, contention: f64) -> FakeExecutor {
-        FakeExecutor {
-            base_ops_per_sec,
-            contention,
-            noise: 0.0,
-            fail: None,
-            calls: 0,
-        }
-    }
-}
-
-impl Executor for FakeExecutor {
-    fn execute(&mut self, spec: &TrialSpec, _: Duration, stop: &AtomicBool) -> Execution {
-        const PATTERN: [f64; 5] = [0.0, 1.0, -1.0, 0.5, -0.5];
-        let index = self.calls;
-        self.calls += 1;
-        if stop.load(Ordering::SeqCst) {
-            return Execution::Interrupted;
-        }
-        if self
-            .fail
-            .is_some_and(|(n, k)| n == spec.tasks && k as usize == index)
-        {
-            return Execution::Finished(TrialOutcome::Failed {
-                reason: "planted failure".into(),
-            });
-        }
-        let n = f64::from(spec.tasks);
-        let rate = self.base_ops_per_sec * n / (1.0 + self.contention * (n - 1.0))
-            * (1.0 + self.noise * PATTERN[index % 5]);
-        // A command trial has no window of its own: the fake makes it one second.
-        let window = spec
-            .builtin()
-            .map_or(Nanos(1_000_000_000), |b: &BuiltinWork| b.duration);
-        let secs = window.as_secs_f64();
-        let per_task = (rate * secs / n) as u64;
-        let task_ops = vec![per_task; spec.tasks as usize];
-        Execution::Finished(TrialOutcome::Ok(TrialMeasurement {
-            window,
-            task_ops: task_ops.clone(),
-            usage: Usage {
-                user: Nanos((secs * n * 0.5e9) as u64),
-                sys: Nanos((secs * n * 0.5e9) as u64),
-                ..Usage::default()
-            },
-            counters: vec![CounterValue {
-                event: "cycles".into(),
-                value: Some(per_task * 100 * u64::from(spec.tasks)),
-                multiplexed: false,
-                note: None,
-            }],
-            extras: Default::default(),
-            placement: vec![None; spec.tasks as usize],
-            samples: vec![SampleRecord {
-                t: window,
-                task_ops,
-            }],
-            steps: Vec::new(),
-            clock_window: None,
-            profile: None,
-            locks: None,
-        }))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::spec::Work;
+    use crate::record::Nanos;
+    use crate::runner::spec::{BuiltinWork, Work};
 
     fn spin_trial() -> TrialSpec {
         TrialSpec {

@@ -1,22 +1,27 @@
 //! Executes trials: trial children, tasks, the start gate, pinning and the sampler, external
 //! commands and their steps. Every process it starts is started by the rules of
-//! [`process`](crate::process) (owner marks, leftovers, the guard).
+//! `process` (owner marks, leftovers, the guard).
 
 mod child_io;
-pub mod command;
-pub mod control;
-pub mod executor;
+pub(crate) mod command;
+pub(crate) mod control;
+pub(crate) mod executor;
+#[cfg(any(test, feature = "test-support"))]
+mod fake_executor;
 mod ops_regex;
-pub mod perf_record;
-pub mod placement;
+pub(crate) mod perf_record;
+pub(crate) mod placement;
 mod schedstat;
-pub mod spec;
+pub(crate) mod spec;
 mod step;
 mod task;
-pub mod trial;
+pub(crate) mod trial;
 
 pub use command::CommandExecutor;
-pub use executor::{ChildExecutor, Execution, Executor, FakeExecutor};
+pub(crate) use executor::ChildExecutor;
+pub use executor::{Execution, Executor};
+#[cfg(any(test, feature = "test-support"))]
+pub(crate) use fake_executor::FakeExecutor;
 pub use perf_record::{ProfileRequest, ProfileSettings};
 pub use spec::{BuiltinWork, CommandSpec, OpsSource, TrialSpec, Work};
 pub use trial::run_trial;

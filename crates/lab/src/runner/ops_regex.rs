@@ -18,10 +18,10 @@ use regex::bytes::{Regex, RegexBuilder};
 use super::child_io::Sink;
 
 /// The longest line matched in full, in bytes.
-pub const MAX_LINE: usize = 64 * 1024;
+pub(super) const MAX_LINE: usize = 64 * 1024;
 
 /// Compiles `--ops-regex` (multi-line: `^`/`$` at line edges).
-pub fn compile(pattern: &str) -> Result<Regex, String> {
+pub(super) fn compile(pattern: &str) -> Result<Regex, String> {
     RegexBuilder::new(pattern)
         .multi_line(true)
         .build()
@@ -31,7 +31,7 @@ pub fn compile(pattern: &str) -> Result<Regex, String> {
 /// Watches one step's stdout for the first line the regex matches; keeps that match and the
 /// line in progress, nothing else.
 #[derive(Debug)]
-pub struct FirstMatch {
+pub(super) struct FirstMatch {
     re: Regex,
     /// `\A` or `\z` in the pattern: runs of lines cannot be searched at once.
     line_by_line: bool,
@@ -41,7 +41,7 @@ pub struct FirstMatch {
 }
 
 impl FirstMatch {
-    pub fn new(re: &Regex) -> FirstMatch {
+    pub(super) fn new(re: &Regex) -> FirstMatch {
         let p = re.as_str();
         FirstMatch {
             re: re.clone(),
@@ -52,7 +52,7 @@ impl FirstMatch {
     }
 
     /// The matched text, once the output has ended (the last line need not end with `\n`).
-    pub fn into_found(mut self) -> Option<String> {
+    pub(super) fn into_found(mut self) -> Option<String> {
         if self.found.is_none() {
             let line = std::mem::take(&mut self.line);
             self.check(&line);
@@ -129,7 +129,7 @@ impl Sink for FirstMatch {
 }
 
 /// The op count from the steps' matches (in step order): the first one found, as a number.
-pub fn ops_from_matches(
+pub(super) fn ops_from_matches(
     pattern: &str,
     found: impl IntoIterator<Item = Option<String>>,
 ) -> Result<u64, String> {

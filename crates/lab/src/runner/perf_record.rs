@@ -40,15 +40,29 @@ pub struct ProfileSettings {
     /// Profile the first K trials of each point.
     pub trials: u32,
     /// The run's folder from [`prepare_dir`] (set before the run begins).
-    pub dir: Option<Arc<OwnedDir>>,
+    pub(crate) dir: Option<Arc<OwnedDir>>,
+    /// The sampled event: `cycles` where this machine can sample it, else `cpu-clock`.
     pub event: String,
+    /// Samples per second: perf's default of 4000, at most a quarter of the kernel's
+    /// `perf_event_max_sample_rate`.
     pub frequency: u32,
 }
 
 impl ProfileSettings {
+    /// Profiles the first `trials` trials of each point, with the event and the sampling rate
+    /// this machine supports; the run's folder is made when the run begins.
+    pub fn new(trials: u32) -> ProfileSettings {
+        ProfileSettings {
+            trials,
+            dir: None,
+            event: choose_event(),
+            frequency: frequency(),
+        }
+    }
+
     /// The request for trial `index` of point `n`, or `None` when it is not profiled. Its
     /// perf.data is made here, empty and 0600, for `perf record` to fill.
-    pub fn request(&self, n: u32, index: u32) -> Result<Option<ProfileRequest>, LabError> {
+    pub(crate) fn request(&self, n: u32, index: u32) -> Result<Option<ProfileRequest>, LabError> {
         let Some(dir) = self.dir.as_ref().filter(|_| index < self.trials) else {
             return Ok(None);
         };
@@ -64,10 +78,10 @@ impl ProfileSettings {
 
 /// The default sampling rate: perf's own default, lowered to a quarter of the kernel's
 /// `perf_event_max_sample_rate` so the kernel does not throttle it.
-pub const DEFAULT_FREQUENCY: u32 = 4000;
+pub(crate) const DEFAULT_FREQUENCY: u32 = 4000;
 
 /// Sampling frequency for this machine.
-pub fn frequency() -> u32 {
+pub(crate) fn frequency() -> u32 {
     let max = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
         .ok()
         .and_then(|s| s.trim().parse::<u32>().ok())
@@ -77,7 +91,7 @@ pub fn frequency() -> u32 {
 
 /// `cycles` when this machine can sample it, else `cpu-clock` (a VM without a virtual PMU).
 /// perf itself falls back silently, so the choice is made here with a real perf_event_open.
-pub fn choose_event() -> String {
+pub(crate) fn choose_event() -> String {
     let c = perf::InheritedCounters::open(&[perf::HwEvent::Cycles]);
     if c.available().contains(&perf::HwEvent::Cycles) && !c.excludes_kernel() {
         "cycles".into()
@@ -87,7 +101,7 @@ pub fn choose_event() -> String {
 }
 
 /// Checks that `perf record` can run here; the error names the fix.
-pub fn check_perf() -> Result<(), LabError> {
+pub(crate) fn check_perf() -> Result<(), LabError> {
     let mut perf = Command::new("perf");
     perf.arg("--version");
     crate::process::owner::adopt(&mut perf);
@@ -129,12 +143,12 @@ fn effective_root() -> bool {
 
 /// Why kernel functions would stay unnamed (kallsyms hidden by kptr_restrict, or unreadable);
 /// `None` when kernel symbols are there. The profile records either way.
-pub fn kallsyms_warning() -> Option<String> {
+pub(crate) fn kallsyms_warning() -> Option<String> {
     let path = Path::new("/proc/kallsyms");
     if !path.exists() {
         return Some("--profile: /proc/kallsyms is missing, so kernel functions will be [unknown] — a kernel built with CONFIG_KALLSYMS is needed".into());
     }
-    (!perf::profile::kallsyms_has_addresses(path)).then(|| {
+    (!perf::kallsyms_has_addresses(path)).then(|| {
         "--profile: /proc/kallsyms shows no addresses, so kernel functions will be [unknown] — set kernel.kptr_restrict=0 (or run as root)".into()
     })
 }
@@ -144,7 +158,7 @@ pub fn kallsyms_warning() -> Option<String> {
 /// when another user could redirect it: the database's folder (and every one above it) must
 /// be yours or root's and not writable by others unless sticky; `profiles` and the database's
 /// subfolder, when they exist, must be yours and writable by you alone.
-pub fn prepare_dir(db: &Path, run: uuid::Uuid) -> Result<OwnedDir, LabError> {
+pub(crate) fn prepare_dir(db: &Path, run: uuid::Uuid) -> Result<OwnedDir, LabError> {
     let (folder, db_name) = owned_dir::split(db)?;
     let dir = OwnedDir::open_anchor(&folder)?
         .private_subdir("profiles")?
@@ -164,10 +178,10 @@ pub fn prepare_dir(db: &Path, run: uuid::Uuid) -> Result<OwnedDir, LabError> {
 }
 
 /// The kallsyms snapshot's name in a run's profile folder.
-pub const KALLSYMS: &str = "kallsyms";
+pub(crate) const KALLSYMS: &str = "kallsyms";
 
 /// The `perf record` argument list that runs `program args…` as a profiled trial.
-pub fn perf_args(req: &ProfileRequest, program: &Path, args: &[String]) -> Vec<String> {
+pub(crate) fn perf_args(req: &ProfileRequest, program: &Path, args: &[String]) -> Vec<String> {
     let mut v: Vec<String> = [
         "record",
         "-g",

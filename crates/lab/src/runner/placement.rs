@@ -10,7 +10,7 @@ use crate::error::LabError;
 use crate::record::Pin;
 
 /// CPUs this process may use, physical cores first, then their SMT siblings.
-pub fn cpu_order() -> Result<Vec<usize>, LabError> {
+pub(crate) fn cpu_order() -> Result<Vec<usize>, LabError> {
     let allowed =
         sys::current_affinity().map_err(|e| LabError::sys("reading the CPU affinity", e))?;
     let base = Path::new("/sys/devices/system/cpu");
@@ -45,7 +45,7 @@ fn order_by_core(topo: &[(usize, Option<u64>, Option<u64>)]) -> Vec<usize> {
 }
 
 /// The CPU each of `tasks` tasks is pinned to under `pin` (`None`: left to the scheduler).
-pub fn assign(pin: Pin, tasks: usize, order: &[usize]) -> Vec<Option<usize>> {
+pub(crate) fn assign(pin: Pin, tasks: usize, order: &[usize]) -> Vec<Option<usize>> {
     let pinned = match pin {
         Pin::None => false,
         Pin::Core => true,

@@ -34,7 +34,7 @@ use crate::record::{Nanos, Usage};
 
 /// One task's scheduler statistics at one instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct SchedStat {
+pub(super) struct SchedStat {
     /// Time on a CPU (`se.sum_exec_runtime`).
     pub on_cpu: Nanos,
     /// Time runnable but waiting for a CPU (`sched_info.run_delay`).
@@ -43,7 +43,7 @@ pub struct SchedStat {
 
 impl SchedStat {
     /// The statistics in `/proc/…/schedstat` form: `on-CPU ns, waiting ns, timeslices`.
-    pub fn parse(text: &str) -> Option<SchedStat> {
+    pub(super) fn parse(text: &str) -> Option<SchedStat> {
         let mut fields = text.split_whitespace();
         let on_cpu = fields.next()?.parse().ok()?;
         let waited = fields.next()?.parse().ok()?;
@@ -56,7 +56,7 @@ impl SchedStat {
 
 /// The schedstat files of a trial's tasks.
 #[derive(Debug)]
-pub struct TaskClocks {
+pub(super) struct TaskClocks {
     sources: Vec<Source>,
 }
 
@@ -69,7 +69,7 @@ enum Source {
 
 impl TaskClocks {
     /// The files of the threads `(pid, tid)`, one per task, in task order.
-    pub fn open(ids: &[(u32, u32)]) -> TaskClocks {
+    pub(super) fn open(ids: &[(u32, u32)]) -> TaskClocks {
         let sources = ids
             .iter()
             .map(|(pid, tid)| {
@@ -82,7 +82,7 @@ impl TaskClocks {
 
     /// Every task's statistics now, back to back; `None` when one cannot be read (a kernel
     /// without CONFIG_SCHED_INFO, a task gone).
-    pub fn read(&self) -> Option<Vec<SchedStat>> {
+    pub(super) fn read(&self) -> Option<Vec<SchedStat>> {
         let mut buf = [0u8; 128];
         self.sources
             .iter()
@@ -103,7 +103,7 @@ impl TaskClocks {
 }
 
 /// Each task's on-CPU time over the window, from the sampler's readings at its two edges.
-pub fn on_cpu(start: &[SchedStat], end: &[SchedStat]) -> Vec<Nanos> {
+pub(super) fn on_cpu(start: &[SchedStat], end: &[SchedStat]) -> Vec<Nanos> {
     end.iter()
         .zip(start)
         .map(|(e, s)| Nanos(e.on_cpu.0.saturating_sub(s.on_cpu.0)))
@@ -114,7 +114,7 @@ pub fn on_cpu(start: &[SchedStat], end: &[SchedStat]) -> Vec<Nanos> {
 /// readings summed; CPU time from `on_cpu` (the sampler's, per task) when there, else each
 /// task's own CPU share of its span; run-queue wait from each task's own waiting share of its
 /// span, `None` unless every task measured it.
-pub fn account(own: &[OwnWindow], on_cpu: Option<&[Nanos]>, length: Nanos) -> Usage {
+pub(super) fn account(own: &[OwnWindow], on_cpu: Option<&[Nanos]>, length: Nanos) -> Usage {
     // `value` over `span`, as a share of `length`; a task whose span is 0 used nothing. The
     // few µs between a task's reading and its timestamp cannot make a share exceed 1.
     let share = |value: Nanos, span: Nanos| -> u64 {

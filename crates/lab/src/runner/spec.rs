@@ -46,13 +46,21 @@ pub enum Work {
 /// A built-in workload's trial: which workload, how its tasks are made and placed, and the window.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BuiltinWork {
+    /// The workload's name.
     pub workload: String,
+    /// Its validated parameters, defaults filled in.
     pub params: BTreeMap<String, String>,
+    /// Tasks as threads of the trial child or as forked processes.
     pub mode: Mode,
+    /// How tasks are pinned to CPUs.
     pub pin: Pin,
+    /// Time the tasks run before the window opens.
     pub warmup: Nanos,
+    /// The measurement window.
     pub duration: Nanos,
+    /// How often the sampler reads the tasks' op counters inside the window.
     pub sample_interval: Nanos,
+    /// Whether to count cycles and instructions with hardware counters.
     pub counters: bool,
     /// The trial's scratch directory, for workloads that use files.
     pub workdir: Option<PathBuf>,
@@ -75,14 +83,17 @@ pub enum OpsSource {
 pub struct CommandSpec {
     /// Timed steps in order, `(name, command)`; the first is `--cmd` itself, named `cmd`.
     pub steps: Vec<(String, String)>,
+    /// `--prepare`: run before the timed steps, not timed.
     pub prepare: Option<String>,
+    /// `--cleanup`: run after the timed steps (also after a failed one), not timed.
     pub cleanup: Option<String>,
+    /// How the trial's ops are counted.
     pub ops: OpsSource,
 }
 
 impl TrialSpec {
     /// The built-in workload, when this trial runs one.
-    pub fn builtin(&self) -> Option<&BuiltinWork> {
+    pub(crate) fn builtin(&self) -> Option<&BuiltinWork> {
         match &self.work {
             Work::Builtin(b) => Some(b),
             Work::Command(_) => None,
@@ -90,7 +101,7 @@ impl TrialSpec {
     }
 
     /// The command, when this trial runs one.
-    pub fn command(&self) -> Option<&CommandSpec> {
+    pub(crate) fn command(&self) -> Option<&CommandSpec> {
         match &self.work {
             Work::Command(c) => Some(c),
             Work::Builtin(_) => None,

@@ -37,7 +37,7 @@ const MAX_OUTPUT_WAIT: Duration = Duration::from_secs(2);
 
 /// A step that exited 0.
 #[derive(Debug)]
-pub struct StepResult {
+pub(super) struct StepResult {
     pub wall: Duration,
     pub usage: Usage,
     /// The `--ops-regex` match in its stdout, when one was asked for and found.
@@ -48,7 +48,7 @@ pub struct StepResult {
 
 /// What becomes of the processes a step leaves running once it exits 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AfterStep {
+pub(super) enum AfterStep {
     /// Killed at once (timed steps, cleanup).
     Kill,
     /// Left running for the caller, who kills them ([`Leftovers::kill`]) when the trial ends:
@@ -58,7 +58,7 @@ pub enum AfterStep {
 }
 
 #[derive(Debug)]
-pub enum StepError {
+pub(super) enum StepError {
     /// The stop flag was raised; the step was killed.
     Interrupted,
     /// It exited non-zero, was killed at its limit, or could not run; the reason says which.
@@ -67,7 +67,7 @@ pub enum StepError {
 
 /// Runs `sh -c command` up to `limit` (see the module doc). The child inherits the calling
 /// thread's CPU affinity. With `ops`, stdout is watched for the op count; otherwise discarded.
-pub fn run_step(
+pub(super) fn run_step(
     command: &str,
     limit: Duration,
     stop: &AtomicBool,

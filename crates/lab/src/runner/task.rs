@@ -17,7 +17,7 @@ use crate::runner::schedstat::SchedStat;
 use crate::workloads::Prepared;
 
 /// Runs task `index` to completion; the error (if any) is also marked in the control block.
-pub fn run_task(
+pub(super) fn run_task(
     prepared: &dyn Prepared,
     control: &Control,
     index: usize,

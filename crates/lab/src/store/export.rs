@@ -40,7 +40,7 @@ pub fn export_json(data: &RunData, out: &mut dyn Write) -> Result<(), StoreError
 }
 
 /// The CSV columns, in order.
-pub const CSV_HEADER: [&str; 21] = [
+pub(crate) const CSV_HEADER: [&str; 21] = [
     "run_id",
     "workload",
     "variant",
@@ -64,7 +64,7 @@ pub const CSV_HEADER: [&str; 21] = [
     "failure",
 ];
 
-/// Writes one CSV row per trial of `data`, after a header row ([`CSV_HEADER`]). A failed
+/// Writes one CSV row per trial of `data`, after a header row (`CSV_HEADER`). A failed
 /// trial's measurement columns are empty; so are `cycles`/`instructions` when not counted and
 /// `run_delay_s` when not measured.
 pub fn export_csv(data: &RunData, out: &mut dyn Write) -> Result<(), StoreError> {

@@ -26,7 +26,7 @@ pub(crate) struct Owner {
 
 impl Owner {
     /// This process.
-    pub fn current() -> Owner {
+    pub(super) fn current() -> Owner {
         Owner {
             pid: Some(i64::from(std::process::id())),
             start_time: proc_table::stat(std::process::id() as i32).map(|s| s.start),

@@ -8,16 +8,16 @@
 //! Durability is per trial: [`Store::add_trial`] commits each trial in its own transaction as it
 //! ends, so a crash loses at most the trial in flight. A run is written as `running` together
 //! with its owner (pid, the pid's start time, boot id); a reader derives
-//! [`RunStatus::Incomplete`] for a `running` run whose owner is gone ([`liveness`]).
+//! [`RunStatus::Incomplete`] for a `running` run whose owner is gone (`liveness`).
 //!
 //! The store never destroys what it did not write: a file that is not a scalelab database, or
-//! one written by a newer scalelab, is refused and left byte-for-byte untouched ([`schema`]).
+//! one written by a newer scalelab, is refused and left byte-for-byte untouched (`schema`).
 //!
-//! Concerns, one file each: [`location`] (where the file is, and may it be opened), [`schema`]
+//! Concerns, one file each: `location` (where the file is, and may it be opened), `schema`
 //! (opening, DDL, migrations on `PRAGMA user_version`),
-//! [`runs`] (writing), [`query`] (reading), [`columns`] (model values ↔ SQL columns),
-//! [`liveness`] (is the owner alive), [`export`] (JSON/CSV export, reading exports),
-//! [`validation`] (refusing runs no measurement could produce, before import).
+//! `runs` (writing), `query` (reading), `columns` (model values ↔ SQL columns),
+//! `liveness` (is the owner alive), `export` (JSON/CSV export, reading exports),
+//! `validation` (refusing runs no measurement could produce, before import).
 
 mod columns;
 mod export;
@@ -32,10 +32,11 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
-pub use export::{CSV_HEADER, export_csv, export_json, read_export};
+pub use export::{export_csv, export_json, read_export};
 pub use query::RunFilter;
 pub use schema::SCHEMA_VERSION;
-pub use validation::validate;
+
+use validation::validate;
 
 #[cfg(doc)]
 use crate::record::{RunData, RunStatus};
@@ -91,108 +92,197 @@ impl Store {
 /// and, where one exists, the fix.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// The database's directory could not be created.
     #[error("cannot create directory {} for the database: {source} — pass --db PATH to a writable location", dir.display())]
     CreateDir {
+        /// The directory that could not be created.
         dir: PathBuf,
+        /// The operating system's error.
         source: std::io::Error,
     },
 
+    /// The database file (or its `-wal`/`-shm` companions) could not be opened.
     #[error("cannot open database {}: {source} — check that its directory exists and is writable, or pass --db PATH", path.display())]
     Open {
+        /// The database file.
         path: PathBuf,
+        /// SQLite's or the operating system's error.
         source: Box<dyn std::error::Error + Send + Sync>,
     },
 
+    /// A reading command found no database.
     #[error("no database at {} — runs are stored by `scalelab run …` (or `scalelab import FILE.json`), which creates it; or pass --db PATH to an existing one", path.display())]
-    Missing { path: PathBuf },
+    Missing {
+        /// Where it was looked for.
+        path: PathBuf,
+    },
 
+    /// A reading command found an empty file where the database should be.
     #[error("{} is empty, not a scalelab database yet — `scalelab run …` (or `scalelab import FILE.json`) creates it; or pass --db PATH to an existing one", path.display())]
-    Empty { path: PathBuf },
+    Empty {
+        /// The file, as given.
+        path: PathBuf,
+    },
 
+    /// The database's path is unsafe (a link another user made, a link as the file).
     #[error(transparent)]
     Path(#[from] crate::owned_dir::PathError),
 
+    /// The database (or its directory) cannot be written.
     #[error("database {} is read-only — make it (and its directory) writable, or pass --db PATH", path.display())]
-    ReadOnly { path: PathBuf },
+    ReadOnly {
+        /// The database file.
+        path: PathBuf,
+    },
 
+    /// The file is not a scalelab database; it is left untouched.
     #[error("{} is not a scalelab database ({detail}); the file was left untouched — move it away or pass --db PATH", path.display())]
-    NotADatabase { path: PathBuf, detail: String },
-
-    #[error("database {} was written by a newer scalelab (schema {found}; this build knows up to {supported}); the file was left untouched — upgrade scalelab or pass --db PATH", path.display())]
-    NewerSchema {
+    NotADatabase {
+        /// The file, as given.
         path: PathBuf,
-        found: i64,
-        supported: i64,
-    },
-
-    #[error("cannot migrate database {} to schema {to}: {source}; nothing was changed — report this as a scalelab bug", path.display())]
-    Migration {
-        path: PathBuf,
-        to: usize,
-        source: rusqlite::Error,
-    },
-
-    #[error("database {} stayed locked by another process for over 30 s ({source}) — retry once it finishes", path.display())]
-    Busy {
-        path: PathBuf,
-        source: rusqlite::Error,
-    },
-
-    #[error("database {}: {source}", path.display())]
-    Sqlite {
-        path: PathBuf,
-        source: rusqlite::Error,
-    },
-
-    #[error("run {id} in {}: stored {what} is unreadable ({detail}) — the database was damaged or written by an incompatible scalelab", path.display())]
-    Corrupt {
-        path: PathBuf,
-        id: i64,
-        what: &'static str,
+        /// What it is instead, as SQLite or the schema check saw it.
         detail: String,
     },
 
+    /// A newer scalelab wrote the database; it is left untouched.
+    #[error("database {} was written by a newer scalelab (schema {found}; this build knows up to {supported}); the file was left untouched — upgrade scalelab or pass --db PATH", path.display())]
+    NewerSchema {
+        /// The database file.
+        path: PathBuf,
+        /// Its schema version.
+        found: i64,
+        /// The newest schema this build knows ([`SCHEMA_VERSION`]).
+        supported: i64,
+    },
+
+    /// Migrating an older schema failed; the migration was rolled back.
+    #[error("cannot migrate database {} to schema {to}: {source}; nothing was changed — report this as a scalelab bug", path.display())]
+    Migration {
+        /// The database file.
+        path: PathBuf,
+        /// The schema version it was migrating to.
+        to: usize,
+        /// SQLite's error.
+        source: rusqlite::Error,
+    },
+
+    /// Another process held the database locked for too long.
+    #[error("database {} stayed locked by another process for over 30 s ({source}) — retry once it finishes", path.display())]
+    Busy {
+        /// The database file.
+        path: PathBuf,
+        /// SQLite's error.
+        source: rusqlite::Error,
+    },
+
+    /// Any other SQLite failure.
+    #[error("database {}: {source}", path.display())]
+    Sqlite {
+        /// The database file.
+        path: PathBuf,
+        /// SQLite's error.
+        source: rusqlite::Error,
+    },
+
+    /// A stored value of a run cannot be read back.
+    #[error("run {id} in {}: stored {what} is unreadable ({detail}) — the database was damaged or written by an incompatible scalelab", path.display())]
+    Corrupt {
+        /// The database file.
+        path: PathBuf,
+        /// The run's id.
+        id: i64,
+        /// Which value (`params`, `env`, a trial's measurement …).
+        what: &'static str,
+        /// Why it does not decode.
+        detail: String,
+    },
+
+    /// A value could not be encoded as JSON for storage.
     #[error("cannot encode {what} for the database: {source}")]
     Encode {
+        /// Which value (`params`, `env`, `trial counters` …).
         what: &'static str,
+        /// serde_json's error.
         source: serde_json::Error,
     },
 
+    /// No run has this id.
     #[error("run {id} not found (see `scalelab ls`)")]
-    RunNotFound { id: i64 },
+    RunNotFound {
+        /// The id asked for.
+        id: i64,
+    },
 
+    /// `last` asked of a database without runs.
     #[error("no runs stored yet in {}", path.display())]
-    NoRuns { path: PathBuf },
+    NoRuns {
+        /// The database file.
+        path: PathBuf,
+    },
 
+    /// `last~K` reaches before the first stored run.
     #[error("`{spec}`: only {stored} runs stored (see `scalelab ls`)")]
-    NotEnoughRuns { spec: String, stored: usize },
+    NotEnoughRuns {
+        /// The run as given.
+        spec: String,
+        /// Runs stored.
+        stored: usize,
+    },
 
+    /// A run argument that is neither an id, `last`, `last~K` nor an export file.
     #[error(
         "`{spec}` is not a run: use an id (`42`), `last`, `last~K` (K runs before the last) or the path of an exported .json file"
     )]
-    BadRunSpec { spec: String },
+    BadRunSpec {
+        /// The run as given.
+        spec: String,
+    },
 
+    /// Writing an export failed.
     #[error("writing the export: {source}")]
-    Write { source: std::io::Error },
-
-    #[error("cannot read {}: {source}", path.display())]
-    ReadExport {
-        path: PathBuf,
+    Write {
+        /// The operating system's error.
         source: std::io::Error,
     },
 
-    #[error("{} is not a scalelab export: {detail}", path.display())]
-    BadExport { path: PathBuf, detail: String },
+    /// An export file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    ReadExport {
+        /// The file, as given.
+        path: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
 
+    /// A file that is not a scalelab export.
+    #[error("{} is not a scalelab export: {detail}", path.display())]
+    BadExport {
+        /// The file, as given.
+        path: PathBuf,
+        /// What does not parse.
+        detail: String,
+    },
+
+    /// A run no measurement could produce (an edited or damaged file); nothing is stored.
     #[error(
         "{origin}: {detail} — no run scalelab measures holds that: the file was edited or damaged"
     )]
-    ImpossibleRun { origin: String, detail: String },
+    ImpossibleRun {
+        /// The file it came from, or `import`.
+        origin: String,
+        /// What is impossible about it.
+        detail: String,
+    },
 
+    /// A newer scalelab wrote the export.
     #[error("{} uses export format {found}, newer than this scalelab reads (up to {supported}) — upgrade scalelab to import it", path.display())]
     NewerExport {
+        /// The file, as given.
         path: PathBuf,
+        /// Its export format version.
         found: u64,
+        /// The newest this build reads
+        /// ([`EXPORT_SCHEMA_VERSION`](crate::record::EXPORT_SCHEMA_VERSION)).
         supported: u32,
     },
 }

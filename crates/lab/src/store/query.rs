@@ -19,11 +19,13 @@ use crate::record::{
 /// Which runs `list_runs` returns; every given condition must hold.
 #[derive(Debug, Default, Clone)]
 pub struct RunFilter {
+    /// Only runs of this workload (`cmd` for external commands).
     pub workload: Option<String>,
     /// Each `(key, value)` must be a tag of the run.
     pub tags: Vec<(String, String)>,
     /// Each `(key, value)` must be a parameter of the run.
     pub params: Vec<(String, String)>,
+    /// Only runs with this variant label.
     pub variant: Option<String>,
 }
 

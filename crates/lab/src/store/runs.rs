@@ -133,7 +133,7 @@ impl Store {
     /// it was when the export came from a run never stored). It has no owner on this machine, so
     /// an exported `running` run reads `Incomplete`.
     ///
-    /// A run no measurement could produce ([`super::validate`]) is refused and nothing stored.
+    /// A run no measurement could produce (`validate`) is refused and nothing stored.
     pub fn import(&mut self, export: &RunExport) -> Result<i64, StoreError> {
         super::validate(&export.run).map_err(|detail| StoreError::ImpossibleRun {
             origin: "import".into(),

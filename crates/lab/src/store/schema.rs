@@ -18,7 +18,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::{StoreError, location};
 
-/// The schema version this build writes (the length of [`MIGRATIONS`]).
+/// The schema version this build writes (the length of `MIGRATIONS`).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// `PRAGMA application_id` of a scalelab database: "SCLB".

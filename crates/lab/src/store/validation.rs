@@ -23,7 +23,7 @@ use crate::limits::{MAX_DURATION, MAX_RUNS, MAX_TASKS, MAX_TRIALS};
 use crate::record::{RunData, RunMeta, TrialMeasurement, TrialOutcome, TrialRecord, Usage};
 
 /// `Err` names the run, the field and what is wrong with it.
-pub fn validate(run: &RunData) -> Result<(), String> {
+pub(crate) fn validate(run: &RunData) -> Result<(), String> {
     let meta = &run.meta;
     let at = |field: &dyn Display, problem: String| {
         format!("run {} ({}): {field}: {problem}", meta.id, meta.workload)

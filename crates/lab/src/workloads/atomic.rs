@@ -28,7 +28,7 @@ static INFO: WorkloadInfo = WorkloadInfo {
     uses_files: false,
 };
 
-pub struct Atomic;
+pub(super) struct Atomic;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Update {

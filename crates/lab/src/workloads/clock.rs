@@ -30,7 +30,7 @@ static INFO: WorkloadInfo = WorkloadInfo {
     uses_files: false,
 };
 
-pub struct Clock;
+pub(super) struct Clock;
 
 #[derive(Clone, Copy)]
 enum Reader {

@@ -41,7 +41,7 @@ static INFO: WorkloadInfo = WorkloadInfo {
     uses_files: true,
 };
 
-pub struct CreateUnlink;
+pub(super) struct CreateUnlink;
 
 impl Workload for CreateUnlink {
     fn info(&self) -> &'static WorkloadInfo {

@@ -47,7 +47,7 @@ static INFO: WorkloadInfo = WorkloadInfo {
     uses_files: true,
 };
 
-pub struct FileWrite;
+pub(super) struct FileWrite;
 
 impl Workload for FileWrite {
     fn info(&self) -> &'static WorkloadInfo {

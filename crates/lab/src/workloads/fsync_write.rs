@@ -37,7 +37,7 @@ static INFO: WorkloadInfo = WorkloadInfo {
     uses_files: true,
 };
 
-pub struct FsyncWrite;
+pub(super) struct FsyncWrite;
 
 impl Workload for FsyncWrite {
     fn info(&self) -> &'static WorkloadInfo {

@@ -69,7 +69,7 @@ static INFO: WorkloadInfo = WorkloadInfo {
 
 const EXTRAS: &[&str] = &["contended", "futex_waits", "futex_wakes"];
 
-pub struct FutexMutex;
+pub(super) struct FutexMutex;
 
 impl Workload for FutexMutex {
     fn info(&self) -> &'static WorkloadInfo {

@@ -24,7 +24,7 @@ static INFO: WorkloadInfo = WorkloadInfo {
     uses_files: false,
 };
 
-pub struct MmapMunmap;
+pub(super) struct MmapMunmap;
 
 impl Workload for MmapMunmap {
     fn info(&self) -> &'static WorkloadInfo {

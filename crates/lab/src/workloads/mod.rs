@@ -33,11 +33,13 @@ use crate::record::Mode;
 /// What `scalelab list` shows about a workload.
 #[derive(Debug)]
 pub struct WorkloadInfo {
+    /// The name `scalelab run` takes.
     pub name: &'static str,
     /// The unit one op stands for.
     pub op: &'static str,
     /// The kernel (or hardware) path the workload stresses.
     pub stresses: &'static str,
+    /// The parameters it declares, with their defaults.
     pub params: &'static [ParamSpec],
     /// True when the workload creates files: each trial then gets a fresh scratch directory
     /// under `--workdir`, removed after the trial whatever its outcome.
@@ -46,7 +48,7 @@ pub struct WorkloadInfo {
 
 /// Facts a workload may need when it prepares a trial.
 #[derive(Debug, Clone)]
-pub struct PrepareContext {
+pub(crate) struct PrepareContext {
     pub tasks: usize,
     pub mode: Mode,
     /// This trial's scratch directory (exists, empty) when the workload `uses_files`.
@@ -54,7 +56,7 @@ pub struct PrepareContext {
 }
 
 /// A built-in workload.
-pub trait Workload: Sync {
+pub(crate) trait Workload: Sync {
     fn info(&self) -> &'static WorkloadInfo;
     /// Builds the per-trial state shared by all tasks.
     fn prepare(&self, params: &Params, ctx: &PrepareContext)
@@ -62,7 +64,7 @@ pub trait Workload: Sync {
 }
 
 /// Per-trial state; hands each task its loop.
-pub trait Prepared: Send + Sync {
+pub(crate) trait Prepared: Send + Sync {
     /// Called inside task `index` after pinning and before the start gate opens.
     fn task(&self, index: usize) -> Result<Box<dyn TaskLoop + '_>, LabError>;
     /// Names of the workload-specific counts its tasks report (at most 4), in a fixed order.
@@ -75,7 +77,7 @@ pub trait Prepared: Send + Sync {
 }
 
 /// One task's work.
-pub trait TaskLoop {
+pub(crate) trait TaskLoop {
     /// Does a small batch of ops (microseconds, not milliseconds) and returns how many were done.
     fn step(&mut self) -> Result<u64, LabError>;
     /// Workload-specific counts reported at the end (summed over tasks).
@@ -103,13 +105,24 @@ static REGISTRY: &[&dyn Workload] = &[
     &tree_hash::TreeHash,
 ];
 
+/// What `scalelab list` shows of every built-in workload, in its order.
+pub fn workload_infos() -> impl Iterator<Item = &'static WorkloadInfo> {
+    all().iter().map(|w| w.info())
+}
+
+/// What `scalelab list` shows of the built-in workload `name`; the error suggests the nearest
+/// names.
+pub fn workload_info(name: &str) -> Result<&'static WorkloadInfo, LabError> {
+    find(name).map(|w| w.info())
+}
+
 /// Every built-in workload, in `scalelab list` order.
-pub fn all() -> &'static [&'static dyn Workload] {
+pub(crate) fn all() -> &'static [&'static dyn Workload] {
     REGISTRY
 }
 
 /// Finds a workload by name; the error suggests the nearest names.
-pub fn find(name: &str) -> Result<&'static dyn Workload, LabError> {
+pub(crate) fn find(name: &str) -> Result<&'static dyn Workload, LabError> {
     if let Some(w) = REGISTRY.iter().find(|w| w.info().name == name) {
         return Ok(*w);
     }

@@ -15,7 +15,7 @@ static INFO: WorkloadInfo = WorkloadInfo {
     uses_files: false,
 };
 
-pub struct NullSyscall;
+pub(super) struct NullSyscall;
 
 impl Workload for NullSyscall {
     fn info(&self) -> &'static WorkloadInfo {

@@ -33,7 +33,7 @@ static INFO: WorkloadInfo = WorkloadInfo {
     uses_files: true,
 };
 
-pub struct OpenClose;
+pub(super) struct OpenClose;
 
 impl Workload for OpenClose {
     fn info(&self) -> &'static WorkloadInfo {

@@ -37,7 +37,7 @@ static INFO: WorkloadInfo = WorkloadInfo {
     uses_files: false,
 };
 
-pub struct PageFault;
+pub(super) struct PageFault;
 
 impl Workload for PageFault {
     fn info(&self) -> &'static WorkloadInfo {

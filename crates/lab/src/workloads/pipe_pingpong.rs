@@ -45,7 +45,7 @@ static INFO: WorkloadInfo = WorkloadInfo {
     uses_files: false,
 };
 
-pub struct PipePingpong;
+pub(super) struct PipePingpong;
 
 impl Workload for PipePingpong {
     fn info(&self) -> &'static WorkloadInfo {

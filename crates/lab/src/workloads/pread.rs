@@ -46,7 +46,7 @@ static INFO: WorkloadInfo = WorkloadInfo {
     uses_files: true,
 };
 
-pub struct Pread;
+pub(super) struct Pread;
 
 impl Workload for Pread {
     fn info(&self) -> &'static WorkloadInfo {

@@ -18,7 +18,7 @@ static INFO: WorkloadInfo = WorkloadInfo {
     uses_files: false,
 };
 
-pub struct SchedYield;
+pub(super) struct SchedYield;
 
 impl Workload for SchedYield {
     fn info(&self) -> &'static WorkloadInfo {

@@ -33,7 +33,7 @@ static INFO: WorkloadInfo = WorkloadInfo {
     uses_files: false,
 };
 
-pub struct Spawn;
+pub(super) struct Spawn;
 
 impl Workload for Spawn {
     fn info(&self) -> &'static WorkloadInfo {

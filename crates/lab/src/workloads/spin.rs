@@ -16,7 +16,7 @@ static INFO: WorkloadInfo = WorkloadInfo {
     uses_files: false,
 };
 
-pub struct Spin;
+pub(super) struct Spin;
 
 impl Workload for Spin {
     fn info(&self) -> &'static WorkloadInfo {

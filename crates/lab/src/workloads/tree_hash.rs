@@ -111,7 +111,7 @@ impl Tree {
     }
 }
 
-pub struct TreeHash;
+pub(super) struct TreeHash;
 
 impl Workload for TreeHash {
     fn info(&self) -> &'static WorkloadInfo {

@@ -36,7 +36,7 @@ mod store {
             runs: 2,
             duration: Nanos(5_000_000_000),
             // The longest warm-up a run accepts.
-            warmup: lab::plan::MAX_DURATION,
+            warmup: lab::MAX_DURATION,
             variant: Some("stock".into()),
             tags: BTreeMap::from([
                 ("kernel".into(), "6.8".into()),

@@ -40,6 +40,7 @@ pub struct FunctionCost {
     pub name: String,
     /// `[kernel]`, or the mapped file's name (`libc.so.6`, `scalelab`).
     pub dso: String,
+    /// Whether the function is in the kernel (image or module) rather than user space.
     pub kernel: bool,
     /// Samples whose leaf frame is this function.
     pub self_samples: u64,
@@ -47,6 +48,7 @@ pub struct FunctionCost {
     pub self_period: u64,
     /// Samples with this function anywhere on the stack (counted once per sample).
     pub total_samples: u64,
+    /// Sum of those samples' periods (same unit as `self_period`).
     pub total_period: u64,
     /// The symbol's size in bytes, when the symbol table gives it.
     pub size: Option<u64>,
@@ -55,17 +57,24 @@ pub struct FunctionCost {
 /// One DSO's self cost.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DsoCost {
+    /// `[kernel]`, or the mapped file's name, as in [`FunctionCost::dso`].
     pub dso: String,
+    /// Whether the DSO is the kernel.
     pub kernel: bool,
+    /// Samples whose leaf frame is in this DSO.
     pub samples: u64,
+    /// Sum of those samples' periods (ns for cpu-clock, cycles for cycles).
     pub period: u64,
 }
 
-/// One unique call chain, root first, as indexes into [`Profile::functions`].
+/// One unique call chain, by function, and its weight.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StackCost {
+    /// The chain's functions, root first, as indexes into [`Profile::functions`].
     pub frames: Vec<u32>,
+    /// Samples with this chain.
     pub samples: u64,
+    /// Sum of those samples' periods (ns for cpu-clock, cycles for cycles).
     pub period: u64,
 }
 
@@ -99,8 +108,8 @@ pub struct Profile {
 /// Reads, symbolises and aggregates one perf.data file.
 ///
 /// A corrupt file is an error naming it ("corrupt perf.data (…)"): its layout is checked
-/// against its size before anything is allocated from it ([`layout`], [`record_guard`],
-/// [`sample_check`]), and a panic in the parsing crates, should one remain, is caught here and
+/// against its size before anything is allocated from it (`layout`, `record_guard`,
+/// `sample_check`), and a panic in the parsing crates, should one remain, is caught here and
 /// reported the same way instead of taking the process down.
 pub fn read_profile(path: &Path, options: &ProfileOptions) -> Result<Profile, PerfError> {
     let read = || -> Result<Profile, PerfError> {

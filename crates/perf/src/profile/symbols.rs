@@ -31,7 +31,7 @@ pub(super) struct Names {
     pub notes: Vec<String>,
 }
 
-pub const KERNEL_DSO: &str = "[kernel]";
+pub(super) const KERNEL_DSO: &str = "[kernel]";
 const UNKNOWN: &str = "[unknown]";
 
 pub(super) fn symbolise(raw: &RawProfile, kallsyms: Option<&Path>) -> Names {

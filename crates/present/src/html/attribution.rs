@@ -3,8 +3,8 @@
 //! lock tables.
 
 use lab::analysis::lock_contention::{LockSide, PointLocks};
+use lab::analysis::profile::GrowthReport;
 use lab::analysis::profile::PointProfile;
-use lab::analysis::profile::grows::GrowthReport;
 use lab::number_text::si;
 
 use super::page::{Flame, Table};

@@ -7,7 +7,7 @@ use plotters::prelude::*;
 
 /// How one series is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
+pub(super) enum Style {
     Line,
     Dashed,
     Dots,
@@ -15,7 +15,7 @@ pub enum Style {
 
 /// A named series of (x, y) points.
 #[derive(Debug, Clone)]
-pub struct Series {
+pub(super) struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,
     pub style: Style,
@@ -24,7 +24,7 @@ pub struct Series {
 
 /// A shaded band (x, low, high), e.g. a model's prediction interval.
 #[derive(Debug, Clone)]
-pub struct Band {
+pub(super) struct Band {
     pub name: String,
     pub points: Vec<(f64, f64, f64)>,
     pub color: usize,
@@ -32,14 +32,14 @@ pub struct Band {
 
 /// Vertical error bars (x, low, high) around a series' points.
 #[derive(Debug, Clone)]
-pub struct ErrorBars {
+pub(super) struct ErrorBars {
     pub points: Vec<(f64, f64, f64)>,
     pub color: usize,
 }
 
 /// Everything one chart shows.
 #[derive(Debug, Clone, Default)]
-pub struct Chart {
+pub(super) struct Chart {
     pub title: String,
     pub x_label: String,
     pub y_label: String,
@@ -66,7 +66,7 @@ fn color(i: usize) -> RGBColor {
 }
 
 /// Renders `chart` as a standalone SVG document string (`width` × `height` pixels).
-pub fn render(chart: &Chart, width: u32, height: u32) -> Result<String, String> {
+pub(super) fn render(chart: &Chart, width: u32, height: u32) -> Result<String, String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();

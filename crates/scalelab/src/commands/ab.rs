@@ -8,10 +8,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use lab::Field;
 use lab::lifecycle::{self, AbPolicy, SweepEnd};
-use lab::plan::{Plan, check_runs};
 use lab::runner::OpsSource;
+use lab::{Field, Plan, check_runs};
 
 use super::compare;
 use crate::cli::AbArgs;

@@ -5,8 +5,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
+use lab::Params;
 use lab::analysis::history;
-use lab::params::Params;
 use lab::store::RunFilter;
 use stats::ChangePointOptions;
 
@@ -34,7 +34,7 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
             let wanted = if workload == "cmd" {
                 given.into_iter().collect()
             } else {
-                let info = lab::workloads::find(workload)?.info();
+                let info = lab::workload_info(workload)?;
                 Params::resolve(info.name, info.params, &given)?
                     .as_map()
                     .clone()

@@ -6,12 +6,10 @@ use anyhow::Result;
 use serde_json::json;
 
 pub fn run(json: bool) -> Result<ExitCode> {
-    let workloads = lab::workloads::all();
+    let workloads = lab::workload_infos();
     if json {
         let list: Vec<_> = workloads
-            .iter()
-            .map(|w| {
-                let i = w.info();
+            .map(|i| {
                 json!({
                     "name": i.name, "op": i.op, "stresses": i.stresses,
                     "params": i.params.iter().map(|p| json!({"name": p.name, "default": p.default, "accepts": p.kind.to_string(), "help": p.help})).collect::<Vec<_>>(),
@@ -21,8 +19,7 @@ pub fn run(json: bool) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&list)?);
         return Ok(ExitCode::SUCCESS);
     }
-    for w in workloads {
-        let i = w.info();
+    for i in workloads {
         println!("{}", i.name);
         println!("    op:        {}", i.op);
         println!("    stresses:  {}", i.stresses);

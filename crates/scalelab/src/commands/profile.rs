@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use lab::analysis::profile::{self, PointProfile, diff, grows};
+use lab::analysis::profile::{self, PointProfile};
 use lab::record::RunData;
 use lab::safe_text::printable;
 use present::{flame_graph, profile_table};
@@ -45,7 +45,7 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
         };
         let a = at(&points, n, &data)?;
         let b = at(&points_b, n, &data_b)?;
-        let rows = diff::diff(a, b);
+        let rows = profile::diff(a, b);
         if a.event != b.event {
             eprintln!(
                 "warning: run {} sampled {} and run {} {}: shares compare, costs per op do not",
@@ -81,7 +81,7 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
     }
 
     let grow = if args.at.is_none() && points.len() >= 2 {
-        grows::what_grows(&points)
+        profile::what_grows(&points)
     } else {
         None
     };
@@ -152,10 +152,9 @@ fn at<'a>(points: &'a [PointProfile], n: u32, data: &RunData) -> Result<&'a Poin
 
 fn create(path: &Path) -> Result<BufWriter<File>> {
     // Never through a link, never another user's file (see owned_dir::create_output).
-    Ok(BufWriter::new(
-        lab::owned_dir::create_output(path)
-            .with_context(|| format!("--flamegraph: creating {}", path.display()))?,
-    ))
+    Ok(BufWriter::new(lab::create_output(path).with_context(
+        || format!("--flamegraph: creating {}", path.display()),
+    )?))
 }
 
 /// `--perf-data FILE`: one file, whole, timed (the figure bench/profile-speed reads).

@@ -44,7 +44,7 @@ pub fn run(db: Option<&Path>, args: &ReportArgs) -> Result<ExitCode> {
     let data = ReportData::from_runs(&runs, history, &opts);
     let page = html::render(&data, &title)?;
     // Never through a link, never another user's file (see owned_dir::create_output).
-    lab::owned_dir::create_output(&args.output)
+    lab::create_output(&args.output)
         .map_err(anyhow::Error::from)
         .and_then(|mut f| Ok(f.write_all(page.as_bytes())?))
         .with_context(|| format!("-o: writing {}", args.output.display()))?;

@@ -9,10 +9,9 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use lab::lifecycle::{self, SweepEnd};
-use lab::locks::LockRequest;
-use lab::plan::{Plan, RunConfig};
 use lab::record::{Mode, Pin};
-use lab::runner::{OpsSource, ProfileSettings, perf_record};
+use lab::runner::{OpsSource, ProfileSettings};
+use lab::{LockRequest, Plan, RunConfig};
 
 use super::show;
 use crate::cli::{LocksArg, ModeArg, PinArg, RunArgs};
@@ -69,12 +68,7 @@ fn config(args: &RunArgs) -> RunConfig {
         user: which != LocksArg::Kernel,
     });
     if args.profile {
-        cfg.profile = Some(ProfileSettings {
-            trials: args.profile_trials,
-            dir: None,
-            event: perf_record::choose_event(),
-            frequency: perf_record::frequency(),
-        });
+        cfg.profile = Some(ProfileSettings::new(args.profile_trials));
     }
     cfg.workdir = args.workdir.clone();
     cfg

@@ -10,7 +10,7 @@ use lab::runner::{TrialSpec, run_trial};
 pub fn run() -> Result<ExitCode> {
     // Under `perf record` this process's parent is perf, not scalelab: it must arm its own
     // parent-death signal (and check that scalelab still runs).
-    if let Err(why) = lab::process::owner::die_with_owner() {
+    if let Err(why) = lab::die_with_owner() {
         eprintln!("{why}");
         return Ok(ExitCode::from(3));
     }

@@ -10,25 +10,31 @@ use super::side::Side;
 /// One N measured by both runs.
 #[derive(Debug, Clone, Serialize)]
 pub struct PointComparison {
+    /// The task count.
     pub n: u32,
-    /// Successful trials of A and B at this N.
+    /// Successful trials of A at this N.
     pub runs_a: usize,
+    /// Successful trials of B at this N.
     pub runs_b: usize,
     /// Pairs compared when the comparison is paired (both trials of the pair succeeded).
     pub pairs: Option<usize>,
+    /// Failed trials of A at this N.
     pub failed_a: usize,
+    /// Failed trials of B at this N.
     pub failed_b: usize,
-    /// Coefficient of variation of the per-trial throughputs.
+    /// Coefficient of variation of A's per-trial throughputs.
     pub cv_a: Option<f64>,
+    /// Coefficient of variation of B's per-trial throughputs.
     pub cv_b: Option<f64>,
     /// The statistics, B against A; `None` when one side has no successful trial or A's median
     /// is 0 (then `note` says which).
     pub change: Option<Change>,
+    /// Why there is no `change` at this N, when there is none.
     pub note: Option<String>,
 }
 
 impl PointComparison {
-    pub fn verdict(&self) -> Option<Verdict> {
+    pub(crate) fn verdict(&self) -> Option<Verdict> {
         self.change.map(|c| c.verdict)
     }
 }
@@ -36,16 +42,20 @@ impl PointComparison {
 /// The point where B fares worst against A (by the Hodges-Lehmann shift).
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct WorstPoint {
+    /// The task count.
     pub n: u32,
     /// Relative shift with its interval.
     pub shift: Estimate,
+    /// The verdict at that N.
     pub verdict: Verdict,
 }
 
 /// Where the two throughput curves (medians) change order between consecutive common N.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Crossing {
+    /// The lower of the two consecutive common N.
     pub from_n: u32,
+    /// The higher of the two.
     pub to_n: u32,
     /// Linear interpolation of where the medians meet.
     pub at_n: f64,
@@ -62,13 +72,19 @@ pub struct CurveSummary {
     /// REGRESSED if any point regressed, else IMPROVED if any improved, else NO CHANGE if every
     /// point shows none, else INCONCLUSIVE.
     pub verdict: Verdict,
+    /// The N whose verdict is REGRESSED.
     pub regressed: Vec<u32>,
+    /// The N whose verdict is IMPROVED.
     pub improved: Vec<u32>,
+    /// The N whose verdict is NO CHANGE.
     pub no_change: Vec<u32>,
+    /// The N whose verdict is INCONCLUSIVE.
     pub inconclusive: Vec<u32>,
+    /// Where B fares worst against A, when any N has a change.
     pub worst: Option<WorstPoint>,
     /// The side ahead (higher median) at every compared N, when one is.
     pub ahead_everywhere: Option<Side>,
+    /// Where the median curves change order, in N order.
     pub crossings: Vec<Crossing>,
 }
 

@@ -44,19 +44,31 @@ const EXPECTED_DIFFERENCES: [&str; 5] = [
 /// One of the two runs, as far as a comparison needs to name it.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunRef {
+    /// The run's id in the database.
     pub id: i64,
     /// The one-line description `scalelab show` heads a run with.
     pub description: String,
+    /// `--name`, when given.
     pub name: Option<String>,
+    /// `--variant`, when given.
     pub variant: Option<String>,
+    /// The workload's name (`cmd` for an external command).
     pub workload: String,
+    /// The workload's parameters (the command strings for `cmd`).
     pub params: BTreeMap<String, String>,
+    /// Threads or processes.
     pub mode: Mode,
+    /// How tasks were pinned.
     pub pin: Pin,
+    /// The task counts planned.
     pub points: Vec<u32>,
+    /// Complete, interrupted, running or incomplete.
     pub status: RunStatus,
+    /// When the run started, RFC 3339 UTC.
     pub started_at: String,
+    /// The run's `--tag KEY=VAL` pairs.
     pub tags: BTreeMap<String, String>,
+    /// The kernel the run measured (`uname -r`).
     pub kernel_release: String,
     /// "Scales to S out of N" of the whole run.
     pub scales_to: Option<ScalesTo>,
@@ -65,36 +77,46 @@ pub struct RunRef {
 /// What is compared, and which way is good.
 #[derive(Debug, Clone, Serialize)]
 pub struct ComparedMetric {
+    /// The metric's name (`throughput`).
     pub name: &'static str,
+    /// Its unit (`ops/s`).
     pub unit: &'static str,
     /// The workload's op (from A).
     pub op: String,
     /// The value each trial contributes.
     pub per_trial: &'static str,
+    /// Whether higher or lower is better.
     pub direction: Direction,
 }
 
 /// Everything `compare` shows: run B against run A.
 #[derive(Debug, Clone, Serialize)]
 pub struct Comparison {
+    /// The baseline run.
     pub a: RunRef,
+    /// The candidate run.
     pub b: RunRef,
+    /// What is compared.
     pub metric: ComparedMetric,
+    /// The threshold, alpha and confidence level the verdicts used.
     pub options: CompareOptions,
-    /// Whether each N was judged on back-to-back pairs ([`ab_partners`]) rather than as two
+    /// Whether each N was judged on back-to-back pairs (`ab_partners`) rather than as two
     /// independent samples.
     pub paired: bool,
+    /// One entry per N both runs measured, in N order.
     pub points: Vec<PointComparison>,
+    /// The whole curve's verdict, worst point and crossings.
     pub summary: CurveSummary,
     /// Why the runs may not be comparable; the CLI refuses unless forced.
     pub mismatches: Vec<Mismatch>,
+    /// What makes the verdicts less trustworthy, and notes.
     pub warnings: Vec<ComparisonWarning>,
     /// Whether any point REGRESSED: `compare` then exits 1.
     pub regressed: bool,
 }
 
 /// What differs between two runs' workload, parameters and task counts.
-pub fn mismatches(a: &RunMeta, b: &RunMeta) -> Vec<Mismatch> {
+pub(crate) fn mismatches(a: &RunMeta, b: &RunMeta) -> Vec<Mismatch> {
     let mut out = Vec::new();
     if a.workload != b.workload {
         out.push(Mismatch::Workload {
@@ -143,7 +165,7 @@ fn is_command_text(a: &RunMeta, b: &RunMeta, key: &str) -> bool {
 
 /// Whether two runs are the sides of one `scalelab ab` experiment: the same `ab_seed` and
 /// `ab_order` tags, which `ab` gives both of its runs (and no other pair of runs shares).
-pub fn ab_partners(a: &RunMeta, b: &RunMeta) -> bool {
+pub(crate) fn ab_partners(a: &RunMeta, b: &RunMeta) -> bool {
     let tag = |m: &'_ RunMeta, key: &str| m.tags.get(key).cloned();
     a.id != b.id
         && tag(a, "ab_seed").is_some()
@@ -152,7 +174,7 @@ pub fn ab_partners(a: &RunMeta, b: &RunMeta) -> bool {
 }
 
 /// Compares candidate `b` against baseline `a`, N by N, on per-trial throughput; paired when
-/// `pair` allows it and the runs are [`ab_partners`].
+/// `pair` allows it and the runs are `ab_partners`.
 ///
 /// Never refuses: mismatched runs are compared on the N both measured, with the mismatches in
 /// [`Comparison::mismatches`] for the caller to refuse on.

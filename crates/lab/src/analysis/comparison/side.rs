@@ -10,7 +10,9 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Side {
+    /// The baseline run.
     A,
+    /// The candidate run.
     B,
 }
 

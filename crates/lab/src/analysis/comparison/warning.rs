@@ -14,17 +14,27 @@ use crate::record::RunStatus;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Mismatch {
+    /// The runs measure different workloads.
     Workload {
+        /// A's workload.
         a: String,
+        /// B's workload.
         b: String,
     },
+    /// A workload parameter differs (or is set on one side only).
     Param {
+        /// The parameter's name.
         key: String,
+        /// A's value, if set.
         a: Option<String>,
+        /// B's value, if set.
         b: Option<String>,
     },
+    /// The runs swept different task counts.
     Points {
+        /// A's task counts.
         a: Vec<u32>,
+        /// B's task counts.
         b: Vec<u32>,
     },
 }
@@ -56,83 +66,135 @@ impl fmt::Display for Mismatch {
 pub enum ComparisonWarning {
     /// The exact test cannot reach alpha with these runs, whatever the data.
     TooFewRuns {
+        /// The task counts affected.
         points: Vec<u32>,
         /// Pairs, when the comparison is paired.
         pairs: Option<usize>,
+        /// Successful trials of A at those N.
         runs_a: usize,
+        /// Successful trials of B at those N.
         runs_b: usize,
+        /// The smallest p-value the test can give with these runs.
         min_achievable_p: f64,
+        /// The significance level asked for.
         alpha: f64,
     },
     /// The data cannot tell a change of ±threshold from none at these points.
     RunMore {
+        /// The task counts affected.
         points: Vec<u32>,
+        /// Runs per side that would make a change of `threshold` detectable.
         runs_needed: usize,
+        /// The smallest relative change that matters (0.02 = 2%).
         threshold: f64,
     },
+    /// One side's throughput varies too much between trials to show small changes.
     HighVariance {
+        /// The run concerned, A or B.
         side: Side,
+        /// Its run id.
         run: i64,
+        /// The task count.
         n: u32,
+        /// The coefficient of variation of its trials' throughputs.
         cv: f64,
     },
+    /// A trial whose throughput stands far from the others of its point.
     Outlier {
+        /// The run concerned, A or B.
         side: Side,
+        /// Its run id.
         run: i64,
+        /// The task count.
         n: u32,
+        /// The trial's index at this N, as stored.
         trial: u32,
+        /// When the trial started, RFC 3339 UTC.
         started_at: String,
+        /// Its throughput, ops/s.
         value: f64,
+        /// Its modified z-score (infinite when most trials are identical).
         score: f64,
     },
+    /// Trials failed at a point and are left out.
     FailedTrials {
+        /// The run concerned, A or B.
         side: Side,
+        /// Its run id.
         run: i64,
+        /// The task count.
         n: u32,
+        /// Failed trials.
         failed: usize,
+        /// All trials at this N.
         total: usize,
+        /// Why the first one failed.
         first_reason: String,
     },
+    /// A run did not finish: only its finished trials are compared.
     NotComplete {
+        /// The run concerned, A or B.
         side: Side,
+        /// Its run id.
         run: i64,
+        /// How it ended.
         status: RunStatus,
     },
+    /// Task counts only one side measured, left out.
     OnlyInOne {
+        /// The side that measured them.
         side: Side,
+        /// The task counts.
         points: Vec<u32>,
     },
     /// Mode, pinning, trial length or warm-up differ: a legitimate experiment, but the
     /// reader must know.
     SetupDiffers {
+        /// The setting that differs (`mode`, `pinning`, `trial duration`, `warm-up`).
         field: String,
+        /// A's value.
         a: String,
+        /// B's value.
         b: String,
     },
     /// A fingerprint field differs; `expected` for what is usually compared on purpose.
     Environment {
+        /// The fingerprint field.
         field: String,
+        /// A's value.
         a: String,
+        /// B's value.
         b: String,
+        /// Whether such a difference is usually the point of the comparison (a note, not a
+        /// warning).
         expected: bool,
     },
     /// The runs measure different things and were compared anyway (`--force`).
     Forced {
+        /// What differs.
         mismatch: Mismatch,
     },
     /// Two external commands: what A and B ran.
     CommandDiffers {
+        /// The step (`cmd`, `step1.NAME`, …).
         key: String,
+        /// A's command.
         a: String,
+        /// B's command.
         b: String,
     },
+    /// A and B are one run: every point is NO CHANGE or noise.
     SameRun {
+        /// The run's id.
         run: i64,
     },
     /// A paired comparison left out trials whose partner failed or never ran.
     Unpartnered {
+        /// The task count.
         n: u32,
+        /// A's trials left out.
         a: usize,
+        /// B's trials left out.
         b: usize,
     },
 }

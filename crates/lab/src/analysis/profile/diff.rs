@@ -12,6 +12,7 @@ use super::PointProfile;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Presence {
+    /// In both profiles.
     Both,
     /// Only in the second (B) profile.
     New,
@@ -22,17 +23,25 @@ pub enum Presence {
 /// One function across the two profiles.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FunctionDiff {
+    /// The symbol name, or `[unknown]`.
     pub name: String,
+    /// `[kernel]`, or the mapped file's name.
     pub dso: String,
+    /// Whether the function is kernel code.
     pub kernel: bool,
+    /// Self share in A's profile, in % (0 when absent).
     pub share_a: f64,
+    /// Self share in B's profile, in % (0 when absent).
     pub share_b: f64,
     /// share_b − share_a, in percentage points (perf diff's "Delta").
     pub delta_share: f64,
+    /// Cost per op in A (ns or cycles per op); `None` when absent or without ops.
     pub cost_a: Option<f64>,
+    /// Cost per op in B; `None` when absent or without ops.
     pub cost_b: Option<f64>,
     /// (cost_b − cost_a) ÷ cost_a, in %.
     pub cost_change_pct: Option<f64>,
+    /// In both profiles, only in B, or only in A.
     pub presence: Presence,
 }
 

@@ -14,8 +14,11 @@ pub const MIN_SHARE: f64 = 0.5;
 /// One function's growth between the first and the last profiled point.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Growth {
+    /// The symbol name, or `[unknown]`.
     pub name: String,
+    /// `[kernel]`, or the mapped file's name.
     pub dso: String,
+    /// Whether the function is kernel code.
     pub kernel: bool,
     /// A kernel lock or spin function (called out).
     pub lock: bool,
@@ -38,7 +41,9 @@ pub struct Growth {
 /// The ranking for one run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GrowthReport {
+    /// The profiled task counts, in order.
     pub points: Vec<u32>,
+    /// `ns` or `cycles`: the unit of cost per op.
     pub unit: String,
     /// Ranked by ratio (new functions first), then by growth.
     pub rows: Vec<Growth>,

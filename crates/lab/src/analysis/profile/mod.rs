@@ -4,31 +4,39 @@
 //! Cost per op of function f at N = samples(f) × period ÷ ops done in those trials' windows:
 //! ns per op for `cpu-clock` (its period is in ns), cycles per op for `cycles`. Comparable across
 //! N and across runs, unlike shares, which always add up to 100%. Cross-run analyses live beside
-//! this: [`grows`] (what grows with N) and [`diff`] (run against run).
+//! this: [`what_grows`] (what grows with N) and [`diff()`] (run against run).
 
-pub mod diff;
-pub mod grows;
+mod diff;
+mod grows;
 
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 
-use perf::profile::{Profile, ProfileOptions, read_profile};
+use perf::{Profile, ProfileOptions, read_profile};
 use serde::Serialize;
 
 use crate::error::LabError;
 use crate::record::{RunData, RunMeta};
 
+pub use self::diff::{FunctionDiff, Presence, diff};
+pub use self::grows::{Growth, GrowthReport, MIN_SHARE, what_grows};
+
 /// One function's cost at one point.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FunctionRow {
+    /// The symbol name, or `[unknown]` when the address has no symbol.
     pub name: String,
+    /// `[kernel]`, or the mapped file's name (`libc.so.6`, `scalelab`).
     pub dso: String,
+    /// Whether the function is kernel code.
     pub kernel: bool,
     /// Share of all kept samples' period with this function as the leaf, in %.
     pub self_share: f64,
     /// Share with this function anywhere on the stack, in %.
     pub total_share: f64,
+    /// Samples with this function as the leaf.
     pub self_samples: u64,
+    /// Samples with this function anywhere on the stack (once per sample).
     pub total_samples: u64,
     /// Self period ÷ ops (ns/op for cpu-clock, cycles/op for cycles); `None` without ops.
     pub cost_per_op: Option<f64>,
@@ -43,7 +51,7 @@ pub struct FunctionRow {
 impl FunctionRow {
     /// The key functions are matched by across points and runs: the symbol name (perf diff's
     /// rule), with unnamed code kept apart per DSO.
-    pub fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         if self.name == "[unknown]" {
             format!("[unknown] in {}", self.dso)
         } else {
@@ -55,15 +63,20 @@ impl FunctionRow {
 /// One DSO's self cost at one point.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DsoRow {
+    /// `[kernel]`, or the mapped file's name.
     pub dso: String,
+    /// Whether the DSO is the kernel.
     pub kernel: bool,
+    /// Share of all kept samples' period whose leaf is in this DSO, in %.
     pub share: f64,
+    /// Samples whose leaf is in this DSO.
     pub samples: u64,
 }
 
 /// Every profiled trial of one N, merged.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PointProfile {
+    /// The task count.
     pub n: u32,
     /// `cpu-clock` or `cycles`.
     pub event: String,
@@ -73,27 +86,35 @@ pub struct PointProfile {
     pub files: Vec<String>,
     /// Ops done in the profiled trials' windows.
     pub ops: u64,
+    /// Samples kept (inside the trials' windows).
     pub samples: u64,
+    /// Their summed period (ns for cpu-clock, cycles for cycles).
     pub period: u64,
+    /// Samples outside the windows, dropped.
     pub outside_window: u64,
+    /// Times the kernel lowered the sampling rate (PERF_RECORD_THROTTLE).
     pub throttled: u64,
+    /// Samples the kernel lost (ring buffer full).
     pub lost: u64,
+    /// Functions, most self period first.
     pub functions: Vec<FunctionRow>,
+    /// DSOs, most self period first.
     pub dsos: Vec<DsoRow>,
     /// Folded call chains, root first (`a;b;c`), with their sample counts: flame graph input.
     #[serde(skip)]
     pub folded: Vec<(String, u64)>,
+    /// Caveats from reading the files (no kernel symbols, unreadable mapped files), each once.
     pub notes: Vec<String>,
 }
 
 impl PointProfile {
-    pub fn function(&self, key: &str) -> Option<&FunctionRow> {
+    pub(crate) fn function(&self, key: &str) -> Option<&FunctionRow> {
         self.functions.iter().find(|f| f.key() == key)
     }
 }
 
 /// The kallsyms snapshot kept beside a run's profiles (never through a link).
-pub fn kallsyms_for(perf_data: &Path) -> Option<PathBuf> {
+pub(crate) fn kallsyms_for(perf_data: &Path) -> Option<PathBuf> {
     let p = perf_data
         .parent()?
         .join(crate::runner::perf_record::KALLSYMS);
@@ -184,7 +205,7 @@ type FunctionKey = (String, String, bool);
 type FunctionSums = (u64, u64, u64, u64, Option<u64>);
 
 /// Merges the profiles of one point's trials, matching functions by name and DSO.
-pub fn merge(n: u32, parts: Vec<(String, u64, Profile)>) -> PointProfile {
+pub(crate) fn merge(n: u32, parts: Vec<(String, u64, Profile)>) -> PointProfile {
     let event = parts
         .first()
         .map(|(_, _, p)| p.event.clone())
@@ -302,7 +323,7 @@ pub fn merge(n: u32, parts: Vec<(String, u64, Profile)>) -> PointProfile {
 }
 
 /// Kernel lock and spin functions, called out in "what grows".
-pub fn is_lock_function(name: &str) -> bool {
+pub(crate) fn is_lock_function(name: &str) -> bool {
     const MARKS: [&str; 9] = [
         "spin",
         "_lock",
@@ -321,7 +342,7 @@ pub fn is_lock_function(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use perf::profile::{FunctionCost, StackCost};
+    use perf::{FunctionCost, StackCost};
 
     fn func(name: &str, self_period: u64, total_period: u64) -> FunctionCost {
         FunctionCost {
