@@ -1,10 +1,10 @@
 /* bare_loop: the same ops scalelab's null_syscall and page_fault workloads do, with no harness.
  *
- * usage: bare_loop null_syscall|getppid_libc|page_fault TASKS WARMUP_S DURATION_S
- * null_syscall: getppid as one `syscall` instruction, as scalelab's null_syscall makes it (rustix's
- *   direct system call): the same op, so the ratio measures the harness.
- * getppid_libc: the C library's getppid(), as will-it-scale's getppid1 calls it: the same system
- *   call plus a function call whose `ret` follows the kernel's return-stack refill.
+ * usage: bare_loop null_syscall|raw_syscall|page_fault TASKS WARMUP_S DURATION_S
+ * null_syscall: the C library's getppid(), as will-it-scale's getppid1 and scalelab's null_syscall
+ *   call it: the same op, so the ratio measures the harness.
+ * raw_syscall: getppid as one inline `syscall` instruction, no library call: what the call and its
+ *   return (after the kernel's return-stack refill) add to the op.
  * Threads are pinned to CPU i (like scalelab --pin auto when TASKS <= CPUs), released together,
  * and counted in padded per-thread counters read by the main thread at the window's edges.
  * Prints: ops_per_sec <value>
@@ -26,7 +26,7 @@
 
 static _Atomic uint64_t *counters;
 static _Atomic int go, stop_flag;
-enum { NULL_SYSCALL, GETPPID_LIBC, PAGE_FAULT };
+enum { NULL_SYSCALL, RAW_SYSCALL, PAGE_FAULT };
 static int workload, ncpus;
 
 static inline long raw_getppid(void) {
@@ -48,8 +48,8 @@ static void *worker(void *arg) {
     uint64_t n = 0;
     long page = sysconf(_SC_PAGESIZE);
     while (!atomic_load_explicit(&stop_flag, memory_order_relaxed)) {
-        if (workload == NULL_SYSCALL || workload == GETPPID_LIBC) {
-            if (workload == NULL_SYSCALL)
+        if (workload == NULL_SYSCALL || workload == RAW_SYSCALL) {
+            if (workload == RAW_SYSCALL)
                 raw_getppid();
             else
                 getppid();
@@ -83,9 +83,9 @@ static uint64_t total(int tasks) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 5) { fprintf(stderr, "usage: %s null_syscall|getppid_libc|page_fault TASKS WARMUP_S DURATION_S\n", argv[0]); return 2; }
+    if (argc != 5) { fprintf(stderr, "usage: %s null_syscall|raw_syscall|page_fault TASKS WARMUP_S DURATION_S\n", argv[0]); return 2; }
     if (strcmp(argv[1], "page_fault") == 0) workload = PAGE_FAULT;
-    else if (strcmp(argv[1], "getppid_libc") == 0) workload = GETPPID_LIBC;
+    else if (strcmp(argv[1], "raw_syscall") == 0) workload = RAW_SYSCALL;
     else if (strcmp(argv[1], "null_syscall") == 0) workload = NULL_SYSCALL;
     else { fprintf(stderr, "unknown workload %s\n", argv[1]); return 2; }
     int tasks = atoi(argv[2]);

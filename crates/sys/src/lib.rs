@@ -3,8 +3,9 @@
 //! reads.
 //!
 //! Where [rustix](https://docs.rs/rustix) wraps a call safely it is used — futexes, pipes, `poll`,
-//! signals, `prctl` (parent-death signal, child subreaper), `gettid`/`getppid` (direct system
-//! calls, no variadic `syscall(2)` wrapper) and `sched_yield`. What is still written here by hand,
+//! signals, `prctl` (parent-death signal, child subreaper), `gettid` and `sched_yield`; `getppid`
+//! is the C library's through std (the op `null_syscall` counts, as will-it-scale does). What is
+//! still written here by hand,
 //! each file saying why: `wait4` and `getrusage` (rustix has no call that returns the resource
 //! usage), CPU affinity (rustix's `CpuSet` stops at 1024 CPUs), `fork` in a process that may be
 //! multi-threaded and `posix_spawn` (the `spawn` workload), anonymous mappings (rustix's `mmap`
@@ -42,8 +43,7 @@ pub use mapping::page_size;
 pub use pipe::{Pipe, pipe, wait_readable};
 pub use process::{
     ForkResult, ORPHANED_AT_BIRTH, die_with_parent, exit_immediately, fork_single_threaded,
-    getppid_syscall, gettid, sched_yield, set_child_subreaper, set_parent_death_signal,
-    thread_count,
+    getppid, gettid, sched_yield, set_child_subreaper, set_parent_death_signal, thread_count,
 };
 pub use rusage::{ResourceUsage, children_usage, process_usage, thread_usage};
 pub use shared_region::SharedRegion;

@@ -95,7 +95,7 @@ pub fn exit_immediately(code: i32) -> ! {
 /// (`prctl(PR_SET_PDEATHSIG)`), so a trial child never outlives a killed runner.
 ///
 /// The parent may already have died before this call: afterwards, compare
-/// [`getppid_syscall`] with the parent's pid and exit if they differ.
+/// [`getppid`] with the parent's pid and exit if they differ.
 pub fn set_parent_death_signal(signal: i32) -> Result<(), SysError> {
     let signal = match signal {
         0 => None,
@@ -165,12 +165,15 @@ pub fn gettid() -> i32 {
     rustix::thread::gettid().as_raw_nonzero().get()
 }
 
-/// The parent's pid through the raw `getppid` syscall (rustix's direct system call, no variadic
-/// `syscall(2)` wrapper): always enters the kernel and is never cached by the C library, so the
-/// `syscall` workloads can use it as the cheapest kernel entry.
+/// The parent's pid through the C library's `getppid()`, as will-it-scale's `getppid1` and
+/// every real program call it: always a system call (glibc and musl never cache it), plus the
+/// call into the library and its return — which, on a kernel that refills the return stack
+/// buffer on the way out (a Spectre v2 mitigation), mispredicts. On the 2-vCPU KVM guest this was
+/// measured on, that return made the C library's getppid() ~70 ns slower than a bare `syscall`
+/// instruction (145 vs 215 ns); `null_syscall` counts the call the way programs pay for it.
 #[inline]
-pub fn getppid_syscall() -> i32 {
-    process::getppid().map_or(0, |p| p.as_raw_nonzero().get())
+pub fn getppid() -> i32 {
+    i32::try_from(std::os::unix::process::parent_id()).unwrap_or(-1)
 }
 
 /// Gives up the CPU (`sched_yield`).
@@ -214,10 +217,7 @@ mod tests {
 
     #[test]
     fn identity_calls_agree_with_std() {
-        assert_eq!(
-            getppid_syscall(),
-            std::os::unix::process::parent_id() as i32
-        );
+        assert_eq!(getppid(), std::os::unix::process::parent_id() as i32);
         let main_tid = gettid();
         let other_tid = std::thread::spawn(gettid).join().unwrap();
         assert!(main_tid > 0 && other_tid > 0 && main_tid != other_tid);

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use sys::{
     ExitKind, ForkResult, SharedRegion, children_usage, exit_immediately, fork_single_threaded,
-    futex_wait, futex_wake, getppid_syscall, send_signal, set_child_subreaper,
-    set_parent_death_signal, thread_count, thread_usage, try_wait_child, wait_child,
+    futex_wait, futex_wake, getppid, send_signal, set_child_subreaper, set_parent_death_signal,
+    thread_count, thread_usage, try_wait_child, wait_child,
 };
 
 /// Forks; the child runs `body` and `_exit`s with its return value (101 if it panicked).
@@ -124,7 +124,7 @@ fn parent_death_signal_kills_an_orphan() {
         let me = std::process::id() as i32;
         let grandchild = spawn_child(|| {
             set_parent_death_signal(libc::SIGKILL).unwrap();
-            if getppid_syscall() != me {
+            if getppid() != me {
                 return 4; // the parent already died: the documented race check
             }
             ready.store(1, Ordering::Release);

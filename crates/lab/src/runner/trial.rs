@@ -168,7 +168,7 @@ fn run_processes(
                 // A task dies with its trial child; had that already died, the signal would
                 // never come, so check the parent after arming it.
                 let _ = sys::set_parent_death_signal(libc::SIGKILL);
-                if sys::getppid_syscall() != trial_child {
+                if sys::getppid() != trial_child {
                     sys::exit_immediately(sys::ORPHANED_AT_BIRTH);
                 }
                 let code = match run_task(prepared, control, i, *cpu, Mode::Processes, extra_names)

@@ -1,5 +1,7 @@
-//! `null_syscall`: the cheapest round trip into the kernel and back (getppid via a raw syscall,
-//! so libc can never answer from a cache). The floor under every syscall-heavy workload.
+//! `null_syscall`: the cheapest round trip into the kernel and back — the C library's getppid(),
+//! which is always a system call (never answered from a cache), called as will-it-scale's
+//! `getppid1` and every real program call it, so the two tools count the same op. The floor under
+//! every syscall-heavy workload.
 
 use super::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo};
 use crate::error::LabError;
@@ -40,7 +42,7 @@ impl TaskLoop for NullTask {
     #[inline]
     fn step(&mut self) -> Result<u64, LabError> {
         for _ in 0..BATCH {
-            std::hint::black_box(sys::getppid_syscall());
+            std::hint::black_box(sys::getppid());
         }
         Ok(BATCH)
     }

@@ -129,7 +129,7 @@ impl Prepared for PingpongPrepared {
                         drop(to_partner.write);
                         drop(to_task.read);
                         let _ = sys::set_parent_death_signal(libc::SIGKILL);
-                        if sys::getppid_syscall() != task_pid {
+                        if sys::getppid() != task_pid {
                             sys::exit_immediately(2); // the task died before the signal was set
                         }
                         if let Some(cpus) = anywhere {
