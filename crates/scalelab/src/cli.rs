@@ -156,7 +156,6 @@ pub enum CompareFormat {
     Text,
     Json,
     Markdown,
-    /// One row per N with the figures as numbers.
     Csv,
 }
 

@@ -219,3 +219,60 @@ fn report_to_stdout_with_dash() {
     assert!(stderr.contains("wrote the page to stdout"), "{stderr}");
     assert!(!lab.path("-").exists(), "no file named `-`");
 }
+
+/// `scalelab ARGS` on a pseudo-terminal of 80 columns (util-linux `script`, in every Debian),
+/// with `env` set: what a person at a terminal sees.
+fn on_a_terminal(lab: &Lab, env: &[(&str, &str)], args: &str) -> String {
+    let bin = assert_cmd::cargo::cargo_bin("scalelab");
+    let mut c = std::process::Command::new("script");
+    c.args([
+        "-qec",
+        &format!("stty rows 24 cols 80; {} {args}", bin.display()),
+        "/dev/null",
+    ])
+    .env("SCALELAB_DB", lab.db())
+    .env_remove("COLUMNS")
+    .env_remove("NO_COLOR")
+    .env("TERM", "xterm")
+    .current_dir(lab.dir.path())
+    .stdin(std::process::Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c
+        .output()
+        .expect("`script` (util-linux/bsdutils) runs a command on a pseudo-terminal: install it");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn on_a_terminal_auto_colours_unless_no_color_and_fits_its_width() {
+    let lab = Lab::new();
+    lab.short_spin(&[]);
+    let seen = on_a_terminal(&lab, &[], "show last");
+    assert!(seen.contains("\x1b[33mwarning:\x1b[0m"), "{seen:?}");
+    assert!(seen.contains("columns left out at 80 columns: "), "{seen}");
+
+    let no_color = on_a_terminal(&lab, &[("NO_COLOR", "1")], "show last");
+    assert!(!no_color.contains('\x1b'), "NO_COLOR: {no_color:?}");
+    assert!(
+        no_color.contains("columns left out at 80 columns: "),
+        "{no_color}"
+    );
+    let empty = on_a_terminal(&lab, &[("NO_COLOR", "")], "show last");
+    assert!(
+        empty.contains("\x1b[33m"),
+        "an empty NO_COLOR counts as unset: {empty:?}"
+    );
+
+    let wide = on_a_terminal(&lab, &[], "show last --wide --color never");
+    assert!(
+        !wide.contains("left out") && !wide.contains('\x1b'),
+        "{wide}"
+    );
+}
