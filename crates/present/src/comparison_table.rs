@@ -1,19 +1,82 @@
 //! Terminal text for a [`Comparison`] (`scalelab compare`, `scalelab ab`): both runs named,
 //! the metric and which way is good, one row per N (medians, change, shift and interval, p,
 //! verdict, what the runs could detect), the whole-curve lines (verdict, worst point, scaling of
-//! each side, crossings), then notes and warnings, each with its hint.
+//! each side, crossings), then notes and warnings, each with its hint. Verdicts are coloured
+//! by the [`Palette`]; the same as Markdown for `compare --format markdown`.
 
 use std::io::{self, Write};
 
-use comfy_table::presets::UTF8_BORDERS_ONLY;
-use comfy_table::{CellAlignment, ContentArrangement, Table};
 use lab::analysis::comparison::{Comparison, PointComparison, RunRef, Side};
 use lab::number_text::{comma_list, percent, si, signed_percent};
 use lab::safe_text::printable;
 use stats::{Direction, Verdict};
 
-/// Writes the comparison as text.
-pub fn write_compare(out: &mut dyn Write, comparison: &Comparison) -> io::Result<()> {
+use crate::grid::{Align, Grid, GridCell};
+use crate::markdown;
+use crate::palette::{Palette, Role};
+use crate::text_options::TextOptions;
+
+/// Writes the comparison as text, the table fitted to `opts.width`, verdicts and warnings
+/// coloured by `opts.palette`.
+pub fn write_compare(
+    out: &mut dyn Write,
+    comparison: &Comparison,
+    opts: &TextOptions,
+) -> io::Result<()> {
+    write_header(out, comparison)?;
+    writeln!(out)?;
+    table(&comparison.points, comparison.paired).write_terminal(out, opts)?;
+    write_summary(out, comparison, opts.palette)?;
+    let (notes, warnings) = notes_and_warnings(comparison);
+    if !notes.is_empty() || !warnings.is_empty() {
+        writeln!(out)?;
+    }
+    for n in notes {
+        writeln!(out, "note: {n}")?;
+    }
+    for w in warnings {
+        writeln!(out, "{} {w}", opts.palette.warning())?;
+    }
+    Ok(())
+}
+
+/// Writes the comparison as Markdown: the same lines as paragraphs, the table whole, notes and
+/// warnings as a list.
+pub fn write_compare_markdown(out: &mut dyn Write, comparison: &Comparison) -> io::Result<()> {
+    let lines = |text: Vec<u8>| -> Vec<String> {
+        String::from_utf8_lossy(&text)
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut head = Vec::new();
+    write_header(&mut head, comparison)?;
+    markdown::write_paragraphs(out, &lines(head))?;
+    markdown::write_table(out, &table(&comparison.points, comparison.paired))?;
+    let mut summary = Vec::new();
+    write_summary(&mut summary, comparison, Palette::plain())?;
+    markdown::write_paragraphs(out, &lines(summary))?;
+    let (notes, warnings) = notes_and_warnings(comparison);
+    let items: Vec<String> = notes
+        .into_iter()
+        .map(|n| format!("note: {n}"))
+        .chain(warnings.into_iter().map(|w| format!("warning: {w}")))
+        .collect();
+    markdown::write_list(out, &items)
+}
+
+/// The notes and the warnings, each made printable.
+fn notes_and_warnings(comparison: &Comparison) -> (Vec<String>, Vec<String>) {
+    let (notes, warnings): (Vec<_>, Vec<_>) = comparison.warnings.iter().partition(|w| w.is_note());
+    let text = |w: &&_| printable(&ToString::to_string(*w)).into_owned();
+    (
+        notes.iter().map(text).collect(),
+        warnings.iter().map(text).collect(),
+    )
+}
+
+/// Both runs, the metric, the method.
+fn write_header(out: &mut dyn Write, comparison: &Comparison) -> io::Result<()> {
     writeln!(out, "A: {}", comparison.a.description)?;
     writeln!(out, "B: {}", comparison.b.description)?;
     let direction = match comparison.metric.direction {
@@ -44,79 +107,75 @@ pub fn write_compare(out: &mut dyn Write, comparison: &Comparison) -> io::Result
         ),
         percent(comparison.options.threshold),
         comparison.options.alpha
-    )?;
-    writeln!(out)?;
-    writeln!(out, "{}", table(&comparison.points, comparison.paired))?;
-    write_summary(out, comparison)?;
-    let (notes, warnings): (Vec<_>, Vec<_>) = comparison.warnings.iter().partition(|w| w.is_note());
-    if !notes.is_empty() || !warnings.is_empty() {
-        writeln!(out)?;
-    }
-    for n in notes {
-        writeln!(out, "note: {}", printable(&n.to_string()))?;
-    }
-    for w in warnings {
-        writeln!(out, "warning: {}", printable(&w.to_string()))?;
-    }
-    Ok(())
+    )
 }
 
-fn table(points: &[PointComparison], paired: bool) -> Table {
-    let mut t = Table::new();
-    t.load_style(UTF8_BORDERS_ONLY)
-        .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(vec![
-            "N",
+/// Left out first at a narrow width: the trial counts, p, what the runs could detect, the runs
+/// a decision needs, then the medians; N, change, shift and verdict always stay.
+fn table(points: &[PointComparison], paired: bool) -> Grid {
+    let mut t = Grid::default();
+    t.keep("N", Align::Right)
+        .optional(
             if paired { "pairs (A/B)" } else { "runs A/B" },
-            "A ops/s",
-            "B ops/s",
-            "change",
-            "shift [95% CI]",
-            "p",
-            "verdict",
-            "detectable",
-            "runs needed",
-        ]);
+            Align::Right,
+            1,
+        )
+        .optional("A ops/s", Align::Right, 5)
+        .optional("B ops/s", Align::Right, 6)
+        .keep("change", Align::Right)
+        .keep("shift [95% CI]", Align::Right)
+        .optional("p", Align::Right, 2)
+        .keep("verdict", Align::Left)
+        .optional("detectable", Align::Right, 3)
+        .optional("runs needed", Align::Right, 4);
     for p in points {
         let runs = match p.pairs {
             Some(pairs) => format!("{pairs} ({}/{})", p.runs_a, p.runs_b),
             None => format!("{}/{}", p.runs_a, p.runs_b),
         };
         let Some(c) = p.change else {
-            let why = p.note.clone().unwrap_or_default();
-            t.add_row(vec![p.n.to_string(), runs, "n/a".into(), "n/a".into(), why]);
+            let why = printable(&p.note.clone().unwrap_or_default()).into_owned();
+            t.row(vec![
+                p.n.to_string().into(),
+                runs.into(),
+                "n/a".into(),
+                "n/a".into(),
+                why.into(),
+            ]);
             continue;
         };
         let r = c.relative_shift;
-        t.add_row(vec![
-            p.n.to_string(),
-            runs,
-            si(c.median_a),
-            si(c.median_b),
-            signed_percent(c.relative),
+        t.row(vec![
+            p.n.to_string().into(),
+            runs.into(),
+            si(c.median_a).into(),
+            si(c.median_b).into(),
+            signed_percent(c.relative).into(),
             format!(
                 "{} [{}, {}]",
                 signed_percent(r.point),
                 signed_percent(r.lower),
                 signed_percent(r.upper)
-            ),
-            p_value(c.p_value),
-            c.verdict.to_string(),
+            )
+            .into(),
+            p_value(c.p_value).into(),
+            GridCell {
+                text: c.verdict.to_string(),
+                role: Role::of_verdict(c.verdict),
+            },
             c.min_detectable
-                .map_or_else(|| "none".into(), |d| format!("±{}", percent(d))),
-            c.runs_needed.map_or_else(|| "-".into(), |k| k.to_string()),
+                .map_or_else(|| "none".into(), |d| format!("±{}", percent(d)))
+                .into(),
+            c.runs_needed
+                .map_or_else(|| "-".into(), |k| k.to_string())
+                .into(),
         ]);
-    }
-    for col in t.column_iter_mut() {
-        col.set_cell_alignment(CellAlignment::Right);
-    }
-    if let Some(col) = t.column_mut(7) {
-        col.set_cell_alignment(CellAlignment::Left);
     }
     t
 }
 
-fn write_summary(out: &mut dyn Write, comparison: &Comparison) -> io::Result<()> {
+fn write_summary(out: &mut dyn Write, comparison: &Comparison, palette: Palette) -> io::Result<()> {
+    let verdict = |v: Verdict, text: String| palette.paint_opt(Role::of_verdict(v), &text);
     let s = &comparison.summary;
     if comparison.points.is_empty() {
         writeln!(
@@ -133,9 +192,14 @@ fn write_summary(out: &mut dyn Write, comparison: &Comparison) -> io::Result<()>
     ]
     .iter()
     .filter(|(_, ns)| !ns.is_empty())
-    .map(|(v, ns)| format!("{v} at N={}", comma_list(ns)))
+    .map(|(v, ns)| verdict(*v, format!("{v} at N={}", comma_list(ns))))
     .collect();
-    writeln!(out, "verdict: {} ({})", s.verdict, groups.join(" · "))?;
+    writeln!(
+        out,
+        "verdict: {} ({})",
+        verdict(s.verdict, s.verdict.to_string()),
+        groups.join(" · ")
+    )?;
     if let Some(w) = s.worst {
         writeln!(
             out,
@@ -144,7 +208,7 @@ fn write_summary(out: &mut dyn Write, comparison: &Comparison) -> io::Result<()>
             signed_percent(w.shift.point),
             signed_percent(w.shift.lower),
             signed_percent(w.shift.upper),
-            w.verdict
+            verdict(w.verdict, w.verdict.to_string())
         )?;
     }
     let scales = |side: Side, r: &RunRef| match r.scales_to {
@@ -212,7 +276,7 @@ mod tests {
 
     fn text(comparison: &Comparison) -> String {
         let mut out = Vec::new();
-        write_compare(&mut out, comparison).unwrap();
+        write_compare(&mut out, comparison, &TextOptions::plain()).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -317,6 +381,58 @@ mod tests {
         );
         let unpaired = compare_runs(&a, &b, &CompareOptions::default(), false);
         assert!(text(&unpaired).contains("Mann-Whitney U p"));
+    }
+
+    /// A paired comparison as Markdown, for pasting into a pull request or a mail.
+    #[test]
+    fn comparison_markdown_snapshot() {
+        let (a, b) = ab_runs();
+        let mut out = Vec::new();
+        write_compare_markdown(&mut out, &compare(&a, &b)).unwrap();
+        insta::assert_snapshot!(String::from_utf8(out).unwrap());
+    }
+
+    #[test]
+    fn verdicts_are_coloured_only_when_the_palette_is_on() {
+        let a = run(1, "spin", &[(1, &around(1000.0, 0.01, 10))]);
+        let b = run(2, "spin", &[(1, &around(800.0, 0.01, 10))]);
+        let c = compare(&a, &b);
+        let mut out = Vec::new();
+        let opts = TextOptions {
+            palette: Palette::new(true),
+            width: None,
+        };
+        write_compare(&mut out, &c, &opts).unwrap();
+        let coloured = String::from_utf8(out).unwrap();
+        assert!(
+            coloured.contains("verdict: \x1b[31mREGRESSED\x1b[0m"),
+            "{coloured:?}"
+        );
+        assert!(!text(&c).contains('\x1b'));
+    }
+
+    #[test]
+    fn the_comparison_table_fits_80_columns_keeping_the_verdict() {
+        let (a, b) = ab_runs();
+        let mut out = Vec::new();
+        let opts = TextOptions {
+            width: Some(80),
+            ..TextOptions::plain()
+        };
+        write_compare(&mut out, &compare(&a, &b), &opts).unwrap();
+        let shown = String::from_utf8(out).unwrap();
+        for line in shown
+            .lines()
+            .filter(|l| l.starts_with(['┌', '│', '╞', '└']))
+        {
+            assert!(unicode_width::UnicodeWidthStr::width(line) <= 80, "{shown}");
+        }
+        assert!(shown.contains("│ N "), "{shown}");
+        assert!(shown.contains("verdict"), "{shown}");
+        assert!(
+            shown.contains("columns left out at 80 columns: "),
+            "{shown}"
+        );
     }
 
     #[test]

@@ -11,21 +11,33 @@
 //! - [`history_table`]: a metric across runs with change points (`history`).
 //! - [`flame_graph`]: interactive SVG flame graphs (`profile --flamegraph`, the HTML report).
 //! - [`html`]: the HTML report (`report`).
+//! - [`run_list`]: the stored runs, one line each (`ls`).
+//! - [`comparison_csv`]: a comparison as CSV, one row per N (`compare --format csv`).
+//! - [`palette`] and [`TextOptions`]: colour (`--color`, `NO_COLOR`) and the width tables fit
+//!   in (`--wide`, `COLUMNS`, the terminal); Markdown renderings sit beside each table's text.
 //!
 //! JSON needs no renderer: the binary writes the analysis results themselves with
 //! `lab::safe_text::write_json`.
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod comparison_csv;
 pub mod comparison_table;
 mod error;
 pub mod flame_graph;
+mod grid;
 pub mod history_table;
 pub mod html;
 pub mod lock_table;
+mod markdown;
 pub mod model_table;
 mod number_format;
+pub mod palette;
 pub mod profile_table;
+pub mod run_list;
 pub mod run_table;
+mod text_options;
 
 pub use error::PresentError;
+pub use palette::{ColorChoice, Palette};
+pub use text_options::{TextOptions, table_width};

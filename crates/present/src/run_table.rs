@@ -1,80 +1,116 @@
 //! Terminal tables for a run (`scalelab show`, the end of `scalelab run`): throughput and
 //! scaling per N, then the accounting per N, then the verdict line ("scales to S out of N
-//! CPUs") and the warnings, each with its hint.
+//! CPUs") and the warnings, each with its hint. The same as Markdown for `show --format
+//! markdown`.
 
 use std::io::{self, Write};
 
-use comfy_table::presets::UTF8_BORDERS_ONLY;
-use comfy_table::{CellAlignment, ContentArrangement, Table};
 use lab::analysis::summary::RunSummary;
 use lab::number_text::si;
 use lab::record::RunMeta;
 use lab::safe_text::printable;
 
+use crate::grid::{Align, Grid};
+use crate::markdown;
 use crate::number_format::{opt_si, opt_sig3, time_line};
+use crate::text_options::TextOptions;
 
-/// Writes the header, both tables, the scaling line and every warning.
-pub fn write_run(out: &mut dyn Write, meta: &RunMeta, summary: &RunSummary) -> io::Result<()> {
+/// Writes the header, the tables (fitted to `opts.width`), the scaling line and every warning.
+pub fn write_run(
+    out: &mut dyn Write,
+    meta: &RunMeta,
+    summary: &RunSummary,
+    opts: &TextOptions,
+) -> io::Result<()> {
     writeln!(out, "{}", meta.description())?;
     writeln!(out, "op: {}", printable(&meta.op_unit))?;
     writeln!(out)?;
-    writeln!(out, "{}", throughput_table(summary))?;
-    writeln!(out, "{}", accounting_table(summary))?;
-    if summary.points.iter().any(|p| p.steps.len() > 1) {
-        writeln!(out, "{}", steps_table(summary))?;
+    for grid in grids(summary) {
+        grid.write_terminal(out, opts)?;
     }
-    match summary.scales_to {
-        Some(s) => writeln!(
-            out,
-            "scales to {:.2} out of {} CPUs (S(N) = X(N)/X(1), median of trials)",
-            s.speedup, s.n
-        )?,
-        None => writeln!(
-            out,
-            "scaling: n/a (needs a successful N=1 point and one more)"
-        )?,
-    }
-    let stored = meta.warnings.iter().map(String::as_str);
-    let derived: Vec<String> = summary.warnings.iter().map(ToString::to_string).collect();
-    let all: Vec<&str> = derived.iter().map(String::as_str).chain(stored).collect();
-    if !all.is_empty() {
+    writeln!(out, "{}", scaling_line(summary))?;
+    let warnings = warnings(meta, summary);
+    if !warnings.is_empty() {
         writeln!(out)?;
-        for w in all {
-            writeln!(out, "warning: {}", printable(w))?;
+        for w in warnings {
+            writeln!(out, "{} {w}", opts.palette.warning())?;
         }
     }
     Ok(())
 }
 
-fn new_table(headers: &[&str]) -> Table {
-    let mut t = Table::new();
-    t.load_style(UTF8_BORDERS_ONLY)
-        .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(headers.to_vec());
-    t
+/// Writes the same as Markdown: the header lines as paragraphs, the tables whole, the
+/// warnings as a list.
+pub fn write_run_markdown(
+    out: &mut dyn Write,
+    meta: &RunMeta,
+    summary: &RunSummary,
+) -> io::Result<()> {
+    markdown::write_paragraphs(
+        out,
+        &[
+            meta.description(),
+            format!("op: {}", printable(&meta.op_unit)),
+        ],
+    )?;
+    for grid in grids(summary) {
+        markdown::write_table(out, &grid)?;
+    }
+    markdown::write_paragraphs(out, &[scaling_line(summary)])?;
+    let warnings: Vec<String> = warnings(meta, summary)
+        .into_iter()
+        .map(|w| format!("warning: {w}"))
+        .collect();
+    markdown::write_list(out, &warnings)
 }
 
-fn right_align(t: &mut Table) {
-    for col in t.column_iter_mut() {
-        col.set_cell_alignment(CellAlignment::Right);
+/// The throughput table, the accounting table, and the steps table when a command had steps.
+fn grids(summary: &RunSummary) -> Vec<Grid> {
+    let mut grids = vec![throughput_table(summary), accounting_table(summary)];
+    if summary.points.iter().any(|p| p.steps.len() > 1) {
+        grids.push(steps_table(summary));
+    }
+    grids
+}
+
+fn scaling_line(summary: &RunSummary) -> String {
+    match summary.scales_to {
+        Some(s) => format!(
+            "scales to {:.2} out of {} CPUs (S(N) = X(N)/X(1), median of trials)",
+            s.speedup, s.n
+        ),
+        None => "scaling: n/a (needs a successful N=1 point and one more)".to_owned(),
     }
 }
 
-fn throughput_table(s: &RunSummary) -> Table {
-    let mut t = new_table(&[
-        "N",
-        "trials",
-        "ops/s",
-        "95% CI",
-        "ops/CPU-s",
-        "ops/s/task",
-        "ns/op/task",
-        "S(N)",
-        "S/N",
-        "task min..max",
-        "cyc/op",
-        "ins/op",
-    ]);
+/// Every warning, derived ones first, made printable.
+fn warnings(meta: &RunMeta, summary: &RunSummary) -> Vec<String> {
+    let stored = meta.warnings.iter().map(String::as_str);
+    let derived: Vec<String> = summary.warnings.iter().map(ToString::to_string).collect();
+    derived
+        .iter()
+        .map(String::as_str)
+        .chain(stored)
+        .map(|w| printable(w).into_owned())
+        .collect()
+}
+
+/// Left out first at a narrow width: hardware counters, then per-task detail, then the
+/// interval; N, trials, ops/s, S(N) and S/N always stay.
+fn throughput_table(s: &RunSummary) -> Grid {
+    let mut t = Grid::default();
+    t.keep("N", Align::Right)
+        .keep("trials", Align::Right)
+        .keep("ops/s", Align::Right)
+        .optional("95% CI", Align::Right, 7)
+        .optional("ops/CPU-s", Align::Right, 4)
+        .optional("ops/s/task", Align::Right, 6)
+        .optional("ns/op/task", Align::Right, 3)
+        .keep("S(N)", Align::Right)
+        .keep("S/N", Align::Right)
+        .optional("task min..max", Align::Right, 5)
+        .optional("cyc/op", Align::Right, 1)
+        .optional("ins/op", Align::Right, 2);
     for p in &s.points {
         let trials = if p.trials_failed > 0 {
             format!("{} ({} failed)", p.trials_ok, p.trials_failed)
@@ -95,53 +131,52 @@ fn throughput_table(s: &RunSummary) -> Table {
             (Some(a), Some(b)) => format!("{}..{}", si(a), si(b)),
             _ => "n/a".into(),
         };
-        t.add_row(vec![
-            p.n.to_string(),
-            trials,
-            opt_si(p.throughput.map(|e| e.point)),
-            ci,
-            opt_si(p.ops_per_cpu_sec),
-            opt_si(p.ops_per_sec_per_task),
-            opt_si(p.ns_per_op_per_task),
+        t.row(vec![
+            p.n.to_string().into(),
+            trials.into(),
+            opt_si(p.throughput.map(|e| e.point)).into(),
+            ci.into(),
+            opt_si(p.ops_per_cpu_sec).into(),
+            opt_si(p.ops_per_sec_per_task).into(),
+            opt_si(p.ns_per_op_per_task).into(),
             p.speedup
-                .map_or_else(|| "n/a".into(), |v| format!("{v:.2}")),
+                .map_or_else(|| "n/a".into(), |v| format!("{v:.2}"))
+                .into(),
             p.efficiency
-                .map_or_else(|| "n/a".into(), |v| format!("{v:.2}")),
-            fair,
-            opt_sig3(p.cycles_per_op),
-            opt_sig3(p.instructions_per_op),
+                .map_or_else(|| "n/a".into(), |v| format!("{v:.2}"))
+                .into(),
+            fair.into(),
+            opt_sig3(p.cycles_per_op).into(),
+            opt_sig3(p.instructions_per_op).into(),
         ]);
     }
-    right_align(&mut t);
     t
 }
 
-fn accounting_table(s: &RunSummary) -> Table {
+/// Left out first at a narrow width: block I/O, run-queue wait, the workload's own counters,
+/// then the faults and switches; N and the `time` line always stay.
+fn accounting_table(s: &RunSummary) -> Grid {
     let extra_names: std::collections::BTreeSet<&String> =
         s.points.iter().flat_map(|p| p.extras.keys()).collect();
-    let mut headers = vec![
-        "N",
-        "time (user sys wall CPU%)",
-        "minflt",
-        "majflt",
-        "vcsw",
-        "ivcsw",
-        "blk in",
-        "blk out",
-        "runq wait",
-    ];
-    let extra_headers: Vec<String> = extra_names
-        .iter()
-        .map(|s| printable(s).into_owned())
-        .collect();
-    headers.extend(extra_headers.iter().map(String::as_str));
-    let mut t = new_table(&headers);
+    let mut t = Grid::default();
+    t.keep("N", Align::Right)
+        .keep("time (user sys wall CPU%)", Align::Right)
+        .optional("minflt", Align::Right, 8)
+        .optional("majflt", Align::Right, 5)
+        .optional("vcsw", Align::Right, 7)
+        .optional("ivcsw", Align::Right, 6)
+        .optional("blk in", Align::Right, 1)
+        .optional("blk out", Align::Right, 2)
+        .optional("runq wait", Align::Right, 3);
+    for name in &extra_names {
+        t.optional(&printable(name), Align::Right, 4);
+    }
     for p in &s.points {
         let time = match (p.user_s, p.sys_s, p.wall_s, p.cpu_pct) {
             (Some(u), Some(sy), Some(w), Some(c)) => time_line(u, sy, w, c),
             _ => "n/a".into(),
         };
-        let mut row = vec![
+        let mut row: Vec<String> = vec![
             p.n.to_string(),
             time,
             opt_si(p.minor_faults),
@@ -158,26 +193,24 @@ fn accounting_table(s: &RunSummary) -> Table {
                 .iter()
                 .map(|name| opt_si(p.extras.get(*name).copied())),
         );
-        t.add_row(row);
+        t.row(row.into_iter().map(Into::into).collect());
     }
-    right_align(&mut t);
     t
 }
 
 /// External commands with `--step`: one `time` line per step and N, as the 1996 report had them.
-fn steps_table(s: &RunSummary) -> Table {
-    let mut t = new_table(&[
-        "N",
-        "step",
-        "time (user sys wall CPU%)",
-        "minflt",
-        "majflt",
-        "blk in",
-        "blk out",
-    ]);
+fn steps_table(s: &RunSummary) -> Grid {
+    let mut t = Grid::default();
+    t.keep("N", Align::Right)
+        .keep("step", Align::Right)
+        .keep("time (user sys wall CPU%)", Align::Right)
+        .optional("minflt", Align::Right, 4)
+        .optional("majflt", Align::Right, 3)
+        .optional("blk in", Align::Right, 1)
+        .optional("blk out", Align::Right, 2);
     for p in &s.points {
         for st in &p.steps {
-            t.add_row(vec![
+            let row: Vec<String> = vec![
                 p.n.to_string(),
                 printable(&st.name).into_owned(),
                 time_line(st.user_s, st.sys_s, st.wall_s, st.cpu_pct),
@@ -185,10 +218,10 @@ fn steps_table(s: &RunSummary) -> Table {
                 si(st.major_faults),
                 si(st.block_in),
                 si(st.block_out),
-            ]);
+            ];
+            t.row(row.into_iter().map(Into::into).collect());
         }
     }
-    right_align(&mut t);
     t
 }
 
@@ -204,7 +237,51 @@ mod tests {
     fn run_tables_snapshot() {
         let data = swept_run();
         let mut out = Vec::new();
-        write_run(&mut out, &data.meta, &summarize(&data)).unwrap();
+        write_run(
+            &mut out,
+            &data.meta,
+            &summarize(&data),
+            &TextOptions::plain(),
+        )
+        .unwrap();
         insta::assert_snapshot!(String::from_utf8(out).unwrap());
+    }
+
+    /// The same run as Markdown, for pasting into a pull request or a mail.
+    #[test]
+    fn run_markdown_snapshot() {
+        let data = swept_run();
+        let mut out = Vec::new();
+        write_run_markdown(&mut out, &data.meta, &summarize(&data)).unwrap();
+        insta::assert_snapshot!(String::from_utf8(out).unwrap());
+    }
+
+    /// At 80 columns the throughput table leaves out the counters first and says so; every
+    /// line fits.
+    #[test]
+    fn run_tables_fit_80_columns() {
+        let data = swept_run();
+        let mut out = Vec::new();
+        let opts = TextOptions {
+            width: Some(80),
+            ..TextOptions::plain()
+        };
+        write_run(&mut out, &data.meta, &summarize(&data), &opts).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let tables: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with(['┌', '│', '╞', '└']))
+            .collect();
+        assert!(
+            tables
+                .iter()
+                .all(|l| unicode_width::UnicodeWidthStr::width(*l) <= 80),
+            "{text}"
+        );
+        assert!(
+            text.contains("columns left out at 80 columns: ops/CPU-s, ns/op/task, task min..max, cyc/op, ins/op (--wide or COLUMNS=127 shows them)"),
+            "{text}"
+        );
+        assert!(text.contains("S/N"), "{text}");
     }
 }

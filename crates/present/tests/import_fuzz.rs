@@ -20,7 +20,8 @@ use serde_json::{Value, json};
 use lab::analysis::summary::summarize;
 use lab::store::{Store, export_csv, export_json, read_export};
 use lab::test_runs::importable_export;
-use present::run_table::write_run;
+use present::TextOptions;
+use present::run_table::{write_run, write_run_markdown};
 
 const CASES: u64 = 2_000;
 const SEED: u64 = 0x1a_b0a7;
@@ -56,7 +57,13 @@ fn mutated_exports_are_imported_or_refused_never_a_panic() {
             let data = store.load_run(id).expect("an imported run loads");
             let summary = summarize(&data);
             let mut out = Vec::new();
-            write_run(&mut out, &data.meta, &summary).unwrap();
+            write_run(&mut out, &data.meta, &summary, &TextOptions::plain()).unwrap();
+            let narrow = TextOptions {
+                width: Some(40),
+                ..TextOptions::plain()
+            };
+            write_run(&mut out, &data.meta, &summary, &narrow).unwrap();
+            write_run_markdown(&mut out, &data.meta, &summary).unwrap();
             export_csv(&data, &mut out).unwrap();
             export_json(&data, &mut out).unwrap();
             true

@@ -27,6 +27,15 @@ pub struct Cli {
     /// The results database [default: $XDG_DATA_HOME/scalelab/scalelab.db].
     #[arg(long, global = true, env = "SCALELAB_DB", value_name = "PATH")]
     pub db: Option<PathBuf>,
+    /// Colour verdicts, warnings and errors: auto (on a terminal, unless NO_COLOR is set to
+    /// anything but empty, or TERM=dumb), always, never.
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = ColorArg::Auto)]
+    pub color: ColorArg,
+    /// Show every table column. Without it, tables fit COLUMNS when it is set, else the
+    /// terminal's width (a pipe or a file gets every column), leaving out the least needed
+    /// columns and saying which.
+    #[arg(long, global = true)]
+    pub wide: bool,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -48,6 +57,9 @@ pub enum Command {
         run: String,
         #[arg(long)]
         json: bool,
+        /// text (tables), json (as --json) or markdown (tables to paste into a PR or a mail).
+        #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
+        format: Option<ShowFormat>,
     },
     /// Compare two runs N by N: a verdict with its interval per point, the whole curve, and
     /// everything that weakens the answer. Exit 1 when any point REGRESSED.
@@ -61,7 +73,8 @@ pub enum Command {
     /// predict throughput at task counts not measured.
     #[command(after_help = MODEL_EXAMPLES)]
     Model(ModelArgs),
-    /// Write a run as JSON (lossless, re-importable) or CSV (one row per trial) to stdout.
+    /// Write a run as JSON (lossless, re-importable), CSV (one row per trial) or Markdown (the
+    /// tables of `show`) to stdout.
     Export {
         run: String,
         #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
@@ -97,6 +110,64 @@ pub enum Command {
 pub enum ExportFormat {
     Json,
     Csv,
+    Markdown,
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ColorArg {
+    Auto,
+    Always,
+    Never,
+}
+
+impl From<ColorArg> for present::ColorChoice {
+    fn from(arg: ColorArg) -> Self {
+        match arg {
+            ColorArg::Auto => present::ColorChoice::Auto,
+            ColorArg::Always => present::ColorChoice::Always,
+            ColorArg::Never => present::ColorChoice::Never,
+        }
+    }
+}
+
+/// `show --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShowFormat {
+    Text,
+    Json,
+    Markdown,
+}
+
+impl ShowFormat {
+    /// `--format`, with `--json` as its alias.
+    pub fn chosen(format: Option<ShowFormat>, json: bool) -> ShowFormat {
+        if json {
+            ShowFormat::Json
+        } else {
+            format.unwrap_or(ShowFormat::Text)
+        }
+    }
+}
+
+/// `compare --format`, `ab --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    Text,
+    Json,
+    Markdown,
+    Csv,
+}
+
+impl CompareFormat {
+    /// `--format`, with `--json` as its alias.
+    pub fn chosen(format: Option<CompareFormat>, json: bool) -> CompareFormat {
+        if json {
+            CompareFormat::Json
+        } else {
+            format.unwrap_or(CompareFormat::Text)
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -305,9 +376,12 @@ pub struct CompareArgs {
     /// Compare even when the workloads, parameters or task counts differ (only N in both).
     #[arg(long)]
     pub force: bool,
-    /// Print the comparison as JSON on stdout.
+    /// Print the comparison as JSON on stdout (the same as --format json).
     #[arg(long)]
     pub json: bool,
+    /// text (tables), json, markdown (to paste into a PR or a mail) or csv (one row per N).
+    #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
+    pub format: Option<CompareFormat>,
 }
 
 #[derive(Debug, Args)]
@@ -355,9 +429,12 @@ pub struct AbArgs {
     /// A free-text name for both runs.
     #[arg(long)]
     pub name: Option<String>,
-    /// Print the comparison as JSON on stdout.
+    /// Print the comparison as JSON on stdout (the same as --format json).
     #[arg(long)]
     pub json: bool,
+    /// text (tables), json, markdown (to paste into a PR or a mail) or csv (one row per N).
+    #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
+    pub format: Option<CompareFormat>,
     /// No progress and no comparison printed: only errors (the exit status still tells).
     #[arg(long, short)]
     pub quiet: bool,
@@ -500,7 +577,7 @@ pub struct ReportArgs {
     /// Runs to include (id, last, last~K, or exported JSON); the first is the baseline of comparisons.
     #[arg(required = true)]
     pub runs: Vec<String>,
-    /// The HTML file to write.
+    /// The HTML file to write; `-` writes the page to stdout.
     #[arg(short, long, value_name = "FILE.html")]
     pub output: PathBuf,
     /// The page title [default: the first run's workload].

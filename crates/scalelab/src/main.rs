@@ -5,6 +5,7 @@ mod cli;
 mod commands;
 mod db_path;
 mod measure;
+mod output;
 mod progress;
 
 use std::process::ExitCode;
@@ -13,12 +14,17 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    output::init(cli.color.into(), cli.wide);
     match commands::dispatch(cli) {
         Ok(code) => code,
         Err(err) => {
             // Errors quote names and values from files and databases: escaped, never raw.
             let text = in_flag_terms(&err);
-            eprintln!("error: {}", lab::safe_text::printable_lines(&text));
+            eprintln!(
+                "{} {}",
+                output::stderr().error(),
+                lab::safe_text::printable_lines(&text)
+            );
             ExitCode::from(2)
         }
     }

@@ -95,7 +95,11 @@ impl Progress for TerminalProgress {
     }
 
     fn warning(&mut self, text: &str) {
-        self.say(&format!("warning: {}", printable(text)));
+        self.say(&format!(
+            "{} {}",
+            crate::output::stderr().warning(),
+            printable(text)
+        ));
     }
 
     fn note(&mut self, text: &str) {

@@ -60,7 +60,10 @@ pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
             ExitCode::SUCCESS
         });
     }
-    compare::print(&view, args.json)
+    compare::print(
+        &view,
+        crate::cli::CompareFormat::chosen(args.format, args.json),
+    )
 }
 
 /// One side: the command, completions as ops, no warm-up, as `run --cmd` plans it.

@@ -1,6 +1,6 @@
 //! `scalelab compare RUN_A RUN_B`: load both runs, compare them (lab's
 //! `analysis::comparison`), refuse runs that measure different things unless `--force`, print
-//! text or JSON, and exit 1 when any point REGRESSED.
+//! text, JSON, Markdown or CSV, and exit 1 when any point REGRESSED.
 
 use std::io::Write;
 use std::path::Path;
@@ -9,11 +9,13 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use lab::analysis::comparison::{Comparison, compare_runs};
 use lab::record::RunData;
-use present::comparison_table::write_compare;
+use present::comparison_csv::write_compare_csv;
+use present::comparison_table::{write_compare, write_compare_markdown};
 use stats::CompareOptions;
 
 use super::show;
-use crate::cli::{CompareArgs, VerdictArgs};
+use crate::cli::{CompareArgs, CompareFormat, VerdictArgs};
+use crate::output;
 
 impl VerdictArgs {
     /// The statistics' options: throughput, higher is better, 95% intervals.
@@ -32,7 +34,7 @@ pub fn run(db: Option<&Path>, args: &CompareArgs) -> Result<ExitCode> {
     let b =
         show::load(db, &args.run_b).with_context(|| format!("loading run B (`{}`)", args.run_b))?;
     let comparison = build(&a, &b, &args.verdict, args.force)?;
-    print(&comparison, args.json)
+    print(&comparison, CompareFormat::chosen(args.format, args.json))
 }
 
 /// Compares the runs (paired for the two runs of one `ab` unless `--unpaired`), refusing runs
@@ -59,12 +61,13 @@ pub fn build(a: &RunData, b: &RunData, verdict: &VerdictArgs, force: bool) -> Re
 }
 
 /// Prints the comparison; exit status 1 when any point REGRESSED.
-pub fn print(comparison: &Comparison, json: bool) -> Result<ExitCode> {
+pub fn print(comparison: &Comparison, format: CompareFormat) -> Result<ExitCode> {
     let mut out = std::io::stdout().lock();
-    if json {
-        lab::safe_text::write_json(&mut out, comparison)?;
-    } else {
-        write_compare(&mut out, comparison)?;
+    match format {
+        CompareFormat::Json => lab::safe_text::write_json(&mut out, comparison)?,
+        CompareFormat::Markdown => write_compare_markdown(&mut out, comparison)?,
+        CompareFormat::Csv => write_compare_csv(&mut out, comparison)?,
+        CompareFormat::Text => write_compare(&mut out, comparison, &output::stdout())?,
     }
     out.flush()?;
     Ok(if comparison.regressed {

@@ -1,14 +1,15 @@
-//! `scalelab ls`: stored runs, oldest first, filtered by workload, tag or variant.
+//! `scalelab ls`: stored runs, oldest first, filtered by workload, tag or variant; one aligned
+//! line each (`present::run_list`), or JSON with the full text.
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use lab::safe_text::printable;
 use lab::store::RunFilter;
+use present::run_list::{RunListEntry, write_run_list};
 
 use crate::cli::LsArgs;
-use crate::db_path;
+use crate::{db_path, output};
 
 pub fn run(db: Option<&Path>, args: &LsArgs) -> Result<ExitCode> {
     let store = db_path::open_existing(db)?;
@@ -41,38 +42,19 @@ pub fn run(db: Option<&Path>, args: &LsArgs) -> Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
-        "{:>5}  {:<20}  {:<11}  {:<40}  {:<12}  {:>9}  name/variant/tags",
-        "id", "started", "status", "workload", "N", "trials"
-    );
-    for m in &runs {
-        let (ok, failed) = store.trial_counts(m.id)?;
-        let params: Vec<String> = m.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let what = format!("{} {}", m.workload, params.join(" "));
-        let points: Vec<String> = m.points.iter().map(u32::to_string).collect();
-        let trials = if failed > 0 {
-            format!("{ok}+{failed}✗")
-        } else {
-            ok.to_string()
-        };
-        let mut labels = Vec::new();
-        if let Some(n) = &m.name {
-            labels.push(format!("\"{n}\""));
-        }
-        if let Some(v) = &m.variant {
-            labels.push(format!("variant={v}"));
-        }
-        labels.extend(m.tags.iter().map(|(k, v)| format!("{k}={v}")));
-        println!(
-            "{:>5}  {:<20}  {:<11}  {:<40}  {:<12}  {:>9}  {}",
-            m.id,
-            printable(&m.started_at),
-            m.status.to_string(),
-            printable(what.trim()),
-            points.join(","),
-            trials,
-            printable(&labels.join(" "))
-        );
-    }
+    let counts = runs
+        .iter()
+        .map(|m| store.trial_counts(m.id))
+        .collect::<Result<Vec<_>, _>>()?;
+    let entries: Vec<RunListEntry<'_>> = runs
+        .iter()
+        .zip(counts)
+        .map(|(meta, (ok, failed))| RunListEntry {
+            meta,
+            trials_ok: ok,
+            trials_failed: failed,
+        })
+        .collect();
+    write_run_list(&mut std::io::stdout().lock(), &entries, &output::stdout())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -20,7 +20,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, ShowFormat};
 
 pub fn dispatch(cli: Cli) -> Result<ExitCode> {
     let db = cli.db.as_deref();
@@ -28,7 +28,9 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::List { json } => list::run(json),
         Command::Run(args) => run::run(db, args),
         Command::Ls(args) => ls::run(db, &args),
-        Command::Show { run, json } => show::run(db, &run, json),
+        Command::Show { run, json, format } => {
+            show::run(db, &run, ShowFormat::chosen(format, json))
+        }
         Command::Compare(args) => compare::run(db, &args),
         Command::Ab(args) => ab::run(db, args),
         Command::Model(args) => model::run(db, &args),

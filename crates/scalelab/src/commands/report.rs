@@ -1,4 +1,4 @@
-//! `scalelab report RUN [RUN…] -o FILE.html`: one self-contained HTML page with every run's
+//! `scalelab report RUN [RUN…] -o FILE.html` (`-o -`: stdout): one self-contained HTML page with every run's
 //! plots and tables, the comparison of each run against the first, and the history of the first
 //! run's workload when the database holds enough runs of it. Lab assembles what the page shows
 //! (`analysis::report_data`); `present::html` renders it.
@@ -43,14 +43,22 @@ pub fn run(db: Option<&Path>, args: &ReportArgs) -> Result<ExitCode> {
     let with_history = history.is_some();
     let data = ReportData::from_runs(&runs, history, &opts);
     let page = html::render(&data, &title)?;
-    // Never through a link, never another user's file (see owned_dir::create_output).
-    lab::create_output(&args.output)
-        .map_err(anyhow::Error::from)
-        .and_then(|mut f| Ok(f.write_all(page.as_bytes())?))
-        .with_context(|| format!("-o: writing {}", args.output.display()))?;
+    let written = if args.output == Path::new("-") {
+        let mut out = std::io::stdout().lock();
+        out.write_all(page.as_bytes())
+            .and_then(|()| out.flush())
+            .context("-o -: writing the page to stdout")?;
+        "the page to stdout".to_owned()
+    } else {
+        // Never through a link, never another user's file (see owned_dir::create_output).
+        lab::create_output(&args.output)
+            .map_err(anyhow::Error::from)
+            .and_then(|mut f| Ok(f.write_all(page.as_bytes())?))
+            .with_context(|| format!("-o: writing {}", args.output.display()))?;
+        args.output.display().to_string()
+    };
     eprintln!(
-        "wrote {} ({} run(s){})",
-        args.output.display(),
+        "wrote {written} ({} run(s){})",
         runs.len(),
         if with_history { ", with history" } else { "" }
     );

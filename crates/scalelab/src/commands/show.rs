@@ -1,4 +1,4 @@
-//! `scalelab show RUN`: a run's tables (or JSON). Also resolves `RUN` for every command that
+//! `scalelab show RUN`: a run's tables (or JSON, or Markdown). Also resolves `RUN` for every command that
 //! takes one: an id, `last`, `last~K`, or the path of an exported JSON file.
 
 use std::path::Path;
@@ -8,9 +8,10 @@ use anyhow::{Context, Result};
 use lab::analysis::summary::summarize;
 use lab::record::RunData;
 
-use present::run_table::write_run;
+use present::run_table::{write_run, write_run_markdown};
 
-use crate::db_path;
+use crate::cli::ShowFormat;
+use crate::{db_path, output};
 
 /// Loads the run `spec` names, from a file when it is one, else from the database.
 pub fn load(db: Option<&Path>, spec: &str) -> Result<RunData> {
@@ -25,17 +26,29 @@ pub fn load(db: Option<&Path>, spec: &str) -> Result<RunData> {
     Ok(store.load_run(id)?)
 }
 
-pub fn run(db: Option<&Path>, spec: &str, json: bool) -> Result<ExitCode> {
+pub fn run(db: Option<&Path>, spec: &str, format: ShowFormat) -> Result<ExitCode> {
     let data = load(db, spec)?;
-    print_run(&data, json)?;
+    print(&data, format)?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// Prints a run's summary as tables, or as JSON with the same figures.
 pub fn print_run(data: &RunData, json: bool) -> Result<()> {
+    print(
+        data,
+        if json {
+            ShowFormat::Json
+        } else {
+            ShowFormat::Text
+        },
+    )
+}
+
+/// Prints a run's summary as tables, JSON with the same figures, or Markdown tables.
+pub fn print(data: &RunData, format: ShowFormat) -> Result<()> {
     let summary = summarize(data);
     let mut out = std::io::stdout().lock();
-    if json {
+    if format == ShowFormat::Json {
         let warnings: Vec<String> = summary
             .warnings
             .iter()
@@ -58,8 +71,10 @@ pub fn print_run(data: &RunData, json: bool) -> Result<()> {
             "trials_failed": failed,
         });
         lab::safe_text::write_json(&mut out, &value)?;
+    } else if format == ShowFormat::Markdown {
+        write_run_markdown(&mut out, &data.meta, &summary)?;
     } else {
-        write_run(&mut out, &data.meta, &summary)?;
+        write_run(&mut out, &data.meta, &summary, &output::stdout())?;
     }
     Ok(())
 }

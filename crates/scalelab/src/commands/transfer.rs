@@ -15,6 +15,11 @@ pub fn export(db: Option<&Path>, spec: &str, format: ExportFormat) -> Result<Exi
     match format {
         ExportFormat::Json => lab::store::export_json(&data, &mut out)?,
         ExportFormat::Csv => lab::store::export_csv(&data, &mut out)?,
+        ExportFormat::Markdown => present::run_table::write_run_markdown(
+            &mut out,
+            &data.meta,
+            &lab::analysis::summary::summarize(&data),
+        )?,
     }
     Ok(ExitCode::SUCCESS)
 }

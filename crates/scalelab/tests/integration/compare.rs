@@ -24,7 +24,7 @@ impl Lab {
 
     /// Writes an exported run `name.json` with, per `(n, values)`, one trial per value whose
     /// throughput is that value; `edit` adjusts the run's meta.
-    fn synthetic(
+    pub(crate) fn synthetic(
         &self,
         name: &str,
         id: i64,
@@ -86,7 +86,7 @@ fn ten(center: f64, spread: f64) -> Vec<f64> {
 
 /// A stock kernel and a patched one: N=1 unchanged, N=2 3% slower, N=4 too noisy to tell; one
 /// trial of B at N=1 hit by something else; a governor that changed between the runs.
-fn stock_and_patched(lab: &Lab) -> (String, String) {
+pub(crate) fn stock_and_patched(lab: &Lab) -> (String, String) {
     let a = lab.synthetic(
         "stock",
         1,

@@ -10,6 +10,7 @@ mod file_safety;
 mod history;
 mod hostile;
 mod locks;
+mod output;
 mod processes;
 mod profile;
 mod report;

@@ -31,11 +31,14 @@ impl Lab {
         self.path("lab.db")
     }
 
-    /// `scalelab` with the lab's database, run in the lab's directory.
+    /// `scalelab` with the lab's database, run in the lab's directory; tables at full width
+    /// and without colour whatever the caller's COLUMNS and NO_COLOR.
     pub fn cmd(&self) -> Command {
         let mut c = Command::cargo_bin("scalelab").unwrap();
         c.env("SCALELAB_DB", self.db())
             .env_remove("XDG_DATA_HOME")
+            .env_remove("COLUMNS")
+            .env_remove("NO_COLOR")
             .current_dir(self.dir.path());
         c
     }

@@ -1,0 +1,49 @@
+//! How this process writes text for people: colour and table width, decided once at start
+//! from `--color`, `--wide`, `NO_COLOR`, `TERM`, `COLUMNS` and whether stdout and stderr are
+//! terminals (the rules are `present`'s: `ColorChoice`, `table_width`), then asked for by the
+//! commands that print tables and by `main` for `error:`.
+
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::sync::OnceLock;
+
+use present::{ColorChoice, Palette, TextOptions};
+
+#[derive(Debug, Clone, Copy)]
+struct Settings {
+    stdout: TextOptions,
+    stderr: Palette,
+}
+
+static SETTINGS: OnceLock<Settings> = OnceLock::new();
+
+/// Decides colour and width for this process (the first call wins).
+pub fn init(color: ColorChoice, wide: bool) {
+    let no_color = std::env::var_os("NO_COLOR");
+    let term = std::env::var_os("TERM");
+    let columns: Option<OsString> = std::env::var_os("COLUMNS");
+    let stdout_tty = std::io::stdout().is_terminal();
+    let terminal_width = if stdout_tty {
+        terminal_size::terminal_size_of(std::io::stdout()).map(|(w, _)| usize::from(w.0))
+    } else {
+        None
+    };
+    let colour = |tty: bool| color.enabled(tty, no_color.as_deref(), term.as_deref());
+    let _ = SETTINGS.set(Settings {
+        stdout: TextOptions {
+            palette: Palette::new(colour(stdout_tty)),
+            width: present::table_width(wide, columns.as_deref(), terminal_width),
+        },
+        stderr: Palette::new(colour(std::io::stderr().is_terminal())),
+    });
+}
+
+/// Colour and width for tables and text on stdout (plain before [`init`]).
+pub fn stdout() -> TextOptions {
+    SETTINGS.get().map(|s| s.stdout).unwrap_or_default()
+}
+
+/// The palette for stderr: `error:` and `warning:` labels (plain before [`init`]).
+pub fn stderr() -> Palette {
+    SETTINGS.get().map(|s| s.stderr).unwrap_or_default()
+}

@@ -1,0 +1,278 @@
+//! Drives the real `scalelab` binary through its output choices (issue 13): colour
+//! (`--color`, `NO_COLOR`; never an escape in a pipe or in JSON unless asked), tables that fit
+//! `COLUMNS` and say what they left out, `ls` aligned with long command lines, Markdown and CSV
+//! (`--format`, `--json` kept as an alias) and `report -o -`.
+
+use std::process::Output;
+
+use unicode_width::UnicodeWidthStr;
+
+use crate::common::{Lab, parse};
+use crate::compare::stock_and_patched;
+
+impl Lab {
+    /// scalelab with extra environment variables.
+    fn run_env(&self, env: &[(&str, &str)], args: &[&str]) -> Output {
+        let mut c = self.cmd();
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.args(args).output().unwrap()
+    }
+
+    /// stdout of scalelab with COLUMNS=`columns`, expecting exit status `code`.
+    fn at_columns(&self, columns: &str, code: i32, args: &[&str]) -> String {
+        let out = self.run_env(&[("COLUMNS", columns)], args);
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+}
+
+/// `text` without its colour escapes (`ESC [ … letter`).
+fn strip_escapes(text: &str) -> String {
+    let mut out = String::new();
+    let mut in_escape = false;
+    for ch in text.chars() {
+        match (in_escape, ch) {
+            (false, '\x1b') => in_escape = true,
+            (true, c) if c.is_ascii_alphabetic() => in_escape = false,
+            (true, _) => {}
+            (false, c) => out.push(c),
+        }
+    }
+    out
+}
+
+/// The lines of the boxed tables in `text`.
+fn table_lines(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter(|l| l.starts_with(['┌', '│', '╞', '└']))
+        .collect()
+}
+
+#[test]
+fn color_always_paints_verdicts_and_a_pipe_or_json_gets_no_escape() {
+    let lab = Lab::new();
+    let (a, b) = stock_and_patched(&lab);
+    let piped = lab.expect(1, &["compare", &a, &b]);
+    assert!(!piped.contains('\x1b'), "auto into a pipe: {piped:?}");
+
+    let coloured = lab.expect(1, &["compare", &a, &b, "--color", "always"]);
+    assert!(
+        coloured.contains("\x1b[31mREGRESSED\x1b[0m"),
+        "{coloured:?}"
+    );
+    assert!(coloured.contains("\x1b[33mwarning:\x1b[0m"), "{coloured:?}");
+    // comfy-table paints the verdict cell after measuring it: the table keeps its width.
+    let width = |t: &str| table_lines(t).iter().map(|l| l.width()).max().unwrap();
+    assert_eq!(strip_escapes(&coloured), piped);
+    assert_eq!(width(&strip_escapes(&coloured)), width(&piped));
+
+    // The flag wins over NO_COLOR (no-color.org: an explicit option may override it).
+    let out = lab.run_env(
+        &[("NO_COLOR", "1")],
+        &["compare", &a, &b, "--color", "always"],
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\x1b[31m"));
+    let never = lab.expect(1, &["compare", &a, &b, "--color", "never"]);
+    assert_eq!(never, piped);
+
+    let json = lab.expect(1, &["compare", &a, &b, "--json", "--color", "always"]);
+    assert!(!json.contains('\x1b'), "JSON never carries colour");
+    parse(&["compare", "--json"], &json);
+
+    let err = lab.run(&["show", "no-such-run", "--color", "always"]);
+    assert_eq!(err.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&err.stderr).starts_with("\x1b[1m\x1b[31merror:\x1b[0m "),
+        "{:?}",
+        String::from_utf8_lossy(&err.stderr)
+    );
+    let plain = lab.run(&["show", "no-such-run"]);
+    assert!(String::from_utf8_lossy(&plain.stderr).starts_with("error: "));
+}
+
+#[test]
+fn tables_fit_80_columns_say_what_they_left_out_and_keep_it_all_at_200() {
+    let lab = Lab::new();
+    lab.short_spin(&[]);
+    let narrow = lab.at_columns("80", 0, &["show", "last"]);
+    for line in table_lines(&narrow) {
+        assert!(line.width() <= 80, "{} columns:\n{narrow}", line.width());
+    }
+    assert!(
+        narrow.contains("columns left out at 80 columns: ") && narrow.contains("cyc/op"),
+        "{narrow}"
+    );
+    assert!(narrow.contains("(--wide or COLUMNS="), "{narrow}");
+    assert!(!table_lines(&narrow).iter().any(|l| l.contains("cyc/op")));
+
+    let full = lab.at_columns("200", 0, &["show", "last"]);
+    assert!(!full.contains("left out"), "{full}");
+    assert!(full.contains("cyc/op") && full.contains("ins/op"), "{full}");
+    assert_eq!(lab.ok(&["show", "last"]), full, "a pipe keeps every column");
+    assert_eq!(lab.at_columns("80", 0, &["show", "last", "--wide"]), full);
+
+    let (a, b) = stock_and_patched(&lab);
+    let compared = lab.at_columns("80", 1, &["compare", &a, &b]);
+    for line in table_lines(&compared) {
+        assert!(line.width() <= 80, "{compared}");
+    }
+    assert!(compared.contains("REGRESSED"), "{compared}");
+    assert!(
+        compared.contains("columns left out at 80 columns:"),
+        "{compared}"
+    );
+}
+
+#[test]
+fn ls_keeps_columns_aligned_with_long_command_lines() {
+    let lab = Lab::new();
+    lab.short_spin(&["--variant", "stock"]);
+    let long = format!("true {}", "x".repeat(150));
+    lab.ok(&[
+        "run", "--cmd", &long, "--tasks", "1", "--runs", "1", "--quiet",
+    ]);
+    lab.short_spin(&[]);
+
+    let full = lab.ok(&["ls"]);
+    assert!(full.contains(&long), "{full}");
+    let narrow = lab.at_columns("80", 0, &["ls"]);
+    assert!(narrow.lines().all(|l| l.width() <= 80), "{narrow}");
+    assert!(narrow.contains("cmd cmd=true"), "{narrow}");
+    assert!(narrow.contains('…') && !narrow.contains(&long), "{narrow}");
+    assert!(narrow.contains("variant=stock"), "{narrow}");
+    for text in [&full, &narrow] {
+        let header = text.lines().next().unwrap();
+        let n_at = header[..header.find("  N  ").unwrap() + 2].width();
+        for line in text.lines().skip(1) {
+            let mut col = 0;
+            let mut chars = line.chars();
+            while col < n_at {
+                col += unicode_width::UnicodeWidthChar::width(chars.next().unwrap()).unwrap_or(0);
+            }
+            assert_eq!(chars.next(), Some('1'), "N column misaligned:\n{text}");
+        }
+    }
+    let json = lab.json(&["ls", "--json"]);
+    assert!(
+        json.to_string().contains(&long),
+        "--json has the full command line"
+    );
+}
+
+#[test]
+fn markdown_tables_for_show_export_and_compare() {
+    let lab = Lab::new();
+    let (a, b) = stock_and_patched(&lab);
+    let md = lab.expect(1, &["compare", &a, &b, "--format", "markdown"]);
+    insta::assert_snapshot!("compare_markdown", md);
+
+    lab.short_spin(&[]);
+    let shown = lab.ok(&["show", "last", "--format", "markdown"]);
+    assert!(shown.starts_with("run 2 · spin · "), "{shown}");
+    assert!(shown.contains("\n| N | trials | ops/s |"), "{shown}");
+    assert!(shown.contains("\n|--:|--:|--:|"), "{shown}");
+    assert!(!shown.contains('┌'), "{shown}");
+    assert_eq!(lab.ok(&["export", "last", "--format", "markdown"]), shown);
+}
+
+#[test]
+fn compare_csv_has_one_row_per_n_and_json_stays_an_alias() {
+    let lab = Lab::new();
+    let (a, b) = stock_and_patched(&lab);
+    let csv = lab.expect(1, &["compare", &a, &b, "--format", "csv"]);
+    let rows: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 4, "a header and N=1,2,4:\n{csv}");
+    assert_eq!(rows[0][0], "n");
+    let verdict = rows[0].iter().position(|h| *h == "verdict").unwrap();
+    let change = rows[0].iter().position(|h| *h == "change").unwrap();
+    assert_eq!((rows[2][0], rows[2][verdict]), ("2", "regressed"), "{csv}");
+    let at2: f64 = rows[2][change].parse().unwrap();
+    assert!((at2 + 0.03).abs() < 0.005, "N=2 is 3% slower: {csv}");
+
+    let alias = lab.expect(1, &["compare", &a, &b, "--json"]);
+    assert_eq!(
+        alias,
+        lab.expect(1, &["compare", &a, &b, "--format", "json"])
+    );
+    lab.fails(&["compare", &a, &b, "--json", "--format", "csv"]);
+    lab.fails(&["show", "last", "--format", "csv"]);
+}
+
+#[test]
+fn report_to_stdout_with_dash() {
+    let lab = Lab::new();
+    lab.short_spin(&[]);
+    let (page, stderr) = lab.ok_with_stderr(&["report", "last", "-o", "-"]);
+    assert!(
+        page.trim_start().starts_with("<!DOCTYPE html>"),
+        "{}",
+        &page[..page.len().min(200)]
+    );
+    assert!(page.trim_end().ends_with("</html>"));
+    assert!(stderr.contains("wrote the page to stdout"), "{stderr}");
+    assert!(!lab.path("-").exists(), "no file named `-`");
+}
+
+/// `scalelab ARGS` on a pseudo-terminal of 80 columns (util-linux `script`, in every Debian),
+/// with `env` set: what a person at a terminal sees.
+fn on_a_terminal(lab: &Lab, env: &[(&str, &str)], args: &str) -> String {
+    let bin = assert_cmd::cargo::cargo_bin("scalelab");
+    let mut c = std::process::Command::new("script");
+    c.args([
+        "-qec",
+        &format!("stty rows 24 cols 80; {} {args}", bin.display()),
+        "/dev/null",
+    ])
+    .env("SCALELAB_DB", lab.db())
+    .env_remove("COLUMNS")
+    .env_remove("NO_COLOR")
+    .env("TERM", "xterm")
+    .current_dir(lab.dir.path())
+    .stdin(std::process::Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c
+        .output()
+        .expect("`script` (util-linux/bsdutils) runs a command on a pseudo-terminal: install it");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn on_a_terminal_auto_colours_unless_no_color_and_fits_its_width() {
+    let lab = Lab::new();
+    lab.short_spin(&[]);
+    let seen = on_a_terminal(&lab, &[], "show last");
+    assert!(seen.contains("\x1b[33mwarning:\x1b[0m"), "{seen:?}");
+    assert!(seen.contains("columns left out at 80 columns: "), "{seen}");
+
+    let no_color = on_a_terminal(&lab, &[("NO_COLOR", "1")], "show last");
+    assert!(!no_color.contains('\x1b'), "NO_COLOR: {no_color:?}");
+    assert!(
+        no_color.contains("columns left out at 80 columns: "),
+        "{no_color}"
+    );
+    let empty = on_a_terminal(&lab, &[("NO_COLOR", "")], "show last");
+    assert!(
+        empty.contains("\x1b[33m"),
+        "an empty NO_COLOR counts as unset: {empty:?}"
+    );
+
+    let wide = on_a_terminal(&lab, &[], "show last --wide --color never");
+    assert!(
+        !wide.contains("left out") && !wide.contains('\x1b'),
+        "{wide}"
+    );
+}
