@@ -1,0 +1,98 @@
+//! The history at the end of a report: the metric at one N across stored runs, drawn from zero
+//! (so a change too small to matter is not drawn as a cliff) with a tick per run and the
+//! change points marked, and the change points' table (one line when there are none).
+
+use lab::analysis::history::History;
+use lab::number_text::si;
+
+use super::page::{HistorySection, Table};
+use super::plot::{self, Chart, Series, Style};
+use crate::error::PresentError;
+
+/// The history's chart: one point per run, x ticks labelled with the run ids.
+pub(super) fn history_chart(h: &History) -> Chart {
+    Chart {
+        title: format!("{} at N={} by run", h.metric.name(), h.at),
+        x_label: "run id (oldest first)".into(),
+        y_label: h.metric.name().into(),
+        series: vec![Series {
+            name: h.metric.name().into(),
+            points: h
+                .points
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (i as f64 + 1.0, p.value))
+                .collect(),
+            style: Style::Line,
+            color: 0,
+        }],
+        markers: h
+            .changes
+            .iter()
+            .map(|c| (c.index as f64 + 0.5, format!("{:+.1}%", c.relative * 100.0)))
+            .collect(),
+        y_from_zero: true,
+        x_ticks: h
+            .points
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (i as f64 + 1.0, p.run.to_string()))
+            .collect(),
+        ..Chart::default()
+    }
+}
+
+/// The history's section: the series as a chart with its change points, and their table.
+pub(super) fn history_section(h: &History) -> Result<HistorySection, PresentError> {
+    let rows = h
+        .changes
+        .iter()
+        .map(|c| {
+            vec![
+                c.run.to_string(),
+                format!("{:+.2}%", c.relative * 100.0),
+                format!("{:.2e}", c.p_value),
+                format!("{} ± {}", si(c.mean_before), si(c.sd_before)),
+                format!("{} ± {}", si(c.mean_after), si(c.sd_after)),
+                if c.regression {
+                    "REGRESSED".into()
+                } else {
+                    "IMPROVED".into()
+                },
+            ]
+        })
+        .collect();
+    let runs = h.points.len();
+    Ok(HistorySection {
+        summary: format!(
+            "{runs} {} of {}; {} change {}; the newest segment {}.",
+            if runs == 1 { "run" } else { "runs" },
+            h.workload,
+            h.changes.len(),
+            if h.changes.len() == 1 {
+                "point"
+            } else {
+                "points"
+            },
+            if h.newest_regressed {
+                "is a REGRESSION"
+            } else {
+                "is not a regression"
+            }
+        ),
+        chart: plot::render(&history_chart(h), 900, 320).map_err(PresentError::Chart)?,
+        table: Table {
+            caption: "Change points (at the first run of the new segment)".into(),
+            headers: ["run", "change", "p", "before", "after", "direction"]
+                .map(String::from)
+                .to_vec(),
+            rows,
+            left_columns: 0,
+            empty: if runs == 1 {
+                "No change points: one run.".into()
+            } else {
+                format!("No change points: the {runs} runs form one segment.")
+            },
+        },
+    })
+}
