@@ -96,3 +96,51 @@ pub(super) fn history_section(h: &History) -> Result<HistorySection, PresentErro
         },
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use lab::analysis::history::{self, Metric};
+    use lab::test_runs::run;
+    use stats::ChangePointOptions;
+
+    use super::*;
+
+    #[test]
+    fn a_history_within_a_fraction_of_a_percent_is_drawn_from_zero_not_as_a_cliff() {
+        // The bug: three runs within 0.2% of 12.0M filled the chart's height, ticked ten
+        // times `12.0M`, and a 0.2% step looked like a cliff.
+        let runs: Vec<_> = [12.00e6, 12.01e6, 12.02e6]
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| run(i as i64 + 7, "spin", &[(2, &[x, x])]))
+            .collect();
+        let h = history::build(
+            "spin",
+            &runs,
+            2,
+            Metric::Throughput,
+            &ChangePointOptions::default(),
+        );
+        let svg = plot::render(&history_chart(&h), 900, 320).unwrap();
+        let texts: Vec<&str> = svg
+            .split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                let body = &t[t.find('>')? + 1..];
+                Some(body[..body.find("</text>")?].trim())
+            })
+            .collect();
+        assert!(texts.contains(&"0"), "the y axis starts at 0: {texts:?}");
+        let millions: Vec<&&str> = texts.iter().filter(|t| t.ends_with('M')).collect();
+        let mut distinct = millions.clone();
+        distinct.dedup();
+        assert!(
+            millions.len() >= 3 && distinct.len() == millions.len(),
+            "{texts:?}"
+        );
+        // The x axis names the runs.
+        for id in ["7", "8", "9"] {
+            assert!(texts.contains(&id), "no tick for run {id}: {texts:?}");
+        }
+    }
+}
