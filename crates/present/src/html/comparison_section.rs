@@ -10,6 +10,9 @@ use super::charts::n_ticks;
 use super::page::{ComparisonSection, Table};
 use super::plot::{Chart, ErrorBars, Series, Style};
 
+/// How far apart the runs' points at one N are drawn, as a share of the N axis.
+const DODGE: f64 = 0.012;
+
 /// How a run is named in the comparison's chart and headings: its id with its variant, else
 /// its name.
 pub(super) fn run_label(id: i64, variant: Option<&str>, name: Option<&str>) -> String {
@@ -24,7 +27,8 @@ fn side(r: &RunRef, letter: &str) -> String {
     format!("{label} ({letter})")
 }
 
-/// Every run's median throughput per N with its interval, one colour per run.
+/// Every run's median throughput per N with its interval, one colour per run; the runs' points
+/// at one N are set a hair apart, the tick stays at N.
 pub(super) fn runs_chart(runs: &[RunReport]) -> Chart {
     let mut chart = Chart {
         title: "Throughput X(N) of every run".into(),
@@ -34,10 +38,16 @@ pub(super) fn runs_chart(runs: &[RunReport]) -> Chart {
         ..Chart::default()
     };
     let mut measured = Vec::new();
+    let ns = runs
+        .iter()
+        .flat_map(|r| r.summary.points.iter().map(|p| f64::from(p.n)));
+    let span = ns.clone().fold(f64::MIN, f64::max) - ns.fold(f64::MAX, f64::min);
     for (i, run) in runs.iter().enumerate() {
         // The grey of the palette (5) is kept for reference lines.
         let color = i % 5;
         let points = &run.summary.points;
+        // Each run's points sit a hair apart at the same N, so no interval hides another.
+        let dodge = (i as f64 - (runs.len() - 1) as f64 / 2.0) * DODGE * span.max(1.0);
         measured.extend(
             points
                 .iter()
@@ -52,7 +62,7 @@ pub(super) fn runs_chart(runs: &[RunReport]) -> Chart {
             ),
             points: points
                 .iter()
-                .filter_map(|p| p.throughput.map(|t| (f64::from(p.n), t.point)))
+                .filter_map(|p| p.throughput.map(|t| (f64::from(p.n) + dodge, t.point)))
                 .collect(),
             style: Style::Line,
             color,
@@ -63,7 +73,7 @@ pub(super) fn runs_chart(runs: &[RunReport]) -> Chart {
                 .filter_map(|p| {
                     p.throughput
                         .filter(|t| t.level > 0.0)
-                        .map(|t| (f64::from(p.n), t.lower, t.upper))
+                        .map(|t| (f64::from(p.n) + dodge, t.lower, t.upper))
                 })
                 .collect(),
             color,
@@ -153,5 +163,42 @@ pub(super) fn comparison_section(comparison: &Comparison) -> ComparisonSection {
             left_columns: 0,
             empty: "No task count was measured by both runs: nothing to compare.".into(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use lab::analysis::report_data::ReportData;
+    use lab::test_runs::run;
+    use stats::CompareOptions;
+
+    use super::*;
+
+    #[test]
+    fn every_run_is_one_curve_and_no_interval_hides_another_at_the_same_n() {
+        let points: [(u32, &[f64]); 3] = [
+            (1, &[100.0, 110.0, 120.0]),
+            (2, &[190.0, 200.0, 210.0]),
+            (4, &[350.0, 380.0, 400.0]),
+        ];
+        let runs = [run(1, "spin", &points), run(2, "spin", &points)];
+        let data = ReportData::from_runs(&runs, None, &CompareOptions::default());
+        let chart = runs_chart(&data.runs);
+        assert_eq!(chart.series.len(), 2);
+        assert_eq!(
+            chart.x_ticks,
+            [(1.0, "1".into()), (2.0, "2".into()), (4.0, "4".into())]
+        );
+        let (a, b) = (&chart.error_bars[0].points, &chart.error_bars[1].points);
+        assert_eq!(a.len(), 3);
+        for (pa, pb) in a.iter().zip(b) {
+            assert!(
+                pa.0 < pb.0,
+                "run 1's interval is drawn left of run 2's: {pa:?} {pb:?}"
+            );
+            assert!((pa.0.round() - pa.0).abs() < 0.1 && pa.0.round() == pb.0.round());
+        }
+        // The curve's points sit where their interval does.
+        assert_eq!(chart.series[1].points[0].0, b[0].0);
     }
 }
