@@ -156,7 +156,7 @@ pub(super) fn lock_tables(point: &PointLocks, tables: &mut Vec<Table>, warnings:
         );
         let caption = format!(
             "{} locks at N={n}: most wait first ({trials})",
-            side.as_str()
+            capitalized(side.as_str())
         );
         let empty = format!(
             "{} locks at N={n}: no contention seen ({trials}).",

@@ -11,8 +11,14 @@ use crate::error::PresentError;
 
 /// The history's chart: one point per run, x ticks labelled with the run ids.
 pub(super) fn history_chart(h: &History) -> Chart {
+    let metric = h.metric.name();
+    let mut initial = metric.chars();
+    let capitalized: String = initial
+        .next()
+        .map(|c| c.to_uppercase().chain(initial).collect())
+        .unwrap_or_default();
     Chart {
-        title: format!("{} at N={} by run", h.metric.name(), h.at),
+        title: format!("{capitalized} at N={} by run", h.at),
         x_label: "run id (oldest first)".into(),
         y_label: h.metric.name().into(),
         series: vec![Series {
