@@ -580,7 +580,7 @@ pub struct ReportArgs {
     /// The HTML file to write; `-` writes the page to stdout.
     #[arg(short, long, value_name = "FILE.html")]
     pub output: PathBuf,
-    /// The page title [default: the first run's workload].
+    /// The page title [default: the workload or command measured, and the variants compared].
     #[arg(long)]
     pub title: Option<String>,
     /// Comparison threshold (relative: 1% or 0.01).

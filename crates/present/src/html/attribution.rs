@@ -55,6 +55,7 @@ pub(super) fn profile_tables(
         .to_vec(),
         rows,
         left_columns: 2,
+        empty: format!("No samples at N={}.", last.n),
     });
     if let Some(report) = growth {
         let rows = report
@@ -93,14 +94,21 @@ pub(super) fn profile_tables(
             .to_vec(),
             rows,
             left_columns: 2,
+            empty: format!(
+                "No function's cost per op was measured at both N={first} and N={last_n}."
+            ),
         });
     }
     let mut svg = Vec::new();
     match write_flamegraph(&mut svg, last, format!("N={} ({})", last.n, last.event)) {
-        Ok(()) => flames.push(Flame {
-            title: format!("Flame graph at N={}", last.n),
-            svg: String::from_utf8_lossy(&svg).into_owned(),
-        }),
+        Ok(()) => {
+            let svg = String::from_utf8_lossy(&svg).into_owned();
+            flames.push(Flame {
+                title: format!("Flame graph at N={}", last.n),
+                height: svg_height(&svg).unwrap_or(FLAME_HEIGHT),
+                svg: framed(&svg),
+            });
+        }
         Err(e) => warnings.push(format!("flame graph not drawn: {e}")),
     }
 }
@@ -141,15 +149,18 @@ pub(super) fn lock_tables(point: &PointLocks, tables: &mut Vec<Table>, warnings:
                 ]
             })
             .collect();
+        let trials = format!(
+            "{} traced {}",
+            point.trials,
+            if point.trials == 1 { "trial" } else { "trials" }
+        );
         let caption = format!(
-            "{} locks at N={n}: {} ({} traced trial(s))",
-            side.as_str(),
-            if rows.is_empty() {
-                "no contention seen"
-            } else {
-                "most wait first"
-            },
-            point.trials
+            "{} locks at N={n}: most wait first ({trials})",
+            capitalized(side.as_str())
+        );
+        let empty = format!(
+            "{} locks at N={n}: no contention seen ({trials}).",
+            capitalized(side.as_str())
         );
         tables.push(Table {
             caption,
@@ -168,6 +179,40 @@ pub(super) fn lock_tables(point: &PointLocks, tables: &mut Vec<Table>, warnings:
             .to_vec(),
             rows,
             left_columns: 3,
+            empty,
         });
+    }
+}
+
+/// A frame's height when the flame graph's own cannot be read.
+const FLAME_HEIGHT: u32 = 520;
+
+/// The height inferno gave the drawing (`<svg … height="NNN"`), which depends on the deepest
+/// stack.
+fn svg_height(svg: &str) -> Option<u32> {
+    let tag = &svg[svg.find("<svg")?..];
+    let tag = &tag[..tag.find('>')?];
+    let value = &tag[tag.find(" height=\"")? + 9..];
+    value[..value.find('"')?].parse().ok()
+}
+
+/// The flame graph as the HTML document its frame shows. A frame's `srcdoc` is parsed as
+/// HTML, where an `<svg>` without a width is drawn 300 px wide — and inferno's script drops the
+/// width to make the drawing "fluid". So the SVG goes in a page whose style gives it the full
+/// width of the frame, with no margin; the XML prologue, meaningless in HTML, is dropped.
+fn framed(svg: &str) -> String {
+    let body = svg.find("<svg").map_or(svg, |i| &svg[i..]);
+    format!(
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><style>\
+         html,body{{margin:0;padding:0}}svg{{display:block;width:100%}}\
+         </style></head><body>{body}</body></html>"
+    )
+}
+
+fn capitalized(word: &str) -> String {
+    let mut chars = word.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
     }
 }

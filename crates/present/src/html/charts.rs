@@ -1,12 +1,28 @@
 //! The charts of a run in the HTML report: throughput with every trial, its interval, the ideal
-//! line and the USL fit with its band; speedup and efficiency. Draws the figures
-//! `lab::analysis::report_data` derived; fits nothing.
+//! line and the USL fit with its band; speedup and efficiency, each with a tick at every
+//! measured N. Draws the figures `lab::analysis::report_data` derived; fits nothing.
+
+use std::collections::BTreeSet;
 
 use lab::analysis::report_data::RunReport;
 use lab::analysis::summary::RunSummary;
 use lab::number_text::sig3;
 
 use super::plot::{Band, Chart, ErrorBars, Series, Style};
+
+/// The ticks of an N axis: one at each measured N, labelled with it.
+pub(super) fn n_ticks(measured: impl IntoIterator<Item = u32>) -> Vec<(f64, String)> {
+    measured
+        .into_iter()
+        .collect::<BTreeSet<u32>>()
+        .into_iter()
+        .map(|n| (f64::from(n), n.to_string()))
+        .collect()
+}
+
+fn measured_n(s: &RunSummary) -> Vec<(f64, String)> {
+    n_ticks(s.points.iter().map(|p| p.n))
+}
 
 /// Throughput X(N): medians with their intervals, every trial, the ideal line, the USL curve.
 pub(super) fn throughput_chart(run: &RunReport) -> Chart {
@@ -48,6 +64,7 @@ pub(super) fn throughput_chart(run: &RunReport) -> Chart {
             color: 0,
         }],
         y_from_zero: true,
+        x_ticks: measured_n(s),
         ..Chart::default()
     };
     let max_n = s.points.iter().map(|p| f64::from(p.n)).fold(1.0, f64::max);
@@ -121,6 +138,7 @@ pub(super) fn scaling_charts(s: &RunSummary) -> (Chart, Chart) {
             },
         ],
         y_from_zero: true,
+        x_ticks: measured_n(s),
         ..Chart::default()
     };
     let efficiency_chart = Chart {
@@ -142,6 +160,7 @@ pub(super) fn scaling_charts(s: &RunSummary) -> (Chart, Chart) {
             },
         ],
         y_from_zero: true,
+        x_ticks: measured_n(s),
         ..Chart::default()
     };
     (speedup_chart, efficiency_chart)

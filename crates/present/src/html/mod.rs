@@ -6,30 +6,45 @@
 //! charts, then fills the `minijinja` templates with it, escaping every string (auto-escape
 //! for `.html` templates); only chart SVG drawn by `plot.rs` from numbers is inserted as markup.
 //!
-//! Its parts, imported one way: `page.rs` (what the templates fill) and `plot.rs` (SVG from
-//! numbers) import nothing of the others; `charts.rs` draws with `plot`; `attribution.rs`
-//! (profile and lock tables, the flame graph) fills `page` tables; `run_section.rs` uses
-//! those; this module adds the comparisons and the history and fills the templates.
+//! With two or more runs the page opens with the comparison (every run's curve in one chart,
+//! the verdict and interval per N), then each run's detail, then the history.
+//!
+//! Its parts, imported one way: `page.rs` (what the templates fill), `ticks.rs` (axis ticks)
+//! and `legend.rs` (legend strips) import nothing of the others; `plot.rs` (SVG from numbers)
+//! uses those two; `charts.rs` draws a run's charts with `plot`; `attribution.rs` (profile and
+//! lock tables, the flame graph) fills `page` tables; `run_section.rs`,
+//! `comparison_section.rs` and `history_section.rs` build the sections; this module fills the
+//! templates.
 
 mod attribution;
 mod charts;
+mod comparison_section;
+mod history_section;
+mod legend;
 mod page;
 mod plot;
 mod run_section;
+mod ticks;
 
-use lab::analysis::comparison::Comparison;
-use lab::analysis::history::History;
 use lab::analysis::report_data::ReportData;
-use lab::number_text::si;
 use minijinja::Environment;
 
-use self::page::{ComparisonSection, HistorySection, Page, Table};
-use self::plot::{Chart, Series, Style};
+use self::comparison_section::{comparison_section, runs_chart};
+use self::history_section::history_section;
+use self::page::Page;
 use self::run_section::run_section;
 use crate::error::PresentError;
 
+/// The longest workload or command text a default title quotes.
+const TITLE_SUBJECT_CHARS: usize = 80;
+
 /// Renders the report of `data`, headed `title`, into one HTML document.
 pub fn render(data: &ReportData, title: &str) -> Result<String, PresentError> {
+    let comparison_chart = if data.runs.len() > 1 {
+        Some(plot::render(&runs_chart(&data.runs), 900, 380).map_err(PresentError::Chart)?)
+    } else {
+        None
+    };
     let page = Page {
         title: title.to_string(),
         tool_version: data.tool_version.clone(),
@@ -39,10 +54,45 @@ pub fn render(data: &ReportData, title: &str) -> Result<String, PresentError> {
             .iter()
             .map(run_section)
             .collect::<Result<_, _>>()?,
+        comparison_chart,
         comparisons: data.comparisons.iter().map(comparison_section).collect(),
         history: data.history.as_ref().map(history_section).transpose()?,
     };
     fill(&page)
+}
+
+/// The title of a report without `--title`: what was measured — the workload, or the command
+/// of a `--cmd` run — and the variants compared, e.g. `page_fault: stock vs patched`.
+pub fn default_title(data: &ReportData) -> String {
+    let mut subjects: Vec<String> = Vec::new();
+    let mut variants: Vec<String> = Vec::new();
+    for run in &data.runs {
+        let meta = &run.meta;
+        let subject = match meta.params.get("cmd") {
+            Some(command) if meta.workload == "cmd" => command.clone(),
+            _ => meta.workload.clone(),
+        };
+        let subject = lab::safe_text::printable(&subject).into_owned();
+        let subject = if subject.chars().count() > TITLE_SUBJECT_CHARS {
+            let cut: String = subject.chars().take(TITLE_SUBJECT_CHARS - 1).collect();
+            format!("{cut}…")
+        } else {
+            subject
+        };
+        if !subjects.contains(&subject) {
+            subjects.push(subject);
+        }
+        if let Some(v) = &meta.variant {
+            if !variants.contains(v) {
+                variants.push(v.clone());
+            }
+        }
+    }
+    match (subjects.as_slice(), variants.len()) {
+        ([], _) => "scalelab report".into(),
+        ([one], 2..) => format!("{one}: {}", variants.join(" vs ")),
+        (many, _) => format!("scalelab: {}", many.join(" vs ")),
+    }
 }
 
 /// Fills the templates with the page.
@@ -60,135 +110,6 @@ fn fill(page: &Page) -> Result<String, PresentError> {
     env.get_template("report.html")
         .and_then(|t| t.render(minijinja::value::Serde(page)))
         .map_err(template_error)
-}
-
-/// One comparison's section: the verdict line, the mismatches and warnings, the table per N.
-fn comparison_section(comparison: &Comparison) -> ComparisonSection {
-    let rows = comparison
-        .points
-        .iter()
-        .map(|p| match &p.change {
-            Some(c) => vec![
-                p.n.to_string(),
-                format!("{} / {}", p.runs_a, p.runs_b),
-                si(c.median_a),
-                si(c.median_b),
-                format!("{:+.2}%", c.relative * 100.0),
-                format!(
-                    "{:+.2}% .. {:+.2}%",
-                    c.relative_shift.lower * 100.0,
-                    c.relative_shift.upper * 100.0
-                ),
-                format!("{:.3}", c.p_value),
-                c.verdict.to_string(),
-            ],
-            None => vec![
-                p.n.to_string(),
-                format!("{} / {}", p.runs_a, p.runs_b),
-                "n/a".into(),
-                "n/a".into(),
-                "n/a".into(),
-                "n/a".into(),
-                "n/a".into(),
-                p.note.clone().unwrap_or_default(),
-            ],
-        })
-        .collect();
-    let mut warnings: Vec<String> = comparison
-        .mismatches
-        .iter()
-        .map(|m| format!("not comparable: {m}"))
-        .collect();
-    warnings.extend(comparison.warnings.iter().map(ToString::to_string));
-    ComparisonSection {
-        title: format!("Run {} (B) against run {} (A)", comparison.b.id, comparison.a.id),
-        summary: format!(
-            "{} · {} ({} is better) · threshold ±{}%, alpha {}",
-            comparison.summary.verdict,
-            comparison.metric.name,
-            if comparison.metric.direction == stats::Direction::HigherIsBetter { "higher" } else { "lower" },
-            comparison.options.threshold * 100.0,
-            comparison.options.alpha
-        ),
-        warnings,
-        table: Table {
-            caption: if comparison.paired {
-                "Per N: medians, relative change; paired (the trials ran in back-to-back A/B pairs): Hodges-Lehmann interval of the per-pair changes, Wilcoxon signed-rank p, verdict"
-            } else {
-                "Per N: medians, relative change, Hodges-Lehmann shift interval, Mann-Whitney p, verdict"
-            }
-            .into(),
-            headers: ["N", "trials A/B", "median A", "median B", "change", "shift CI", "p", "verdict"].map(String::from).to_vec(),
-            rows,
-            left_columns: 0,
-        },
-    }
-}
-
-/// The history's section: the series as a chart with its change points, and their table.
-fn history_section(h: &History) -> Result<HistorySection, PresentError> {
-    let chart = Chart {
-        title: format!("{} at N={} by run", h.metric.name(), h.at),
-        x_label: "run (oldest first)".into(),
-        y_label: h.metric.name().into(),
-        series: vec![Series {
-            name: h.metric.name().into(),
-            points: h
-                .points
-                .iter()
-                .enumerate()
-                .map(|(i, p)| (i as f64 + 1.0, p.value))
-                .collect(),
-            style: Style::Line,
-            color: 0,
-        }],
-        markers: h
-            .changes
-            .iter()
-            .map(|c| (c.index as f64 + 0.5, format!("{:+.1}%", c.relative * 100.0)))
-            .collect(),
-        ..Chart::default()
-    };
-    let rows = h
-        .changes
-        .iter()
-        .map(|c| {
-            vec![
-                c.run.to_string(),
-                format!("{:+.2}%", c.relative * 100.0),
-                format!("{:.2e}", c.p_value),
-                format!("{} ± {}", si(c.mean_before), si(c.sd_before)),
-                format!("{} ± {}", si(c.mean_after), si(c.sd_after)),
-                if c.regression {
-                    "REGRESSED".into()
-                } else {
-                    "IMPROVED".into()
-                },
-            ]
-        })
-        .collect();
-    Ok(HistorySection {
-        summary: format!(
-            "{} runs of {}; {} change point(s); the newest segment {}.",
-            h.points.len(),
-            h.workload,
-            h.changes.len(),
-            if h.newest_regressed {
-                "is a REGRESSION"
-            } else {
-                "is not a regression"
-            }
-        ),
-        chart: plot::render(&chart, 900, 320).map_err(PresentError::Chart)?,
-        table: Table {
-            caption: "Change points (at the first run of the new segment)".into(),
-            headers: ["run", "change", "p", "before", "after", "direction"]
-                .map(String::from)
-                .to_vec(),
-            rows,
-            left_columns: 0,
-        },
-    })
 }
 
 #[cfg(test)]
@@ -227,12 +148,148 @@ mod tests {
             "Run 1",
             "Throughput X(N)",
             "USL σ=",
-            "Run 2 (B) against run 1 (A)",
+            "(B) against run 1 (A)",
             "<h2>History</h2>",
             "&lt;script&gt;alert(1)&lt;&#x2f;script&gt;",
         ] {
             assert!(page.contains(needle), "{needle} missing");
         }
         assert!(!page.contains("<script>alert(1)"));
+    }
+
+    fn two_runs() -> Vec<lab::record::RunData> {
+        let rows: Vec<(u32, Vec<f64>)> = [1u32, 2, 4]
+            .iter()
+            .map(|&n| {
+                (
+                    n,
+                    vec![
+                        usl(f64::from(n)) * 1.01,
+                        usl(f64::from(n)) * 0.99,
+                        usl(f64::from(n)),
+                    ],
+                )
+            })
+            .collect();
+        let points: Vec<(u32, &[f64])> = rows.iter().map(|(n, v)| (*n, v.as_slice())).collect();
+        let mut runs = vec![run(1, "spin", &points), run(2, "spin", &points)];
+        runs[0].meta.variant = Some("stock".into());
+        runs[1].meta.variant = Some("patched".into());
+        runs
+    }
+
+    #[test]
+    fn the_comparison_comes_before_the_runs_with_every_curve_in_one_chart() {
+        let data = ReportData::from_runs(&two_runs(), None, &CompareOptions::default());
+        let page = render(&data, "t").unwrap();
+        let at = |needle: &str| {
+            page.find(needle)
+                .unwrap_or_else(|| panic!("{needle} missing"))
+        };
+        assert!(at("<section id=\"comparison\">") < at("<section id=\"run-1\""));
+        assert!(at("<section id=\"run-1\"") < at("<section id=\"run-2\""));
+        let comparison = &page[at("<section id=\"comparison\">")..at("<section id=\"run-1\"")];
+        for needle in [
+            "Throughput X(N) of every run",
+            "run 1 · stock",
+            "run 2 · patched",
+            "run 2 · patched (B) against run 1 · stock (A)",
+            "class=\"verdict verdict-",
+            "shift CI",
+        ] {
+            assert!(
+                comparison.contains(needle),
+                "{needle} missing from the comparison"
+            );
+        }
+        // One run: no comparison section at all.
+        let one = ReportData::from_runs(&two_runs()[..1], None, &CompareOptions::default());
+        assert!(!render(&one, "t").unwrap().contains("id=\"comparison\""));
+    }
+
+    #[test]
+    fn default_title_names_the_command_of_a_cmd_run_not_cmd() {
+        // The bug: a report of `--cmd` runs was titled `scalelab: cmd`.
+        let mut runs = vec![run(1, "cmd", &[(1, &[1.0, 2.0])])];
+        runs[0]
+            .meta
+            .params
+            .insert("cmd".into(), "make -j{n} -C /src".into());
+        let data = ReportData::from_runs(&runs, None, &CompareOptions::default());
+        assert_eq!(default_title(&data), "scalelab: make -j{n} -C /src");
+
+        let data = ReportData::from_runs(&two_runs(), None, &CompareOptions::default());
+        assert_eq!(default_title(&data), "spin: stock vs patched");
+
+        let mut mixed = two_runs();
+        mixed[1].meta.workload = "page_fault".into();
+        mixed[1].meta.variant = None;
+        let data = ReportData::from_runs(&mixed, None, &CompareOptions::default());
+        assert_eq!(default_title(&data), "scalelab: spin vs page_fault");
+
+        let mut long = vec![run(1, "cmd", &[(1, &[1.0, 2.0])])];
+        long[0].meta.params.insert("cmd".into(), "x".repeat(500));
+        let title = default_title(&ReportData::from_runs(
+            &long,
+            None,
+            &CompareOptions::default(),
+        ));
+        assert!(
+            title.chars().count() < 100 && title.ends_with('…'),
+            "{title}"
+        );
+    }
+
+    #[test]
+    fn empty_tables_are_one_line_saying_so() {
+        let runs = two_runs();
+        let h = history::build(
+            "spin",
+            &runs,
+            4,
+            Metric::Throughput,
+            &ChangePointOptions::default(),
+        );
+        assert!(h.changes.is_empty());
+        let mut data = ReportData::from_runs(&runs, Some(h), &CompareOptions::default());
+        data.runs[0].locks = Some(lab::analysis::lock_contention::PointLocks {
+            n: 4,
+            trials: 3,
+            ops: 1000,
+            window_s: 3.0,
+            rows: Vec::new(),
+            lost_records: 0,
+            notes: Vec::new(),
+        });
+        let page = render(&data, "t").unwrap();
+        for line in [
+            "<p class=\"empty\">No change points: the 2 runs form one segment.</p>",
+            "<p class=\"empty\">Kernel locks at N=4: no contention seen (3 traced trials).</p>",
+            "<p class=\"empty\">User locks at N=4: no contention seen (3 traced trials).</p>",
+        ] {
+            assert!(page.contains(line), "{line} missing");
+        }
+        for header in ["<th>direction</th>", "<th>contentions</th>"] {
+            assert!(!page.contains(header), "an empty table is drawn: {header}");
+        }
+    }
+
+    #[test]
+    fn a_command_runs_steps_are_not_shown_as_p_options() {
+        let mut runs = vec![run(1, "cmd", &[(1, &[1.0, 2.0])])];
+        runs[0]
+            .meta
+            .params
+            .insert("cmd".into(), "make -j{n}".into());
+        let page = render(
+            &ReportData::from_runs(&runs, None, &CompareOptions::default()),
+            "t",
+        )
+        .unwrap();
+        assert!(
+            page.contains("<tr><td>cmd</td><td><code>make -j{n}</code></td></tr>"),
+            "{page}"
+        );
+        assert!(!page.contains("-p cmd"));
     }
 }

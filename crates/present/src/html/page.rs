@@ -1,6 +1,7 @@
-//! The page the templates fill: strings, tables of already-formatted cells and inline SVG, one
-//! section per run, per comparison and for the history. Everything here is text to show; the
-//! templates escape every string but the chart SVG.
+//! The page the templates fill: strings, tables of already-formatted cells and inline SVG — the
+//! comparison first (with its chart of every run's curve), then one section per run, then the
+//! history. Everything here is text to show; the templates escape every string but the chart
+//! SVG.
 
 use serde::Serialize;
 
@@ -11,6 +12,8 @@ pub(super) struct Page {
     pub(super) tool_version: String,
     pub(super) generated_at: String,
     pub(super) runs: Vec<RunSection>,
+    /// Every run's throughput in one chart, when the page compares runs.
+    pub(super) comparison_chart: Option<String>,
     pub(super) comparisons: Vec<ComparisonSection>,
     pub(super) history: Option<HistorySection>,
 }
@@ -23,6 +26,8 @@ pub(super) struct Table {
     pub(super) rows: Vec<Vec<String>>,
     /// The first `left_columns` columns hold text and are left-aligned.
     pub(super) left_columns: usize,
+    /// The one line shown instead of the table when it has no rows.
+    pub(super) empty: String,
 }
 
 /// An interactive flame graph (inferno SVG with its script), shown in a sandboxed frame.
@@ -30,6 +35,8 @@ pub(super) struct Table {
 pub(super) struct Flame {
     pub(super) title: String,
     pub(super) svg: String,
+    /// The drawing's height in pixels, so its frame shows all of it.
+    pub(super) height: u32,
 }
 
 /// One run's section.
@@ -40,6 +47,8 @@ pub(super) struct RunSection {
     pub(super) description: String,
     pub(super) workload: String,
     pub(super) op_unit: String,
+    /// (label, value): `-p KEY` for a built-in workload's parameters, the step's name for a
+    /// command's.
     pub(super) params: Vec<(String, String)>,
     pub(super) variant: Option<String>,
     pub(super) tags: Vec<(String, String)>,
@@ -59,6 +68,9 @@ pub(super) struct RunSection {
 #[derive(Debug, Clone, Serialize)]
 pub(super) struct ComparisonSection {
     pub(super) title: String,
+    /// The overall verdict (REGRESSED, IMPROVED, NO CHANGE, INCONCLUSIVE …).
+    pub(super) verdict: String,
+    /// What the verdict is about: metric, threshold, alpha.
     pub(super) summary: String,
     pub(super) warnings: Vec<String>,
     pub(super) table: Table,

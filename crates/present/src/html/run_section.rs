@@ -67,10 +67,18 @@ pub(super) fn run_section(run: &RunReport) -> Result<RunSection, PresentError> {
         description: meta.description(),
         workload: meta.workload.clone(),
         op_unit: meta.op_unit.clone(),
+        // A command's "parameters" are its steps, not `-p` options.
         params: meta
             .params
             .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
+            .map(|(k, v)| {
+                let label = if meta.workload == "cmd" {
+                    k.clone()
+                } else {
+                    format!("-p {k}")
+                };
+                (label, v.clone())
+            })
             .collect(),
         variant: meta.variant.clone(),
         tags: meta
@@ -146,5 +154,6 @@ fn points_table(s: &RunSummary) -> Table {
         headers: headers.map(String::from).to_vec(),
         rows,
         left_columns: 0,
+        empty: "No point was measured.".into(),
     }
 }

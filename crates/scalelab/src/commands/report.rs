@@ -25,15 +25,10 @@ pub fn run(db: Option<&Path>, args: &ReportArgs) -> Result<ExitCode> {
         .iter()
         .map(|spec| show::load(db, spec))
         .collect::<Result<_>>()?;
-    let first = &runs[0].meta;
     let history = match db_path::open_existing(db) {
         Ok(store) => history_of(&store, &runs[0])?,
         Err(_) => None,
     };
-    let title = args
-        .title
-        .clone()
-        .unwrap_or_else(|| format!("scalelab: {}", first.workload));
     let opts = CompareOptions {
         alpha: args.alpha,
         threshold: args.threshold,
@@ -42,6 +37,10 @@ pub fn run(db: Option<&Path>, args: &ReportArgs) -> Result<ExitCode> {
     };
     let with_history = history.is_some();
     let data = ReportData::from_runs(&runs, history, &opts);
+    let title = args
+        .title
+        .clone()
+        .unwrap_or_else(|| html::default_title(&data));
     let page = html::render(&data, &title)?;
     let written = if args.output == Path::new("-") {
         let mut out = std::io::stdout().lock();
