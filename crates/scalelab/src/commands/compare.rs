@@ -60,7 +60,7 @@ pub fn build(a: &RunData, b: &RunData, verdict: &VerdictArgs, force: bool) -> Re
 
 /// Prints the comparison; exit status 1 when any point REGRESSED.
 pub fn print(comparison: &Comparison, json: bool) -> Result<ExitCode> {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::stdout();
     if json {
         lab::safe_text::write_json(&mut out, comparison)?;
     } else {

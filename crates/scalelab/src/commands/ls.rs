@@ -1,5 +1,6 @@
 //! `scalelab ls`: stored runs, oldest first, filtered by workload, tag or variant.
 
+use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -31,7 +32,7 @@ pub fn run(db: Option<&Path>, args: &LsArgs) -> Result<ExitCode> {
                 })
             })
             .collect();
-        lab::safe_text::write_json(&mut std::io::stdout().lock(), &rows)?;
+        lab::safe_text::write_json(&mut crate::stdout::stdout(), &rows)?;
         return Ok(ExitCode::SUCCESS);
     }
     if runs.is_empty() {
@@ -41,10 +42,12 @@ pub fn run(db: Option<&Path>, args: &LsArgs) -> Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    let mut out = crate::stdout::stdout();
+    writeln!(
+        out,
         "{:>5}  {:<20}  {:<11}  {:<40}  {:<12}  {:>9}  name/variant/tags",
         "id", "started", "status", "workload", "N", "trials"
-    );
+    )?;
     for m in &runs {
         let (ok, failed) = store.trial_counts(m.id)?;
         let params: Vec<String> = m.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -63,7 +66,8 @@ pub fn run(db: Option<&Path>, args: &LsArgs) -> Result<ExitCode> {
             labels.push(format!("variant={v}"));
         }
         labels.extend(m.tags.iter().map(|(k, v)| format!("{k}={v}")));
-        println!(
+        writeln!(
+            out,
             "{:>5}  {:<20}  {:<11}  {:<40}  {:<12}  {:>9}  {}",
             m.id,
             printable(&m.started_at),
@@ -72,7 +76,7 @@ pub fn run(db: Option<&Path>, args: &LsArgs) -> Result<ExitCode> {
             points.join(","),
             trials,
             printable(&labels.join(" "))
-        );
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -34,7 +34,7 @@ pub fn run(db: Option<&Path>, spec: &str, json: bool) -> Result<ExitCode> {
 /// Prints a run's summary as tables, or as JSON with the same figures.
 pub fn print_run(data: &RunData, json: bool) -> Result<()> {
     let summary = summarize(data);
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::stdout();
     if json {
         let warnings: Vec<String> = summary
             .warnings

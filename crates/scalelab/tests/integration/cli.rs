@@ -480,7 +480,11 @@ fn ctrl_c_keeps_finished_trials_and_marks_the_run_interrupted() {
         .status()
         .unwrap();
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "128 + SIGINT, as shells report it"
+    );
     assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"));
     let run = last_run(&lab);
     assert_eq!(run["status"], "interrupted");
