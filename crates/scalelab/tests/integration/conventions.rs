@@ -491,3 +491,65 @@ fn completions_and_man_page_come_from_the_definitions() {
         Err(e) => eprintln!("man is not installed ({e}): checked the roff sections only"),
     }
 }
+
+#[test]
+fn ctrl_c_on_a_terminal_clears_the_progress_line_and_exits_130() {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("script (util-linux) is not installed: no terminal to press Ctrl-C on; skipped");
+        return;
+    }
+    let lab = Lab::new();
+    let scalelab = lab.cmd().get_program().to_owned();
+    let typescript = lab.path("typescript");
+    // `script` gives scalelab a terminal (so it draws its progress bar) and turns the ^C
+    // written to its stdin into SIGINT for the foreground process group, as a keyboard does.
+    let mut script = Command::new("script")
+        .arg("-qfec")
+        .arg(format!(
+            "exec '{}' run spin --tasks 1 --runs 200 --duration 100ms --warmup 0 --no-counters",
+            scalelab.to_string_lossy()
+        ))
+        .arg(&typescript)
+        .env("SCALELAB_DB", lab.db())
+        .env_remove("XDG_DATA_HOME")
+        .current_dir(lab.dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut keyboard = script.stdin.take().unwrap();
+    let started = std::time::Instant::now();
+    // The database may not be a database yet: poll without expecting success.
+    let trials_ok = || {
+        let out = lab.run(&["ls", "--json"]);
+        let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        runs[0]["trials_ok"].as_u64().unwrap_or(0)
+    };
+    while trials_ok() < 2 {
+        assert!(started.elapsed().as_secs() < 60, "no 2 trials within 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::io::Write::write_all(&mut keyboard, b"\x03").unwrap();
+    let status = loop {
+        if let Some(status) = script.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed().as_secs() < 120,
+            "scalelab still runs after Ctrl-C"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    drop(keyboard);
+    assert_eq!(status.code(), Some(130), "128 + SIGINT");
+    let screen = String::from_utf8_lossy(&std::fs::read(&typescript).unwrap()).to_string();
+    let last_bar = screen.rfind(" trials, ").expect("a progress bar was drawn");
+    let after = &screen[last_bar..];
+    let cleared = after.find("\x1b[2K").expect("the bar is cleared");
+    let error = after
+        .find("error: interrupted")
+        .unwrap_or_else(|| panic!("no interrupted error: {after:?}"));
+    assert!(cleared < error, "{after:?}");
+    assert_eq!(lab.json(&["ls", "--json"])[0]["status"], "interrupted");
+}
