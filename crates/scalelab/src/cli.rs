@@ -95,6 +95,10 @@ pub enum Command {
         /// The shell to complete in, or `man` for the manual page (roff).
         #[arg(value_enum)]
         target: CompletionTarget,
+        /// With `man`: write a page per command (scalelab.1, scalelab-run.1, …) into DIR
+        /// instead of the top page on stdout.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
     },
     /// Print this help, or the help of the given subcommand (as `scalelab COMMAND --help`).
     Help {

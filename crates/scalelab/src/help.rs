@@ -111,7 +111,8 @@ EXAMPLES:
   scalelab completions bash > /etc/bash_completion.d/scalelab
   scalelab completions zsh > ~/.zfunc/_scalelab
   scalelab completions fish > ~/.config/fish/completions/scalelab.fish
-  scalelab completions man > scalelab.1 ; man -l scalelab.1";
+  scalelab completions man > scalelab.1 ; man -l scalelab.1
+  scalelab completions man --dir /usr/local/share/man/man1   # every page";
 
 /// The one clap definition of the CLI, with every `{n}` kept as written.
 pub fn command() -> Command {

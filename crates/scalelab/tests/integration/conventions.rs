@@ -490,6 +490,26 @@ fn completions_and_man_page_come_from_the_definitions() {
         ),
         Err(e) => eprintln!("man is not installed ({e}): checked the roff sections only"),
     }
+    // Every page, for a man directory: the top page's SUBCOMMANDS name them.
+    let dir = lab.path("man1");
+    std::fs::create_dir(&dir).unwrap();
+    lab.ok(&["completions", "man", "--dir", dir.to_str().unwrap()]);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("scalelab.1")).unwrap(),
+        man
+    );
+    let run = std::fs::read_to_string(dir.join("scalelab-run.1")).unwrap();
+    assert!(
+        run.contains(".TH scalelab-run") && run.contains("ops\\-regex"),
+        "{run}"
+    );
+    assert!(dir.join("scalelab-completions.1").exists());
+    assert!(
+        !dir.join("scalelab-__trial.1").exists(),
+        "hidden commands have no page"
+    );
+    let err = lab.fails(&["completions", "bash", "--dir", dir.to_str().unwrap()]);
+    assert!(err.contains("--dir applies to `man`"), "{err}");
 }
 
 #[test]
