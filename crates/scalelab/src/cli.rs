@@ -255,13 +255,13 @@ pub struct HistoryArgs {
     /// The workload (`cmd` for external commands); its parameters with -p. Omit with --csv.
     pub workload: Option<String>,
     /// Only runs with these parameters (the others at their defaults), repeatable.
-    #[arg(short = 'p', long = "param", value_name = "KEY=VAL", value_parser = parse_pair)]
+    #[arg(short = 'p', long = "param", value_name = "KEY=VAL", value_parser = parse_pair, conflicts_with = "csv")]
     pub params: Vec<(String, String)>,
     /// Only runs of this variant.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "csv")]
     pub variant: Option<String>,
     /// The task count to follow [default: the largest N of the newest run].
-    #[arg(long)]
+    #[arg(long, conflicts_with = "csv")]
     pub at: Option<u32>,
     /// throughput | ops_per_cpu_sec | ns_per_op | speedup | efficiency | cycles_per_op | instructions_per_op | cpu_pct
     #[arg(long, default_value = "throughput", value_parser = Metric::parse)]
@@ -547,7 +547,7 @@ pub struct ProfileArgs {
     pub json: bool,
     /// Read one perf.data file instead of a run (the whole file, no window, no per-op costs);
     /// also the way bench/profile-speed times scalelab's parse + symbolise + aggregate.
-    #[arg(long, value_name = "FILE", conflicts_with = "diff")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["diff", "at"])]
     pub perf_data: Option<PathBuf>,
     /// The kallsyms file for --perf-data's kernel addresses [default: none].
     #[arg(long, value_name = "FILE", requires = "perf_data")]

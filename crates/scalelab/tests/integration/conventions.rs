@@ -358,6 +358,10 @@ fn options_of_built_in_workloads_are_refused_with_cmd() {
             "x",
         ],
         &["run", "spin", "--cmd", "true"],
+        &["history", "--csv", "series.csv", "-p", "lines=8"],
+        &["history", "--csv", "series.csv", "--variant", "a"],
+        &["history", "--csv", "series.csv", "--at", "2"],
+        &["profile", "--perf-data", "perf.data", "--at", "2"],
     ] {
         let out = lab.run(args);
         assert_eq!(out.status.code(), Some(2), "{args:?} was accepted");
