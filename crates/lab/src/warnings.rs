@@ -29,6 +29,8 @@ pub enum Warning {
         n: u32,
         /// The coefficient of variation of the trials' throughputs.
         cv: f64,
+        /// The run measures an external command, whose trials have no `--duration` to lengthen.
+        command: bool,
     },
     /// Too few trials per point for a confidence interval.
     FewRuns {
@@ -108,10 +110,11 @@ impl fmt::Display for Warning {
                     "N={n}: {failed} of {total} trials failed ({first_reason}); see `scalelab show RUN --json` for every reason"
                 )
             }
-            Warning::HighVariance { n, cv } => write!(
+            Warning::HighVariance { n, cv, command } => write!(
                 f,
-                "N={n}: throughput varies by {:.1}% (CV) between trials; run `scalelab doctor`, lengthen --duration or add --runs",
-                cv * 100.0
+                "N={n}: throughput varies by {:.1}% (CV) between trials; run `scalelab doctor`, {}",
+                cv * 100.0,
+                more_data_hint(*command)
             ),
             Warning::FewRuns { runs } => write!(
                 f,
@@ -186,6 +189,16 @@ impl fmt::Display for Warning {
     }
 }
 
+/// What gives a noisy run more data: a longer window for a built-in workload; for a command,
+/// whose trial lasts as long as the command, more trials (`ab` adds pairs with `--max-runs`).
+pub(crate) fn more_data_hint(command: bool) -> &'static str {
+    if command {
+        "then add --runs (`ab`: --runs or --max-runs)"
+    } else {
+        "lengthen --duration or add --runs"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,5 +221,37 @@ mod tests {
                 && text.ends_with("`kill -9 1 2 3 4 5 6 7 8 9 10 11 12`"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn high_variance_advice_for_a_command_names_flags_it_accepts() {
+        let command = Warning::HighVariance {
+            n: 2,
+            cv: 0.2,
+            command: true,
+        }
+        .to_string();
+        assert!(!command.contains("--duration"), "{command}");
+        assert!(
+            command.contains("--runs") && command.contains("--max-runs"),
+            "{command}"
+        );
+        let builtin = Warning::HighVariance {
+            n: 2,
+            cv: 0.2,
+            command: false,
+        }
+        .to_string();
+        assert!(builtin.contains("lengthen --duration"), "{builtin}");
+        let compared = crate::analysis::comparison::ComparisonWarning::HighVariance {
+            side: crate::analysis::comparison::Side::B,
+            run: 7,
+            n: 2,
+            cv: 0.2,
+            command: true,
+        }
+        .to_string();
+        assert!(!compared.contains("--duration"), "{compared}");
+        assert!(compared.contains("--max-runs"), "{compared}");
     }
 }

@@ -3,26 +3,15 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use lab::analysis::history::Metric;
 use lab::record::Nanos;
 use lab::{Field, LabError, TaskSpec, parse_duration};
 
-const EXAMPLES: &str = "\
-EXAMPLES:
-  scalelab list
-  scalelab run page_fault                                   # 1,2,4,… up to the online CPUs
-  scalelab run page_fault -p lines=8 --tasks 1,2 --runs 5 --duration 2s
-  scalelab run atomic -p mode=cmpxchg-retry --tasks 1..4 --mode processes
-  scalelab run --cmd 'make -j{n} vmlinux' --prepare 'make clean' --tasks 1,2 --runs 6
-  scalelab run --cmd 'tar xf src.tar' --step md5='find src -type f -exec md5sum {} +' --step rm='rm -rf src' --tasks 1
-  scalelab run create_unlink -p shared=true --tasks 1,2 --locks && scalelab locks last
-  scalelab ls ; scalelab show last ; scalelab show 3 --json
-  scalelab export last --format csv > run.csv ; scalelab export last > run.json ; scalelab import run.json
-  scalelab doctor";
+use crate::help;
 
 #[derive(Debug, Parser)]
-#[command(name = "scalelab", version, about = "A Linux scalability lab: sweep a workload over task counts, find what stops it scaling, compare, track.", after_help = EXAMPLES)]
+#[command(name = "scalelab", version, about = "A Linux scalability lab: sweep a workload over task counts, find what stops it scaling, compare, track.", after_help = help::TOP, disable_help_subcommand = true)]
 pub struct Cli {
     /// The results database [default: $XDG_DATA_HOME/scalelab/scalelab.db].
     #[arg(long, global = true, env = "SCALELAB_DB", value_name = "PATH")]
@@ -44,17 +33,22 @@ pub struct Cli {
 pub enum Command {
     /// Built-in workloads: their op, parameters and the kernel path they stress.
     List {
+        /// Print the workloads as JSON on stdout.
         #[arg(long)]
         json: bool,
     },
     /// Sweep a workload over task counts, repeated, and store every trial.
+    #[command(after_help = help::RUN)]
     Run(RunArgs),
     /// Stored runs, oldest first.
+    #[command(after_help = help::LS)]
     Ls(LsArgs),
     /// One run's results: throughput, scaling and accounting per N.
+    #[command(after_help = help::SHOW)]
     Show {
         /// Run id, `last`, `last~K`, or an exported JSON file.
         run: String,
+        /// Print the run's figures as JSON on stdout.
         #[arg(long)]
         json: bool,
         /// text (tables), json (as --json) or markdown (tables to paste into a PR or a mail).
@@ -63,41 +57,67 @@ pub enum Command {
     },
     /// Compare two runs N by N: a verdict with its interval per point, the whole curve, and
     /// everything that weakens the answer. Exit 1 when any point REGRESSED.
-    #[command(after_help = COMPARE_EXAMPLES)]
+    #[command(after_help = help::COMPARE)]
     Compare(CompareArgs),
     /// Measure two commands in interleaved, randomly ordered A/B pairs, store both runs
     /// (variants a and b) and compare them. Exit 1 when B REGRESSED at any point.
-    #[command(after_help = AB_EXAMPLES)]
+    #[command(after_help = help::AB)]
     Ab(AbArgs),
     /// Fit the Universal Scalability Law to a run (every trial) or to N,throughput rows, and
     /// predict throughput at task counts not measured.
-    #[command(after_help = MODEL_EXAMPLES)]
+    #[command(after_help = help::MODEL)]
     Model(ModelArgs),
     /// Write a run as JSON (lossless, re-importable), CSV (one row per trial) or Markdown (the
     /// tables of `show`) to stdout.
+    #[command(after_help = help::EXPORT)]
     Export {
+        /// Run id, `last`, `last~K`, or an exported JSON file.
         run: String,
+        /// json: the whole run, for `scalelab import`; csv: one row per trial.
         #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
         format: ExportFormat,
     },
     /// Store a run exported from another machine or database.
-    Import { file: PathBuf },
+    #[command(after_help = help::IMPORT)]
+    Import {
+        /// A run written by `scalelab export` (JSON).
+        file: PathBuf,
+    },
     /// What on this machine will make numbers noisy, with a fix for each.
     Doctor {
+        /// Print the fingerprint and the checks as JSON on stdout.
         #[arg(long)]
         json: bool,
     },
     /// One metric at one N across every stored run of a workload, with change points.
+    #[command(after_help = help::HISTORY)]
     History(HistoryArgs),
     /// Lock contention of a run traced with --locks: what grows with N, or the table at one N.
-    #[command(after_help = LOCKS_EXAMPLES)]
+    #[command(after_help = help::LOCKS)]
     Locks(LocksArgs),
     /// One self-contained HTML page: runs, plots, comparisons, history.
+    #[command(after_help = help::REPORT)]
     Report(ReportArgs),
     /// CPU profile of a run recorded with --profile: what grows with N, the top functions at
     /// one N, or the diff of two runs; flame graphs.
-    #[command(after_help = PROFILE_EXAMPLES)]
+    #[command(after_help = help::PROFILE)]
     Profile(ProfileArgs),
+    /// Shell completions (bash, zsh, fish, elvish, powershell) or the man page, on stdout.
+    #[command(after_help = help::COMPLETIONS)]
+    Completions {
+        /// The shell to complete in, or `man` for the manual page (roff).
+        #[arg(value_enum)]
+        target: CompletionTarget,
+        /// With `man`: write a page per command (scalelab.1, scalelab-run.1, …) into DIR
+        /// instead of the top page on stdout.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// Print this help, or the help of the given subcommand (as `scalelab COMMAND --help`).
+    Help {
+        /// The subcommand (and its subcommands) to explain.
+        command: Vec<String>,
+    },
     /// (internal) Run one trial: spec on stdin, measurement on stdout.
     #[command(name = "__trial", hide = true)]
     Trial,
@@ -170,6 +190,17 @@ impl CompareFormat {
     }
 }
 
+/// What `scalelab completions` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompletionTarget {
+    Bash,
+    Zsh,
+    Fish,
+    Elvish,
+    Powershell,
+    Man,
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum ModeArg {
     Threads,
@@ -183,10 +214,11 @@ pub enum PinArg {
     None,
 }
 
+// One of WORKLOAD or --cmd, and the usage line says so.
 #[derive(Debug, Args)]
+#[command(group(ArgGroup::new("what").required(true).args(["workload", "cmd"])))]
 pub struct RunArgs {
     /// A built-in workload (see `scalelab list`); or give --cmd instead.
-    #[arg(required_unless_present = "cmd", conflicts_with = "cmd")]
     pub workload: Option<String>,
     /// Measure an external command instead; `{n}` is replaced by the point's task count and the
     /// command runs with its CPU affinity limited to N CPUs.
@@ -219,25 +251,28 @@ pub struct RunArgs {
     /// Task counts: 1,2,4 | 1..8 | 1..16:2 | pow2 | all [default: pow2 up to the online CPUs, plus that count].
     #[arg(long, value_name = "SPEC", allow_hyphen_values = true)]
     pub tasks: Option<TaskSpec>,
-    /// Tasks are threads of one process or separate processes.
-    #[arg(long, value_enum, default_value_t = ModeArg::Threads)]
-    pub mode: ModeArg,
+    /// Tasks are threads of one process or separate processes [default: threads]
+    /// (built-in workloads).
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
     /// Trials per point, each in a fresh child process.
     #[arg(long, default_value_t = 3)]
     pub runs: u32,
-    /// Measured time per trial (500ms, 5s, 1m).
-    #[arg(long, default_value = "5s", allow_hyphen_values = true, value_parser = parse_duration)]
-    pub duration: Nanos,
-    /// Unmeasured time per trial before the window opens.
-    #[arg(long, default_value = "1s", allow_hyphen_values = true, value_parser = parse_duration)]
-    pub warmup: Nanos,
-    /// CPU placement: auto pins one task per CPU (cores first) while N fits the CPUs.
-    #[arg(long, value_enum, default_value_t = PinArg::Auto)]
-    pub pin: PinArg,
-    /// Where file-based workloads create their files: a fresh directory per trial, removed after it [default: the system temporary directory].
+    /// Measured time per trial (500ms, 5s, 1m) [default: 5s] (built-in workloads; a command
+    /// trial lasts as long as the command).
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
+    pub duration: Option<Nanos>,
+    /// Unmeasured time per trial before the window opens [default: 1s] (built-in workloads).
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
+    pub warmup: Option<Nanos>,
+    /// CPU placement: auto pins one task per CPU (cores first) while N fits the CPUs
+    /// [default: auto] (built-in workloads; a command gets the first N CPUs).
+    #[arg(long, value_enum)]
+    pub pin: Option<PinArg>,
+    /// Where file-based workloads create their files: a fresh directory per trial, removed after it [default: the system temporary directory] (built-in workloads).
     #[arg(long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
-    /// Do not open hardware counters (cycles, instructions).
+    /// Do not open hardware counters (cycles, instructions) (built-in workloads).
     #[arg(long)]
     pub no_counters: bool,
     /// Trace lock contention in every trial: kernel locks (lock:contention_*) and user locks
@@ -263,37 +298,41 @@ pub struct RunArgs {
     /// Print the results as JSON on stdout.
     #[arg(long)]
     pub json: bool,
-    /// No progress, no tables: only errors (the run is still stored).
+    /// No progress, no tables: only the run id on stdout, and errors (the run is still stored).
     #[arg(long, short)]
     pub quiet: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct LsArgs {
+    /// Only runs of this workload (`cmd` for external commands).
     #[arg(long)]
     pub workload: Option<String>,
     /// Only runs with this tag, repeatable.
     #[arg(long = "tag", value_name = "KEY=VAL", value_parser = parse_pair)]
     pub tags: Vec<(String, String)>,
+    /// Only runs of this variant (`run --variant`; `a` and `b` for `ab`).
     #[arg(long)]
     pub variant: Option<String>,
+    /// Print the runs as JSON on stdout.
     #[arg(long)]
     pub json: bool,
 }
 
+// One of WORKLOAD or --csv, and the usage line says so.
 #[derive(Debug, Args)]
+#[command(group(ArgGroup::new("input").required(true).args(["workload", "csv"])))]
 pub struct HistoryArgs {
     /// The workload (`cmd` for external commands); its parameters with -p. Omit with --csv.
-    #[arg(required_unless_present = "csv")]
     pub workload: Option<String>,
     /// Only runs with these parameters (the others at their defaults), repeatable.
-    #[arg(short = 'p', long = "param", value_name = "KEY=VAL", value_parser = parse_pair)]
+    #[arg(short = 'p', long = "param", value_name = "KEY=VAL", value_parser = parse_pair, conflicts_with = "csv")]
     pub params: Vec<(String, String)>,
     /// Only runs of this variant.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "csv")]
     pub variant: Option<String>,
     /// The task count to follow [default: the largest N of the newest run].
-    #[arg(long)]
+    #[arg(long, conflicts_with = "csv")]
     pub at: Option<u32>,
     /// throughput | ops_per_cpu_sec | ns_per_op | speedup | efficiency | cycles_per_op | instructions_per_op | cpu_pct
     #[arg(long, default_value = "throughput", value_parser = Metric::parse)]
@@ -308,45 +347,12 @@ pub struct HistoryArgs {
     #[arg(long, default_value_t = 3)]
     pub min_segment: usize,
     /// Read the series from a file instead: one value per line, or `label,value`; an optional header, `#` comments (as `model --csv`).
-    #[arg(long, value_name = "FILE", conflicts_with = "workload")]
+    #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
+    /// Print the series and its change points as JSON on stdout.
     #[arg(long)]
     pub json: bool,
 }
-
-const COMPARE_EXAMPLES: &str = "\
-EXAMPLES:
-  scalelab run page_fault --runs 10 --variant stock      # boot the patched kernel, then:
-  scalelab run page_fault --runs 10 --variant patched
-  scalelab compare last~1 last                           # A = baseline, B = candidate
-  scalelab compare 12 15 --threshold 2% --alpha 0.01
-  scalelab compare stock.json last --json                # exported runs work too
-  scalelab compare last~1 last || echo 'regression'      # exit 1 on REGRESSED: a CI gate
-
-A verdict is REGRESSED or IMPROVED only when p < alpha and the whole 95% interval of the
-change lies beyond ±threshold; NO CHANGE when it lies within; otherwise INCONCLUSIVE, with
-the runs per side that would decide. Runs of different workloads, parameters or task
-counts are refused unless --force; two `run --cmd` runs may differ in their command lines,
-which is what they compare.";
-
-const AB_EXAMPLES: &str = "\
-EXAMPLES:
-  scalelab ab --a './old-build/bench' --b './new-build/bench' --tasks 1
-  scalelab ab --a 'make -j{n}' --b 'CC=clang make -j{n}' --prepare 'make clean' --tasks 2,4
-  scalelab ab --a 'gzip -c big > /dev/null' --b 'zstd -c big > /dev/null' --runs 20 --json
-  scalelab ab --a ./old --b ./new --tasks 1 --max-runs 200   # add pairs until ±1% is visible
-
-Each pair's order (AB or BA) is drawn at random (seed printed, stored as the tag ab_seed;
---seed repeats an order), so drift in the machine lands on both sides alike, and
-each pair's change B/A is judged (Wilcoxon signed-rank): what slows both trials of a pair
-cancels. `compare` of the two stored runs judges them the same way (--unpaired: as two
-independent samples).";
-
-const MODEL_EXAMPLES: &str = "\
-EXAMPLES:
-  scalelab run page_fault --tasks 1,2,4,8,16 --runs 5 && scalelab model last
-  scalelab model last --predict 32,64
-  scalelab model --csv measurements.csv --json           # rows of N,throughput; header optional";
 
 /// How a comparison is judged: shared by `compare` and `ab`.
 #[derive(Debug, Args)]
@@ -420,6 +426,13 @@ pub struct AbArgs {
     /// Kill a trial still running after this long and record it as failed.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Option<Nanos>,
+    /// Ops per trial of either side (a known amount of work) [default: 1 completion].
+    #[arg(long, value_name = "N", conflicts_with = "ops_regex")]
+    pub ops: Option<u64>,
+    /// Read each trial's op count from its command's stdout: the first capture group of this
+    /// regex in the first line it matches; both sides use it.
+    #[arg(long, value_name = "RE")]
+    pub ops_regex: Option<String>,
     /// Seed of the random pair order [default: from the clock]; stored as the tag ab_seed.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -435,15 +448,17 @@ pub struct AbArgs {
     /// text (tables), json, markdown (to paste into a PR or a mail) or csv (one row per N).
     #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
     pub format: Option<CompareFormat>,
-    /// No progress and no comparison printed: only errors (the exit status still tells).
+    /// No progress and no comparison: only the two run ids (A B) on one line of stdout, and
+    /// errors (the exit status still tells).
     #[arg(long, short)]
     pub quiet: bool,
 }
 
+// One of RUN or --csv, and the usage line says so (`<RUN|--csv <FILE>>`).
 #[derive(Debug, Args)]
+#[command(group(ArgGroup::new("input").required(true).args(["run", "csv"])))]
 pub struct ModelArgs {
     /// Run id, `last`, `last~K`, or an exported JSON file.
-    #[arg(required_unless_present = "csv", conflicts_with = "csv")]
     pub run: Option<String>,
     /// Model rows of `N,throughput` from this file instead (header optional, `#` comments).
     #[arg(long, value_name = "FILE")]
@@ -543,14 +558,6 @@ pub enum LocksArg {
     User,
 }
 
-const LOCKS_EXAMPLES: &str = "\
-EXAMPLES:
-  scalelab run create_unlink -p shared=true --tasks 1,2 --locks
-  scalelab locks last                          # what grows with N: lock wait per op by lock and caller
-  scalelab locks last --at 2 --kernel --top 20 # lock_stat-like table at N=2
-  scalelab locks last --at 2 --user            # futex waits by address and call site
-  scalelab locks last --json";
-
 #[derive(Debug, Args)]
 pub struct LocksArgs {
     /// Run id, `last`, `last~K`, or an exported JSON file.
@@ -591,19 +598,11 @@ pub struct ReportArgs {
     pub alpha: f64,
 }
 
-const PROFILE_EXAMPLES: &str = "\
-EXAMPLES:
-  scalelab run page_fault --tasks 1,2 --profile
-  scalelab profile last                          # what grows with N: cost per op at the largest N over N=1
-  scalelab profile last --at 2 --top 25          # the top functions at N=2, kernel and user
-  scalelab profile last --diff 12                # this run against run 12, function by function
-  scalelab profile last --at 2 --flamegraph fg.svg ; scalelab profile last --diff 12 --flamegraph diff.svg
-  scalelab profile --perf-data perf.data --kallsyms kallsyms   # any perf.data, whole file";
-
+// One of RUN or --perf-data, and the usage line says so.
 #[derive(Debug, Args)]
+#[command(group(ArgGroup::new("input").required(true).args(["run", "perf_data"])))]
 pub struct ProfileArgs {
     /// Run id, `last`, `last~K`, or an exported JSON file (its perf.data files must still exist).
-    #[arg(required_unless_present = "perf_data")]
     pub run: Option<String>,
     /// The top functions at this task count instead of what grows across all of them.
     #[arg(long)]
@@ -625,7 +624,7 @@ pub struct ProfileArgs {
     pub json: bool,
     /// Read one perf.data file instead of a run (the whole file, no window, no per-op costs);
     /// also the way bench/profile-speed times scalelab's parse + symbolise + aggregate.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["run", "diff"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["diff", "at"])]
     pub perf_data: Option<PathBuf>,
     /// The kallsyms file for --perf-data's kernel addresses [default: none].
     #[arg(long, value_name = "FILE", requires = "perf_data")]

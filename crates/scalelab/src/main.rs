@@ -1,19 +1,26 @@
 //! The `scalelab` binary: parses arguments, dispatches to one command module each, and turns
-//! errors into `error: …` on stderr with exit status 2 (1 is reserved for "regression found").
+//! errors into `error: …` on stderr with exit status 2 (1 is reserved for "regression found",
+//! 130 for a run stopped by Ctrl-C or SIGTERM; `help::TOP` lists them).
 
 mod cli;
 mod commands;
 mod db_path;
+mod help;
 mod measure;
 mod output;
 mod progress;
+mod stdout;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::FromArgMatches;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let matches = help::command().get_matches();
+    let cli = match cli::Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(err) => err.format(&mut help::command()).exit(),
+    };
     output::init(cli.color.into(), cli.wide);
     match commands::dispatch(cli) {
         Ok(code) => code,

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use lab::lifecycle::{Helpers, Progress, Session};
-use lab::record::Nanos;
+use lab::record::{Nanos, RunData, TrialOutcome};
 use lab::runner::{CommandSpec, OpsSource};
 use lab::store::Store;
 use lab::{RunConfig, TaskSpec};
@@ -19,6 +19,39 @@ use crate::db_path;
 pub const TRIAL_SUBCOMMAND: &str = "__trial";
 /// The hidden subcommand the guard runs.
 pub const GUARD_SUBCOMMAND: &str = "__guard";
+/// The exit status of a run stopped by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it).
+pub const INTERRUPTED: u8 = 130;
+
+/// How a command's ops are counted: `--ops N`, `--ops-regex RE`, else one per completion.
+pub fn ops_source(ops: Option<u64>, regex: Option<&str>) -> OpsSource {
+    match (ops, regex) {
+        (Some(n), _) => OpsSource::Fixed(n),
+        (None, Some(re)) => OpsSource::Regex(re.to_string()),
+        (None, None) => OpsSource::Completion,
+    }
+}
+
+/// An error when no trial of the stored run measured anything: a run of failures is not a
+/// result (`--cmd false` must not exit 0), but it stays stored with every reason.
+pub fn some_trial_measured(data: &RunData) -> Result<()> {
+    let mut reasons = data.trials.iter().map(|t| match &t.outcome {
+        TrialOutcome::Failed { reason } => Some(reason.as_str()),
+        TrialOutcome::Ok(_) => None,
+    });
+    let first = match reasons.next() {
+        Some(Some(reason)) => reason,
+        Some(None) => return Ok(()),
+        None => "no trial ran",
+    };
+    if reasons.any(|r| r.is_none()) {
+        return Ok(());
+    }
+    let id = data.meta.id;
+    bail!(
+        "every trial of run {id} failed (the first: {first}); the run is stored with every \
+         reason (`scalelab show {id} --json`): fix the command or workload and run again"
+    )
+}
 
 /// What an external command's run is: its timed steps (the first is `--cmd`), the untimed
 /// prepare and cleanup, how ops are counted, and the trial's limit.

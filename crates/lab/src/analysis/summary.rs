@@ -164,7 +164,11 @@ pub fn summarize(data: &RunData) -> RunSummary {
         min_runs = min_runs.min(ok.len());
         let p = summarize_point(n, &ok, failed.len());
         if let Some(cv) = p.throughput_cv.filter(|cv| *cv > HIGH_CV) {
-            warnings.push(Warning::HighVariance { n, cv });
+            warnings.push(Warning::HighVariance {
+                n,
+                cv,
+                command: data.meta.workload == "cmd",
+            });
         }
         if let Some(&count) = p.extras.get("time_backwards").filter(|c| **c > 0.0) {
             warnings.push(Warning::TimeBackwards { n, count });

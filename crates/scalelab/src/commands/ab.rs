@@ -2,20 +2,25 @@
 //! pair in a random order, stored as two runs (variants `a` and `b`) by the run's owner
 //! (`lab::lifecycle::ab`, which also grows the schedule with `--max-runs`), then compared
 //! exactly as `compare` does. Ctrl-C (SIGINT) or SIGTERM stops between trials: both runs keep
-//! what finished and are marked `interrupted` (exit 2).
+//! what finished and are marked `interrupted` (exit 130). A side whose every trial failed is an
+//! error (exit 2), not a comparison.
 
+use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use lab::lifecycle::{self, AbPolicy, SweepEnd};
-use lab::runner::OpsSource;
 use lab::{Field, Plan, check_runs};
 
 use super::compare;
 use crate::cli::AbArgs;
-use crate::measure::{Bench, CommandRun, Labels, command_config, online_cpus};
+use crate::measure::{
+    Bench, CommandRun, INTERRUPTED, Labels, command_config, online_cpus, ops_source,
+    some_trial_measured,
+};
 use crate::progress::TerminalProgress;
+use crate::stdout;
 
 pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
     let max_runs = args.max_runs.unwrap_or(args.runs);
@@ -41,15 +46,23 @@ pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
     progress.finish();
     let outcome = outcome?;
     let (id_a, id_b) = (outcome.id_a, outcome.id_b);
+    if args.quiet {
+        // Scripts need the ids of what was stored, whatever became of it: A, then B.
+        let mut out = stdout::stdout();
+        writeln!(out, "{id_a} {id_b}")?;
+        out.flush()?;
+    }
     if outcome.end == SweepEnd::Interrupted {
         eprintln!(
             "error: interrupted: runs {id_a} (A) and {id_b} (B) keep their {} finished trials and \
              are marked interrupted; `scalelab compare {id_a} {id_b}` compares what finished",
             outcome.stored
         );
-        return Ok(ExitCode::from(2));
+        return Ok(ExitCode::from(INTERRUPTED));
     }
     let (a, b) = (bench.store.load_run(id_a)?, bench.store.load_run(id_b)?);
+    some_trial_measured(&a).context("side A")?;
+    some_trial_measured(&b).context("side B")?;
     // Both sides were planned alike (their differing commands are a note, not a mismatch);
     // forcing only guarantees that measured work is never thrown away by a refusal.
     let view = compare::build(&a, &b, &args.verdict, true)?;
@@ -66,14 +79,15 @@ pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
     )
 }
 
-/// One side: the command, completions as ops, no warm-up, as `run --cmd` plans it.
+/// One side: the command, its ops counted as `--ops`/`--ops-regex` say (both sides alike), no
+/// warm-up, as `run --cmd` plans it.
 fn plan(args: &AbArgs, command: &str, variant: &str, cpus: u32) -> Result<Plan> {
     let cfg = command_config(
         CommandRun {
             steps: vec![("cmd".to_string(), command.to_string())],
             prepare: args.prepare.as_deref(),
             cleanup: args.cleanup.as_deref(),
-            ops: OpsSource::Completion,
+            ops: ops_source(args.ops, args.ops_regex.as_deref()),
             timeout: args.timeout,
         },
         Labels {

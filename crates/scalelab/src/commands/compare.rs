@@ -62,7 +62,7 @@ pub fn build(a: &RunData, b: &RunData, verdict: &VerdictArgs, force: bool) -> Re
 
 /// Prints the comparison; exit status 1 when any point REGRESSED.
 pub fn print(comparison: &Comparison, format: CompareFormat) -> Result<ExitCode> {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::stdout();
     match format {
         CompareFormat::Json => lab::safe_text::write_json(&mut out, comparison)?,
         CompareFormat::Markdown => write_compare_markdown(&mut out, comparison)?,

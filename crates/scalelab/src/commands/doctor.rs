@@ -2,6 +2,8 @@
 
 use std::process::ExitCode;
 
+use std::io::Write;
+
 use anyhow::Result;
 use lab::env::{self, Fingerprint, Severity};
 use lab::safe_text::printable;
@@ -13,24 +15,25 @@ pub fn run(json: bool) -> Result<ExitCode> {
     checks.extend(env::perf_checks());
     if json {
         let value = serde_json::json!({ "fingerprint": fp, "checks": checks });
-        lab::safe_text::write_json(&mut std::io::stdout().lock(), &value)?;
+        lab::safe_text::write_json(&mut crate::stdout::stdout(), &value)?;
         return Ok(ExitCode::SUCCESS);
     }
     let line = format!(
         "{} · {} · {} CPUs ({}) · kernel {}",
         fp.hostname, fp.cpu_model, fp.online_cpus, fp.cpu_list, fp.kernel_release
     );
-    println!("{}", printable(&line));
+    let mut out = crate::stdout::stdout();
+    writeln!(out, "{}", printable(&line))?;
     for c in &checks {
         let mark = match c.severity {
             Severity::Ok => "ok  ",
             Severity::Info => "info",
             Severity::Warn => "WARN",
         };
-        println!("{mark} {:<16} {}", c.name, printable(&c.finding));
+        writeln!(out, "{mark} {:<16} {}", c.name, printable(&c.finding))?;
         if let Some(fix) = &c.fix {
             if c.severity == Severity::Warn {
-                println!("     {:<16} fix: {fix}", "");
+                writeln!(out, "     {:<16} fix: {fix}", "")?;
             }
         }
     }

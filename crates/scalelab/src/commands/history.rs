@@ -66,7 +66,7 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
             history::build(workload, &runs, at, metric, &opts)
         }
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::stdout();
     if args.json {
         lab::safe_text::write_json(&mut out, &h)?;
     } else {

@@ -2,11 +2,14 @@
 
 use std::process::ExitCode;
 
+use std::io::Write;
+
 use anyhow::Result;
 use serde_json::json;
 
 pub fn run(json: bool) -> Result<ExitCode> {
     let workloads = lab::workload_infos();
+    let mut out = crate::stdout::stdout();
     if json {
         let list: Vec<_> = workloads
             .map(|i| {
@@ -16,13 +19,13 @@ pub fn run(json: bool) -> Result<ExitCode> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&list)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&list)?)?;
         return Ok(ExitCode::SUCCESS);
     }
     for i in workloads {
-        println!("{}", i.name);
-        println!("    op:        {}", i.op);
-        println!("    stresses:  {}", i.stresses);
+        writeln!(out, "{}", i.name)?;
+        writeln!(out, "    op:        {}", i.op)?;
+        writeln!(out, "    stresses:  {}", i.stresses)?;
         let width = i
             .params
             .iter()
@@ -31,9 +34,9 @@ pub fn run(json: bool) -> Result<ExitCode> {
             .unwrap_or(0);
         for p in i.params {
             let pair = format!("{}={}", p.name, p.default);
-            println!("    -p {pair:<width$}  {} ({})", p.help, p.kind);
+            writeln!(out, "    -p {pair:<width$}  {} ({})", p.help, p.kind)?;
         }
-        println!();
+        writeln!(out)?;
     }
     Ok(ExitCode::SUCCESS)
 }

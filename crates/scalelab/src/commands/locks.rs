@@ -53,7 +53,7 @@ pub fn run(db: Option<&Path>, args: &LocksArgs) -> Result<ExitCode> {
         );
     }
     let header = data.meta.description();
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::stdout();
     match args.at {
         Some(n) => {
             let Some(point) = lock_contention::at_point(&data, n, sides) else {

@@ -1,6 +1,7 @@
 //! `scalelab ls`: stored runs, oldest first, filtered by workload, tag or variant; one aligned
 //! line each (`present::run_list`), or JSON with the full text.
 
+use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -32,7 +33,7 @@ pub fn run(db: Option<&Path>, args: &LsArgs) -> Result<ExitCode> {
                 })
             })
             .collect();
-        lab::safe_text::write_json(&mut std::io::stdout().lock(), &rows)?;
+        lab::safe_text::write_json(&mut crate::stdout::stdout(), &rows)?;
         return Ok(ExitCode::SUCCESS);
     }
     if runs.is_empty() {
@@ -55,6 +56,6 @@ pub fn run(db: Option<&Path>, args: &LsArgs) -> Result<ExitCode> {
             trials_failed: failed,
         })
         .collect();
-    write_run_list(&mut std::io::stdout().lock(), &entries, &output::stdout())?;
+    write_run_list(&mut crate::stdout::stdout(), &entries, &output::stdout())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -2,8 +2,10 @@
 
 mod ab;
 mod compare;
+mod completions;
 mod doctor;
 mod guard;
+mod help;
 mod history;
 mod list;
 mod locks;
@@ -41,6 +43,8 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Locks(args) => locks::run(db, &args),
         Command::Profile(args) => profile::run(db, &args),
         Command::Report(args) => report::run(db, &args),
+        Command::Completions { target, dir } => completions::run(target, dir.as_deref()),
+        Command::Help { command } => help::run(&command),
         Command::Trial => trial::run(),
         Command::Guard { owner } => guard::run(&owner),
     }

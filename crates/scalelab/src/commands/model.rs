@@ -28,7 +28,7 @@ pub fn run(db: Option<&Path>, args: &ModelArgs) -> Result<ExitCode> {
         }
         (None, None) => anyhow::bail!("give a RUN or --csv FILE"),
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::stdout();
     if args.json {
         lab::safe_text::write_json(&mut out, &model)?;
     } else {

@@ -21,10 +21,16 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
     if let Some(file) = &args.perf_data {
         return one_file(file, args);
     }
+    if args.kallsyms.is_some() {
+        bail!(
+            "--kallsyms applies to --perf-data only: a run's profiles are symbolised with the \
+             kallsyms snapshot taken when they were recorded"
+        );
+    }
     let spec = args.run.as_deref().unwrap_or("last");
     let data = show::load(db, spec)?;
     let points = load(&data)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::stdout();
 
     if let Some(other) = &args.diff {
         let data_b = show::load(db, other)?;
@@ -162,7 +168,7 @@ fn one_file(file: &Path, args: &ProfileArgs) -> Result<ExitCode> {
     let started = Instant::now();
     let p = profile::load_file(file, args.kallsyms.as_deref())?;
     let elapsed = started.elapsed();
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::stdout();
     if args.json {
         lab::safe_text::write_json(&mut out, &p)?;
     } else {

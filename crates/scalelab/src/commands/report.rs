@@ -43,7 +43,7 @@ pub fn run(db: Option<&Path>, args: &ReportArgs) -> Result<ExitCode> {
         .unwrap_or_else(|| html::default_title(&data));
     let page = html::render(&data, &title)?;
     let written = if args.output == Path::new("-") {
-        let mut out = std::io::stdout().lock();
+        let mut out = crate::stdout::stdout();
         out.write_all(page.as_bytes())
             .and_then(|()| out.flush())
             .context("-o -: writing the page to stdout")?;

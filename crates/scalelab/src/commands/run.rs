@@ -2,21 +2,92 @@
 //! measures and stores it; the tables are printed.
 //!
 //! Ctrl-C (SIGINT) or SIGTERM stops the sweep: the trial in flight is killed, every finished
-//! trial is kept and the run is marked `interrupted` (exit 2).
+//! trial is kept and the run is marked `interrupted` (exit 130). A run whose every trial failed
+//! is stored and exits 2. Options of built-in workloads are refused with `--cmd`, never ignored.
 
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use std::io::Write;
+
+use anyhow::{Result, bail};
 use lab::lifecycle::{self, SweepEnd};
 use lab::record::{Mode, Pin};
-use lab::runner::{OpsSource, ProfileSettings};
+use lab::runner::ProfileSettings;
 use lab::{LockRequest, Plan, RunConfig};
 
 use super::show;
 use crate::cli::{LocksArg, ModeArg, PinArg, RunArgs};
-use crate::measure::{Bench, CommandRun, Labels, command_config, label, online_cpus};
+use crate::measure::{
+    Bench, CommandRun, INTERRUPTED, Labels, command_config, label, online_cpus, ops_source,
+    some_trial_measured,
+};
 use crate::progress::TerminalProgress;
+use crate::stdout;
+
+/// An option given where it does not apply — a command's option with a built-in workload, a
+/// built-in workload's with `--cmd` — refused with what to use instead, never ignored. (clap's
+/// `requires = "cmd"` does not fire when WORKLOAD is given: WORKLOAD conflicts with --cmd, and
+/// clap waives a requirement that conflicts with a present argument.)
+fn refuse_what_does_not_apply(args: &RunArgs) -> Result<()> {
+    if args.cmd.is_none() {
+        let given = [
+            (args.ops.is_some(), "--ops"),
+            (args.ops_regex.is_some(), "--ops-regex"),
+            (args.prepare.is_some(), "--prepare"),
+            (args.cleanup.is_some(), "--cleanup"),
+            (!args.steps.is_empty(), "--step"),
+            (args.timeout.is_some(), "--timeout"),
+        ];
+        if let Some((_, flag)) = given.into_iter().find(|(on, _)| *on) {
+            bail!(
+                "{flag} applies to --cmd, not to a built-in workload: a built-in workload counts \
+                 its own ops and runs for --duration (see `scalelab list`)"
+            );
+        }
+        return Ok(());
+    }
+    let given = [
+        (
+            args.duration.is_some(),
+            "--duration",
+            "a command trial runs the command once, start to end, and that time is measured; \
+             for more trials per point use --runs K (`ab`: --runs or --max-runs)",
+        ),
+        (
+            args.warmup.is_some(),
+            "--warmup",
+            "a command trial has no warm-up window; warm caches in --prepare (untimed) and use \
+             --runs K for more trials per point",
+        ),
+        (
+            args.mode.is_some(),
+            "--mode",
+            "the command makes its own threads or processes; tell it how many with {n}",
+        ),
+        (
+            args.pin.is_some(),
+            "--pin",
+            "the command runs with its CPU affinity limited to the first N CPUs; pin inside \
+             the command (e.g. `taskset`) for another placement",
+        ),
+        (
+            args.workdir.is_some(),
+            "--workdir",
+            "the command runs in the current directory; `cd DIR &&` in the command, or run \
+             scalelab from DIR",
+        ),
+        (
+            args.no_counters,
+            "--no-counters",
+            "no hardware counters are opened for a command",
+        ),
+    ];
+    if let Some((_, flag, instead)) = given.into_iter().find(|(on, _, _)| *on) {
+        bail!("{flag} applies to built-in workloads, not to --cmd: {instead}");
+    }
+    Ok(())
+}
 
 fn config(args: &RunArgs) -> RunConfig {
     let labels = Labels {
@@ -30,11 +101,7 @@ fn config(args: &RunArgs) -> RunConfig {
         Some(cmd) => {
             let mut steps = vec![("cmd".to_string(), cmd.clone())];
             steps.extend(args.steps.iter().cloned());
-            let ops = match (&args.ops, &args.ops_regex) {
-                (Some(n), _) => OpsSource::Fixed(*n),
-                (None, Some(re)) => OpsSource::Regex(re.clone()),
-                (None, None) => OpsSource::Completion,
-            };
+            let ops = ops_source(args.ops, args.ops_regex.as_deref());
             let command = CommandRun {
                 steps,
                 prepare: args.prepare.as_deref(),
@@ -46,22 +113,26 @@ fn config(args: &RunArgs) -> RunConfig {
         }
         None => {
             let mut cfg = RunConfig::new(args.workload.as_deref().unwrap_or_default());
-            cfg.warmup = args.warmup;
+            if let Some(warmup) = args.warmup {
+                cfg.warmup = warmup;
+            }
             label(&mut cfg, labels);
             cfg
         }
     };
     cfg.params = args.params.clone();
-    cfg.mode = match args.mode {
+    cfg.mode = match args.mode.unwrap_or(ModeArg::Threads) {
         ModeArg::Threads => Mode::Threads,
         ModeArg::Processes => Mode::Processes,
     };
-    cfg.pin = match args.pin {
+    cfg.pin = match args.pin.unwrap_or(PinArg::Auto) {
         PinArg::Auto => Pin::Auto,
         PinArg::Core => Pin::Core,
         PinArg::None => Pin::None,
     };
-    cfg.duration = args.duration;
+    if let Some(duration) = args.duration {
+        cfg.duration = duration;
+    }
     cfg.counters = !args.no_counters;
     cfg.locks = args.locks.map(|which| LockRequest {
         kernel: which != LocksArg::User,
@@ -75,6 +146,7 @@ fn config(args: &RunArgs) -> RunConfig {
 }
 
 pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
+    refuse_what_does_not_apply(&args)?;
     let plan = Plan::new(config(&args), online_cpus())?;
     let locks = plan.locks.is_some();
     let mut bench = Bench::open(db)?;
@@ -84,7 +156,14 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
     let outcome = outcome?;
     let id = outcome.id;
     let data = bench.store.load_run(id)?;
-    if !args.quiet {
+    let interrupted = outcome.end == SweepEnd::Interrupted;
+    let measured = some_trial_measured(&data);
+    if args.quiet {
+        // Scripts need the id of what was stored, whatever became of it.
+        let mut out = stdout::stdout();
+        writeln!(out, "{id}")?;
+        out.flush()?;
+    } else if interrupted || measured.is_ok() {
         show::print_run(&data, args.json)?;
         if locks && !args.json {
             eprintln!(
@@ -106,12 +185,13 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
             );
         }
     }
-    if outcome.end == SweepEnd::Interrupted {
+    if interrupted {
         eprintln!(
             "error: interrupted: run {id} keeps its {} finished trials and is marked interrupted",
             outcome.stored
         );
-        return Ok(ExitCode::from(2));
+        return Ok(ExitCode::from(INTERRUPTED));
     }
+    measured?;
     Ok(ExitCode::SUCCESS)
 }

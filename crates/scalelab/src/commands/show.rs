@@ -47,7 +47,7 @@ pub fn print_run(data: &RunData, json: bool) -> Result<()> {
 /// Prints a run's summary as tables, JSON with the same figures, or Markdown tables.
 pub fn print(data: &RunData, format: ShowFormat) -> Result<()> {
     let summary = summarize(data);
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::stdout();
     if format == ShowFormat::Json {
         let warnings: Vec<String> = summary
             .warnings

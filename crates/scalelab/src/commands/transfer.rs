@@ -1,5 +1,6 @@
 //! `scalelab export` and `scalelab import`: move a run between machines without loss.
 
+use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -11,7 +12,7 @@ use crate::db_path;
 
 pub fn export(db: Option<&Path>, spec: &str, format: ExportFormat) -> Result<ExitCode> {
     let data = show::load(db, spec)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::stdout();
     match format {
         ExportFormat::Json => lab::store::export_json(&data, &mut out)?,
         ExportFormat::Csv => lab::store::export_csv(&data, &mut out)?,
@@ -29,10 +30,11 @@ pub fn import(db: Option<&Path>, file: &Path) -> Result<ExitCode> {
         lab::store::read_export(file).with_context(|| format!("reading {}", file.display()))?;
     let mut store = db_path::open(db)?;
     let id = store.import(&export)?;
-    println!(
+    writeln!(
+        crate::stdout::stdout(),
         "imported {} as run {id} ({} trials)",
         lab::safe_text::printable(&file.display().to_string()),
         export.run.trials.len()
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }

@@ -6,6 +6,7 @@ mod common;
 mod cli;
 mod commands;
 mod compare;
+mod conventions;
 mod file_safety;
 mod history;
 mod hostile;

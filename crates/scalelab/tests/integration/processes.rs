@@ -289,7 +289,7 @@ fn ctrl_c_during_a_long_cleanup_ends_the_run_promptly() {
     );
     assert_eq!(
         out.status.code(),
-        Some(2),
+        Some(130),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );

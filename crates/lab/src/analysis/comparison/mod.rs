@@ -236,7 +236,8 @@ pub fn compare_runs(a: &RunData, b: &RunData, opts: &CompareOptions, pair: bool)
     for &n in &common {
         let (sa, sb) = (trials_at(a, n), trials_at(b, n));
         for (side, data, s) in [(Side::A, a, &sa), (Side::B, b, &sb)] {
-            warnings.extend(side_warnings(side, data.meta.id, n, s));
+            let command = data.meta.workload == "cmd";
+            warnings.extend(side_warnings(side, data.meta.id, command, n, s));
         }
         let point = compare_point(n, &sa, &sb, opts, paired);
         if let Some(pairs) = point.pairs {
@@ -368,7 +369,13 @@ fn partners(a: &Trials, b: &Trials) -> (Vec<f64>, Vec<f64>) {
         .unzip()
 }
 
-fn side_warnings(side: Side, run: i64, n: u32, t: &Trials) -> Vec<ComparisonWarning> {
+fn side_warnings(
+    side: Side,
+    run: i64,
+    command: bool,
+    n: u32,
+    t: &Trials,
+) -> Vec<ComparisonWarning> {
     let mut out = Vec::new();
     if t.failed > 0 {
         out.push(ComparisonWarning::FailedTrials {
@@ -387,7 +394,13 @@ fn side_warnings(side: Side, run: i64, n: u32, t: &Trials) -> Vec<ComparisonWarn
         return out;
     };
     if let Some(cv) = sample.cv().filter(|cv| *cv > HIGH_CV) {
-        out.push(ComparisonWarning::HighVariance { side, run, n, cv });
+        out.push(ComparisonWarning::HighVariance {
+            side,
+            run,
+            n,
+            cv,
+            command,
+        });
     }
     // With fewer than 3 values the median is one of two values: nothing is "far" from it.
     if sample.len() >= 3 {

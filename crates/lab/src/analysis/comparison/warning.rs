@@ -98,6 +98,9 @@ pub enum ComparisonWarning {
         n: u32,
         /// The coefficient of variation of its trials' throughputs.
         cv: f64,
+        /// Its run measures an external command (no `--duration` to lengthen).
+        #[serde(skip)]
+        command: bool,
     },
     /// A trial whose throughput stands far from the others of its point.
     Outlier {
@@ -252,11 +255,18 @@ impl fmt::Display for ComparisonWarning {
                 comma_list(points),
                 percent(*threshold)
             ),
-            ComparisonWarning::HighVariance { side, run, n, cv } => write!(
+            ComparisonWarning::HighVariance {
+                side,
+                run,
+                n,
+                cv,
+                command,
+            } => write!(
                 f,
                 "{side} (run {run}) N={n}: throughput varies by {:.1}% (CV) between trials, which \
-                 hides small changes; run `scalelab doctor`, lengthen --duration or add --runs",
-                cv * 100.0
+                 hides small changes; run `scalelab doctor`, {}",
+                cv * 100.0,
+                crate::warnings::more_data_hint(*command)
             ),
             ComparisonWarning::Outlier {
                 side,

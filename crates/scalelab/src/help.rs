@@ -1,0 +1,469 @@
+//! The help around the arguments: each command's EXAMPLES and EXIT STATUS blocks, and the one
+//! clap definition every user of it shares ([`command`]: parsing, completions, the man page).
+//!
+//! Two rules keep the text as written. Every example line fits in 78 columns (a longer one
+//! continues on the next line after ` \`), so clap's wrapping at an 80-column terminal never
+//! cuts a command. And `{n}` (a command's task count) is shown literally: clap reads `{n}` in
+//! help text as a line break, so [`command`] puts an invisible ANSI reset inside each one
+//! (`{` ESC`[0m` `n}`), which a terminal shows as `{n}` and clap strips when it writes plain text
+//! (a pipe, completions, the man page).
+
+use clap::builder::StyledStr;
+use clap::{Command, CommandFactory};
+
+use crate::cli::Cli;
+
+/// `scalelab --help`.
+pub const TOP: &str = "\
+EXAMPLES:
+  scalelab list
+  scalelab run page_fault                     # 1,2,4,… up to the online CPUs
+  scalelab run page_fault -p lines=8 --tasks 1,2 --runs 5 --duration 2s
+  scalelab run atomic -p mode=cmpxchg-retry --tasks 1..4 --mode processes
+  scalelab run --cmd 'make -j{n} vmlinux' --prepare 'make clean' \\
+      --tasks 1,2 --runs 6
+  scalelab run --cmd 'tar xf src.tar' --tasks 1 \\
+      --step md5='find src -type f -exec md5sum {} +' --step rm='rm -rf src'
+  scalelab run create_unlink -p shared=true --tasks 1,2 --locks
+  scalelab locks last
+  scalelab ls ; scalelab show last ; scalelab show 3 --json
+  scalelab export last --format csv > run.csv
+  scalelab export last > run.json ; scalelab import run.json
+  scalelab doctor
+  scalelab completions bash > /etc/bash_completion.d/scalelab
+
+EXIT STATUS:
+  0    success
+  1    a regression was found (compare, ab, history --check)
+  2    a usage or runtime error, said on stderr with its fix; also a run in
+       which every trial failed (it is stored: `scalelab show RUN --json`)
+  130  interrupted by Ctrl-C or SIGTERM (finished trials are kept)
+  A closed output pipe (`scalelab ls | head -1`) ends scalelab quietly, 0.";
+
+/// `scalelab run --help`.
+pub const RUN: &str = "\
+EXAMPLES:
+  scalelab run page_fault                     # 1,2,4,… up to the online CPUs
+  scalelab run page_fault -p lines=8 --tasks 1,2 --runs 5 --duration 2s
+  scalelab run atomic -p mode=cmpxchg-retry --tasks 1..4 --mode processes
+  scalelab run spin --tasks 1,2 --variant stock --tag kernel=6.8
+  scalelab run --cmd 'make -j{n} vmlinux' --prepare 'make clean' \\
+      --tasks 1,2 --runs 6
+  scalelab run --cmd './bench -t {n}' --ops-regex 'ops: ([0-9]+)' --runs 5
+  id=$(scalelab run spin --tasks 1,2 -q)      # -q prints only the run id
+
+A command (--cmd) runs once per trial, start to end: --duration, --warmup,
+--mode, --pin, --workdir and --no-counters apply to built-in workloads only
+(more trials: --runs; work per trial: --ops or --ops-regex).
+
+EXIT STATUS:
+  0    the run is stored
+  2    a usage or runtime error, or every trial failed (the run is stored)
+  130  interrupted by Ctrl-C or SIGTERM (the finished trials are stored)";
+
+/// `scalelab ls --help`.
+pub const LS: &str = "\
+EXAMPLES:
+  scalelab ls
+  scalelab ls --workload page_fault --tag kernel=6.8
+  scalelab ls --variant patched --json";
+
+/// `scalelab show --help`.
+pub const SHOW: &str = "\
+EXAMPLES:
+  scalelab show last
+  scalelab show last~1 --json
+  scalelab show run.json                      # an exported run";
+
+/// `scalelab export --help`.
+pub const EXPORT: &str = "\
+EXAMPLES:
+  scalelab export last > run.json
+  scalelab export 12 --format csv > run.csv";
+
+/// `scalelab import --help`.
+pub const IMPORT: &str = "\
+EXAMPLES:
+  scalelab export last > run.json             # on one machine
+  scalelab import run.json                    # on another";
+
+/// `scalelab history --help`.
+pub const HISTORY: &str = "\
+EXAMPLES:
+  scalelab history page_fault --at 2
+  scalelab history page_fault -p lines=8 --metric ns_per_op --check
+  scalelab history --csv nightly.csv --json
+
+EXIT STATUS:
+  0    success (with --check: the newest segment did not regress)
+  1    --check only: the newest segment is a regression
+  2    a usage or runtime error";
+
+/// `scalelab report --help`.
+pub const REPORT: &str = "\
+EXAMPLES:
+  scalelab report last -o run.html
+  scalelab report last~1 last -o compare.html --title 'stock vs patched'";
+
+/// `scalelab completions --help`.
+pub const COMPLETIONS: &str = "\
+EXAMPLES:
+  scalelab completions bash > /etc/bash_completion.d/scalelab
+  scalelab completions zsh > ~/.zfunc/_scalelab
+  scalelab completions fish > ~/.config/fish/completions/scalelab.fish
+  scalelab completions man > scalelab.1 ; man -l scalelab.1
+  scalelab completions man --dir /usr/local/share/man/man1   # every page";
+
+/// The one clap definition of the CLI, with every `{n}` kept as written.
+pub fn command() -> Command {
+    keep_braces(Cli::command())
+}
+
+/// `{n}` → `{` ESC`[0m` `n}` in every text clap shows, through every subcommand.
+fn keep_braces(cmd: Command) -> Command {
+    let mut cmd = cmd.mut_args(|mut arg| {
+        if let Some(help) = arg.get_help().and_then(escaped) {
+            arg = arg.help(help);
+        }
+        if let Some(long) = arg.get_long_help().and_then(escaped) {
+            arg = arg.long_help(long);
+        }
+        arg
+    });
+    if let Some(text) = cmd.get_about().and_then(escaped) {
+        cmd = cmd.about(text);
+    }
+    if let Some(text) = cmd.get_long_about().and_then(escaped) {
+        cmd = cmd.long_about(text);
+    }
+    if let Some(text) = cmd.get_after_help().and_then(escaped) {
+        cmd = cmd.after_help(text);
+    }
+    if let Some(text) = cmd.get_after_long_help().and_then(escaped) {
+        cmd = cmd.after_long_help(text);
+    }
+    cmd.mut_subcommands(keep_braces)
+}
+
+/// The text with each `{n}` guarded, or `None` when it has none.
+fn escaped(text: &StyledStr) -> Option<String> {
+    let raw = text.ansi().to_string();
+    raw.contains("{n}")
+        .then(|| raw.replace("{n}", "{\x1b[0mn}"))
+}
+
+/// `scalelab compare --help`.
+pub const COMPARE: &str = "\
+EXAMPLES:
+  scalelab run page_fault --runs 10 --variant stock
+  scalelab run page_fault --runs 10 --variant patched   # patched kernel
+  scalelab compare last~1 last                # A = baseline, B = candidate
+  scalelab compare 12 15 --threshold 2% --alpha 0.01
+  scalelab compare stock.json last --json     # exported runs work too
+  scalelab compare last~1 last || echo regression   # a CI gate
+
+A verdict is REGRESSED or IMPROVED only when p < alpha and the whole 95%
+interval of the change lies beyond ±threshold; NO CHANGE when it lies within;
+otherwise INCONCLUSIVE, with the runs per side that would decide. Runs of
+different workloads, parameters or task counts are refused unless --force;
+two `run --cmd` runs may differ in their command lines, which is what they
+compare.
+
+EXIT STATUS:
+  0    no point REGRESSED
+  1    some point REGRESSED
+  2    a usage or runtime error (also: runs that measure different things)";
+
+/// `scalelab ab --help`.
+pub const AB: &str = "\
+EXAMPLES:
+  scalelab ab --a './old-build/bench' --b './new-build/bench' --tasks 1
+  scalelab ab --a 'make -j{n}' --b 'CC=clang make -j{n}' \\
+      --prepare 'make clean' --tasks 2,4
+  scalelab ab --a 'gzip -c big > /dev/null' --b 'zstd -c big > /dev/null' \\
+      --runs 20 --json
+  scalelab ab --a ./old --b ./new --tasks 1 --max-runs 200   # until ±1% shows
+  scalelab ab --a './bench' --b './bench --fast' --ops-regex 'ops: ([0-9]+)'
+  read a b < <(scalelab ab --a ./old --b ./new -q)   # -q: the two run ids
+
+Each pair's order (AB or BA) is drawn at random (seed printed, stored as the
+tag ab_seed; --seed repeats an order), so drift in the machine lands on both
+sides alike, and each pair's change B/A is judged (Wilcoxon signed-rank):
+what slows both trials of a pair cancels. `compare` of the two stored runs
+judges them the same way (--unpaired: as two independent samples).
+
+EXIT STATUS:
+  0    B did not REGRESS at any point
+  1    B REGRESSED at some point
+  2    a usage or runtime error, or every trial of a side failed
+  130  interrupted by Ctrl-C or SIGTERM (the finished trials are stored)";
+
+/// `scalelab model --help`.
+pub const MODEL: &str = "\
+EXAMPLES:
+  scalelab run page_fault --tasks 1,2,4,8,16 --runs 5
+  scalelab model last
+  scalelab model last --predict 32,64
+  scalelab model --csv measurements.csv --json   # N,throughput rows";
+
+/// `scalelab locks --help`.
+pub const LOCKS: &str = "\
+EXAMPLES:
+  scalelab run create_unlink -p shared=true --tasks 1,2 --locks
+  scalelab locks last               # what grows with N: lock wait per op
+  scalelab locks last --at 2 --kernel --top 20   # lock_stat-like, at N=2
+  scalelab locks last --at 2 --user   # futex waits by address and call site
+  scalelab locks last --json";
+
+/// `scalelab profile --help`.
+pub const PROFILE: &str = "\
+EXAMPLES:
+  scalelab run page_fault --tasks 1,2 --profile
+  scalelab profile last             # what grows with N: cost per op vs N=1
+  scalelab profile last --at 2 --top 25   # the top functions at N=2
+  scalelab profile last --diff 12   # against run 12, function by function
+  scalelab profile last --at 2 --flamegraph fg.svg
+  scalelab profile last --diff 12 --flamegraph diff.svg
+  scalelab profile --perf-data perf.data --kallsyms kallsyms   # any file";
+
+#[cfg(test)]
+mod tests {
+    use clap::FromArgMatches;
+
+    use super::*;
+
+    /// A word, or one of the shell's operators (`;`, `|`, `&`, `(`, `)`, `<`, `>`, `$`).
+    #[derive(Debug, PartialEq)]
+    enum Token {
+        Word(String),
+        Op(char),
+    }
+
+    /// A shell line as words (quotes removed) and operators, up to a `#` comment.
+    fn tokens(line: &str) -> Vec<Token> {
+        let mut out = Vec::new();
+        let mut word: Option<String> = None;
+        let mut quote: Option<char> = None;
+        for c in line.chars() {
+            if let Some(q) = quote {
+                if c == q {
+                    quote = None;
+                } else {
+                    word.get_or_insert_default().push(c);
+                }
+                continue;
+            }
+            match c {
+                '\'' | '"' => {
+                    quote = Some(c);
+                    word.get_or_insert_default();
+                }
+                '#' if word.is_none() => break,
+                ';' | '|' | '&' | '(' | ')' | '<' | '>' | '$' => {
+                    out.extend(word.take().map(Token::Word));
+                    out.push(Token::Op(c));
+                }
+                c if c.is_whitespace() => out.extend(word.take().map(Token::Word)),
+                c => word.get_or_insert_default().push(c),
+            }
+        }
+        assert!(quote.is_none(), "unclosed quote in {line}");
+        out.extend(word.map(Token::Word));
+        out
+    }
+
+    /// The arguments of every `scalelab …` command in a shell line (and of `cargo run -p
+    /// scalelab -- …`), without redirections.
+    fn scalelab_commands(line: &str) -> Vec<Vec<String>> {
+        let mut commands = Vec::new();
+        let mut current: Vec<String> = Vec::new();
+        let mut redirect = false;
+        for token in tokens(line).into_iter().chain([Token::Op(';')]) {
+            match token {
+                Token::Op(op) => {
+                    redirect = matches!(op, '<' | '>');
+                    if !redirect && !current.is_empty() {
+                        commands.push(std::mem::take(&mut current));
+                    }
+                }
+                Token::Word(_) if redirect => redirect = false,
+                Token::Word(w) => current.push(w),
+            }
+        }
+        commands
+            .into_iter()
+            .filter_map(|words| match words.first().map(String::as_str) {
+                Some("scalelab") => Some(words),
+                Some("cargo") => {
+                    let rest = words.iter().position(|w| w == "--")?;
+                    Some(
+                        std::iter::once("scalelab".to_string())
+                            .chain(words[rest + 1..].iter().cloned())
+                            .collect(),
+                    )
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Each command of an EXAMPLES block, continuation lines (` \`) joined.
+    fn examples(text: &str) -> Vec<String> {
+        let mut lines = Vec::new();
+        let mut pending = String::new();
+        for line in text
+            .lines()
+            .skip_while(|l| l.trim() != "EXAMPLES:")
+            .skip(1)
+            .take_while(|l| !l.trim().is_empty())
+        {
+            match line.trim().strip_suffix('\\') {
+                Some(head) => pending.push_str(head),
+                None => lines.push(std::mem::take(&mut pending) + line.trim()),
+            }
+        }
+        assert!(pending.is_empty(), "a continuation ends the block: {text}");
+        lines
+    }
+
+    /// Every `scalelab` command line in the README's code blocks.
+    fn readme_lines() -> Vec<String> {
+        let readme = include_str!("../../../README.md");
+        let mut in_block = false;
+        let mut lines = Vec::new();
+        for line in readme.lines() {
+            if line.starts_with("```") {
+                in_block = !in_block;
+            } else if in_block {
+                let line = line.strip_prefix("$ ").unwrap_or(line);
+                if line.starts_with("scalelab ") || line.contains("-p scalelab -- ") {
+                    lines.push(line.to_string());
+                }
+            }
+        }
+        lines
+    }
+
+    /// Every subcommand (and the top command), with its path of names.
+    fn all_commands(cmd: &Command, path: &str, out: &mut Vec<(String, Command)>) {
+        out.push((path.to_string(), cmd.clone()));
+        for sub in cmd.get_subcommands() {
+            all_commands(sub, &format!("{path} {}", sub.get_name()), out);
+        }
+    }
+
+    fn parses(words: &[String]) -> Result<Cli, String> {
+        command()
+            .try_get_matches_from(words)
+            .and_then(|m| Cli::from_arg_matches(&m))
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn every_example_in_the_help_and_the_readme_parses() {
+        let mut commands = Vec::new();
+        let mut all = Vec::new();
+        all_commands(&command(), "scalelab", &mut all);
+        let mut pages = 0;
+        for (path, cmd) in &all {
+            let Some(after) = cmd.get_after_help() else {
+                continue;
+            };
+            let lines = examples(&after.to_string());
+            assert!(!lines.is_empty(), "{path}: an after_help without EXAMPLES");
+            pages += 1;
+            for line in lines {
+                let found = scalelab_commands(&line);
+                assert!(!found.is_empty(), "{path}: no scalelab command in `{line}`");
+                commands.extend(found.into_iter().map(|c| (path.clone(), line.clone(), c)));
+            }
+        }
+        assert!(pages >= 14, "only {pages} pages with examples");
+        let readme = readme_lines();
+        assert!(readme.len() >= 7, "the README's examples: {readme:?}");
+        for line in readme {
+            let found = scalelab_commands(&line);
+            assert!(!found.is_empty(), "README: no scalelab command in `{line}`");
+            commands.extend(
+                found
+                    .into_iter()
+                    .map(|c| ("README".into(), line.clone(), c)),
+            );
+        }
+        for (place, line, words) in &commands {
+            if let Err(e) = parses(words) {
+                panic!("{place}: `{line}` does not parse ({words:?}):\n{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_example_extractor_reads_shell_lines() {
+        let words = |c: &[&str]| c.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            scalelab_commands("scalelab ls ; scalelab show 3 --json > x.json # note"),
+            [
+                words(&["scalelab", "ls"]),
+                words(&["scalelab", "show", "3", "--json"])
+            ]
+        );
+        assert_eq!(
+            scalelab_commands("read a b < <(scalelab ab --a 'x {n}' --b \"y z\" -q)"),
+            [words(&[
+                "scalelab", "ab", "--a", "x {n}", "--b", "y z", "-q"
+            ])]
+        );
+        assert_eq!(
+            scalelab_commands("cargo run -p scalelab -- run spin --step md5='a {} +'"),
+            [words(&["scalelab", "run", "spin", "--step", "md5=a {} +"])]
+        );
+        assert!(parses(&words(&["scalelab", "run", "--no-such-flag"])).is_err());
+    }
+
+    #[test]
+    fn example_lines_fit_80_columns() {
+        let mut all = Vec::new();
+        all_commands(&command(), "scalelab", &mut all);
+        for (path, cmd) in &all {
+            for line in cmd
+                .get_after_help()
+                .map(|t| t.to_string())
+                .unwrap_or_default()
+                .lines()
+            {
+                assert!(line.chars().count() <= 78, "{path}: {line}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_argument_has_a_description() {
+        let mut all = Vec::new();
+        all_commands(&command(), "scalelab", &mut all);
+        for (path, cmd) in &all {
+            if cmd.is_hide_set() {
+                continue;
+            }
+            for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+                assert!(
+                    arg.get_help().is_some(),
+                    "`{path}` {} has no description",
+                    arg.get_id()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn braces_n_survive_into_help_and_plain_text() {
+        let mut cmd = command();
+        let run = cmd.find_subcommand_mut("run").unwrap().render_long_help();
+        let text = run.to_string();
+        assert!(text.contains("`{n}` is replaced"), "{text}");
+        assert!(text.contains("make -j{n} vmlinux"), "{text}");
+        assert!(
+            !text.contains('\x1b'),
+            "plain text has no escapes: {text:?}"
+        );
+    }
+}
