@@ -1,7 +1,6 @@
 //! `scalelab ls`: stored runs, oldest first, filtered by workload, tag or variant; one aligned
 //! line each (`present::run_list`), or JSON with the full text.
 
-use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
