@@ -208,13 +208,22 @@ pub struct LsArgs {
     pub variant: Option<String>,
     #[arg(long)]
     pub json: bool,
+    /// Only runs of external commands whose command line contains TEXT.
+    #[arg(long, value_name = "TEXT")]
+    pub cmd: Option<String>,
 }
 
 #[derive(Debug, Args)]
 pub struct HistoryArgs {
-    /// The workload (`cmd` for external commands); its parameters with -p. Omit with --csv.
-    #[arg(required_unless_present = "csv")]
+    /// The workload (`cmd` for external commands); its parameters with -p. Omit with --csv
+    /// or --cmd.
+    #[arg(required_unless_present_any = ["csv", "cmd"])]
     pub workload: Option<String>,
+    /// Follow the external command CMD, exactly as run (`scalelab ls --cmd TEXT` finds it);
+    /// a command's series is its command line, so `history cmd` alone refuses when several
+    /// commands are stored, listing them.
+    #[arg(long, value_name = "CMD", conflicts_with = "csv")]
+    pub cmd: Option<String>,
     /// Only runs with these parameters (the others at their defaults), repeatable.
     #[arg(short = 'p', long = "param", value_name = "KEY=VAL", value_parser = parse_pair)]
     pub params: Vec<(String, String)>,
@@ -374,6 +383,10 @@ pub struct ModelArgs {
     /// Predict throughput at these task counts [default: twice the largest measured N].
     #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = parse_task_count)]
     pub predict: Vec<f64>,
+    /// Fit a run's task counts past its online CPUs too (left out by default: they measure
+    /// time-sharing, not scaling); a warning names them either way.
+    #[arg(long, conflicts_with = "csv")]
+    pub all_n: bool,
     /// Print the model as JSON on stdout.
     #[arg(long)]
     pub json: bool,

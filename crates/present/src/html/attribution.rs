@@ -142,14 +142,14 @@ pub(super) fn lock_tables(point: &PointLocks, tables: &mut Vec<Table>, warnings:
             })
             .collect();
         let caption = format!(
-            "{} locks at N={n}: {} ({} traced trial(s))",
+            "{} locks at N={n}: {} ({})",
             side.as_str(),
             if rows.is_empty() {
                 "no contention seen"
             } else {
                 "most wait first"
             },
-            point.trials
+            lab::number_text::plural(point.trials, "traced trial")
         );
         tables.push(Table {
             caption,

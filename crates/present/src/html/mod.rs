@@ -169,10 +169,10 @@ fn history_section(h: &History) -> Result<HistorySection, PresentError> {
         .collect();
     Ok(HistorySection {
         summary: format!(
-            "{} runs of {}; {} change point(s); the newest segment {}.",
-            h.points.len(),
+            "{} of {}; {}; the newest segment {}.",
+            lab::number_text::plural(h.points.len(), "run"),
             h.workload,
-            h.changes.len(),
+            lab::number_text::plural(h.changes.len(), "change point"),
             if h.newest_regressed {
                 "is a REGRESSION"
             } else {

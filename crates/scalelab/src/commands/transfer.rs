@@ -25,9 +25,9 @@ pub fn import(db: Option<&Path>, file: &Path) -> Result<ExitCode> {
     let mut store = db_path::open(db)?;
     let id = store.import(&export)?;
     println!(
-        "imported {} as run {id} ({} trials)",
+        "imported {} as run {id} ({})",
         lab::safe_text::printable(&file.display().to_string()),
-        export.run.trials.len()
+        lab::number_text::plural(export.run.trials.len(), "trial")
     );
     Ok(ExitCode::SUCCESS)
 }

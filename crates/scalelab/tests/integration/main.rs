@@ -13,4 +13,5 @@ mod locks;
 mod processes;
 mod profile;
 mod report;
+mod wording;
 mod workloads;
