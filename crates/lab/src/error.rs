@@ -93,7 +93,10 @@ pub enum LabError {
     #[error(transparent)]
     Perf(#[from] perf::PerfError),
     /// A run ended early on an error; the trials it stored are kept.
-    #[error("run {runs} stopped after {stored} trials (kept, marked interrupted): {source}")]
+    #[error(
+        "run {runs} stopped after {} (kept, marked interrupted): {source}",
+        crate::number_text::plural(*.stored, "trial")
+    )]
     Stopped {
         /// The run id, or `A and B` for an A/B experiment.
         runs: String,

@@ -1,7 +1,8 @@
 //! How numbers read in the engine's messages (warnings and their hints) and in every table the
 //! `present` crate draws: three significant figures with SI prefixes (`1.23M`), percentages
-//! (`+1.23%`, `0.5%`) and lists of task counts (`1,2,4`). One definition each, so a figure reads
-//! the same in a warning and in the table above it.
+//! (`+1.23%`, `0.5%`), lists of task counts (`1,2,4`) and counted nouns (`1 trial`,
+//! `2 trials`). One definition each, so a figure reads the same in a warning and in the table
+//! above it.
 
 /// `1234567.0` -> `1.23M`; `0.000123` -> `0.000`; three significant figures.
 pub fn si(x: f64) -> String {
@@ -68,6 +69,18 @@ pub fn percent(x: f64) -> String {
     format!("{text}%")
 }
 
+/// A count with its noun, plural unless the count is 1: `1 trial`, `3 trials`, `0 runs`,
+/// `2 processes` (nouns ending in `s`, `x`, `ch` or `sh` take `es`).
+pub fn plural(count: usize, noun: &str) -> String {
+    if count == 1 {
+        format!("1 {noun}")
+    } else if ["s", "x", "ch", "sh"].iter().any(|end| noun.ends_with(end)) {
+        format!("{count} {noun}es")
+    } else {
+        format!("{count} {noun}s")
+    }
+}
+
 /// Task counts as a comma-separated list: `1,2,4`.
 pub fn comma_list(ns: &[u32]) -> String {
     ns.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
@@ -96,6 +109,18 @@ mod tests {
         assert_eq!(percent(0.1), "10%");
         assert_eq!(signed_percent(-0.0291), "-2.91%");
         assert_eq!(signed_percent(0.123), "+12.3%");
+    }
+
+    /// Issue 13: "1 trials", "1 runs".
+    #[test]
+    fn counts_take_the_plural_unless_one() {
+        assert_eq!(plural(1, "trial"), "1 trial");
+        assert_eq!(plural(0, "run"), "0 runs");
+        assert_eq!(plural(3, "pair"), "3 pairs");
+        assert_eq!(plural(2, "process"), "2 processes");
+        assert_eq!(plural(1, "process"), "1 process");
+        assert_eq!(plural(2, "CPU"), "2 CPUs");
+        assert_eq!(plural(2, "change point"), "2 change points");
     }
 
     #[test]

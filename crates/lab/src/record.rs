@@ -170,8 +170,9 @@ pub struct RunMeta {
 impl RunMeta {
     /// The one line that names the run wherever it is shown — the heading of `scalelab show`,
     /// `RunRef::description` and `ModelSource::Run` in the JSON of `compare` and `model`: id,
-    /// name, workload and parameters, mode, trials, variant, tags, status; printable (control
-    /// characters escaped, [`crate::safe_text::printable`]).
+    /// name, workload and parameters, mode and pinning (for a command: `command, affinity N
+    /// CPUs`), trials, variant, tags, status; printable (control characters escaped,
+    /// [`crate::safe_text::printable`]).
     pub fn description(&self) -> String {
         let params: Vec<String> = self
             .params
@@ -187,10 +188,16 @@ impl RunMeta {
         } else {
             format!("{} {}", self.workload, params.join(" "))
         });
-        parts.push(format!("{}, pin {}", self.mode, self.pin));
         if self.workload == "cmd" {
-            parts.push(format!("{} trials per point", self.runs));
+            // Mode and pinning do not apply: the command runs as it is, with its affinity
+            // limited to N CPUs at each N.
+            parts.push("command, affinity N CPUs".into());
+            parts.push(format!(
+                "{} per point",
+                crate::number_text::plural(self.runs as usize, "trial")
+            ));
         } else {
+            parts.push(format!("{}, pin {}", self.mode, self.pin));
             parts.push(format!(
                 "{}×{:.3}s (warm-up {:.3}s)",
                 self.runs,
@@ -459,3 +466,30 @@ pub struct RunExport {
 
 /// Version of the export JSON layout; bump on any incompatible change and teach `import` the old one.
 pub const EXPORT_SCHEMA_VERSION: u32 = 1;
+
+#[cfg(test)]
+mod tests {
+    /// Issue 13: a command run's header said `threads, pin auto`, which mean nothing for a
+    /// command (it runs with its affinity limited to N CPUs), and `1 trials per point`.
+    #[test]
+    fn a_command_run_is_described_as_a_command_with_its_affinity() {
+        let mut m = crate::test_runs::meta(4, "cmd", &[1, 2]);
+        m.params.insert("cmd".into(), "make -j{n}".into());
+        let d = m.description();
+        assert!(
+            d.contains("cmd=make -j{n} · command, affinity N CPUs · 1 trial per point ·"),
+            "{d}"
+        );
+        assert!(!d.contains("threads") && !d.contains("pin"), "{d}");
+        m.runs = 3;
+        assert!(m.description().contains(" · 3 trials per point ·"));
+        let builtin = crate::test_runs::meta(5, "spin", &[1]);
+        assert!(
+            builtin
+                .description()
+                .contains("spin · threads, pin auto · 1×1.000s"),
+            "{}",
+            builtin.description()
+        );
+    }
+}

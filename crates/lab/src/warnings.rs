@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::number_text::plural;
+
 /// Something that makes a result less trustworthy than it looks.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Warning {
@@ -107,7 +109,8 @@ impl fmt::Display for Warning {
             } => {
                 write!(
                     f,
-                    "N={n}: {failed} of {total} trials failed ({first_reason}); see `scalelab show RUN --json` for every reason"
+                    "N={n}: {failed} of {} failed ({first_reason}); see `scalelab show RUN --json` for every reason",
+                    plural(*total, "trial")
                 )
             }
             Warning::HighVariance { n, cv, command } => write!(
@@ -118,7 +121,8 @@ impl fmt::Display for Warning {
             ),
             Warning::FewRuns { runs } => write!(
                 f,
-                "only {runs} trial(s) per point: the interval is the full range; use --runs 5 or more to compare runs with confidence"
+                "only {} per point: the interval is the full range; use --runs 5 or more to compare runs with confidence",
+                plural(*runs, "trial")
             ),
             Warning::NoBaseline => write!(
                 f,
@@ -174,8 +178,8 @@ impl fmt::Display for Warning {
                 let pids: Vec<String> = processes.iter().map(|(p, _)| p.to_string()).collect();
                 write!(
                     f,
-                    "{} process(es) left running by a scalelab that was killed compete for the CPUs with this run: {}{}; stop them with `kill -9 {}`",
-                    processes.len(),
+                    "{} left running by a scalelab that was killed compete for the CPUs with this run: {}{}; stop them with `kill -9 {}`",
+                    plural(processes.len(), "process"),
                     list.join(", "),
                     if more > 0 {
                         format!(" and {more} more")
@@ -203,6 +207,33 @@ pub(crate) fn more_data_hint(command: bool) -> &'static str {
 mod tests {
     use super::*;
 
+    /// Issue 13: "1 trials", "1 runs": every count agrees with its noun.
+    #[test]
+    fn counts_agree_with_their_nouns() {
+        let few = |runs| Warning::FewRuns { runs }.to_string();
+        assert!(few(1).starts_with("only 1 trial per point:"), "{}", few(1));
+        assert!(few(2).starts_with("only 2 trials per point:"), "{}", few(2));
+        let failed = Warning::FailedTrials {
+            n: 2,
+            failed: 1,
+            total: 1,
+            first_reason: "boom".into(),
+        };
+        assert!(
+            failed
+                .to_string()
+                .starts_with("N=2: 1 of 1 trial failed (boom)"),
+            "{failed}"
+        );
+        let one = Warning::LeftRunning {
+            processes: vec![(12, "sleep 300".into())],
+        };
+        assert!(
+            one.to_string().starts_with("1 process left running"),
+            "{one}"
+        );
+    }
+
     #[test]
     fn processes_left_running_are_listed_with_the_command_that_stops_them() {
         let w = Warning::LeftRunning {
@@ -210,7 +241,7 @@ mod tests {
         };
         assert_eq!(
             w.to_string(),
-            "2 process(es) left running by a scalelab that was killed compete for the CPUs with this run: 12 (sleep 300), 13 (make -j2); stop them with `kill -9 12 13`"
+            "2 processes left running by a scalelab that was killed compete for the CPUs with this run: 12 (sleep 300), 13 (make -j2); stop them with `kill -9 12 13`"
         );
         let many = Warning::LeftRunning {
             processes: (1..=12).map(|p| (p, "x".to_string())).collect(),

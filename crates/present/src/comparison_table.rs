@@ -212,7 +212,7 @@ fn write_summary(out: &mut dyn Write, comparison: &Comparison, palette: Palette)
         )?;
     }
     let scales = |side: Side, r: &RunRef| match r.scales_to {
-        Some(st) => format!("{side} scales to {:.2} out of {}", st.speedup, st.n),
+        Some(st) => format!("{side} scales to {st}"),
         None => format!("{side}: no scaling figure (needs N=1 and one more N)"),
     };
     writeln!(
@@ -232,7 +232,13 @@ fn write_summary(out: &mut dyn Write, comparison: &Comparison, palette: Palette)
         } else {
             "at every N compared"
         };
-        writeln!(out, "curves: {side} is ahead {at} (medians)")?;
+        writeln!(out, "curves: {side} is ahead {at} (significantly at each)")?;
+    } else if s.regressed.is_empty() && s.improved.is_empty() && s.worst.is_some() {
+        // Compared, but no median differs by more than the noise: nobody is ahead.
+        writeln!(
+            out,
+            "curves: no N differs significantly (every verdict is NO CHANGE or INCONCLUSIVE)"
+        )?;
     }
     for c in &s.crossings {
         let behind = match c.ahead_below {
@@ -310,7 +316,7 @@ mod tests {
         );
         assert!(shown.contains("worst point: N=2, -10.0%"), "{shown}");
         assert!(
-            shown.contains("A scales to 2.00 out of 2; B scales to 1.80 out of 2"),
+            shown.contains("A scales to 2.00 out of 2 tasks; B scales to 1.80 out of 2 tasks"),
             "{shown}"
         );
     }
@@ -376,7 +382,7 @@ mod tests {
         assert!(shown.contains("Wilcoxon signed-rank p"), "{shown}");
         assert!(shown.contains("11 (12/11)"), "{shown}");
         assert!(
-            shown.contains("N=1: 1 trial(s) of A left out of the paired test"),
+            shown.contains("N=1: 1 trial of A left out of the paired test"),
             "{shown}"
         );
         let unpaired = compare_runs(&a, &b, &CompareOptions::default(), false);
@@ -431,6 +437,42 @@ mod tests {
         assert!(shown.contains("verdict"), "{shown}");
         assert!(
             shown.contains("columns left out at 80 columns: "),
+            "{shown}"
+        );
+    }
+
+    /// Issue 13: an A/A `ab` said `B is ahead at the one N compared` when nothing differed
+    /// significantly.
+    #[test]
+    fn a_lead_within_the_noise_is_not_called_ahead() {
+        let a = run(1, "spin", &[(1, &around(1000.0, 0.02, 10))]);
+        let b = run(2, "spin", &[(1, &around(1002.0, 0.02, 10))]);
+        let shown = text(&compare(&a, &b));
+        assert!(!shown.contains("ahead"), "{shown}");
+        assert!(
+            shown.contains("curves: no N differs significantly"),
+            "{shown}"
+        );
+        let faster = run(2, "spin", &[(1, &around(1200.0, 0.02, 10))]);
+        let shown = text(&compare(&a, &faster));
+        assert!(
+            shown.contains("curves: B is ahead at the one N compared"),
+            "{shown}"
+        );
+    }
+
+    /// Issue 13: `scales to 0.46 out of 4 CPUs` on a 2-CPU machine.
+    #[test]
+    fn scaling_counts_tasks_past_the_cpus() {
+        let mut a = run(1, "spin", &[(1, &[100.0]), (4, &[46.0])]);
+        let mut b = run(2, "spin", &[(1, &[100.0]), (4, &[50.0])]);
+        a.meta.env.online_cpus = 2;
+        b.meta.env.online_cpus = 4;
+        let shown = text(&compare(&a, &b));
+        assert!(
+            shown.contains(
+                "scaling: A scales to 0.46 out of 4 tasks (2 CPUs); B scales to 0.50 out of 4 CPUs"
+            ),
             "{shown}"
         );
     }

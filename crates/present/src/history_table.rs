@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use lab::analysis::history::History;
-use lab::number_text::si;
+use lab::number_text::{plural, si};
 use lab::safe_text::printable;
 
 /// Writes the series, its change points and the verdict on the newest segment.
@@ -14,17 +14,19 @@ pub fn write_history(out: &mut dyn Write, h: &History) -> io::Result<()> {
     } else {
         String::new()
     };
+    let params: Vec<String> = h.params.iter().map(|(k, v)| format!(" {k}={v}")).collect();
     writeln!(
         out,
-        "{}{at} · {} ({} is better) · {} runs · change points: p < {}, segments ≥ {} runs",
+        "{}{}{at} · {} ({} is better) · {} · change points: p < {}, segments ≥ {} runs",
         printable(&h.workload),
+        printable(&params.concat()),
         h.metric.name(),
         if h.higher_is_better {
             "higher"
         } else {
             "lower"
         },
-        h.points.len(),
+        plural(h.points.len(), "run"),
         h.options.max_p,
         h.options.min_segment
     )?;
@@ -74,14 +76,14 @@ pub fn write_history(out: &mut dyn Write, h: &History) -> io::Result<()> {
     } else if h.newest_regressed {
         writeln!(
             out,
-            "the newest segment is a REGRESSION ({} change point(s) in all)",
-            h.changes.len()
+            "the newest segment is a REGRESSION ({} in all)",
+            plural(h.changes.len(), "change point")
         )?;
     } else {
         writeln!(
             out,
-            "the newest segment is not a regression ({} change point(s) in all)",
-            h.changes.len()
+            "the newest segment is not a regression ({} in all)",
+            plural(h.changes.len(), "change point")
         )?;
     }
     Ok(())

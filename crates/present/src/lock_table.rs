@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, ContentArrangement, Table};
 use lab::analysis::lock_contention::{LockGrowth, LockSide, PointLocks};
-use lab::number_text::sig3;
+use lab::number_text::{plural, sig3};
 use lab::safe_text::printable;
 
 use crate::number_format::duration;
@@ -44,8 +44,11 @@ pub fn write_point(
     writeln!(out, "{header}")?;
     writeln!(
         out,
-        "locks at N={}: {} traced trial(s), {:.3}s of windows, {} ops; figures summed over the trials, wait/op = total wait / ops",
-        p.n, p.trials, p.window_s, p.ops
+        "locks at N={}: {}, {:.3}s of windows, {} ops; figures summed over the trials, wait/op = total wait / ops",
+        p.n,
+        plural(p.trials, "traced trial"),
+        p.window_s,
+        p.ops
     )?;
     for &side in sides {
         let rows: Vec<_> = p.rows.iter().filter(|r| r.side == side).collect();

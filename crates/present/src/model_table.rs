@@ -207,7 +207,7 @@ mod tests {
             })
             .collect();
         let points: Vec<(u32, &[f64])> = rows.iter().map(|(n, v)| (*n, v.as_slice())).collect();
-        let model = fit_run(&run(1, "spin", &points), &[]).unwrap();
+        let model = fit_run(&run(1, "spin", &points), &[], false).unwrap();
         assert!(text(&model).contains("USL fit of run 1 · spin"));
     }
 

@@ -9,7 +9,7 @@ use comfy_table::{CellAlignment, ContentArrangement, Table};
 use lab::analysis::profile::PointProfile;
 use lab::analysis::profile::{FunctionDiff, Presence};
 use lab::analysis::profile::{GrowthReport, MIN_SHARE};
-use lab::number_text::{si, sig3};
+use lab::number_text::{plural, si, sig3};
 use lab::safe_text::printable;
 
 use crate::number_format::opt_sig3;
@@ -51,8 +51,9 @@ pub fn warnings(p: &PointProfile) -> Vec<String> {
     }
     if p.lost > 0 {
         w.push(format!(
-            "N={}: perf lost {} samples (ring buffer full) — profile fewer trials or a shorter --duration",
-            p.n, p.lost
+            "N={}: perf lost {} (ring buffer full) — profile fewer trials or a shorter --duration",
+            p.n,
+            plural(p.lost as usize, "sample")
         ));
     }
     for note in &p.notes {
@@ -66,13 +67,16 @@ pub fn write_top(out: &mut dyn Write, p: &PointProfile, top: usize, load: bool) 
     let unit = &p.unit;
     writeln!(
         out,
-        "N={} · {} · {} samples · {} ops in the window{}",
+        "N={} · {} · {} · {} ops in the window{}",
         p.n,
         label(&p.event),
-        p.samples,
+        plural(p.samples as usize, "sample"),
         si(p.ops as f64),
         if p.outside_window > 0 {
-            format!(" · {} samples outside the window dropped", p.outside_window)
+            format!(
+                " · {} outside the window dropped",
+                plural(p.outside_window as usize, "sample")
+            )
         } else {
             String::new()
         }

@@ -75,10 +75,7 @@ fn grids(summary: &RunSummary) -> Vec<Grid> {
 
 fn scaling_line(summary: &RunSummary) -> String {
     match summary.scales_to {
-        Some(s) => format!(
-            "scales to {:.2} out of {} CPUs (S(N) = X(N)/X(1), median of trials)",
-            s.speedup, s.n
-        ),
+        Some(s) => format!("scales to {s}; S(N) = X(N)/X(1), median of trials"),
         None => "scaling: n/a (needs a successful N=1 point and one more)".to_owned(),
     }
 }
@@ -283,5 +280,43 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("S/N"), "{text}");
+    }
+
+    fn shown(data: &lab::record::RunData) -> String {
+        let mut out = Vec::new();
+        write_run(&mut out, &data.meta, &summarize(data), &TextOptions::plain()).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// Issue 13: `scales to 0.46 out of 4 CPUs` on a 2-CPU machine.
+    #[test]
+    fn scales_to_counts_tasks_when_n_exceeds_the_cpus() {
+        let mut data = lab::test_runs::run(1, "spin", &[(1, &[100.0]), (4, &[46.0])]);
+        data.meta.env.online_cpus = 2;
+        let text = shown(&data);
+        assert!(
+            text.contains("scales to 0.46 out of 4 tasks (2 CPUs)"),
+            "{text}"
+        );
+        data.meta.env.online_cpus = 4;
+        let text = shown(&data);
+        assert!(text.contains("scales to 0.46 out of 4 CPUs"), "{text}");
+        // An unknown CPU count (an old export) claims no CPUs.
+        data.meta.env.online_cpus = 0;
+        let text = shown(&data);
+        assert!(text.contains("scales to 0.46 out of 4 tasks;"), "{text}");
+        assert!(!text.contains("CPUs"), "{text}");
+    }
+
+    /// Issue 13: a command run's `task min..max` showed the whole command's rate (`14.0..14.0`
+    /// beside `ops/s/task` 7.00): a command trial has one measurement, not one per task.
+    #[test]
+    fn a_command_run_has_no_task_min_max() {
+        let data = lab::test_runs::run(1, "cmd", &[(1, &[7.0]), (2, &[14.0])]);
+        let text = shown(&data);
+        assert!(!text.contains("14.0..14.0"), "{text}");
+        let row = text.lines().find(|l| l.starts_with("│ 2 ")).unwrap();
+        assert!(row.contains(" 7.00 "), "{row}");
+        assert!(!row.contains(".."), "{row}");
     }
 }

@@ -317,14 +317,24 @@ pub struct LsArgs {
     /// Print the runs as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Only runs of external commands whose command line contains TEXT.
+    #[arg(long, value_name = "TEXT")]
+    pub cmd: Option<String>,
 }
 
-// One of WORKLOAD or --csv, and the usage line says so.
+// WORKLOAD, --cmd (or both), or --csv; the usage line says so.
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("input").required(true).args(["workload", "csv"])))]
+#[command(group(ArgGroup::new("input").required(true).multiple(true).args(["workload", "csv", "cmd"])))]
 pub struct HistoryArgs {
-    /// The workload (`cmd` for external commands); its parameters with -p. Omit with --csv.
+    /// The workload (`cmd` for external commands); its parameters with -p. Omit with --csv
+    /// or --cmd.
+    #[arg(conflicts_with = "csv")]
     pub workload: Option<String>,
+    /// Follow the external command CMD, exactly as run (`scalelab ls --cmd TEXT` finds it);
+    /// a command's series is its command line, so `history cmd` alone refuses when several
+    /// commands are stored, listing them.
+    #[arg(long, value_name = "CMD", conflicts_with = "csv")]
+    pub cmd: Option<String>,
     /// Only runs with these parameters (the others at their defaults), repeatable.
     #[arg(short = 'p', long = "param", value_name = "KEY=VAL", value_parser = parse_pair, conflicts_with = "csv")]
     pub params: Vec<(String, String)>,
@@ -466,6 +476,10 @@ pub struct ModelArgs {
     /// Predict throughput at these task counts [default: twice the largest measured N].
     #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = parse_task_count)]
     pub predict: Vec<f64>,
+    /// Fit a run's task counts past its online CPUs too (left out by default: they measure
+    /// time-sharing, not scaling); a warning names them either way.
+    #[arg(long, conflicts_with = "csv")]
+    pub all_n: bool,
     /// Print the model as JSON on stdout.
     #[arg(long)]
     pub json: bool,

@@ -4,6 +4,8 @@
 //!
 //! Pure: takes runs already loaded, returns a serialisable [`History`].
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 use stats::{ChangePoint, ChangePointOptions};
 
@@ -137,6 +139,9 @@ pub struct HistoryChange {
 pub struct History {
     /// The workload followed (`csv` for `history --csv`).
     pub workload: String,
+    /// The parameters of the runs followed — for a command, its command line (`cmd`) and
+    /// steps: the series' key. Empty for `history --csv`.
+    pub params: BTreeMap<String, String>,
     /// The task count N the metric is read at.
     pub at: u32,
     /// The metric followed.
@@ -154,8 +159,9 @@ pub struct History {
     pub options: ChangePointOptions,
 }
 
-/// Builds the series of `metric` at `at` tasks over `runs` (in the order given, oldest first).
-/// Runs without a successful `at` point are skipped.
+/// Builds the series of `metric` at `at` tasks over `runs` (in the order given, oldest first;
+/// one series, as [`crate::analysis::series::series_runs`] picks them). Runs without a
+/// successful `at` point are skipped.
 pub fn build(
     workload: &str,
     runs: &[RunData],
@@ -182,7 +188,11 @@ pub fn build(
             value,
         });
     }
-    from_points(workload, at, metric, points, opts)
+    let mut history = from_points(workload, at, metric, points, opts);
+    if let Some(first) = runs.first() {
+        history.params = first.meta.params.clone();
+    }
+    history
 }
 
 /// Detects change points in an already-built series (also used for `history --csv`).
@@ -216,6 +226,7 @@ pub fn from_points(
     let newest_regressed = changes.last().is_some_and(|c| c.regression);
     History {
         workload: workload.to_string(),
+        params: BTreeMap::new(),
         at,
         metric,
         higher_is_better: higher,

@@ -7,6 +7,7 @@
 //! - [`comparison`]: run B against run A, N by N (verdicts, shifts, crossings, warnings).
 //! - [`scaling_model`]: the Universal Scalability Law fitted to a run or to CSV rows.
 //! - [`history`]: one metric across stored runs, with change points.
+//! - [`series`]: which stored runs make one history series (one command line for commands).
 //! - [`profile`]: CPU profiles read back per point, what grows with N, run against run.
 //! - [`lock_contention`]: lock waits per point, and what grows with N.
 //! - [`report_data`]: all of the above for the runs of one HTML report.
@@ -17,4 +18,5 @@ pub mod lock_contention;
 pub mod profile;
 pub mod report_data;
 pub mod scaling_model;
+pub mod series;
 pub mod summary;

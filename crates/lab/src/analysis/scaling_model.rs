@@ -6,6 +6,11 @@
 //! [`stats::fit_usl`] and [`stats::UslFit::predict`]; this module picks the points (every
 //! successful trial, not per-N medians, so the residuals carry the noise), reads CSV rows,
 //! explains a refusal, and lists the warnings.
+//!
+//! Task counts past the run's online CPUs measure time-sharing, not scaling: a USL fitted
+//! through them reads the time-sharing as contention and coherency. They are left out of a
+//! run's fit by default, with a warning naming them; `all_n` (`model --all-n`) fits them anyway,
+//! with a warning too.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -15,6 +20,7 @@ use stats::{Prediction, Sample, StatsError, UslFit, UslWarning, fit_usl};
 
 use crate::csv_rows;
 use crate::error::LabError;
+use crate::number_text::{comma_list, plural};
 use crate::record::RunData;
 use crate::task_spec;
 
@@ -73,6 +79,15 @@ pub enum ModelWarning {
         /// The largest N measured.
         max_n: f64,
     },
+    /// Task counts past the run's online CPUs: left out of the fit, or fitted on request.
+    Oversubscribed {
+        /// The task counts past the CPUs.
+        n: Vec<u32>,
+        /// The run's online CPUs.
+        cpus: u32,
+        /// Whether they were fitted anyway (`--all-n`).
+        included: bool,
+    },
     /// Trials left out of the fit.
     Dropped {
         /// How many trials were left out.
@@ -92,8 +107,36 @@ impl fmt::Display for ModelWarning {
                  extrapolation, which assumes nothing new (another socket, SMT siblings, memory \
                  bandwidth) comes into play; its band is narrower than the truth"
             ),
+            ModelWarning::Oversubscribed {
+                n,
+                cpus,
+                included: false,
+            } => write!(
+                f,
+                "N={} left out of the fit: past the run's {}, tasks time-share them, which \
+                 measures time-sharing, not scaling, and would mislead the fit (--all-n fits \
+                 them anyway)",
+                comma_list(n),
+                plural(*cpus as usize, "online CPU")
+            ),
+            ModelWarning::Oversubscribed {
+                n,
+                cpus,
+                included: true,
+            } => write!(
+                f,
+                "N={} fitted (--all-n) although past the run's {}: tasks there \
+                 time-share the CPUs, and σ and κ read that time-sharing as contention and \
+                 coherency",
+                comma_list(n),
+                plural(*cpus as usize, "online CPU")
+            ),
             ModelWarning::Dropped { trials, reason } => {
-                write!(f, "{trials} trial(s) left out of the fit: {reason}")
+                write!(
+                    f,
+                    "{} left out of the fit: {reason}",
+                    plural(*trials, "trial")
+                )
             }
         }
     }
@@ -137,9 +180,34 @@ pub(crate) fn run_points(data: &RunData) -> (Vec<(f64, f64)>, usize) {
 }
 
 /// Fits the USL to a run's trials and predicts at `predict` (default: twice the largest N).
-pub fn fit_run(data: &RunData, predict: &[f64]) -> Result<ScalingModel, LabError> {
-    let (points, zero) = run_points(data);
+/// Task counts past the run's online CPUs are left out unless `all_n`; either way a warning
+/// names them.
+pub fn fit_run(data: &RunData, predict: &[f64], all_n: bool) -> Result<ScalingModel, LabError> {
+    let (mut points, zero) = run_points(data);
     let m = &data.meta;
+    let cpus = u32::try_from(m.env.online_cpus).ok().filter(|&c| c > 0);
+    let mut past: Vec<u32> = match cpus {
+        Some(cpus) => points
+            .iter()
+            .map(|&(n, _)| n as u32)
+            .filter(|&n| n > cpus)
+            .collect(),
+        None => Vec::new(),
+    };
+    past.sort_unstable();
+    past.dedup();
+    let oversubscribed =
+        cpus.filter(|_| !past.is_empty())
+            .map(|cpus| ModelWarning::Oversubscribed {
+                n: past.clone(),
+                cpus,
+                included: all_n,
+            });
+    if !all_n {
+        if let Some(cpus) = cpus {
+            points.retain(|&(n, _)| n <= f64::from(cpus));
+        }
+    }
     let source = ModelSource::Run {
         id: m.id,
         description: m.description(),
@@ -147,8 +215,21 @@ pub fn fit_run(data: &RunData, predict: &[f64]) -> Result<ScalingModel, LabError
         op: m.op_unit.clone(),
         variant: m.variant.clone(),
     };
-    let cpus = u32::try_from(m.env.online_cpus).ok().filter(|&c| c > 0);
-    let mut model = fit(source, &points, predict).map_err(|e| refusal(e, &points, cpus))?;
+    let mut model = fit(source, &points, predict).map_err(|e| {
+        let mut err = refusal(e, &points, cpus);
+        if let (LabError::BadOption(msg), Some(cpus), false) = (&mut err, cpus, all_n) {
+            if !past.is_empty() {
+                msg.push_str(&format!(
+                    "; N={} are past the run's {} and were left out (--all-n fits them, \
+                     though they measure time-sharing, not scaling)",
+                    comma_list(&past),
+                    plural(cpus as usize, "online CPU")
+                ));
+            }
+        }
+        err
+    })?;
+    model.warnings.extend(oversubscribed);
     if zero > 0 {
         model.warnings.push(ModelWarning::Dropped {
             trials: zero,

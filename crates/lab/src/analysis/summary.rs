@@ -3,10 +3,12 @@
 //! "scales to S out of N" and negative-scalability steps. Pure: reads a `RunData`, runs nothing.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::Serialize;
 use stats::{Estimate, Sample};
 
+use crate::number_text::plural;
 use crate::record::{RunData, TrialMeasurement, TrialOutcome};
 use crate::warnings::Warning;
 
@@ -68,9 +70,10 @@ pub struct PointSummary {
     pub block_in: Option<f64>,
     /// Blocks written to storage per trial.
     pub block_out: Option<f64>,
-    /// Slowest task, ops/s (with `task_max`: how fair the tasks' shares were).
+    /// Slowest task, ops/s (with `task_max`: how fair the tasks' shares were); `None` for an
+    /// external command, whose trial measures the whole command, not each task.
     pub task_min: Option<f64>,
-    /// Fastest task, ops/s.
+    /// Fastest task, ops/s; `None` for an external command.
     pub task_max: Option<f64>,
     /// Hardware cycles per op.
     pub cycles_per_op: Option<f64>,
@@ -107,13 +110,35 @@ pub struct StepSummary {
     pub block_out: f64,
 }
 
-/// "Scales to S out of N CPUs".
+/// "Scales to S out of N CPUs" — or, when N exceeds the run's online CPUs, "S out of N tasks
+/// (C CPUs)": tasks past the CPUs time-share them, and the CPUs are what the speedup is out of.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq)]
 pub struct ScalesTo {
     /// Throughput at `n` over the throughput at N = 1.
     pub speedup: f64,
     /// The largest N with a speedup.
     pub n: u32,
+    /// The run's online CPUs, from its fingerprint (`None` when not recorded).
+    pub cpus: Option<u32>,
+}
+
+/// `1.90 out of 2 CPUs`, `0.46 out of 4 tasks (2 CPUs)`, or `… out of 4 tasks` when the CPUs
+/// are unknown; the callers put "scales to" in front.
+impl fmt::Display for ScalesTo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.n as usize;
+        write!(f, "{:.2} out of ", self.speedup)?;
+        match self.cpus {
+            Some(cpus) if self.n <= cpus => f.write_str(&plural(n, "CPU")),
+            Some(cpus) => write!(
+                f,
+                "{} ({})",
+                plural(n, "task"),
+                plural(cpus as usize, "CPU")
+            ),
+            None => f.write_str(&plural(n, "task")),
+        }
+    }
 }
 
 /// A run's results: one summary per N and the warnings they raise.
@@ -138,6 +163,8 @@ pub fn summarize(data: &RunData) -> RunSummary {
     let mut points = Vec::new();
     let mut warnings = Vec::new();
     let mut min_runs = usize::MAX;
+    // A command trial counts the whole command's ops, not each task's.
+    let per_task = data.meta.workload != "cmd";
     for &n in &sorted_points(data) {
         let trials: Vec<&TrialOutcome> = data
             .trials
@@ -162,7 +189,7 @@ pub fn summarize(data: &RunData) -> RunSummary {
             });
         }
         min_runs = min_runs.min(ok.len());
-        let p = summarize_point(n, &ok, failed.len());
+        let p = summarize_point(n, &ok, failed.len(), per_task);
         if let Some(cv) = p.throughput_cv.filter(|cv| *cv > HIGH_CV) {
             warnings.push(Warning::HighVariance {
                 n,
@@ -235,10 +262,14 @@ pub fn summarize(data: &RunData) -> RunSummary {
     if multiplexed {
         warnings.push(Warning::CountersMultiplexed);
     }
-    let scales_to = points
-        .iter()
-        .rev()
-        .find_map(|p| p.speedup.map(|s| ScalesTo { speedup: s, n: p.n }));
+    let online = u32::try_from(cpus).ok().filter(|&c| c > 0);
+    let scales_to = points.iter().rev().find_map(|p| {
+        p.speedup.map(|s| ScalesTo {
+            speedup: s,
+            n: p.n,
+            cpus: online,
+        })
+    });
     RunSummary {
         points,
         scales_to,
@@ -254,7 +285,14 @@ fn sorted_points(data: &RunData) -> Vec<u32> {
     ns
 }
 
-fn summarize_point(n: u32, ok: &[&TrialMeasurement], failed: usize) -> PointSummary {
+/// One N's medians; `per_task`: the trials count each task's ops (built-in workloads), so the
+/// slowest and fastest task mean something.
+fn summarize_point(
+    n: u32,
+    ok: &[&TrialMeasurement],
+    failed: usize,
+    per_task: bool,
+) -> PointSummary {
     let rates: Vec<f64> = ok.iter().map(|m| m.ops_per_sec()).collect();
     let sample = Sample::new(rates).ok();
     let throughput = sample.as_ref().map(|s| s.median_interval(LEVEL));
@@ -321,12 +359,12 @@ fn summarize_point(n: u32, ok: &[&TrialMeasurement], failed: usize) -> PointSumm
         block_out: per(&|m| m.usage.block_out as f64),
         task_min: median(
             ok.iter()
-                .filter(|m| secs(m) > 0.0)
+                .filter(|m| per_task && secs(m) > 0.0)
                 .filter_map(|m| m.task_ops.iter().min().map(|&v| v as f64 / secs(m))),
         ),
         task_max: median(
             ok.iter()
-                .filter(|m| secs(m) > 0.0)
+                .filter(|m| per_task && secs(m) > 0.0)
                 .filter_map(|m| m.task_ops.iter().max().map(|&v| v as f64 / secs(m))),
         ),
         cycles_per_op: per_op("cycles"),
@@ -529,6 +567,46 @@ mod tests {
             kept.to_string().contains("cache or memory effect"),
             "{kept}"
         );
+    }
+
+    /// Issue 13: `task min..max` of a command run showed the whole command's rate
+    /// (`14.0..14.0` beside 7.00 ops/s/task): a command trial measures no single task.
+    #[test]
+    fn a_command_run_has_no_per_task_rates() {
+        let data = crate::test_runs::run(1, "cmd", &[(1, &[7.0]), (2, &[14.0])]);
+        let s = summarize(&data);
+        assert_eq!(s.points[1].ops_per_sec_per_task, Some(7.0));
+        for p in &s.points {
+            assert_eq!((p.task_min, p.task_max), (None, None), "N={}", p.n);
+        }
+        let builtin = summarize(&fake_run("1,2", 0.0));
+        assert!(builtin.points[1].task_min.is_some());
+    }
+
+    /// Issue 13: `scales to 0.46 out of 4 CPUs` on a 2-CPU machine.
+    #[test]
+    fn scales_to_names_tasks_and_cpus_when_n_exceeds_the_cpus() {
+        let mut data = crate::test_runs::run(1, "spin", &[(1, &[100.0]), (4, &[46.0])]);
+        data.meta.env.online_cpus = 2;
+        let s = summarize(&data).scales_to.unwrap();
+        assert_eq!((s.n, s.cpus), (4, Some(2)));
+        assert_eq!(s.to_string(), "0.46 out of 4 tasks (2 CPUs)");
+        data.meta.env.online_cpus = 4;
+        assert_eq!(
+            summarize(&data).scales_to.unwrap().to_string(),
+            "0.46 out of 4 CPUs"
+        );
+        data.meta.env.online_cpus = 0;
+        assert_eq!(
+            summarize(&data).scales_to.unwrap().to_string(),
+            "0.46 out of 4 tasks"
+        );
+        let one = ScalesTo {
+            speedup: 1.5,
+            n: 2,
+            cpus: Some(1),
+        };
+        assert_eq!(one.to_string(), "1.50 out of 2 tasks (1 CPU)");
     }
 
     #[test]

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::Fingerprint;
 use super::cpu::{governor_counts, parse_cpu_list};
 use super::kernel::{FAST_CLOCKSOURCES, MitigationState, PARAVIRT_CLOCKSOURCES};
+use crate::number_text::plural;
 
 /// How much a finding matters for measurements.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -33,7 +34,8 @@ impl fmt::Display for Severity {
     }
 }
 
-/// One finding about the environment.
+/// One finding about the environment. The finding follows the name (`doctor` prints them side
+/// by side, a run's warnings as `name: finding`), so it never starts with the name again.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Check {
     /// Short stable name (`governor`, `smt`).
@@ -99,7 +101,7 @@ fn unknown(name: &str, what: &str) -> Check {
     Check::new(
         name,
         Severity::Info,
-        format!("{what} unknown: could not be read"),
+        format!("unknown: the {what} could not be read"),
     )
 }
 
@@ -176,7 +178,7 @@ fn governor(fp: &Fingerprint) -> Check {
     let slow: Vec<String> = counts
         .iter()
         .filter(|(name, _)| name != "performance")
-        .map(|(name, count)| format!("{name} on {count} of {} CPUs", fp.online_cpus))
+        .map(|(name, count)| format!("{name} on {count} of {}", plural(fp.online_cpus, "CPU")))
         .collect();
     if slow.is_empty() {
         return Check::new("governor", Severity::Ok, "performance on all CPUs");
@@ -185,7 +187,7 @@ fn governor(fp: &Fingerprint) -> Check {
         "governor",
         Severity::Warn,
         format!(
-            "governor {}: clock speed follows load, adding noise",
+            "{}: clock speed follows load, adding noise",
             slow.join(", ")
         ),
     )
@@ -203,11 +205,11 @@ fn turbo(fp: &Fingerprint) -> Check {
             Check::new(
                 "turbo",
                 Severity::Warn,
-                "turbo boost on: clock drops as more cores get busy, understating speedup at high N",
+                "boost on: clock drops as more cores get busy, understating speedup at high N",
             )
             .with_fix(fix)
         }
-        Some(false) => Check::new("turbo", Severity::Ok, "turbo boost off"),
+        Some(false) => Check::new("turbo", Severity::Ok, "boost off"),
         None => {
             let by = if fp.hypervisor.is_some() {
                 "the host"
@@ -218,7 +220,7 @@ fn turbo(fp: &Fingerprint) -> Check {
                 "turbo",
                 Severity::Info,
                 format!(
-                    "turbo boost not exposed (no intel_pstate/no_turbo or cpufreq/boost): set by {by}"
+                    "boost not exposed (no intel_pstate/no_turbo or cpufreq/boost): set by {by}"
                 ),
             )
         }
@@ -236,10 +238,10 @@ fn smt(fp: &Fingerprint) -> Check {
         Some(true) => Check::new(
             "smt",
             Severity::Warn,
-            format!("SMT on ({per_core} threads per core): tasks above {cores} share cores, so speedup bends there"),
+            format!("on ({per_core} threads per core): tasks above {cores} share cores, so speedup bends there"),
         )
         .with_fix("echo off | sudo tee /sys/devices/system/cpu/smt/control"),
-        Some(false) => Check::new("smt", Severity::Ok, "SMT off: one thread per core"),
+        Some(false) => Check::new("smt", Severity::Ok, "off: one thread per core"),
         None => unknown("smt", "SMT state"),
     }
 }
@@ -269,13 +271,17 @@ fn load(fp: &Fingerprint) -> Check {
             "load",
             Severity::Warn,
             format!(
-                "load average {one:.2} (5 min: {five:.2}) on {} CPUs: other work competes with the measurement, most at high N",
-                fp.online_cpus
+                "1-minute average {one:.2} (5 min: {five:.2}) on {}: other work competes with the measurement, most at high N",
+                plural(fp.online_cpus, "CPU")
             ),
         )
         .with_fix("wait until the machine is idle (see `top`), then rerun")
     } else {
-        Check::new("load", Severity::Ok, format!("idle: load average {one:.2}"))
+        Check::new(
+            "load",
+            Severity::Ok,
+            format!("idle: 1-minute average {one:.2}"),
+        )
     }
 }
 
@@ -323,12 +329,12 @@ fn clocksource(fp: &Fingerprint) -> Check {
             "echo tsc | sudo tee /sys/devices/system/clocksource/clocksource0/current_clocksource",
         );
     if FAST_CLOCKSOURCES.contains(&clock) {
-        Check::new("clocksource", Severity::Ok, format!("clocksource {clock}"))
+        Check::new("clocksource", Severity::Ok, clock)
     } else if PARAVIRT_CLOCKSOURCES.contains(&clock) {
         let check = Check::new(
             "clocksource",
             Severity::Info,
-            format!("clocksource {clock} (paravirtual): clock reads cost a little more than tsc"),
+            format!("{clock} (paravirtual): clock reads cost a little more than tsc"),
         );
         match switch_to_tsc {
             Some(fix) => check.with_fix(fix),
@@ -338,9 +344,7 @@ fn clocksource(fp: &Fingerprint) -> Check {
         Check::new(
             "clocksource",
             Severity::Warn,
-            format!(
-                "clocksource {clock}: every clock read is a slow device access, inflating sys time"
-            ),
+            format!("{clock}: every clock read is a slow device access, inflating sys time"),
         )
         .with_fix(
             switch_to_tsc.unwrap_or("dmesg | grep -i clocksource  (find why tsc was rejected)"),
@@ -351,14 +355,14 @@ fn clocksource(fp: &Fingerprint) -> Check {
 fn perf_event_paranoid(fp: &Fingerprint) -> Check {
     const NAME: &str = "perf_event_paranoid";
     let Some(level) = fp.perf_event_paranoid else {
-        return unknown(NAME, "perf_event_paranoid");
+        return unknown(NAME, "level");
     };
     if fp.perfmon_capable == Some(true) {
         return Check::new(
             NAME,
             Severity::Ok,
             format!(
-                "perf_event_paranoid {level}, lifted by CAP_PERFMON/CAP_SYS_ADMIN: counters, profiles and lock tracepoints allowed"
+                "{level}, lifted by CAP_PERFMON/CAP_SYS_ADMIN: counters, profiles and lock tracepoints allowed"
             ),
         );
     }
@@ -367,22 +371,22 @@ fn perf_event_paranoid(fp: &Fingerprint) -> Check {
             NAME,
             Severity::Warn,
             if level >= 3 {
-                format!("perf_event_paranoid {level} and not privileged: perf_event_open is denied, counters show n/a")
+                format!("{level} and not privileged: perf_event_open is denied, counters show n/a")
             } else {
-                format!("perf_event_paranoid {level} and not privileged: counters and profiles miss kernel time; --locks unavailable")
+                format!("{level} and not privileged: counters and profiles miss kernel time; --locks unavailable")
             },
         )
         .with_fix("sudo sysctl -w kernel.perf_event_paranoid=1"),
         0..=1 => Check::new(
             NAME,
             Severity::Info,
-            format!("perf_event_paranoid {level}: counters and profiles see the kernel; --locks needs -1 or CAP_PERFMON"),
+            format!("{level}: counters and profiles see the kernel; --locks needs -1 or CAP_PERFMON"),
         )
         .with_fix("sudo sysctl -w kernel.perf_event_paranoid=-1"),
         _ => Check::new(
             NAME,
             Severity::Ok,
-            format!("perf_event_paranoid {level}: all events allowed"),
+            format!("{level}: all events allowed"),
         ),
     }
 }
@@ -407,7 +411,7 @@ fn nohz_full(fp: &Fingerprint) -> Check {
             "nohz_full",
             Severity::Info,
             format!(
-                "nohz_full on CPUs {list}: the tick stops there when one task runs, so timing differs from other CPUs"
+                "on CPUs {list}: the tick stops there when one task runs, so timing differs from other CPUs"
             ),
         ),
         Some(_) => Check::new("nohz_full", Severity::Ok, "no nohz_full CPUs"),
@@ -466,20 +470,16 @@ fn mitigations(fp: &Fingerprint) -> Check {
             "no mitigations needed on this CPU",
         );
     }
-    Check::new(
-        "mitigations",
-        Severity::Info,
-        format!("mitigations {}", parts.join("; ")),
-    )
+    Check::new("mitigations", Severity::Info, parts.join("; "))
 }
 
 fn aslr(fp: &Fingerprint) -> Check {
     match fp.aslr {
-        Some(0) => Check::new("aslr", Severity::Ok, "ASLR off"),
+        Some(0) => Check::new("aslr", Severity::Ok, "off"),
         Some(level) => Check::new(
             "aslr",
             Severity::Info,
-            format!("ASLR on (randomize_va_space={level}): memory layout, and with it cache behaviour, varies per trial"),
+            format!("on (randomize_va_space={level}): memory layout, and with it cache behaviour, varies per trial"),
         )
         .with_fix("sudo sysctl -w kernel.randomize_va_space=0"),
         None => unknown("aslr", "ASLR setting"),

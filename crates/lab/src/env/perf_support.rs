@@ -100,15 +100,19 @@ pub(crate) fn install_hint(os_release: Option<&str>, kernel_release: &str) -> St
 
 pub(crate) fn judge_perf(probe: &PerfProbe, install: &str) -> Check {
     let (severity, finding, fix) = match probe {
-        PerfProbe::Version(version) => (Severity::Ok, format!("{version} installed"), None),
+        PerfProbe::Version(version) => {
+            // `perf version 6.1.187`: the check is already named perf.
+            let version = version.strip_prefix("perf ").unwrap_or(version);
+            (Severity::Ok, format!("{version} installed"), None)
+        }
         PerfProbe::NotFound => (
             Severity::Warn,
-            "perf not installed: --profile cannot record CPU profiles".to_string(),
+            "not installed: --profile cannot record CPU profiles".to_string(),
             Some(install.to_string()),
         ),
         PerfProbe::Failed(why) => (
             Severity::Warn,
-            format!("perf is on PATH but `perf --version` failed ({why}): --profile cannot record"),
+            format!("on PATH, but `perf --version` failed ({why}): --profile cannot record"),
             Some(install.to_string()),
         ),
     };
@@ -204,7 +208,7 @@ pub(crate) fn judge_tracefs(probe: &TracefsProbe) -> Vec<Check> {
             check(
                 "tracefs",
                 Severity::Warn,
-                "tracefs not mounted: --locks cannot read lock or futex tracepoints".into(),
+                "not mounted: --locks cannot read lock or futex tracepoints".into(),
                 Some("sudo mount -t tracefs nodev /sys/kernel/tracing"),
             ),
             None,
@@ -231,7 +235,7 @@ pub(crate) fn judge_tracefs(probe: &TracefsProbe) -> Vec<Check> {
             dir.clone(),
         ),
         TracefsProbe::Events { dir, present } => (
-            check("tracefs", Severity::Ok, format!("tracefs at {dir}"), None),
+            check("tracefs", Severity::Ok, format!("mounted at {dir}"), None),
             Some(present),
             dir.clone(),
         ),

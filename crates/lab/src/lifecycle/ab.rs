@@ -40,9 +40,10 @@ impl AbPolicy {
             return Err(LabError::invalid(
                 Field::MaxRuns,
                 format!(
-                    "{} is below the {} pairs planned first: it is the most pairs ab may grow \
-                     to when the first ones cannot decide; raise it or drop it",
-                    self.max_runs, plan.runs
+                    "{} is below the {} planned first: it is the most pairs ab may grow to \
+                     when the first ones cannot decide; raise it or drop it",
+                    self.max_runs,
+                    crate::number_text::plural(plan.runs as usize, "pair")
                 ),
             ));
         }

@@ -221,7 +221,10 @@ pub enum StoreError {
     },
 
     /// `last~K` reaches before the first stored run.
-    #[error("`{spec}`: only {stored} runs stored (see `scalelab ls`)")]
+    #[error(
+        "`{spec}`: only {} stored (see `scalelab ls`)",
+        crate::number_text::plural(*.stored, "run")
+    )]
     NotEnoughRuns {
         /// The run as given.
         spec: String,

@@ -27,6 +27,8 @@ pub struct RunFilter {
     pub params: Vec<(String, String)>,
     /// Only runs with this variant label.
     pub variant: Option<String>,
+    /// Only runs of an external command whose command line (`--cmd`) contains this text.
+    pub command_contains: Option<String>,
 }
 
 const RUN_COLUMNS: &str = "id, origin_id, name, workload, params, op_unit, mode, pin, points, runs,
@@ -53,6 +55,13 @@ impl Store {
                 ));
                 values.extend([key.as_str(), value.as_str()]);
             }
+        }
+        if let Some(text) = &filter.command_contains {
+            sql.push_str(
+                " AND r.workload = 'cmd' AND EXISTS (SELECT 1 FROM run_params k WHERE \
+                 k.run_id = r.id AND k.key = 'cmd' AND instr(k.value, ?) > 0)",
+            );
+            values.push(text);
         }
         sql.push_str(" ORDER BY r.id");
         let mut stmt = self.conn.prepare(&sql).map_err(self.sql())?;

@@ -149,11 +149,7 @@ pub(super) fn lock_tables(point: &PointLocks, tables: &mut Vec<Table>, warnings:
                 ]
             })
             .collect();
-        let trials = format!(
-            "{} traced {}",
-            point.trials,
-            if point.trials == 1 { "trial" } else { "trials" }
-        );
+        let trials = lab::number_text::plural(point.trials, "traced trial");
         let caption = format!(
             "{} locks at N={n}: most wait first ({trials})",
             capitalized(side.as_str())

@@ -19,7 +19,7 @@ pub(super) fn run_section(run: &RunReport) -> Result<RunSection, PresentError> {
     let mut warnings: Vec<String> = summary.warnings.iter().map(ToString::to_string).collect();
     warnings.extend(meta.warnings.iter().cloned());
     let scales_to = match summary.scales_to {
-        Some(s) => format!("Scales to {:.2} out of {} CPUs.", s.speedup, s.n),
+        Some(s) => format!("Scales to {s}."),
         None => "Scaling n/a: needs a successful N=1 point and one more.".into(),
     };
     let chart_error = PresentError::Chart;

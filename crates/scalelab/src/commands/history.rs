@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use lab::Params;
-use lab::analysis::history;
+use lab::analysis::{history, series};
 use lab::store::RunFilter;
 use stats::ChangePointOptions;
 
@@ -28,8 +28,15 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
             history::from_points("csv", 0, metric, points, &opts)
         }
         None => {
-            let workload = args.workload.as_deref().unwrap_or_default();
-            let given = args.params.clone();
+            let workload = match (args.workload.as_deref(), &args.cmd) {
+                (Some(w), Some(_)) if w != "cmd" => {
+                    bail!("--cmd follows an external command: give `cmd` or no workload, not `{w}`")
+                }
+                (_, Some(_)) => "cmd",
+                (w, None) => w.unwrap_or_default(),
+            };
+            let mut given = args.params.clone();
+            given.extend(args.cmd.iter().map(|c| ("cmd".to_string(), c.clone())));
             let store = db_path::open_existing(db)?;
             let wanted = if workload == "cmd" {
                 given.into_iter().collect()
@@ -45,11 +52,8 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
                 ..RunFilter::default()
             };
             let mut runs = Vec::new();
-            for meta in store.list_runs(&filter)? {
-                let matches = wanted.iter().all(|(k, v)| meta.params.get(k) == Some(v));
-                if matches && (workload == "cmd" || meta.params == wanted) {
-                    runs.push(store.load_run(meta.id)?);
-                }
+            for meta in series::series_runs(workload, &wanted, store.list_runs(&filter)?)? {
+                runs.push(store.load_run(meta.id)?);
             }
             if runs.is_empty() {
                 bail!(

@@ -18,6 +18,7 @@ pub fn run(db: Option<&Path>, args: &LsArgs) -> Result<ExitCode> {
         tags: args.tags.clone(),
         params: Vec::new(),
         variant: args.variant.clone(),
+        command_contains: args.cmd.clone(),
     };
     let runs = store.list_runs(&filter)?;
     if args.json {

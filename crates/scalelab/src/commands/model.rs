@@ -23,7 +23,7 @@ pub fn run(db: Option<&Path>, args: &ModelArgs) -> Result<ExitCode> {
         }
         (None, Some(spec)) => {
             let data = show::load(db, spec)?;
-            scaling_model::fit_run(&data, &args.predict)
+            scaling_model::fit_run(&data, &args.predict, args.all_n)
                 .with_context(|| format!("run {}", data.meta.id))?
         }
         (None, None) => anyhow::bail!("give a RUN or --csv FILE"),

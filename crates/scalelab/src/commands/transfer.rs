@@ -32,9 +32,9 @@ pub fn import(db: Option<&Path>, file: &Path) -> Result<ExitCode> {
     let id = store.import(&export)?;
     writeln!(
         crate::stdout::stdout(),
-        "imported {} as run {id} ({} trials)",
+        "imported {} as run {id} ({})",
         lab::safe_text::printable(&file.display().to_string()),
-        export.run.trials.len()
+        lab::number_text::plural(export.run.trials.len(), "trial")
     )?;
     Ok(ExitCode::SUCCESS)
 }

@@ -15,4 +15,5 @@ mod output;
 mod processes;
 mod profile;
 mod report;
+mod wording;
 mod workloads;

@@ -82,7 +82,9 @@ pub struct CurveSummary {
     pub inconclusive: Vec<u32>,
     /// Where B fares worst against A, when any N has a change.
     pub worst: Option<WorstPoint>,
-    /// The side ahead (higher median) at every compared N, when one is.
+    /// The side ahead at every compared N, when one is: its median is higher at each N and
+    /// the difference is significant there (REGRESSED or IMPROVED). A higher median within
+    /// the noise is no lead.
     pub ahead_everywhere: Option<Side>,
     /// Where the median curves change order, in N order.
     pub crossings: Vec<Crossing>,
@@ -163,7 +165,10 @@ pub(super) fn curve_summary(points: &[PointComparison], direction: Direction) ->
             }
         }
     }
-    let sides: Vec<Option<Side>> = decided.iter().map(|(_, c)| ahead(c)).collect();
+    let sides: Vec<Option<Side>> = decided
+        .iter()
+        .map(|(_, c)| ahead(c).filter(|_| significant(c)))
+        .collect();
     let ahead_everywhere = match sides.first() {
         Some(&Some(first)) if sides.iter().all(|s| *s == Some(first)) => Some(first),
         _ => None,

@@ -292,3 +292,23 @@ fn runs_are_partners_only_with_the_same_seed_and_order() {
     assert!(!ab_partners(&x.meta, &y.meta));
     assert!(!compare_runs(&a, &b, &opts(), true).paired);
 }
+
+/// Issue 13: an A/A `ab` said `B is ahead at the one N compared` although nothing differed
+/// significantly: a lead within the noise is no lead.
+#[test]
+fn a_lead_within_the_noise_is_not_ahead() {
+    let a = run(1, "spin", &[(1, &around(1000.0, 0.02, 10))]);
+    let b = run(2, "spin", &[(1, &around(1002.0, 0.02, 10))]);
+    let same = compare_runs(&a, &b, &opts(), false);
+    let change = same.points[0].change.unwrap();
+    assert!(change.median_b > change.median_a);
+    assert!(!matches!(
+        change.verdict,
+        Verdict::Regressed | Verdict::Improved
+    ));
+    assert_eq!(same.summary.ahead_everywhere, None);
+    let faster = run(2, "spin", &[(1, &around(1200.0, 0.02, 10))]);
+    let better = compare_runs(&a, &faster, &opts(), false);
+    assert_eq!(better.summary.improved, vec![1]);
+    assert_eq!(better.summary.ahead_everywhere, Some(Side::B));
+}

@@ -7,7 +7,7 @@ use std::fmt;
 use serde::Serialize;
 
 use super::side::Side;
-use crate::number_text::{comma_list, percent, si};
+use crate::number_text::{comma_list, percent, plural, si};
 use crate::record::RunStatus;
 
 /// Why two runs do not measure the same thing. The CLI refuses to compare unless forced.
@@ -225,10 +225,10 @@ impl fmt::Display for ComparisonWarning {
                 ..
             } => write!(
                 f,
-                "N={}: with {pairs} pairs the signed-rank test can never reach p < {alpha} (its \
-                 smallest p is {min_achievable_p:.3}), so no change can be called; use --runs 6 \
-                 or more",
-                comma_list(points)
+                "N={}: with {} the signed-rank test can never reach p < {alpha} (its smallest p \
+                 is {min_achievable_p:.3}), so no change can be called; use --runs 6 or more",
+                comma_list(points),
+                plural(*pairs, "pair")
             ),
             ComparisonWarning::TooFewRuns {
                 points,
@@ -293,8 +293,9 @@ impl fmt::Display for ComparisonWarning {
                 first_reason,
             } => write!(
                 f,
-                "{side} (run {run}) N={n}: {failed} of {total} trials failed ({first_reason}); \
-                 they are left out"
+                "{side} (run {run}) N={n}: {failed} of {} failed ({first_reason}); they are \
+                 left out",
+                plural(*total, "trial")
             ),
             ComparisonWarning::NotComplete { side, run, status } => write!(
                 f,
@@ -329,9 +330,9 @@ impl fmt::Display for ComparisonWarning {
                 "N={n}: {} left out of the paired test because the other trial of their pair \
                  failed or never ran",
                 match (a, b) {
-                    (0, b) => format!("{b} trial(s) of B"),
-                    (a, 0) => format!("{a} trial(s) of A"),
-                    (a, b) => format!("{a} trial(s) of A and {b} of B"),
+                    (0, b) => format!("{} of B", plural(*b, "trial")),
+                    (a, 0) => format!("{} of A", plural(*a, "trial")),
+                    (a, b) => format!("{} of A and {b} of B", plural(*a, "trial")),
                 }
             ),
             ComparisonWarning::SameRun { run } => {

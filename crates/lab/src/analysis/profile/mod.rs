@@ -322,21 +322,29 @@ pub(crate) fn merge(n: u32, parts: Vec<(String, u64, Profile)>) -> PointProfile 
     out
 }
 
-/// Kernel lock and spin functions, called out in "what grows".
+/// Kernel lock and spin functions, called out in "what grows": a whole part of the name (split
+/// on `_` and `.`) is a lock word, so `_raw_spin_lock_irqsave` and `__mutex_lock.constprop.0`
+/// are, and `find_get_block_common` ("block" holds "lock") or `clockevents_…` are not.
 pub(crate) fn is_lock_function(name: &str) -> bool {
-    const MARKS: [&str; 9] = [
+    const PARTS: [&str; 15] = [
         "spin",
-        "_lock",
-        "lock_",
+        "spinlock",
+        "qspinlock",
+        "lock",
+        "unlock",
+        "trylock",
+        "locked",
+        "lockref",
+        "rwlock",
+        "seqlock",
         "mutex",
         "rwsem",
-        "osq_",
+        "osq",
         "futex",
-        "qspinlock",
-        "rcu_",
+        "rcu",
     ];
-    let lower = name.to_ascii_lowercase();
-    MARKS.iter().any(|m| lower.contains(m))
+    name.split(['_', '.'])
+        .any(|part| PARTS.iter().any(|p| part.eq_ignore_ascii_case(p)))
 }
 
 #[cfg(test)]
@@ -424,5 +432,40 @@ mod tests {
         );
         assert!(is_lock_function("native_queued_spin_lock_slowpath"));
         assert!(!is_lock_function("clear_page_erms"));
+    }
+
+    /// Issue 13: `find_get_block_common` was called a kernel lock because "block" contains
+    /// "lock"; whole name parts are matched now.
+    #[test]
+    fn lock_functions_are_matched_by_whole_name_parts() {
+        for name in [
+            "native_queued_spin_lock_slowpath",
+            "_raw_spin_lock_irqsave",
+            "_raw_spin_unlock_irqrestore",
+            "queued_read_lock_slowpath",
+            "__mutex_lock.constprop.0",
+            "mutex_unlock",
+            "rwsem_down_write_slowpath",
+            "osq_lock",
+            "futex_wait_queue",
+            "do_raw_spin_trylock",
+            "lockref_get_not_zero",
+            "rcu_read_unlock_strict",
+            "__pv_queued_spin_unlock_slowpath",
+            "_raw_read_lock",
+        ] {
+            assert!(is_lock_function(name), "{name}");
+        }
+        for name in [
+            "find_get_block_common",
+            "__find_get_block",
+            "block_write_end",
+            "clockevents_program_event",
+            "ktime_get_update_offsets_now",
+            "blockable_page_cache_readahead",
+            "clear_page_erms",
+        ] {
+            assert!(!is_lock_function(name), "{name}");
+        }
     }
 }

@@ -60,7 +60,7 @@ fn a_two_cpu_default_sweep_is_refused_with_an_explanation() {
         &[(1, &[100.0, 101.0, 99.0]), (2, &[190.0, 191.0, 189.0])],
     );
     data.meta.env.online_cpus = 2;
-    let err = fit_run(&data, &[]).unwrap_err().to_string();
+    let err = fit_run(&data, &[], false).unwrap_err().to_string();
     for needle in [
         "at least 4 distinct task counts",
         "these data have 2 (N=1,2)",
@@ -73,7 +73,7 @@ fn a_two_cpu_default_sweep_is_refused_with_an_explanation() {
     }
     // A bigger machine where the user swept too few points is told to sweep more.
     data.meta.env.online_cpus = 16;
-    let err = fit_run(&data, &[]).unwrap_err().to_string();
+    let err = fit_run(&data, &[], false).unwrap_err().to_string();
     assert!(err.contains("--tasks 1,2,4,8"), "{err}");
 }
 
@@ -96,7 +96,7 @@ fn a_run_is_fitted_over_every_trial() {
     let points: Vec<(u32, &[f64])> = rows.iter().map(|(n, v)| (*n, v.as_slice())).collect();
     let mut data = run(1, "spin", &points);
     data.trials[0].outcome = crate::record::TrialOutcome::Ok(crate::test_runs::measurement(0.0));
-    let model = fit_run(&data, &[]).unwrap();
+    let model = fit_run(&data, &[], false).unwrap();
     assert_eq!(model.fit.points, 9, "the zero-throughput trial is left out");
     assert!(
         model
@@ -125,4 +125,86 @@ fn a_run_is_fitted_over_every_trial() {
             .any(|w| w["kind"] == "dropped")
     );
     assert!(json["fit"]["sigma"]["lower"].is_number());
+}
+
+/// A run of `spin` over `ns`, two trials each at ±0.5% around the USL with σ = 0.05,
+/// κ = 0.002, λ = 100k, on a machine with `cpus` online CPUs.
+fn usl_run(ns: &[u32], cpus: usize) -> RunData {
+    let usl = |n: f64| 100.0 * n / (1.0 + 0.05 * (n - 1.0) + 0.002 * n * (n - 1.0));
+    let rows: Vec<(u32, Vec<f64>)> = ns
+        .iter()
+        .map(|&n| {
+            let x = usl(f64::from(n)) * 1000.0;
+            (n, vec![x * 1.005, x * 0.995])
+        })
+        .collect();
+    let points: Vec<(u32, &[f64])> = rows.iter().map(|(n, v)| (*n, v.as_slice())).collect();
+    let mut data = run(1, "spin", &points);
+    data.meta.env.online_cpus = cpus;
+    data
+}
+
+/// Issue 13: `model` fitted N past the CPUs without a word, although its own refusal says such
+/// N measure time-sharing and mislead the fit.
+#[test]
+fn task_counts_past_the_cpus_are_left_out_unless_all_n() {
+    let data = usl_run(&[1, 2, 4, 8, 16], 8);
+    let model = fit_run(&data, &[], false).unwrap();
+    assert_eq!((model.fit.distinct_n, model.fit.max_n), (4, 8.0));
+    assert_eq!(model.measured.len(), 4);
+    let left_out = ModelWarning::Oversubscribed {
+        n: vec![16],
+        cpus: 8,
+        included: false,
+    };
+    assert!(model.warnings.contains(&left_out), "{:?}", model.warnings);
+    let text = left_out.to_string();
+    for needle in [
+        "N=16 left out of the fit",
+        "8 online CPUs",
+        "time-sharing",
+        "--all-n",
+    ] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+    let all = fit_run(&data, &[], true).unwrap();
+    assert_eq!((all.fit.distinct_n, all.fit.max_n), (5, 16.0));
+    let included = ModelWarning::Oversubscribed {
+        n: vec![16],
+        cpus: 8,
+        included: true,
+    };
+    assert!(all.warnings.contains(&included), "{:?}", all.warnings);
+    assert!(included.to_string().contains("N=16 fitted"), "{included}");
+    // Within the CPUs, or with the CPUs unknown (an old export), nothing is said.
+    for cpus in [16, 0] {
+        let model = fit_run(&usl_run(&[1, 2, 4, 8, 16], cpus), &[], false).unwrap();
+        assert_eq!(model.fit.distinct_n, 5);
+        assert!(
+            !model
+                .warnings
+                .iter()
+                .any(|w| matches!(w, ModelWarning::Oversubscribed { .. })),
+            "{:?}",
+            model.warnings
+        );
+    }
+    // Too few N left: the refusal says which were left out and how to keep them.
+    let err = fit_run(&usl_run(&[1, 2, 3, 4, 8], 2), &[], false)
+        .unwrap_err()
+        .to_string();
+    for needle in [
+        "(N=1,2)",
+        "N=3,4,8 are past the run's 2 online CPUs",
+        "--all-n",
+    ] {
+        assert!(err.contains(needle), "{needle}: {err}");
+    }
+    assert_eq!(
+        fit_run(&usl_run(&[1, 2, 3, 4, 8], 2), &[], true)
+            .unwrap()
+            .fit
+            .distinct_n,
+        5
+    );
 }

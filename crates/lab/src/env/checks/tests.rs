@@ -103,7 +103,7 @@ fn a_noisy_machine_warns_with_a_fix_for_each() {
     }
     assert_eq!(
         find(&all, "governor").finding,
-        "governor powersave on 8 of 8 CPUs: clock speed follows load, adding noise"
+        "powersave on 8 of 8 CPUs: clock speed follows load, adding noise"
     );
     assert_eq!(
         find(&all, "governor").fix.as_deref(),
@@ -140,7 +140,7 @@ fn mixed_governors_name_only_the_slow_ones_and_boost_fix_follows_driver() {
     assert!(
         find(&all, "governor")
             .finding
-            .starts_with("governor schedutil on 2 of 8 CPUs")
+            .starts_with("schedutil on 2 of 8 CPUs")
     );
     assert_eq!(
         find(&all, "turbo").fix.as_deref(),
@@ -209,7 +209,7 @@ fn information_checks_report_what_is_set() {
     let all = checks(&fp);
     assert_eq!(
         find(&all, "mitigations").finding,
-        "mitigations active: spectre_v1, spectre_v2 (syscalls and context switches cost more); \
+        "active: spectre_v1, spectre_v2 (syscalls and context switches cost more); \
          unmitigated: spec_store_bypass"
     );
     for name in [
@@ -255,8 +255,8 @@ fn load_warns_from_half_a_cpu_busy() {
 
 #[test]
 fn checks_display_as_one_line_with_the_fix() {
-    let check = Check::new("smt", Severity::Warn, "SMT on").with_fix("echo off");
-    assert_eq!(check.to_string(), "warn smt: SMT on — fix: echo off");
+    let check = Check::new("smt", Severity::Warn, "on").with_fix("echo off");
+    assert_eq!(check.to_string(), "warn smt: on — fix: echo off");
     assert!(Severity::Warn > Severity::Info && Severity::Info > Severity::Ok);
 }
 
@@ -275,4 +275,93 @@ fn doctor_on_this_machine_gives_a_finding_for_every_check() {
             assert!(check.fix.is_some(), "a warning without a fix: {check}");
         }
     }
+}
+
+/// Whether `check`'s finding starts with its own name (`perf_event_paranoid`,
+/// `CPU affinity` for `cpu_affinity`), as a whole word, ignoring case.
+fn repeats_its_name(check: &Check) -> bool {
+    let finding = check.finding.to_ascii_lowercase();
+    [check.name.clone(), check.name.replace('_', " ")]
+        .iter()
+        .any(|name| {
+            finding
+                .strip_prefix(name.as_str())
+                .is_some_and(|rest| !rest.starts_with(|c: char| c.is_ascii_alphanumeric()))
+        })
+}
+
+/// Issue 13: `doctor` printed `perf_event_paranoid perf_event_paranoid 2` — the check's name,
+/// then a finding that began with the name again (so did clocksource, governor, turbo, SMT,
+/// load, ASLR, mitigations and every unreadable reading).
+#[test]
+fn no_finding_repeats_its_check_name() {
+    let noisy = Fingerprint {
+        allowed_cpus: Some("0-3".into()),
+        cpu_quota: Some(2.0),
+        hypervisor: Some("KVM".into()),
+        governor: Some("powersave".into()),
+        turbo: Some(true),
+        smt: Some(true),
+        threads_per_core: Some(2),
+        cores: Some(4),
+        numa_nodes: Some(2),
+        loadavg: Some([1.5, 1.0, 0.5]),
+        mem_available_kib: Some(1024 * 1024),
+        clocksource: Some("hpet".into()),
+        perf_event_paranoid: Some(2),
+        aslr: Some(2),
+        thp: Some("always".into()),
+        isolated_cpus: Some("2-3".into()),
+        nohz_full: Some("2-3".into()),
+        mitigations: vec![("spectre_v2".into(), "Mitigation: Retpolines".into())],
+        ..tuned()
+    };
+    let vm = Fingerprint {
+        hypervisor: Some("KVM".into()),
+        clocksource: Some("kvm-clock".into()),
+        governor: None,
+        turbo: None,
+        perf_event_paranoid: Some(1),
+        ..tuned()
+    };
+    let privileged = Fingerprint {
+        perf_event_paranoid: Some(3),
+        perfmon_capable: Some(true),
+        ..tuned()
+    };
+    let mut seen = 0;
+    for fp in [tuned(), noisy, vm, privileged, Fingerprint::default()] {
+        for check in checks(&fp) {
+            assert!(!repeats_its_name(&check), "{check}");
+            seen += 1;
+        }
+    }
+    use super::super::perf_support::{PerfProbe, TracefsProbe, judge_perf, judge_tracefs};
+    let mut probed = crate::env::perf_checks();
+    for probe in [
+        PerfProbe::Version("perf version 6.1.187".into()),
+        PerfProbe::NotFound,
+        PerfProbe::Failed("exit status: 1".into()),
+    ] {
+        probed.push(judge_perf(&probe, "sudo apt-get install linux-perf"));
+    }
+    for probe in [
+        TracefsProbe::NotMounted { supported: true },
+        TracefsProbe::NotMounted { supported: false },
+        TracefsProbe::Denied {
+            dir: "/sys/kernel/tracing".into(),
+        },
+        TracefsProbe::Events {
+            dir: "/sys/kernel/tracing".into(),
+            present: Default::default(),
+        },
+    ] {
+        probed.extend(judge_tracefs(&probe));
+    }
+    for check in probed {
+        assert!(!repeats_its_name(&check), "{check}");
+    }
+    assert!(seen > 50);
+    let check = Check::new("clocksource", Severity::Ok, "clocksource tsc");
+    assert!(repeats_its_name(&check));
 }
