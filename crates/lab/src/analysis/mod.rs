@@ -9,6 +9,7 @@
 //! - [`history`]: one metric across stored runs, with change points.
 //! - [`profile`]: CPU profiles read back per point, what grows with N, run against run.
 //! - [`lock_contention`]: lock waits per point, and what grows with N.
+//! - [`step`]: one step of a command run, read as a run (`profile`/`locks --step NAME`).
 //! - [`report_data`]: all of the above for the runs of one HTML report.
 
 pub mod comparison;
@@ -17,4 +18,5 @@ pub mod lock_contention;
 pub mod profile;
 pub mod report_data;
 pub mod scaling_model;
+pub mod step;
 pub mod summary;

@@ -22,12 +22,12 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
         return one_file(file, args);
     }
     let spec = args.run.as_deref().unwrap_or("last");
-    let data = show::load(db, spec)?;
+    let data = step(show::load(db, spec)?, args.step.as_deref())?;
     let points = load(&data)?;
     let mut out = std::io::stdout().lock();
 
     if let Some(other) = &args.diff {
-        let data_b = show::load(db, other)?;
+        let data_b = step(show::load(db, other)?, args.step.as_deref())?;
         let points_b = load(&data_b)?;
         let n = match args.at {
             Some(n) => n,
@@ -100,6 +100,9 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
     } else {
         writeln!(out, "{}", data.meta.description())?;
         writeln!(out, "op: {}", printable(&data.meta.op_unit))?;
+        if let Some(name) = &args.step {
+            writeln!(out, "step: {} (its own profile)", printable(name))?;
+        }
         writeln!(out)?;
         if let Some(g) = &grow {
             profile_table::write_grows(&mut out, g, args.top)?;
@@ -125,6 +128,14 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
         eprintln!("flame graph of N={}: {}", p.n, svg.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The run itself, or its step `name` read as a run (`--step`).
+fn step(data: RunData, name: Option<&str>) -> Result<RunData> {
+    Ok(match name {
+        Some(name) => lab::analysis::step::select(&data, name)?,
+        None => data,
+    })
 }
 
 fn load(data: &RunData) -> Result<Vec<PointProfile>> {
