@@ -215,6 +215,7 @@ fn each_step_has_its_own_profile_and_a_file_system_step_shows_the_kernel_path() 
         "--tasks",
         "1",
         "--profile",
+        "--locks",
     ]);
     let main = lab.json(&["profile", "last", "--top", "40", "--json"]);
     assert!(functions(only_point(&main)).contains(&"private_work_a".to_string()));
@@ -256,6 +257,28 @@ fn each_step_has_its_own_profile_and_a_file_system_step_shows_the_kernel_path() 
     // An unknown step is refused, naming the steps there are.
     let stderr = lab.fails(&["profile", "last", "--step", "nope"]);
     assert!(stderr.contains("cmd, files"), "{stderr}");
+    // The step's lock report is its own too (when lock tracing works here).
+    let export = lab.json(&["export", "last"]);
+    let steps = &export["run"]["trials"][0]["outcome"]["steps"];
+    if steps[1]["locks"].is_object() {
+        let point = lab.json(&["locks", "last", "--step", "files", "--at", "1", "--json"]);
+        assert_eq!(point["trials"], 1, "{point}");
+        let stderr = lab.fails(&["locks", "last", "--step", "nope"]);
+        assert!(stderr.contains("cmd, files"), "{stderr}");
+    } else {
+        println!(
+            "lock tracing unavailable here: {}",
+            export["run"]["meta"]["warnings"]
+        );
+    }
+}
+
+#[test]
+fn a_step_of_a_built_in_run_is_refused() {
+    let lab = Lab::new();
+    lab.short_spin(&[]);
+    let stderr = lab.fails(&["profile", "last", "--step", "md5"]);
+    assert!(stderr.contains("has no steps"), "{stderr}");
 }
 
 #[test]
