@@ -100,8 +100,15 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
     } else {
         writeln!(out, "{}", data.meta.description())?;
         writeln!(out, "op: {}", printable(&data.meta.op_unit))?;
-        if let Some(name) = &args.step {
-            writeln!(out, "step: {} (its own profile)", printable(name))?;
+        let steps = lab::analysis::step::step_names(&data);
+        match &args.step {
+            Some(name) => writeln!(out, "step: {} (its own profile)", printable(name))?,
+            None if steps.len() > 1 => writeln!(
+                out,
+                "step: cmd, the main command (the others: --step {})",
+                printable(&steps[1..].join(" | --step "))
+            )?,
+            None => {}
         }
         writeln!(out)?;
         if let Some(g) = &grow {

@@ -254,6 +254,11 @@ fn each_step_has_its_own_profile_and_a_file_system_step_shows_the_kernel_path() 
     );
     let text = lab.ok(&["profile", "last", "--step", "files"]);
     assert!(text.contains("step: files"), "{text}");
+    let text = lab.ok(&["profile", "last"]);
+    assert!(
+        text.contains("the main command (the others: --step files)"),
+        "{text}"
+    );
     // An unknown step is refused, naming the steps there are.
     let stderr = lab.fails(&["profile", "last", "--step", "nope"]);
     assert!(stderr.contains("cmd, files"), "{stderr}");
