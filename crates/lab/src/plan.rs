@@ -201,13 +201,6 @@ impl Plan {
                     return Err(LabError::invalid(Field::Command, "the command is empty"));
                 }
                 command.validate()?;
-                if cfg.locks.is_some() {
-                    return Err(LabError::invalid(
-                        Field::Locks,
-                        "traces built-in workloads only (their trial child opens the tracer \
-                         before the tasks exist); for a command, use `perf lock record -- CMD`",
-                    ));
-                }
                 (&COMMAND_INFO, Params::from_map(command_params(command)))
             }
             None => {
@@ -261,13 +254,6 @@ impl Plan {
             return Err(LabError::invalid(
                 Field::ProfileTrials,
                 "0: profile at least one trial per point (default 1)",
-            ));
-        }
-        if cfg.profile.is_some() && cfg.command.is_some() {
-            return Err(LabError::invalid(
-                Field::Profile,
-                "works with built-in workloads only for now; profile a command with \
-                 `perf record -g -- CMD`",
             ));
         }
         let mut tags = BTreeMap::new();

@@ -307,7 +307,7 @@ pub struct ProfileRef {
 }
 
 /// Lock contention of one trial's window, kernel locks and user (futex) locks.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct LockReport {
     /// Kernel lock contention, most wait first.
     pub kernel: Vec<LockContention>,
@@ -350,6 +350,14 @@ pub struct StepRecord {
     pub wall: Nanos,
     /// The step's whole process tree (wait4), not just the shell.
     pub usage: Usage,
+    /// The CPU profile of this step's process tree (`--profile`, profiled trials only). The
+    /// main command's is also the trial's [`TrialMeasurement::profile`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfileRef>,
+    /// Lock contention of this step's process tree (`--locks`). The main command's is also the
+    /// trial's [`TrialMeasurement::locks`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locks: Option<LockReport>,
 }
 
 impl TrialMeasurement {

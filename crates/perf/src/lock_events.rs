@@ -25,6 +25,8 @@ pub(crate) enum LockEvent {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TimedEvent {
     pub time: u64,
+    /// The sample's process (thread group) id.
+    pub pid: u32,
     pub tid: u32,
     pub event: LockEvent,
 }
@@ -32,6 +34,8 @@ pub(crate) struct TimedEvent {
 /// A kernel lock wait: from `contention_begin` to `contention_end` of one thread on one lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KernelWait {
+    /// The waiting thread's process (thread group) id.
+    pub pid: u32,
     /// The waiting thread.
     pub tid: u32,
     /// The lock's kernel address.
@@ -49,6 +53,8 @@ pub struct KernelWait {
 /// A futex wait: one `futex(FUTEX_WAIT…)` system call, entry to exit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FutexWait {
+    /// The waiting thread's process (thread group) id.
+    pub pid: u32,
     /// The waiting thread.
     pub tid: u32,
     /// The futex word's user address.
@@ -113,6 +119,10 @@ impl ChainTable {
         self.index.insert(chain, i);
         i
     }
+    /// The chain interned as `i`.
+    pub(crate) fn get(&self, i: u32) -> Option<&[u64]> {
+        self.chains.get(i as usize).map(Vec::as_slice)
+    }
     pub(crate) fn into_chains(self) -> Vec<Vec<u64>> {
         self.chains
     }
@@ -139,6 +149,7 @@ impl Pairing {
             }
             LockEvent::End { lock } => match self.open_locks.remove(&(e.tid, lock)) {
                 Some((begin, flags, chain)) => self.kernel.push(KernelWait {
+                    pid: e.pid,
                     tid: e.tid,
                     lock,
                     flags,
@@ -157,6 +168,7 @@ impl Pairing {
                 // Exits of the futex calls the filter dropped (wakes) have no entry: not waits.
                 if let Some((begin, uaddr, op, chain)) = self.open_futex.remove(&e.tid) {
                     self.futex.push(FutexWait {
+                        pid: e.pid,
                         tid: e.tid,
                         uaddr,
                         op,
@@ -203,6 +215,7 @@ impl Field {
 /// A `PERF_RECORD_SAMPLE` body with `TID | TIME | CPU | [CALLCHAIN] | RAW`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Sample<'a> {
+    pub pid: u32,
     pub tid: u32,
     pub time: u64,
     pub callchain: Vec<u64>,
@@ -217,6 +230,7 @@ pub(crate) fn parse_sample(body: &[u8], callchain: bool) -> Option<Sample<'_>> {
     let u64_at = |o: usize| -> Option<u64> {
         Some(u64::from_le_bytes(body.get(o..o + 8)?.try_into().ok()?))
     };
+    let pid = u32_at(0)?;
     let tid = u32_at(4)?;
     let time = u64_at(8)?;
     let mut at = 24; // pid, tid, time, cpu, reserved
@@ -235,6 +249,7 @@ pub(crate) fn parse_sample(body: &[u8], callchain: bool) -> Option<Sample<'_>> {
     let size = u32_at(at)? as usize;
     let raw = body.get(at + 4..at + 4 + size)?;
     Some(Sample {
+        pid,
         tid,
         time,
         callchain: chain,
@@ -247,7 +262,12 @@ mod tests {
     use super::*;
 
     fn ev(time: u64, tid: u32, event: LockEvent) -> TimedEvent {
-        TimedEvent { time, tid, event }
+        TimedEvent {
+            time,
+            pid: tid,
+            tid,
+            event,
+        }
     }
 
     #[test]
@@ -329,6 +349,9 @@ mod tests {
         }
         let s = parse_sample(&body, false).unwrap();
         assert_eq!((s.tid, s.time, s.raw), (101, 5555, &[1u8, 2, 3, 4][..]));
+        // The process id travels with every wait: a command's waits are told apart from
+        // scalelab's own by it, and its user addresses resolve in that process.
+        assert_eq!(s.pid, 100);
         let s = parse_sample(&with_chain, true).unwrap();
         assert_eq!(s.callchain, vec![0xaaa, 0xbbb]);
         assert_eq!(s.raw, &[1, 2, 3, 4]);

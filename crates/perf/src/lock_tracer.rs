@@ -101,6 +101,10 @@ pub struct LockTracer {
     chains: ChainTable,
     lost: u64,
     malformed: u64,
+    /// (pid, chain) of every futex wait entry seen, and those not yet handed out by
+    /// [`LockTracer::new_user_chains`].
+    user_chains: std::collections::HashSet<(u32, u32)>,
+    fresh_user_chains: Vec<(u32, u32)>,
 }
 
 fn field(format: &TracepointFormat, name: &str) -> Result<Field, PerfError> {
@@ -252,6 +256,8 @@ impl LockTracer {
             chains: ChainTable::default(),
             lost: 0,
             malformed: 0,
+            user_chains: Default::default(),
+            fresh_user_chains: Vec::new(),
         })
     }
 
@@ -260,6 +266,17 @@ impl LockTracer {
         let now = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
         self.read_all();
         self.pair_until(now.saturating_sub(HOLD_BACK_NS));
+    }
+
+    /// The user call chains of futex wait entries first seen (per process) since the last
+    /// call, as `(pid, addresses)`, read by the last [`drain`](LockTracer::drain). A command's
+    /// processes may be gone by [`finish`](LockTracer::finish): their addresses must be
+    /// symbolised while they live (`UserSymbols::resolve(pid, …)`), so call this after each drain.
+    pub fn new_user_chains(&mut self) -> Vec<(u32, Vec<u64>)> {
+        std::mem::take(&mut self.fresh_user_chains)
+            .into_iter()
+            .filter_map(|(pid, i)| Some((pid, self.chains.get(i)?.to_vec())))
+            .collect()
     }
 
     /// Stops tracing and returns every wait seen.
@@ -288,7 +305,14 @@ impl LockTracer {
                     PERF_RECORD_SAMPLE => {
                         let body = record.to_contiguous();
                         match decode(kind, &body, &mut self.chains) {
-                            Some(e) => self.pending.push(e),
+                            Some(e) => {
+                                if let LockEvent::FutexEnter { chain, .. } = e.event {
+                                    if self.user_chains.insert((e.pid, chain)) {
+                                        self.fresh_user_chains.push((e.pid, chain));
+                                    }
+                                }
+                                self.pending.push(e)
+                            }
                             None => self.malformed += 1,
                         }
                     }
@@ -341,6 +365,7 @@ fn decode(kind: Kind, body: &[u8], chains: &mut ChainTable) -> Option<TimedEvent
     };
     Some(TimedEvent {
         time: s.time,
+        pid: s.pid,
         tid: s.tid,
         event,
     })

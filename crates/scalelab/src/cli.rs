@@ -585,6 +585,9 @@ pub struct LocksArgs {
     /// Only user locks (futex waits).
     #[arg(long)]
     pub user: bool,
+    /// A step of a `--cmd … --step NAME=CMD` run [default: the main command, `cmd`].
+    #[arg(long, value_name = "NAME")]
+    pub step: Option<String>,
     /// Rows per table.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
@@ -633,6 +636,10 @@ pub struct ProfileArgs {
     /// Add readprofile's normalized load: self samples ÷ function size in bytes.
     #[arg(long)]
     pub load: bool,
+    /// A step of a `--cmd … --step NAME=CMD` run (with --diff, of both runs) [default: the
+    /// main command, `cmd`].
+    #[arg(long, value_name = "NAME", conflicts_with = "perf_data")]
+    pub step: Option<String>,
     /// Print the results as JSON on stdout.
     #[arg(long)]
     pub json: bool,

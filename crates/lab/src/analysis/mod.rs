@@ -10,6 +10,7 @@
 //! - [`series`]: which stored runs make one history series (one command line for commands).
 //! - [`profile`]: CPU profiles read back per point, what grows with N, run against run.
 //! - [`lock_contention`]: lock waits per point, and what grows with N.
+//! - [`step`]: one step of a command run, read as a run (`profile`/`locks --step NAME`).
 //! - [`report_data`]: all of the above for the runs of one HTML report.
 
 pub mod comparison;
@@ -19,4 +20,5 @@ pub mod profile;
 pub mod report_data;
 pub mod scaling_model;
 pub mod series;
+pub mod step;
 pub mod summary;

@@ -210,7 +210,15 @@ fn preflight(plan: &mut Plan, progress: &mut dyn Progress) -> Vec<String> {
                 warnings.push(format!("{why}; trials run unprofiled"));
                 plan.profile = None;
             }
-            Ok(()) => warnings.extend(perf_record::kallsyms_warning()),
+            Ok(()) => {
+                warnings.extend(perf_record::kallsyms_warning());
+                if let (Some(p), Some(_)) = (&plan.profile, &plan.command) {
+                    warnings.push(format!(
+                        "--profile: the first {} trial(s) of each point run each step under `perf record`, whose start-up and CPU time are in those trials' times; compare runs profiled alike, or rerun without --profile for the cleanest times",
+                        p.trials
+                    ));
+                }
+            }
         }
     }
     for w in &warnings {

@@ -86,7 +86,11 @@ fn execute(
     let started_at = timestamp::now_rfc3339();
     let mut spec = plan.trial_spec(slot.n);
     spec.profile = match &plan.profile {
-        Some(p) => p.request(slot.n, slot.index)?,
+        Some(p) => p.request(
+            slot.n,
+            slot.index,
+            plan.command.as_ref().map_or(0, |c| c.steps.len()),
+        )?,
         None => None,
     };
     let dir = match scratch.as_deref_mut() {

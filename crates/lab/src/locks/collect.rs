@@ -1,7 +1,14 @@
-//! The trial child's side of `--locks`: open the tracer before the tasks exist
+//! The tracing side of `--locks`: open the tracer before the tasks exist
 //! ([`TraceSession::start`]), drain it while the sampler runs, and at the end keep the waits
 //! that ended inside the measurement window, attribute each to its caller and summarise them
 //! per (lock, caller) as a [`LockReport`].
+//!
+//! Two scopes ([`Scope`]): a built-in trial child traces itself and the tasks it creates, and
+//! resolves user addresses in itself (its task processes share its mappings). A command step is
+//! traced from scalelab's own thread that then spawns it (so the tracer sees every process of
+//! the step from its first instruction): scalelab's own waits (and a `perf record` wrapper's)
+//! are dropped by process id, and the command's user addresses are resolved in their own
+//! process while it lives, after each drain.
 //!
 //! A kernel wait's caller is the first call-chain frame outside the lock and scheduler text
 //! (kallsyms' `__lock_text_*`, `__sched_text_*`), not a fixed number of skipped frames. A futex
@@ -10,7 +17,7 @@
 //! `…futex_wait…`), unwound by
 //! frame pointer: the function that took the lock.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::{LockRequest, futex_kind, kernel_lock_kind};
 use crate::record::{ClockWindow, LockContention, LockReport, Nanos};
@@ -20,30 +27,59 @@ const CALL_SITES: usize = 5;
 /// Frames in a call-site path (the caller and its callers).
 const PATH_FRAMES: usize = 3;
 
+/// Whose waits a session keeps, and where user addresses are resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// A built-in trial child: every wait of it and its tasks; addresses resolved in it.
+    Own,
+    /// A command step spawned by the tracing thread: the waits of every process but scalelab
+    /// (and those [`TraceSession::exclude`]d); addresses resolved in each process while it lives.
+    Command,
+}
+
 /// Lock tracing for one trial: the open tracer, or why there is none.
 #[derive(Debug)]
 pub(crate) struct TraceSession {
     tracer: Option<perf::LockTracer>,
     request: LockRequest,
     notes: Vec<String>,
+    scope: Scope,
+    /// Processes whose waits are not the command's (scalelab, a `perf record` wrapper).
+    excluded: HashSet<u32>,
+    /// With [`Scope::Command`]: user frames resolved while their process lived.
+    frames: HashMap<(u32, u64), perf::UserFrame>,
 }
 
 impl TraceSession {
     /// Opens the tracer on the calling thread (inherited by the tasks it creates next). Never
     /// fails: when tracing is unavailable the report says why and the trial runs untraced.
     pub(crate) fn start(request: LockRequest) -> TraceSession {
-        match perf::LockTracer::open(&request.trace_config()) {
-            Ok(tracer) => TraceSession {
-                tracer: Some(tracer),
-                request,
-                notes: Vec::new(),
-            },
-            Err(e) => TraceSession {
-                tracer: None,
-                request,
-                notes: vec![format!("lock tracing unavailable: {e}")],
-            },
+        Self::start_scoped(request, Scope::Own)
+    }
+
+    /// [`start`](Self::start) with a scope: [`Scope::Command`] before spawning a command step.
+    pub(crate) fn start_scoped(request: LockRequest, scope: Scope) -> TraceSession {
+        let excluded = match scope {
+            Scope::Own => HashSet::new(),
+            Scope::Command => HashSet::from([std::process::id()]),
+        };
+        let (tracer, notes) = match perf::LockTracer::open(&request.trace_config()) {
+            Ok(tracer) => (Some(tracer), Vec::new()),
+            Err(e) => (None, vec![format!("lock tracing unavailable: {e}")]),
+        };
+        TraceSession {
+            tracer,
+            request,
+            notes,
+            scope,
+            excluded,
+            frames: HashMap::new(),
         }
+    }
+
+    /// Drops the waits of process `pid` (a `perf record` wrapping the command).
+    pub(crate) fn exclude(&mut self, pid: u32) {
+        self.excluded.insert(pid);
     }
 
     /// True when the tracer is open (and needs draining).
@@ -51,10 +87,25 @@ impl TraceSession {
         self.tracer.is_some()
     }
 
-    /// Empties the ring buffers; call it every few milliseconds while the tasks run.
+    /// Empties the ring buffers; call it every few milliseconds while the tasks run. With
+    /// [`Scope::Command`], the new user call chains are symbolised in their (live) process.
     pub(crate) fn drain(&mut self) {
-        if let Some(t) = &mut self.tracer {
-            t.drain();
+        let Some(t) = &mut self.tracer else { return };
+        t.drain();
+        if self.scope == Scope::Command {
+            let mut by_pid: HashMap<u32, Vec<u64>> = HashMap::new();
+            for (pid, chain) in t.new_user_chains() {
+                if !self.excluded.contains(&pid) {
+                    by_pid.entry(pid).or_default().extend(chain);
+                }
+            }
+            for (pid, mut addrs) in by_pid {
+                addrs.retain(|a| !self.frames.contains_key(&(pid, *a)));
+                let symbols = perf::UserSymbols::resolve(pid, &addrs);
+                for a in addrs {
+                    self.frames.insert((pid, a), symbols.frame(a));
+                }
+            }
         }
     }
 
@@ -66,12 +117,23 @@ impl TraceSession {
                 ..LockReport::default()
             };
         };
-        let trace = tracer.finish();
-        let mut report = summarise(&trace, window, self.request);
+        let mut trace = tracer.finish();
+        let frames = match self.scope {
+            Scope::Own => None,
+            Scope::Command => {
+                trace.kernel.retain(|w| !self.excluded.contains(&w.pid));
+                trace.futex.retain(|w| !self.excluded.contains(&w.pid));
+                Some(self.frames)
+            }
+        };
+        let mut report = summarise(&trace, window, self.request, frames.as_ref());
         report.notes.splice(0..0, self.notes);
         report
     }
 }
+
+/// User frames resolved ahead, per (pid, address); `None`: resolve in this process.
+type ResolvedFrames = HashMap<(u32, u64), perf::UserFrame>;
 
 /// Running totals of one (lock, kind, caller) row.
 #[derive(Debug, Default)]
@@ -133,13 +195,18 @@ fn function_of(described: &str) -> &str {
     described.rsplit_once("+0x").map_or(described, |(f, _)| f)
 }
 
-fn summarise(trace: &perf::LockTrace, window: ClockWindow, request: LockRequest) -> LockReport {
+fn summarise(
+    trace: &perf::LockTrace,
+    window: ClockWindow,
+    request: LockRequest,
+    frames: Option<&ResolvedFrames>,
+) -> LockReport {
     let mut report = LockReport::default();
     if request.kernel {
         report.kernel = kernel_rows(trace, window, &mut report.notes);
     }
     if request.user {
-        report.user = user_rows(trace, window, &mut report.notes);
+        report.user = user_rows(trace, window, frames, &mut report.notes);
     }
     report.lost_records = trace.lost;
     if trace.lost > 0 {
@@ -234,6 +301,7 @@ fn is_wrapper(frame: &perf::UserFrame) -> bool {
 fn user_rows(
     trace: &perf::LockTrace,
     window: ClockWindow,
+    resolved: Option<&ResolvedFrames>,
     notes: &mut Vec<String>,
 ) -> Vec<LockContention> {
     let waits: Vec<&perf::FutexWait> = trace
@@ -241,12 +309,33 @@ fn user_rows(
         .iter()
         .filter(|w| in_window(w.end, window))
         .collect();
-    let addrs: Vec<u64> = waits
-        .iter()
-        .flat_map(|w| trace.chains.get(w.chain as usize).into_iter().flatten())
-        .copied()
-        .collect();
-    let symbols = perf::UserSymbols::resolve(0, &addrs);
+    let own = match resolved {
+        Some(_) => None,
+        None => {
+            let addrs: Vec<u64> = waits
+                .iter()
+                .flat_map(|w| trace.chains.get(w.chain as usize).into_iter().flatten())
+                .copied()
+                .collect();
+            Some(perf::UserSymbols::resolve(0, &addrs))
+        }
+    };
+    let frame_of = |pid: u32, addr: u64| match (&own, resolved) {
+        (Some(symbols), _) => symbols.frame(addr),
+        (None, Some(frames)) => frames
+            .get(&(pid, addr))
+            .cloned()
+            .unwrap_or(perf::UserFrame {
+                function: None,
+                offset: 0,
+                module: None,
+            }),
+        (None, None) => perf::UserFrame {
+            function: None,
+            offset: 0,
+            module: None,
+        },
+    };
     let mut rows: HashMap<(String, String, String), Row> = HashMap::new();
     let mut unattributed = 0u64;
     let mut stopped_in: HashMap<String, u64> = HashMap::new();
@@ -255,7 +344,7 @@ fn user_rows(
             .chains
             .get(w.chain as usize)
             .map_or(&[][..], Vec::as_slice);
-        let frames: Vec<perf::UserFrame> = chain.iter().map(|&a| symbols.frame(a)).collect();
+        let frames: Vec<perf::UserFrame> = chain.iter().map(|&a| frame_of(w.pid, a)).collect();
         let first = frames.iter().position(|f| !is_wrapper(f));
         let (caller, site) = match first {
             Some(i) if frames[i].function.is_some() => {

@@ -20,6 +20,14 @@
 //! What a step leaves running is killed when it ends ([`run_step`]) — except what a successful
 //! `--prepare` started (a server the timed steps use), which is killed when the trial ends,
 //! after cleanup.
+//!
+//! Attribution is per timed step (prepare and cleanup are not observed): with `--profile` each
+//! step of a profiled trial runs under `perf record` into its own perf.data, so a step's samples
+//! are exactly its process tree's inside its own wall time; with `--locks` a lock tracer opened
+//! just before the step sees its whole tree from the first instruction, and keeps the waits that
+//! ended inside the step's CLOCK_MONOTONIC window. Each [`StepRecord`] carries its profile and
+//! lock report; the main command's (`cmd`) are also the trial's, so `profile RUN` and `locks RUN`
+//! read the main command without `--step`.
 
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,11 +37,14 @@ use super::executor::{Execution, Executor};
 use super::ops_regex;
 use super::placement;
 use super::spec::{CommandSpec, OpsSource, TrialSpec};
-use super::step::{AfterStep, StepError, run_step};
+use super::step::{AfterStep, Observe, StepError, run_step};
 use crate::error::LabError;
+use crate::locks::collect::{Scope, TraceSession};
 use crate::process::leftovers::Leftovers;
 use crate::process::owner::adopt;
-use crate::record::{Nanos, SampleRecord, StepRecord, TrialMeasurement, TrialOutcome, Usage};
+use crate::record::{
+    ClockWindow, Nanos, ProfileRef, SampleRecord, StepRecord, TrialMeasurement, TrialOutcome, Usage,
+};
 
 impl CommandSpec {
     /// Refuses, before any trial runs, what certainly cannot run: an empty command, a shell
@@ -176,6 +187,7 @@ impl Executor for CommandExecutor {
                 stop,
                 None,
                 AfterStep::KeepRunning,
+                Observe::default(),
             ) {
                 Ok(r) => services.0 = r.running,
                 Err(StepError::Interrupted) => {
@@ -192,20 +204,42 @@ impl Executor for CommandExecutor {
         let mut steps = Vec::new();
         let mut found = Vec::new();
         let mut failure = None;
-        for (name, command) in &cmd.steps {
-            match run_step(
+        for (i, (name, command)) in cmd.steps.iter().enumerate() {
+            let profile = spec
+                .profile
+                .as_ref()
+                .and_then(|req| req.steps.get(i).map(|path| (req, path.as_path())));
+            let mut tracer = spec
+                .locks
+                .map(|r| TraceSession::start_scoped(r, Scope::Command));
+            let clock_start = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
+            let result = run_step(
                 &command.replace("{n}", &n),
                 left(),
                 stop,
                 ops_re.as_ref(),
                 AfterStep::Kill,
-            ) {
+                Observe {
+                    profile,
+                    locks: tracer.as_mut(),
+                },
+            );
+            let clock_end = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
+            match result {
                 Ok(r) => {
                     found.push(r.found);
+                    let locks = tracer.map(|t| {
+                        t.finish(ClockWindow {
+                            start: Nanos(clock_start),
+                            end: Nanos(clock_end),
+                        })
+                    });
                     steps.push(StepRecord {
                         name: name.clone(),
                         wall: Nanos::from_duration(r.wall),
                         usage: r.usage,
+                        profile: profile.and_then(|(req, path)| recorded(req, path)),
+                        locks,
                     });
                 }
                 Err(StepError::Interrupted) => {
@@ -245,12 +279,24 @@ impl Executor for CommandExecutor {
                 t: window,
                 task_ops: vec![ops],
             }],
-            steps,
             clock_window: None,
-            profile: None,
-            locks: None,
+            // The main command's: what `profile RUN` and `locks RUN` read without `--step`.
+            profile: steps.first().and_then(|s| s.profile.clone()),
+            locks: steps.first().and_then(|s| s.locks.clone()),
+            steps,
         }))
     }
+}
+
+/// The step's profile, when `perf record` wrote its file (made empty before the trial).
+fn recorded(req: &super::ProfileRequest, path: &std::path::Path) -> Option<ProfileRef> {
+    std::fs::symlink_metadata(path)
+        .is_ok_and(|m| m.is_file() && m.len() > 0)
+        .then(|| ProfileRef {
+            path: path.display().to_string(),
+            event: req.event.clone(),
+            frequency: req.frequency,
+        })
 }
 
 /// What `--prepare` left running (a server the timed steps use): killed when the trial ends,
@@ -275,6 +321,7 @@ fn run_cleanup(cmd: &CommandSpec, n: &str, limit: Duration, stop: &AtomicBool) {
             stop,
             None,
             AfterStep::Kill,
+            Observe::default(),
         );
     }
 }

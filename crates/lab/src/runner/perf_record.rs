@@ -32,6 +32,10 @@ pub struct ProfileRequest {
     pub event: String,
     /// Sampling frequency (Hz).
     pub frequency: u32,
+    /// For a command trial: one perf.data per timed step, in order (the first is `path`, the
+    /// main command's); empty for a built-in trial.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<PathBuf>,
 }
 
 /// The run-wide profiling settings, fixed before the first trial.
@@ -61,17 +65,33 @@ impl ProfileSettings {
     }
 
     /// The request for trial `index` of point `n`, or `None` when it is not profiled. Its
-    /// perf.data is made here, empty and 0600, for `perf record` to fill.
-    pub(crate) fn request(&self, n: u32, index: u32) -> Result<Option<ProfileRequest>, LabError> {
+    /// perf.data is made here, empty and 0600, for `perf record` to fill. A command trial
+    /// with `steps` timed steps gets one file per step: `nN-tK.perf.data` for the main command
+    /// (as a built-in trial's), `nN-tK-sI.perf.data` for step I (1, 2, …).
+    pub(crate) fn request(
+        &self,
+        n: u32,
+        index: u32,
+        steps: usize,
+    ) -> Result<Option<ProfileRequest>, LabError> {
         let Some(dir) = self.dir.as_ref().filter(|_| index < self.trials) else {
             return Ok(None);
         };
-        let name = format!("n{n}-t{}.perf.data", index + 1);
-        dir.create_file(&name).map_err(owned_dir::PathError::from)?;
+        let stem = format!("n{n}-t{}", index + 1);
+        let mut paths = Vec::new();
+        for i in 0..steps.max(1) {
+            let name = match i {
+                0 => format!("{stem}.perf.data"),
+                i => format!("{stem}-s{i}.perf.data"),
+            };
+            dir.create_file(&name).map_err(owned_dir::PathError::from)?;
+            paths.push(dir.join(&name));
+        }
         Ok(Some(ProfileRequest {
-            path: dir.join(&name),
+            path: paths[0].clone(),
             event: self.event.clone(),
             frequency: self.frequency,
+            steps: if steps == 0 { Vec::new() } else { paths },
         }))
     }
 }
@@ -182,8 +202,20 @@ pub(crate) const KALLSYMS: &str = "kallsyms";
 
 /// The `perf record` argument list that runs `program args…` as a profiled trial.
 pub(crate) fn perf_args(req: &ProfileRequest, program: &Path, args: &[String]) -> Vec<String> {
+    perf_args_to(req, &req.path, program, args)
+}
+
+/// The `perf record` argument list that runs `program args…` writing `output`: the whole
+/// process tree (perf follows every thread and child, across exec), with call graphs.
+pub(crate) fn perf_args_to(
+    req: &ProfileRequest,
+    output: &Path,
+    program: &Path,
+    args: &[String],
+) -> Vec<String> {
     let mut v: Vec<String> = [
         "record",
+        "-q",
         "-g",
         "-k",
         "CLOCK_MONOTONIC",
@@ -196,7 +228,7 @@ pub(crate) fn perf_args(req: &ProfileRequest, program: &Path, args: &[String]) -
     .iter()
     .map(|s| (*s).to_string())
     .collect();
-    v.push(req.path.display().to_string());
+    v.push(output.display().to_string());
     v.push("--".into());
     v.push(program.display().to_string());
     v.extend(args.iter().cloned());
@@ -218,14 +250,20 @@ mod tests {
             event: "cpu-clock".into(),
             frequency: 999,
         };
-        let r = s.request(4, 0).unwrap().unwrap();
+        let r = s.request(4, 0, 0).unwrap().unwrap();
         let folder = base.path().canonicalize().unwrap();
         let expected = folder.join(format!("profiles/lab.db/{run}/n4-t1.perf.data"));
         assert_eq!(r.path, expected);
-        assert!(s.request(4, 1).unwrap().is_none());
+        assert!(s.request(4, 1, 0).unwrap().is_none());
         // Each perf.data is made once, empty, for perf to fill; never a second time.
         assert_eq!(std::fs::metadata(&r.path).unwrap().len(), 0);
-        assert!(s.request(4, 0).is_err());
+        assert!(s.request(4, 0, 0).is_err());
+        // A command trial gets one file per timed step, the main command's first.
+        let c = s.request(2, 0, 3).unwrap().unwrap();
+        assert_eq!(c.steps.len(), 3);
+        assert_eq!(c.steps[0], c.path);
+        assert!(c.steps[2].ends_with("n2-t1-s2.perf.data"));
+        assert!(r.steps.is_empty());
         let args = perf_args(&r, Path::new("/bin/scalelab"), &["__trial".into()]);
         assert_eq!(args[args.len() - 3..], ["--", "/bin/scalelab", "__trial"]);
         assert!(args.windows(2).any(|w| w == ["-k", "CLOCK_MONOTONIC"]));

@@ -5,6 +5,11 @@
 //! killed ([`Leftovers`]) — a background job ignoring SIGTERM, a `setsid`'d or double-forked
 //! grandchild — and its output is collected within a bounded wait, so a process still holding
 //! the step's pipes cannot hang the run.
+//!
+//! A timed step may be observed ([`Observe`]): `--profile` runs it as `perf record … -- sh -c
+//! CMD` (perf follows the whole tree across fork and exec, into a perf.data of the step's own),
+//! and `--locks` drains a lock tracer opened on this thread just before the spawn (inherited by
+//! the step from its first instruction) every few milliseconds while the step runs.
 
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
@@ -14,15 +19,31 @@ use std::time::{Duration, Instant};
 
 use regex::bytes::Regex;
 
+use std::path::Path;
+
 use super::child_io::{Tail, read_in_background, tail};
 use super::control::to_usage;
 use super::ops_regex::FirstMatch;
+use super::perf_record::{ProfileRequest, perf_args_to};
+use crate::locks::collect::TraceSession;
 use crate::process::leftovers::Leftovers;
 use crate::process::owner::adopt;
 use crate::record::Usage;
 
 /// How often the stop flag and the limit are checked while a step runs.
 const TICK: Duration = Duration::from_millis(100);
+
+/// How often a lock tracer's ring buffers are drained while a traced step runs.
+const LOCK_DRAIN_EVERY: Duration = Duration::from_millis(10);
+
+/// What watches a timed step: nothing, `perf record` into a file, a lock tracer, or both.
+#[derive(Default)]
+pub(super) struct Observe<'a> {
+    /// `--profile`: record the step's process tree into this file.
+    pub profile: Option<(&'a ProfileRequest, &'a Path)>,
+    /// `--locks`: the tracer opened on this thread just before the step is spawned.
+    pub locks: Option<&'a mut TraceSession>,
+}
 
 /// How long a killed shell may take to be reaped (it cannot block SIGKILL, but a process in
 /// uninterruptible sleep dies only when the kernel lets it).
@@ -73,10 +94,30 @@ pub(super) fn run_step(
     stop: &AtomicBool,
     ops: Option<&Regex>,
     after: AfterStep,
+    observe: Observe<'_>,
 ) -> Result<StepResult, StepError> {
-    let mut sh = Command::new("sh");
-    sh.args(["-c", command])
-        .stdin(Stdio::null())
+    let Observe {
+        profile,
+        locks: mut tracer,
+    } = observe;
+    let mut sh = match profile {
+        Some((req, output)) => {
+            let mut perf = Command::new("perf");
+            perf.args(perf_args_to(
+                req,
+                output,
+                Path::new("sh"),
+                &["-c".to_string(), command.to_string()],
+            ));
+            perf
+        }
+        None => {
+            let mut sh = Command::new("sh");
+            sh.args(["-c", command]);
+            sh
+        }
+    };
+    sh.stdin(Stdio::null())
         .stdout(if ops.is_some() {
             Stdio::piped()
         } else {
@@ -87,11 +128,25 @@ pub(super) fn run_step(
     // Spawned on the calling thread, which waits below until the step has ended: the
     // parent-death signal fires when the spawning thread exits, so it must not be a helper.
     let mark = adopt(&mut sh);
-    let mut child = sh
-        .spawn()
-        .map_err(|e| StepError::Failed(format!("could not start sh: {e}")))?;
+    let mut child = sh.spawn().map_err(|e| {
+        StepError::Failed(match profile {
+            Some(_) => format!("could not start perf record: {e}"),
+            None => format!("could not start sh: {e}"),
+        })
+    })?;
     let started = Instant::now();
     let pid = child.id() as i32;
+    if profile.is_some() {
+        if let Some(t) = tracer.as_deref_mut() {
+            // perf record's own waits are not the command's.
+            t.exclude(child.id());
+        }
+    }
+    let tick = if tracer.is_some() {
+        LOCK_DRAIN_EVERY
+    } else {
+        TICK
+    };
     let leftovers = Leftovers {
         leader: pid,
         pgid: pid,
@@ -104,7 +159,10 @@ pub(super) fn run_step(
         let _ = tx.send(sys::wait_child(pid));
     });
     let ended = loop {
-        match rx.recv_timeout(TICK) {
+        if let Some(t) = tracer.as_deref_mut() {
+            t.drain();
+        }
+        match rx.recv_timeout(tick) {
             Ok(exit) => break Ok(exit),
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 break Err(StepError::Failed("lost track of the command".into()));

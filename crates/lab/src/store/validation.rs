@@ -20,7 +20,9 @@ use std::collections::HashSet;
 use std::fmt::Display;
 
 use crate::limits::{MAX_DURATION, MAX_RUNS, MAX_TASKS, MAX_TRIALS};
-use crate::record::{RunData, RunMeta, TrialMeasurement, TrialOutcome, TrialRecord, Usage};
+use crate::record::{
+    LockReport, ProfileRef, RunData, RunMeta, TrialMeasurement, TrialOutcome, TrialRecord, Usage,
+};
 
 /// `Err` names the run, the field and what is wrong with it.
 pub(crate) fn validate(run: &RunData) -> Result<(), String> {
@@ -227,13 +229,31 @@ fn check_measurement(m: &TrialMeasurement, n: u32, builtin: bool) -> Result<(), 
     }
     for (i, step) in m.steps.iter().enumerate() {
         check_usage(&step.usage).map_err(|(f, p)| (format!("steps[{i}].usage.{f}"), p))?;
+        check_observed(
+            &format!("steps[{i}]."),
+            step.locks.as_ref(),
+            step.profile.as_ref(),
+        )?;
     }
-    if let Some(locks) = &m.locks {
+    check_observed("", m.locks.as_ref(), m.profile.as_ref())?;
+    if m.counters.iter().any(|c| c.event.is_empty()) {
+        return Err(fault("counters", "a counter without an event name"));
+    }
+    Ok(())
+}
+
+/// A lock report's rows and a profile's reference, of a trial (`prefix` "") or of a step.
+fn check_observed(
+    prefix: &str,
+    locks: Option<&LockReport>,
+    profile: Option<&ProfileRef>,
+) -> Result<(), Fault> {
+    if let Some(locks) = locks {
         for (side, list) in [("kernel", &locks.kernel), ("user", &locks.user)] {
             for (i, c) in list.iter().enumerate() {
                 if c.contentions == 0 || c.wait_min > c.wait_max || c.wait_max > c.wait_total {
                     return Err(fault(
-                        &format!("locks.{side}[{i}]"),
+                        &format!("{prefix}locks.{side}[{i}]"),
                         format!(
                             "{} contentions waiting min {} ≤ max {} ≤ total {} ns does not hold",
                             c.contentions, c.wait_min.0, c.wait_max.0, c.wait_total.0
@@ -243,13 +263,13 @@ fn check_measurement(m: &TrialMeasurement, n: u32, builtin: bool) -> Result<(), 
             }
         }
     }
-    if let Some(p) = &m.profile {
+    if let Some(p) = profile {
         if p.path.is_empty() || p.frequency == 0 {
-            return Err(fault("profile", "a profile needs a path and a frequency"));
+            return Err(fault(
+                &format!("{prefix}profile"),
+                "a profile needs a path and a frequency",
+            ));
         }
-    }
-    if m.counters.iter().any(|c| c.event.is_empty()) {
-        return Err(fault("counters", "a counter without an event name"));
     }
     Ok(())
 }

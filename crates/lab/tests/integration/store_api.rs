@@ -103,6 +103,25 @@ mod store {
                             minor_faults: 1,
                             ..Usage::default()
                         },
+                        // A command step's own profile and lock report round-trip too.
+                        profile: Some(ProfileRef {
+                            path: format!("/x/n1-t0-s{i}.perf.data"),
+                            event: "cycles".into(),
+                            frequency: 997,
+                        }),
+                        locks: Some(LockReport {
+                            user: vec![LockContention {
+                                lock: "0x7f00".into(),
+                                kind: "futex".into(),
+                                caller: "take_the_lock".into(),
+                                contentions: 9,
+                                wait_total: Nanos(90),
+                                wait_max: Nanos(30),
+                                wait_min: Nanos(1),
+                                call_sites: vec![],
+                            }],
+                            ..LockReport::default()
+                        }),
                     })
                     .collect(),
                 // Profile, locks and clock edges on even trials only, for the same reason.
@@ -795,6 +814,8 @@ mod store {
                     name,
                     wall: Nanos(wall),
                     usage,
+                    profile: None,
+                    locks: None,
                 }
             });
         let measurement = (

@@ -14,6 +14,10 @@ use crate::cli::LocksArgs;
 
 pub fn run(db: Option<&Path>, args: &LocksArgs) -> Result<ExitCode> {
     let data = show::load(db, &args.run)?;
+    let data = match args.step.as_deref() {
+        Some(name) => lab::analysis::step::select(&data, name)?,
+        None => data,
+    };
     let sides = match (args.kernel, args.user) {
         (true, false) => LockSides {
             kernel: true,
@@ -52,7 +56,14 @@ pub fn run(db: Option<&Path>, args: &LocksArgs) -> Result<ExitCode> {
             data.meta.id
         );
     }
-    let header = data.meta.description();
+    let header = match &args.step {
+        Some(name) => format!(
+            "{} · step {}",
+            data.meta.description(),
+            lab::safe_text::printable(name)
+        ),
+        None => data.meta.description(),
+    };
     let mut out = crate::stdout::stdout();
     match args.at {
         Some(n) => {

@@ -28,12 +28,12 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
         );
     }
     let spec = args.run.as_deref().unwrap_or("last");
-    let data = show::load(db, spec)?;
+    let data = step(show::load(db, spec)?, args.step.as_deref())?;
     let points = load(&data)?;
     let mut out = crate::stdout::stdout();
 
     if let Some(other) = &args.diff {
-        let data_b = show::load(db, other)?;
+        let data_b = step(show::load(db, other)?, args.step.as_deref())?;
         let points_b = load(&data_b)?;
         let n = match args.at {
             Some(n) => n,
@@ -106,6 +106,16 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
     } else {
         writeln!(out, "{}", data.meta.description())?;
         writeln!(out, "op: {}", printable(&data.meta.op_unit))?;
+        let steps = lab::analysis::step::step_names(&data);
+        match &args.step {
+            Some(name) => writeln!(out, "step: {} (its own profile)", printable(name))?,
+            None if steps.len() > 1 => writeln!(
+                out,
+                "step: cmd, the main command (the others: --step {})",
+                printable(&steps[1..].join(" | --step "))
+            )?,
+            None => {}
+        }
         writeln!(out)?;
         if let Some(g) = &grow {
             profile_table::write_grows(&mut out, g, args.top)?;
@@ -131,6 +141,14 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
         eprintln!("flame graph of N={}: {}", p.n, svg.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The run itself, or its step `name` read as a run (`--step`).
+fn step(data: RunData, name: Option<&str>) -> Result<RunData> {
+    Ok(match name {
+        Some(name) => lab::analysis::step::select(&data, name)?,
+        None => data,
+    })
 }
 
 fn load(data: &RunData) -> Result<Vec<PointProfile>> {

@@ -165,23 +165,40 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
         out.flush()?;
     } else if interrupted || measured.is_ok() {
         show::print_run(&data, args.json)?;
+        // A command with steps: each step has its own profile and lock report.
+        let steps = lab::analysis::step::step_names(&data);
+        let per_step = |what: &str| match steps.len() {
+            0 | 1 => String::new(),
+            _ => format!(
+                "; a step's: `scalelab {what} {id} --step NAME` (steps: {})",
+                lab::safe_text::printable(&steps.join(", "))
+            ),
+        };
         if locks && !args.json {
             eprintln!(
-                "lock contention: `scalelab locks {id}` (what grows with N), `scalelab locks {id} --at N` (one point)"
+                "lock contention: `scalelab locks {id}` (what grows with N), `scalelab locks {id} --at N` (one point){}",
+                per_step("locks")
             );
         }
         if let Some(dir) = &outcome.profile_dir {
+            // The trial's own profile (a command's main step), then its further steps'.
             let files: Vec<&str> = data
                 .trials
                 .iter()
-                .filter_map(|t| t.outcome.measurement()?.profile.as_ref())
+                .filter_map(|t| t.outcome.measurement())
+                .flat_map(|m| {
+                    m.profile
+                        .iter()
+                        .chain(m.steps.iter().skip(1).filter_map(|s| s.profile.as_ref()))
+                })
                 .map(|p| p.path.as_str())
                 .collect();
             eprintln!(
-                "profiles: {} perf.data files in {} (`scalelab profile {id}`; `perf report -i {}`)",
+                "profiles: {} perf.data files in {} (`scalelab profile {id}`; `perf report -i {}`){}",
                 files.len(),
                 dir.display(),
-                files.first().copied().unwrap_or("FILE")
+                files.first().copied().unwrap_or("FILE"),
+                per_step("profile")
             );
         }
     }

@@ -181,24 +181,6 @@ fn locks_of_a_run_without_locks_is_refused_with_the_fix() {
     assert!(stderr.contains("--locks"), "{stderr}");
 }
 
-#[test]
-fn locks_with_an_external_command_is_refused_before_running() {
-    let lab = Lab::new();
-    let out = lab
-        .cmd()
-        .args([
-            "run", "--cmd", "true", "--tasks", "1", "--runs", "1", "--locks",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("--locks") && stderr.contains("perf lock record"),
-        "{stderr}"
-    );
-}
-
 /// In a private mount namespace without tracefs (needs root and `unshare`; skipped otherwise),
 /// `--locks` warns with the fix, the run is still stored, and `locks` repeats the reason.
 #[test]

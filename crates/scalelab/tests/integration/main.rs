@@ -4,6 +4,7 @@
 mod common;
 
 mod cli;
+mod command_attribution;
 mod commands;
 mod compare;
 mod conventions;
