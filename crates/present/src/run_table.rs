@@ -284,7 +284,13 @@ mod tests {
 
     fn shown(data: &lab::record::RunData) -> String {
         let mut out = Vec::new();
-        write_run(&mut out, &data.meta, &summarize(data), &TextOptions::plain()).unwrap();
+        write_run(
+            &mut out,
+            &data.meta,
+            &summarize(data),
+            &TextOptions::plain(),
+        )
+        .unwrap();
         String::from_utf8(out).unwrap()
     }
 
