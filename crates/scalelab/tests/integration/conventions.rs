@@ -135,7 +135,7 @@ fn usage_lines_say_what_is_required() {
     let lab = Lab::new();
     for (sub, usage) in [
         ("model", "<RUN|--csv <FILE>>"),
-        ("history", "<WORKLOAD|--csv <FILE>>"),
+        ("history", "<WORKLOAD|--csv <FILE>|--cmd <CMD>>"),
         ("profile", "<RUN|--perf-data <FILE>>"),
         ("run", "<WORKLOAD|--cmd <CMD>>"),
     ] {
