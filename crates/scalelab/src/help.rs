@@ -326,18 +326,29 @@ mod tests {
         lines
     }
 
-    /// Every `scalelab` command line in the README's code blocks.
+    /// Every `scalelab` command line in the README's code blocks, continuation lines (` \`)
+    /// joined.
     fn readme_lines() -> Vec<String> {
         let readme = include_str!("../../../README.md");
         let mut in_block = false;
         let mut lines = Vec::new();
+        let mut pending: Option<String> = None;
         for line in readme.lines() {
             if line.starts_with("```") {
                 in_block = !in_block;
+                assert!(pending.is_none(), "a continuation ends a README block");
             } else if in_block {
                 let line = line.strip_prefix("$ ").unwrap_or(line);
-                if line.starts_with("scalelab ") || line.contains("-p scalelab -- ") {
-                    lines.push(line.to_string());
+                let line = match pending.take() {
+                    Some(head) => head + line.trim_start(),
+                    None if line.starts_with("scalelab ") || line.contains("-p scalelab -- ") => {
+                        line.to_string()
+                    }
+                    None => continue,
+                };
+                match line.strip_suffix('\\') {
+                    Some(head) => pending = Some(head.to_string()),
+                    None => lines.push(line),
                 }
             }
         }
