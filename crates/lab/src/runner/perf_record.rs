@@ -32,6 +32,12 @@ pub struct ProfileRequest {
     pub event: String,
     /// Sampling frequency (Hz).
     pub frequency: u32,
+    /// `Some(bytes)`: user call chains unwound from a copy of that much user stack
+    /// (`--call-graph dwarf,BYTES`), for programs built without frame pointers; `None`: by
+    /// frame pointer (`-g`), as scalelab's own workloads are built. DWARF samples are ~16 KiB
+    /// each instead of ~100 bytes, so only programs that need it pay for it.
+    #[serde(default)]
+    pub dwarf_stack: Option<u32>,
 }
 
 /// The run-wide profiling settings, fixed before the first trial.
@@ -72,6 +78,7 @@ impl ProfileSettings {
             path: dir.join(&name),
             event: self.event.clone(),
             frequency: self.frequency,
+            dwarf_stack: None,
         }))
     }
 }
@@ -182,9 +189,13 @@ pub(crate) const KALLSYMS: &str = "kallsyms";
 
 /// The `perf record` argument list that runs `program args…` as a profiled trial.
 pub(crate) fn perf_args(req: &ProfileRequest, program: &Path, args: &[String]) -> Vec<String> {
+    let call_graph = match req.dwarf_stack {
+        Some(bytes) => format!("--call-graph=dwarf,{bytes}"),
+        None => "-g".to_string(),
+    };
     let mut v: Vec<String> = [
         "record",
-        "-g",
+        &call_graph,
         "-k",
         "CLOCK_MONOTONIC",
         "-e",
@@ -229,6 +240,16 @@ mod tests {
         let args = perf_args(&r, Path::new("/bin/scalelab"), &["__trial".into()]);
         assert_eq!(args[args.len() - 3..], ["--", "/bin/scalelab", "__trial"]);
         assert!(args.windows(2).any(|w| w == ["-k", "CLOCK_MONOTONIC"]));
+        assert!(args.contains(&"-g".to_string()));
+        let dwarf = ProfileRequest {
+            dwarf_stack: Some(16384),
+            ..r.clone()
+        };
+        let args = perf_args(&dwarf, Path::new("/bin/prog"), &[]);
+        assert!(
+            args.contains(&"--call-graph=dwarf,16384".to_string()),
+            "{args:?}"
+        );
         assert!(frequency() >= 1);
     }
 
