@@ -41,7 +41,11 @@ struct Segment {
     offset: u64,
     size: u64,
     svma: u64,
+    exec: bool,
 }
+
+/// The page size mappings are aligned to.
+const PAGE: u64 = 4096;
 
 /// The unwind sections and load segments of one ELF file.
 #[derive(Debug, Clone)]
@@ -95,10 +99,15 @@ impl ElfUnwindInfo {
             .segments()
             .map(|s| {
                 let (offset, size) = s.file_range();
+                let exec = matches!(
+                    s.flags(),
+                    object::SegmentFlags::Elf { p_flags } if p_flags & object::elf::PF_X != 0
+                );
                 Segment {
                     offset,
                     size,
                     svma: s.address(),
+                    exec,
                 }
             })
             .collect();
@@ -112,12 +121,19 @@ impl ElfUnwindInfo {
         })
     }
 
-    /// The stated address of file offset `offset`, through the load segment holding it.
+    /// The stated address of file offset `offset` of a mapping (page-aligned, so it may lie
+    /// before its segment's first byte: the linker packs segments, so the executable one often
+    /// starts mid-page, after the end of the read-only one), through the load segment holding
+    /// it, the executable one first.
     pub(crate) fn svma_of_offset(&self, offset: u64) -> Option<u64> {
+        let holds = |s: &&Segment| {
+            offset >= s.offset & !(PAGE - 1) && offset < s.offset.saturating_add(s.size.max(1))
+        };
         self.segments
             .iter()
-            .find(|s| offset >= s.offset && offset < s.offset.saturating_add(s.size.max(1)))
-            .map(|s| s.svma.wrapping_add(offset - s.offset))
+            .filter(holds)
+            .max_by_key(|s| s.exec)
+            .map(|s| s.svma.wrapping_add(offset).wrapping_sub(s.offset))
     }
 
     /// A `framehop` module for a mapping of this file at `avma` from file offset `offset`.
@@ -165,10 +181,43 @@ mod tests {
         assert!(info.eh_frame.is_some() && info.eh_frame_hdr.is_some());
         // A shared library's first segment maps offset 0 at address 0.
         assert_eq!(info.svma_of_offset(0), Some(0));
+        // Its code segment's mapping starts at the page holding the segment's first byte.
+        let code = info.segments.iter().find(|s| s.exec).unwrap();
+        let page = code.offset & !(PAGE - 1);
+        assert_eq!(
+            info.svma_of_offset(page),
+            Some(code.svma - (code.offset - page))
+        );
         assert!(
             info.module("libc", 0x7f00_0000_0000..0x7f00_0010_0000, 0)
                 .is_some()
         );
+    }
+
+    /// Was: a binary whose code segment starts mid-page (a large Rust executable: offset
+    /// 0x473c50 at address 0x474c50) had its mapping's page (offset 0x473000) taken as the end
+    /// of the read-only segment, so its module sat 0x1000 off and its frames unwound wrongly.
+    #[test]
+    fn a_mapping_of_a_code_segment_starting_mid_page_gets_the_code_segments_address() {
+        let seg = |offset, size, svma, exec| Segment {
+            offset,
+            size,
+            svma,
+            exec,
+        };
+        let info = ElfUnwindInfo {
+            eh_frame: None,
+            eh_frame_hdr: None,
+            debug_frame: None,
+            text: None,
+            got: None,
+            segments: vec![
+                seg(0, 0x47_3c48, 0, false),
+                seg(0x47_3c50, 0xc3_7490, 0x47_4c50, true),
+            ],
+        };
+        assert_eq!(info.svma_of_offset(0x47_3000), Some(0x47_4000));
+        assert_eq!(info.svma_of_offset(0), Some(0));
     }
 
     #[test]
