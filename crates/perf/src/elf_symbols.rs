@@ -42,6 +42,8 @@ struct FileInfo {
     plt: Vec<(u64, String)>,
     /// The separate debug file holding the symbol table, when the file itself is stripped.
     debug_file: Option<PathBuf>,
+    /// Per address shared by several function symbols, the one perf shows ([`better_alias`]).
+    aliases: HashMap<u64, String>,
 }
 
 impl FileInfo {
@@ -62,10 +64,22 @@ impl FileInfo {
             .collect();
         let stripped = elf.section_by_name(".symtab").is_none();
         let debug_file = if stripped { debug_file(&elf) } else { None };
+        let aliases = match &debug_file {
+            None => aliases(&elf),
+            Some(debug) => File::open(debug)
+                .ok()
+                .and_then(|f| {
+                    let cache = ReadCache::new(f);
+                    let d = ElfFile64::<Endianness, _>::parse(&cache).ok()?;
+                    Some(aliases(&d))
+                })
+                .unwrap_or_default(),
+        };
         FileInfo {
             segments,
             plt: plt_stubs(&elf),
             debug_file,
+            aliases,
         }
     }
 
@@ -118,6 +132,71 @@ fn debug_file<'d, R: object::ReadRef<'d>>(elf: &ElfFile64<'d, Endianness, R>) ->
     None
 }
 
+/// An alias as perf weighs it (`choose_best_symbol` in tools/perf/util/symbol.c).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Alias {
+    name: String,
+    sized: bool,
+    weak: bool,
+    global: bool,
+}
+
+/// True when perf prefers `a` to `b` for the same address: a sized symbol, then a non-weak
+/// one, then a global one, then fewer leading underscores, then the longer name.
+fn better_alias(a: &Alias, b: &Alias) -> bool {
+    let underscores = |n: &str| n.bytes().take_while(|&c| c == b'_').count();
+    (
+        a.sized,
+        !a.weak,
+        a.global,
+        std::cmp::Reverse(underscores(&a.name)),
+        a.name.len(),
+    ) > (
+        b.sized,
+        !b.weak,
+        b.global,
+        std::cmp::Reverse(underscores(&b.name)),
+        b.name.len(),
+    )
+}
+
+/// For each address that several function symbols share (`pthread_mutex_lock@@GLIBC_2.2.5`
+/// and `___pthread_mutex_lock`), the name perf shows.
+fn aliases<'d, R: object::ReadRef<'d>>(elf: &ElfFile64<'d, Endianness, R>) -> HashMap<u64, String> {
+    let mut best: HashMap<u64, (Alias, u32)> = HashMap::new();
+    for sym in elf.symbols() {
+        if sym.kind() != object::SymbolKind::Text || sym.address() == 0 {
+            continue;
+        }
+        let Ok(name) = sym.name() else { continue };
+        if name.is_empty() {
+            continue;
+        }
+        let alias = Alias {
+            name: name.to_string(),
+            sized: sym.size() > 0,
+            weak: sym.is_weak(),
+            global: sym.is_global(),
+        };
+        match best.entry(sym.address()) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert((alias, 1));
+            }
+            std::collections::hash_map::Entry::Occupied(mut o) => {
+                let (held, count) = o.get_mut();
+                *count += 1;
+                if better_alias(&alias, held) {
+                    *held = alias;
+                }
+            }
+        }
+    }
+    best.into_iter()
+        .filter(|(_, (_, count))| *count > 1)
+        .map(|(addr, (alias, _))| (addr, alias.name))
+        .collect()
+}
+
 /// PLT stubs and the functions they jump to: the i-th `.rela.plt` relocation's stub is the
 /// i-th `.plt.sec` entry when that section exists (IBT), else the (i+1)-th `.plt` entry.
 fn plt_stubs<'d, R: object::ReadRef<'d>>(elf: &ElfFile64<'d, Endianness, R>) -> Vec<(u64, String)> {
@@ -147,6 +226,16 @@ fn plt_stubs<'d, R: object::ReadRef<'d>>(elf: &ElfFile64<'d, Endianness, R>) -> 
     }
     stubs.sort();
     stubs
+}
+
+/// The alias perf would show, demangled as blazesym demangled its own pick: Rust and C++
+/// aliases are rare, so a mangled alias is kept only when blazesym's pick is not demangled.
+fn blazesym_demangled(alias: &str, picked: &str) -> String {
+    if alias.starts_with("_Z") || alias.starts_with("_R") {
+        picked.to_string()
+    } else {
+        alias.to_string()
+    }
 }
 
 /// Symbolises file offsets of ELF files, each file examined once.
@@ -221,8 +310,12 @@ impl ElfSymbols {
         };
         for (&i, r) in rest.iter().zip(results) {
             if let Symbolized::Sym(s) = r {
+                let name = match info.aliases.get(&s.addr) {
+                    Some(alias) => blazesym_demangled(alias, &s.name),
+                    None => s.name.to_string(),
+                };
                 out[i] = Some(ElfSymbol {
-                    name: s.name.to_string(),
+                    name,
                     offset: s.offset as u64,
                     size: s.size.map(|x| x as u64),
                 });
@@ -260,6 +353,27 @@ mod tests {
             let (off, size) = s.file_range();
             (addr >= s.address() && addr < s.address() + size).then(|| addr - s.address() + off)
         })
+    }
+
+    /// Was: `___pthread_mutex_lock` where perf shows `pthread_mutex_lock@@GLIBC_2.2.5`, so the
+    /// same function had two names and shares disagreed by its whole share.
+    #[test]
+    fn aliases_are_chosen_as_perf_chooses_them() {
+        let a = |name: &str, weak, global| Alias {
+            name: name.into(),
+            sized: true,
+            weak,
+            global,
+        };
+        let versioned = a("pthread_mutex_lock@@GLIBC_2.2.5", false, true);
+        let local = a("___pthread_mutex_lock", false, false);
+        assert!(better_alias(&versioned, &local) && !better_alias(&local, &versioned));
+        // Both local: fewer leading underscores, then the longer name.
+        let gi = a("__GI___pthread_mutex_unlock_usercnt", false, false);
+        let plain = a("__pthread_mutex_unlock_usercnt", false, false);
+        assert!(better_alias(&gi, &plain));
+        assert!(better_alias(&a("f", false, false), &a("_f", false, false)));
+        assert!(better_alias(&a("f", false, true), &a("f_weak", true, true)));
     }
 
     /// Needs Debian's libc6-dbg (CI installs it); says so otherwise.
