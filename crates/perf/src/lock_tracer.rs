@@ -276,10 +276,12 @@ impl LockTracer {
                 if matches!(kind, Kind::Enter { .. }) {
                     set_filter(&counter, &filter).map_err(|e| PerfError::open(name, &e))?;
                 }
-                // A stack copy makes futex records large: their buffers hold 256 of them.
+                // A stack copy makes futex records large (the kernel writes the whole copy,
+                // however little of it is in use): their buffers hold 1024 of them, as far as
+                // half the locked-memory budget allows.
                 let bytes = if user_stack {
                     buffer_bytes
-                        .max(256 * stack_size as usize)
+                        .max(1024 * stack_size as usize)
                         .min(TOTAL_BUFFER_BYTES / 2 / cpu_count)
                         .max(buffer_bytes)
                 } else {
