@@ -8,6 +8,7 @@
 //! never silently zero: it carries a [`PerfError`] text naming the event, the errno and the fix.
 #![warn(missing_docs, unreachable_pub)]
 
+mod elf_symbols;
 mod error;
 mod event;
 mod inherited;
@@ -18,6 +19,7 @@ mod lock_tracer;
 mod mutation;
 mod profile;
 mod tracefs;
+mod unwind;
 mod user_symbols;
 
 pub use error::PerfError;
@@ -27,6 +29,8 @@ pub use kallsyms::{Kallsyms, KernelSymbol};
 pub use lock_events::{FutexWait, KernelWait, LockTrace};
 pub use lock_tracer::{FUTEX_FLAG_BITS, LockTraceConfig, LockTracer};
 pub use profile::{
-    DsoCost, FunctionCost, Profile, ProfileOptions, StackCost, kallsyms_has_addresses, read_profile,
+    DsoCost, FunctionCost, NO_KALLSYMS_NOTE, Profile, ProfileOptions, StackCost,
+    kallsyms_has_addresses, read_profile,
 };
+pub use unwind::{DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MappedFile, check_stack_size};
 pub use user_symbols::{UserFrame, UserSymbols};

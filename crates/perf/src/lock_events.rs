@@ -9,6 +9,8 @@
 
 use std::collections::HashMap;
 
+use crate::unwind::{MappedFile, UserRegs};
+
 /// `PERF_CONTEXT_MAX`: call chain entries at or above it are context markers, not addresses.
 const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
 
@@ -92,8 +94,15 @@ pub struct LockTrace {
     pub kernel: Vec<KernelWait>,
     /// Futex waits, in the order they returned.
     pub futex: Vec<FutexWait>,
-    /// Call chains, innermost frame first, context markers removed.
+    /// Call chains, innermost frame first, context markers removed. A futex wait's chain is
+    /// unwound from the user stack copy with the binaries' unwind information
+    /// (`LockTraceConfig::stack_size`), or by frame pointer where that found less.
     pub chains: Vec<Vec<u64>>,
+    /// The executable mappings of each process with futex waits, as read while tracing, so
+    /// that its addresses can be named after it has exited ([`UserSymbols::resolve_mapped`]).
+    ///
+    /// [`UserSymbols::resolve_mapped`]: crate::UserSymbols::resolve_mapped
+    pub maps: HashMap<u32, Vec<MappedFile>>,
     /// Samples the kernel dropped because a ring buffer was full.
     pub lost: u64,
     /// Begins or futex entries still open when tracing stopped, and ends without a begin.
@@ -132,7 +141,7 @@ impl ChainTable {
 #[derive(Debug, Default)]
 pub(crate) struct Pairing {
     open_locks: HashMap<(u32, u64), (u64, u32, u32)>,
-    open_futex: HashMap<u32, (u64, u64, u32, u32)>,
+    open_futex: HashMap<u32, (u32, u64, u64, u32, u32)>,
     pub(crate) kernel: Vec<KernelWait>,
     pub(crate) futex: Vec<FutexWait>,
     pub(crate) unmatched_ends: u64,
@@ -162,13 +171,14 @@ impl Pairing {
             LockEvent::FutexEnter { uaddr, op, chain } => {
                 // A thread is in one system call at a time: a stale entry (its exit was lost)
                 // is replaced.
-                self.open_futex.insert(e.tid, (e.time, uaddr, op, chain));
+                self.open_futex
+                    .insert(e.tid, (e.pid, e.time, uaddr, op, chain));
             }
             LockEvent::FutexExit { ret } => {
                 // Exits of the futex calls the filter dropped (wakes) have no entry: not waits.
-                if let Some((begin, uaddr, op, chain)) = self.open_futex.remove(&e.tid) {
+                if let Some((pid, begin, uaddr, op, chain)) = self.open_futex.remove(&e.tid) {
                     self.futex.push(FutexWait {
-                        pid: e.pid,
+                        pid,
                         tid: e.tid,
                         uaddr,
                         op,
@@ -212,18 +222,25 @@ impl Field {
     }
 }
 
-/// A `PERF_RECORD_SAMPLE` body with `TID | TIME | CPU | [CALLCHAIN] | RAW`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A `PERF_RECORD_SAMPLE` body with `TID | TIME | CPU | [CALLCHAIN] | RAW | [REGS_USER |
+/// STACK_USER]`.
+#[derive(Debug, Clone)]
 pub(crate) struct Sample<'a> {
     pub pid: u32,
     pub tid: u32,
     pub time: u64,
     pub callchain: Vec<u64>,
     pub raw: &'a [u8],
+    /// The user registers ([`crate::unwind::REGS_MASK`]), absent when the sample was taken
+    /// with no user context (a kernel thread).
+    pub regs: Option<UserRegs>,
+    /// The valid part of the user stack copy, starting at `regs.sp`.
+    pub stack: &'a [u8],
 }
 
-/// Parses a sample body laid out for `TID | TIME | CPU | [CALLCHAIN] | RAW`.
-pub(crate) fn parse_sample(body: &[u8], callchain: bool) -> Option<Sample<'_>> {
+/// Parses a sample body laid out for `TID | TIME | CPU | [CALLCHAIN] | RAW`, followed by
+/// `REGS_USER` (BP, SP, IP) and `STACK_USER` when `user_stack`.
+pub(crate) fn parse_sample(body: &[u8], callchain: bool, user_stack: bool) -> Option<Sample<'_>> {
     let u32_at = |o: usize| -> Option<u32> {
         Some(u32::from_le_bytes(body.get(o..o + 4)?.try_into().ok()?))
     };
@@ -247,13 +264,36 @@ pub(crate) fn parse_sample(body: &[u8], callchain: bool) -> Option<Sample<'_>> {
         at += 8 * nr;
     }
     let size = u32_at(at)? as usize;
-    let raw = body.get(at + 4..at + 4 + size)?;
+    let raw = body.get(at + 4..(at + 4).checked_add(size)?)?;
+    at += 4 + size;
+    let (mut regs, mut stack) = (None, &[][..]);
+    if user_stack {
+        let abi = u64_at(at)?;
+        at += 8;
+        if abi != 0 {
+            regs = Some(UserRegs {
+                bp: u64_at(at)?,
+                sp: u64_at(at + 8)?,
+                ip: u64_at(at + 16)?,
+            });
+            at += 24;
+        }
+        let size = usize::try_from(u64_at(at)?).ok()?;
+        at += 8;
+        if size != 0 {
+            let data = body.get(at..at.checked_add(size)?)?;
+            let valid = usize::try_from(u64_at(at + size)?).ok()?.min(size);
+            stack = &data[..valid];
+        }
+    }
     Some(Sample {
         pid,
         tid,
         time,
         callchain: chain,
         raw,
+        regs,
+        stack,
     })
 }
 
@@ -347,15 +387,35 @@ mod tests {
             b.extend_from_slice(&4u32.to_le_bytes());
             b.extend_from_slice(&[1, 2, 3, 4]);
         }
-        let s = parse_sample(&body, false).unwrap();
-        assert_eq!((s.tid, s.time, s.raw), (101, 5555, &[1u8, 2, 3, 4][..]));
+        let s = parse_sample(&body, false, false).unwrap();
+        assert_eq!((s.pid, s.tid, s.time), (100, 101, 5555));
+        assert_eq!(s.raw, &[1u8, 2, 3, 4][..]);
         // The process id travels with every wait: a command's waits are told apart from
         // scalelab's own by it, and its user addresses resolve in that process.
-        assert_eq!(s.pid, 100);
-        let s = parse_sample(&with_chain, true).unwrap();
+        let s = parse_sample(&with_chain, true, false).unwrap();
         assert_eq!(s.callchain, vec![0xaaa, 0xbbb]);
         assert_eq!(s.raw, &[1, 2, 3, 4]);
-        assert!(parse_sample(&with_chain[..30], true).is_none());
+        assert!(parse_sample(&with_chain[..30], true, false).is_none());
+        // REGS_USER (abi, BP, SP, IP) and STACK_USER (size, 16 bytes, dyn_size 8).
+        let mut with_stack = with_chain.clone();
+        for v in [2u64, 0xb0, 0x5000, 0x7f00] {
+            with_stack.extend_from_slice(&v.to_le_bytes());
+        }
+        with_stack.extend_from_slice(&16u64.to_le_bytes());
+        with_stack.extend_from_slice(&[7; 8]);
+        with_stack.extend_from_slice(&[0; 8]);
+        with_stack.extend_from_slice(&8u64.to_le_bytes());
+        let s = parse_sample(&with_stack, true, true).unwrap();
+        let regs = s.regs.unwrap();
+        assert_eq!((regs.bp, regs.sp, regs.ip), (0xb0, 0x5000, 0x7f00));
+        assert_eq!(s.stack, &[7; 8]);
+        // A kernel thread has no user registers (abi 0) and an empty stack.
+        let mut no_user = with_chain.clone();
+        no_user.extend_from_slice(&0u64.to_le_bytes());
+        no_user.extend_from_slice(&0u64.to_le_bytes());
+        let s = parse_sample(&no_user, true, true).unwrap();
+        assert!(s.regs.is_none() && s.stack.is_empty());
+        assert!(parse_sample(&with_stack[..with_stack.len() - 4], true, true).is_none());
     }
 
     #[test]

@@ -10,6 +10,13 @@
 //! chain on `contention_begin` and the user call chain on `sys_enter_futex`. A kernel filter
 //! keeps only the futex wait operations on `sys_enter_futex`, so wakes cost no call chain.
 //!
+//! Frame-pointer chains stop at the first code built without frame pointers (Debian's glibc,
+//! where every contended `pthread_mutex_lock` waits), so `sys_enter_futex` also takes the user
+//! registers and a copy of the user stack (`REGS_USER | STACK_USER`, [`LockTraceConfig::stack_size`]),
+//! unwound at drain time with the binaries' `.eh_frame` ([`crate::unwind`]); a process's
+//! mappings are read from `/proc/PID/maps` when it is first seen (and again when an address
+//! falls outside them, after an exec or a `dlopen`).
+//!
 //! [`drain`](LockTracer::drain) empties the buffers (call it often: every 10 ms or so under
 //! heavy contention); it merges the per-CPU streams by timestamp, holding back the last
 //! milliseconds in case another CPU's earlier record is not yet committed, and pairs them.
@@ -24,6 +31,7 @@ use crate::lock_events::{
     ChainTable, Field, LockEvent, LockTrace, Pairing, TimedEvent, parse_sample,
 };
 use crate::tracefs::TracepointFormat;
+use crate::unwind::{DEFAULT_STACK_SIZE, REGS_MASK, Unwinder};
 
 const PERF_RECORD_LOST: u32 = 2;
 const PERF_RECORD_SAMPLE: u32 = 9;
@@ -55,6 +63,10 @@ pub struct LockTraceConfig {
     /// Ring buffer data size per event per CPU, in bytes (rounded up to a power of two; lowered
     /// so that all buffers together stay under 64 MiB on machines with many CPUs).
     pub buffer_bytes: usize,
+    /// Bytes of user stack copied with each futex wait for unwinding (`--stack-size`; a
+    /// multiple of 8 up to 65528, see [`check_stack_size`](crate::check_stack_size)); 0
+    /// unwinds by frame pointer only.
+    pub stack_size: u32,
 }
 
 impl Default for LockTraceConfig {
@@ -63,16 +75,29 @@ impl Default for LockTraceConfig {
             kernel: true,
             user: true,
             buffer_bytes: 1 << 20,
+            stack_size: DEFAULT_STACK_SIZE,
         }
     }
 }
 
 #[derive(Debug, Clone, Copy)]
 enum Kind {
-    Begin { lock: Field, flags: Field },
-    End { lock: Field },
-    Enter { uaddr: Field, op: Field },
-    Exit { ret: Field },
+    Begin {
+        lock: Field,
+        flags: Field,
+    },
+    End {
+        lock: Field,
+    },
+    /// `stack`: the samples carry `REGS_USER | STACK_USER`.
+    Enter {
+        uaddr: Field,
+        op: Field,
+        stack: bool,
+    },
+    Exit {
+        ret: Field,
+    },
 }
 
 impl Kind {
@@ -105,6 +130,9 @@ pub struct LockTracer {
     /// [`LockTracer::new_user_chains`].
     user_chains: std::collections::HashSet<(u32, u32)>,
     fresh_user_chains: Vec<(u32, u32)>,
+    unwinder: Unwinder,
+    /// Processes whose maps were re-read during this drain (at most once each).
+    reloaded: Vec<i32>,
 }
 
 fn field(format: &TracepointFormat, name: &str) -> Result<Field, PerfError> {
@@ -189,6 +217,7 @@ impl LockTracer {
             let kind = Kind::Enter {
                 uaddr: field(&en, "uaddr")?,
                 op: field(&en, "op")?,
+                stack: config.stack_size >= 8,
             };
             specs.push(("syscalls:sys_enter_futex", en, kind));
             let ex = TracepointFormat::read("syscalls", "sys_exit_futex")?;
@@ -199,6 +228,8 @@ impl LockTracer {
         }
         let filter = futex_wait_filter();
         let cpus = online_cpus();
+        let stack_size = config.stack_size.min(crate::MAX_STACK_SIZE) & !7;
+        let cpu_count = cpus.len().max(1);
         // Locked memory stays bounded on big machines: at most TOTAL_BUFFER_BYTES in all.
         let buffer_bytes = config
             .buffer_bytes
@@ -211,6 +242,10 @@ impl LockTracer {
                     SampleFlag::TID | SampleFlag::TIME | SampleFlag::CPU | SampleFlag::RAW;
                 if kind.callchain() {
                     flags |= SampleFlag::CALLCHAIN;
+                }
+                let user_stack = matches!(kind, Kind::Enter { stack: true, .. });
+                if user_stack {
+                    flags |= SampleFlag::REGS_USER | SampleFlag::STACK_USER;
                 }
                 let mut builder = Builder::new(Tracepoint::with_id(format.id));
                 builder
@@ -233,6 +268,11 @@ impl LockTracer {
                         builder
                             .exclude_callchain_kernel(true)
                             .sample_max_stack(MAX_STACK);
+                        if user_stack {
+                            builder
+                                .sample_regs_user(REGS_MASK)
+                                .sample_stack_user(stack_size);
+                        }
                     }
                     _ => {}
                 }
@@ -240,8 +280,19 @@ impl LockTracer {
                 if matches!(kind, Kind::Enter { .. }) {
                     set_filter(&counter, &filter).map_err(|e| PerfError::open(name, &e))?;
                 }
+                // A stack copy makes futex records large (the kernel writes the whole copy,
+                // however little of it is in use): their buffers hold 1024 of them, as far as
+                // half the locked-memory budget allows.
+                let bytes = if user_stack {
+                    buffer_bytes
+                        .max(1024 * stack_size as usize)
+                        .min(TOTAL_BUFFER_BYTES / 2 / cpu_count)
+                        .max(buffer_bytes)
+                } else {
+                    buffer_bytes
+                };
                 let sampler = counter
-                    .sampled(buffer_bytes)
+                    .sampled(bytes)
                     .map_err(|e| PerfError::open(name, &e))?;
                 streams.push(Stream {
                     kind: *kind,
@@ -258,12 +309,15 @@ impl LockTracer {
             malformed: 0,
             user_chains: Default::default(),
             fresh_user_chains: Vec::new(),
+            unwinder: Unwinder::default(),
+            reloaded: Vec::new(),
         })
     }
 
     /// Empties every ring buffer and pairs what is old enough to be in order.
     pub fn drain(&mut self) {
         let now = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
+        self.reloaded.clear();
         self.read_all();
         self.pair_until(now.saturating_sub(HOLD_BACK_NS));
     }
@@ -288,7 +342,16 @@ impl LockTracer {
         self.pair_until(u64::MAX);
         let unpaired = self.pairing.still_open() + self.pairing.unmatched_ends;
         let pairing = std::mem::take(&mut self.pairing);
+        let mut pids: Vec<u32> = pairing.futex.iter().map(|w| w.pid).collect();
+        pids.sort_unstable();
+        pids.dedup();
+        let maps = pids
+            .into_iter()
+            .map(|pid| (pid, self.unwinder.maps(pid as i32).to_vec()))
+            .filter(|(_, m)| !m.is_empty())
+            .collect();
         LockTrace {
+            maps,
             kernel: pairing.kernel,
             futex: pairing.futex,
             chains: std::mem::take(&mut self.chains).into_chains(),
@@ -304,7 +367,11 @@ impl LockTracer {
                 match record.ty() {
                     PERF_RECORD_SAMPLE => {
                         let body = record.to_contiguous();
-                        match decode(kind, &body, &mut self.chains) {
+                        let unwind = UnwindState {
+                            unwinder: &mut self.unwinder,
+                            reloaded: &mut self.reloaded,
+                        };
+                        match decode(kind, &body, &mut self.chains, Some(unwind)) {
                             Some(e) => {
                                 if let LockEvent::FutexEnter { chain, .. } = e.event {
                                     if self.user_chains.insert((e.pid, chain)) {
@@ -343,8 +410,52 @@ impl LockTracer {
     }
 }
 
-fn decode(kind: Kind, body: &[u8], chains: &mut ChainTable) -> Option<TimedEvent> {
-    let s = parse_sample(body, kind.callchain())?;
+/// What decoding needs to unwind a futex wait's user stack.
+struct UnwindState<'a> {
+    unwinder: &'a mut Unwinder,
+    reloaded: &'a mut Vec<i32>,
+}
+
+impl UnwindState<'_> {
+    /// The chain unwound from the sample's stack copy, or its frame-pointer chain where that
+    /// found more (a process gone before its maps could be read).
+    fn chain(&mut self, s: &crate::lock_events::Sample<'_>) -> Vec<u64> {
+        let Some(regs) = s.regs else {
+            return s.callchain.clone();
+        };
+        let pid = s.pid as i32;
+        if !self.unwinder.covers(pid, regs.ip) && !self.reloaded.contains(&pid) {
+            // New process, or new code since its maps were read (exec, dlopen).
+            self.reloaded.push(pid);
+            self.unwinder.load_process(pid);
+        }
+        let unwound = self
+            .unwinder
+            .unwind(pid, regs, s.stack, usize::from(MAX_STACK));
+        let frame_pointer = s
+            .callchain
+            .iter()
+            .filter(|&&a| a < PERF_CONTEXT_MAX)
+            .count();
+        if unwound.len() >= frame_pointer {
+            unwound
+        } else {
+            s.callchain.clone()
+        }
+    }
+}
+
+/// `PERF_CONTEXT_MAX`: call chain entries at or above it are context markers.
+const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
+
+fn decode(
+    kind: Kind,
+    body: &[u8],
+    chains: &mut ChainTable,
+    unwind: Option<UnwindState<'_>>,
+) -> Option<TimedEvent> {
+    let user_stack = matches!(kind, Kind::Enter { stack: true, .. });
+    let s = parse_sample(body, kind.callchain(), user_stack)?;
     let event = match kind {
         Kind::Begin { lock, flags } => LockEvent::Begin {
             lock: lock.read(s.raw)?,
@@ -354,11 +465,18 @@ fn decode(kind: Kind, body: &[u8], chains: &mut ChainTable) -> Option<TimedEvent
         Kind::End { lock } => LockEvent::End {
             lock: lock.read(s.raw)?,
         },
-        Kind::Enter { uaddr, op } => LockEvent::FutexEnter {
-            uaddr: uaddr.read(s.raw)?,
-            op: op.read(s.raw)? as u32,
-            chain: chains.intern(s.callchain.into_iter()),
-        },
+        Kind::Enter { uaddr, op, .. } => {
+            let (uaddr, op) = (uaddr.read(s.raw)?, op.read(s.raw)? as u32);
+            let chain = match unwind {
+                Some(mut u) => u.chain(&s),
+                None => s.callchain.clone(),
+            };
+            LockEvent::FutexEnter {
+                uaddr,
+                op,
+                chain: chains.intern(chain.into_iter()),
+            }
+        }
         Kind::Exit { ret } => LockEvent::FutexExit {
             ret: ret.read(s.raw)? as i64,
         },
@@ -495,6 +613,12 @@ mod tests {
             Kind::Enter {
                 uaddr: field(16, 8, false),
                 op: field(24, 8, false),
+                stack: false,
+            },
+            Kind::Enter {
+                uaddr: field(16, 8, false),
+                op: field(24, 8, false),
+                stack: true,
             },
             Kind::Exit {
                 ret: field(16, 8, true),
@@ -510,19 +634,41 @@ mod tests {
             sample_body(None, &raw[..16]),
             sample_body(Some(&[-512i64 as u64, 0x5555_0000_1000]), &raw),
             sample_body(None, &raw[..24]),
+            {
+                // With REGS_USER (abi, BP, SP, IP) and a 64-byte STACK_USER copy.
+                let mut b = sample_body(Some(&[-512i64 as u64, 0x5555_0000_1000]), &raw);
+                for v in [
+                    2u64,
+                    0x7ffd_0000_0100,
+                    0x7ffd_0000_0000,
+                    0x5555_0000_1000,
+                    64,
+                ] {
+                    b.extend_from_slice(&v.to_le_bytes());
+                }
+                b.extend_from_slice(&[0x55; 64]);
+                b.extend_from_slice(&48u64.to_le_bytes());
+                b
+            },
         ];
         let hot = [0..24, 24..48];
         let mutator = Mutator::new(SEED);
         let (mut decoded, mut refused, mut fields_read) = (0u64, 0u64, 0u64);
         let mut chains = ChainTable::default();
         let mut pairing = Pairing::default();
+        let mut unwinder = Unwinder::default();
+        let mut reloaded = Vec::new();
         let mut panics = Vec::new();
         for case in 0..CASES {
             let body = mutator.mutate(case, &seeds[case as usize % seeds.len()], &hot);
             let text = big_number(case, &mutator.mutate(case, BEGIN_FORMAT.as_bytes(), &[]));
             let outcome = catch_unwind(AssertUnwindSafe(|| {
                 for kind in kinds {
-                    match decode(kind, &body, &mut chains) {
+                    let unwind = UnwindState {
+                        unwinder: &mut unwinder,
+                        reloaded: &mut reloaded,
+                    };
+                    match decode(kind, &body, &mut chains, Some(unwind)) {
                         Some(e) => {
                             pairing.feed(&e);
                             decoded += 1;

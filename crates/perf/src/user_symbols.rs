@@ -1,14 +1,13 @@
-//! [`UserSymbols`]: names for user-space addresses of a live process (`blazesym`, through
-//! `/proc/<pid>/maps`), each unique address symbolised once.
-//!
-//! The lock tracer symbolises in the trial process itself while it is still alive: forked task
-//! processes share its executable and library mappings, so their addresses resolve the same.
+//! [`UserSymbols`]: names for user-space addresses of a process, through its mappings (read
+//! live from `/proc/<pid>/maps`, or as the lock tracer recorded them while the process ran),
+//! each unique address symbolised once by file offset in the mapped file ([`ElfSymbols`]:
+//! separate debug files and `func@plt` names, as perf finds them).
 
 use std::collections::HashMap;
+use std::path::Path;
 
-use blazesym::Pid;
-use blazesym::symbolize::source::{Process, Source};
-use blazesym::symbolize::{Input, Symbolizer};
+use crate::elf_symbols::ElfSymbols;
+use crate::unwind::{MappedFile, read_proc_maps};
 
 /// One symbolised user frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,7 +33,11 @@ impl UserFrame {
     /// True for frames in the C library or dynamic loader (system call wrappers, pthread).
     pub fn in_system_library(&self) -> bool {
         self.module.as_deref().map(short_module).is_some_and(|m| {
-            m.starts_with("libc.so") || m.starts_with("libpthread") || m.starts_with("ld-linux")
+            m.starts_with("libc.so")
+                || m.starts_with("libpthread")
+                || m.starts_with("ld-linux")
+                || m.starts_with("ld-musl")
+                || m.starts_with("libc.musl")
         })
     }
 }
@@ -58,34 +61,46 @@ impl std::fmt::Debug for UserSymbols {
 }
 
 impl UserSymbols {
-    /// Symbolises every address in `addrs` (duplicates are fine) in process `pid`. Addresses
-    /// that cannot be symbolised get a frame without a function.
+    /// Symbolises every address in `addrs` (duplicates are fine) in the live process `pid`
+    /// (0: this process). Addresses that cannot be symbolised get a frame without a function.
     pub fn resolve(pid: u32, addrs: &[u64]) -> UserSymbols {
+        let pid = if pid == 0 { std::process::id() } else { pid };
+        let maps = read_proc_maps(pid as i32).unwrap_or_default();
+        UserSymbols::resolve_mapped(&maps, addrs)
+    }
+
+    /// Symbolises `addrs` of a process whose executable mappings were `maps` (it may have
+    /// exited since: the mapped files are read, not the process).
+    pub fn resolve_mapped(maps: &[MappedFile], addrs: &[u64]) -> UserSymbols {
         let mut unique: Vec<u64> = addrs.to_vec();
         unique.sort_unstable();
         unique.dedup();
+        let mut per_map: HashMap<usize, Vec<(u64, u64)>> = HashMap::new();
+        for &addr in &unique {
+            if let Some((i, off)) = maps
+                .iter()
+                .enumerate()
+                .find_map(|(i, m)| m.file_offset(addr).map(|o| (i, o)))
+            {
+                per_map.entry(i).or_default().push((addr, off));
+            }
+        }
+        let mut elf = ElfSymbols::default();
         let mut frames = HashMap::new();
-        let symbolizer = Symbolizer::new();
-        let pid = if pid == 0 { Pid::Slf } else { Pid::from(pid) };
-        let mut process = Process::new(pid);
-        // Symbolic paths from /proc/PID/maps: no CAP_SYS_ADMIN needed for map_files.
-        process.map_files = false;
-        let source = Source::Process(process);
-        if let Ok(syms) = symbolizer.symbolize(&source, Input::AbsAddr(&unique)) {
-            for (addr, sym) in unique.iter().zip(syms) {
-                let frame = match sym.as_sym() {
-                    Some(s) => UserFrame {
-                        function: Some(s.name.to_string()),
-                        offset: s.offset as u64,
-                        module: s.module.as_ref().map(|m| m.to_string_lossy().into_owned()),
+        for (i, entries) in per_map {
+            let path = &maps[i].path;
+            let offsets: Vec<u64> = entries.iter().map(|e| e.1).collect();
+            let syms = elf.symbolise(Path::new(path), &offsets).unwrap_or_default();
+            for (k, (addr, _)) in entries.iter().enumerate() {
+                let sym = syms.get(k).cloned().flatten();
+                frames.insert(
+                    *addr,
+                    UserFrame {
+                        function: sym.as_ref().map(|s| s.name.clone()),
+                        offset: sym.as_ref().map_or(0, |s| s.offset),
+                        module: Some(path.clone()),
                     },
-                    None => UserFrame {
-                        function: None,
-                        offset: 0,
-                        module: None,
-                    },
-                };
-                frames.insert(*addr, frame);
+                );
             }
         }
         UserSymbols { frames }

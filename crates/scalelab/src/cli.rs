@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use lab::analysis::history::Metric;
 use lab::record::Nanos;
-use lab::{Field, LabError, TaskSpec, parse_duration};
+use lab::{Field, LabError, LockRequest, TaskSpec, parse_duration};
 
 use crate::help;
 
@@ -279,6 +279,11 @@ pub struct RunArgs {
     /// (futex waits); `--locks=kernel` or `--locks=user` for one side. See `scalelab locks`.
     #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "all", value_name = "WHICH")]
     pub locks: Option<LocksArg>,
+    /// Bytes of user stack --locks copies with each futex wait to unwind its call chain
+    /// through code built without frame pointers (a multiple of 8, at most 65528).
+    #[arg(long, value_name = "BYTES", default_value_t = LockRequest::DEFAULT_STACK_SIZE,
+          value_parser = LockRequest::parse_stack_size, requires = "locks")]
+    pub stack_size: u32,
     /// Record a CPU profile (perf record -g) of the first --profile-trials trials of each point;
     /// the perf.data files are kept beside the database. See `scalelab profile`.
     #[arg(long)]

@@ -19,6 +19,15 @@ pub struct LockRequest {
     pub kernel: bool,
     /// Trace futex waits, the user-space locks.
     pub user: bool,
+    /// Bytes of user stack copied with each futex wait to unwind its call chain through code
+    /// without frame pointers (`--stack-size`, [`LockRequest::DEFAULT_STACK_SIZE`]); 0 keeps
+    /// frame-pointer chains only.
+    #[serde(default = "default_stack_size")]
+    pub stack_size: u32,
+}
+
+fn default_stack_size() -> u32 {
+    perf::DEFAULT_STACK_SIZE
 }
 
 impl LockRequest {
@@ -26,13 +35,28 @@ impl LockRequest {
     pub(crate) const ALL: LockRequest = LockRequest {
         kernel: true,
         user: true,
+        stack_size: perf::DEFAULT_STACK_SIZE,
     };
+
+    /// The user stack copied per futex wait unless `--stack-size` says otherwise: 16 KiB.
+    pub const DEFAULT_STACK_SIZE: u32 = perf::DEFAULT_STACK_SIZE;
+
+    /// Parses a `--stack-size` in bytes: a multiple of 8 up to 65528, perf's limits (as
+    /// `perf record --call-graph dwarf,SIZE`); the error names them.
+    pub fn parse_stack_size(text: &str) -> Result<u32, String> {
+        let bytes: u32 = text
+            .trim()
+            .parse()
+            .map_err(|_| format!("{text:?} is not a number of bytes (e.g. 16384)"))?;
+        perf::check_stack_size(bytes)
+    }
 
     /// The tracer configuration for this request.
     pub(crate) fn trace_config(self) -> perf::LockTraceConfig {
         perf::LockTraceConfig {
             kernel: self.kernel,
             user: self.user,
+            stack_size: self.stack_size,
             ..perf::LockTraceConfig::default()
         }
     }
@@ -120,6 +144,29 @@ mod tests {
         assert_eq!(kernel_lock_kind(16 | 4), "percpu-rwsem:write");
         assert_eq!(kernel_lock_kind(8), "rtmutex");
         assert_eq!(kernel_lock_kind(0), "mutex");
+    }
+
+    #[test]
+    fn stack_sizes_are_bytes_within_perfs_limits() {
+        assert_eq!(LockRequest::parse_stack_size("8192"), Ok(8192));
+        assert!(
+            LockRequest::parse_stack_size("65536")
+                .unwrap_err()
+                .contains("65528")
+        );
+        assert!(
+            LockRequest::parse_stack_size("100")
+                .unwrap_err()
+                .contains("multiple of 8")
+        );
+        assert!(
+            LockRequest::parse_stack_size("16k")
+                .unwrap_err()
+                .contains("bytes")
+        );
+        // Requests stored before --stack-size existed read back with the default.
+        let old: LockRequest = serde_json::from_str(r#"{"kernel":true,"user":true}"#).unwrap();
+        assert_eq!(old.stack_size, LockRequest::DEFAULT_STACK_SIZE);
     }
 
     #[test]

@@ -36,6 +36,12 @@ pub struct ProfileRequest {
     /// main command's); empty for a built-in trial.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<PathBuf>,
+    /// `Some(bytes)`: user call chains unwound from a copy of that much user stack
+    /// (`--call-graph dwarf,BYTES`), for programs built without frame pointers; `None`: by
+    /// frame pointer (`-g`), as scalelab's own workloads are built. DWARF samples are ~16 KiB
+    /// each instead of ~100 bytes, so only programs that need it pay for it.
+    #[serde(default)]
+    pub dwarf_stack: Option<u32>,
 }
 
 /// The run-wide profiling settings, fixed before the first trial.
@@ -91,10 +97,17 @@ impl ProfileSettings {
             path: paths[0].clone(),
             event: self.event.clone(),
             frequency: self.frequency,
+            // A command may lack frame pointers (Debian's glibc does): its user stacks are
+            // copied and unwound with the binaries' unwind tables. scalelab's own workloads
+            // are built with frame pointers, and `-g` samples are ~100 bytes, not ~16 KiB.
+            dwarf_stack: (steps > 0).then_some(DWARF_STACK_BYTES),
             steps: if steps == 0 { Vec::new() } else { paths },
         }))
     }
 }
+
+/// How much user stack a command's profile samples copy for DWARF unwinding (perf's default).
+pub(crate) const DWARF_STACK_BYTES: u32 = 16384;
 
 /// The default sampling rate: perf's own default, lowered to a quarter of the kernel's
 /// `perf_event_max_sample_rate` so the kernel does not throttle it.
@@ -213,10 +226,14 @@ pub(crate) fn perf_args_to(
     program: &Path,
     args: &[String],
 ) -> Vec<String> {
+    let call_graph = match req.dwarf_stack {
+        Some(bytes) => format!("--call-graph=dwarf,{bytes}"),
+        None => "-g".to_string(),
+    };
     let mut v: Vec<String> = [
         "record",
         "-q",
-        "-g",
+        &call_graph,
         "-k",
         "CLOCK_MONOTONIC",
         "-e",
@@ -267,6 +284,16 @@ mod tests {
         let args = perf_args(&r, Path::new("/bin/scalelab"), &["__trial".into()]);
         assert_eq!(args[args.len() - 3..], ["--", "/bin/scalelab", "__trial"]);
         assert!(args.windows(2).any(|w| w == ["-k", "CLOCK_MONOTONIC"]));
+        assert!(args.contains(&"-g".to_string()));
+        let dwarf = ProfileRequest {
+            dwarf_stack: Some(16384),
+            ..r.clone()
+        };
+        let args = perf_args(&dwarf, Path::new("/bin/prog"), &[]);
+        assert!(
+            args.contains(&"--call-graph=dwarf,16384".to_string()),
+            "{args:?}"
+        );
         assert!(frequency() >= 1);
     }
 

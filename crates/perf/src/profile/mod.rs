@@ -26,7 +26,7 @@ use crate::PerfError;
 #[derive(Debug, Clone, Default)]
 pub struct ProfileOptions {
     /// The kallsyms snapshot taken when the profile was recorded; `None`: kernel frames stay
-    /// unnamed (`[unknown]` in `[kernel]`).
+    /// unnamed (`[unknown]` in `[kernel]`) and the notes say so ([`NO_KALLSYMS_NOTE`]).
     pub kallsyms: Option<PathBuf>,
     /// Keep only samples whose time (CLOCK_MONOTONIC ns, `perf record -k CLOCK_MONOTONIC`)
     /// lies in `[start, end]`.
@@ -104,6 +104,9 @@ pub struct Profile {
     /// Caveats: no kernel symbols, unreadable mapped files.
     pub notes: Vec<String>,
 }
+
+/// The note a profile read without kallsyms carries, for callers to add how to get one.
+pub const NO_KALLSYMS_NOTE: &str = symbols::NO_KALLSYMS;
 
 /// Reads, symbolises and aggregates one perf.data file.
 ///

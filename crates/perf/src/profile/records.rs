@@ -6,13 +6,20 @@
 //! same code in forked task processes interns to the same frame. Return addresses (every frame
 //! but the leaf) are moved back one byte into the call instruction, as unwinders do, so a call
 //! at the very end of a function is charged to that function.
+//!
+//! A file recorded with `--call-graph dwarf` has, instead of a user call chain, each sample's
+//! user registers and a copy of its user stack: these are unwound here with the mapped files'
+//! `.eh_frame` ([`crate::unwind`], `framehop`), the process's modules following the same
+//! MMAP/FORK/exec records, and the unwound frames continue the sample's kernel chain.
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufReader, ErrorKind, Read, Seek};
 use std::path::Path;
 
-use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord, RecordType};
+use linux_perf_data::linux_perf_event_reader::{
+    CpuMode, EventRecord, RecordType, SampleFormat, SampleRecord,
+};
 use linux_perf_data::{PerfFileReader, PerfFileRecord};
 use rustc_hash::FxHashMap;
 
@@ -20,6 +27,14 @@ use super::layout::{self, corrupt};
 use super::record_guard::RecordGuard;
 use super::sample_check::callchain_fits;
 use crate::PerfError;
+use crate::unwind::{MappedFile, Unwinder, UserRegs};
+
+/// User frames unwound per sample, at most (perf's default `kernel.perf_event_max_stack`).
+const MAX_USER_FRAMES: usize = 127;
+/// x86_64 `perf_regs.h` register numbers.
+const REG_BP: u64 = 6;
+const REG_SP: u64 = 7;
+const REG_IP: u64 = 8;
 
 /// `PERF_CONTEXT_*` markers in a call chain are the values at and above this one (-4095).
 const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
@@ -85,6 +100,12 @@ struct Builder {
     /// Per process, sorted by start.
     regions: FxHashMap<i32, Vec<Region>>,
     scratch: Vec<u32>,
+    /// Set when the samples carry user stacks (`--call-graph dwarf`).
+    unwinder: Option<Unwinder>,
+    /// Per mapped path, the ELF file to read (the path itself, or perf's build-id cache copy).
+    elf_paths: HashMap<String, Option<std::path::PathBuf>>,
+    /// (address, kernel) of the current sample's frames, leaf first.
+    chain: Vec<(u64, bool)>,
 }
 
 pub(super) fn read(path: &Path, window: Option<(u64, u64)>) -> Result<RawProfile, PerfError> {
@@ -120,6 +141,14 @@ pub(super) fn read_from<R: Read + Seek>(
         .into_values()
         .map(|d| (String::from_utf8_lossy(&d.path).into_owned(), d.build_id))
         .collect();
+    let dwarf = perf_file.event_attributes().iter().any(|a| {
+        a.attr
+            .sample_format
+            .contains(SampleFormat::REGS_USER | SampleFormat::STACK_USER)
+    });
+    if dwarf {
+        b.unwinder = Some(Unwinder::default());
+    }
     b.raw.event = perf_file
         .event_attributes()
         .first()
@@ -156,33 +185,13 @@ pub(super) fn read_from<R: Read + Seek>(
                 }
                 let period = s.period.unwrap_or(1);
                 let pid = s.pid.unwrap_or(-1);
+                b.sample_frames(&s);
                 b.scratch.clear();
-                match &s.callchain {
-                    Some(chain) if !chain.is_empty() => {
-                        let mut kernel = s.cpu_mode == CpuMode::Kernel;
-                        let mut leaf = true;
-                        for i in 0..chain.len() {
-                            let Some(addr) = chain.get(i) else { break };
-                            if addr >= PERF_CONTEXT_MAX {
-                                kernel = addr == PERF_CONTEXT_KERNEL;
-                                if addr != PERF_CONTEXT_KERNEL && addr != PERF_CONTEXT_USER {
-                                    // Hypervisor or guest frames follow: not ours to name.
-                                    kernel = false;
-                                }
-                                continue;
-                            }
-                            let addr = if leaf { addr } else { addr.saturating_sub(1) };
-                            leaf = false;
-                            let id = b.frame(pid, addr, kernel);
-                            b.scratch.push(id);
-                        }
-                    }
-                    _ => {
-                        if let Some(ip) = s.ip {
-                            let id = b.frame(pid, ip, s.cpu_mode == CpuMode::Kernel);
-                            b.scratch.push(id);
-                        }
-                    }
+                for i in 0..b.chain.len() {
+                    let (addr, kernel) = b.chain[i];
+                    let addr = if i == 0 { addr } else { addr.saturating_sub(1) };
+                    let id = b.frame(pid, addr, kernel);
+                    b.scratch.push(id);
                 }
                 if b.scratch.is_empty() {
                     continue;
@@ -222,10 +231,16 @@ pub(super) fn read_from<R: Read + Seek>(
                     b.regions.insert(f.pid, parent);
                     b.address_ids.clear();
                 }
+                if let Some(u) = &mut b.unwinder {
+                    u.fork(f.ppid, f.pid);
+                }
             }
             EventRecord::Comm(c) if c.is_execve => {
                 b.regions.remove(&c.pid);
                 b.address_ids.clear();
+                if let Some(u) = &mut b.unwinder {
+                    u.forget(c.pid);
+                }
             }
             EventRecord::Throttle(_) => b.raw.throttled += 1,
             EventRecord::Lost(l) => b.raw.lost = b.raw.lost.saturating_add(l.count),
@@ -263,7 +278,82 @@ impl Builder {
         })
     }
 
+    /// The current sample's frames into `self.chain`, leaf first: its call chain (kernel and
+    /// user), or its kernel chain followed by the user frames unwound from its stack copy, or
+    /// its instruction pointer alone.
+    fn sample_frames(&mut self, s: &SampleRecord<'_>) {
+        self.chain.clear();
+        let pid = s.pid.unwrap_or(-1);
+        let unwound = self.unwind_user(pid, s);
+        if let Some(chain) = s.callchain.as_ref().filter(|c| !c.is_empty()) {
+            let mut kernel = s.cpu_mode == CpuMode::Kernel;
+            for i in 0..chain.len() {
+                let Some(addr) = chain.get(i) else { break };
+                if addr >= PERF_CONTEXT_MAX {
+                    kernel = addr == PERF_CONTEXT_KERNEL;
+                    if addr == PERF_CONTEXT_USER && !unwound.is_empty() {
+                        break;
+                    }
+                    continue;
+                }
+                if !kernel && !unwound.is_empty() {
+                    break;
+                }
+                self.chain.push((addr, kernel));
+            }
+        } else if unwound.is_empty() {
+            if let Some(ip) = s.ip {
+                self.chain.push((ip, s.cpu_mode == CpuMode::Kernel));
+            }
+        }
+        self.chain.extend(unwound.into_iter().map(|a| (a, false)));
+    }
+
+    /// The sample's user frames unwound from its registers and stack copy; empty when the
+    /// file has none or the unwinder knows nothing of the process.
+    fn unwind_user(&mut self, pid: i32, s: &SampleRecord<'_>) -> Vec<u64> {
+        let (Some(u), Some(regs), Some((stack, dyn_size))) =
+            (&mut self.unwinder, &s.user_regs, &s.user_stack)
+        else {
+            return Vec::new();
+        };
+        let (Some(ip), Some(sp), Some(bp)) = (regs.get(REG_IP), regs.get(REG_SP), regs.get(REG_BP))
+        else {
+            return Vec::new();
+        };
+        let bytes = stack.as_slice();
+        let valid = usize::try_from(*dyn_size).unwrap_or(0).min(bytes.len());
+        u.unwind(
+            pid,
+            UserRegs { ip, sp, bp },
+            &bytes[..valid],
+            MAX_USER_FRAMES,
+        )
+    }
+
     fn map(&mut self, pid: i32, start: u64, len: u64, pgoff: u64, path: String) {
+        if let Some(u) = &mut self.unwinder {
+            let elf = self
+                .elf_paths
+                .entry(path.clone())
+                .or_insert_with(|| {
+                    let build_id = self.raw.build_ids.get(&path).map(Vec::as_slice);
+                    let mut ignored = Vec::new();
+                    path.starts_with('/')
+                        .then(|| super::symbols::elf_file(&path, build_id, &mut ignored))
+                        .flatten()
+                })
+                .clone();
+            if let Some(elf) = elf {
+                let mapped = MappedFile {
+                    start,
+                    end: start.saturating_add(len),
+                    offset: pgoff,
+                    path: path.clone(),
+                };
+                u.add_mapping(pid, mapped, &elf);
+            }
+        }
         let next = self.map_ids.len() as u32;
         let map = *self.map_ids.entry(path.clone()).or_insert(next);
         if map == next {

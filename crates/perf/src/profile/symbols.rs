@@ -1,5 +1,6 @@
 //! Symbolising the unique frames of a profile, each once, in batches per source: kernel
-//! addresses against the kallsyms snapshot, user frames per mapped ELF file by file offset.
+//! addresses against the kallsyms snapshot, user frames per mapped ELF file by file offset
+//! ([`ElfSymbols`]: separate debug files and `func@plt` stubs, as `perf report` names them).
 //!
 //! ELF symbol tables are used, not DWARF: function names are what a profile needs, symbol
 //! tables give them with sizes (for readprofile's normalized load), and they are what
@@ -9,10 +10,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use blazesym::MaybeDefault;
-use blazesym::symbolize::source::{Elf, Kernel, Source};
+use blazesym::symbolize::source::{Kernel, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 
 use super::records::{Frame, RawProfile};
+use crate::elf_symbols::ElfSymbols;
 
 /// A function as the aggregation sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -33,6 +35,8 @@ pub(super) struct Names {
 
 pub(super) const KERNEL_DSO: &str = "[kernel]";
 const UNKNOWN: &str = "[unknown]";
+/// The note of a profile read without a kallsyms snapshot; callers add how to get one.
+pub(crate) const NO_KALLSYMS: &str = "no kallsyms snapshot: kernel functions show as [unknown]";
 
 pub(super) fn symbolise(raw: &RawProfile, kallsyms: Option<&Path>) -> Names {
     let symbolizer = Symbolizer::builder()
@@ -84,9 +88,7 @@ pub(super) fn symbolise(raw: &RawProfile, kallsyms: Option<&Path>) -> Names {
                 }
             }
             None => {
-                names.notes.push(
-                    "no kallsyms snapshot: kernel functions show as [unknown] (set kernel.kptr_restrict=0 when recording)".into(),
-                );
+                names.notes.push(NO_KALLSYMS.into());
                 Vec::new()
             }
         };
@@ -114,6 +116,7 @@ pub(super) fn symbolise(raw: &RawProfile, kallsyms: Option<&Path>) -> Names {
     }
 
     // User frames, per mapped file.
+    let mut elf_symbols = ElfSymbols::default();
     let mut per_map: HashMap<u32, Vec<(usize, u64)>> = HashMap::new();
     for (i, f) in raw.frames.iter().enumerate() {
         match f {
@@ -148,11 +151,7 @@ pub(super) fn symbolise(raw: &RawProfile, kallsyms: Option<&Path>) -> Names {
         };
         let results = if let Some(elf) = elf {
             let offsets: Vec<u64> = frames.iter().map(|(_, o)| *o).collect();
-            let src = Source::Elf(Elf {
-                debug_syms: false,
-                ..Elf::new(elf)
-            });
-            match symbolizer.symbolize(&src, Input::FileOffset(&offsets)) {
+            match elf_symbols.symbolise(&elf, &offsets) {
                 Ok(r) => r,
                 Err(e) => {
                     names.notes.push(format!("{path}: {e}"));
@@ -164,11 +163,11 @@ pub(super) fn symbolise(raw: &RawProfile, kallsyms: Option<&Path>) -> Names {
         };
         for (k, (frame, _)) in frames.iter().enumerate() {
             let sym = match results.get(k) {
-                Some(Symbolized::Sym(s)) => Symbol {
-                    name: s.name.to_string(),
+                Some(Some(s)) => Symbol {
+                    name: s.name.clone(),
                     dso: dso.clone(),
                     kernel: false,
-                    size: s.size.map(|x| x as u64),
+                    size: s.size,
                 },
                 _ => Symbol {
                     name: UNKNOWN.into(),
@@ -186,7 +185,11 @@ pub(super) fn symbolise(raw: &RawProfile, kallsyms: Option<&Path>) -> Names {
 /// The ELF file holding the code that was mapped from `path` when the profile was recorded:
 /// `path` itself while its build id still matches, else perf's build-id cache copy
 /// (`~/.debug/.build-id/xx/yyyy…/elf`, which `perf record` fills), else `None` with a note.
-fn elf_file(path: &str, build_id: Option<&[u8]>, notes: &mut Vec<String>) -> Option<PathBuf> {
+pub(super) fn elf_file(
+    path: &str,
+    build_id: Option<&[u8]>,
+    notes: &mut Vec<String>,
+) -> Option<PathBuf> {
     let on_disk = Path::new(path).is_file();
     let Some(want) = build_id.filter(|b| !b.is_empty()) else {
         if !on_disk {

@@ -137,6 +137,7 @@ fn config(args: &RunArgs) -> RunConfig {
     cfg.locks = args.locks.map(|which| LockRequest {
         kernel: which != LocksArg::User,
         user: which != LocksArg::Kernel,
+        stack_size: args.stack_size,
     });
     if args.profile {
         cfg.profile = Some(ProfileSettings::new(args.profile_trials));

@@ -354,3 +354,18 @@ fn a_corrupt_perf_data_is_a_clean_error_not_an_abort() {
         "{err}"
     );
 }
+
+/// Was: a foreign perf.data read without `--kallsyms` said to set `kernel.kptr_restrict=0`,
+/// a sysctl of this machine that cannot name another machine's (or an earlier boot's) kernel.
+#[test]
+fn a_foreign_perf_data_without_kallsyms_says_to_pass_kallsyms() {
+    let lab = Lab::new();
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../perf/tests/fixtures/dd.perf.data"
+    );
+    let (stdout, stderr) = lab.ok_with_stderr(&["profile", "--perf-data", fixture, "--top", "3"]);
+    let said = format!("{stdout}{stderr}");
+    assert!(said.contains("--kallsyms FILE"), "{said}");
+    assert!(!said.contains("kptr_restrict"), "{said}");
+}

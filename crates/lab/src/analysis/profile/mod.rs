@@ -179,7 +179,14 @@ pub fn load_run(run: &RunData) -> Result<Vec<PointProfile>, LabError> {
                 kallsyms: kallsyms_for(path),
                 window: m.clock_window.map(|w| (w.start.0, w.end.0)),
             };
-            let profile = read_profile(path, &options)?;
+            let mut profile = read_profile(path, &options)?;
+            for note in profile
+                .notes
+                .iter_mut()
+                .filter(|n| n.as_str() == perf::NO_KALLSYMS_NOTE)
+            {
+                note.push_str(" (set kernel.kptr_restrict=0, or run as root, when recording)");
+            }
             parts.push((pr.path.clone(), m.ops(), profile));
         }
         if !parts.is_empty() {
@@ -195,7 +202,18 @@ pub fn load_file(path: &Path, kallsyms: Option<&Path>) -> Result<PointProfile, L
         kallsyms: kallsyms.map(Path::to_path_buf),
         window: None,
     };
-    let profile = read_profile(path, &options)?;
+    let mut profile = read_profile(path, &options)?;
+    // A file from anywhere: its kernel's symbols are the recording machine's, not ours.
+    for note in profile
+        .notes
+        .iter_mut()
+        .filter(|n| n.as_str() == perf::NO_KALLSYMS_NOTE)
+    {
+        note.push_str(
+            " — give the recording machine's symbols with --kallsyms FILE (a copy of its \
+             /proc/kallsyms, taken as root while the recorded kernel ran)",
+        );
+    }
     Ok(merge(0, vec![(path.display().to_string(), 0, profile)]))
 }
 
