@@ -57,8 +57,8 @@ pub fn run(db: Option<&Path>, args: &ReportArgs) -> Result<ExitCode> {
         args.output.display().to_string()
     };
     eprintln!(
-        "wrote {written} ({} run(s){})",
-        runs.len(),
+        "wrote {written} ({}{})",
+        lab::number_text::plural(runs.len(), "run"),
         if with_history { ", with history" } else { "" }
     );
     Ok(ExitCode::SUCCESS)
