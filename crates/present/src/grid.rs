@@ -6,7 +6,9 @@
 //! Fitting: when the drawn table is wider than the limit, the droppable columns go one by one,
 //! lowest rank first, until it fits (or none is left to drop: the table is then drawn whole and
 //! wider, never wrapped into junk); one line under the table names what was left out and how
-//! to see it.
+//! to see it. Then, if it is still too wide, the one column marked shrinkable (a function's or
+//! a lock caller's name) has its text cut with `…` to fit, down to a floor, and the same line
+//! says so.
 
 use std::io::{self, Write};
 
@@ -30,7 +32,12 @@ struct Column {
     align: Align,
     /// `Some(rank)`: may be left out to fit a width, lowest rank first.
     drop_rank: Option<u8>,
+    /// Its text may be cut with `…` to fit a width (after the droppable columns went).
+    shrink: bool,
 }
+
+/// The narrowest a shrinkable column is cut to: a name stays recognisable.
+const MIN_SHRUNK: usize = 16;
 
 /// One cell: its text (already made printable) and what it means.
 #[derive(Debug, Clone)]
@@ -69,13 +76,53 @@ impl Grid {
         self.push_column(header, align, Some(rank))
     }
 
+    /// A column always shown whose text may be cut with `…` to fit (at most one per table).
+    pub(crate) fn shrinkable(&mut self, header: &str, align: Align) -> &mut Grid {
+        self.push_column(header, align, None);
+        if let Some(c) = self.columns.last_mut() {
+            c.shrink = true;
+        }
+        self
+    }
+
     fn push_column(&mut self, header: &str, align: Align, drop_rank: Option<u8>) -> &mut Grid {
         self.columns.push(Column {
             header: header.to_owned(),
             align,
             drop_rank,
+            shrink: false,
         });
         self
+    }
+
+    /// A table of plain cells: the first `right_to` columns right-aligned (figures), the rest
+    /// left; the columns named in `optional` may be left out, the first named first; the one
+    /// named `shrink` may be cut.
+    pub(crate) fn plain(
+        headers: &[&str],
+        right_to: usize,
+        optional: &[&str],
+        shrink: Option<&str>,
+    ) -> Grid {
+        let mut g = Grid::default();
+        for (i, h) in headers.iter().enumerate() {
+            let align = if i < right_to {
+                Align::Right
+            } else {
+                Align::Left
+            };
+            match optional.iter().position(|o| o == h) {
+                Some(rank) => g.optional(h, align, u8::try_from(rank).unwrap_or(u8::MAX)),
+                None if shrink == Some(*h) => g.shrinkable(h, align),
+                None => g.keep(h, align),
+            };
+        }
+        g
+    }
+
+    /// Adds a row of plain text cells.
+    pub(crate) fn add_row(&mut self, cells: Vec<String>) {
+        self.row(cells.into_iter().map(GridCell::from).collect());
     }
 
     /// Adds a row; missing cells at its end are blank.
@@ -120,19 +167,72 @@ impl Grid {
             }
             dropped.sort_unstable();
         }
-        writeln!(out, "{}", self.table(&kept, opts))?;
-        if let (Some(limit), false) = (opts.width, dropped.is_empty()) {
-            let names: Vec<&str> = dropped
-                .iter()
-                .map(|&i| self.columns[i].header.as_str())
-                .collect();
-            writeln!(
-                out,
-                "columns left out at {limit} columns: {} (--wide or COLUMNS={full} shows them)",
-                names.join(", ")
-            )?;
+        let mut cut = None;
+        let shrunk = match opts.width {
+            Some(limit) if self.drawn_width(&kept) > limit => {
+                self.shrunk(&kept, limit).inspect(|(col, width, _)| {
+                    cut = Some((self.columns[*col].header.clone(), *width));
+                })
+            }
+            _ => None,
+        };
+        let shown = shrunk.as_ref().map_or(self, |(_, _, g)| g);
+        writeln!(out, "{}", shown.table(&kept, opts))?;
+        if let Some(limit) = opts.width {
+            let mut said = Vec::new();
+            if !dropped.is_empty() {
+                let names: Vec<&str> = dropped
+                    .iter()
+                    .map(|&i| self.columns[i].header.as_str())
+                    .collect();
+                said.push(format!(
+                    "columns left out at {limit} columns: {}",
+                    names.join(", ")
+                ));
+            }
+            if let Some((header, width)) = cut {
+                said.push(format!("`{header}` cut to {width} columns at {limit}"));
+            }
+            if !said.is_empty() {
+                writeln!(
+                    out,
+                    "{} (--wide or COLUMNS={full} shows {})",
+                    said.join("; "),
+                    if dropped.is_empty() {
+                        "it whole"
+                    } else {
+                        "them"
+                    }
+                )?;
+            }
         }
         Ok(())
+    }
+
+    /// The kept shrinkable column cut so the table fits `limit` (never below [`MIN_SHRUNK`]):
+    /// its index, its new width, and the cut grid; `None` when there is nothing to cut.
+    fn shrunk(&self, kept: &[usize], limit: usize) -> Option<(usize, usize, Grid)> {
+        let col = kept.iter().copied().find(|&i| self.columns[i].shrink)?;
+        let widest = self
+            .rows
+            .iter()
+            .filter_map(|r| r.get(col))
+            .map(|c| c.text.width())
+            .max()
+            .unwrap_or(0);
+        let over = self.drawn_width(kept).saturating_sub(limit);
+        let floor = MIN_SHRUNK.max(self.columns[col].header.width());
+        let width = widest.saturating_sub(over).max(floor);
+        if width >= widest {
+            return None;
+        }
+        let mut g = self.clone();
+        for row in &mut g.rows {
+            if let Some(cell) = row.get_mut(col) {
+                cell.text = cut_text(&cell.text, width);
+            }
+        }
+        Some((col, width, g))
     }
 
     /// How wide the table is when drawn with these columns, in terminal columns.
@@ -184,6 +284,25 @@ impl Grid {
         }
         t
     }
+}
+
+/// `text` in at most `width` terminal columns, ending in `…` when cut.
+fn cut_text(text: &str, width: usize) -> String {
+    if text.width() <= width {
+        return text.to_owned();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for ch in text.chars() {
+        let w = unicode_width::UnicodeWidthChar::width(ch).unwrap_or(0);
+        if used + w + 1 > width {
+            break;
+        }
+        out.push(ch);
+        used += w;
+    }
+    out.push('…');
+    out
 }
 
 #[cfg(test)]

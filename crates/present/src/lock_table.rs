@@ -4,26 +4,16 @@
 
 use std::io::{self, Write};
 
-use comfy_table::presets::UTF8_BORDERS_ONLY;
-use comfy_table::{CellAlignment, ContentArrangement, Table};
 use lab::analysis::lock_contention::{LockGrowth, LockSide, PointLocks};
 use lab::number_text::{plural, sig3};
 use lab::safe_text::printable;
 
+use crate::grid::Grid;
 use crate::number_format::duration;
+use crate::text_options::TextOptions;
 
-fn table(headers: &[&str], right: usize) -> Table {
-    let mut t = Table::new();
-    t.load_style(UTF8_BORDERS_ONLY)
-        .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(headers.to_vec());
-    for (i, col) in t.column_iter_mut().enumerate() {
-        if i < right {
-            col.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    t
-}
+/// Left out first at a narrow width (then the caller's name is cut).
+const OPTIONAL: [&str; 4] = ["min wait", "max wait", "avg wait", "total wait"];
 
 fn side_title(side: LockSide) -> &'static str {
     match side {
@@ -40,6 +30,7 @@ pub fn write_point(
     p: &PointLocks,
     sides: &[LockSide],
     top: usize,
+    opts: &TextOptions,
 ) -> io::Result<()> {
     writeln!(out, "{header}")?;
     writeln!(
@@ -58,7 +49,7 @@ pub fn write_point(
             writeln!(out, "  no contention seen")?;
             continue;
         }
-        let mut t = table(
+        let mut t = Grid::plain(
             &[
                 "contended",
                 "total wait",
@@ -71,6 +62,8 @@ pub fn write_point(
                 "caller",
             ],
             6,
+            &OPTIONAL,
+            Some("caller"),
         );
         for r in rows.iter().take(top) {
             t.add_row(vec![
@@ -85,7 +78,7 @@ pub fn write_point(
                 printable(&r.caller).into_owned(),
             ]);
         }
-        writeln!(out, "{t}")?;
+        t.write_terminal(out, opts)?;
         if rows.len() > top {
             writeln!(out, "  … {} more rows (--top)", rows.len() - top)?;
         }
@@ -104,7 +97,7 @@ pub fn write_point(
             }
         }
     }
-    write_footer(out, p.lost_records, &p.notes, sides)
+    write_footer(out, p.lost_records, &p.notes, sides, opts)
 }
 
 /// "What grows": wait per op at each N by lock and caller, most growth first.
@@ -114,6 +107,7 @@ pub fn write_growth(
     g: &LockGrowth,
     sides: &[LockSide],
     top: usize,
+    opts: &TextOptions,
 ) -> io::Result<()> {
     writeln!(out, "{header}")?;
     let (first, last) = (g.points.first(), g.points.last());
@@ -144,7 +138,12 @@ pub fn write_growth(
         let right = headers.len();
         headers.extend(["type", "lock", "caller"].map(String::from));
         let header_refs: Vec<&str> = headers.iter().map(String::as_str).collect();
-        let mut t = table(&header_refs, right);
+        // The middle N go first at a narrow width; the first and last N and the growth stay.
+        let middle: Vec<&str> = header_refs[1..g.points.len().saturating_sub(1).max(1)].to_vec();
+        let contended = headers[right - 1].as_str();
+        let mut optional = vec![contended];
+        optional.extend(middle);
+        let mut t = Grid::plain(&header_refs, right, &optional, Some("caller"));
         for r in rows.iter().take(top) {
             let mut cells: Vec<String> =
                 r.wait_per_op_ns.iter().map(|(_, w)| duration(*w)).collect();
@@ -159,12 +158,12 @@ pub fn write_growth(
             cells.push(printable(&r.caller).into_owned());
             t.add_row(cells);
         }
-        writeln!(out, "{t}")?;
+        t.write_terminal(out, opts)?;
         if rows.len() > top {
             writeln!(out, "  … {} more rows (--top)", rows.len() - top)?;
         }
     }
-    write_footer(out, g.lost_records, &g.notes, sides)
+    write_footer(out, g.lost_records, &g.notes, sides, opts)
 }
 
 /// The losses and the notes; a note about one side (`kernel locks: …`, `user locks: …`) only
@@ -174,6 +173,7 @@ fn write_footer(
     lost: u64,
     notes: &[String],
     sides: &[LockSide],
+    opts: &TextOptions,
 ) -> io::Result<()> {
     let notes: Vec<&String> = notes
         .iter()
@@ -188,7 +188,8 @@ fn write_footer(
     if lost > 0 {
         writeln!(
             out,
-            "warning: {lost} trace records lost (ring buffers full): counts are lower bounds"
+            "{} {lost} trace records lost (ring buffers full): counts are lower bounds",
+            opts.palette.warning()
         )?;
     }
     for note in notes {
@@ -202,6 +203,75 @@ mod tests {
     use lab::analysis::lock_contention::LockRow;
 
     use super::*;
+
+    fn point(caller: &str) -> PointLocks {
+        PointLocks {
+            n: 2,
+            trials: 1,
+            ops: 1000,
+            window_s: 1.0,
+            rows: vec![LockRow {
+                side: LockSide::User,
+                lock: "0x561ddbb4b0c0".into(),
+                kind: "futex".into(),
+                caller: caller.into(),
+                contentions: 1161,
+                wait_total_ns: 94_104_970,
+                wait_max_ns: 2_129_065,
+                wait_min_ns: 3517,
+                wait_avg_ns: 81_055.1,
+                contentions_per_trial: 1161.0,
+                wait_per_trial_ns: 94_104_970.0,
+                wait_per_op_ns: 94_104_970.0,
+                call_sites: vec![],
+            }],
+            lost_records: 0,
+            notes: vec![],
+        }
+    }
+
+    /// Issue 13: tables fit the terminal. At 80 columns the lock table leaves out the spread
+    /// of waits, then cuts a long caller's name, and says so; without a limit it is whole.
+    #[test]
+    fn the_lock_table_fits_80_columns_cutting_the_caller_last() {
+        let caller =
+            "std::sync::poison::mutex::Mutex<T>::lock::contend_on_a_std_mutex_with_a_long_name";
+        let p = point(caller);
+        let draw = |width| {
+            let mut out = Vec::new();
+            let opts = TextOptions {
+                width,
+                ..TextOptions::plain()
+            };
+            write_point(&mut out, "run 1", &p, &[LockSide::User], 10, &opts).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let narrow = draw(Some(80));
+        let table: Vec<&str> = narrow
+            .lines()
+            .filter(|l| l.starts_with(['┌', '│', '╞', '└']))
+            .collect();
+        assert!(!table.is_empty(), "{narrow}");
+        for line in &table {
+            assert!(
+                unicode_width::UnicodeWidthStr::width(*line) <= 80,
+                "{narrow}"
+            );
+        }
+        assert!(
+            narrow.contains(
+                "columns left out at 80 columns: total wait, max wait, min wait, avg wait"
+            ),
+            "{narrow}"
+        );
+        assert!(narrow.contains("`caller` cut to"), "{narrow}");
+        assert!(narrow.contains("std::sync::poison::mutex"), "{narrow}");
+        assert!(narrow.contains('…'), "{narrow}");
+        assert!(narrow.contains("wait/op"), "{narrow}");
+        let whole = draw(None);
+        assert!(whole.contains(caller), "{whole}");
+        assert!(!whole.contains("left out"), "{whole}");
+    }
 
     #[test]
     fn the_point_table_names_every_column_and_the_call_sites() {
@@ -235,6 +305,7 @@ mod tests {
             &p,
             &[LockSide::Kernel, LockSide::User],
             10,
+            &TextOptions::plain(),
         )
         .unwrap();
         let text = String::from_utf8(out).unwrap();

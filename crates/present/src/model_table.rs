@@ -11,8 +11,12 @@ use lab::number_text::{si, signed_percent};
 use lab::safe_text::printable;
 use stats::Estimate;
 
-/// Writes the model as text.
-pub fn write_model(out: &mut dyn Write, model: &ScalingModel) -> io::Result<()> {
+/// Writes the model as text (its tables are narrow; `opts` colours the warnings).
+pub fn write_model(
+    out: &mut dyn Write,
+    model: &ScalingModel,
+    opts: &crate::text_options::TextOptions,
+) -> io::Result<()> {
     let f = &model.fit;
     match &model.source {
         ModelSource::Run {
@@ -113,7 +117,12 @@ pub fn write_model(out: &mut dyn Write, model: &ScalingModel) -> io::Result<()> 
     if !model.warnings.is_empty() {
         writeln!(out)?;
         for w in &model.warnings {
-            writeln!(out, "warning: {}", printable(&w.to_string()))?;
+            writeln!(
+                out,
+                "{} {}",
+                opts.palette.warning(),
+                printable(&w.to_string())
+            )?;
         }
     }
     Ok(())
@@ -171,7 +180,7 @@ mod tests {
 
     fn text(model: &ScalingModel) -> String {
         let mut out = Vec::new();
-        write_model(&mut out, model).unwrap();
+        write_model(&mut out, model, &crate::text_options::TextOptions::plain()).unwrap();
         String::from_utf8(out).unwrap()
     }
 

@@ -4,28 +4,15 @@
 
 use std::io::{self, Write};
 
-use comfy_table::presets::UTF8_BORDERS_ONLY;
-use comfy_table::{CellAlignment, ContentArrangement, Table};
 use lab::analysis::profile::PointProfile;
 use lab::analysis::profile::{FunctionDiff, Presence};
 use lab::analysis::profile::{GrowthReport, MIN_SHARE};
 use lab::number_text::{plural, si, sig3};
 use lab::safe_text::printable;
 
+use crate::grid::Grid;
 use crate::number_format::opt_sig3;
-
-fn table(headers: &[&str], right_from: usize, right_to: usize) -> Table {
-    let mut t = Table::new();
-    t.load_style(UTF8_BORDERS_ONLY)
-        .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(headers.iter().copied());
-    for i in right_from..right_to {
-        if let Some(c) = t.column_mut(i) {
-            c.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    t
-}
+use crate::text_options::TextOptions;
 
 fn function_label(name: &str, kernel: bool) -> String {
     let mut n: String = name.chars().take(70).collect();
@@ -63,7 +50,13 @@ pub fn warnings(p: &PointProfile) -> Vec<String> {
 }
 
 /// The top functions of one point, kernel and user, by self share.
-pub fn write_top(out: &mut dyn Write, p: &PointProfile, top: usize, load: bool) -> io::Result<()> {
+pub fn write_top(
+    out: &mut dyn Write,
+    p: &PointProfile,
+    top: usize,
+    load: bool,
+    opts: &TextOptions,
+) -> io::Result<()> {
     let unit = &p.unit;
     writeln!(
         out,
@@ -92,7 +85,12 @@ pub fn write_top(out: &mut dyn Write, p: &PointProfile, top: usize, load: bool) 
     }
     headers.extend(["function", "dso"]);
     let numeric = headers.len() - 2;
-    let mut t = table(&headers, 0, numeric);
+    let mut t = Grid::plain(
+        &headers,
+        numeric,
+        &[total_cost.as_str(), "samples", self_cost.as_str(), "dso"],
+        Some("function"),
+    );
     for f in p.functions.iter().take(top) {
         let mut row = vec![
             format!("{:.2}", f.self_share),
@@ -108,8 +106,8 @@ pub fn write_top(out: &mut dyn Write, p: &PointProfile, top: usize, load: bool) 
         row.push(label(&f.dso));
         t.add_row(row);
     }
-    writeln!(out, "{t}")?;
-    let mut d = table(&["self %", "samples", "dso"], 0, 2);
+    t.write_terminal(out, opts)?;
+    let mut d = Grid::plain(&["self %", "samples", "dso"], 2, &[], Some("dso"));
     for x in p.dsos.iter().filter(|x| x.samples > 0).take(6) {
         d.add_row(vec![
             format!("{:.2}", x.share),
@@ -117,15 +115,20 @@ pub fn write_top(out: &mut dyn Write, p: &PointProfile, top: usize, load: bool) 
             label(&x.dso),
         ]);
     }
-    writeln!(out, "{d}")?;
+    d.write_terminal(out, opts)?;
     for w in warnings(p) {
-        writeln!(out, "warning: {}", label(&w))?;
+        writeln!(out, "{} {}", opts.palette.warning(), label(&w))?;
     }
     Ok(())
 }
 
 /// "What grows": cost per op at every N, ranked by last N over first.
-pub fn write_grows(out: &mut dyn Write, r: &GrowthReport, top: usize) -> io::Result<()> {
+pub fn write_grows(
+    out: &mut dyn Write,
+    r: &GrowthReport,
+    top: usize,
+    opts: &TextOptions,
+) -> io::Result<()> {
     let (first, last) = (r.points[0], r.points[r.points.len() - 1]);
     writeln!(
         out,
@@ -138,7 +141,13 @@ pub fn write_grows(out: &mut dyn Write, r: &GrowthReport, top: usize) -> io::Res
     headers.extend(["×", "Δ/op", share.as_str()]);
     headers.extend(["function", "dso", "note"]);
     let numeric = headers.len() - 3;
-    let mut t = table(&headers, 0, numeric);
+    // The middle N go first at a narrow width, then the share, the dso and Δ/op.
+    let mut optional: Vec<&str> = cols[1..cols.len().saturating_sub(1).max(1)]
+        .iter()
+        .map(String::as_str)
+        .collect();
+    optional.extend([share.as_str(), "dso", "Δ/op"]);
+    let mut t = Grid::plain(&headers, numeric, &optional, Some("function"));
     for g in r.rows.iter().take(top) {
         let mut row: Vec<String> = g.by_n.iter().map(|c| opt_sig3(*c)).collect();
         row.push(g.ratio.map_or_else(|| "new".into(), |x| format!("{x:.2}")));
@@ -160,7 +169,7 @@ pub fn write_grows(out: &mut dyn Write, r: &GrowthReport, top: usize) -> io::Res
         row.push(note.join(", "));
         t.add_row(row);
     }
-    writeln!(out, "{t}")?;
+    t.write_terminal(out, opts)?;
     let mut by_growth: Vec<_> = r.rows.iter().collect();
     by_growth.sort_by(|a, b| b.growth.total_cmp(&a.growth));
     let names: Vec<String> = by_growth
@@ -196,6 +205,7 @@ pub fn write_diff(
     n: u32,
     unit: &str,
     top: usize,
+    opts: &TextOptions,
 ) -> io::Result<()> {
     let (a, b) = labels;
     writeln!(
@@ -208,12 +218,13 @@ pub fn write_diff(
     let hb = format!("% {b}");
     let ca = format!("{unit}/op {a}");
     let cb = format!("{unit}/op {b}");
-    let mut t = table(
+    let mut t = Grid::plain(
         &[
             &ha, &hb, "Δ pp", &ca, &cb, "Δ cost", "function", "dso", "note",
         ],
-        0,
         6,
+        &[&ca, &cb, "dso", "Δ cost"],
+        Some("function"),
     );
     for r in rows.iter().take(top) {
         t.add_row(vec![
@@ -233,7 +244,7 @@ pub fn write_diff(
             },
         ]);
     }
-    writeln!(out, "{t}")?;
+    t.write_terminal(out, opts)?;
     let new: Vec<&str> = rows
         .iter()
         .filter(|r| r.presence == Presence::New && r.share_b >= MIN_SHARE)
@@ -251,4 +262,97 @@ pub fn write_diff(
         writeln!(out, "vanished (≥{MIN_SHARE}%): {}", label(&gone.join(", ")))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use lab::analysis::profile::{DsoRow, FunctionRow};
+
+    use super::*;
+
+    fn function(name: &str, share: f64) -> FunctionRow {
+        FunctionRow {
+            name: name.into(),
+            dso: "libstdc++.so.6".into(),
+            kernel: false,
+            self_share: share,
+            total_share: share,
+            self_samples: 100,
+            total_samples: 100,
+            cost_per_op: Some(1234.5),
+            total_cost_per_op: Some(2345.6),
+            size: None,
+            load: None,
+        }
+    }
+
+    fn point() -> PointProfile {
+        PointProfile {
+            n: 2,
+            event: "cpu-clock".into(),
+            unit: "ns".into(),
+            files: vec![],
+            ops: 1000,
+            samples: 200,
+            period: 250_000,
+            outside_window: 0,
+            throttled: 0,
+            lost: 0,
+            functions: vec![
+                function(
+                    "std::map<std::string, std::pair<std::string, long>>::_M_insert_unique",
+                    60.0,
+                ),
+                function("private_work_a", 40.0),
+            ],
+            dsos: vec![DsoRow {
+                dso: "libstdc++.so.6".into(),
+                kernel: false,
+                share: 100.0,
+                samples: 200,
+            }],
+            folded: vec![],
+            notes: vec![],
+        }
+    }
+
+    /// Issue 13: tables fit the terminal. A profile's top table at 80 columns leaves out the
+    /// cost columns first, then cuts a long function name, and says so; without a limit (a
+    /// pipe) it is whole.
+    #[test]
+    fn the_top_functions_fit_80_columns_cutting_the_name_last() {
+        let p = point();
+        let draw = |width| {
+            let mut out = Vec::new();
+            let opts = TextOptions {
+                width,
+                ..TextOptions::plain()
+            };
+            write_top(&mut out, &p, 10, false, &opts).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let narrow = draw(Some(80));
+        for line in narrow
+            .lines()
+            .filter(|l| l.starts_with(['┌', '│', '╞', '└']))
+        {
+            assert!(
+                unicode_width::UnicodeWidthStr::width(line) <= 80,
+                "{narrow}"
+            );
+        }
+        assert!(
+            narrow.contains("columns left out at 80 columns: "),
+            "{narrow}"
+        );
+        let table: String = narrow.lines().filter(|l| l.starts_with('│')).collect();
+        assert!(!table.contains("total ns/op"), "{narrow}");
+        assert!(narrow.contains("[.] std::map<"), "{narrow}");
+        assert!(narrow.contains("[.] private_work_a"), "{narrow}");
+        assert!(narrow.contains("self %"), "{narrow}");
+        let whole = draw(None);
+        assert!(whole.contains("_M_insert_unique"), "{whole}");
+        assert!(whole.contains("self ns/op"), "{whole}");
+        assert!(!whole.contains("left out"), "{whole}");
+    }
 }

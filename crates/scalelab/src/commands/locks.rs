@@ -78,7 +78,14 @@ pub fn run(db: Option<&Path>, args: &LocksArgs) -> Result<ExitCode> {
             if args.json {
                 lab::safe_text::write_json(&mut out, &point)?;
             } else {
-                lock_table::write_point(&mut out, &header, &point, &shown, args.top)?;
+                lock_table::write_point(
+                    &mut out,
+                    &header,
+                    &point,
+                    &shown,
+                    args.top,
+                    &crate::output::stdout(),
+                )?;
             }
         }
         None => {
@@ -88,7 +95,14 @@ pub fn run(db: Option<&Path>, args: &LocksArgs) -> Result<ExitCode> {
             if args.json {
                 lab::safe_text::write_json(&mut out, &growth)?;
             } else {
-                lock_table::write_growth(&mut out, &header, &growth, &shown, args.top)?;
+                lock_table::write_growth(
+                    &mut out,
+                    &header,
+                    &growth,
+                    &shown,
+                    args.top,
+                    &crate::output::stdout(),
+                )?;
             }
         }
     }

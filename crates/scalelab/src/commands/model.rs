@@ -32,7 +32,7 @@ pub fn run(db: Option<&Path>, args: &ModelArgs) -> Result<ExitCode> {
     if args.json {
         lab::safe_text::write_json(&mut out, &model)?;
     } else {
-        write_model(&mut out, &model)?;
+        write_model(&mut out, &model, &crate::output::stdout())?;
     }
     Ok(ExitCode::SUCCESS)
 }

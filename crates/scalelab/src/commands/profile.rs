@@ -72,7 +72,15 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
             });
             lab::safe_text::write_json(&mut out, &value)?;
         } else {
-            profile_table::write_diff(&mut out, &rows, (&la, &lb), n, &b.unit, args.top)?;
+            profile_table::write_diff(
+                &mut out,
+                &rows,
+                (&la, &lb),
+                n,
+                &b.unit,
+                args.top,
+                &crate::output::stdout(),
+            )?;
         }
         if let Some(svg) = &args.flamegraph {
             let title = format!(
@@ -118,16 +126,21 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
         }
         writeln!(out)?;
         if let Some(g) = &grow {
-            profile_table::write_grows(&mut out, g, args.top)?;
+            profile_table::write_grows(&mut out, g, args.top, &crate::output::stdout())?;
             for p in &points {
                 for w in profile_table::warnings(p) {
-                    writeln!(out, "warning: {}", printable(&w))?;
+                    writeln!(
+                        out,
+                        "{} {}",
+                        crate::output::stdout().palette.warning(),
+                        printable(&w)
+                    )?;
                 }
             }
             writeln!(out, "(per point: scalelab profile {} --at N)", data.meta.id)?;
         }
         for p in &shown {
-            profile_table::write_top(&mut out, p, args.top, args.load)?;
+            profile_table::write_top(&mut out, p, args.top, args.load, &crate::output::stdout())?;
             writeln!(out)?;
         }
     }
@@ -190,7 +203,7 @@ fn one_file(file: &Path, args: &ProfileArgs) -> Result<ExitCode> {
     if args.json {
         lab::safe_text::write_json(&mut out, &p)?;
     } else {
-        profile_table::write_top(&mut out, &p, args.top, args.load)?;
+        profile_table::write_top(&mut out, &p, args.top, args.load, &crate::output::stdout())?;
     }
     eprintln!(
         "read, symbolised and aggregated {} samples ({} functions) in {:.3}s",

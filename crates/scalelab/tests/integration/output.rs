@@ -130,6 +130,71 @@ fn tables_fit_80_columns_say_what_they_left_out_and_keep_it_all_at_200() {
     );
 }
 
+/// The profile and lock tables fit 80 columns too: cost columns and the spread of waits go
+/// first, then a long function or caller name is cut with `…`, and a line says so; a pipe
+/// keeps them whole.
+#[test]
+fn profile_and_lock_tables_fit_80_columns() {
+    let lab = Lab::new();
+    let out = lab.run(&[
+        "run",
+        "futex_mutex",
+        "-p",
+        "shared=true",
+        "--tasks",
+        "2",
+        "--runs",
+        "1",
+        "--duration",
+        "200ms",
+        "--warmup",
+        "0",
+        "--profile",
+        "--locks=user",
+        "--quiet",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for (what, args) in [
+        ("profile", &["profile", "last", "--at", "2"][..]),
+        ("locks", &["locks", "last", "--at", "2"][..]),
+    ] {
+        let perf = std::process::Command::new("perf")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if what == "profile" && !perf {
+            eprintln!(
+                "skipped the profile table: `perf` is not installed (apt-get install linux-perf)"
+            );
+            continue;
+        }
+        if what == "locks" && stderr.contains("lock tracing unavailable") {
+            eprintln!("skipped the lock table: {stderr}");
+            continue;
+        }
+        let narrow = lab.at_columns("80", 0, args);
+        assert!(!table_lines(&narrow).is_empty(), "{what}: {narrow}");
+        for line in table_lines(&narrow) {
+            assert!(
+                line.width() <= 80,
+                "{what}: {} columns:\n{narrow}",
+                line.width()
+            );
+        }
+        assert!(
+            narrow.contains("columns left out at 80 columns: "),
+            "{what}: {narrow}"
+        );
+        let piped = lab.ok(args);
+        assert!(!piped.contains("left out"), "{what}: {piped}");
+    }
+}
+
 #[test]
 fn ls_keeps_columns_aligned_with_long_command_lines() {
     let lab = Lab::new();
