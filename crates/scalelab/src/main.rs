@@ -16,10 +16,12 @@ use std::process::ExitCode;
 use clap::FromArgMatches;
 
 fn main() -> ExitCode {
-    let matches = help::command().get_matches();
+    // clap's own errors and help come before `--color` is parsed: it is read from argv first.
+    let color = output::clap_color(std::env::args_os());
+    let matches = help::command().color(color).get_matches();
     let cli = match cli::Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
-        Err(err) => err.format(&mut help::command()).exit(),
+        Err(err) => err.format(&mut help::command().color(color)).exit(),
     };
     output::init(cli.color.into(), cli.wide);
     match commands::dispatch(cli) {

@@ -47,3 +47,60 @@ pub fn stdout() -> TextOptions {
 pub fn stderr() -> Palette {
     SETTINGS.get().map(|s| s.stderr).unwrap_or_default()
 }
+
+/// The colour clap's own messages (usage errors, help) use: `--color` as given on the command
+/// line, read before clap parses it (its errors come before the parse), the last one winning;
+/// `auto` otherwise (clap's `auto` honours `NO_COLOR` and terminals).
+pub fn clap_color(args: impl IntoIterator<Item = OsString>) -> clap::ColorChoice {
+    let mut choice = clap::ColorChoice::Auto;
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let value = match arg.to_str() {
+            Some("--") => break,
+            Some("--color") => args.next(),
+            Some(a) => a.strip_prefix("--color=").map(OsString::from),
+            None => None,
+        };
+        match value.as_ref().and_then(|v| v.to_str()) {
+            Some("always") => choice = clap::ColorChoice::Always,
+            Some("never") => choice = clap::ColorChoice::Never,
+            Some("auto") => choice = clap::ColorChoice::Auto,
+            _ => {}
+        }
+    }
+    choice
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn choice(args: &[&str]) -> clap::ColorChoice {
+        clap_color(args.iter().map(OsString::from))
+    }
+
+    #[test]
+    fn clap_messages_follow_the_color_flag_given() {
+        assert_eq!(
+            choice(&["scalelab", "run", "--bogus"]),
+            clap::ColorChoice::Auto
+        );
+        assert_eq!(
+            choice(&["scalelab", "--color", "never", "x"]),
+            clap::ColorChoice::Never
+        );
+        assert_eq!(
+            choice(&["scalelab", "--color=always", "x"]),
+            clap::ColorChoice::Always
+        );
+        assert_eq!(
+            choice(&["scalelab", "--color=always", "--color", "never"]),
+            clap::ColorChoice::Never
+        );
+        // After `--` it is a command's argument, not scalelab's.
+        assert_eq!(
+            choice(&["scalelab", "run", "--", "--color=always"]),
+            clap::ColorChoice::Auto
+        );
+    }
+}

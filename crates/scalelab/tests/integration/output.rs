@@ -288,6 +288,17 @@ fn report_to_stdout_with_dash() {
 /// `scalelab ARGS` on a pseudo-terminal of 80 columns (util-linux `script`, in every Debian),
 /// with `env` set: what a person at a terminal sees.
 fn on_a_terminal(lab: &Lab, env: &[(&str, &str)], args: &str) -> String {
+    let out = terminal_output(lab, env, args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// As [`on_a_terminal`], whatever the exit status.
+fn terminal_output(lab: &Lab, env: &[(&str, &str)], args: &str) -> std::process::Output {
     let bin = assert_cmd::cargo::cargo_bin("scalelab");
     let mut c = std::process::Command::new("script");
     c.args([
@@ -304,15 +315,34 @@ fn on_a_terminal(lab: &Lab, env: &[(&str, &str)], args: &str) -> String {
     for (k, v) in env {
         c.env(k, v);
     }
-    let out = c
-        .output()
-        .expect("`script` (util-linux/bsdutils) runs a command on a pseudo-terminal: install it");
+    c.output()
+        .expect("`script` (util-linux/bsdutils) runs a command on a pseudo-terminal: install it")
+}
+
+/// clap's own usage errors follow `--color` too (they come before it is parsed): on a
+/// terminal they are coloured unless `--color never` or `NO_COLOR`.
+#[test]
+fn usage_errors_follow_the_color_flag() {
+    let lab = Lab::new();
+    let coloured = terminal_output(&lab, &[], "run --bogus");
+    assert_eq!(coloured.status.code(), Some(2));
+    let coloured = String::from_utf8_lossy(&coloured.stdout).into_owned();
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
+        coloured.contains("--bogus") && coloured.contains('\x1b'),
+        "{coloured:?}"
     );
-    String::from_utf8(out.stdout).unwrap()
+    for (env, args) in [
+        (&[][..], "--color never run --bogus"),
+        (&[][..], "run --bogus --color=never"),
+        (&[("NO_COLOR", "1")][..], "run --bogus"),
+    ] {
+        let out = terminal_output(&lab, env, args);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("--bogus") && !text.contains('\x1b'),
+            "{args}: {text:?}"
+        );
+    }
 }
 
 #[test]
