@@ -284,6 +284,9 @@ pub struct TrialMeasurement {
     /// Lock contention seen during the window (`--locks`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locks: Option<LockReport>,
+    /// Time the tasks spent blocked during the window, by cause (`--offcpu`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offcpu: Option<OffCpuReport>,
 }
 
 /// CLOCK_MONOTONIC nanoseconds at the start and end of a trial's measurement window.
@@ -341,6 +344,45 @@ pub struct LockContention {
     pub call_sites: Vec<(String, u64)>,
 }
 
+/// Time a trial's tasks spent off CPU and not runnable (blocked) inside the window, from the
+/// scheduler's switch events (`--offcpu`). Waiting for a CPU (preempted, runnable) is not in
+/// here: that is [`Usage::run_delay`].
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct OffCpuReport {
+    /// Blocked time of all the trial's tasks inside the window, summed over tasks (clipped to
+    /// the window's edges).
+    pub total: Nanos,
+    /// Blocked time by cause, most first; the sites' `total`s add up to [`OffCpuReport::total`].
+    pub sites: Vec<OffCpuSite>,
+    /// Records the kernel dropped (ring buffer full); a report with losses says so.
+    pub lost_records: u64,
+    /// Caveats: missing tracepoints, truncated stacks, permission limits.
+    pub notes: Vec<String>,
+}
+
+/// Blocked time spent at one cause: what the task blocked in, on what, from where.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OffCpuSite {
+    /// What the task blocked in: `futex` (a user lock or condition), `rwsem:read`,
+    /// `rwsem:write`, `mutex` (kernel sleeping locks), `io`, `pipe`, `sleep`, `other` …
+    pub kind: String,
+    /// What it waited for: the kernel lock (symbol or address), the futex's user address, or
+    /// the blocking call (`fsync`, `pipe_read`, `nanosleep`, …).
+    pub object: String,
+    /// Who blocked: the first user frame outside the C library's locking code for a futex,
+    /// else the first kernel function outside the scheduler and lock code.
+    pub caller: String,
+    /// A representative call chain, innermost first: kernel frames, then user frames.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stack: Vec<String>,
+    /// Blocking episodes seen inside the window.
+    pub count: u64,
+    /// Summed blocked time.
+    pub total: Nanos,
+    /// The longest single episode.
+    pub max: Nanos,
+}
+
 /// One timed step of an external-command trial, accounted like a `time` line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepRecord {
@@ -358,6 +400,10 @@ pub struct StepRecord {
     /// trial's [`TrialMeasurement::locks`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locks: Option<LockReport>,
+    /// Blocked time of this step's process tree (`--offcpu`). The main command's is also the
+    /// trial's [`TrialMeasurement::offcpu`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offcpu: Option<OffCpuReport>,
 }
 
 impl TrialMeasurement {

@@ -89,6 +89,7 @@ mod tests {
                 notes: vec![tag.into()],
                 ..LockReport::default()
             }),
+            offcpu: None,
         }
     }
 

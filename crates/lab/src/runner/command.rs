@@ -240,6 +240,7 @@ impl Executor for CommandExecutor {
                         usage: r.usage,
                         profile: profile.and_then(|(req, path)| recorded(req, path)),
                         locks,
+                        offcpu: None,
                     });
                 }
                 Err(StepError::Interrupted) => {
@@ -283,6 +284,7 @@ impl Executor for CommandExecutor {
             // The main command's: what `profile RUN` and `locks RUN` read without `--step`.
             profile: steps.first().and_then(|s| s.profile.clone()),
             locks: steps.first().and_then(|s| s.locks.clone()),
+            offcpu: steps.first().and_then(|s| s.offcpu.clone()),
             steps,
         }))
     }

@@ -82,6 +82,7 @@ impl Executor for FakeExecutor {
             }],
             steps: Vec::new(),
             clock_window: None,
+            offcpu: None,
             profile: None,
             locks: None,
         }))

@@ -148,6 +148,7 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
         clock_window: Some(window.clock),
         profile: None,
         locks,
+        offcpu: None,
     })
 }
 

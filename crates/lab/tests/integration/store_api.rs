@@ -12,8 +12,8 @@ mod store {
     use lab::env::Fingerprint;
     use lab::record::{
         ClockWindow, CounterValue, EXPORT_SCHEMA_VERSION, LockContention, LockReport, Mode, Nanos,
-        Pin, ProfileRef, RunData, RunMeta, RunStatus, SampleRecord, StepRecord, TrialMeasurement,
-        TrialOutcome, TrialRecord, Usage,
+        OffCpuReport, OffCpuSite, Pin, ProfileRef, RunData, RunMeta, RunStatus, SampleRecord,
+        StepRecord, TrialMeasurement, TrialOutcome, TrialRecord, Usage,
     };
     use lab::store::{RunFilter, Store, StoreError, export_csv, export_json, read_export};
     use proptest::prelude::*;
@@ -122,6 +122,7 @@ mod store {
                             }],
                             ..LockReport::default()
                         }),
+                        offcpu: None,
                     })
                     .collect(),
                 // Profile, locks and clock edges on even trials only, for the same reason.
@@ -148,6 +149,20 @@ mod store {
                     user: vec![],
                     lost_records: 2,
                     notes: vec!["frames lost".into()],
+                }),
+                offcpu: (index % 2 == 0).then(|| OffCpuReport {
+                    total: Nanos(5_000),
+                    sites: vec![OffCpuSite {
+                        kind: "io".into(),
+                        object: "fsync".into(),
+                        caller: "do_fsync".into(),
+                        stack: vec!["schedule".into(), "do_fsync".into(), "main".into()],
+                        count: 4,
+                        total: Nanos(5_000),
+                        max: Nanos(2_000),
+                    }],
+                    lost_records: 1,
+                    notes: vec!["stacks truncated".into()],
                 }),
             }),
         }
@@ -816,6 +831,7 @@ mod store {
                     usage,
                     profile: None,
                     locks: None,
+                    offcpu: None,
                 }
             });
         let measurement = (
@@ -842,6 +858,7 @@ mod store {
                         clock_window: None,
                         profile: None,
                         locks: None,
+                        offcpu: None,
                     })
                 },
             );
