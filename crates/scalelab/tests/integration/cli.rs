@@ -626,3 +626,35 @@ fn tasks_that_never_run_inside_the_window_do_not_fail_the_trial() {
         assert_eq!(m["task_ops"].as_array().unwrap().len(), 256);
     }
 }
+
+/// `--db postgres://…` used to create `./postgres:/…` as a SQLite file: a URL is never a path.
+#[test]
+fn a_database_url_is_refused_and_creates_nothing() {
+    let lab = Lab::new();
+    for (db, says) in [
+        ("postgres://scalelab@db.example/perf", "PostgreSQL"),
+        ("ftp://h/x.db", "unknown URL scheme"),
+    ] {
+        let err = lab.fails(&[
+            "--db",
+            db,
+            "run",
+            "spin",
+            "--tasks",
+            "1",
+            "--runs",
+            "1",
+            "--duration",
+            "50ms",
+        ]);
+        assert!(err.contains(says), "{err}");
+        let mut env = lab.cmd();
+        env.env("SCALELAB_DB", db).arg("ls");
+        assert_eq!(env.output().unwrap().status.code(), Some(2));
+    }
+    let left: Vec<_> = std::fs::read_dir(lab.path("."))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "created {left:?}");
+}
