@@ -287,6 +287,25 @@ pub struct TrialMeasurement {
     /// Time the tasks spent blocked during the window, by cause (`--offcpu`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offcpu: Option<OffCpuReport>,
+    /// What the harness itself cost in this trial (built-in workloads; `None` for commands and
+    /// runs stored before it was measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness: Option<HarnessCost>,
+}
+
+/// What measuring cost, per trial: the trial child's sampler thread (it opens the gate, reads
+/// the tasks' op counters every interval, checks that task processes live and drains tracers)
+/// competes with the tasks for CPUs when every CPU has a task; and starting and stopping many
+/// tasks takes time that is not in the window but is in the run's length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct HarnessCost {
+    /// CPU time the sampler thread used inside the window (`CLOCK_THREAD_CPUTIME_ID`).
+    pub sampler_cpu: Nanos,
+    /// From creating the first task to the gate opening with every task ready (includes the
+    /// workload's per-task set-up).
+    pub start: Nanos,
+    /// From the window's end to the last task joined or reaped.
+    pub stop: Nanos,
 }
 
 /// CLOCK_MONOTONIC nanoseconds at the start and end of a trial's measurement window.

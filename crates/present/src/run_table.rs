@@ -150,8 +150,8 @@ fn throughput_table(s: &RunSummary) -> Grid {
     t
 }
 
-/// Left out first at a narrow width: block I/O, run-queue wait, the workload's own counters,
-/// then the faults and switches; N and the `time` line always stay.
+/// Left out first at a narrow width: the sampler's share, block I/O, run-queue wait, the
+/// workload's own counters, then the faults and switches; N and the `time` line always stay.
 fn accounting_table(s: &RunSummary) -> Grid {
     let extra_names: std::collections::BTreeSet<&String> =
         s.points.iter().flat_map(|p| p.extras.keys()).collect();
@@ -164,7 +164,8 @@ fn accounting_table(s: &RunSummary) -> Grid {
         .optional("ivcsw", Align::Right, 6)
         .optional("blk in", Align::Right, 1)
         .optional("blk out", Align::Right, 2)
-        .optional("runq wait", Align::Right, 3);
+        .optional("runq wait", Align::Right, 3)
+        .optional("sampler", Align::Right, 0);
     for name in &extra_names {
         t.optional(&printable(name), Align::Right, 4);
     }
@@ -184,6 +185,8 @@ fn accounting_table(s: &RunSummary) -> Grid {
             opt_si(p.block_out),
             p.runq_pct
                 .map_or_else(|| "n/a".into(), |pct| format!("{pct:.1}%")),
+            p.sampler_pct
+                .map_or_else(|| "n/a".into(), |pct| format!("{pct:.2}%")),
         ];
         row.extend(
             extra_names

@@ -148,3 +148,41 @@ mod tests {
         assert!(vdso > 1_577_836_800 * 1_000_000_000);
     }
 }
+
+/// CPU time the calling thread has used (`CLOCK_THREAD_CPUTIME_ID`), in nanoseconds: what the
+/// harness's own threads cost, read at a trial's window edges.
+pub fn thread_cpu_time() -> u64 {
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    let secs = u64::try_from(ts.tv_sec).unwrap_or(0);
+    let nanos = u64::try_from(ts.tv_nsec).unwrap_or(0);
+    secs.saturating_mul(1_000_000_000).saturating_add(nanos)
+}
+
+#[cfg(test)]
+mod thread_cpu_tests {
+    use super::thread_cpu_time;
+
+    #[test]
+    fn thread_cpu_time_grows_with_work_and_not_with_sleep() {
+        // Spin until the thread has used 20 ms of CPU; a clock that did not count work would
+        // never get there (the wall bound only keeps a broken clock from hanging the test).
+        let before = thread_cpu_time();
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut x = 0u64;
+        while thread_cpu_time() - before < 20_000_000 && std::time::Instant::now() < give_up {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let spun = thread_cpu_time() - before;
+        assert!(
+            spun >= 20_000_000,
+            "10 s of spinning counted only {spun} ns of CPU"
+        );
+        let before = thread_cpu_time();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let slept = thread_cpu_time() - before;
+        assert!(
+            slept < 40_000_000,
+            "a 50 ms sleep counted {slept} ns of CPU"
+        );
+    }
+}

@@ -36,6 +36,7 @@ pub use anon_mapping::AnonMapping;
 pub use child::{ChildExit, ExitKind, try_wait_child, wait_child};
 pub use clocks::{
     ClockId, clock_gettime_syscall, clock_gettime_vdso, gettimeofday_syscall, gettimeofday_vdso,
+    thread_cpu_time,
 };
 pub use error::{Errno, SysError};
 pub use futex::{futex_wait, futex_wake};

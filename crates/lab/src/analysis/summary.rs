@@ -58,6 +58,13 @@ pub struct PointSummary {
     /// Share of the window the average task spent runnable but waiting for a CPU (run-queue
     /// delay / (window × N) × 100); `None` where not measured.
     pub runq_pct: Option<f64>,
+    /// CPU time of the harness's sampler thread as a share of the tasks' CPU time, in percent
+    /// (what measuring took from the tasks when every CPU has one); `None` where not measured.
+    pub sampler_pct: Option<f64>,
+    /// Seconds from creating the first task to the gate opening (task start-up), per trial.
+    pub start_s: Option<f64>,
+    /// Seconds from the window's end to the last task gone (task stop), per trial.
+    pub stop_s: Option<f64>,
     /// Minor page faults per trial.
     pub minor_faults: Option<f64>,
     /// Major page faults per trial.
@@ -351,6 +358,18 @@ fn summarize_point(
             let delay = m.usage.run_delay?;
             Some(delay.as_secs_f64() / (secs(m) * f64::from(n)) * 100.0)
         })),
+        sampler_pct: median(ok.iter().filter(|m| m.usage.cpu().0 > 0).filter_map(|m| {
+            let h = m.harness?;
+            Some(h.sampler_cpu.as_secs_f64() / m.usage.cpu().as_secs_f64() * 100.0)
+        })),
+        start_s: median(
+            ok.iter()
+                .filter_map(|m| Some(m.harness?.start.as_secs_f64())),
+        ),
+        stop_s: median(
+            ok.iter()
+                .filter_map(|m| Some(m.harness?.stop.as_secs_f64())),
+        ),
         minor_faults: per(&|m| m.usage.minor_faults as f64),
         major_faults: per(&|m| m.usage.major_faults as f64),
         voluntary_switches: per(&|m| m.usage.voluntary_switches as f64),

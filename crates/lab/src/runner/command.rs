@@ -285,6 +285,7 @@ impl Executor for CommandExecutor {
             profile: steps.first().and_then(|s| s.profile.clone()),
             locks: steps.first().and_then(|s| s.locks.clone()),
             offcpu: steps.first().and_then(|s| s.offcpu.clone()),
+            harness: None,
             steps,
         }))
     }

@@ -83,6 +83,7 @@ impl Executor for FakeExecutor {
             steps: Vec::new(),
             clock_window: None,
             offcpu: None,
+            harness: None,
             profile: None,
             locks: None,
         }))

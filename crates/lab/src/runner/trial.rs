@@ -15,7 +15,9 @@ use super::spec::{BuiltinWork, TrialSpec};
 use super::task::run_task;
 use crate::error::LabError;
 use crate::params::Params;
-use crate::record::{ClockWindow, CounterValue, Mode, Nanos, SampleRecord, TrialMeasurement};
+use crate::record::{
+    ClockWindow, CounterValue, HarnessCost, Mode, Nanos, SampleRecord, TrialMeasurement,
+};
 use crate::workloads::{self, PrepareContext, Prepared};
 
 /// How often the sampler drains the lock tracer's ring buffers while tracing.
@@ -56,6 +58,7 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
         }
     };
 
+    let created = Instant::now();
     let window = match work.mode {
         Mode::Threads => std::thread::scope(|scope| {
             let handles: Vec<_> = placement
@@ -97,7 +100,7 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
             }
             match first_error {
                 Some(e) => Err(e),
-                None => window,
+                None => window.map(|w| w.reaped()),
             }
         }),
         Mode::Processes => run_processes(
@@ -149,6 +152,16 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
         profile: None,
         locks,
         offcpu: None,
+        harness: Some(HarnessCost {
+            sampler_cpu: window.sampler_cpu,
+            start: Nanos::from_duration(window.released.saturating_duration_since(created)),
+            stop: Nanos::from_duration(
+                window
+                    .reaped
+                    .unwrap_or(window.stopped)
+                    .saturating_duration_since(window.stopped),
+            ),
+        }),
     })
 }
 
@@ -236,7 +249,7 @@ fn run_processes(
     match (window, first_error) {
         (Err(e), _) => Err(e),
         (Ok(_), Some(e)) => Err(e),
-        (Ok(w), None) => Ok(w),
+        (Ok(w), None) => Ok(w.reaped()),
     }
 }
 
@@ -263,6 +276,24 @@ struct Window {
     samples: Vec<SampleRecord>,
     counters: Vec<CounterValue>,
     clock: ClockWindow,
+    /// CPU time of the sampler thread between the window's edges.
+    sampler_cpu: Nanos,
+    /// When every task was ready and the gate opened.
+    released: Instant,
+    /// When the tasks were told to stop.
+    stopped: Instant,
+    /// When the last task was joined or reaped.
+    reaped: Option<Instant>,
+}
+
+impl Window {
+    /// The window, with its tasks all gone as of now.
+    fn reaped(self) -> Window {
+        Window {
+            reaped: Some(Instant::now()),
+            ..self
+        }
+    }
 }
 
 /// A hook the sampler calls at least this often (`None`: never) between its samples: the lock
@@ -310,11 +341,13 @@ fn sample(
     let warmup = work.warmup.as_duration();
     let mut start: Option<(Instant, Vec<u64>, Vec<CounterSnapshot>)> = None;
     let mut clock_start = 0;
+    let mut sampler_start = 0;
     if warmup.is_zero() {
         control.set_phase(PHASE_MEASURE);
         clock_start = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
         start = Some((Instant::now(), control.read_counters(), snapshot(counters)));
         sched_start = clocks.read();
+        sampler_start = sys::thread_cpu_time();
     } else {
         control.set_phase(PHASE_WARMUP);
     }
@@ -351,6 +384,7 @@ fn sample(
                 clock_start = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
                 start = Some((Instant::now(), control.read_counters(), snapshot(counters)));
                 sched_start = clocks.read();
+                sampler_start = sys::thread_cpu_time();
                 next_tick = Instant::now() + interval;
             }
             None => next_tick += interval,
@@ -362,7 +396,9 @@ fn sample(
                     // Read as at the start: right after the counters, before the tasks stop.
                     let sched_end = clocks.read();
                     control.set_phase(PHASE_STOP);
+                    let stopped = Instant::now();
                     let clock_end = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
+                    let sampler_cpu = Nanos(sys::thread_cpu_time().saturating_sub(sampler_start));
                     let length = Nanos::from_duration(t - *t0);
                     samples.push(SampleRecord {
                         t: length,
@@ -382,6 +418,10 @@ fn sample(
                             start: Nanos(clock_start),
                             end: Nanos(clock_end),
                         },
+                        sampler_cpu,
+                        released,
+                        stopped,
+                        reaped: None,
                     });
                 }
                 samples.push(SampleRecord {

@@ -310,7 +310,8 @@ fn load_trials(conn: &Connection, run_id: i64, path: &Path) -> Result<Vec<TrialR
     let mut stmt = conn.prepare_cached(
         "SELECT id, n, idx, started_at, status, failure, window_ns, user_ns, sys_ns, minor_faults,
              major_faults, voluntary_switches, involuntary_switches, block_in, block_out, counters,
-             extras, placement, task_ops, steps, clock_window, profile, locks, run_delay_ns, offcpu
+             extras, placement, task_ops, steps, clock_window, profile, locks, run_delay_ns, offcpu,
+             harness
          FROM trials WHERE run_id = ?1 ORDER BY id",
     )?;
     let mut rows = stmt.query([run_id])?;
@@ -366,6 +367,8 @@ fn load_trials(conn: &Connection, run_id: i64, path: &Path) -> Result<Vec<TrialR
                     locks: optional_json(r.get(22)?, "trial locks", &corrupt)?,
                     // NULL before schema version 6, and when not traced.
                     offcpu: optional_json(r.get(24)?, "trial offcpu", &corrupt)?,
+                    // NULL before schema version 7, and for commands.
+                    harness: optional_json(r.get(25)?, "trial harness", &corrupt)?,
                 })
             }
             other => return Err(corrupt("trial status", format!("unknown value `{other}`")).into()),

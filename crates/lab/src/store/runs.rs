@@ -317,14 +317,19 @@ impl Writer<'_> {
             .as_ref()
             .map(|v| to_json("trial offcpu", v))
             .transpose()?;
+        let harness = m
+            .harness
+            .as_ref()
+            .map(|v| to_json("trial harness", v))
+            .transpose()?;
         self.tx
             .prepare_cached(
                 "INSERT INTO trials (run_id, n, idx, started_at, status, window_ns, ops, user_ns, sys_ns,
                      minor_faults, major_faults, voluntary_switches, involuntary_switches, block_in,
                      block_out, counters, extras, placement, task_ops, steps, clock_window, profile, locks,
-                     run_delay_ns, offcpu)
+                     run_delay_ns, offcpu, harness)
                  VALUES (?1, ?2, ?3, ?4, 'ok', ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                     ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
+                     ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
             )
             .and_then(|mut s| {
                 s.execute(params![
@@ -352,6 +357,7 @@ impl Writer<'_> {
                     locks,
                     u.run_delay.map(|d| u64_to_sql(d.0)),
                     offcpu,
+                    harness,
                 ])
             })
             .map_err(self.sql())?;

@@ -11,9 +11,9 @@ mod store {
 
     use lab::env::Fingerprint;
     use lab::record::{
-        ClockWindow, CounterValue, EXPORT_SCHEMA_VERSION, LockContention, LockReport, Mode, Nanos,
-        OffCpuReport, OffCpuSite, Pin, ProfileRef, RunData, RunMeta, RunStatus, SampleRecord,
-        StepRecord, TrialMeasurement, TrialOutcome, TrialRecord, Usage,
+        ClockWindow, CounterValue, EXPORT_SCHEMA_VERSION, HarnessCost, LockContention, LockReport,
+        Mode, Nanos, OffCpuReport, OffCpuSite, Pin, ProfileRef, RunData, RunMeta, RunStatus,
+        SampleRecord, StepRecord, TrialMeasurement, TrialOutcome, TrialRecord, Usage,
     };
     use lab::store::{RunFilter, Store, StoreError, export_csv, export_json, read_export};
     use proptest::prelude::*;
@@ -163,6 +163,11 @@ mod store {
                     }],
                     lost_records: 1,
                     notes: vec!["stacks truncated".into()],
+                }),
+                harness: (index % 2 == 1).then_some(HarnessCost {
+                    sampler_cpu: Nanos(1_234),
+                    start: Nanos(5_678),
+                    stop: Nanos(u64::MAX),
                 }),
             }),
         }
@@ -859,6 +864,7 @@ mod store {
                         profile: None,
                         locks: None,
                         offcpu: None,
+                        harness: None,
                     })
                 },
             );

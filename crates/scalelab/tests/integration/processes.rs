@@ -374,3 +374,45 @@ fn processes_a_killed_scalelab_left_are_reported_by_the_next_run() {
         p.wait().unwrap();
     }
 }
+
+/// Issue 16: the sampler's CPU share and the start/stop latency are measured in every built-in
+/// trial, threads and processes, and shown per N.
+#[test]
+fn every_builtin_trial_stores_what_the_harness_cost() {
+    let lab = Lab::new();
+    for mode in ["threads", "processes"] {
+        lab.ok(&[
+            "run",
+            "null_syscall",
+            "--mode",
+            mode,
+            "--tasks",
+            "1,3",
+            "--runs",
+            "1",
+            "--duration",
+            "200ms",
+            "--no-counters",
+            "--quiet",
+        ]);
+        let shown = lab.json(&["show", "last", "--json"]);
+        for p in shown["points"].as_array().unwrap() {
+            let pct = p["sampler_pct"]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{mode}: {p}"));
+            // A bound that is the point: the sampler is one thread that wakes per interval.
+            assert!(
+                (0.0..50.0).contains(&pct),
+                "{mode}: sampler {pct}% of the tasks' CPU"
+            );
+            assert!(p["start_s"].as_f64().unwrap() > 0.0, "{mode}: {p}");
+            assert!(p["stop_s"].as_f64().unwrap() >= 0.0, "{mode}: {p}");
+        }
+        let trials = lab.json(&["export", "last"]);
+        for t in trials["run"]["trials"].as_array().unwrap() {
+            let h = &t["outcome"]["harness"];
+            assert!(h["sampler_cpu"].as_u64().unwrap() > 0, "{mode}: {t}");
+        }
+        assert!(lab.ok(&["show", "last", "--wide"]).contains("sampler"));
+    }
+}
