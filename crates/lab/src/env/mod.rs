@@ -20,8 +20,11 @@ mod mount;
 mod perf_support;
 mod process;
 mod system_load;
+mod topology;
+mod topology_reader;
 
 pub use checks::{Check, Severity, checks};
 pub use fingerprint::Fingerprint;
 pub use kernel::MitigationState;
 pub use perf_support::perf_checks;
+pub use topology::{CpuPlace, CpuTopology};
