@@ -24,6 +24,9 @@ pub fn write_run(
 ) -> io::Result<()> {
     writeln!(out, "{}", meta.description())?;
     writeln!(out, "op: {}", printable(&meta.op_unit))?;
+    if let Some(topology) = &meta.env.topology {
+        writeln!(out, "topology: {}", printable(&topology.summary()))?;
+    }
     writeln!(out)?;
     for grid in grids(summary) {
         grid.write_terminal(out, opts)?;
@@ -312,6 +315,33 @@ mod tests {
         let text = shown(&data);
         assert!(text.contains("scales to 0.46 out of 4 tasks;"), "{text}");
         assert!(!text.contains("CPUs"), "{text}");
+    }
+
+    /// Issue 16: the machine's topology is one line under the header when it was recorded.
+    #[test]
+    fn the_topology_summary_is_shown_when_recorded() {
+        let mut data = lab::test_runs::run(1, "spin", &[(1, &[100.0]), (2, &[190.0])]);
+        assert!(!shown(&data).contains("topology:"));
+        let place = |cpu: usize| lab::env::CpuPlace {
+            cpu,
+            package: 0,
+            die: 0,
+            node: Some(0),
+            core: cpu as u32,
+            thread: 0,
+            l2: None,
+            l3: Some(0),
+        };
+        data.meta.env.topology = Some(lab::env::CpuTopology {
+            cpus: vec![place(0), place(1)],
+            nodes: vec![0],
+            ..Default::default()
+        });
+        let text = shown(&data);
+        assert!(
+            text.contains("topology: 1 socket × 2 cores × 1 thread, 1 NUMA node, 1 L3 domain\n"),
+            "{text}"
+        );
     }
 
     /// Issue 13: a command run's `task min..max` showed the whole command's rate (`14.0..14.0`

@@ -447,7 +447,7 @@ mod tests {
             params: Default::default(),
             op_unit: "op".into(),
             mode: Mode::Threads,
-            pin: Pin::Auto,
+            pin: Pin::Cores,
             points: points.to_vec(),
             runs: 5,
             duration: Nanos(1_000_000_000),

@@ -21,10 +21,15 @@ mod perf_support;
 mod process;
 mod system_load;
 mod topology;
+#[cfg(test)]
+mod topology_fake;
 mod topology_reader;
 
 pub use checks::{Check, Severity, checks};
+pub use cpu::format_cpu_list;
 pub use fingerprint::Fingerprint;
 pub use kernel::MitigationState;
 pub use perf_support::perf_checks;
 pub use topology::{CpuPlace, CpuTopology};
+#[cfg(test)]
+pub(crate) use topology_fake::write_512_cpu_tree;

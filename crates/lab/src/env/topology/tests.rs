@@ -3,6 +3,7 @@ use std::path::PathBuf;
 use super::*;
 use crate::env::host_fs::fake::put;
 use crate::env::topology_reader::cgroup_v2_path;
+use crate::env::write_512_cpu_tree;
 
 /// A recorded machine under `tests/fixtures/topology/` (written by `generate.py` there).
 pub(crate) fn fixture(machine: &str) -> CpuTopology {
@@ -90,53 +91,6 @@ fn cpuset_is_read_from_the_nearest_cgroup_that_has_one() {
         topo.summary(),
         "1 socket × 4 cores × 1 thread, 1 NUMA node, 0 L3 domains; 2 of 4 CPUs usable (1-2)"
     );
-}
-
-/// Writes a 4 sockets × 64 cores × 2 threads tree (512 CPUs, 8 L3 and 2 nodes per socket).
-pub(crate) fn write_512_cpu_tree(root: &std::path::Path) {
-    let (sockets, cores, threads) = (4, 64, 2);
-    let cpu = |s: usize, c: usize, t: usize| t * sockets * cores + s * cores + c;
-    let mut node_cpus: Vec<Vec<usize>> = vec![Vec::new(); sockets * 2];
-    for s in 0..sockets {
-        for c in 0..cores {
-            let siblings: Vec<usize> = (0..threads).map(|t| cpu(s, c, t)).collect();
-            let l3_first = c / 8 * 8;
-            let l3: Vec<usize> = (l3_first..l3_first + 8)
-                .flat_map(|cc| (0..threads).map(move |t| cpu(s, cc, t)))
-                .collect();
-            for t in 0..threads {
-                let n = cpu(s, c, t);
-                node_cpus[s * 2 + c / 32].push(n);
-                let dir = format!("/sys/devices/system/cpu/cpu{n}");
-                put(
-                    root,
-                    &format!("{dir}/topology/physical_package_id"),
-                    &s.to_string(),
-                );
-                put(root, &format!("{dir}/topology/core_id"), &c.to_string());
-                put(root, &format!("{dir}/cache/index3/level"), "3");
-                put(
-                    root,
-                    &format!("{dir}/cache/index3/shared_cpu_list"),
-                    &format_cpu_list(&l3),
-                );
-                put(
-                    root,
-                    &format!("{dir}/topology/thread_siblings_list"),
-                    &format_cpu_list(&siblings),
-                );
-            }
-        }
-    }
-    put(root, "/sys/devices/system/cpu/online", "0-511");
-    put(root, "/sys/devices/system/node/online", "0-7");
-    for (node, cpus) in node_cpus.iter().enumerate() {
-        put(
-            root,
-            &format!("/sys/devices/system/node/node{node}/cpulist"),
-            &format_cpu_list(cpus),
-        );
-    }
 }
 
 #[test]
