@@ -241,7 +241,8 @@ pub struct RunArgs {
     /// Workload parameter, repeatable: -p size=64M -p lines=8.
     #[arg(short = 'p', long = "param", value_name = "KEY=VAL", value_parser = parse_pair)]
     pub params: Vec<(String, String)>,
-    /// Task counts: 1,2,4 | 1..8 | 1..16:2 | pow2 | all [default: pow2 up to the online CPUs, plus that count].
+    /// Task counts: 1,2,4 | 1..8 | 1..16:2 | pow2 | all [default: pow2 up to the usable CPUs,
+    /// plus the topology's boundaries: cores per L3, per node, per socket, all cores, all CPUs].
     #[arg(long, value_name = "SPEC", allow_hyphen_values = true)]
     pub tasks: Option<TaskSpec>,
     /// Tasks are threads of one process or separate processes [default: threads]

@@ -142,6 +142,16 @@ fn config(args: &RunArgs) -> RunConfig {
     cfg
 }
 
+/// The default `--tasks`: powers of two and the topology's boundaries (see
+/// `lab::analysis::boundaries::default_points`).
+fn topology_sweep(topology: &lab::env::CpuTopology) -> Result<lab::TaskSpec> {
+    let points: Vec<String> = lab::analysis::boundaries::default_points(topology)
+        .iter()
+        .map(u32::to_string)
+        .collect();
+    Ok(points.join(",").parse()?)
+}
+
 /// `--pin 0,2,4-7` names only CPUs this process may use (online, cpuset, affinity mask).
 fn refuse_unusable_pin_cpus(pin: Option<&Pin>) -> Result<()> {
     let Some(Pin::Cpus(cpus)) = pin else {
@@ -162,7 +172,11 @@ fn refuse_unusable_pin_cpus(pin: Option<&Pin>) -> Result<()> {
 pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
     refuse_what_does_not_apply(&args)?;
     refuse_unusable_pin_cpus(args.pin.as_ref())?;
-    let plan = Plan::new(config(&args), online_cpus())?;
+    let mut cfg = config(&args);
+    if cfg.tasks.is_none() {
+        cfg.tasks = Some(topology_sweep(&lab::env::CpuTopology::read())?);
+    }
+    let plan = Plan::new(cfg, online_cpus())?;
     let locks = plan.locks.is_some();
     let mut bench = Bench::open(db)?;
     let mut progress = TerminalProgress::new(args.quiet, false);
