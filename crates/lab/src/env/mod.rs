@@ -32,4 +32,4 @@ pub use kernel::MitigationState;
 pub use perf_support::perf_checks;
 pub use topology::{CpuPlace, CpuTopology};
 #[cfg(test)]
-pub(crate) use topology_fake::write_512_cpu_tree;
+pub(crate) use topology_fake::topology_512;

@@ -5,7 +5,7 @@ use super::cpu::format_cpu_list;
 use super::host_fs::fake::put;
 
 /// Writes a 4 sockets × 64 cores × 2 threads tree (512 CPUs, 8 L3 and 2 nodes per socket).
-pub(crate) fn write_512_cpu_tree(root: &std::path::Path) {
+fn write_512_cpu_tree(root: &std::path::Path) {
     let (sockets, cores, threads) = (4, 64, 2);
     let cpu = |s: usize, c: usize, t: usize| t * sockets * cores + s * cores + c;
     let mut node_cpus: Vec<Vec<usize>> = vec![Vec::new(); sockets * 2];
@@ -49,4 +49,17 @@ pub(crate) fn write_512_cpu_tree(root: &std::path::Path) {
             &format_cpu_list(cpus),
         );
     }
+}
+
+/// The 512-CPU tree's topology, written and read once per test process (writing the ~2,600
+/// files is what takes the time in a debug build).
+pub(crate) fn topology_512() -> super::CpuTopology {
+    static TOPOLOGY: std::sync::OnceLock<super::CpuTopology> = std::sync::OnceLock::new();
+    TOPOLOGY
+        .get_or_init(|| {
+            let dir = tempfile::tempdir().expect("a temporary directory");
+            write_512_cpu_tree(dir.path());
+            super::CpuTopology::read_at(dir.path())
+        })
+        .clone()
 }

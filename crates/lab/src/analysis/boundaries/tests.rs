@@ -114,9 +114,7 @@ fn arm_and_container_marks() {
 
 #[test]
 fn a_512_cpu_machine_has_bounded_default_points() {
-    let dir = tempfile::tempdir().unwrap();
-    crate::env::write_512_cpu_tree(dir.path());
-    let t = CpuTopology::read_at(dir.path());
+    let t = crate::env::topology_512();
     assert_eq!(default_points(&t), [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]);
     assert_eq!(crossings(&t, &Pin::Cores).len(), 4);
 }

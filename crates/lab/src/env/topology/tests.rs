@@ -3,7 +3,6 @@ use std::path::PathBuf;
 use super::*;
 use crate::env::host_fs::fake::put;
 use crate::env::topology_reader::cgroup_v2_path;
-use crate::env::write_512_cpu_tree;
 
 /// A recorded machine under `tests/fixtures/topology/` (written by `generate.py` there).
 pub(crate) fn fixture(machine: &str) -> CpuTopology {
@@ -95,9 +94,7 @@ fn cpuset_is_read_from_the_nearest_cgroup_that_has_one() {
 
 #[test]
 fn a_512_cpu_tree_reads_with_every_domain() {
-    let dir = tempfile::tempdir().unwrap();
-    write_512_cpu_tree(dir.path());
-    let topo = CpuTopology::read_at(dir.path());
+    let topo = crate::env::topology_512();
     assert_eq!(
         topo.summary(),
         "4 sockets × 64 cores × 2 threads, 8 NUMA nodes, 32 L3 domains"

@@ -158,9 +158,7 @@ fn an_explicit_list_is_kept_in_order_and_wraps() {
 
 #[test]
 fn a_512_cpu_machine_orders_every_strategy_as_a_permutation() {
-    let dir = tempfile::tempdir().unwrap();
-    crate::env::write_512_cpu_tree(dir.path());
-    let t = CpuTopology::read_at(dir.path());
+    let t = crate::env::topology_512();
     for pin in [Pin::Cores, Pin::Compact, Pin::SpreadNodes] {
         let mut order = order_for(&pin, &t);
         order.sort_unstable();
