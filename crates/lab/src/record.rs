@@ -52,25 +52,111 @@ impl fmt::Display for Mode {
     }
 }
 
-/// CPU placement policy for tasks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+/// CPU placement policy for tasks: which CPU task i runs on (see `runner::placement`).
+///
+/// Stored and exported as its text (`cores`, `compact`, `spread-nodes`, `none`, or a CPU list
+/// such as `0,2,4-7`); runs recorded before issue 16 said `auto` or `core`, which read as
+/// [`Pin::Cores`], the placement they asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
 pub enum Pin {
-    /// Pin one task per CPU (physical cores first) while N fits the CPUs; leave it to the scheduler past that.
-    Auto,
-    /// Always pin task i to the i-th CPU in cores-first order, wrapping when N exceeds the CPUs.
-    Core,
+    /// One task per physical core, spread over sockets, NUMA nodes and L3 domains, SMT
+    /// siblings last (the default).
+    Cores,
+    /// Fill a core's SMT siblings, then its L3 domain, then its node, then the next.
+    Compact,
+    /// Round-robin over NUMA nodes; within a node, physical cores first.
+    SpreadNodes,
     /// Never pin.
     None,
+    /// Task i on the i-th CPU of this list, wrapping past its end.
+    Cpus(Vec<usize>),
 }
 
 impl fmt::Display for Pin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Pin::Auto => "auto",
-            Pin::Core => "core",
-            Pin::None => "none",
-        })
+        match self {
+            Pin::Cores => f.write_str("cores"),
+            Pin::Compact => f.write_str("compact"),
+            Pin::SpreadNodes => f.write_str("spread-nodes"),
+            Pin::None => f.write_str("none"),
+            Pin::Cpus(cpus) => f.write_str(&cpus_text(cpus)),
+        }
+    }
+}
+
+/// A CPU list as written: runs collapsed, order kept (`0,2,4-7`).
+fn cpus_text(cpus: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            cpus[i].to_string()
+        } else {
+            format!("{}-{}", cpus[i], cpus[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+impl std::str::FromStr for Pin {
+    type Err = String;
+
+    /// Reads a strategy name, an old stored name (`auto`, `core`), or a CPU list in the order
+    /// given (`0,2,4-7`; a CPU may not repeat).
+    fn from_str(text: &str) -> Result<Pin, String> {
+        match text {
+            "cores" | "auto" | "core" => return Ok(Pin::Cores),
+            "compact" => return Ok(Pin::Compact),
+            "spread-nodes" => return Ok(Pin::SpreadNodes),
+            "none" => return Ok(Pin::None),
+            _ => {}
+        }
+        let bad = || {
+            format!(
+                "`{text}` is neither a strategy (cores, compact, spread-nodes, none) nor a CPU \
+                 list such as 0,2,4-7"
+            )
+        };
+        let mut cpus = Vec::new();
+        for part in text.split(',') {
+            let part = part.trim();
+            match part.split_once('-') {
+                Some((first, last)) => {
+                    let first: usize = first.trim().parse().map_err(|_| bad())?;
+                    let last: usize = last.trim().parse().map_err(|_| bad())?;
+                    if first > last {
+                        return Err(bad());
+                    }
+                    cpus.extend(first..=last);
+                }
+                None => cpus.push(part.parse().map_err(|_| bad())?),
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        if let Some(twice) = cpus.iter().find(|&&cpu| !seen.insert(cpu)) {
+            return Err(format!("CPU {twice} is listed twice in `{text}`"));
+        }
+        Ok(Pin::Cpus(cpus))
+    }
+}
+
+impl From<Pin> for String {
+    fn from(pin: Pin) -> String {
+        pin.to_string()
+    }
+}
+
+impl TryFrom<String> for Pin {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Pin, String> {
+        text.parse()
     }
 }
 
@@ -560,7 +646,7 @@ mod tests {
         assert!(
             builtin
                 .description()
-                .contains("spin · threads, pin auto · 1×1.000s"),
+                .contains("spin · threads, pin cores · 1×1.000s"),
             "{}",
             builtin.description()
         );

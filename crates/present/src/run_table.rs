@@ -24,6 +24,9 @@ pub fn write_run(
 ) -> io::Result<()> {
     writeln!(out, "{}", meta.description())?;
     writeln!(out, "op: {}", printable(&meta.op_unit))?;
+    if let Some(topology) = &meta.env.topology {
+        writeln!(out, "topology: {}", printable(&topology.summary()))?;
+    }
     writeln!(out)?;
     for grid in grids(summary) {
         grid.write_terminal(out, opts)?;
@@ -108,6 +111,11 @@ fn throughput_table(s: &RunSummary) -> Grid {
         .optional("task min..max", Align::Right, 5)
         .optional("cyc/op", Align::Right, 1)
         .optional("ins/op", Align::Right, 2);
+    let marked = !s.boundaries.is_empty();
+    if marked {
+        // Where the placement first crossed a topology boundary (`↑ 2nd socket`).
+        t.optional("crossed", Align::Left, 8);
+    }
     for p in &s.points {
         let trials = if p.trials_failed > 0 {
             format!("{} ({} failed)", p.trials_ok, p.trials_failed)
@@ -128,7 +136,7 @@ fn throughput_table(s: &RunSummary) -> Grid {
             (Some(a), Some(b)) => format!("{}..{}", si(a), si(b)),
             _ => "n/a".into(),
         };
-        t.row(vec![
+        let mut row = vec![
             p.n.to_string().into(),
             trials.into(),
             opt_si(p.throughput.map(|e| e.point)).into(),
@@ -145,7 +153,17 @@ fn throughput_table(s: &RunSummary) -> Grid {
             fair.into(),
             opt_sig3(p.cycles_per_op).into(),
             opt_sig3(p.instructions_per_op).into(),
-        ]);
+        ];
+        if marked {
+            let crossed: Vec<String> = s
+                .boundaries
+                .iter()
+                .filter(|mark| mark.n == p.n)
+                .flat_map(|mark| mark.crossed.iter().map(ToString::to_string))
+                .collect();
+            row.push(crossed.join(" ").into());
+        }
+        t.row(row);
     }
     t
 }
@@ -315,6 +333,63 @@ mod tests {
         let text = shown(&data);
         assert!(text.contains("scales to 0.46 out of 4 tasks;"), "{text}");
         assert!(!text.contains("CPUs"), "{text}");
+    }
+
+    /// Issue 16: the machine's topology is one line under the header when it was recorded.
+    #[test]
+    fn the_topology_summary_is_shown_when_recorded() {
+        let mut data = lab::test_runs::run(1, "spin", &[(1, &[100.0]), (2, &[190.0])]);
+        assert!(!shown(&data).contains("topology:"));
+        let place = |cpu: usize| lab::env::CpuPlace {
+            cpu,
+            package: 0,
+            die: 0,
+            node: Some(0),
+            core: cpu as u32,
+            thread: 0,
+            l2: None,
+            l3: Some(0),
+        };
+        data.meta.env.topology = Some(lab::env::CpuTopology {
+            cpus: vec![place(0), place(1)],
+            nodes: vec![0],
+            ..Default::default()
+        });
+        let text = shown(&data);
+        assert!(
+            text.contains("topology: 1 socket × 2 cores × 1 thread, 1 NUMA node, 1 L3 domain\n"),
+            "{text}"
+        );
+    }
+
+    /// Issue 16: the throughput table marks the first N past a topology boundary.
+    #[test]
+    fn the_throughput_table_marks_the_first_n_past_a_boundary() {
+        let mut data = lab::test_runs::run(1, "spin", &[(1, &[100.0]), (2, &[150.0])]);
+        let place = |cpu: usize, package: u32| lab::env::CpuPlace {
+            cpu,
+            package,
+            die: 0,
+            node: Some(package),
+            core: cpu as u32,
+            thread: 0,
+            l2: None,
+            l3: Some(package),
+        };
+        data.meta.env.topology = Some(lab::env::CpuTopology {
+            cpus: vec![place(0, 0), place(1, 1)],
+            nodes: vec![0, 1],
+            ..Default::default()
+        });
+        let text = shown(&data);
+        let marked: Vec<&str> = text.lines().filter(|l| l.contains('↑')).collect();
+        assert_eq!(marked.len(), 1, "{text}");
+        assert!(marked[0].starts_with("│ 2 "), "{text}");
+        assert!(
+            marked[0].contains("↑ 2nd L3 ↑ 2nd node ↑ 2nd socket"),
+            "{text}"
+        );
+        assert!(text.contains("crossed"), "{text}");
     }
 
     /// Issue 13: a command run's `task min..max` showed the whole command's rate (`14.0..14.0`

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use lab::analysis::history::Metric;
-use lab::record::Nanos;
+use lab::record::{Nanos, Pin};
 use lab::{Field, LabError, LockRequest, TaskSpec, parse_duration};
 
 use crate::help;
@@ -207,13 +207,6 @@ pub enum ModeArg {
     Processes,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum PinArg {
-    Auto,
-    Core,
-    None,
-}
-
 // One of WORKLOAD or --cmd, and the usage line says so.
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("what").required(true).args(["workload", "cmd"])))]
@@ -248,7 +241,8 @@ pub struct RunArgs {
     /// Workload parameter, repeatable: -p size=64M -p lines=8.
     #[arg(short = 'p', long = "param", value_name = "KEY=VAL", value_parser = parse_pair)]
     pub params: Vec<(String, String)>,
-    /// Task counts: 1,2,4 | 1..8 | 1..16:2 | pow2 | all [default: pow2 up to the online CPUs, plus that count].
+    /// Task counts: 1,2,4 | 1..8 | 1..16:2 | pow2 | all [default: pow2 up to the usable CPUs,
+    /// plus the topology's boundaries: cores per L3, per node, per socket, all cores, all CPUs].
     #[arg(long, value_name = "SPEC", allow_hyphen_values = true)]
     pub tasks: Option<TaskSpec>,
     /// Tasks are threads of one process or separate processes [default: threads]
@@ -265,10 +259,30 @@ pub struct RunArgs {
     /// Unmeasured time per trial before the window opens [default: 1s] (built-in workloads).
     #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
     pub warmup: Option<Nanos>,
-    /// CPU placement: auto pins one task per CPU (cores first) while N fits the CPUs
-    /// [default: auto] (built-in workloads; a command gets the first N CPUs).
-    #[arg(long, value_enum)]
-    pub pin: Option<PinArg>,
+    /// CPU placement: cores, compact, spread-nodes, none, or a CPU list such as 0,2,4-7
+    /// [default: cores] (built-in workloads; a command gets the first N CPUs).
+    ///
+    /// Task i runs on the i-th CPU of the strategy's order. Only CPUs this process may use
+    /// (online, in its cgroup cpuset, in its affinity mask) are candidates; with more tasks than
+    /// candidates a strategy pins nobody and the scheduler places them (a CPU list wraps
+    /// instead). `scalelab doctor` prints the topology the strategies see.
+    ///
+    ///   cores         one task per physical core, spread over sockets, NUMA nodes and L3
+    ///                 domains, SMT siblings last. Use it to measure how the code scales
+    ///                 over cores (likwid-pin's scatter over physical cores).
+    ///   compact       fill a core's SMT siblings, then its L3 domain, then its NUMA node,
+    ///                 then the next: sharing costs (SMT, L3, memory bandwidth) show at the
+    ///                 smallest N. Use it to find what a task shares with its neighbours.
+    ///   spread-nodes  round-robin over NUMA nodes, physical cores first in each. Use it when
+    ///                 memory bandwidth or remote-node traffic is the question.
+    ///   none          no pinning: the scheduler decides (what production usually does).
+    ///   0,2,4-7       exactly these CPUs, in this order (likwid-pin -c style).
+    ///
+    /// Memory: each task first touches its own memory after it is pinned, so under the kernel's
+    /// default policy its pages come from its own node. (`auto` and `core`, the names before
+    /// these strategies, mean `cores`.)
+    #[arg(long, value_name = "STRATEGY|CPUS", value_parser = parse_pin, verbatim_doc_comment)]
+    pub pin: Option<Pin>,
     /// Where file-based workloads create their files: a fresh directory per trial, removed after it [default: the system temporary directory] (built-in workloads).
     #[arg(long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
@@ -511,6 +525,10 @@ pub fn flag(field: Field) -> &'static str {
 }
 
 /// `KEY=VAL` (`-p`, `--tag`, `--step`).
+fn parse_pin(text: &str) -> Result<Pin, String> {
+    text.parse()
+}
+
 fn parse_pair(text: &str) -> Result<(String, String), LabError> {
     lab::split_pair(text)
 }

@@ -307,7 +307,7 @@ mod tests {
                 params: Default::default(),
                 op_unit: String::new(),
                 mode: Mode::Threads,
-                pin: Pin::Auto,
+                pin: Pin::Cores,
                 points: vec![2],
                 runs: 3,
                 duration: Nanos(1_000_000_000),

@@ -13,6 +13,7 @@
 //! - [`step`]: one step of a command run, read as a run (`profile`/`locks --step NAME`).
 //! - [`report_data`]: all of the above for the runs of one HTML report.
 
+pub mod boundaries;
 pub mod comparison;
 pub mod history;
 pub mod lock_contention;

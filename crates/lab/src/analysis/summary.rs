@@ -8,6 +8,7 @@ use std::fmt;
 use serde::Serialize;
 use stats::{Estimate, Sample};
 
+use super::boundaries::{BoundaryMark, crossings, marks};
 use crate::number_text::plural;
 use crate::record::{RunData, TrialMeasurement, TrialOutcome};
 use crate::warnings::Warning;
@@ -155,6 +156,10 @@ pub struct RunSummary {
     pub points: Vec<PointSummary>,
     /// How far the run scales, when N = 1 was measured.
     pub scales_to: Option<ScalesTo>,
+    /// The measured N that first put a task past an L3 domain, node, socket or onto an SMT
+    /// sibling, from the recorded topology and placement (empty without a recorded topology).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub boundaries: Vec<BoundaryMark>,
     /// What makes these results less trustworthy than they look (not part of the JSON).
     #[serde(skip)]
     pub warnings: Vec<Warning>,
@@ -277,9 +282,19 @@ pub fn summarize(data: &RunData) -> RunSummary {
             cpus: online,
         })
     });
+    let boundaries = data
+        .meta
+        .env
+        .topology
+        .as_ref()
+        .map_or_else(Vec::new, |topology| {
+            let ns: Vec<u32> = points.iter().map(|p| p.n).collect();
+            marks(&ns, &crossings(topology, &data.meta.pin))
+        });
     RunSummary {
         points,
         scales_to,
+        boundaries,
         warnings,
     }
 }
@@ -466,7 +481,7 @@ mod tests {
             params: Default::default(),
             op_unit: "op".into(),
             mode: Mode::Threads,
-            pin: Pin::Auto,
+            pin: Pin::Cores,
             points: points.to_vec(),
             runs: 5,
             duration: Nanos(1_000_000_000),

@@ -35,7 +35,7 @@ pub(crate) fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
 }
 
 /// Formats CPUs as a kernel CPU list, collapsing runs: `[0, 1, 2, 5]` → `0-2,5`.
-pub(crate) fn format_cpu_list(cpus: &[usize]) -> String {
+pub fn format_cpu_list(cpus: &[usize]) -> String {
     let mut sorted = cpus.to_vec();
     sorted.sort_unstable();
     sorted.dedup();

@@ -17,6 +17,8 @@ use super::kernel::{self, parse_bracketed_choice, parse_os_release_field};
 use super::mount::{mount_for, parse_mountinfo};
 use super::process::{self, parse_status, perfmon_capable};
 use super::system_load::{parse_loadavg, parse_meminfo_kib};
+use super::topology::CpuTopology;
+use super::topology_reader;
 use crate::timestamp::now_rfc3339;
 
 /// The scalelab version that took the fingerprint.
@@ -113,6 +115,9 @@ pub struct Fingerprint {
     /// Whether the process has `CAP_PERFMON` or `CAP_SYS_ADMIN`, which lift
     /// `perf_event_paranoid`.
     pub perfmon_capable: Option<bool>,
+    /// The CPU topology (packages, nodes, cores, SMT, L2/L3 domains, cpuset, affinity);
+    /// `None` in runs recorded before it was captured.
+    pub topology: Option<CpuTopology>,
 }
 
 /// One fingerprint field that differs between two runs, both sides rendered as text.
@@ -199,6 +204,7 @@ impl Fingerprint {
             available_clocksources: kernel::read_available_clocksources(host),
             euid: status.euid,
             perfmon_capable: status.effective_caps.map(perfmon_capable),
+            topology: Some(topology_reader::read(host)).filter(|t| !t.cpus.is_empty()),
         }
     }
 
@@ -296,6 +302,12 @@ impl Fingerprint {
             ),
             ("euid", shown(&self.euid)),
             ("perfmon_capable", on_off(self.perfmon_capable)),
+            (
+                "topology",
+                self.topology
+                    .as_ref()
+                    .map_or_else(|| "unknown".into(), CpuTopology::summary),
+            ),
         ]
     }
 }

@@ -20,8 +20,16 @@ mod mount;
 mod perf_support;
 mod process;
 mod system_load;
+mod topology;
+#[cfg(test)]
+mod topology_fake;
+mod topology_reader;
 
 pub use checks::{Check, Severity, checks};
+pub use cpu::format_cpu_list;
 pub use fingerprint::Fingerprint;
 pub use kernel::MitigationState;
 pub use perf_support::perf_checks;
+pub use topology::{CpuPlace, CpuTopology};
+#[cfg(test)]
+pub(crate) use topology_fake::topology_512;

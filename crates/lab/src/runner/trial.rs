@@ -41,7 +41,7 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
     };
     let prepared = workload.prepare(&params, &ctx)?;
     let control = Control::new(tasks)?;
-    let placement = placement::assign(work.pin, tasks, &placement::cpu_order()?);
+    let placement = placement::assign_here(&work.pin, tasks)?;
     let counters = work.counters.then(|| {
         perf::InheritedCounters::open(&[perf::HwEvent::Cycles, perf::HwEvent::Instructions])
     });

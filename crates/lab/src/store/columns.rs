@@ -53,13 +53,18 @@ pub(crate) fn mode_from_sql(text: &str) -> Option<Mode> {
     }
 }
 
-pub(crate) fn pin_from_sql(text: &str) -> Option<Pin> {
-    match text {
-        "auto" => Some(Pin::Auto),
-        "core" => Some(Pin::Core),
-        "none" => Some(Pin::None),
-        _ => None,
+/// The value for version 1's `pin` column, whose CHECK knows only `auto`, `core` and `none`:
+/// the default strategy is `auto`, any other pinning `core` (`pin_placement` has the real one).
+pub(crate) fn legacy_pin_name(pin: &Pin) -> &'static str {
+    match pin {
+        Pin::Cores => "auto",
+        Pin::None => "none",
+        Pin::Compact | Pin::SpreadNodes | Pin::Cpus(_) => "core",
     }
+}
+
+pub(crate) fn pin_from_sql(text: &str) -> Option<Pin> {
+    text.parse().ok()
 }
 
 #[cfg(test)]
@@ -85,9 +90,24 @@ mod tests {
         for mode in [Mode::Threads, Mode::Processes] {
             assert_eq!(mode_from_sql(&mode.to_string()), Some(mode));
         }
-        for pin in [Pin::Auto, Pin::Core, Pin::None] {
+        for pin in [
+            Pin::Cores,
+            Pin::Compact,
+            Pin::SpreadNodes,
+            Pin::None,
+            Pin::Cpus(vec![0, 2, 4, 5, 6, 7, 1]),
+        ] {
             assert_eq!(pin_from_sql(&pin.to_string()), Some(pin));
         }
+        assert_eq!(
+            Pin::Cpus(vec![0, 2, 4, 5, 6, 7, 1]).to_string(),
+            "0,2,4-7,1"
+        );
+        // Runs stored before issue 16.
+        assert_eq!(pin_from_sql("auto"), Some(Pin::Cores));
+        assert_eq!(pin_from_sql("core"), Some(Pin::Cores));
+        assert_eq!(pin_from_sql("0,0"), None);
+        assert_eq!(pin_from_sql("cores,"), None);
         assert_eq!(mode_from_sql("Threads"), None);
     }
 }

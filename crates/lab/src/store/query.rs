@@ -33,7 +33,7 @@ pub struct RunFilter {
 
 const RUN_COLUMNS: &str = "id, origin_id, name, workload, params, op_unit, mode, pin, points, runs,
     duration_ns, warmup_ns, variant, tags, started_at, finished_at, status, env, warnings,
-    command_line, owner_pid, owner_start_time, owner_boot_id, uuid";
+    command_line, owner_pid, owner_start_time, owner_boot_id, uuid, pin_placement";
 
 impl Store {
     /// The runs matching `filter`, oldest first (by id), with derived status.
@@ -178,6 +178,7 @@ struct RawRun {
     op_unit: String,
     mode: String,
     pin: String,
+    pin_placement: Option<String>,
     points: String,
     runs: u32,
     duration_ns: i64,
@@ -224,6 +225,7 @@ impl RawRun {
                 boot_id: r.get(22)?,
             },
             uuid: r.get(23)?,
+            pin_placement: r.get(24)?,
         })
     }
 
@@ -249,7 +251,10 @@ impl RawRun {
             params: from_json(&self.params, "params", &corrupt)?,
             op_unit: self.op_unit,
             mode: mode_from_sql(&self.mode).ok_or_else(|| unknown("mode", &self.mode))?,
-            pin: pin_from_sql(&self.pin).ok_or_else(|| unknown("pin", &self.pin))?,
+            pin: {
+                let pin = self.pin_placement.as_deref().unwrap_or(&self.pin);
+                pin_from_sql(pin).ok_or_else(|| unknown("pin", pin))?
+            },
             points: from_json(&self.points, "points", &corrupt)?,
             runs: self.runs,
             duration: Nanos(u64_from_sql(self.duration_ns)),

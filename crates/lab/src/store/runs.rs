@@ -8,7 +8,7 @@ use std::path::Path;
 
 use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
 
-use super::columns::{to_json, u64_to_sql};
+use super::columns::{legacy_pin_name, to_json, u64_to_sql};
 use super::liveness::Owner;
 use super::{Store, StoreError};
 use crate::record::{RunExport, RunMeta, RunStatus, TrialOutcome, TrialRecord};
@@ -218,9 +218,10 @@ impl Writer<'_> {
             .prepare_cached(
                 "INSERT INTO runs (origin_id, name, workload, params, op_unit, mode, pin, points, runs,
                      duration_ns, warmup_ns, variant, tags, started_at, finished_at, status, env,
-                     warnings, command_line, owner_pid, owner_start_time, owner_boot_id, uuid)
+                     warnings, command_line, owner_pid, owner_start_time, owner_boot_id, uuid,
+                     pin_placement)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                     ?18, ?19, ?20, ?21, ?22, ?23)",
+                     ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
             )
             .and_then(|mut stmt| {
                 stmt.execute(params![
@@ -230,7 +231,7 @@ impl Writer<'_> {
                     params_json,
                     meta.op_unit,
                     meta.mode.to_string(),
-                    meta.pin.to_string(),
+                    legacy_pin_name(&meta.pin),
                     points,
                     meta.runs,
                     u64_to_sql(meta.duration.0),
@@ -247,6 +248,7 @@ impl Writer<'_> {
                     owner.start_time.map(u64_to_sql),
                     owner.boot_id,
                     meta.uuid.hyphenated().to_string(),
+                    meta.pin.to_string(),
                 ])
             })
             .map_err(self.sql())?;

@@ -28,7 +28,7 @@ pub(crate) const APPLICATION_ID: i32 = 0x5343_4c42;
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Step `i` takes the schema from version `i` to `i + 1`. Append only; never edit a shipped step.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
 
 /// Version 1. u64 values (durations, counts) are stored in INTEGER columns as their two's
 /// complement bit pattern (see `columns`), so values past i64::MAX survive exactly.
@@ -150,6 +150,13 @@ ALTER TABLE trials ADD COLUMN offcpu TEXT;  -- JSON OffCpuReport; NULL without -
 /// Version 7: what the harness cost per trial (sampler CPU, start and stop latency).
 const V7: &str = "
 ALTER TABLE trials ADD COLUMN harness TEXT;  -- JSON HarnessCost; NULL for commands and older runs
+";
+
+/// Version 8: the `--pin` placement as its text (`cores`, `compact`, `spread-nodes`, `none`, a
+/// CPU list). Version 1's `pin` column has a CHECK for its three old names, which SQLite cannot
+/// drop without rebuilding `runs`; it keeps the nearest old name and this column wins when set.
+const V8: &str = "
+ALTER TABLE runs ADD COLUMN pin_placement TEXT;  -- Pin text; NULL before version 8
 ";
 
 /// Opens `path` as a scalelab database, migrating it, and creating it when `create`; see the

@@ -31,7 +31,7 @@ mod store {
             ]),
             op_unit: "one page faulted in".into(),
             mode: Mode::Threads,
-            pin: Pin::Auto,
+            pin: Pin::Cores,
             points: vec![1, 2, 4],
             runs: 2,
             duration: Nanos(5_000_000_000),
@@ -228,6 +228,25 @@ mod store {
             reopened.list_runs(&RunFilter::default()).unwrap(),
             vec![written.meta]
         );
+    }
+
+    /// Issue 16: the schema's CHECK on `pin` refused every new `--pin` strategy
+    /// ("CHECK constraint failed: pin IN ('auto', 'core', 'none')").
+    #[test]
+    fn every_pin_strategy_is_stored_and_read_back() {
+        let (_dir, mut store) = open_temp();
+        for pin in [
+            Pin::Cores,
+            Pin::Compact,
+            Pin::SpreadNodes,
+            Pin::None,
+            Pin::Cpus(vec![3, 0, 1, 2]),
+        ] {
+            let mut meta = meta("page_fault");
+            meta.pin = pin.clone();
+            let id = store.begin_run(&meta).unwrap();
+            assert_eq!(store.load_run(id).unwrap().meta.pin, pin);
+        }
     }
 
     #[test]

@@ -65,6 +65,15 @@ pub(super) fn throughput_chart(run: &RunReport) -> Chart {
         }],
         y_from_zero: true,
         x_ticks: measured_n(s),
+        // The first N past each topology boundary, as analysis placed them (`↑ 2nd socket`).
+        markers: s
+            .boundaries
+            .iter()
+            .map(|mark| {
+                let text: Vec<String> = mark.crossed.iter().map(ToString::to_string).collect();
+                (f64::from(mark.n), text.join(" "))
+            })
+            .collect(),
         ..Chart::default()
     };
     let max_n = s.points.iter().map(|p| f64::from(p.n)).fold(1.0, f64::max);

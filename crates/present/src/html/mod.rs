@@ -207,6 +207,32 @@ mod tests {
         assert!(!render(&one, "t").unwrap().contains("id=\"comparison\""));
     }
 
+    /// Issue 16: the throughput plot marks the first N past a topology boundary.
+    #[test]
+    fn the_throughput_plot_marks_topology_boundaries() {
+        let mut runs = vec![run(1, "spin", &[(1, &[1.0, 1.1]), (2, &[1.9, 2.0])])];
+        let place = |cpu: usize| lab::env::CpuPlace {
+            cpu,
+            package: cpu as u32,
+            die: 0,
+            node: None,
+            core: cpu as u32,
+            thread: 0,
+            l2: None,
+            l3: None,
+        };
+        runs[0].meta.env.topology = Some(lab::env::CpuTopology {
+            cpus: vec![place(0), place(1)],
+            ..Default::default()
+        });
+        let data = ReportData::from_runs(&runs, None, &CompareOptions::default());
+        let page = render(&data, "t").unwrap();
+        assert!(
+            page.contains("↑ 2nd socket"),
+            "no boundary mark in the page"
+        );
+    }
+
     #[test]
     fn default_title_names_the_command_of_a_cmd_run_not_cmd() {
         // The bug: a report of `--cmd` runs was titled `scalelab: cmd`.

@@ -24,6 +24,9 @@ pub fn run(json: bool) -> Result<ExitCode> {
     );
     let mut out = crate::stdout::stdout();
     writeln!(out, "{}", printable(&line))?;
+    if let Some(topology) = &fp.topology {
+        writeln!(out, "topology: {}", printable(&topology.summary()))?;
+    }
     for c in &checks {
         let mark = match c.severity {
             Severity::Ok => "ok  ",

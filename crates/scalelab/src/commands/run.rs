@@ -17,7 +17,7 @@ use lab::runner::ProfileSettings;
 use lab::{LockRequest, Plan, RunConfig};
 
 use super::show;
-use crate::cli::{LocksArg, ModeArg, PinArg, RunArgs};
+use crate::cli::{LocksArg, ModeArg, RunArgs};
 use crate::measure::{
     Bench, CommandRun, INTERRUPTED, Labels, command_config, label, online_cpus, ops_source,
     some_trial_measured,
@@ -125,11 +125,7 @@ fn config(args: &RunArgs) -> RunConfig {
         ModeArg::Threads => Mode::Threads,
         ModeArg::Processes => Mode::Processes,
     };
-    cfg.pin = match args.pin.unwrap_or(PinArg::Auto) {
-        PinArg::Auto => Pin::Auto,
-        PinArg::Core => Pin::Core,
-        PinArg::None => Pin::None,
-    };
+    cfg.pin = args.pin.clone().unwrap_or(Pin::Cores);
     if let Some(duration) = args.duration {
         cfg.duration = duration;
     }
@@ -146,9 +142,41 @@ fn config(args: &RunArgs) -> RunConfig {
     cfg
 }
 
+/// The default `--tasks`: powers of two and the topology's boundaries (see
+/// `lab::analysis::boundaries::default_points`).
+fn topology_sweep(topology: &lab::env::CpuTopology) -> Result<lab::TaskSpec> {
+    let points: Vec<String> = lab::analysis::boundaries::default_points(topology)
+        .iter()
+        .map(u32::to_string)
+        .collect();
+    Ok(points.join(",").parse()?)
+}
+
+/// `--pin 0,2,4-7` names only CPUs this process may use (online, cpuset, affinity mask).
+fn refuse_unusable_pin_cpus(pin: Option<&Pin>) -> Result<()> {
+    let Some(Pin::Cpus(cpus)) = pin else {
+        return Ok(());
+    };
+    let topology = lab::env::CpuTopology::read();
+    let usable = topology.usable();
+    if let Some(cpu) = cpus.iter().find(|cpu| usable.binary_search(cpu).is_err()) {
+        bail!(
+            "--pin: CPU {cpu} is not usable here (offline, or outside this process's cpuset or \
+             affinity mask); usable CPUs: {} — list only those",
+            lab::env::format_cpu_list(&usable)
+        );
+    }
+    Ok(())
+}
+
 pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
     refuse_what_does_not_apply(&args)?;
-    let plan = Plan::new(config(&args), online_cpus())?;
+    refuse_unusable_pin_cpus(args.pin.as_ref())?;
+    let mut cfg = config(&args);
+    if cfg.tasks.is_none() {
+        cfg.tasks = Some(topology_sweep(&lab::env::CpuTopology::read())?);
+    }
+    let plan = Plan::new(cfg, online_cpus())?;
     let locks = plan.locks.is_some();
     let mut bench = Bench::open(db)?;
     let mut progress = TerminalProgress::new(args.quiet, false);

@@ -184,3 +184,26 @@ fn a_command_that_cannot_start_is_refused_before_any_trial() {
         "a workload and --cmd together are refused"
     );
 }
+
+/// Issue 16: every `--pin` strategy and a CPU list are stored and shown; a CPU outside the
+/// usable set is refused with the usable list.
+#[test]
+fn pin_strategies_are_stored_and_an_unusable_cpu_is_refused() {
+    let lab = Lab::new();
+    for pin in ["compact", "spread-nodes", "none", "0"] {
+        lab.short_spin(&["--pin", pin]);
+        let shown = lab.ok(&["show", "last"]);
+        assert!(shown.contains(&format!("pin {pin} ·")), "{pin}: {shown}");
+        assert!(shown.contains("\ntopology: "), "{shown}");
+    }
+    // An old name still parses, as `cores`.
+    lab.short_spin(&["--pin", "auto"]);
+    assert!(lab.ok(&["show", "last"]).contains("pin cores ·"));
+    let err = lab.fails(&["run", "spin", "--tasks", "1", "--pin", "0,4096"]);
+    assert!(
+        err.contains("CPU 4096 is not usable") && err.contains("usable CPUs: "),
+        "{err}"
+    );
+    let err = lab.fails(&["run", "spin", "--pin", "sideways"]);
+    assert!(err.contains("cores, compact, spread-nodes, none"), "{err}");
+}

@@ -495,7 +495,7 @@ fn run_ref(data: &RunData) -> RunRef {
         workload: m.workload.clone(),
         params: m.params.clone(),
         mode: m.mode,
-        pin: m.pin,
+        pin: m.pin.clone(),
         points: m.points.clone(),
         status: m.status,
         started_at: m.started_at.clone(),

@@ -281,3 +281,16 @@ fn json_round_trips_and_old_records_without_new_fields_load() {
     );
     assert_eq!(fp.cpu_quota, None);
 }
+
+#[test]
+fn capture_records_the_topology_and_old_records_have_none() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/topology/xeon-2s");
+    let fp = Fingerprint::capture_from(&HostFs::at(&root), Path::new("."));
+    let topology = fp.topology.expect("the fixture has a topology");
+    assert_eq!(
+        topology.summary(),
+        "2 sockets × 28 cores × 2 threads, 2 NUMA nodes, 2 L3 domains"
+    );
+    let old: Fingerprint = serde_json::from_str(r#"{"hostname":"h"}"#).unwrap();
+    assert_eq!(old.topology, None);
+}
