@@ -213,6 +213,18 @@ pub fn write(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Re
             "unexplained".into(),
         ]);
         t.write_terminal(out, opts)?;
+        if g.named
+            .first()
+            .is_some_and(|c| c.cause.kind == CauseKind::RunQueue && c.delta_ns > 0.0)
+            && e.scales_to
+                .and_then(|s| s.cpus)
+                .is_some_and(|cpus| g.to_n <= cpus)
+        {
+            writeln!(
+                out,
+                "  note: waiting for a CPU is not the workload's own cost while N fits the CPUs — other work competed (see `scalelab doctor`, rerun on a quiet machine); the causes below it are the workload's"
+            )?;
+        }
         if !g.within_noise.is_empty() {
             let sum: f64 = g.within_noise.iter().map(|c| c.delta_ns).sum();
             writeln!(

@@ -90,7 +90,7 @@ pub(crate) fn attribute(a: &PointExplain, b: &PointExplain) -> GrowthAccount {
             to_ns: to,
             delta_ns: d,
             share_pct: (delta > 0.0).then(|| d / delta * 100.0),
-            noise: decide(d, &from_trials, &to_trials, noise_a, noise_b),
+            noise: decide(d, delta, &from_trials, &to_trials, (noise_a, noise_b)),
         });
     }
     all.sort_by(|x, y| y.delta_ns.total_cmp(&x.delta_ns));

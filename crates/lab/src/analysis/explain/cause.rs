@@ -92,7 +92,8 @@ pub struct Cause {
     pub caller: String,
     /// Where the evidence comes from: `locks`, `offcpu`, `profile` or `accounting`.
     pub source: &'static str,
-    /// The evidence: further call sites, a call chain (innermost first), the DSO.
+    /// The evidence: the call sites (most waits first, each once across trials), a call chain
+    /// (innermost first), the function and its DSO.
     pub evidence: Vec<String>,
 }
 
@@ -202,11 +203,7 @@ fn lock_cause(kind: CauseKind, c: &LockContention) -> Cause {
         object: c.lock.clone(),
         caller: c.caller.clone(),
         source: kind.source(false),
-        evidence: c
-            .call_sites
-            .iter()
-            .map(|(site, k)| format!("{site} ({k} waits)"))
-            .collect(),
+        evidence: c.call_sites.iter().map(|(site, _)| site.clone()).collect(),
     }
 }
 

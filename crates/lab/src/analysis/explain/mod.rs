@@ -28,7 +28,7 @@ use serde::Serialize;
 pub use self::accounting::Accounting;
 pub use self::attribution::{CauseGrowth, GrowthAccount};
 pub use self::cause::{Cause, CauseKind, Mechanism, Part};
-pub use self::noise::{NOISE_RULE, NoiseRule, NoiseVerdict};
+pub use self::noise::{MATERIAL_SHARE, NOISE_RULE, NoiseRule, NoiseVerdict};
 pub use self::usl_reading::UslReading;
 
 use crate::analysis::profile::PointProfile;

@@ -12,6 +12,9 @@
 //!   the trials' `ns/op/task` times that N's median `ns/op/task`.
 //! - With one trial per N and nothing else, the noise is not measured: causes are named, and
 //!   the verdict says `unmeasured`.
+//! - Whatever the rule, a cause whose growth is under 1% of the total growth (in size) is not
+//!   named: a trace that saw a handful of waits at the larger N only is beyond noise and
+//!   immaterial.
 
 use serde::Serialize;
 
@@ -43,9 +46,25 @@ pub(crate) fn whole_noise(cv: Option<f64>, total: f64) -> Option<f64> {
     cv.map(|cv| cv * total)
 }
 
+/// The smallest share of the total growth a cause is named with.
+pub const MATERIAL_SHARE: f64 = 0.01;
+
 /// Decides whether a growth `delta` from `from` (per-trial values at the smaller N) to `to`
-/// is beyond noise, given the whole's noise at the two N.
+/// is beyond noise, given the whole's noise at the two N, and material: at least
+/// [`MATERIAL_SHARE`] of the total growth `whole` in size.
 pub(crate) fn decide(
+    delta: f64,
+    whole: f64,
+    from: &[f64],
+    to: &[f64],
+    noise: (Option<f64>, Option<f64>),
+) -> NoiseVerdict {
+    let mut v = decide_noise(delta, from, to, noise.0, noise.1);
+    v.beyond &= delta.abs() >= MATERIAL_SHARE * whole.abs();
+    v
+}
+
+fn decide_noise(
     delta: f64,
     from: &[f64],
     to: &[f64],
@@ -91,4 +110,5 @@ pub const NOISE_RULE: &str = "A cause is named only when its growth is beyond tr
 noise: with a value per trial (accounting, lock waits, off-CPU sites) every trial at the larger N \
 must lie beyond every trial at the smaller N (Mann-Whitney U at its extreme); with one value per N \
 (a profile merges its trials) the growth must exceed CV × ns/op/task at either N. With one trial \
-per N the noise is not measured and causes are named unchecked.";
+per N the noise is not measured and causes are named unchecked. A cause under 1% of the growth is \
+not named.";
