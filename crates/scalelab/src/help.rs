@@ -219,10 +219,10 @@ EXAMPLES:
 pub const EXPLAIN: &str = "\
 EXAMPLES:
   scalelab run futex_mutex -p shared=true --tasks 1,2 --runs 3 --explain
-  scalelab explain last             # the answer, time per op per N, growth by cause
+  scalelab explain last             # the answer, time per op, growth by cause
   scalelab explain 12 --json        # the same figures as JSON
-  scalelab run create_unlink -p shared=true --tasks 1,2,3,4 --runs 5 --profile --locks
-  scalelab explain last             # with 4 N: the USL's σ and κ beside the causes";
+  scalelab run create_unlink -p shared=true --tasks 1,2,3,4 --explain
+  scalelab explain last             # with 4 N: the USL's σ and κ beside it";
 
 /// `scalelab profile --help`.
 pub const PROFILE: &str = "\
