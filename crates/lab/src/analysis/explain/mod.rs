@@ -274,11 +274,14 @@ pub fn explain(data: &RunData, profiles: &[PointProfile]) -> Option<Explanation>
         (Some(a), Some(b)) if a.n != b.n => Some(attribution::attribute(a, b)),
         _ => None,
     };
-    let top = growth
-        .as_ref()
-        .and_then(|g| g.named.first())
-        .filter(|g| g.delta_ns > 0.0)
-        .map(|g| g.cause.kind.mechanism());
+    // Waiting for a CPU is neither σ nor κ: the reading compares the top cause after it.
+    let top = growth.as_ref().and_then(|g| {
+        g.named
+            .iter()
+            .filter(|c| c.delta_ns > 0.0)
+            .map(|c| c.cause.kind.mechanism())
+            .find(|m| *m != Mechanism::Oversubscription)
+    });
     Some(Explanation {
         run_id: data.meta.id,
         description: data.meta.description(),

@@ -301,8 +301,7 @@ fn a_trace_that_saw_more_than_the_residual_shows_a_negative_unexplained_part() {
     assert!(e.growth.unwrap().unexplained_ns < 0.0);
 }
 
-#[test]
-fn with_four_n_the_usl_reading_agrees_with_a_lock_wait_cause() {
+fn four_n_run(runq_per_task: u64) -> RunData {
     let mut trials = Vec::new();
     for (n, ops) in [
         (1u32, 1_000_000u64),
@@ -312,14 +311,18 @@ fn with_four_n_the_usl_reading_agrees_with_a_lock_wait_cause() {
     ] {
         for i in 0..3u32 {
             let owned = n as u64 * 1_000_000_000;
-            let cpu = 900_000_000 * n as u64 * ops / 1_000_000 / n as u64;
-            let wait = owned.saturating_sub(cpu).saturating_sub(1_000_000);
+            let cpu = 900_000_000 * ops / 1_000_000;
+            let runq = runq_per_task * (n as u64 - 1) * n as u64;
+            let wait = owned
+                .saturating_sub(cpu)
+                .saturating_sub(runq)
+                .saturating_sub(1_000_000);
             let ops = ops + 2000 * i as u64;
             trials.push(accounted_trial(
                 n,
                 i,
                 ops,
-                [cpu, 0, 0],
+                [cpu, 0, runq],
                 Some(offcpu_report(vec![offcpu_site(
                     "futex", "0x1", "serial", wait,
                 )])),
@@ -329,10 +332,28 @@ fn with_four_n_the_usl_reading_agrees_with_a_lock_wait_cause() {
     }
     let mut m = meta(6, "futex_mutex", &[1, 2, 3, 4]);
     m.runs = 3;
-    let e = explain(&RunData { meta: m, trials }, &[]).unwrap();
+    RunData { meta: m, trials }
+}
+
+#[test]
+fn with_four_n_the_usl_reading_agrees_with_a_lock_wait_cause() {
+    let e = explain(&four_n_run(0), &[]).unwrap();
     let usl = e.usl.expect("a USL reading with 4 N");
     assert_eq!(e.growth.unwrap().named[0].cause.caller, "serial");
     assert_eq!(usl.dominant, Mechanism::Serialisation, "{usl:?}");
+    assert_eq!(usl.agrees, Some(true));
+}
+
+/// Seen on a real futex_mutex run at N=1..4 on a loaded machine: run-queue wait was the top
+/// cause, and the USL reading said the causes "do NOT agree" with σ, though waiting for a CPU
+/// is neither σ nor κ and the top lock wait agreed.
+#[test]
+fn the_usl_reading_compares_the_top_cause_other_than_run_queue_wait() {
+    let e = explain(&four_n_run(150_000_000), &[]).unwrap();
+    let g = e.growth.unwrap();
+    assert_eq!(g.named[0].cause.kind, CauseKind::RunQueue, "{:#?}", g.named);
+    let usl = e.usl.expect("a USL reading with 4 N");
+    assert_eq!(usl.top_cause, Some(Mechanism::Serialisation));
     assert_eq!(usl.agrees, Some(true));
 }
 

@@ -1,6 +1,6 @@
 //! The USL reading: with four or more N, the fitted σ (serialisation: waits, locks) against κ
 //! (coherency: CPU per op growing without waiting), each term's weight at the largest N, and
-//! whether the top named cause is of the same kind.
+//! whether the top named cause (run-queue wait aside: it is neither) is of the same kind.
 
 use serde::Serialize;
 
@@ -20,7 +20,8 @@ pub struct UslReading {
     pub kappa_term: f64,
     /// Which term is larger.
     pub dominant: Mechanism,
-    /// The top named cause's mechanism, if a cause was named.
+    /// The mechanism of the top named cause that grew, run-queue wait left out (it is neither
+    /// term), if one was named.
     pub top_cause: Option<Mechanism>,
     /// Whether the top cause and the dominant term agree (`None` without a named cause).
     pub agrees: Option<bool>,
