@@ -24,6 +24,7 @@
 pub mod comparison_csv;
 pub mod comparison_table;
 mod error;
+pub mod explain_table;
 pub mod flame_graph;
 mod grid;
 pub mod history_table;

@@ -95,6 +95,10 @@ pub enum Command {
     /// Lock contention of a run traced with --locks: what grows with N, or the table at one N.
     #[command(after_help = help::LOCKS)]
     Locks(LocksArgs),
+    /// Why a run stops scaling: its cost per op accounted per N and the growth attributed to
+    /// named causes (locks, blocking, functions), with what is unexplained.
+    #[command(after_help = help::EXPLAIN)]
+    Explain(ExplainArgs),
     /// One self-contained HTML page: runs, plots, comparisons, history.
     #[command(after_help = help::REPORT)]
     Report(ReportArgs),
@@ -305,6 +309,10 @@ pub struct RunArgs {
     /// How many trials of each point --profile records.
     #[arg(long, value_name = "K", default_value_t = 1, requires = "profile")]
     pub profile_trials: u32,
+    /// Record the evidence `scalelab explain` reads (= --profile --locks; --offcpu too once
+    /// it exists), then print the explanation after the run.
+    #[arg(long)]
+    pub explain: bool,
     /// Name the side of a comparison this run belongs to (stock, patched…).
     #[arg(long)]
     pub variant: Option<String>,
@@ -614,6 +622,15 @@ pub struct LocksArgs {
     /// Rows per table.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
+    /// Print the figures as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// Run id, `last`, `last~K`, or an exported JSON file.
+    pub run: String,
     /// Print the figures as JSON on stdout.
     #[arg(long)]
     pub json: bool,

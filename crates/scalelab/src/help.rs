@@ -215,6 +215,15 @@ EXAMPLES:
   scalelab locks last --at 2 --user   # futex waits by address and call site
   scalelab locks last --json";
 
+/// `scalelab explain --help`.
+pub const EXPLAIN: &str = "\
+EXAMPLES:
+  scalelab run futex_mutex -p shared=true --tasks 1,2 --runs 3 --explain
+  scalelab explain last             # the answer, time per op, growth by cause
+  scalelab explain 12 --json        # the same figures as JSON
+  scalelab run create_unlink -p shared=true --tasks 1,2,3,4 --explain
+  scalelab explain last             # with 4 N: the USL's σ and κ beside it";
+
 /// `scalelab profile --help`.
 pub const PROFILE: &str = "\
 EXAMPLES:

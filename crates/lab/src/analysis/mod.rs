@@ -5,6 +5,7 @@
 //! - [`summary`]: a run's per-point medians, intervals, speedup, efficiency, accounting, and
 //!   the warnings they raise.
 //! - [`comparison`]: run B against run A, N by N (verdicts, shifts, crossings, warnings).
+//! - [`explain`]: why a run stops scaling: its cost per op accounted and the growth attributed.
 //! - [`scaling_model`]: the Universal Scalability Law fitted to a run or to CSV rows.
 //! - [`history`]: one metric across stored runs, with change points.
 //! - [`series`]: which stored runs make one history series (one command line for commands).
@@ -15,6 +16,7 @@
 
 pub mod boundaries;
 pub mod comparison;
+pub mod explain;
 pub mod history;
 pub mod lock_contention;
 pub mod profile;

@@ -1,6 +1,6 @@
 //! Everything one HTML report shows, assembled from loaded runs: each run's summary, the USL
 //! curve its throughput chart draws, its profiles (read back from their perf.data files) and
-//! what grows across them, its lock table at the largest traced N; every run compared with the
+//! what grows across them, its lock table at the largest traced N, its explanation; every run compared with the
 //! first; and the history the caller found. The `present` crate renders a [`ReportData`] as it
 //! is: it loads nothing and computes no statistic.
 
@@ -10,6 +10,7 @@ use serde::Serialize;
 use stats::{CompareOptions, Prediction, UslFit};
 
 use super::comparison::{Comparison, compare_runs};
+use super::explain::{Explanation, explain};
 use super::history::History;
 use super::lock_contention::{LockSides, PointLocks, at_point};
 use super::profile::{GrowthReport, what_grows};
@@ -55,6 +56,8 @@ pub struct RunReport {
     pub profile_error: Option<String>,
     /// The lock table at the largest N that traced locks (both sides).
     pub locks: Option<PointLocks>,
+    /// Why the run stops scaling (`scalelab explain`), `None` without a measured trial.
+    pub explanation: Option<Explanation>,
 }
 
 /// A USL fit and its curve for a chart.
@@ -129,7 +132,9 @@ impl RunReport {
             .map(|t| t.n)
             .max()
             .and_then(|n| at_point(run, n, LockSides::BOTH));
+        let explanation = explain(run, &profiles);
         RunReport {
+            explanation,
             meta: run.meta.clone(),
             summary,
             trials,

@@ -157,6 +157,41 @@ mod tests {
         assert!(!page.contains("<script>alert(1)"));
     }
 
+    #[test]
+    fn a_run_section_opens_with_why_it_stops_scaling() {
+        let mut data = lab::test_runs::explained_run();
+        // A hostile caller name is escaped like every user string.
+        for t in &mut data.trials {
+            if let lab::record::TrialOutcome::Ok(m) = &mut t.outcome {
+                for s in &mut m.offcpu.as_mut().unwrap().sites {
+                    if s.caller == "worker_lock" {
+                        s.caller = "<b>worker_lock</b>".into();
+                    }
+                }
+            }
+        }
+        let report = ReportData::from_runs(&[data], None, &CompareOptions::default());
+        let page = render(&report, "explain").unwrap();
+        let why = page
+            .find("Why it stops scaling")
+            .expect("the explain section");
+        let charts = page.find("Throughput X(N)").expect("the charts");
+        assert!(
+            why < charts,
+            "the explanation comes first in the run's section"
+        );
+        for needle in [
+            "93% of that is futex wait on 0x7f00aa10 from &lt;b&gt;worker_lock&lt;&#x2f;b&gt;",
+            "Time per op (ns&#x2f;op&#x2f;task",
+            "Growth from N=1 to N=2 by cause",
+            "no profile: user and system time are not split by function — run with --profile",
+            "<code>scalelab explain 9</code>",
+        ] {
+            assert!(page.contains(needle), "{needle} missing");
+        }
+        assert!(!page.contains("<b>worker_lock"));
+    }
+
     fn two_runs() -> Vec<lab::record::RunData> {
         let rows: Vec<(u32, Vec<f64>)> = [1u32, 2, 4]
             .iter()

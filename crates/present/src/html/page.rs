@@ -56,6 +56,8 @@ pub(super) struct RunSection {
     pub(super) started_at: String,
     pub(super) command_line: String,
     pub(super) warnings: Vec<String>,
+    /// Why it stops scaling, at the top of the section.
+    pub(super) explain: Option<ExplainSection>,
     pub(super) scales_to: String,
     /// Inline SVG documents drawn by `plot`.
     pub(super) charts: Vec<String>,
@@ -82,4 +84,13 @@ pub(super) struct HistorySection {
     pub(super) summary: String,
     pub(super) chart: String,
     pub(super) table: Table,
+}
+
+/// A run's explanation: the answer, the accounting per N, the growth by cause, what is missing.
+#[derive(Debug, Clone, Serialize)]
+pub(super) struct ExplainSection {
+    pub(super) answer: String,
+    pub(super) tables: Vec<Table>,
+    pub(super) missing: Vec<String>,
+    pub(super) noise: String,
 }

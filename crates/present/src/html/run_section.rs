@@ -1,14 +1,18 @@
 //! One run's section of the HTML report: what the run was (description, parameters, tags,
 //! command, environment), its warnings and "scales to", the charts, the per-point table, and
-//! the profile and lock tables with the flame graph when the run recorded them.
+//! the profile and lock tables with the flame graph when the run recorded them; first of all,
+//! why it stops scaling (`scalelab explain`).
 
+use lab::analysis::explain::Explanation;
 use lab::analysis::report_data::RunReport;
 use lab::analysis::summary::RunSummary;
 use lab::number_text::si;
 
-use super::page::{RunSection, Table};
+use super::page::{ExplainSection, RunSection, Table};
 use super::{attribution, charts, plot};
 use crate::error::PresentError;
+use crate::explain_table::{answer, cause_label};
+use crate::number_format::duration;
 use crate::number_format::time_line;
 
 /// One run's section: its description and settings, warnings, charts, tables, flame graph and
@@ -90,6 +94,7 @@ pub(super) fn run_section(run: &RunReport) -> Result<RunSection, PresentError> {
         started_at: meta.started_at.clone(),
         command_line: meta.command_line.clone(),
         warnings,
+        explain: run.explanation.as_ref().map(explain_section),
         scales_to,
         charts,
         tables,
@@ -155,5 +160,116 @@ fn points_table(s: &RunSummary) -> Table {
         rows,
         left_columns: 0,
         empty: "No point was measured.".into(),
+    }
+}
+
+fn signed(ns: f64) -> String {
+    if ns >= 0.0 {
+        format!("+{}", duration(ns))
+    } else {
+        format!("-{}", duration(-ns))
+    }
+}
+
+/// The explanation's answer, its accounting per N and its growth by cause.
+fn explain_section(e: &Explanation) -> ExplainSection {
+    let rows = e
+        .points
+        .iter()
+        .map(|p| {
+            let a = &p.accounting;
+            let opt = |x: Option<f64>| x.map_or_else(|| "—".into(), duration);
+            vec![
+                p.n.to_string(),
+                duration(a.ns_per_op_task),
+                duration(a.user_ns),
+                duration(a.system_ns),
+                if a.runq_measured {
+                    duration(a.runq_ns)
+                } else {
+                    "—".into()
+                },
+                duration(a.offcpu_ns),
+                opt(p.offcpu_traced_ns),
+                opt(p.offcpu_unexplained_ns),
+                opt(p.cpu_profiled_ns),
+                a.trials.len().to_string(),
+            ]
+        })
+        .collect();
+    let mut tables = vec![Table {
+        caption: "Time per op (ns/op/task = N·W ÷ ops; medians over the trials, off-CPU the rest)"
+            .into(),
+        headers: [
+            "N",
+            "ns/op/task",
+            "user",
+            "system",
+            "run queue",
+            "off-CPU",
+            "traced off-CPU",
+            "untraced",
+            "profiled CPU",
+            "trials",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        left_columns: 0,
+        empty: "No point was measured.".into(),
+    }];
+    if let Some(g) = &e.growth {
+        let mut rows: Vec<Vec<String>> = g
+            .named
+            .iter()
+            .map(|c| {
+                vec![
+                    cause_label(&c.cause),
+                    c.cause.source.to_string(),
+                    duration(c.from_ns),
+                    duration(c.to_ns),
+                    signed(c.delta_ns),
+                    c.share_pct
+                        .map_or_else(|| "—".into(), |p| format!("{p:.0}%")),
+                ]
+            })
+            .collect();
+        rows.push(vec![
+            "unexplained".into(),
+            String::new(),
+            String::new(),
+            String::new(),
+            signed(g.unexplained_ns),
+            g.unexplained_pct
+                .map_or_else(|| "—".into(), |p| format!("{p:.0}%")),
+        ]);
+        tables.push(Table {
+            caption: format!(
+                "Growth from N={} to N={} by cause (named only beyond trial-to-trial noise)",
+                g.from_n, g.to_n
+            ),
+            headers: [
+                "cause".to_string(),
+                "source".into(),
+                format!("N={}", g.from_n),
+                format!("N={}", g.to_n),
+                "growth".into(),
+                "share".into(),
+            ]
+            .to_vec(),
+            rows,
+            left_columns: 2,
+            empty: String::new(),
+        });
+    }
+    ExplainSection {
+        answer: answer(e),
+        tables,
+        missing: e
+            .missing
+            .iter()
+            .map(|m| format!("{} — {}", m.what, m.fix))
+            .collect(),
+        noise: e.noise_rule.to_string(),
     }
 }

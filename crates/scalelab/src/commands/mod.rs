@@ -4,6 +4,7 @@ mod ab;
 mod compare;
 mod completions;
 mod doctor;
+mod explain;
 mod guard;
 mod help;
 mod history;
@@ -40,6 +41,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Import { file } => transfer::import(db, &file),
         Command::Doctor { json } => doctor::run(json),
         Command::History(args) => history::run(db, &args),
+        Command::Explain(args) => explain::run(db, &args),
         Command::Locks(args) => locks::run(db, &args),
         Command::Profile(args) => profile::run(db, &args),
         Command::Report(args) => report::run(db, &args),

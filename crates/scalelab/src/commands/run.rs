@@ -135,9 +135,17 @@ fn config(args: &RunArgs) -> RunConfig {
         user: which != LocksArg::Kernel,
         stack_size: args.stack_size,
     });
-    if args.profile {
+    if args.profile || args.explain {
         cfg.profile = Some(ProfileSettings::new(args.profile_trials));
     }
+    if args.explain && cfg.locks.is_none() {
+        cfg.locks = Some(LockRequest {
+            kernel: true,
+            user: true,
+            stack_size: args.stack_size,
+        });
+    }
+    // lead: set cfg.offcpu from --explain (`|| args.explain`) once --offcpu is merged.
     cfg.workdir = args.workdir.clone();
     cfg
 }
@@ -229,6 +237,14 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
                 files.first().copied().unwrap_or("FILE"),
                 per_step("profile")
             );
+        }
+    }
+    if args.explain && !args.quiet && measured.is_ok() {
+        if args.json {
+            eprintln!("explanation: `scalelab explain {id} --json`");
+        } else {
+            writeln!(stdout::stdout())?;
+            super::explain::print(&data, false)?;
         }
     }
     if interrupted {

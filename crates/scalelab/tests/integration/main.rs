@@ -8,6 +8,7 @@ mod command_attribution;
 mod commands;
 mod compare;
 mod conventions;
+mod explain;
 mod file_safety;
 mod history;
 mod hostile;

@@ -1,0 +1,329 @@
+//! The causes an op's cost is split into, and each cause's cost per op at one N, pooled over
+//! the trials that carry its evidence and per trial (for the noise rule).
+//!
+//! Off-CPU time is split by the off-CPU trace's sites (`--offcpu`) when the point has one, else
+//! by the lock trace's sleeping waits (futex, rwsem, mutex: `--locks`), never both (they see
+//! the same blocked time). CPU time is split by the profile's self cost per function
+//! (`--profile`, `cpu-clock` only: its period is in ns) and the lock trace's kernel spinning
+//! (spinlock and rwlock waits, CPU time inside system time); with a lock trace, the kernel's
+//! spin slow-path functions are left to the lock trace so no time is counted twice.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::analysis::profile::PointProfile;
+use crate::record::{LockContention, OffCpuSite, TrialMeasurement};
+
+/// What kind of cause, and so which part of the accounting it lives in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CauseKind {
+    /// Waiting for a user lock (futex), blocked.
+    UserLock,
+    /// Waiting for a kernel sleeping lock (rwsem, mutex), blocked.
+    KernelLock,
+    /// Blocked in another call chain (I/O, fsync, pipe, sleep).
+    Blocking,
+    /// Blocked, the cause not traced (no `--offcpu` and no lock wait explains it).
+    Blocked,
+    /// Spinning on a kernel spinlock or rwlock: CPU time inside system time.
+    KernelSpin,
+    /// CPU time in one function (self cost, from the profile).
+    Function,
+    /// User CPU, not split (no profile).
+    UserCpu,
+    /// System CPU, not split (no profile).
+    SystemCpu,
+    /// Runnable, waiting for a CPU.
+    RunQueue,
+}
+
+/// How a cause limits scaling, in the terms of the USL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mechanism {
+    /// Waiting: one at a time (σ).
+    Serialisation,
+    /// CPU per op growing without waiting, e.g. cache lines bouncing (κ).
+    Coherency,
+    /// Neither (tasks waiting for CPUs: more tasks than CPUs).
+    Oversubscription,
+}
+
+impl CauseKind {
+    /// The USL term this kind of cause feeds.
+    pub fn mechanism(self) -> Mechanism {
+        match self {
+            CauseKind::UserLock
+            | CauseKind::KernelLock
+            | CauseKind::Blocking
+            | CauseKind::Blocked
+            | CauseKind::KernelSpin => Mechanism::Serialisation,
+            CauseKind::Function | CauseKind::UserCpu | CauseKind::SystemCpu => Mechanism::Coherency,
+            CauseKind::RunQueue => Mechanism::Oversubscription,
+        }
+    }
+    /// Where its evidence comes from: `locks`, `offcpu`, `profile` or `accounting`.
+    fn source(self, from_offcpu: bool) -> &'static str {
+        match self {
+            CauseKind::UserLock | CauseKind::KernelLock | CauseKind::Blocking if from_offcpu => {
+                "offcpu"
+            }
+            CauseKind::UserLock | CauseKind::KernelLock | CauseKind::KernelSpin => "locks",
+            CauseKind::Blocking => "offcpu",
+            CauseKind::Function => "profile",
+            _ => "accounting",
+        }
+    }
+}
+
+/// One named cause: what, on what, from where.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cause {
+    /// The kind of cause.
+    pub kind: CauseKind,
+    /// The lock kind or blocking call (`futex`, `rwsem:write`, `fsync` …), the function, or the
+    /// accounting part.
+    pub what: String,
+    /// The lock or object waited on (a symbol, `N addresses`), or the function's DSO.
+    pub object: String,
+    /// Who waited (the lock's caller, the blocking chain's first function), empty for CPU.
+    pub caller: String,
+    /// Where the evidence comes from: `locks`, `offcpu`, `profile` or `accounting`.
+    pub source: &'static str,
+    /// The evidence: the call sites (most waits first, each once across trials), a call chain
+    /// (innermost first), the function and its DSO.
+    pub evidence: Vec<String>,
+}
+
+/// A cause's cost at one N.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Part {
+    /// The cause.
+    pub cause: Cause,
+    /// ns per op, pooled over the trials with its evidence (their total ÷ their ops).
+    pub ns_per_op: f64,
+    /// ns per op in each of those trials, in trial order (empty where only a merged value
+    /// exists: the profile).
+    #[serde(skip)]
+    pub per_trial: Vec<f64>,
+}
+
+/// The key a cause is matched by across N: heap locks have a new address in every trial
+/// process, so an address is not part of it.
+pub(crate) fn key(c: &Cause) -> (CauseKind, String, String, String) {
+    let object = if c.object.starts_with("0x") || c.object.ends_with(" addresses") {
+        String::new()
+    } else {
+        c.object.clone()
+    };
+    (c.kind, c.what.clone(), object, c.caller.clone())
+}
+
+/// Whether a kernel lock kind spins (CPU time) rather than sleeps.
+pub(crate) fn spins(kind: &str) -> bool {
+    kind == "spinlock" || kind.starts_with("rwlock:") || kind == "rwlock"
+}
+
+fn offcpu_kind(kind: &str) -> CauseKind {
+    if kind.starts_with("futex") {
+        CauseKind::UserLock
+    } else if kind.starts_with("rwsem")
+        || kind.starts_with("mutex")
+        || kind.starts_with("percpu-rwsem")
+        || kind.starts_with("rt")
+    {
+        CauseKind::KernelLock
+    } else {
+        CauseKind::Blocking
+    }
+}
+
+/// One cause's waits across the trials of a point, before pooling.
+struct Acc {
+    cause: Cause,
+    objects: Vec<String>,
+    per_trial: Vec<u64>,
+}
+
+/// Pools per-trial waits (`(trial position, cause, wait ns)`) into parts; `ops[i]` is trial
+/// i's ops.
+fn pool(rows: Vec<(usize, Cause, u64)>, ops: &[u64]) -> Vec<Part> {
+    let mut accs: BTreeMap<(CauseKind, String, String, String), Acc> = BTreeMap::new();
+    for (i, cause, wait) in rows {
+        let acc = accs.entry(key(&cause)).or_insert_with(|| Acc {
+            cause: cause.clone(),
+            objects: Vec::new(),
+            per_trial: vec![0; ops.len()],
+        });
+        if !acc.objects.contains(&cause.object) {
+            acc.objects.push(cause.object.clone());
+        }
+        for e in cause.evidence {
+            if !acc.cause.evidence.contains(&e) {
+                acc.cause.evidence.push(e);
+            }
+        }
+        acc.per_trial[i] += wait;
+    }
+    let total_ops: u64 = ops.iter().sum();
+    let mut parts: Vec<Part> = accs
+        .into_values()
+        .map(|mut acc| {
+            if acc.objects.len() > 1 {
+                acc.cause.object = format!("{} addresses", acc.objects.len());
+            }
+            acc.cause.evidence.truncate(6);
+            let total: u64 = acc.per_trial.iter().sum();
+            Part {
+                ns_per_op: if total_ops > 0 {
+                    total as f64 / total_ops as f64
+                } else {
+                    0.0
+                },
+                per_trial: acc
+                    .per_trial
+                    .iter()
+                    .zip(ops)
+                    .map(|(&w, &o)| if o > 0 { w as f64 / o as f64 } else { 0.0 })
+                    .collect(),
+                cause: acc.cause,
+            }
+        })
+        .collect();
+    parts.sort_by(|a, b| b.ns_per_op.total_cmp(&a.ns_per_op));
+    parts
+}
+
+fn lock_cause(kind: CauseKind, c: &LockContention) -> Cause {
+    Cause {
+        kind,
+        what: c.kind.clone(),
+        object: c.lock.clone(),
+        caller: c.caller.clone(),
+        source: kind.source(false),
+        evidence: c.call_sites.iter().map(|(site, _)| site.clone()).collect(),
+    }
+}
+
+fn site_cause(s: &OffCpuSite) -> Cause {
+    let kind = offcpu_kind(&s.kind);
+    Cause {
+        kind,
+        what: s.kind.clone(),
+        object: s.object.clone(),
+        caller: s.caller.clone(),
+        source: kind.source(true),
+        evidence: s.stack.iter().take(8).cloned().collect(),
+    }
+}
+
+/// The blocked time of a point's trials split by cause, and the time that split covers per op
+/// (pooled), from the off-CPU trace when the point has one, else from the lock trace's
+/// sleeping waits. `None` when neither was recorded. The `&str` is the source.
+pub(crate) fn offcpu_parts(
+    trials: &[(u32, &TrialMeasurement)],
+) -> Option<(&'static str, Vec<u32>, Vec<Part>, f64)> {
+    let traced: Vec<&(u32, &TrialMeasurement)> =
+        trials.iter().filter(|(_, m)| m.offcpu.is_some()).collect();
+    if !traced.is_empty() {
+        let ops: Vec<u64> = traced.iter().map(|(_, m)| m.ops()).collect();
+        let mut rows = Vec::new();
+        let mut total = 0u64;
+        for (i, (_, m)) in traced.iter().enumerate() {
+            let Some(r) = &m.offcpu else { continue };
+            total += r.total.0;
+            rows.extend(r.sites.iter().map(|s| (i, site_cause(s), s.total.0)));
+        }
+        let all_ops: u64 = ops.iter().sum();
+        let covered = if all_ops > 0 {
+            total as f64 / all_ops as f64
+        } else {
+            0.0
+        };
+        let idx = traced.iter().map(|(i, _)| *i).collect();
+        return Some(("offcpu", idx, pool(rows, &ops), covered));
+    }
+    let traced: Vec<&(u32, &TrialMeasurement)> =
+        trials.iter().filter(|(_, m)| m.locks.is_some()).collect();
+    if traced.is_empty() {
+        return None;
+    }
+    let ops: Vec<u64> = traced.iter().map(|(_, m)| m.ops()).collect();
+    let mut rows = Vec::new();
+    for (i, (_, m)) in traced.iter().enumerate() {
+        let Some(r) = &m.locks else { continue };
+        for c in &r.user {
+            rows.push((i, lock_cause(CauseKind::UserLock, c), c.wait_total.0));
+        }
+        for c in r.kernel.iter().filter(|c| !spins(&c.kind)) {
+            rows.push((i, lock_cause(CauseKind::KernelLock, c), c.wait_total.0));
+        }
+    }
+    let parts = pool(rows, &ops);
+    let covered = parts.iter().map(|p| p.ns_per_op).sum();
+    let idx = traced.iter().map(|(i, _)| *i).collect();
+    Some(("locks", idx, parts, covered))
+}
+
+/// Kernel spinning per op from the lock trace, `None` without one.
+pub(crate) fn spin_parts(trials: &[(u32, &TrialMeasurement)]) -> Option<Vec<Part>> {
+    let traced: Vec<&(u32, &TrialMeasurement)> =
+        trials.iter().filter(|(_, m)| m.locks.is_some()).collect();
+    if traced.is_empty() {
+        return None;
+    }
+    let ops: Vec<u64> = traced.iter().map(|(_, m)| m.ops()).collect();
+    let mut rows = Vec::new();
+    for (i, (_, m)) in traced.iter().enumerate() {
+        let Some(r) = &m.locks else { continue };
+        for c in r.kernel.iter().filter(|c| spins(&c.kind)) {
+            rows.push((i, lock_cause(CauseKind::KernelSpin, c), c.wait_total.0));
+        }
+    }
+    Some(pool(rows, &ops))
+}
+
+/// CPU per op by function from a `cpu-clock` profile (self cost), most first; with
+/// `skip_spin`, the kernel's spin slow paths are left out (the lock trace has them).
+pub(crate) fn function_parts(p: &PointProfile, skip_spin: bool) -> Vec<Part> {
+    p.functions
+        .iter()
+        .filter(|f| !(skip_spin && f.kernel && f.name.contains("spin")))
+        .filter_map(|f| {
+            Some(Part {
+                cause: Cause {
+                    kind: CauseKind::Function,
+                    what: f.key(),
+                    object: f.dso.clone(),
+                    caller: String::new(),
+                    source: "profile",
+                    evidence: vec![format!(
+                        "{} ({}), {:.1}% of samples",
+                        f.name, f.dso, f.self_share
+                    )],
+                },
+                ns_per_op: f.cost_per_op?,
+                per_trial: Vec::new(),
+            })
+        })
+        .collect()
+}
+
+/// An accounting part as a cause of its own (`user CPU`, `system CPU`, `run-queue wait`,
+/// `blocked`), with its per-trial values.
+pub(crate) fn whole_part(kind: CauseKind, what: &str, per_trial: Vec<f64>, pooled: f64) -> Part {
+    Part {
+        cause: Cause {
+            kind,
+            what: what.into(),
+            object: String::new(),
+            caller: String::new(),
+            source: "accounting",
+            evidence: Vec::new(),
+        },
+        ns_per_op: pooled,
+        per_trial,
+    }
+}

@@ -1,0 +1,296 @@
+//! `explain`: why a run stops scaling, as one accounted answer.
+//!
+//! At N tasks over a window W the tasks own N·W of time; per op that is `ns/op/task`. Per N it
+//! is split into parts that add up exactly ([`accounting`]): user CPU, system CPU, run-queue
+//! wait and off-CPU (the rest). Those are split further by the evidence the run carries
+//! ([`cause`]): blocked time by off-CPU site (`--offcpu`) or lock wait (`--locks`), CPU by
+//! function (`--profile`) and kernel spinning (`--locks`). The growth from the smallest to the
+//! largest N is then attributed cause by cause ([`attribution`]), naming only causes beyond
+//! trial-to-trial noise ([`noise`]: the rule is stated there and in [`NOISE_RULE`]), with the
+//! rest shown as unexplained; with four or more N the USL's σ and κ are read beside the causes
+//! ([`usl_reading`]).
+//!
+//! Trials: the accounting uses every successful trial of a point; the profile, lock and
+//! off-CPU evidence comes from the trials that carry it (the first K of each point, as the
+//! runner records them), listed per point.
+
+pub mod accounting;
+pub mod attribution;
+pub mod cause;
+pub mod noise;
+pub mod usl_reading;
+
+#[cfg(test)]
+mod tests;
+
+use serde::Serialize;
+
+pub use self::accounting::Accounting;
+pub use self::attribution::{CauseGrowth, GrowthAccount};
+pub use self::cause::{Cause, CauseKind, Mechanism, Part};
+pub use self::noise::{MATERIAL_SHARE, NOISE_RULE, NoiseRule, NoiseVerdict};
+pub use self::usl_reading::UslReading;
+
+use crate::analysis::profile::PointProfile;
+use crate::analysis::summary::{ScalesTo, summarize};
+use crate::record::RunData;
+
+/// One N: its accounting and its parts by cause.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PointExplain {
+    /// The task count.
+    pub n: u32,
+    /// The parts of `ns/op/task`, adding up exactly.
+    pub accounting: Accounting,
+    /// The finest split by cause the evidence allows, most first within each source.
+    pub parts: Vec<Part>,
+    /// Where blocked time's split comes from: `offcpu`, `locks` (sleeping lock waits), or
+    /// `None` (not split).
+    pub offcpu_source: Option<&'static str>,
+    /// The trials (0-based) that split blocked time.
+    pub offcpu_trials: Vec<u32>,
+    /// Blocked time the trace saw, per op (for comparison with `accounting.offcpu_ns`).
+    pub offcpu_traced_ns: Option<f64>,
+    /// Blocked time no trace accounts for: `accounting.offcpu_ns − offcpu_traced_ns` (negative
+    /// when the trace saw more than the residual).
+    pub offcpu_unexplained_ns: Option<f64>,
+    /// The trials (0-based) that traced locks.
+    pub lock_trials: Vec<u32>,
+    /// The perf.data files behind the CPU split.
+    pub profile_files: Vec<String>,
+    /// CPU per op the profile (and kernel spinning) accounts for.
+    pub cpu_profiled_ns: Option<f64>,
+    /// User + system CPU per op the profile does not account for (negative when it saw more).
+    pub cpu_unexplained_ns: Option<f64>,
+}
+
+impl PointExplain {
+    /// How many trials carry the evidence of `cause` at this point.
+    pub(crate) fn trace_trials(&self, cause: &Cause) -> usize {
+        match cause.source {
+            "offcpu" => self.offcpu_trials.len(),
+            "locks" => self.lock_trials.len(),
+            "accounting" => self.accounting.trials.len(),
+            _ => 0,
+        }
+    }
+}
+
+/// Evidence a run lacks, and the command that gets it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Missing {
+    /// What is missing and what it would have split.
+    pub what: String,
+    /// How to get it.
+    pub fix: String,
+}
+
+/// The whole answer for one run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Explanation {
+    /// The run's id.
+    pub run_id: i64,
+    /// The run's one-line description.
+    pub description: String,
+    /// What one op is.
+    pub op_unit: String,
+    /// How far the run scales, when N = 1 was measured.
+    pub scales_to: Option<ScalesTo>,
+    /// One per N, smallest first.
+    pub points: Vec<PointExplain>,
+    /// The growth from the smallest to the largest N (`None` with one N).
+    pub growth: Option<GrowthAccount>,
+    /// σ against κ, with four or more N.
+    pub usl: Option<UslReading>,
+    /// Evidence missing, each with its fix.
+    pub missing: Vec<Missing>,
+    /// How a cause is decided to be beyond noise.
+    pub noise_rule: &'static str,
+}
+
+fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<PointExplain> {
+    let trials = accounting::trials_at(data, n);
+    let per_trial: Vec<accounting::TrialParts> = trials
+        .iter()
+        .filter_map(|(i, m)| accounting::trial_parts(n, *i, m))
+        .collect();
+    let acc = accounting::account(&per_trial)?;
+    let mut parts = Vec::new();
+    let (mut offcpu_source, mut offcpu_trials, mut traced, mut lock_trials) =
+        (None, Vec::new(), None, Vec::new());
+    match cause::offcpu_parts(&trials) {
+        Some((source, idx, p, covered)) => {
+            offcpu_source = Some(source);
+            offcpu_trials = idx;
+            traced = Some(covered);
+            parts.extend(p);
+        }
+        None => parts.push(cause::whole_part(
+            CauseKind::Blocked,
+            "blocked (cause not traced)",
+            per_trial.iter().map(|t| t.offcpu()).collect(),
+            acc.offcpu_ns,
+        )),
+    }
+    if acc.runq_measured {
+        parts.push(cause::whole_part(
+            CauseKind::RunQueue,
+            "waiting for a CPU (run queue)",
+            per_trial.iter().filter_map(|t| t.runq).collect(),
+            acc.runq_ns,
+        ));
+    }
+    let spin = cause::spin_parts(&trials);
+    if spin.is_some() {
+        lock_trials = trials
+            .iter()
+            .filter(|(_, m)| m.locks.is_some())
+            .map(|(i, _)| *i)
+            .collect();
+    }
+    let spin_ns: f64 = spin.iter().flatten().map(|p| p.ns_per_op).sum();
+    let profile = profile.filter(|p| p.unit == "ns" && p.ops > 0);
+    let (mut profiled, mut profile_files) = (None, Vec::new());
+    match profile {
+        Some(p) => {
+            let f = cause::function_parts(p, spin.is_some());
+            profiled = Some(f.iter().map(|p| p.ns_per_op).sum::<f64>() + spin_ns);
+            profile_files = p.files.clone();
+            parts.extend(f);
+        }
+        None => {
+            parts.push(cause::whole_part(
+                CauseKind::UserCpu,
+                "user CPU (not split: no profile)",
+                per_trial.iter().map(|t| t.user).collect(),
+                acc.user_ns,
+            ));
+            parts.push(cause::whole_part(
+                CauseKind::SystemCpu,
+                "system CPU (not split: no profile)",
+                per_trial.iter().map(|t| t.sys).collect(),
+                acc.system_ns - spin_ns,
+            ));
+        }
+    }
+    parts.extend(spin.into_iter().flatten());
+    let cpu = acc.user_ns + acc.system_ns;
+    Some(PointExplain {
+        n,
+        offcpu_unexplained_ns: traced.map(|t| acc.offcpu_ns - t),
+        cpu_unexplained_ns: profiled.map(|p| cpu - p),
+        accounting: acc,
+        parts,
+        offcpu_source,
+        offcpu_trials,
+        offcpu_traced_ns: traced,
+        lock_trials,
+        profile_files,
+        cpu_profiled_ns: profiled,
+    })
+}
+
+fn missing(data: &RunData, points: &[PointExplain], profiles: &[PointProfile]) -> Vec<Missing> {
+    let ms: Vec<_> = data
+        .trials
+        .iter()
+        .filter_map(|t| t.outcome.measurement())
+        .collect();
+    let mut out = Vec::new();
+    let mut add = |what: &str, fix: &str| {
+        out.push(Missing {
+            what: what.into(),
+            fix: fix.into(),
+        })
+    };
+    if !ms.iter().any(|m| m.profile.is_some()) {
+        add(
+            "no profile: user and system time are not split by function",
+            "run with --profile",
+        );
+    } else if profiles.is_empty() {
+        add(
+            "the run's profiles could not be read: CPU time is not split by function",
+            "see `scalelab profile RUN` for why",
+        );
+    } else if profiles.iter().any(|p| p.unit != "ns") {
+        add(
+            "the profile counts cycles, not time: its functions cannot be put in ns per op",
+            "record on a machine where cpu-clock is used, or read `scalelab profile RUN`",
+        );
+    }
+    if !ms.iter().any(|m| m.locks.is_some()) {
+        add(
+            "no lock trace: lock waits and kernel spinning are not named",
+            "run with --locks",
+        );
+    }
+    if !ms.iter().any(|m| m.offcpu.is_some()) {
+        add(
+            "no off-CPU trace: blocked time other than lock waits is not split by call chain",
+            "run with --offcpu",
+        );
+    }
+    if points.iter().any(|p| !p.accounting.runq_measured) {
+        add(
+            "run-queue wait not measured: it is counted inside off-CPU",
+            "a kernel with CONFIG_SCHED_INFO (built-in workloads)",
+        );
+    }
+    if points.len() < 2 {
+        add(
+            "one N: there is no growth to explain",
+            "run with --tasks 1,2 (or more)",
+        );
+    } else if points.len() < stats::USL_MIN_DISTINCT_N {
+        add(
+            "fewer than 4 N: no USL reading (σ against κ)",
+            "run with --tasks 1,2,3,4 (or more)",
+        );
+    }
+    if points.iter().any(|p| p.accounting.trials.len() < 2) {
+        add(
+            "one trial per N: the noise is not measured, causes are named unchecked",
+            "run with --runs 3 (or more)",
+        );
+    }
+    out
+}
+
+/// Explains `data` with its profiles as [`crate::analysis::profile::load_run`] reads them
+/// (empty when the run has none or they cannot be read); `None` without a measured trial.
+pub fn explain(data: &RunData, profiles: &[PointProfile]) -> Option<Explanation> {
+    let mut ns = data.meta.points.clone();
+    ns.sort_unstable();
+    ns.dedup();
+    let points: Vec<PointExplain> = ns
+        .iter()
+        .filter_map(|&n| point(data, n, profiles.iter().find(|p| p.n == n)))
+        .collect();
+    if points.is_empty() {
+        return None;
+    }
+    let growth = match (points.first(), points.last()) {
+        (Some(a), Some(b)) if a.n != b.n => Some(attribution::attribute(a, b)),
+        _ => None,
+    };
+    // Waiting for a CPU is neither σ nor κ: the reading compares the top cause after it.
+    let top = growth.as_ref().and_then(|g| {
+        g.named
+            .iter()
+            .filter(|c| c.delta_ns > 0.0)
+            .map(|c| c.cause.kind.mechanism())
+            .find(|m| *m != Mechanism::Oversubscription)
+    });
+    Some(Explanation {
+        run_id: data.meta.id,
+        description: data.meta.description(),
+        op_unit: data.meta.op_unit.clone(),
+        scales_to: summarize(data).scales_to,
+        usl: usl_reading::read(data, top),
+        missing: missing(data, &points, profiles),
+        points,
+        growth,
+        noise_rule: NOISE_RULE,
+    })
+}

@@ -1,0 +1,373 @@
+//! Terminal text for `scalelab explain`: the ranked answer first, then the accounting per N,
+//! the growth by cause, the evidence behind the top causes, the USL reading, what evidence is
+//! missing (with the command that gets it), and how noise was decided. Formats what
+//! `lab::analysis::explain` derived; computes nothing but shares and labels.
+
+use std::io::{self, Write};
+
+use lab::analysis::explain::{Cause, CauseGrowth, CauseKind, Explanation, Mechanism, NoiseRule};
+use lab::safe_text::printable;
+
+use crate::grid::Grid;
+use crate::number_format::duration;
+use crate::text_options::TextOptions;
+
+/// Causes in the answer line and in the evidence.
+const TOP: usize = 3;
+
+/// A cause in words: what, on what, from where.
+pub fn cause_label(c: &Cause) -> String {
+    let from = |s: &str| {
+        if s.is_empty() {
+            String::new()
+        } else {
+            format!(" from {s}")
+        }
+    };
+    let on = |o: &str| {
+        if o.is_empty() {
+            String::new()
+        } else {
+            format!(" on {o}")
+        }
+    };
+    let text = match c.kind {
+        CauseKind::UserLock => format!("{} wait{}{}", c.what, on(&c.object), from(&c.caller)),
+        CauseKind::KernelLock => format!("{}{}{}", c.what, on(&c.object), from(&c.caller)),
+        CauseKind::Blocking => format!("blocked in {} ({}){}", c.object, c.what, from(&c.caller)),
+        CauseKind::KernelSpin => {
+            format!("spinning{} ({}){}", on(&c.object), c.what, from(&c.caller))
+        }
+        CauseKind::Function => format!("CPU in {} ({})", c.what, c.object),
+        _ => c.what.clone(),
+    };
+    printable(&text).into_owned()
+}
+
+fn signed(ns: f64) -> String {
+    if ns >= 0.0 {
+        format!("+{}", duration(ns))
+    } else {
+        format!("-{}", duration(-ns))
+    }
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map_or_else(|| "—".into(), |p| format!("{p:.0}%"))
+}
+
+/// The one-line answer: how far it scales, the cost per op at the two N, and the top causes'
+/// shares of the growth, then the unexplained share.
+pub fn answer(e: &Explanation) -> String {
+    let mut parts = Vec::new();
+    if let Some(s) = &e.scales_to {
+        parts.push(format!("scales to {s}"));
+    }
+    let Some(g) = &e.growth else {
+        let p = &e.points[0];
+        parts.push(format!(
+            "an op costs {} at N={} (one N: no growth to explain)",
+            duration(p.accounting.ns_per_op_task),
+            p.n
+        ));
+        return parts.join(" · ");
+    };
+    parts.push(format!(
+        "an op costs {} at N={} and {} at N={} ({})",
+        duration(g.from_ns),
+        g.from_n,
+        duration(g.to_ns),
+        g.to_n,
+        signed(g.delta_ns)
+    ));
+    if g.delta_ns <= 0.0 {
+        parts.push("the cost per op did not grow".into());
+        return parts.join(" · ");
+    }
+    let growing: Vec<&CauseGrowth> = g.named.iter().filter(|c| c.delta_ns > 0.0).collect();
+    for (i, c) in growing.iter().take(TOP).enumerate() {
+        parts.push(format!(
+            "{}{} is {} ({})",
+            pct(c.share_pct),
+            if i == 0 { " of that" } else { "" },
+            cause_label(&c.cause),
+            c.cause.source
+        ));
+    }
+    let shrinking: f64 = g
+        .named
+        .iter()
+        .filter(|c| c.delta_ns < 0.0)
+        .map(|c| c.delta_ns)
+        .sum();
+    if shrinking < 0.0 {
+        parts.push(format!(
+            "{} from causes that shrank",
+            pct(Some(shrinking / g.delta_ns * 100.0))
+        ));
+    }
+    parts.push(format!("{} unexplained", pct(g.unexplained_pct)));
+    parts.join(" · ")
+}
+
+fn mechanism(m: Mechanism) -> &'static str {
+    match m {
+        Mechanism::Serialisation => "serialisation (σ: waiting, locks)",
+        Mechanism::Coherency => "coherency (κ: CPU per op growing without waiting)",
+        Mechanism::Oversubscription => "oversubscription (waiting for a CPU)",
+    }
+}
+
+fn trial_list(trials: &[u32]) -> String {
+    let v: Vec<String> = trials.iter().map(|i| (i + 1).to_string()).collect();
+    v.join(",")
+}
+
+/// The whole explanation as terminal text.
+pub fn write(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Result<()> {
+    let pal = opts.palette;
+    writeln!(out, "{}", e.description)?;
+    writeln!(out, "{}", answer(e))?;
+
+    writeln!(out)?;
+    writeln!(
+        out,
+        "time per op (ns/op/task = N·W ÷ ops; each part the median over the point's trials, off-CPU the rest)"
+    )?;
+    let mut t = Grid::plain(
+        &[
+            "N",
+            "ns/op/task",
+            "user",
+            "system",
+            "run queue",
+            "off-CPU",
+            "traced off-CPU",
+            "untraced",
+            "profiled CPU",
+            "unprofiled CPU",
+            "CV",
+            "trials",
+        ],
+        12,
+        &["unprofiled CPU", "profiled CPU", "CV", "untraced"],
+        None,
+    );
+    let opt = |x: Option<f64>| x.map_or_else(|| "—".into(), duration);
+    for p in &e.points {
+        let a = &p.accounting;
+        t.add_row(vec![
+            p.n.to_string(),
+            duration(a.ns_per_op_task),
+            duration(a.user_ns),
+            duration(a.system_ns),
+            if a.runq_measured {
+                duration(a.runq_ns)
+            } else {
+                "—".into()
+            },
+            duration(a.offcpu_ns),
+            opt(p.offcpu_traced_ns),
+            opt(p.offcpu_unexplained_ns),
+            opt(p.cpu_profiled_ns),
+            opt(p.cpu_unexplained_ns),
+            a.cv.map_or_else(|| "—".into(), |c| format!("{:.1}%", c * 100.0)),
+            a.trials.len().to_string(),
+        ]);
+    }
+    t.write_terminal(out, opts)?;
+
+    if let Some(g) = &e.growth {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "growth from N={} to N={}: {} per op, by cause (named only beyond trial-to-trial noise)",
+            g.from_n,
+            g.to_n,
+            signed(g.delta_ns)
+        )?;
+        let h_from = format!("N={}", g.from_n);
+        let h_to = format!("N={}", g.to_n);
+        let mut t = Grid::plain(
+            &[&h_from, &h_to, "growth", "share", "source", "cause"],
+            4,
+            &[],
+            Some("cause"),
+        );
+        for c in &g.named {
+            t.add_row(vec![
+                duration(c.from_ns),
+                duration(c.to_ns),
+                signed(c.delta_ns),
+                pct(c.share_pct),
+                c.cause.source.into(),
+                cause_label(&c.cause),
+            ]);
+        }
+        t.add_row(vec![
+            String::new(),
+            String::new(),
+            signed(g.unexplained_ns),
+            pct(g.unexplained_pct),
+            String::new(),
+            "unexplained".into(),
+        ]);
+        t.write_terminal(out, opts)?;
+        if g.named
+            .first()
+            .is_some_and(|c| c.cause.kind == CauseKind::RunQueue && c.delta_ns > 0.0)
+            && e.scales_to
+                .and_then(|s| s.cpus)
+                .is_some_and(|cpus| g.to_n <= cpus)
+        {
+            writeln!(
+                out,
+                "  note: waiting for a CPU is not the workload's own cost while N fits the CPUs — other work competed (see `scalelab doctor`, rerun on a quiet machine); the causes below it are the workload's"
+            )?;
+        }
+        if !g.within_noise.is_empty() {
+            let sum: f64 = g.within_noise.iter().map(|c| c.delta_ns).sum();
+            writeln!(
+                out,
+                "  within noise (in unexplained): {} ({} in all{})",
+                g.within_noise
+                    .iter()
+                    .take(TOP)
+                    .map(|c| format!("{} {}", cause_label(&c.cause), signed(c.delta_ns)))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                signed(sum),
+                if g.within_noise.len() > TOP {
+                    ", …"
+                } else {
+                    ""
+                }
+            )?;
+        }
+        let top: Vec<&CauseGrowth> = g
+            .named
+            .iter()
+            .filter(|c| c.delta_ns > 0.0 && !c.cause.evidence.is_empty())
+            .take(TOP)
+            .collect();
+        if !top.is_empty() {
+            writeln!(out)?;
+            writeln!(out, "evidence")?;
+            for c in top {
+                writeln!(out, "  {} ({}):", cause_label(&c.cause), c.cause.source)?;
+                for line in &c.cause.evidence {
+                    writeln!(out, "    {}", printable(line))?;
+                }
+            }
+        }
+    }
+
+    if let Some(u) = &e.usl {
+        writeln!(out)?;
+        let agree = match u.agrees {
+            Some(true) => "the top named cause agrees",
+            Some(false) => "the top named cause does NOT agree: read the causes with care",
+            None => "no cause was named to compare",
+        };
+        writeln!(
+            out,
+            "USL: σ = {:.4}, κ = {:.5}; at N={} σ(N−1) = {:.3} vs κN(N−1) = {:.3}: {} dominates; {agree}",
+            u.sigma,
+            u.kappa,
+            e.points.last().map_or(0, |p| p.n),
+            u.sigma_term,
+            u.kappa_term,
+            mechanism(u.dominant)
+        )?;
+    }
+
+    if !e.missing.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "missing evidence")?;
+        for m in &e.missing {
+            writeln!(out, "  {} — {}", m.what, m.fix)?;
+        }
+    }
+
+    writeln!(out)?;
+    let mut sources = Vec::new();
+    for p in &e.points {
+        let mut s = format!(
+            "N={}: accounting trials {}",
+            p.n,
+            trial_list(&p.accounting.trials)
+        );
+        if !p.lock_trials.is_empty() {
+            s.push_str(&format!(", locks {}", trial_list(&p.lock_trials)));
+        }
+        if let Some(src) = p.offcpu_source {
+            s.push_str(&format!(
+                ", blocked time split by {src} ({})",
+                trial_list(&p.offcpu_trials)
+            ));
+        }
+        if !p.profile_files.is_empty() {
+            s.push_str(&format!(", {} profile file(s)", p.profile_files.len()));
+        }
+        sources.push(s);
+    }
+    writeln!(out, "trials: {}", sources.join("; "))?;
+    let unmeasured = e.growth.as_ref().is_some_and(|g| {
+        g.named
+            .iter()
+            .any(|c| c.noise.rule == NoiseRule::Unmeasured)
+    });
+    writeln!(out, "noise: {}", e.noise_rule)?;
+    if unmeasured {
+        writeln!(
+            out,
+            "{} one trial per N — the causes above were not checked against noise (--runs 3)",
+            pal.warning()
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use lab::analysis::explain::explain;
+    use lab::test_runs::explained_run;
+
+    use super::*;
+
+    fn text() -> String {
+        let e = explain(&explained_run(), &[]).expect("an explanation");
+        let mut out = Vec::new();
+        write(&mut out, &e, &TextOptions::plain()).expect("written");
+        String::from_utf8(out).expect("utf-8")
+    }
+
+    #[test]
+    fn the_answer_comes_first_and_names_the_top_cause_with_its_share() {
+        let t = text();
+        let second = t.lines().nth(1).expect("an answer line");
+        assert!(
+            second.starts_with("scales to 1.25 out of 2 tasks · an op costs 1.00µs at N=1 and 1.60µs at N=2 (+600ns) · 93% of that is futex wait on 0x7f00aa10 from worker_lock (offcpu)"),
+            "{t}"
+        );
+        assert!(second.ends_with("· 11% unexplained"), "{second}");
+    }
+
+    #[test]
+    fn the_text_shows_the_table_the_evidence_the_missing_evidence_and_the_noise_rule() {
+        let t = text();
+        for needle in [
+            "ns/op/task",
+            "unexplained",
+            "evidence",
+            "futex_wait",
+            "no profile: user and system time are not split by function — run with --profile",
+            "no lock trace",
+            "noise: A cause is named only when",
+            "blocked time split by offcpu (1,2,3)",
+        ] {
+            assert!(t.contains(needle), "{needle} missing from\n{t}");
+        }
+        assert!(!t.contains("no off-CPU trace"), "{t}");
+    }
+}

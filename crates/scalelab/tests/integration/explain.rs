@@ -1,0 +1,181 @@
+//! `scalelab explain` and `run --explain` on real, short workloads: a shared futex mutex is
+//! explained by its user lock and the caller that takes it; one shared atomic word by CPU in
+//! the atomic step (no lock wait); the private variants name no shared lock; a run without
+//! evidence says what is missing and the command that gets it. Every explanation's parts add
+//! up to its `ns/op/task`.
+//!
+//! This VM's other load shows up as run-queue wait (the tasks wait for a CPU although N fits
+//! the CPUs); that is reported as a cause of its own, so these tests rank the workload's causes
+//! among the rest. Lock tracing needs root and tracefs: where it is unavailable the tests say
+//! why and return.
+
+use serde_json::Value;
+
+use crate::common::Lab;
+
+/// `run WORKLOAD … --tasks 1,2 --runs 3 --duration 300ms` with `extra`, then `explain last
+/// --json`; `None` when lock tracing is unavailable here. Returns the explanation and `run`'s
+/// stdout.
+fn explained(lab: &Lab, spec: &[&str], extra: &[&str]) -> Option<(Value, String)> {
+    let mut args = vec!["run"];
+    args.extend_from_slice(spec);
+    args.extend_from_slice(&[
+        "--tasks",
+        "1,2",
+        "--runs",
+        "3",
+        "--duration",
+        "300ms",
+        "--warmup",
+        "100ms",
+    ]);
+    args.extend_from_slice(extra);
+    let (stdout, stderr) = lab.ok_with_stderr(&args);
+    if stderr.contains("lock tracing unavailable") {
+        eprintln!("skipped: {stderr}");
+        return None;
+    }
+    let e = lab.json(&["explain", "last", "--json"]);
+    assert_parts_add_up(&e);
+    Some((e, stdout))
+}
+
+fn assert_parts_add_up(e: &Value) {
+    for p in e["points"].as_array().unwrap() {
+        let a = &p["accounting"];
+        let f = |k: &str| a[k].as_f64().unwrap();
+        let sum = f("user_ns") + f("system_ns") + f("runq_ns") + f("offcpu_ns");
+        let total = f("ns_per_op_task");
+        assert!(
+            (sum - total).abs() <= 1e-9 * total,
+            "N={}: parts {sum} ≠ {total}",
+            p["n"]
+        );
+    }
+}
+
+/// The named causes that grew, largest first, run-queue wait (this machine's other load) left
+/// out.
+fn workload_causes(e: &Value) -> Vec<&Value> {
+    e["growth"]["named"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["delta_ns"].as_f64().unwrap() > 0.0)
+        .filter(|c| c["cause"]["kind"] != "run_queue")
+        .collect()
+}
+
+fn runq_share_at_largest_n(e: &Value) -> f64 {
+    let last = e["points"].as_array().unwrap().last().unwrap();
+    last["accounting"]["runq_ns"].as_f64().unwrap()
+        / last["accounting"]["ns_per_op_task"].as_f64().unwrap()
+}
+
+#[test]
+fn run_explain_names_the_shared_user_lock_and_its_caller() {
+    let lab = Lab::new();
+    let Some((e, stdout)) = explained(&lab, &["futex_mutex", "-p", "shared=true"], &["--explain"])
+    else {
+        return;
+    };
+    assert!(stdout.contains("growth from N=1 to N=2"), "{stdout}");
+    assert!(stdout.contains("missing evidence"), "{stdout}");
+    let causes = workload_causes(&e);
+    let top = causes
+        .first()
+        .unwrap_or_else(|| panic!("no cause named: {e:#}"));
+    assert_eq!(top["cause"]["kind"], "user_lock", "{e:#}");
+    assert!(
+        top["cause"]["caller"]
+            .as_str()
+            .unwrap()
+            .contains("futex_mutex_lock"),
+        "{top:#}"
+    );
+    assert_eq!(top["cause"]["source"], "locks");
+    // --explain recorded a profile and a lock trace.
+    let p = &e["points"][1];
+    assert_eq!(p["offcpu_source"], "locks");
+    assert!(!p["profile_files"].as_array().unwrap().is_empty(), "{p:#}");
+}
+
+#[test]
+fn explain_names_cpu_in_the_atomic_step_for_one_shared_word_and_no_lock_wait() {
+    let lab = Lab::new();
+    let Some((e, _)) = explained(&lab, &["atomic"], &["--profile", "--locks"]) else {
+        return;
+    };
+    let causes = workload_causes(&e);
+    assert!(
+        !causes
+            .iter()
+            .any(|c| c["cause"]["kind"] == "user_lock" || c["cause"]["kind"] == "kernel_lock"),
+        "a lock wait named for an atomic counter: {e:#}"
+    );
+    let runq = runq_share_at_largest_n(&e);
+    if runq > 0.2 {
+        eprintln!(
+            "skipped the ranking: the tasks waited for a CPU {:.0}% of the time at N=2 (other work on this machine); the atomic step's growth is inside that noise",
+            runq * 100.0
+        );
+        return;
+    }
+    let top = causes
+        .first()
+        .unwrap_or_else(|| panic!("no cause named: {e:#}"));
+    assert_eq!(top["cause"]["kind"], "function", "{e:#}");
+    assert!(
+        top["cause"]["what"].as_str().unwrap().contains("atomic"),
+        "{top:#}"
+    );
+}
+
+#[test]
+fn explain_of_the_private_mutex_names_no_shared_lock() {
+    let lab = Lab::new();
+    let Some((e, _)) = explained(
+        &lab,
+        &["futex_mutex", "-p", "shared=false"],
+        &["--profile", "--locks"],
+    ) else {
+        return;
+    };
+    assert!(
+        !workload_causes(&e)
+            .iter()
+            .any(|c| c["cause"]["kind"] == "user_lock"),
+        "{e:#}"
+    );
+}
+
+#[test]
+fn explain_says_what_evidence_is_missing_and_the_command_that_gets_it() {
+    let lab = Lab::new();
+    lab.ok(&[
+        "run",
+        "spin",
+        "--tasks",
+        "1,2",
+        "--runs",
+        "1",
+        "--duration",
+        "50ms",
+        "--warmup",
+        "0",
+        "--quiet",
+    ]);
+    let text = lab.ok(&["explain", "last"]);
+    for needle in [
+        "an op costs",
+        "no profile: user and system time are not split by function — run with --profile",
+        "no lock trace: lock waits and kernel spinning are not named — run with --locks",
+        "— run with --offcpu",
+        "one trial per N: the noise is not measured, causes are named unchecked — run with --runs 3 (or more)",
+    ] {
+        assert!(text.contains(needle), "{needle} missing from\n{text}");
+    }
+    let e = lab.json(&["explain", "last", "--json"]);
+    assert_parts_add_up(&e);
+    assert_eq!(e["points"].as_array().unwrap().len(), 2);
+}
