@@ -51,6 +51,8 @@ pub struct RunConfig {
     pub timeout: Option<Nanos>,
     /// `--locks`: trace lock contention in every trial.
     pub locks: Option<crate::locks::LockRequest>,
+    /// `--offcpu`: trace blocked time, with call chains, in every trial.
+    pub offcpu: Option<crate::offcpu::OffCpuRequest>,
     /// `--profile`: `perf record` the first K trials of each point.
     pub profile: Option<crate::runner::ProfileSettings>,
 }
@@ -109,6 +111,7 @@ impl RunConfig {
             command: None,
             timeout: None,
             locks: None,
+            offcpu: None,
             profile: None,
         }
     }
@@ -151,6 +154,8 @@ pub struct Plan {
     pub timeout: Nanos,
     /// `--locks`: trace lock contention in every trial.
     pub locks: Option<crate::locks::LockRequest>,
+    /// `--offcpu`: trace blocked time, with call chains, in every trial.
+    pub offcpu: Option<crate::offcpu::OffCpuRequest>,
     /// `--profile`: which trials are recorded under `perf record`, and how.
     pub profile: Option<crate::runner::ProfileSettings>,
 }
@@ -278,6 +283,7 @@ impl Plan {
             command: cfg.command,
             timeout: cfg.timeout.unwrap_or(DEFAULT_COMMAND_TIMEOUT),
             locks: cfg.locks,
+            offcpu: cfg.offcpu,
             profile: cfg.profile,
         })
     }
@@ -309,6 +315,7 @@ impl Plan {
             tasks: n,
             work,
             locks: self.locks,
+            offcpu: self.offcpu,
             profile: None,
         }
     }

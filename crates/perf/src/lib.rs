@@ -1,6 +1,8 @@
 //! Linux performance observation through `perf_event_open`, every item from the crate root:
 //! - [`InheritedCounters`]: hardware counters inherited by a trial's threads and children.
 //! - [`LockTracer`]: the lock and futex tracepoints, paired into waits ([`LockTrace`]).
+//! - [`OffCpuTracer`]: the scheduler's switch and wake-up tracepoints, paired into blocked
+//!   episodes with their call chains ([`OffCpuTrace`]).
 //! - [`read_profile`]: a `perf record` file read, symbolised and aggregated ([`Profile`]).
 //! - [`Kallsyms`], [`UserSymbols`]: kernel and user addresses to names.
 //!
@@ -17,7 +19,10 @@ mod lock_events;
 mod lock_tracer;
 #[cfg(test)]
 mod mutation;
+mod offcpu_events;
+mod offcpu_tracer;
 mod profile;
+mod trace_ring;
 mod tracefs;
 mod unwind;
 mod user_symbols;
@@ -28,6 +33,8 @@ pub use inherited::InheritedCounters;
 pub use kallsyms::{Kallsyms, KernelSymbol};
 pub use lock_events::{FutexWait, KernelWait, LockTrace};
 pub use lock_tracer::{FUTEX_FLAG_BITS, LockTraceConfig, LockTracer};
+pub use offcpu_events::{BlockedEpisode, OffCpuTrace};
+pub use offcpu_tracer::{OffCpuTraceConfig, OffCpuTracer};
 pub use profile::{
     DsoCost, FunctionCost, NO_KALLSYMS_NOTE, Profile, ProfileOptions, StackCost,
     kallsyms_has_addresses, read_profile,

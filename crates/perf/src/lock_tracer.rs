@@ -21,8 +21,6 @@
 //! heavy contention); it merges the per-CPU streams by timestamp, holding back the last
 //! milliseconds in case another CPU's earlier record is not yet committed, and pairs them.
 
-use std::os::unix::io::AsRawFd;
-
 use perf_event::events::Tracepoint;
 use perf_event::{Builder, Clock, SampleFlag, Sampler};
 
@@ -30,12 +28,9 @@ use crate::error::PerfError;
 use crate::lock_events::{
     ChainTable, Field, LockEvent, LockTrace, Pairing, TimedEvent, parse_sample,
 };
+use crate::trace_ring::{PERF_RECORD_SAMPLE, UnwindState, lost_records, online_cpus, set_filter};
 use crate::tracefs::TracepointFormat;
 use crate::unwind::{DEFAULT_STACK_SIZE, REGS_MASK, Unwinder};
-
-const PERF_RECORD_LOST: u32 = 2;
-const PERF_RECORD_SAMPLE: u32 = 9;
-const PERF_RECORD_LOST_SAMPLES: u32 = 13;
 
 /// Records newer than this (relative to the drain) wait for the next drain, so that a record
 /// another CPU has stamped but not yet committed can still be merged in order.
@@ -153,27 +148,6 @@ fn futex_wait_filter() -> String {
         }
     }
     terms.join(" || ")
-}
-
-/// The online CPUs, from `/sys/devices/system/cpu/online` (`0-3,6`).
-fn online_cpus() -> Vec<usize> {
-    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
-    let mut cpus = Vec::new();
-    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
-                    cpus.extend(a..=b);
-                }
-            }
-            None => cpus.extend(part.parse::<usize>().ok()),
-        }
-    }
-    if cpus.is_empty() {
-        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-        cpus.extend(0..n);
-    }
-    cpus
 }
 
 impl LockTracer {
@@ -383,19 +357,9 @@ impl LockTracer {
                             None => self.malformed += 1,
                         }
                     }
-                    PERF_RECORD_LOST => {
-                        let body = record.to_contiguous();
-                        if let Some(b) = body.get(8..16) {
-                            self.lost += u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
-                        }
+                    ty => {
+                        self.lost += lost_records(ty, &record.to_contiguous());
                     }
-                    PERF_RECORD_LOST_SAMPLES => {
-                        let body = record.to_contiguous();
-                        if let Some(b) = body.get(0..8) {
-                            self.lost += u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
-                        }
-                    }
-                    _ => {}
                 }
             }
         }
@@ -409,44 +373,6 @@ impl LockTracer {
         }
     }
 }
-
-/// What decoding needs to unwind a futex wait's user stack.
-struct UnwindState<'a> {
-    unwinder: &'a mut Unwinder,
-    reloaded: &'a mut Vec<i32>,
-}
-
-impl UnwindState<'_> {
-    /// The chain unwound from the sample's stack copy, or its frame-pointer chain where that
-    /// found more (a process gone before its maps could be read).
-    fn chain(&mut self, s: &crate::lock_events::Sample<'_>) -> Vec<u64> {
-        let Some(regs) = s.regs else {
-            return s.callchain.clone();
-        };
-        let pid = s.pid as i32;
-        if !self.unwinder.covers(pid, regs.ip) && !self.reloaded.contains(&pid) {
-            // New process, or new code since its maps were read (exec, dlopen).
-            self.reloaded.push(pid);
-            self.unwinder.load_process(pid);
-        }
-        let unwound = self
-            .unwinder
-            .unwind(pid, regs, s.stack, usize::from(MAX_STACK));
-        let frame_pointer = s
-            .callchain
-            .iter()
-            .filter(|&&a| a < PERF_CONTEXT_MAX)
-            .count();
-        if unwound.len() >= frame_pointer {
-            unwound
-        } else {
-            s.callchain.clone()
-        }
-    }
-}
-
-/// `PERF_CONTEXT_MAX`: call chain entries at or above it are context markers.
-const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
 
 fn decode(
     kind: Kind,
@@ -468,7 +394,7 @@ fn decode(
         Kind::Enter { uaddr, op, .. } => {
             let (uaddr, op) = (uaddr.read(s.raw)?, op.read(s.raw)? as u32);
             let chain = match unwind {
-                Some(mut u) => u.chain(&s),
+                Some(mut u) => u.chain(&s, &s.callchain, usize::from(MAX_STACK)),
                 None => s.callchain.clone(),
             };
             LockEvent::FutexEnter {
@@ -489,28 +415,6 @@ fn decode(
     })
 }
 
-/// `PERF_EVENT_IOC_SET_FILTER`: a tracepoint filter in ftrace syntax.
-fn set_filter(counter: &perf_event::Counter, filter: &str) -> std::io::Result<()> {
-    let text = std::ffi::CString::new(filter)
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-    // _IOW('$', 6, char *)
-    const PERF_EVENT_IOC_SET_FILTER: libc::c_ulong = 0x4008_2406;
-    // SAFETY: the fd is a perf event fd owned by `counter` and open for the duration of the
-    // call; the argument is a NUL-terminated string that outlives the call, which the kernel
-    // only reads (copied with strndup_user).
-    let rc = unsafe {
-        libc::ioctl(
-            counter.as_raw_fd(),
-            PERF_EVENT_IOC_SET_FILTER,
-            text.as_ptr(),
-        )
-    };
-    if rc < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -521,13 +425,6 @@ mod tests {
         assert!(f.starts_with("op == 0 || op == 128 || op == 256 || op == 384 || op == 6"));
         assert!(f.contains("op == 393")); // WAIT_BITSET | PRIVATE | CLOCK_REALTIME
         assert_eq!(f.matches("op ==").count(), 20);
-    }
-
-    #[test]
-    fn online_cpus_are_listed() {
-        let cpus = online_cpus();
-        assert!(!cpus.is_empty());
-        assert!(cpus.contains(&0));
     }
 
     /// `lock:contention_begin`'s format as tracefs gives it (Linux 6.1, x86_64).

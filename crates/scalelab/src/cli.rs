@@ -309,10 +309,14 @@ pub struct RunArgs {
     /// How many trials of each point --profile records.
     #[arg(long, value_name = "K", default_value_t = 1, requires = "profile")]
     pub profile_trials: u32,
-    /// Record the evidence `scalelab explain` reads (= --profile --locks; --offcpu too once
-    /// it exists), then print the explanation after the run.
+    /// Record the evidence `scalelab explain` reads (= --profile --locks --offcpu), then print the explanation after the run.
     #[arg(long)]
     pub explain: bool,
+    /// Trace when the tasks block (sched:sched_switch/sched_wakeup, with kernel and user
+    /// call chains) in every trial: blocked time by cause (futex, rwsem, mutex, fsync, io,
+    /// pipe, sleep). Needs root and tracefs, as --locks does.
+    #[arg(long)]
+    pub offcpu: bool,
     /// Name the side of a comparison this run belongs to (stock, patched…).
     #[arg(long)]
     pub variant: Option<String>,

@@ -63,6 +63,7 @@ pub fn select(run: &RunData, name: &str) -> Result<RunData, LabError> {
             let step = m.steps.iter().find(|s| s.name == name);
             m.profile = step.and_then(|s| s.profile.clone());
             m.locks = step.and_then(|s| s.locks.clone());
+            m.offcpu = step.and_then(|s| s.offcpu.clone());
         }
     }
     Ok(out)

@@ -204,6 +204,12 @@ fn preflight(plan: &mut Plan, progress: &mut dyn Progress) -> Vec<String> {
         ));
         plan.locks = None;
     }
+    if let Some(Err(why)) = plan.offcpu.map(|r| r.preflight()) {
+        warnings.push(format!(
+            "--offcpu: off-CPU tracing unavailable, trials run untraced: {why}"
+        ));
+        plan.offcpu = None;
+    }
     if plan.profile.is_some() {
         match perf_record::check_perf() {
             Err(why) => {

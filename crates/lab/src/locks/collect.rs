@@ -193,7 +193,7 @@ fn in_window(end: u64, window: ClockWindow) -> bool {
 }
 
 /// The function part of `name+0xoff`.
-fn function_of(described: &str) -> &str {
+pub(crate) fn function_of(described: &str) -> &str {
     described.rsplit_once("+0x").map_or(described, |(f, _)| f)
 }
 
@@ -282,7 +282,7 @@ fn kernel_rows(
 }
 
 /// True for frames of the futex wrappers a user lock goes through before its call site.
-fn is_wrapper(frame: &perf::UserFrame) -> bool {
+pub(crate) fn is_wrapper(frame: &perf::UserFrame) -> bool {
     if frame.in_system_library() {
         return true;
     }

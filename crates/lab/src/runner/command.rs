@@ -40,6 +40,7 @@ use super::spec::{CommandSpec, OpsSource, TrialSpec};
 use super::step::{AfterStep, Observe, StepError, run_step};
 use crate::error::LabError;
 use crate::locks::collect::{Scope, TraceSession};
+use crate::offcpu::collect::OffCpuSession;
 use crate::process::leftovers::Leftovers;
 use crate::process::owner::adopt;
 use crate::record::{
@@ -212,6 +213,9 @@ impl Executor for CommandExecutor {
             let mut tracer = spec
                 .locks
                 .map(|r| TraceSession::start_scoped(r, Scope::Command));
+            let mut offcpu = spec
+                .offcpu
+                .map(|r| OffCpuSession::start_scoped(r, Scope::Command));
             let clock_start = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
             let result = run_step(
                 &command.replace("{n}", &n),
@@ -222,25 +226,26 @@ impl Executor for CommandExecutor {
                 Observe {
                     profile,
                     locks: tracer.as_mut(),
+                    offcpu: offcpu.as_mut(),
                 },
             );
             let clock_end = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
             match result {
                 Ok(r) => {
                     found.push(r.found);
-                    let locks = tracer.map(|t| {
-                        t.finish(ClockWindow {
-                            start: Nanos(clock_start),
-                            end: Nanos(clock_end),
-                        })
-                    });
+                    let window = ClockWindow {
+                        start: Nanos(clock_start),
+                        end: Nanos(clock_end),
+                    };
+                    let locks = tracer.map(|t| t.finish(window));
+                    let offcpu = offcpu.map(|t| t.finish(window, None));
                     steps.push(StepRecord {
                         name: name.clone(),
                         wall: Nanos::from_duration(r.wall),
                         usage: r.usage,
                         profile: profile.and_then(|(req, path)| recorded(req, path)),
                         locks,
-                        offcpu: None,
+                        offcpu,
                     });
                 }
                 Err(StepError::Interrupted) => {

@@ -199,6 +199,7 @@ mod tests {
                 workdir: None,
             }),
             locks: None,
+            offcpu: None,
             profile: None,
         }
     }

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::perf_record::ProfileRequest;
 use crate::locks::LockRequest;
+use crate::offcpu::OffCpuRequest;
 use crate::record::{Mode, Nanos, Pin};
 
 /// One trial: N tasks doing some work, maybe observed.
@@ -26,6 +27,9 @@ pub struct TrialSpec {
     /// `--locks`: trace kernel and/or user lock contention during the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locks: Option<LockRequest>,
+    /// `--offcpu`: trace when the tasks block, with call chains, during the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offcpu: Option<OffCpuRequest>,
     /// `--profile`: record this trial under `perf record` (set only for the profiled trials).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<ProfileRequest>,

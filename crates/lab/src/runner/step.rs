@@ -26,6 +26,7 @@ use super::control::to_usage;
 use super::ops_regex::FirstMatch;
 use super::perf_record::{ProfileRequest, perf_args_to};
 use crate::locks::collect::TraceSession;
+use crate::offcpu::collect::OffCpuSession;
 use crate::process::leftovers::Leftovers;
 use crate::process::owner::adopt;
 use crate::record::Usage;
@@ -43,6 +44,8 @@ pub(super) struct Observe<'a> {
     pub profile: Option<(&'a ProfileRequest, &'a Path)>,
     /// `--locks`: the tracer opened on this thread just before the step is spawned.
     pub locks: Option<&'a mut TraceSession>,
+    /// `--offcpu`: the off-CPU tracer opened on this thread just before the step is spawned.
+    pub offcpu: Option<&'a mut OffCpuSession>,
 }
 
 /// How long a killed shell may take to be reaped (it cannot block SIGKILL, but a process in
@@ -99,6 +102,7 @@ pub(super) fn run_step(
     let Observe {
         profile,
         locks: mut tracer,
+        mut offcpu,
     } = observe;
     let mut sh = match profile {
         Some((req, output)) => {
@@ -141,8 +145,11 @@ pub(super) fn run_step(
             // perf record's own waits are not the command's.
             t.exclude(child.id());
         }
+        if let Some(t) = offcpu.as_deref_mut() {
+            t.exclude(child.id());
+        }
     }
-    let tick = if tracer.is_some() {
+    let tick = if tracer.is_some() || offcpu.is_some() {
         LOCK_DRAIN_EVERY
     } else {
         TICK
@@ -160,6 +167,9 @@ pub(super) fn run_step(
     });
     let ended = loop {
         if let Some(t) = tracer.as_deref_mut() {
+            t.drain();
+        }
+        if let Some(t) = offcpu.as_deref_mut() {
             t.drain();
         }
         match rx.recv_timeout(tick) {

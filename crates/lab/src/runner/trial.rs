@@ -20,7 +20,7 @@ use crate::record::{
 };
 use crate::workloads::{self, PrepareContext, Prepared};
 
-/// How often the sampler drains the lock tracer's ring buffers while tracing.
+/// How often the sampler drains the lock and off-CPU tracers' ring buffers while tracing.
 const LOCK_DRAIN_EVERY: Duration = Duration::from_millis(10);
 
 /// How long tasks may take to get ready (prepare their memory, files) before the trial fails.
@@ -48,12 +48,17 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
     let extra_names = prepared.extra_names();
     // Like the counters, opened before any task exists so that every task inherits it.
     let mut lock_session = spec.locks.map(crate::locks::collect::TraceSession::start);
-    let drain_every = lock_session
-        .as_ref()
-        .filter(|s| s.is_tracing())
-        .map(|_| LOCK_DRAIN_EVERY);
+    let mut offcpu_session = spec
+        .offcpu
+        .map(crate::offcpu::collect::OffCpuSession::start);
+    let tracing = lock_session.as_ref().is_some_and(|s| s.is_tracing())
+        || offcpu_session.as_ref().is_some_and(|s| s.is_tracing());
+    let drain_every = tracing.then_some(LOCK_DRAIN_EVERY);
     let mut drain = || {
         if let Some(s) = lock_session.as_mut() {
+            s.drain();
+        }
+        if let Some(s) = offcpu_session.as_mut() {
             s.drain();
         }
     };
@@ -114,6 +119,8 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
         ),
     }?;
     let locks = lock_session.map(|s| s.finish(window.clock));
+    let task_tids: Vec<u32> = control.task_ids().iter().map(|&(_, tid)| tid).collect();
+    let offcpu = offcpu_session.map(|s| s.finish(window.clock, Some(&task_tids)));
 
     // CPU time from the window's exact edges, run-queue wait from each task's own span.
     let own = (0..tasks)
@@ -151,7 +158,7 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
         clock_window: Some(window.clock),
         profile: None,
         locks,
-        offcpu: None,
+        offcpu,
         harness: Some(HarnessCost {
             sampler_cpu: window.sampler_cpu,
             start: Nanos::from_duration(window.released.saturating_duration_since(created)),

@@ -127,6 +127,7 @@ fn spec(steps: &[&str], cleanup: Option<&str>, ops: OpsSource) -> TrialSpec {
             ops,
         }),
         locks: None,
+        offcpu: None,
         profile: None,
     }
 }

@@ -14,7 +14,7 @@ use anyhow::{Result, bail};
 use lab::lifecycle::{self, SweepEnd};
 use lab::record::{Mode, Pin};
 use lab::runner::ProfileSettings;
-use lab::{LockRequest, Plan, RunConfig};
+use lab::{LockRequest, OffCpuRequest, Plan, RunConfig};
 
 use super::show;
 use crate::cli::{LocksArg, ModeArg, RunArgs};
@@ -135,6 +135,9 @@ fn config(args: &RunArgs) -> RunConfig {
         user: which != LocksArg::Kernel,
         stack_size: args.stack_size,
     });
+    if args.offcpu || args.explain {
+        cfg.offcpu = Some(OffCpuRequest::default());
+    }
     if args.profile || args.explain {
         cfg.profile = Some(ProfileSettings::new(args.profile_trials));
     }
@@ -145,7 +148,6 @@ fn config(args: &RunArgs) -> RunConfig {
             stack_size: args.stack_size,
         });
     }
-    // lead: set cfg.offcpu from --explain (`|| args.explain`) once --offcpu is merged.
     cfg.workdir = args.workdir.clone();
     cfg
 }

@@ -13,6 +13,7 @@ mod file_safety;
 mod history;
 mod hostile;
 mod locks;
+mod offcpu;
 mod output;
 mod processes;
 mod profile;

@@ -1,0 +1,257 @@
+//! The tracing side of `--offcpu`: open the tracer before the tasks exist
+//! ([`OffCpuSession::start`]), drain it while the sampler runs, and at the end keep the blocked
+//! time of the trial's own tasks inside the measurement window, name each episode's cause
+//! ([`super::classify`]) and sum it per (kind, object, caller) as an [`OffCpuReport`].
+//!
+//! Scopes and user symbols follow `--locks` ([`crate::locks::collect`]): a built-in trial
+//! child keeps only its task threads (not its sampler), a command step every process but
+//! scalelab's (and an excluded `perf record`), named while they live.
+
+use std::collections::{HashMap, HashSet};
+
+use super::OffCpuRequest;
+use super::classify::{Cause, NamedFrame, classify};
+use crate::locks::collect::{Scope, function_of, is_wrapper};
+use crate::record::{ClockWindow, Nanos, OffCpuReport, OffCpuSite};
+
+/// Frames kept in a site's representative stack.
+const STACK_FRAMES: usize = 24;
+
+/// Off-CPU tracing for one trial: the open tracer, or why there is none.
+#[derive(Debug)]
+pub(crate) struct OffCpuSession {
+    tracer: Option<perf::OffCpuTracer>,
+    notes: Vec<String>,
+    scope: Scope,
+    excluded: HashSet<u32>,
+    frames: HashMap<(u32, u64), perf::UserFrame>,
+}
+
+#[derive(Debug, Default)]
+struct Site {
+    count: u64,
+    total: u64,
+    max: u64,
+    /// The longest episode's chain: (pid, kernel chain, user chain).
+    longest: (u32, u32, u32),
+}
+
+impl OffCpuSession {
+    /// Opens the tracer on the calling thread (inherited by the tasks it creates next). Never
+    /// fails: when tracing is unavailable the report says why and the trial runs untraced.
+    pub(crate) fn start(request: OffCpuRequest) -> OffCpuSession {
+        Self::start_scoped(request, Scope::Own)
+    }
+
+    /// [`start`](Self::start) with a scope: [`Scope::Command`] before spawning a command step.
+    pub(crate) fn start_scoped(request: OffCpuRequest, scope: Scope) -> OffCpuSession {
+        let excluded = match scope {
+            Scope::Own => HashSet::new(),
+            Scope::Command => HashSet::from([std::process::id()]),
+        };
+        let (tracer, notes) = match perf::OffCpuTracer::open(&request.trace_config()) {
+            Ok(t) => (Some(t), Vec::new()),
+            Err(e) => (None, vec![format!("off-CPU tracing unavailable: {e}")]),
+        };
+        OffCpuSession {
+            tracer,
+            notes,
+            scope,
+            excluded,
+            frames: HashMap::new(),
+        }
+    }
+
+    /// Drops the episodes of process `pid` (a `perf record` wrapping the command).
+    pub(crate) fn exclude(&mut self, pid: u32) {
+        self.excluded.insert(pid);
+    }
+
+    /// True when the tracer is open (and needs draining).
+    pub(crate) fn is_tracing(&self) -> bool {
+        self.tracer.is_some()
+    }
+
+    /// Empties the ring buffers; call it every few milliseconds while the tasks run. With
+    /// [`Scope::Command`], new user call chains are symbolised in their (live) process.
+    pub(crate) fn drain(&mut self) {
+        let Some(t) = &mut self.tracer else { return };
+        t.drain();
+        if self.scope == Scope::Command {
+            let mut by_pid: HashMap<u32, Vec<u64>> = HashMap::new();
+            for (pid, chain) in t.new_user_chains() {
+                if !self.excluded.contains(&pid) {
+                    by_pid.entry(pid).or_default().extend(chain);
+                }
+            }
+            for (pid, mut addrs) in by_pid {
+                addrs.retain(|a| !self.frames.contains_key(&(pid, *a)));
+                let symbols = perf::UserSymbols::resolve(pid, &addrs);
+                for a in addrs {
+                    self.frames.insert((pid, a), symbols.frame(a));
+                }
+            }
+        }
+    }
+
+    /// Stops tracing and sums the blocked time inside `window` of the threads `tasks` (a
+    /// built-in trial's task thread ids; `None`: every thread not excluded).
+    pub(crate) fn finish(self, window: ClockWindow, tasks: Option<&[u32]>) -> OffCpuReport {
+        let Some(tracer) = self.tracer else {
+            return OffCpuReport {
+                notes: self.notes,
+                ..OffCpuReport::default()
+            };
+        };
+        let mut trace = tracer.finish();
+        let tasks: Option<HashSet<u32>> = tasks.map(|t| t.iter().copied().collect());
+        trace.episodes.retain(|e| {
+            !self.excluded.contains(&e.pid) && tasks.as_ref().is_none_or(|t| t.contains(&e.tid))
+        });
+        let resolved = (self.scope == Scope::Command).then_some(&self.frames);
+        let mut report = summarise(&trace, window, resolved);
+        report.notes.splice(0..0, self.notes);
+        report
+    }
+}
+
+/// Frames of Rust's std I/O and sleep wrappers, between a blocking system call and its caller.
+fn is_io_wrapper(frame: &perf::UserFrame) -> bool {
+    frame.function.as_deref().is_some_and(|f| {
+        [
+            "std::fs::",
+            "<std::fs::",
+            "<&std::fs::",
+            "std::io::",
+            "<std::io::",
+            "std::thread::sleep",
+        ]
+        .iter()
+        .any(|p| f.starts_with(p))
+    })
+}
+
+fn summarise(
+    trace: &perf::OffCpuTrace,
+    window: ClockWindow,
+    resolved: Option<&HashMap<(u32, u64), perf::UserFrame>>,
+) -> OffCpuReport {
+    let mut notes = Vec::new();
+    let kallsyms = match perf::Kallsyms::load() {
+        Ok(k) => k,
+        Err(e) => {
+            notes.push(format!("off-CPU: kernel frames unnamed: {e}"));
+            perf::Kallsyms::default()
+        }
+    };
+    let (start, end) = (window.start.0, window.end.0);
+    let episodes: Vec<&perf::BlockedEpisode> = trace
+        .episodes
+        .iter()
+        .filter(|e| e.blocked_within(start, end) > 0)
+        .collect();
+    let chain = |i: u32| trace.chains.get(i as usize).map_or(&[][..], Vec::as_slice);
+    // User addresses per process, named through the mappings the tracer recorded.
+    let mut per_pid: HashMap<u32, Vec<u64>> = HashMap::new();
+    for e in &episodes {
+        per_pid
+            .entry(e.pid)
+            .or_default()
+            .extend(chain(e.user_chain));
+    }
+    let symbols: HashMap<u32, perf::UserSymbols> = per_pid
+        .into_iter()
+        .filter_map(|(pid, addrs)| match (trace.maps.get(&pid), resolved) {
+            (Some(maps), _) => Some((pid, perf::UserSymbols::resolve_mapped(maps, &addrs))),
+            (None, Some(_)) => None,
+            (None, None) => Some((pid, perf::UserSymbols::resolve(0, &addrs))),
+        })
+        .collect();
+    let unknown = perf::UserFrame {
+        function: None,
+        offset: 0,
+        module: None,
+    };
+    let user_frame = |pid: u32, a: u64| match symbols.get(&pid) {
+        Some(s) => s.frame(a),
+        None => resolved
+            .and_then(|f| f.get(&(pid, a)).cloned())
+            .unwrap_or_else(|| unknown.clone()),
+    };
+    // Causes are named once per distinct (pid, kernel chain, user chain).
+    let mut causes: HashMap<(u32, u32, u32), Cause> = HashMap::new();
+    let mut sites: HashMap<Cause, Site> = HashMap::new();
+    let mut total = 0u64;
+    for e in &episodes {
+        let key = (e.pid, e.kernel_chain, e.user_chain);
+        let cause = causes.entry(key).or_insert_with(|| {
+            let kernel: Vec<NamedFrame> = chain(e.kernel_chain)
+                .iter()
+                .map(|&ip| NamedFrame {
+                    function: kallsyms.function(ip).map(|(s, _)| s.name.clone()),
+                    lock_or_sched: kallsyms.in_lock_or_sched_text(ip),
+                })
+                .collect();
+            let caller = chain(e.user_chain)
+                .iter()
+                .map(|&a| user_frame(e.pid, a))
+                .find(|f| !is_wrapper(f) && !is_io_wrapper(f))
+                .and_then(|f| f.function);
+            classify(&kernel, caller.as_deref())
+        });
+        let blocked = e.blocked_within(start, end);
+        let site = sites.entry(cause.clone()).or_default();
+        site.count += 1;
+        site.total += blocked;
+        if blocked > site.max || site.count == 1 {
+            site.max = site.max.max(blocked);
+            site.longest = key;
+        }
+        total += blocked;
+    }
+    let mut out: Vec<OffCpuSite> = sites
+        .into_iter()
+        .map(|(cause, site)| {
+            let (pid, k, u) = site.longest;
+            let stack = chain(k)
+                .iter()
+                .map(|&ip| kallsyms.describe(ip))
+                .chain(chain(u).iter().map(|&a| user_frame(pid, a).describe(a)))
+                .take(STACK_FRAMES)
+                .collect();
+            OffCpuSite {
+                kind: cause.kind,
+                object: cause.object,
+                caller: function_of(&cause.caller).to_string(),
+                stack,
+                count: site.count,
+                total: Nanos(site.total),
+                max: Nanos(site.max),
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.total
+            .cmp(&a.total)
+            .then_with(|| a.kind.cmp(&b.kind))
+            .then_with(|| a.caller.cmp(&b.caller))
+    });
+    if trace.lost > 0 {
+        notes.push(format!(
+            "{} trace records were lost (ring buffer full): blocked time is low",
+            trace.lost
+        ));
+    }
+    if trace.malformed > 0 {
+        notes.push(format!(
+            "{} scheduler records could not be decoded",
+            trace.malformed
+        ));
+    }
+    OffCpuReport {
+        total: Nanos(total),
+        sites: out,
+        lost_records: trace.lost,
+        notes,
+    }
+}

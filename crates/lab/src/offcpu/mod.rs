@@ -1,0 +1,49 @@
+//! Blocked time: what `--offcpu` asks a trial to trace ([`OffCpuRequest`]), how the call
+//! chain of a blocking switch names its cause ([`classify`]), and how a trial's episodes
+//! become an [`OffCpuReport`](crate::record::OffCpuReport) ([`collect`]).
+//!
+//! The episodes come from `perf::OffCpuTracer` (the scheduler's `sched_switch` and
+//! `sched_wakeup` tracepoints): blocked from the switch out of a task that is not runnable to
+//! its wake-up. Preemptions are run-queue wait, already in the accounting's run delay.
+
+pub(crate) mod classify;
+pub(crate) mod collect;
+
+use serde::{Deserialize, Serialize};
+
+/// `--offcpu`: trace when the trial's tasks block, with call chains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OffCpuRequest {
+    /// Bytes of user stack copied with each blocking switch to unwind through code without
+    /// frame pointers ; 0 keeps frame-pointer chains only.
+    pub stack_size: u32,
+}
+
+impl Default for OffCpuRequest {
+    fn default() -> Self {
+        OffCpuRequest {
+            stack_size: OffCpuRequest::DEFAULT_STACK_SIZE,
+        }
+    }
+}
+
+impl OffCpuRequest {
+    /// The user stack copied per blocking switch: 4 KiB, a quarter of `--locks`' — a blocking
+    /// workload switches far more often than it waits on futexes, every copy costs kernel time
+    /// and ring buffer space, and the blocking call's callers sit at the top of the stack.
+    pub const DEFAULT_STACK_SIZE: u32 = 4096;
+
+    /// The tracer configuration for this request.
+    pub(crate) fn trace_config(self) -> perf::OffCpuTraceConfig {
+        perf::OffCpuTraceConfig {
+            stack_size: self.stack_size,
+            ..perf::OffCpuTraceConfig::default()
+        }
+    }
+
+    /// Checks before a run that the scheduler tracepoints exist and are readable; the error
+    /// text names the fix (mount tracefs, run as root…).
+    pub(crate) fn preflight(self) -> Result<(), String> {
+        perf::OffCpuTracer::check().map_err(|e| e.to_string())
+    }
+}

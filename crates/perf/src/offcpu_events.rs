@@ -1,0 +1,250 @@
+//! Decoding of the scheduler's switch and wake-up records, and their pairing into blocked
+//! episodes.
+//!
+//! A traced task going off CPU in a blocked state (`sched:sched_switch` with `prev_state` not
+//! running) opens an episode with its call chains; the first `sched:sched_wakeup` naming the
+//! thread afterwards is when it stopped being blocked (from then on it waits for a CPU, which
+//! the run-queue delay already counts); its next switch-in (`PERF_RECORD_SWITCH`) closes the
+//! episode, at the wake-up when one was seen, else at the switch-in. A switch out of a
+//! preempted (runnable) task opens nothing: that is run-queue wait, not blocked time. Pure: no
+//! system calls here, so it is tested on synthetic records.
+
+use std::collections::HashMap;
+
+use crate::trace_ring::PERF_CONTEXT_MAX;
+
+/// `prev_state` bits that mean blocked (`TASK_REPORT`: S, D, T, t, X, Z, P, I); `TASK_REPORT_MAX`
+/// (0x100, printed `R+`) is a preempted task, and 0 one that yielded while runnable.
+const BLOCKED_STATES: u64 = 0xff;
+/// `PERF_CONTEXT_KERNEL` and `PERF_CONTEXT_USER` call chain markers.
+const CONTEXT_KERNEL: u64 = -128i64 as u64;
+const CONTEXT_USER: u64 = -512i64 as u64;
+
+/// True when a `sched_switch` `prev_state` is a blocked state, not a preemption or a yield.
+pub(crate) fn is_blocked(prev_state: u64) -> bool {
+    prev_state & BLOCKED_STATES != 0
+}
+
+/// Splits a raw call chain at its context markers into (kernel, user) frames.
+pub(crate) fn split_chain(raw: &[u64]) -> (Vec<u64>, Vec<u64>) {
+    let (mut kernel, mut user) = (Vec::new(), Vec::new());
+    let mut in_user = false;
+    for &ip in raw {
+        match ip {
+            CONTEXT_KERNEL => in_user = false,
+            CONTEXT_USER => in_user = true,
+            ip if ip >= PERF_CONTEXT_MAX => {}
+            ip if in_user => user.push(ip),
+            ip => kernel.push(ip),
+        }
+    }
+    (kernel, user)
+}
+
+/// A decoded scheduler record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SchedEvent {
+    /// A traced task went off CPU blocked, with its interned kernel and user chains.
+    Blocked {
+        state: u64,
+        kernel_chain: u32,
+        user_chain: u32,
+    },
+    /// Thread `tid` was woken (any CPU, any waker).
+    Wakeup { tid: u32 },
+    /// A traced task was switched in.
+    SwitchIn,
+}
+
+/// One record with its thread and CLOCK_MONOTONIC time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TimedSched {
+    pub time: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub event: SchedEvent,
+}
+
+/// One blocked episode of one thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockedEpisode {
+    /// The thread's process (thread group) id.
+    pub pid: u32,
+    /// The thread.
+    pub tid: u32,
+    /// `prev_state` of the switch out (1 = S, interruptible sleep; 2 = D, uninterruptible).
+    pub state: u64,
+    /// When it went off CPU, CLOCK_MONOTONIC nanoseconds.
+    pub begin: u64,
+    /// When it was woken (or switched in, when its wake-up was not seen); `u64::MAX` when it
+    /// had not been woken when tracing stopped.
+    pub end: u64,
+    /// Index of the kernel call chain (innermost first) in [`OffCpuTrace::chains`].
+    pub kernel_chain: u32,
+    /// Index of the user call chain (innermost first) in [`OffCpuTrace::chains`].
+    pub user_chain: u32,
+}
+
+impl BlockedEpisode {
+    /// Blocked nanoseconds inside `[start, end]`.
+    pub fn blocked_within(&self, start: u64, end: u64) -> u64 {
+        self.end.min(end).saturating_sub(self.begin.max(start))
+    }
+}
+
+/// Every blocked episode seen, with interned call chains and the losses.
+#[derive(Debug, Clone, Default)]
+pub struct OffCpuTrace {
+    /// Episodes, in the order they ended (those still open last).
+    pub episodes: Vec<BlockedEpisode>,
+    /// Call chains, innermost frame first, context markers removed.
+    pub chains: Vec<Vec<u64>>,
+    /// The executable mappings of each process with episodes, as read while tracing.
+    pub maps: HashMap<u32, Vec<crate::MappedFile>>,
+    /// Records the kernel dropped because a ring buffer was full.
+    pub lost: u64,
+    /// Samples that could not be decoded.
+    pub malformed: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Open {
+    pid: u32,
+    begin: u64,
+    wake: Option<u64>,
+    state: u64,
+    kernel_chain: u32,
+    user_chain: u32,
+}
+
+/// Pairs merged records into episodes.
+#[derive(Debug, Default)]
+pub(crate) struct SchedPairing {
+    open: HashMap<u32, Open>,
+    pub(crate) episodes: Vec<BlockedEpisode>,
+}
+
+impl SchedPairing {
+    /// Feeds records, which must be in timestamp order.
+    pub(crate) fn feed(&mut self, e: &TimedSched) {
+        match e.event {
+            SchedEvent::Blocked {
+                state,
+                kernel_chain,
+                user_chain,
+            } => {
+                // A thread blocks once at a time: a stale episode (its switch-in was lost) is
+                // replaced.
+                self.open.insert(
+                    e.tid,
+                    Open {
+                        pid: e.pid,
+                        begin: e.time,
+                        wake: None,
+                        state,
+                        kernel_chain,
+                        user_chain,
+                    },
+                );
+            }
+            SchedEvent::Wakeup { tid } => {
+                if let Some(o) = self.open.get_mut(&tid) {
+                    o.wake.get_or_insert(e.time);
+                }
+            }
+            SchedEvent::SwitchIn => {
+                if let Some(o) = self.open.remove(&e.tid) {
+                    self.episodes.push(Self::episode(e.tid, o, Some(e.time)));
+                }
+            }
+        }
+    }
+
+    fn episode(tid: u32, o: Open, switch_in: Option<u64>) -> BlockedEpisode {
+        BlockedEpisode {
+            pid: o.pid,
+            tid,
+            state: o.state,
+            begin: o.begin,
+            end: o.wake.or(switch_in).unwrap_or(u64::MAX),
+            kernel_chain: o.kernel_chain,
+            user_chain: o.user_chain,
+        }
+    }
+
+    /// Ends the pairing: episodes still open are kept, ending at their wake-up or never.
+    pub(crate) fn close(mut self) -> Vec<BlockedEpisode> {
+        let mut open: Vec<(u32, Open)> = self.open.drain().collect();
+        open.sort_by_key(|(tid, o)| (o.begin, *tid));
+        for (tid, o) in open {
+            self.episodes.push(Self::episode(tid, o, None));
+        }
+        self.episodes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(time: u64, tid: u32, event: SchedEvent) -> TimedSched {
+        TimedSched {
+            time,
+            pid: 1,
+            tid,
+            event,
+        }
+    }
+    const BLOCKED: SchedEvent = SchedEvent::Blocked {
+        state: 1,
+        kernel_chain: 0,
+        user_chain: 1,
+    };
+
+    #[test]
+    fn an_episode_runs_from_the_switch_out_to_the_wakeup_not_the_switch_in() {
+        let mut p = SchedPairing::default();
+        for e in [
+            ev(10, 7, BLOCKED),
+            ev(25, 99, SchedEvent::Wakeup { tid: 7 }),
+            ev(30, 99, SchedEvent::Wakeup { tid: 7 }), // a second wake-up changes nothing
+            ev(40, 7, SchedEvent::SwitchIn),
+            ev(50, 8, BLOCKED),
+            ev(60, 8, SchedEvent::SwitchIn), // wake-up not seen: ends at the switch-in
+            ev(70, 9, SchedEvent::SwitchIn), // no episode open: nothing
+            ev(80, 7, BLOCKED),
+        ] {
+            p.feed(&e);
+        }
+        let eps = p.close();
+        let spans: Vec<(u32, u64, u64)> = eps.iter().map(|e| (e.tid, e.begin, e.end)).collect();
+        assert_eq!(spans, [(7, 10, 25), (8, 50, 60), (7, 80, u64::MAX)]);
+        assert_eq!(eps[2].blocked_within(0, 100), 20);
+        assert_eq!(eps[0].blocked_within(20, 100), 5);
+        assert_eq!(eps[0].blocked_within(30, 100), 0);
+    }
+
+    #[test]
+    fn preemption_and_yield_are_not_blocked() {
+        assert!(is_blocked(1) && is_blocked(2) && is_blocked(0x80));
+        assert!(!is_blocked(0x100), "R+ (preempted) is run-queue wait");
+        assert!(!is_blocked(0), "R (yield) is run-queue wait");
+    }
+
+    #[test]
+    fn chains_split_at_their_context_markers() {
+        let raw = [
+            CONTEXT_KERNEL,
+            0xffff_0001,
+            0xffff_0002,
+            CONTEXT_USER,
+            0x5501,
+            0x5502,
+        ];
+        assert_eq!(
+            split_chain(&raw),
+            (vec![0xffff_0001, 0xffff_0002], vec![0x5501, 0x5502])
+        );
+        assert_eq!(split_chain(&[]), (vec![], vec![]));
+    }
+}

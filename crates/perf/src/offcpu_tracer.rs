@@ -1,0 +1,463 @@
+//! [`OffCpuTracer`]: when the calling thread and every thread and process it creates
+//! afterwards block, for how long and in what call chain, read directly with
+//! `perf_event_open` from the scheduler's tracepoints.
+//!
+//! Per online CPU, two ring buffers (opened as the lock tracer opens its own: per CPU, on the
+//! calling thread with `inherit`, stamped with CLOCK_MONOTONIC):
+//! - `sched:sched_switch` of the traced tasks, kept in the kernel only when `prev_state` is a
+//!   blocked state (a filter), with the kernel and user call chains and a copy of the user
+//!   stack (`REGS_USER | STACK_USER`, unwound at drain time with the binaries' `.eh_frame`, as
+//!   the lock tracer's futex waits are); the same event asks for `PERF_RECORD_SWITCH` records
+//!   (`context_switch`), which say when a traced task runs again;
+//! - `sched:sched_wakeup` of the whole CPU (a wake-up runs in the waker's context, often an
+//!   interrupt or an untraced task), kept only for threads with an open episode.
+//!
+//! [`drain`](OffCpuTracer::drain) empties the buffers (call it every 10 ms or so), merges the
+//! streams by timestamp, holding back the last milliseconds, and pairs them
+//! ([`crate::offcpu_events`]).
+
+use std::collections::{HashMap, HashSet};
+
+use perf_event::events::Tracepoint;
+use perf_event::{Builder, Clock, SampleFlag, Sampler};
+
+use crate::error::PerfError;
+use crate::lock_events::{ChainTable, Field, parse_sample};
+use crate::offcpu_events::{
+    OffCpuTrace, SchedEvent, SchedPairing, TimedSched, is_blocked, split_chain,
+};
+use crate::trace_ring::{
+    PERF_RECORD_SAMPLE, PERF_RECORD_SWITCH, UnwindState, lost_records, online_cpus, set_filter,
+};
+use crate::tracefs::TracepointFormat;
+use crate::unwind::{DEFAULT_STACK_SIZE, REGS_MASK, Unwinder};
+
+/// Records newer than this (relative to the drain) wait for the next drain.
+const HOLD_BACK_NS: u64 = 2_000_000;
+/// Ring buffer memory of all streams together, at most (bytes).
+const TOTAL_BUFFER_BYTES: usize = 64 << 20;
+/// Frames kept per call chain (kernel and user together).
+const MAX_STACK: u16 = 64;
+/// Records read from one ring buffer per drain, at most: a drain must end while tasks keep
+/// switching (as fast as a pipe ping-pong does).
+const MAX_RECORDS_PER_DRAIN: usize = 16384;
+/// `PERF_RECORD_MISC_SWITCH_OUT`.
+const MISC_SWITCH_OUT: u16 = 1 << 13;
+/// Keeps only switches out of a blocked task (`TASK_REPORT` bits; 0x100 is a preemption).
+const BLOCKED_FILTER: &str = "prev_state & 255";
+
+/// What to trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OffCpuTraceConfig {
+    /// Ring buffer data size of the switch events per CPU, in bytes (a power of two).
+    pub buffer_bytes: usize,
+    /// Bytes of user stack copied with each blocking switch for unwinding (a multiple of 8 up
+    /// to 65528); 0 unwinds by frame pointer only.
+    pub stack_size: u32,
+}
+
+impl Default for OffCpuTraceConfig {
+    fn default() -> Self {
+        OffCpuTraceConfig {
+            buffer_bytes: 16 << 20,
+            stack_size: DEFAULT_STACK_SIZE,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Switch { prev_state: Field },
+    Wakeup { pid: Field },
+}
+
+struct Stream {
+    kind: Kind,
+    sampler: Sampler,
+}
+
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stream").field("kind", &self.kind).finish()
+    }
+}
+
+/// Open scheduler tracepoint events with their ring buffers; `Drop` unmaps and closes them.
+#[derive(Debug)]
+pub struct OffCpuTracer {
+    streams: Vec<Stream>,
+    pending: Vec<TimedSched>,
+    pairing: SchedPairing,
+    chains: ChainTable,
+    /// Threads seen blocking: only their wake-ups are kept (the switch buffers are read
+    /// before the wake-up buffers, so a thread's first block is known before its wake-up).
+    traced: HashSet<u32>,
+    lost: u64,
+    malformed: u64,
+    user_chains: HashSet<(u32, u32)>,
+    fresh_user_chains: Vec<(u32, u32)>,
+    unwinder: Unwinder,
+    reloaded: Vec<i32>,
+    /// Unwound user chains by [`UnwindKey`]: a task blocking over and over at one call site
+    /// (every read of a pipe ping-pong) is unwound once.
+    unwound: HashMap<UnwindKey, u32>,
+}
+
+/// What identifies a blocking switch's user stack for the unwinding cache: the process, the
+/// user instruction pointer, the frame pointer's distance from the stack pointer, the first
+/// words of the stack (the return address of a frameless system call wrapper) and the
+/// frame-pointer chain the kernel walked.
+type UnwindKey = (u32, u64, u64, [u64; 2], Vec<u64>);
+
+fn field(format: &TracepointFormat, name: &str) -> Result<Field, PerfError> {
+    let f = format.field(name)?;
+    Ok(Field {
+        offset: f.offset,
+        size: f.size,
+        signed: f.signed,
+    })
+}
+
+impl OffCpuTracer {
+    /// Checks, without opening anything, that the scheduler tracepoints exist and their
+    /// formats are readable; the error names the fix.
+    pub fn check() -> Result<(), PerfError> {
+        TracepointFormat::read("sched", "sched_switch")?.field("prev_state")?;
+        TracepointFormat::read("sched", "sched_wakeup")?.field("pid")?;
+        Ok(())
+    }
+
+    /// Opens the events on the calling thread, inherited by the threads and processes it
+    /// creates from now on. Call it from the thread that then creates every task.
+    pub fn open(config: &OffCpuTraceConfig) -> Result<OffCpuTracer, PerfError> {
+        let switch = TracepointFormat::read("sched", "sched_switch")?;
+        let prev_state = field(&switch, "prev_state")?;
+        let wakeup = TracepointFormat::read("sched", "sched_wakeup")?;
+        let pid = field(&wakeup, "pid")?;
+        let cpus = online_cpus();
+        let stack_size = config.stack_size.min(crate::MAX_STACK_SIZE) & !7;
+        let budget = TOTAL_BUFFER_BYTES / (2 * cpus.len()).max(1);
+        let switch_bytes = config.buffer_bytes.min(budget).next_power_of_two();
+        let wakeup_bytes = (1usize << 20).min(budget).next_power_of_two();
+        let mut streams = Vec::new();
+        for cpu in cpus {
+            let mut flags = SampleFlag::TID
+                | SampleFlag::TIME
+                | SampleFlag::CPU
+                | SampleFlag::CALLCHAIN
+                | SampleFlag::RAW;
+            if stack_size > 0 {
+                flags |= SampleFlag::REGS_USER | SampleFlag::STACK_USER;
+            }
+            let mut builder = Builder::new(Tracepoint::with_id(switch.id));
+            builder
+                .observe_self()
+                .one_cpu(cpu)
+                .inherit(true)
+                .include_kernel()
+                .exclude_hv(true)
+                .sample_period(1)
+                .sample(flags)
+                .sample_id_all(true)
+                .context_switch(true)
+                .sample_max_stack(MAX_STACK)
+                .clockid(Clock::MONOTONIC)
+                .enabled(true);
+            if stack_size > 0 {
+                builder
+                    .sample_regs_user(REGS_MASK)
+                    .sample_stack_user(stack_size);
+            }
+            let name = "sched:sched_switch";
+            let counter = builder.build().map_err(|e| PerfError::open(name, &e))?;
+            // Without the filter (an old kernel refusing `&`), preemptions are dropped here.
+            let _ = set_filter(&counter, BLOCKED_FILTER);
+            let sampler = counter
+                .sampled(switch_bytes)
+                .map_err(|e| PerfError::open(name, &e))?;
+            streams.push(Stream {
+                kind: Kind::Switch { prev_state },
+                sampler,
+            });
+
+            let mut builder = Builder::new(Tracepoint::with_id(wakeup.id));
+            builder
+                .any_pid()
+                .one_cpu(cpu)
+                .include_kernel()
+                .exclude_hv(true)
+                .sample_period(1)
+                .sample(SampleFlag::TID | SampleFlag::TIME | SampleFlag::CPU | SampleFlag::RAW)
+                .clockid(Clock::MONOTONIC)
+                .enabled(true);
+            let name = "sched:sched_wakeup";
+            let counter = builder.build().map_err(|e| PerfError::open(name, &e))?;
+            let sampler = counter
+                .sampled(wakeup_bytes)
+                .map_err(|e| PerfError::open(name, &e))?;
+            streams.push(Stream {
+                kind: Kind::Wakeup { pid },
+                sampler,
+            });
+        }
+        // Every switch buffer before any wake-up buffer (see `traced`).
+        streams.sort_by_key(|s| matches!(s.kind, Kind::Wakeup { .. }));
+        Ok(OffCpuTracer {
+            streams,
+            pending: Vec::new(),
+            pairing: SchedPairing::default(),
+            chains: ChainTable::default(),
+            traced: HashSet::new(),
+            lost: 0,
+            malformed: 0,
+            user_chains: HashSet::new(),
+            fresh_user_chains: Vec::new(),
+            unwinder: Unwinder::default(),
+            reloaded: Vec::new(),
+            unwound: HashMap::new(),
+        })
+    }
+
+    /// Reads up to a bounded number of records from every ring buffer (so that a drain ends
+    /// however fast tasks switch: what does not fit waits, or is dropped by the kernel and
+    /// counted as lost) and pairs what is old enough to be in order.
+    pub fn drain(&mut self) {
+        let now = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
+        self.reloaded.clear();
+        self.read_all(MAX_RECORDS_PER_DRAIN);
+        self.pair_until(now.saturating_sub(HOLD_BACK_NS));
+    }
+
+    /// The user call chains of blocking switches first seen (per process) since the last
+    /// call, as `(pid, addresses)`: a command's processes may be gone by
+    /// [`finish`](OffCpuTracer::finish), so name them while they live.
+    pub fn new_user_chains(&mut self) -> Vec<(u32, Vec<u64>)> {
+        std::mem::take(&mut self.fresh_user_chains)
+            .into_iter()
+            .filter_map(|(pid, i)| Some((pid, self.chains.get(i)?.to_vec())))
+            .collect()
+    }
+
+    /// Stops tracing and returns every episode seen.
+    pub fn finish(mut self) -> OffCpuTrace {
+        for s in &mut self.streams {
+            let _ = s.sampler.as_counter_mut().disable();
+        }
+        self.read_all(usize::MAX);
+        self.pair_until(u64::MAX);
+        let episodes = std::mem::take(&mut self.pairing).close();
+        let mut pids: Vec<u32> = episodes.iter().map(|e| e.pid).collect();
+        pids.sort_unstable();
+        pids.dedup();
+        let maps = pids
+            .into_iter()
+            .map(|pid| (pid, self.unwinder.maps(pid as i32).to_vec()))
+            .filter(|(_, m)| !m.is_empty())
+            .collect();
+        OffCpuTrace {
+            episodes,
+            chains: std::mem::take(&mut self.chains).into_chains(),
+            maps,
+            lost: self.lost,
+            malformed: self.malformed,
+        }
+    }
+
+    fn read_all(&mut self, max_records: usize) {
+        for stream in &mut self.streams {
+            let kind = stream.kind;
+            let mut budget = max_records;
+            while budget > 0 {
+                budget -= 1;
+                let Some(record) = stream.sampler.next_record() else {
+                    break;
+                };
+                let ty = record.ty();
+                let body = record.to_contiguous();
+                let event = match ty {
+                    PERF_RECORD_SAMPLE => {
+                        let unwind = UnwindState {
+                            unwinder: &mut self.unwinder,
+                            reloaded: &mut self.reloaded,
+                        };
+                        let cache = &mut self.unwound;
+                        match decode_sample(kind, &body, &mut self.chains, unwind, cache) {
+                            Decoded::Event(e) => e,
+                            Decoded::Skip => continue,
+                            Decoded::Malformed => {
+                                self.malformed += 1;
+                                continue;
+                            }
+                        }
+                    }
+                    PERF_RECORD_SWITCH if record.misc() & MISC_SWITCH_OUT == 0 => {
+                        match decode_switch_in(&body) {
+                            Some(e) => e,
+                            None => {
+                                self.malformed += 1;
+                                continue;
+                            }
+                        }
+                    }
+                    ty => {
+                        self.lost += lost_records(ty, &body);
+                        continue;
+                    }
+                };
+                match event.event {
+                    SchedEvent::Blocked { user_chain, .. } => {
+                        self.traced.insert(event.tid);
+                        if self.user_chains.insert((event.pid, user_chain)) {
+                            self.fresh_user_chains.push((event.pid, user_chain));
+                        }
+                    }
+                    SchedEvent::Wakeup { tid } if !self.traced.contains(&tid) => continue,
+                    _ => {}
+                }
+                self.pending.push(event);
+            }
+        }
+    }
+
+    fn pair_until(&mut self, cutoff: u64) {
+        self.pending.sort_by_key(|e| e.time);
+        let ready = self.pending.partition_point(|e| e.time < cutoff);
+        for e in self.pending.drain(..ready) {
+            self.pairing.feed(&e);
+        }
+    }
+}
+
+enum Decoded {
+    Event(TimedSched),
+    /// A preempted switch the filter let through.
+    Skip,
+    Malformed,
+}
+
+fn decode_sample(
+    kind: Kind,
+    body: &[u8],
+    chains: &mut ChainTable,
+    mut unwind: UnwindState<'_>,
+    cache: &mut HashMap<UnwindKey, u32>,
+) -> Decoded {
+    let with_chain = matches!(kind, Kind::Switch { .. });
+    // A sample without a stack copy has no regs/stack words: try both layouts.
+    let Some(s) = parse_sample(body, with_chain, with_chain)
+        .or_else(|| parse_sample(body, with_chain, false))
+    else {
+        return Decoded::Malformed;
+    };
+    let event = match kind {
+        Kind::Switch { prev_state } => {
+            let Some(state) = prev_state.read(s.raw) else {
+                return Decoded::Malformed;
+            };
+            if !is_blocked(state) {
+                return Decoded::Skip;
+            }
+            let (kernel, user_fp) = split_chain(&s.callchain);
+            let word = |i: usize| {
+                s.stack
+                    .get(8 * i..8 * i + 8)
+                    .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+            };
+            let user_chain = match s.regs {
+                Some(r) => {
+                    let key = (
+                        s.pid,
+                        r.ip,
+                        r.bp.wrapping_sub(r.sp),
+                        [word(0), word(1)],
+                        user_fp,
+                    );
+                    match cache.get(&key) {
+                        Some(&i) => i,
+                        None => {
+                            let user = unwind.chain(&s, &key.4, usize::from(MAX_STACK));
+                            let i = chains.intern(user.into_iter());
+                            cache.insert(key, i);
+                            i
+                        }
+                    }
+                }
+                None => chains.intern(user_fp.into_iter()),
+            };
+            SchedEvent::Blocked {
+                state,
+                kernel_chain: chains.intern(kernel.into_iter()),
+                user_chain,
+            }
+        }
+        Kind::Wakeup { pid } => match pid.read(s.raw) {
+            Some(tid) => SchedEvent::Wakeup { tid: tid as u32 },
+            None => return Decoded::Malformed,
+        },
+    };
+    Decoded::Event(TimedSched {
+        time: s.time,
+        pid: s.pid,
+        tid: s.tid,
+        event,
+    })
+}
+
+/// A `PERF_RECORD_SWITCH` body: only its `sample_id` (`TID | TIME | CPU`).
+fn decode_switch_in(body: &[u8]) -> Option<TimedSched> {
+    let u32_at = |o: usize| Some(u32::from_le_bytes(body.get(o..o + 4)?.try_into().ok()?));
+    Some(TimedSched {
+        pid: u32_at(0)?,
+        tid: u32_at(4)?,
+        time: u64::from_le_bytes(body.get(8..16)?.try_into().ok()?),
+        event: SchedEvent::SwitchIn,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Needs root (or CAP_PERFMON) and a mounted tracefs; says why it skipped otherwise.
+    #[test]
+    fn a_sleeping_thread_is_one_blocked_episode_as_long_as_its_sleep() {
+        let mut tracer = match OffCpuTracer::open(&OffCpuTraceConfig::default()) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("skipped: off-CPU tracing unavailable here: {e}");
+                return;
+            }
+        };
+        let sleeper = std::thread::spawn(|| {
+            let tid = sys::gettid() as u32;
+            for _ in 0..5 {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            tid
+        });
+        let tid = sleeper.join().unwrap();
+        tracer.drain();
+        let trace = tracer.finish();
+        let mine: Vec<_> = trace.episodes.iter().filter(|e| e.tid == tid).collect();
+        assert!(
+            mine.len() >= 5,
+            "{} episodes of the sleeper: {mine:?}",
+            mine.len()
+        );
+        let long: Vec<_> = mine
+            .iter()
+            .filter(|e| e.end != u64::MAX && e.end - e.begin >= 19_000_000)
+            .collect();
+        assert_eq!(long.len(), 5, "sleeps of 20 ms: {mine:?}");
+        // Woken by its timer, not switched in much later: the episode is the sleep, not more.
+        assert!(
+            long.iter().all(|e| e.end - e.begin < 200_000_000),
+            "{long:?}"
+        );
+        let kernel = &trace.chains[long[0].kernel_chain as usize];
+        let user = &trace.chains[long[0].user_chain as usize];
+        assert!(kernel.len() >= 3, "kernel chain too short: {kernel:x?}");
+        assert!(user.len() >= 2, "user chain too short: {user:x?}");
+        assert_eq!(trace.lost, 0);
+    }
+}

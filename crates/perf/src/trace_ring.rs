@@ -1,0 +1,131 @@
+//! What the tracepoint readers ([`crate::LockTracer`], [`crate::OffCpuTracer`]) share: the
+//! online CPUs their per-CPU ring buffers are opened on, the ftrace filter ioctl, the count of
+//! records the kernel dropped, and the user-stack unwinding of a sample at drain time.
+
+use std::os::unix::io::AsRawFd;
+
+use crate::lock_events::Sample;
+use crate::unwind::Unwinder;
+
+pub(crate) const PERF_RECORD_LOST: u32 = 2;
+pub(crate) const PERF_RECORD_SAMPLE: u32 = 9;
+pub(crate) const PERF_RECORD_LOST_SAMPLES: u32 = 13;
+pub(crate) const PERF_RECORD_SWITCH: u32 = 14;
+
+/// `PERF_CONTEXT_MAX`: call chain entries at or above it are context markers.
+pub(crate) const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
+
+/// The online CPUs, from `/sys/devices/system/cpu/online` (`0-3,6`).
+pub(crate) fn online_cpus() -> Vec<usize> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
+                    cpus.extend(a..=b);
+                }
+            }
+            None => cpus.extend(part.parse::<usize>().ok()),
+        }
+    }
+    if cpus.is_empty() {
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+        cpus.extend(0..n);
+    }
+    cpus
+}
+
+/// The records a `PERF_RECORD_LOST` or `PERF_RECORD_LOST_SAMPLES` record says were dropped;
+/// 0 for any other record.
+pub(crate) fn lost_records(ty: u32, body: &[u8]) -> u64 {
+    let at = match ty {
+        PERF_RECORD_LOST => 8..16,
+        PERF_RECORD_LOST_SAMPLES => 0..8,
+        _ => return 0,
+    };
+    body.get(at)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+/// `PERF_EVENT_IOC_SET_FILTER`: a tracepoint filter in ftrace syntax.
+pub(crate) fn set_filter(counter: &perf_event::Counter, filter: &str) -> std::io::Result<()> {
+    let text = std::ffi::CString::new(filter)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    // _IOW('$', 6, char *)
+    const PERF_EVENT_IOC_SET_FILTER: libc::c_ulong = 0x4008_2406;
+    // SAFETY: the fd is a perf event fd owned by `counter` and open for the duration of the
+    // call; the argument is a NUL-terminated string that outlives the call, which the kernel
+    // only reads (copied with strndup_user).
+    let rc = unsafe {
+        libc::ioctl(
+            counter.as_raw_fd(),
+            PERF_EVENT_IOC_SET_FILTER,
+            text.as_ptr(),
+        )
+    };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// What decoding needs to unwind a sample's user stack.
+pub(crate) struct UnwindState<'a> {
+    pub(crate) unwinder: &'a mut Unwinder,
+    /// Processes whose maps were re-read during this drain (at most once each).
+    pub(crate) reloaded: &'a mut Vec<i32>,
+}
+
+impl UnwindState<'_> {
+    /// The user chain unwound from the sample's stack copy, or `frame_pointer` (the user part
+    /// of its frame-pointer chain) where that found more (a process gone before its maps
+    /// could be read).
+    pub(crate) fn chain(&mut self, s: &Sample<'_>, frame_pointer: &[u64], max: usize) -> Vec<u64> {
+        let Some(regs) = s.regs else {
+            return frame_pointer.to_vec();
+        };
+        let pid = s.pid as i32;
+        if !self.unwinder.covers(pid, regs.ip) && !self.reloaded.contains(&pid) {
+            // New process, or new code since its maps were read (exec, dlopen).
+            self.reloaded.push(pid);
+            self.unwinder.load_process(pid);
+        }
+        let unwound = self.unwinder.unwind(pid, regs, s.stack, max);
+        let found = frame_pointer
+            .iter()
+            .filter(|&&a| a < PERF_CONTEXT_MAX)
+            .count();
+        if unwound.len() >= found {
+            unwound
+        } else {
+            frame_pointer.to_vec()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn online_cpus_are_listed() {
+        let cpus = online_cpus();
+        assert!(!cpus.is_empty());
+        assert!(cpus.contains(&0));
+    }
+
+    #[test]
+    fn lost_counts_come_from_either_lost_record() {
+        let mut lost = vec![0u8; 16];
+        lost[8..16].copy_from_slice(&7u64.to_le_bytes());
+        assert_eq!(lost_records(PERF_RECORD_LOST, &lost), 7);
+        assert_eq!(
+            lost_records(PERF_RECORD_LOST_SAMPLES, &9u64.to_le_bytes()),
+            9
+        );
+        assert_eq!(lost_records(PERF_RECORD_SAMPLE, &lost), 0);
+        assert_eq!(lost_records(PERF_RECORD_LOST, &[1, 2]), 0);
+    }
+}
