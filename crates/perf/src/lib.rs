@@ -17,6 +17,7 @@ mod inherited;
 mod kallsyms;
 mod lock_events;
 mod lock_tracer;
+mod mapping_stream;
 #[cfg(test)]
 mod mutation;
 mod offcpu_events;

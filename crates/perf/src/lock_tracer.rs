@@ -13,9 +13,10 @@
 //! Frame-pointer chains stop at the first code built without frame pointers (Debian's glibc,
 //! where every contended `pthread_mutex_lock` waits), so `sys_enter_futex` also takes the user
 //! registers and a copy of the user stack (`REGS_USER | STACK_USER`, [`LockTraceConfig::stack_size`]),
-//! unwound at drain time with the binaries' `.eh_frame` ([`crate::unwind`]); a process's
-//! mappings are read from `/proc/PID/maps` when it is first seen (and again when an address
-//! falls outside them, after an exec or a `dlopen`).
+//! unwound at drain time with the binaries' `.eh_frame` ([`crate::unwind`]). A process's
+//! mappings come from its exec, fork and mmap records ([`crate::mapping_stream`]), so that it
+//! unwinds after it exits; one that existed before the tracer opened has its `/proc/PID/maps`
+//! read when it is first seen (and again when an address falls outside them).
 //!
 //! [`drain`](LockTracer::drain) empties the buffers (call it often: every 10 ms or so under
 //! heavy contention); it merges the per-CPU streams by timestamp, holding back the last
@@ -28,6 +29,7 @@ use crate::error::PerfError;
 use crate::lock_events::{
     ChainTable, Field, LockEvent, LockTrace, Pairing, TimedEvent, parse_sample,
 };
+use crate::mapping_stream::MappingStream;
 use crate::trace_ring::{PERF_RECORD_SAMPLE, UnwindState, lost_records, online_cpus, set_filter};
 use crate::tracefs::TracepointFormat;
 use crate::unwind::{DEFAULT_STACK_SIZE, REGS_MASK, Unwinder};
@@ -128,6 +130,8 @@ pub struct LockTracer {
     unwinder: Unwinder,
     /// Processes whose maps were re-read during this drain (at most once each).
     reloaded: Vec<i32>,
+    /// Exec, fork and mmap records: mappings of processes gone before their samples drain.
+    mappings: MappingStream,
 }
 
 fn field(format: &TracepointFormat, name: &str) -> Result<Field, PerfError> {
@@ -202,6 +206,7 @@ impl LockTracer {
         }
         let filter = futex_wait_filter();
         let cpus = online_cpus();
+        let mappings = MappingStream::open(&cpus)?;
         let stack_size = config.stack_size.min(crate::MAX_STACK_SIZE) & !7;
         let cpu_count = cpus.len().max(1);
         // Locked memory stays bounded on big machines: at most TOTAL_BUFFER_BYTES in all.
@@ -285,6 +290,7 @@ impl LockTracer {
             fresh_user_chains: Vec::new(),
             unwinder: Unwinder::default(),
             reloaded: Vec::new(),
+            mappings,
         })
     }
 
@@ -292,6 +298,7 @@ impl LockTracer {
     pub fn drain(&mut self) {
         let now = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
         self.reloaded.clear();
+        self.mappings.apply(&mut self.unwinder);
         self.read_all();
         self.pair_until(now.saturating_sub(HOLD_BACK_NS));
     }
@@ -312,6 +319,8 @@ impl LockTracer {
         for s in &mut self.streams {
             let _ = s.sampler.as_counter_mut().disable();
         }
+        self.mappings.disable();
+        self.mappings.apply(&mut self.unwinder);
         self.read_all();
         self.pair_until(u64::MAX);
         let unpaired = self.pairing.still_open() + self.pairing.unmatched_ends;
@@ -329,13 +338,16 @@ impl LockTracer {
             kernel: pairing.kernel,
             futex: pairing.futex,
             chains: std::mem::take(&mut self.chains).into_chains(),
-            lost: self.lost,
+            lost: self.lost + self.mappings.lost,
             unpaired: unpaired + self.malformed,
         }
     }
 
     fn read_all(&mut self) {
-        for stream in &mut self.streams {
+        let mut deferred: Vec<(Kind, Vec<u8>)> = Vec::new();
+        // Out of `self` while read, so that each record can be handed to `self.accept`.
+        let mut streams = std::mem::take(&mut self.streams);
+        for stream in &mut streams {
             let kind = stream.kind;
             while let Some(record) = stream.sampler.next_record() {
                 match record.ty() {
@@ -344,17 +356,12 @@ impl LockTracer {
                         let unwind = UnwindState {
                             unwinder: &mut self.unwinder,
                             reloaded: &mut self.reloaded,
+                            defer: true,
                         };
                         match decode(kind, &body, &mut self.chains, Some(unwind)) {
-                            Some(e) => {
-                                if let LockEvent::FutexEnter { chain, .. } = e.event {
-                                    if self.user_chains.insert((e.pid, chain)) {
-                                        self.fresh_user_chains.push((e.pid, chain));
-                                    }
-                                }
-                                self.pending.push(e)
-                            }
-                            None => self.malformed += 1,
+                            Decoded::Event(e) => self.accept(e),
+                            Decoded::Defer => deferred.push((kind, body.into_owned())),
+                            Decoded::Malformed => self.malformed += 1,
                         }
                     }
                     ty => {
@@ -363,6 +370,32 @@ impl LockTracer {
                 }
             }
         }
+        self.streams = streams;
+        if deferred.is_empty() {
+            return;
+        }
+        // Their processes' exec and mmap records were written before them: read them now.
+        self.mappings.apply(&mut self.unwinder);
+        for (kind, body) in deferred {
+            let unwind = UnwindState {
+                unwinder: &mut self.unwinder,
+                reloaded: &mut self.reloaded,
+                defer: false,
+            };
+            match decode(kind, &body, &mut self.chains, Some(unwind)) {
+                Decoded::Event(e) => self.accept(e),
+                Decoded::Defer | Decoded::Malformed => self.malformed += 1,
+            }
+        }
+    }
+
+    fn accept(&mut self, e: TimedEvent) {
+        if let LockEvent::FutexEnter { chain, .. } = e.event {
+            if self.user_chains.insert((e.pid, chain)) {
+                self.fresh_user_chains.push((e.pid, chain));
+            }
+        }
+        self.pending.push(e);
     }
 
     fn pair_until(&mut self, cutoff: u64) {
@@ -374,40 +407,60 @@ impl LockTracer {
     }
 }
 
+/// A decoded sample, or why there is none.
+enum Decoded {
+    Event(TimedEvent),
+    /// Its user stack waits for its process's mappings ([`UnwindState::defer`]).
+    Defer,
+    Malformed,
+}
+
 fn decode(
     kind: Kind,
     body: &[u8],
     chains: &mut ChainTable,
     unwind: Option<UnwindState<'_>>,
-) -> Option<TimedEvent> {
+) -> Decoded {
     let user_stack = matches!(kind, Kind::Enter { stack: true, .. });
-    let s = parse_sample(body, kind.callchain(), user_stack)?;
+    let Some(s) = parse_sample(body, kind.callchain(), user_stack) else {
+        return Decoded::Malformed;
+    };
     let event = match kind {
-        Kind::Begin { lock, flags } => LockEvent::Begin {
-            lock: lock.read(s.raw)?,
-            flags: flags.read(s.raw)? as u32,
-            chain: chains.intern(s.callchain.into_iter()),
+        Kind::Begin { lock, flags } => match (lock.read(s.raw), flags.read(s.raw)) {
+            (Some(lock), Some(flags)) => LockEvent::Begin {
+                lock,
+                flags: flags as u32,
+                chain: chains.intern(s.callchain.into_iter()),
+            },
+            _ => return Decoded::Malformed,
         },
-        Kind::End { lock } => LockEvent::End {
-            lock: lock.read(s.raw)?,
+        Kind::End { lock } => match lock.read(s.raw) {
+            Some(lock) => LockEvent::End { lock },
+            None => return Decoded::Malformed,
         },
         Kind::Enter { uaddr, op, .. } => {
-            let (uaddr, op) = (uaddr.read(s.raw)?, op.read(s.raw)? as u32);
+            let (Some(uaddr), Some(op)) = (uaddr.read(s.raw), op.read(s.raw)) else {
+                return Decoded::Malformed;
+            };
             let chain = match unwind {
-                Some(mut u) => u.chain(&s, &s.callchain, usize::from(MAX_STACK)),
+                Some(mut u) => match u.chain(&s, &s.callchain, usize::from(MAX_STACK)) {
+                    Some(chain) => chain,
+                    None => return Decoded::Defer,
+                },
                 None => s.callchain.clone(),
             };
             LockEvent::FutexEnter {
                 uaddr,
-                op,
+                op: op as u32,
                 chain: chains.intern(chain.into_iter()),
             }
         }
-        Kind::Exit { ret } => LockEvent::FutexExit {
-            ret: ret.read(s.raw)? as i64,
+        Kind::Exit { ret } => match ret.read(s.raw) {
+            Some(ret) => LockEvent::FutexExit { ret: ret as i64 },
+            None => return Decoded::Malformed,
         },
     };
-    Some(TimedEvent {
+    Decoded::Event(TimedEvent {
         time: s.time,
         pid: s.pid,
         tid: s.tid,
@@ -564,13 +617,14 @@ mod tests {
                     let unwind = UnwindState {
                         unwinder: &mut unwinder,
                         reloaded: &mut reloaded,
+                        defer: false,
                     };
                     match decode(kind, &body, &mut chains, Some(unwind)) {
-                        Some(e) => {
+                        Decoded::Event(e) => {
                             pairing.feed(&e);
                             decoded += 1;
                         }
-                        None => refused += 1,
+                        Decoded::Defer | Decoded::Malformed => refused += 1,
                     }
                 }
                 let text = String::from_utf8_lossy(&text);

@@ -23,6 +23,7 @@ use perf_event::{Builder, Clock, SampleFlag, Sampler};
 
 use crate::error::PerfError;
 use crate::lock_events::{ChainTable, Field, parse_sample};
+use crate::mapping_stream::MappingStream;
 use crate::offcpu_events::{
     OffCpuTrace, SchedEvent, SchedPairing, TimedSched, is_blocked, split_chain,
 };
@@ -98,6 +99,8 @@ pub struct OffCpuTracer {
     fresh_user_chains: Vec<(u32, u32)>,
     unwinder: Unwinder,
     reloaded: Vec<i32>,
+    /// Exec, fork and mmap records: mappings of processes gone before their samples drain.
+    mappings: MappingStream,
     /// Unwound user chains by [`UnwindKey`]: a task blocking over and over at one call site
     /// (every read of a pipe ping-pong) is unwound once.
     unwound: HashMap<UnwindKey, u32>,
@@ -135,6 +138,7 @@ impl OffCpuTracer {
         let wakeup = TracepointFormat::read("sched", "sched_wakeup")?;
         let pid = field(&wakeup, "pid")?;
         let cpus = online_cpus();
+        let mappings = MappingStream::open(&cpus)?;
         let stack_size = config.stack_size.min(crate::MAX_STACK_SIZE) & !7;
         let budget = TOTAL_BUFFER_BYTES / (2 * cpus.len()).max(1);
         let switch_bytes = config.buffer_bytes.min(budget).next_power_of_two();
@@ -214,6 +218,7 @@ impl OffCpuTracer {
             fresh_user_chains: Vec::new(),
             unwinder: Unwinder::default(),
             reloaded: Vec::new(),
+            mappings,
             unwound: HashMap::new(),
         })
     }
@@ -224,6 +229,7 @@ impl OffCpuTracer {
     pub fn drain(&mut self) {
         let now = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
         self.reloaded.clear();
+        self.mappings.apply(&mut self.unwinder);
         self.read_all(MAX_RECORDS_PER_DRAIN);
         self.pair_until(now.saturating_sub(HOLD_BACK_NS));
     }
@@ -243,6 +249,8 @@ impl OffCpuTracer {
         for s in &mut self.streams {
             let _ = s.sampler.as_counter_mut().disable();
         }
+        self.mappings.disable();
+        self.mappings.apply(&mut self.unwinder);
         self.read_all(usize::MAX);
         self.pair_until(u64::MAX);
         let episodes = std::mem::take(&mut self.pairing).close();
@@ -258,13 +266,16 @@ impl OffCpuTracer {
             episodes,
             chains: std::mem::take(&mut self.chains).into_chains(),
             maps,
-            lost: self.lost,
+            lost: self.lost + self.mappings.lost,
             malformed: self.malformed,
         }
     }
 
     fn read_all(&mut self, max_records: usize) {
-        for stream in &mut self.streams {
+        let mut deferred: Vec<(Kind, Vec<u8>)> = Vec::new();
+        // Out of `self` while read, so that each record can be handed to `self.accept`.
+        let mut streams = std::mem::take(&mut self.streams);
+        for stream in &mut streams {
             let kind = stream.kind;
             let mut budget = max_records;
             while budget > 0 {
@@ -279,11 +290,18 @@ impl OffCpuTracer {
                         let unwind = UnwindState {
                             unwinder: &mut self.unwinder,
                             reloaded: &mut self.reloaded,
+                            defer: true,
                         };
                         let cache = &mut self.unwound;
                         match decode_sample(kind, &body, &mut self.chains, unwind, cache) {
                             Decoded::Event(e) => e,
                             Decoded::Skip => continue,
+                            Decoded::Defer { tid } => {
+                                // Known as blocking now, so that its wake-up is kept.
+                                self.traced.insert(tid);
+                                deferred.push((kind, body.into_owned()));
+                                continue;
+                            }
                             Decoded::Malformed => {
                                 self.malformed += 1;
                                 continue;
@@ -304,19 +322,44 @@ impl OffCpuTracer {
                         continue;
                     }
                 };
-                match event.event {
-                    SchedEvent::Blocked { user_chain, .. } => {
-                        self.traced.insert(event.tid);
-                        if self.user_chains.insert((event.pid, user_chain)) {
-                            self.fresh_user_chains.push((event.pid, user_chain));
-                        }
-                    }
-                    SchedEvent::Wakeup { tid } if !self.traced.contains(&tid) => continue,
-                    _ => {}
-                }
-                self.pending.push(event);
+                self.accept(event);
             }
         }
+        self.streams = streams;
+        if deferred.is_empty() {
+            return;
+        }
+        // Their processes' exec and mmap records were written before them: read them now.
+        self.mappings.apply(&mut self.unwinder);
+        for (kind, body) in deferred {
+            let unwind = UnwindState {
+                unwinder: &mut self.unwinder,
+                reloaded: &mut self.reloaded,
+                defer: false,
+            };
+            match decode_sample(kind, &body, &mut self.chains, unwind, &mut self.unwound) {
+                Decoded::Event(e) => self.accept(e),
+                Decoded::Skip => {}
+                Decoded::Defer { .. } | Decoded::Malformed => self.malformed += 1,
+            }
+        }
+    }
+
+    /// Keeps a decoded event: a blocking switch marks its thread traced (its wake-ups are
+    /// kept from now on) and hands out a new user chain; a wake-up of an untraced thread is
+    /// dropped.
+    fn accept(&mut self, event: TimedSched) {
+        match event.event {
+            SchedEvent::Blocked { user_chain, .. } => {
+                self.traced.insert(event.tid);
+                if self.user_chains.insert((event.pid, user_chain)) {
+                    self.fresh_user_chains.push((event.pid, user_chain));
+                }
+            }
+            SchedEvent::Wakeup { tid } if !self.traced.contains(&tid) => return,
+            _ => {}
+        }
+        self.pending.push(event);
     }
 
     fn pair_until(&mut self, cutoff: u64) {
@@ -332,6 +375,11 @@ enum Decoded {
     Event(TimedSched),
     /// A preempted switch the filter let through.
     Skip,
+    /// A blocking switch of thread `tid` whose user stack waits for its process's mappings
+    /// ([`UnwindState::defer`]).
+    Defer {
+        tid: u32,
+    },
     Malformed,
 }
 
@@ -375,7 +423,10 @@ fn decode_sample(
                     match cache.get(&key) {
                         Some(&i) => i,
                         None => {
-                            let user = unwind.chain(&s, &key.4, usize::from(MAX_STACK));
+                            let Some(user) = unwind.chain(&s, &key.4, usize::from(MAX_STACK))
+                            else {
+                                return Decoded::Defer { tid: s.tid };
+                            };
                             let i = chains.intern(user.into_iter());
                             cache.insert(key, i);
                             i

@@ -76,15 +76,26 @@ pub(crate) struct UnwindState<'a> {
     pub(crate) unwinder: &'a mut Unwinder,
     /// Processes whose maps were re-read during this drain (at most once each).
     pub(crate) reloaded: &'a mut Vec<i32>,
+    /// Give up on a sample whose process has no mapping holding its instruction pointer
+    /// ([`chain`](Self::chain) returns `None`) instead of unwinding it without: its exec and
+    /// mmap records may be in a side-band buffer read before the process ran (the draining
+    /// thread was preempted between the two reads), so the tracer reads them and retries.
+    pub(crate) defer: bool,
 }
 
 impl UnwindState<'_> {
     /// The user chain unwound from the sample's stack copy, or `frame_pointer` (the user part
-    /// of its frame-pointer chain) where that found more (a process gone before its maps
-    /// could be read).
-    pub(crate) fn chain(&mut self, s: &Sample<'_>, frame_pointer: &[u64], max: usize) -> Vec<u64> {
+    /// of its frame-pointer chain) where that found more (a process whose mappings are
+    /// unknown). `None` with [`defer`](Self::defer) when the process's mappings do not hold
+    /// the sample's instruction pointer.
+    pub(crate) fn chain(
+        &mut self,
+        s: &Sample<'_>,
+        frame_pointer: &[u64],
+        max: usize,
+    ) -> Option<Vec<u64>> {
         let Some(regs) = s.regs else {
-            return frame_pointer.to_vec();
+            return Some(frame_pointer.to_vec());
         };
         let pid = s.pid as i32;
         if !self.unwinder.covers(pid, regs.ip) && !self.reloaded.contains(&pid) {
@@ -92,16 +103,19 @@ impl UnwindState<'_> {
             self.reloaded.push(pid);
             self.unwinder.load_process(pid);
         }
+        if self.defer && !self.unwinder.covers(pid, regs.ip) {
+            return None;
+        }
         let unwound = self.unwinder.unwind(pid, regs, s.stack, max);
         let found = frame_pointer
             .iter()
             .filter(|&&a| a < PERF_CONTEXT_MAX)
             .count();
-        if unwound.len() >= found {
+        Some(if unwound.len() >= found {
             unwound
         } else {
             frame_pointer.to_vec()
-        }
+        })
     }
 }
 

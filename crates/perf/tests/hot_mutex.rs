@@ -129,6 +129,56 @@ fn futex_waits_of_a_program_without_frame_pointers_unwind_to_the_function_taking
     );
 }
 
+/// Was: a process's mappings were read from `/proc/PID/maps` at its first drained sample, so a
+/// command that ended before the tracer drained (a short one, or any on a loaded machine
+/// where the draining thread ran late: CI saw every wait "unwinding stopped") unwound
+/// nothing. Now its exec and mmap records give its mappings: here nothing is drained until
+/// the program has exited and been reaped.
+#[test]
+fn futex_waits_of_a_program_gone_before_the_first_drain_still_unwind() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile(dir.path());
+    let config = perf::LockTraceConfig {
+        kernel: false,
+        user: true,
+        ..perf::LockTraceConfig::default()
+    };
+    let tracer = match perf::LockTracer::open(&config) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("skipped: lock tracing unavailable here (run as root with tracefs): {e}");
+            return;
+        }
+    };
+    // Short: 0.2 s of contention fits the ring buffers without a drain.
+    let status = Command::new(&exe)
+        .args(["2", "0.2"])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let trace = tracer.finish();
+    let pids: std::collections::BTreeSet<u32> = trace.futex.iter().map(|w| w.pid).collect();
+    assert_eq!(pids.len(), 1, "one traced process expected: {pids:?}");
+    let pid = *pids.iter().next().unwrap();
+    assert!(
+        std::fs::metadata(format!("/proc/{pid}")).is_err(),
+        "the program should be gone"
+    );
+    let chains = named_chains(&trace, pid);
+    let through = chains
+        .iter()
+        .filter(|c| c.iter().any(|f| f == "take_the_lock"))
+        .count();
+    assert!(
+        through * 2 >= chains.len().saturating_sub(1) && through > 0,
+        "{through} of {} chains reach take_the_lock after the program exited ({} records lost); e.g. {:?}",
+        chains.len(),
+        trace.lost,
+        chains.first()
+    );
+}
+
 /// Records `hot_mutex 2 0.8` with `perf record --call-graph dwarf`, or `None` when perf is
 /// missing (CI installs it) or cannot record here.
 fn record_dwarf(exe: &Path, dir: &Path) -> Option<PathBuf> {

@@ -144,10 +144,11 @@ impl Unwinder {
         space.maps.push(map);
     }
 
-    /// Replaces process `pid`'s mappings with its current `/proc/PID/maps`; false when that
-    /// cannot be read (the process is gone).
+    /// Replaces process `pid`'s mappings with its current `/proc/PID/maps`; false, the
+    /// mappings kept, when that cannot be read or maps nothing executable (the process is gone,
+    /// or a zombie not yet reaped, whose maps read empty).
     pub(crate) fn load_process(&mut self, pid: i32) -> bool {
-        let Some(maps) = read_proc_maps(pid) else {
+        let Some(maps) = read_proc_maps(pid).filter(|m| !m.is_empty()) else {
             return false;
         };
         self.spaces.remove(&pid);

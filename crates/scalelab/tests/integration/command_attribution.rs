@@ -84,6 +84,16 @@ fn only_point(profile: &Value) -> &Value {
 }
 
 /// The user-lock rows of a `locks --json` point.
+/// One line per user lock row (caller, contentions) and the notes: what a failure prints, short
+/// enough for CI's log to keep.
+fn rows_summary(point: &Value) -> String {
+    let rows: Vec<String> = user_rows(point)
+        .iter()
+        .map(|r| format!("{} ×{}", r["caller"], r["contentions"]))
+        .collect();
+    format!("rows: {}; notes: {}", rows.join(", "), point["notes"])
+}
+
 fn user_rows(point: &Value) -> Vec<&Value> {
     point["rows"]
         .as_array()
@@ -216,11 +226,12 @@ fn the_futex_caller_of_a_plain_o2_program_is_the_function_taking_the_lock() {
         .iter()
         .max_by_key(|r| r["contentions"].as_u64().unwrap())
         .unwrap();
-    assert_eq!(hot["caller"], "take_the_lock", "{at2}");
+    assert_eq!(hot["caller"], "take_the_lock", "{}", rows_summary(&at2));
     assert!(
         rows.iter()
             .all(|r| !r["caller"].as_str().unwrap().starts_with("(unknown")),
-        "every wait unwinds to a named caller: {at2}"
+        "every wait unwinds to a named caller: {}",
+        rows_summary(&at2)
     );
 }
 

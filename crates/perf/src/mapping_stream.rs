@@ -1,0 +1,278 @@
+//! [`MappingStream`]: the exec, fork and executable-mmap records of the traced tasks (perf's
+//! "side band", the dummy event `perf record` opens beside its samples), applied to an
+//! [`Unwinder`] so that a process's user stacks unwind after the process is gone.
+//!
+//! Without it a tracer reads a process's mappings from `/proc/PID/maps` when it first drains
+//! one of its samples; a short command (or a machine so loaded that the drain runs late) has
+//! exited by then, and every one of its waits was "unwinding stopped". The records come from
+//! one `PERF_COUNT_SW_DUMMY` event per online CPU, opened on the calling thread with `inherit`
+//! as the tracepoints are, with `mmap | mmap2 | comm | comm_exec | task` and `sample_id_all`:
+//! - `PERF_RECORD_COMM` with `PERF_RECORD_MISC_COMM_EXEC`: the process exec'd, its old
+//!   mappings are forgotten;
+//! - `PERF_RECORD_MMAP2` of an executable file mapping: added to the process;
+//! - `PERF_RECORD_FORK` of a new process (pid ≠ ppid): it starts as a copy of its parent.
+//!
+//! A tracer applies the records before it unwinds the samples of the same drain. Processes
+//! that existed before the tracer opened (a built-in trial's own process) have no records;
+//! the tracer reads their `/proc/PID/maps` while they live, as before. Records are parsed with
+//! `perf-event-data` (through `perf-event2`'s `Record::parse_record`).
+
+use perf_event::data::Record as Parsed;
+use perf_event::events::Software;
+use perf_event::{Builder, Clock, SampleFlag, Sampler};
+
+use crate::error::PerfError;
+use crate::trace_ring::lost_records;
+use crate::unwind::{MappedFile, Unwinder};
+
+/// Ring buffer data size per CPU: an exec and its libraries are a few dozen records.
+const BUFFER_BYTES: usize = 64 << 10;
+/// `PERF_RECORD_MISC_COMM_EXEC`.
+const MISC_COMM_EXEC: u16 = 1 << 13;
+/// `PROT_EXEC`.
+const PROT_EXEC: u32 = 4;
+
+/// What one side-band record says about an address space.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum MappingChange {
+    /// Process `pid` exec'd: its mappings start over.
+    Exec { pid: u32 },
+    /// Process `child` was forked from `parent`.
+    Fork { parent: u32, child: u32 },
+    /// Process `pid` mapped a file executable.
+    Map { pid: u32, map: MappedFile },
+}
+
+impl MappingChange {
+    /// Applies the change to `unwinder`.
+    pub(crate) fn apply(self, unwinder: &mut Unwinder) {
+        match self {
+            MappingChange::Exec { pid } => unwinder.forget(pid as i32),
+            MappingChange::Fork { parent, child } => {
+                let (parent, child) = (parent as i32, child as i32);
+                if unwinder.maps(parent).is_empty() {
+                    // A parent from before the tracer opened: alive at its fork.
+                    unwinder.load_process(parent);
+                }
+                unwinder.fork(parent, child);
+            }
+            MappingChange::Map { pid, map } => {
+                let path = std::path::PathBuf::from(&map.path);
+                unwinder.add_mapping(pid as i32, map, &path);
+            }
+        }
+    }
+}
+
+/// One CPU's dummy event.
+struct Stream {
+    sampler: Sampler,
+}
+
+/// The side-band events of a tracer, per online CPU; `Drop` unmaps and closes them.
+pub(crate) struct MappingStream {
+    streams: Vec<Stream>,
+    /// Records the kernel dropped (the buffer was full).
+    pub(crate) lost: u64,
+}
+
+impl std::fmt::Debug for MappingStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappingStream")
+            .field("cpus", &self.streams.len())
+            .field("lost", &self.lost)
+            .finish()
+    }
+}
+
+impl MappingStream {
+    /// Opens the dummy events on the calling thread for `cpus`, inherited by the threads and
+    /// processes it creates from now on.
+    pub(crate) fn open(cpus: &[usize]) -> Result<MappingStream, PerfError> {
+        let name = "dummy (mmap, comm, task records)";
+        let mut streams = Vec::with_capacity(cpus.len());
+        for &cpu in cpus {
+            let mut builder = Builder::new(Software::DUMMY);
+            builder
+                .observe_self()
+                .one_cpu(cpu)
+                .inherit(true)
+                .include_kernel()
+                .exclude_hv(true)
+                .mmap(true)
+                .mmap2(true)
+                .comm(true)
+                .comm_exec(true)
+                .task(true)
+                .sample_id_all(true)
+                .sample(SampleFlag::TID | SampleFlag::TIME)
+                .clockid(Clock::MONOTONIC)
+                .enabled(true);
+            let counter = builder.build().map_err(|e| PerfError::open(name, &e))?;
+            let sampler = counter
+                .sampled(BUFFER_BYTES)
+                .map_err(|e| PerfError::open(name, &e))?;
+            streams.push(Stream { sampler });
+        }
+        Ok(MappingStream { streams, lost: 0 })
+    }
+
+    /// Reads every record so far and applies them, oldest first, to `unwinder`.
+    pub(crate) fn apply(&mut self, unwinder: &mut Unwinder) {
+        let mut changes: Vec<(u64, MappingChange)> = Vec::new();
+        for stream in &mut self.streams {
+            while let Some(record) = stream.sampler.next_record() {
+                let (ty, misc) = (record.ty(), record.misc());
+                let body = record.to_contiguous().into_owned();
+                let lost = lost_records(ty, &body);
+                if lost > 0 {
+                    self.lost += lost;
+                    continue;
+                }
+                let Ok(parsed) = record.parse_record() else {
+                    continue;
+                };
+                if let Some(change) = change_of(&parsed, misc) {
+                    changes.push((sample_id_time(&body), change));
+                }
+            }
+        }
+        changes.sort_by_key(|(t, _)| *t);
+        for (_, change) in changes {
+            change.apply(unwinder);
+        }
+    }
+
+    /// Stops recording.
+    pub(crate) fn disable(&mut self) {
+        for s in &mut self.streams {
+            let _ = s.sampler.as_counter_mut().disable();
+        }
+    }
+}
+
+/// The time a record was written: with `sample_id_all` and a sample type of `TID | TIME`,
+/// every record ends with `{ u32 pid, tid; u64 time }`. 0 for a body too short to carry it.
+fn sample_id_time(body: &[u8]) -> u64 {
+    body.len()
+        .checked_sub(8)
+        .and_then(|at| body[at..].try_into().ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+/// What a parsed record changes, if anything.
+fn change_of(parsed: &Parsed<'_>, misc: u16) -> Option<MappingChange> {
+    match parsed {
+        Parsed::Comm(c) if misc & MISC_COMM_EXEC != 0 => Some(MappingChange::Exec { pid: c.pid }),
+        Parsed::Fork(f) if f.pid != f.ppid => Some(MappingChange::Fork {
+            parent: f.ppid,
+            child: f.pid,
+        }),
+        Parsed::Mmap2(m) => map_change(m.pid, m.addr, m.len, m.pgoff, m.prot, &m.filename),
+        Parsed::Mmap(m) => map_change(m.pid, m.addr, m.len, m.pgoff, PROT_EXEC, &m.filename),
+        _ => None,
+    }
+}
+
+fn map_change(
+    pid: u32,
+    addr: u64,
+    len: u64,
+    pgoff: u64,
+    prot: u32,
+    filename: &[u8],
+) -> Option<MappingChange> {
+    let path = std::str::from_utf8(filename).ok()?;
+    let path = path.trim_end_matches('\0');
+    if prot & PROT_EXEC == 0 || !path.starts_with('/') || len == 0 {
+        return None;
+    }
+    let path = path.strip_suffix(" (deleted)").unwrap_or(path);
+    Some(MappingChange::Map {
+        pid,
+        map: MappedFile {
+            start: addr,
+            end: addr.checked_add(len)?,
+            offset: pgoff,
+            path: path.to_string(),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn this_exe() -> String {
+        std::fs::read_link("/proc/self/exe")
+            .unwrap()
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    #[test]
+    fn only_executable_file_mappings_become_changes() {
+        let exe = this_exe();
+        let name = format!("{exe}\0\0\0");
+        let change = map_change(7, 0x1000, 0x2000, 0x3000, PROT_EXEC | 1, name.as_bytes());
+        assert_eq!(
+            change,
+            Some(MappingChange::Map {
+                pid: 7,
+                map: MappedFile {
+                    start: 0x1000,
+                    end: 0x3000,
+                    offset: 0x3000,
+                    path: exe.clone(),
+                },
+            })
+        );
+        assert_eq!(map_change(7, 0x1000, 0x2000, 0, 1, exe.as_bytes()), None);
+        assert_eq!(map_change(7, 0x1000, 0x2000, 0, PROT_EXEC, b"[vdso]"), None);
+        assert_eq!(
+            map_change(7, u64::MAX, 2, 0, PROT_EXEC, exe.as_bytes()),
+            None
+        );
+        let deleted = format!("{exe} (deleted)");
+        let Some(MappingChange::Map { map, .. }) =
+            map_change(7, 0, 1, 0, PROT_EXEC, deleted.as_bytes())
+        else {
+            panic!("a deleted file's mapping is kept");
+        };
+        assert_eq!(map.path, exe);
+    }
+
+    #[test]
+    fn a_records_time_is_its_last_eight_bytes() {
+        let mut body = vec![0u8; 24];
+        body[16..].copy_from_slice(&123_456u64.to_le_bytes());
+        assert_eq!(sample_id_time(&body), 123_456);
+        assert_eq!(sample_id_time(&[1, 2, 3]), 0);
+    }
+
+    #[test]
+    fn a_fork_copies_the_parent_and_an_exec_starts_over() {
+        let exe = this_exe();
+        let mut unwinder = Unwinder::default();
+        let map = MappedFile {
+            start: 0x1000,
+            end: 0x2000,
+            offset: 0,
+            path: exe,
+        };
+        MappingChange::Map {
+            pid: 10,
+            map: map.clone(),
+        }
+        .apply(&mut unwinder);
+        MappingChange::Fork {
+            parent: 10,
+            child: 11,
+        }
+        .apply(&mut unwinder);
+        assert_eq!(unwinder.maps(11), std::slice::from_ref(&map));
+        MappingChange::Exec { pid: 11 }.apply(&mut unwinder);
+        assert!(unwinder.maps(11).is_empty());
+        assert_eq!(unwinder.maps(10).len(), 1);
+    }
+}
