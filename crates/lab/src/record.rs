@@ -412,6 +412,11 @@ pub struct ProfileRef {
     pub event: String,
     /// Sampling frequency asked of perf (Hz).
     pub frequency: u32,
+    /// The thread ids of a built-in trial's tasks: the profile keeps their samples only (the
+    /// trial child's sampler and tracer threads are scalelab's). Empty for a command's profile
+    /// (its whole process tree is the workload) and for runs recorded before this was kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<u32>,
 }
 
 /// Lock contention of one trial's window, kernel locks and user (futex) locks.
@@ -477,9 +482,13 @@ pub struct OffCpuSite {
     /// Who blocked: the first user frame outside the C library's locking code for a futex,
     /// else the first kernel function outside the scheduler and lock code.
     pub caller: String,
-    /// A representative call chain, innermost first: kernel frames, then user frames.
+    /// The kernel part of a representative call chain (the longest episode's), innermost
+    /// first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stack: Vec<String>,
+    /// The user part of the same chain, innermost first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub user_stack: Vec<String>,
     /// Blocking episodes seen inside the window.
     pub count: u64,
     /// Summed blocked time.

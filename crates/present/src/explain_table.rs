@@ -118,6 +118,59 @@ fn mechanism(m: Mechanism) -> &'static str {
     }
 }
 
+/// A ratio of two measured per-op figures, `—` when the denominator is too small to judge
+/// (under 1% of the point's ns/op/task: a workload that hardly blocks).
+fn ratio(num: Option<f64>, den: Option<f64>, scale: f64) -> String {
+    match (num, den) {
+        (Some(a), Some(b)) if b > 0.01 * scale => format!("{:.3}", a / b),
+        (Some(_), Some(_)) => "—".into(),
+        _ => String::new(),
+    }
+}
+
+/// The agreement table: per N, blocked time the trace saw against the same trials' residual,
+/// and the profile's CPU per op against the same trials' user + system. Empty without traces
+/// or profiles. Shared by the terminal and the HTML report.
+pub fn agreement_rows(e: &Explanation) -> (Vec<String>, Vec<Vec<String>>) {
+    let opt = |x: Option<f64>| x.map_or_else(String::new, duration);
+    let any_blocked = e.points.iter().any(|p| p.offcpu_traced_ns.is_some());
+    let any_cpu = e.points.iter().any(|p| p.cpu_profiled_ns.is_some());
+    if !any_blocked && !any_cpu {
+        return (Vec::new(), Vec::new());
+    }
+    let mut headers = vec!["N".to_string()];
+    if any_blocked {
+        headers.extend(["blocked, traced", "residual", "traced/residual"].map(String::from));
+    }
+    if any_cpu {
+        headers.extend(["CPU, profile", "user+sys", "profile/accounting"].map(String::from));
+    }
+    let rows = e
+        .points
+        .iter()
+        .map(|p| {
+            let scale = p.accounting.ns_per_op_task;
+            let mut row = vec![p.n.to_string()];
+            if any_blocked {
+                row.extend([
+                    opt(p.offcpu_traced_ns),
+                    opt(p.offcpu_residual_ns),
+                    ratio(p.offcpu_traced_ns, p.offcpu_residual_ns, scale),
+                ]);
+            }
+            if any_cpu {
+                row.extend([
+                    opt(p.cpu_profiled_ns),
+                    opt(p.cpu_profiled_trials_ns),
+                    ratio(p.cpu_profiled_ns, p.cpu_profiled_trials_ns, scale),
+                ]);
+            }
+            row
+        })
+        .collect();
+    (headers, rows)
+}
+
 fn trial_list(trials: &[u32]) -> String {
     let v: Vec<String> = trials.iter().map(|i| (i + 1).to_string()).collect();
     v.join(",")
@@ -142,18 +195,13 @@ pub fn write(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Re
             "system",
             "run queue",
             "off-CPU",
-            "traced off-CPU",
-            "untraced",
-            "profiled CPU",
-            "unprofiled CPU",
             "CV",
             "trials",
         ],
-        12,
-        &["unprofiled CPU", "profiled CPU", "CV", "untraced"],
+        8,
+        &["CV"],
         None,
     );
-    let opt = |x: Option<f64>| x.map_or_else(|| "—".into(), duration);
     for p in &e.points {
         let a = &p.accounting;
         t.add_row(vec![
@@ -167,15 +215,26 @@ pub fn write(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Re
                 "—".into()
             },
             duration(a.offcpu_ns),
-            opt(p.offcpu_traced_ns),
-            opt(p.offcpu_unexplained_ns),
-            opt(p.cpu_profiled_ns),
-            opt(p.cpu_unexplained_ns),
             a.cv.map_or_else(|| "—".into(), |c| format!("{:.1}%", c * 100.0)),
             a.trials.len().to_string(),
         ]);
     }
     t.write_terminal(out, opts)?;
+
+    let (headers, rows) = agreement_rows(e);
+    if !rows.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "the traces against the accounting, on the same trials (per op; a ratio of 1.00 is full agreement)"
+        )?;
+        let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+        let mut t = Grid::plain(&headers, headers.len(), &[], None);
+        for r in rows {
+            t.add_row(r);
+        }
+        t.write_terminal(out, opts)?;
+    }
 
     if let Some(g) = &e.growth {
         writeln!(out)?;
@@ -347,7 +406,7 @@ mod tests {
         let t = text();
         let second = t.lines().nth(1).expect("an answer line");
         assert!(
-            second.starts_with("scales to 1.25 out of 2 tasks · an op costs 1.00µs at N=1 and 1.60µs at N=2 (+600ns) · 93% of that is futex wait on 0x7f00aa10 from worker_lock (offcpu)"),
+            second.starts_with("scales to 1.25 out of 2 tasks · an op costs 1.00µs at N=1 and 1.60µs at N=2 (+600ns) · 93% of that is futex wait from worker_lock (offcpu)"),
             "{t}"
         );
         assert!(second.ends_with("· 11% unexplained"), "{second}");
@@ -365,6 +424,8 @@ mod tests {
             "no lock trace",
             "noise: A cause is named only when",
             "blocked time split by offcpu (1,2,3)",
+            "the traces against the accounting, on the same trials",
+            "traced/residual",
         ] {
             assert!(t.contains(needle), "{needle} missing from\n{t}");
         }

@@ -49,6 +49,25 @@ pub fn warnings(p: &PointProfile) -> Vec<String> {
     w
 }
 
+/// What the header line says was dropped: samples outside the window, and samples of
+/// scalelab's own threads in the trial child.
+fn dropped(p: &PointProfile) -> String {
+    let mut out = String::new();
+    if p.outside_window > 0 {
+        out.push_str(&format!(
+            " · {} outside the window dropped",
+            plural(p.outside_window as usize, "sample")
+        ));
+    }
+    if p.other_threads > 0 {
+        out.push_str(&format!(
+            " · {} of scalelab's sampler and tracers dropped",
+            plural(p.other_threads as usize, "sample")
+        ));
+    }
+    out
+}
+
 /// The top functions of one point, kernel and user, by self share.
 pub fn write_top(
     out: &mut dyn Write,
@@ -65,14 +84,7 @@ pub fn write_top(
         label(&p.event),
         plural(p.samples as usize, "sample"),
         si(p.ops as f64),
-        if p.outside_window > 0 {
-            format!(
-                " · {} outside the window dropped",
-                plural(p.outside_window as usize, "sample")
-            )
-        } else {
-            String::new()
-        }
+        dropped(p)
     )?;
     for f in &p.files {
         writeln!(out, "  perf report -i {}", label(f))?;
@@ -296,6 +308,7 @@ mod tests {
             samples: 200,
             period: 250_000,
             outside_window: 0,
+            other_threads: 0,
             throttled: 0,
             lost: 0,
             functions: vec![

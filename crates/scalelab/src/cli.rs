@@ -214,6 +214,8 @@ pub enum ModeArg {
 // One of WORKLOAD or --cmd, and the usage line says so.
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("what").required(true).args(["workload", "cmd"])))]
+// --profile-trials needs a profile: --profile, or --explain which records one.
+#[command(group(ArgGroup::new("profiling").multiple(true).args(["profile", "explain"])))]
 pub struct RunArgs {
     /// A built-in workload (see `scalelab list`); or give --cmd instead.
     pub workload: Option<String>,
@@ -306,10 +308,11 @@ pub struct RunArgs {
     /// the perf.data files are kept beside the database. See `scalelab profile`.
     #[arg(long)]
     pub profile: bool,
-    /// How many trials of each point --profile records.
-    #[arg(long, value_name = "K", default_value_t = 1, requires = "profile")]
+    /// How many trials of each point --profile (or --explain) records.
+    #[arg(long, value_name = "K", default_value_t = 1, requires = "profiling")]
     pub profile_trials: u32,
-    /// Record the evidence `scalelab explain` reads (= --profile --locks --offcpu), then print the explanation after the run.
+    /// Record the evidence `scalelab explain` reads (= --profile --locks --offcpu), then print
+    /// the explanation after the run.
     #[arg(long)]
     pub explain: bool,
     /// Trace when the tasks block (sched:sched_switch/sched_wakeup, with kernel and user

@@ -85,6 +85,7 @@ mod tests {
                 path: format!("/p/{tag}.perf.data"),
                 event: "cpu-clock".into(),
                 frequency: 99,
+                threads: Vec::new(),
             }),
             locks: Some(LockReport {
                 notes: vec![tag.into()],

@@ -216,7 +216,11 @@ fn summarise(
             let stack = chain(k)
                 .iter()
                 .map(|&ip| kallsyms.describe(ip))
-                .chain(chain(u).iter().map(|&a| user_frame(pid, a).describe(a)))
+                .take(STACK_FRAMES)
+                .collect();
+            let user_stack = chain(u)
+                .iter()
+                .map(|&a| user_frame(pid, a).describe(a))
                 .take(STACK_FRAMES)
                 .collect();
             OffCpuSite {
@@ -224,6 +228,7 @@ fn summarise(
                 object: cause.object,
                 caller: function_of(&cause.caller).to_string(),
                 stack,
+                user_stack,
                 count: site.count,
                 total: Nanos(site.total),
                 max: Nanos(site.max),

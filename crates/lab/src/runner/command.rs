@@ -304,6 +304,7 @@ fn recorded(req: &super::ProfileRequest, path: &std::path::Path) -> Option<Profi
             path: path.display().to_string(),
             event: req.event.clone(),
             frequency: req.frequency,
+            threads: Vec::new(),
         })
 }
 

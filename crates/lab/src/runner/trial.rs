@@ -156,7 +156,13 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
         samples: window.samples,
         steps: Vec::new(),
         clock_window: Some(window.clock),
-        profile: None,
+        // Which threads a profile keeps: the parent fills in the rest once perf has written it.
+        profile: spec.profile.as_ref().map(|req| crate::record::ProfileRef {
+            path: String::new(),
+            event: req.event.clone(),
+            frequency: req.frequency,
+            threads: task_tids,
+        }),
         locks,
         offcpu,
         harness: Some(HarnessCost {

@@ -108,6 +108,7 @@ mod store {
                             path: format!("/x/n1-t0-s{i}.perf.data"),
                             event: "cycles".into(),
                             frequency: 997,
+                            threads: Vec::new(),
                         }),
                         locks: Some(LockReport {
                             user: vec![LockContention {
@@ -134,6 +135,8 @@ mod store {
                     path: "/x/n1-t0.perf.data".into(),
                     event: "cpu-clock".into(),
                     frequency: 999,
+                    // A built-in trial's task threads round-trip.
+                    threads: vec![41, 42],
                 }),
                 locks: (index % 2 == 0).then(|| LockReport {
                     kernel: vec![LockContention {
@@ -156,7 +159,8 @@ mod store {
                         kind: "io".into(),
                         object: "fsync".into(),
                         caller: "do_fsync".into(),
-                        stack: vec!["schedule".into(), "do_fsync".into(), "main".into()],
+                        stack: vec!["schedule".into(), "do_fsync".into()],
+                        user_stack: vec!["fsync".into(), "main".into()],
                         count: 4,
                         total: Nanos(5_000),
                         max: Nanos(2_000),

@@ -103,6 +103,7 @@ pub(super) fn aggregate(raw: RawProfile, names: Names) -> Profile {
         samples: raw.samples,
         period: raw.period,
         outside_window: raw.outside_window,
+        other_threads: raw.other_threads,
         throttled: raw.throttled,
         lost: raw.lost,
         functions: sorted,

@@ -31,6 +31,9 @@ pub struct ProfileOptions {
     /// Keep only samples whose time (CLOCK_MONOTONIC ns, `perf record -k CLOCK_MONOTONIC`)
     /// lies in `[start, end]`.
     pub window: Option<(u64, u64)>,
+    /// Keep only samples of these threads, sorted (a built-in trial's tasks: the trial child's
+    /// sampler and tracer threads are scalelab's, not the workload's); `None` keeps every thread.
+    pub threads: Option<Vec<u32>>,
 }
 
 /// One symbolised function and its cost in one profile.
@@ -89,6 +92,8 @@ pub struct Profile {
     pub period: u64,
     /// Samples outside the window, dropped.
     pub outside_window: u64,
+    /// Samples in the window of threads other than [`ProfileOptions::threads`], dropped.
+    pub other_threads: u64,
     /// PERF_RECORD_THROTTLE records: the kernel lowered the sampling rate.
     pub throttled: u64,
     /// Samples the kernel lost (ring buffer full), from PERF_RECORD_LOST.
@@ -116,7 +121,7 @@ pub const NO_KALLSYMS_NOTE: &str = symbols::NO_KALLSYMS;
 /// reported the same way instead of taking the process down.
 pub fn read_profile(path: &Path, options: &ProfileOptions) -> Result<Profile, PerfError> {
     let read = || -> Result<Profile, PerfError> {
-        let raw = records::read(path, options.window)?;
+        let raw = records::read(path, options.window, options.threads.as_deref())?;
         let malformed = raw.malformed;
         let names = symbols::symbolise(&raw, options.kallsyms.as_deref());
         let mut profile = aggregate::aggregate(raw, names);
@@ -203,6 +208,7 @@ mod tests {
             kallsyms: None,
             // The fixture spans CLOCK_MONOTONIC 2881.466 s .. 2881.877 s.
             window: Some((0, 2_881_600_000_000)),
+            threads: None,
         };
         let part = read_profile(Path::new(FIXTURE), &options).unwrap();
         assert!(part.samples > 0 && part.samples < all.samples);
@@ -217,7 +223,7 @@ mod tests {
             data[at..at + bytes.len()].copy_from_slice(bytes);
         }
         let len = data.len() as u64;
-        records::read_from(std::io::Cursor::new(data), len, None)
+        records::read_from(std::io::Cursor::new(data), len, None, None)
     }
 
     /// (offset, size) of the fixture's data section, from its header.

@@ -73,6 +73,8 @@ pub(super) struct RawProfile {
     pub samples: u64,
     pub period: u64,
     pub outside_window: u64,
+    /// Samples of threads the reader was not asked for.
+    pub other_threads: u64,
     pub throttled: u64,
     pub lost: u64,
     /// Records that could not be parsed (corrupt), skipped.
@@ -108,7 +110,11 @@ struct Builder {
     chain: Vec<(u64, bool)>,
 }
 
-pub(super) fn read(path: &Path, window: Option<(u64, u64)>) -> Result<RawProfile, PerfError> {
+pub(super) fn read(
+    path: &Path,
+    window: Option<(u64, u64)>,
+    threads: Option<&[u32]>,
+) -> Result<RawProfile, PerfError> {
     let fail = |cause: String| PerfError::ProfileData {
         path: path.display().to_string(),
         cause,
@@ -118,7 +124,13 @@ pub(super) fn read(path: &Path, window: Option<(u64, u64)>) -> Result<RawProfile
         .metadata()
         .map_err(|e| fail(format!("reading its size: {e}")))?
         .len();
-    read_from(BufReader::with_capacity(1 << 20, file), len, window).map_err(fail)
+    read_from(
+        BufReader::with_capacity(1 << 20, file),
+        len,
+        window,
+        threads,
+    )
+    .map_err(fail)
 }
 
 /// Reads the perf.data held by `source`, `len` bytes long; the error is the cause alone.
@@ -126,6 +138,7 @@ pub(super) fn read_from<R: Read + Seek>(
     mut source: R,
     len: u64,
     window: Option<(u64, u64)>,
+    threads: Option<&[u32]>,
 ) -> Result<RawProfile, String> {
     let layout = layout::check(&mut source, len)?;
     let guarded =
@@ -180,6 +193,12 @@ pub(super) fn read_from<R: Read + Seek>(
                 if let (Some((lo, hi)), Some(t)) = (window, s.timestamp) {
                     if t < lo || t > hi {
                         b.raw.outside_window += 1;
+                        continue;
+                    }
+                }
+                if let (Some(threads), Some(tid)) = (threads, s.tid) {
+                    if threads.binary_search(&(tid as u32)).is_err() {
+                        b.raw.other_threads += 1;
                         continue;
                     }
                 }

@@ -181,7 +181,7 @@ mod tests {
             "the explanation comes first in the run's section"
         );
         for needle in [
-            "93% of that is futex wait on 0x7f00aa10 from &lt;b&gt;worker_lock&lt;&#x2f;b&gt;",
+            "93% of that is futex wait from &lt;b&gt;worker_lock&lt;&#x2f;b&gt;",
             "Time per op (ns&#x2f;op&#x2f;task",
             "Growth from N=1 to N=2 by cause",
             "no profile: user and system time are not split by function — run with --profile",

@@ -178,7 +178,6 @@ fn explain_section(e: &Explanation) -> ExplainSection {
         .iter()
         .map(|p| {
             let a = &p.accounting;
-            let opt = |x: Option<f64>| x.map_or_else(|| "—".into(), duration);
             vec![
                 p.n.to_string(),
                 duration(a.ns_per_op_task),
@@ -190,9 +189,6 @@ fn explain_section(e: &Explanation) -> ExplainSection {
                     "—".into()
                 },
                 duration(a.offcpu_ns),
-                opt(p.offcpu_traced_ns),
-                opt(p.offcpu_unexplained_ns),
-                opt(p.cpu_profiled_ns),
                 a.trials.len().to_string(),
             ]
         })
@@ -207,9 +203,6 @@ fn explain_section(e: &Explanation) -> ExplainSection {
             "system",
             "run queue",
             "off-CPU",
-            "traced off-CPU",
-            "untraced",
-            "profiled CPU",
             "trials",
         ]
         .map(String::from)
@@ -218,6 +211,16 @@ fn explain_section(e: &Explanation) -> ExplainSection {
         left_columns: 0,
         empty: "No point was measured.".into(),
     }];
+    let (headers, rows) = crate::explain_table::agreement_rows(e);
+    if !rows.is_empty() {
+        tables.push(Table {
+            caption: "The traces against the accounting, on the same trials (per op; 1.00 is full agreement)".into(),
+            headers,
+            rows,
+            left_columns: 0,
+            empty: String::new(),
+        });
+    }
     if let Some(g) = &e.growth {
         let mut rows: Vec<Vec<String>> = g
             .named

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::analysis::profile::PointProfile;
-use crate::record::{LockContention, OffCpuSite, TrialMeasurement};
+use crate::record::{LockContention, LockReport, OffCpuSite, TrialMeasurement};
 
 /// What kind of cause, and so which part of the accounting it lives in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -174,7 +174,7 @@ fn pool(rows: Vec<(usize, Cause, u64)>, ops: &[u64]) -> Vec<Part> {
             if acc.objects.len() > 1 {
                 acc.cause.object = format!("{} addresses", acc.objects.len());
             }
-            acc.cause.evidence.truncate(6);
+            acc.cause.evidence.truncate(8);
             let total: u64 = acc.per_trial.iter().sum();
             Part {
                 ns_per_op: if total_ops > 0 {
@@ -207,15 +207,69 @@ fn lock_cause(kind: CauseKind, c: &LockContention) -> Cause {
     }
 }
 
-fn site_cause(s: &OffCpuSite) -> Cause {
+/// Scheduler frames: on every blocked chain, they say nothing about the cause.
+fn is_scheduler_frame(frame: &str) -> bool {
+    ["schedule", "__schedule", "io_schedule", "preempt_schedule"]
+        .iter()
+        .any(|s| frame.starts_with(s) && frame[s.len()..].starts_with(['+', '_', ' ']))
+}
+
+/// A site's call chain as evidence, innermost first, scheduler frames left out: for a kernel
+/// lock the kernel frames (where the lock is taken), for the rest the user frames first (who
+/// blocked), then the kernel path into the wait.
+fn site_evidence(kind: CauseKind, s: &OffCpuSite) -> Vec<String> {
+    let kernel = s.stack.iter().filter(|f| !is_scheduler_frame(f));
+    let (first, then): (Vec<&String>, Vec<&String>) = if kind == CauseKind::KernelLock {
+        (
+            kernel.take(6).collect(),
+            s.user_stack.iter().take(2).collect(),
+        )
+    } else {
+        (
+            s.user_stack.iter().take(5).collect(),
+            kernel.take(3).collect(),
+        )
+    };
+    let mut out: Vec<String> = first.into_iter().cloned().collect();
+    if !then.is_empty() {
+        let label = if kind == CauseKind::KernelLock {
+            "user"
+        } else {
+            "kernel"
+        };
+        out.push(format!(
+            "{label}: {}",
+            then.iter()
+                .map(|f| f.as_str())
+                .collect::<Vec<_>>()
+                .join(" ← ")
+        ));
+    }
+    out
+}
+
+/// An off-CPU site as a cause. A switch event does not say which lock a task waited for:
+/// with the same trial's lock trace, a lock wait of the same kind from the same caller names
+/// it (the futex's address, the kernel lock's symbol or address); without one, only the kind
+/// and the caller name it.
+fn site_cause(s: &OffCpuSite, locks: Option<&LockReport>) -> Cause {
     let kind = offcpu_kind(&s.kind);
+    let object = match kind {
+        CauseKind::UserLock | CauseKind::KernelLock => locks
+            .into_iter()
+            .flat_map(|r| r.user.iter().chain(&r.kernel))
+            .filter(|c| c.kind == s.kind && c.caller == s.caller)
+            .max_by_key(|c| c.wait_total)
+            .map_or_else(String::new, |c| c.lock.clone()),
+        _ => s.object.clone(),
+    };
     Cause {
         kind,
         what: s.kind.clone(),
-        object: s.object.clone(),
+        object,
         caller: s.caller.clone(),
         source: kind.source(true),
-        evidence: s.stack.iter().take(8).cloned().collect(),
+        evidence: site_evidence(kind, s),
     }
 }
 
@@ -234,7 +288,8 @@ pub(crate) fn offcpu_parts(
         for (i, (_, m)) in traced.iter().enumerate() {
             let Some(r) = &m.offcpu else { continue };
             total += r.total.0;
-            rows.extend(r.sites.iter().map(|s| (i, site_cause(s), s.total.0)));
+            let locks = m.locks.as_ref();
+            rows.extend(r.sites.iter().map(|s| (i, site_cause(s, locks), s.total.0)));
         }
         let all_ops: u64 = ops.iter().sum();
         let covered = if all_ops > 0 {
@@ -285,9 +340,11 @@ pub(crate) fn spin_parts(trials: &[(u32, &TrialMeasurement)]) -> Option<Vec<Part
     Some(pool(rows, &ops))
 }
 
-/// CPU per op by function from a `cpu-clock` profile (self cost), most first; with
-/// `skip_spin`, the kernel's spin slow paths are left out (the lock trace has them).
-pub(crate) fn function_parts(p: &PointProfile, skip_spin: bool) -> Vec<Part> {
+/// CPU per op by function from a `cpu-clock` profile (self cost × `scale`: the point's median
+/// CPU per op over the profile's own, so that the functions split the accounting's CPU by
+/// their shares of the samples), most first; with `skip_spin`, the kernel's spin slow paths
+/// are left out (the lock trace has them).
+pub(crate) fn function_parts(p: &PointProfile, skip_spin: bool, scale: f64) -> Vec<Part> {
     p.functions
         .iter()
         .filter(|f| !(skip_spin && f.kernel && f.name.contains("spin")))
@@ -304,7 +361,7 @@ pub(crate) fn function_parts(p: &PointProfile, skip_spin: bool) -> Vec<Part> {
                         f.name, f.dso, f.self_share
                     )],
                 },
-                ns_per_op: f.cost_per_op?,
+                ns_per_op: f.cost_per_op? * scale,
                 per_trial: Vec::new(),
             })
         })

@@ -33,7 +33,7 @@ pub use self::usl_reading::UslReading;
 
 use crate::analysis::profile::PointProfile;
 use crate::analysis::summary::{ScalesTo, summarize};
-use crate::record::RunData;
+use crate::record::{RunData, TrialMeasurement};
 
 /// One N: its accounting and its parts by cause.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -49,8 +49,12 @@ pub struct PointExplain {
     pub offcpu_source: Option<&'static str>,
     /// The trials (0-based) that split blocked time.
     pub offcpu_trials: Vec<u32>,
-    /// Blocked time the trace saw, per op (for comparison with `accounting.offcpu_ns`).
+    /// Blocked time the trace saw, per op, pooled over the traced trials.
     pub offcpu_traced_ns: Option<f64>,
+    /// The same trials' residual, N·W − user − system − run-queue wait, per op, pooled: what
+    /// the trace should have seen. `offcpu_traced_ns` against it is the trace's agreement with
+    /// the accounting, measured on the same trials.
+    pub offcpu_residual_ns: Option<f64>,
     /// Blocked time no trace accounts for: `accounting.offcpu_ns − offcpu_traced_ns` (negative
     /// when the trace saw more than the residual).
     pub offcpu_unexplained_ns: Option<f64>,
@@ -58,9 +62,17 @@ pub struct PointExplain {
     pub lock_trials: Vec<u32>,
     /// The perf.data files behind the CPU split.
     pub profile_files: Vec<String>,
-    /// CPU per op the profile (and kernel spinning) accounts for.
+    /// CPU per op the profile saw in its own trials (its tasks' samples × period ÷ those
+    /// trials' ops).
     pub cpu_profiled_ns: Option<f64>,
-    /// User + system CPU per op the profile does not account for (negative when it saw more).
+    /// The same trials' user + system CPU per op, pooled: `cpu_profiled_ns` against it is the
+    /// profile's agreement with the accounting, measured on the same trials (`None` for a
+    /// profile read without its trials, e.g. merged from elsewhere).
+    pub cpu_profiled_trials_ns: Option<f64>,
+    /// User + system CPU per op (the medians) the split by function and spinning does not
+    /// account for. The functions' shares of the profile are applied to the point's median
+    /// CPU (a profiled trial runs beside `perf record` and may be slower or faster than the
+    /// rest), so what is left is the spin functions' share against the lock trace's spinning.
     pub cpu_unexplained_ns: Option<f64>,
 }
 
@@ -150,11 +162,17 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
     }
     let spin_ns: f64 = spin.iter().flatten().map(|p| p.ns_per_op).sum();
     let profile = profile.filter(|p| p.unit == "ns" && p.ops > 0);
-    let (mut profiled, mut profile_files) = (None, Vec::new());
+    let cpu = acc.user_ns + acc.system_ns;
+    let (mut profiled, mut profiled_trials, mut split_cpu, mut profile_files) =
+        (None, None, None, Vec::new());
     match profile {
         Some(p) => {
-            let f = cause::function_parts(p, spin.is_some());
-            profiled = Some(f.iter().map(|p| p.ns_per_op).sum::<f64>() + spin_ns);
+            let own = p.period as f64 / p.ops as f64;
+            let f =
+                cause::function_parts(p, spin.is_some(), if own > 0.0 { cpu / own } else { 0.0 });
+            split_cpu = Some(f.iter().map(|p| p.ns_per_op).sum::<f64>() + spin_ns);
+            profiled = Some(own);
+            profiled_trials = pooled_cpu(&trials, |m| m.profile.is_some());
             profile_files = p.files.clone();
             parts.extend(f);
         }
@@ -174,11 +192,13 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
         }
     }
     parts.extend(spin.into_iter().flatten());
-    let cpu = acc.user_ns + acc.system_ns;
+    let residual = traced.and_then(|_| pooled_residual(n, &trials, offcpu_source));
     Some(PointExplain {
         n,
         offcpu_unexplained_ns: traced.map(|t| acc.offcpu_ns - t),
-        cpu_unexplained_ns: profiled.map(|p| cpu - p),
+        offcpu_residual_ns: residual,
+        cpu_unexplained_ns: split_cpu.map(|s| cpu - s),
+        cpu_profiled_trials_ns: profiled_trials,
         accounting: acc,
         parts,
         offcpu_source,
@@ -188,6 +208,39 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
         profile_files,
         cpu_profiled_ns: profiled,
     })
+}
+
+/// User + system CPU per op, pooled over the trials `which` selects; `None` when none is.
+fn pooled_cpu(
+    trials: &[(u32, &TrialMeasurement)],
+    which: impl Fn(&TrialMeasurement) -> bool,
+) -> Option<f64> {
+    let (mut cpu, mut ops) = (0u64, 0u64);
+    for (_, m) in trials.iter().filter(|(_, m)| which(m)) {
+        cpu += m.usage.user.0 + m.usage.sys.0;
+        ops += m.ops();
+    }
+    (ops > 0).then(|| cpu as f64 / ops as f64)
+}
+
+/// The residual N·W − user − system − run-queue wait per op, pooled over the trials whose
+/// trace split blocked time (`source`: `offcpu` or `locks`).
+fn pooled_residual(
+    n: u32,
+    trials: &[(u32, &TrialMeasurement)],
+    source: Option<&'static str>,
+) -> Option<f64> {
+    let (mut rest, mut ops) = (0f64, 0u64);
+    for (_, m) in trials.iter().filter(|(_, m)| match source {
+        Some("offcpu") => m.offcpu.is_some(),
+        Some(_) => m.locks.is_some(),
+        None => false,
+    }) {
+        let run_delay = m.usage.run_delay.map_or(0, |d| d.0);
+        rest += n as f64 * m.window.0 as f64 - (m.usage.user.0 + m.usage.sys.0 + run_delay) as f64;
+        ops += m.ops();
+    }
+    (ops > 0).then(|| rest / ops as f64)
 }
 
 fn missing(data: &RunData, points: &[PointExplain], profiles: &[PointProfile]) -> Vec<Missing> {

@@ -151,8 +151,10 @@ fn profile(n: u32, ops: u64, funcs: &[(&str, f64)]) -> PointProfile {
         files: vec![format!("/tmp/n{n}.data")],
         ops,
         samples: 100,
-        period: 100,
+        // The functions' cost per op adds up to the profile's own CPU per op.
+        period: (funcs.iter().map(|(_, c)| c).sum::<f64>() * ops as f64) as u64,
         outside_window: 0,
+        other_threads: 0,
         throttled: 0,
         lost: 0,
         functions: funcs
@@ -180,10 +182,19 @@ fn profile(n: u32, ops: u64, funcs: &[(&str, f64)]) -> PointProfile {
 #[test]
 fn a_function_is_named_only_when_its_growth_exceeds_the_cv_bound() {
     let data = explained_run();
-    // ns/op/task spreads ±1% around 1000 and 1600 ns: the bound is ~16 ns.
+    // ns/op/task spreads ±1% around 1000 and 1600 ns: the bound is ~16 ns. The profiles add
+    // up to the accounting's CPU per op, 900 and 880 ns.
     let profiles = [
-        profile(1, 1_000_000, &[("atomic_step", 700.0), ("jitter", 100.0)]),
-        profile(2, 1_250_000, &[("atomic_step", 900.0), ("jitter", 105.0)]),
+        profile(
+            1,
+            1_000_000,
+            &[("atomic_step", 700.0), ("jitter", 100.0), ("rest", 100.0)],
+        ),
+        profile(
+            2,
+            1_250_000,
+            &[("atomic_step", 770.0), ("jitter", 105.0), ("rest", 5.0)],
+        ),
     ];
     let e = explain(&data, &profiles).unwrap();
     let g = e.growth.unwrap();
@@ -198,12 +209,30 @@ fn a_function_is_named_only_when_its_growth_exceeds_the_cv_bound() {
     assert!(!g.named.iter().any(|c| c.cause.what == "jitter"));
     // With a profile, CPU is split by function, not shown whole.
     assert!(!g.named.iter().any(|c| c.cause.kind == CauseKind::UserCpu));
+    assert!((step.delta_ns - 70.0).abs() < 0.5, "{}", step.delta_ns);
     let p = &e.points[1];
-    assert!(close(p.cpu_profiled_ns.unwrap(), 1005.0));
-    assert!(close(
-        p.cpu_unexplained_ns.unwrap(),
-        p.accounting.user_ns + p.accounting.system_ns - 1005.0
-    ));
+    assert!(close(p.cpu_profiled_ns.unwrap(), 880.0));
+    // The functions split the accounting's CPU: nothing of it is left unsplit.
+    assert!(p.cpu_unexplained_ns.unwrap().abs() < 1e-6);
+}
+
+#[test]
+fn a_profile_slower_than_the_median_trial_splits_the_median_by_its_shares() {
+    // The profiled trial ran 25% slower per op than the accounting's median (perf record
+    // beside it): its functions keep their shares, scaled to the median's CPU per op.
+    let data = explained_run();
+    let profiles = [
+        profile(1, 1_000_000, &[("atomic_step", 900.0), ("rest", 225.0)]),
+        profile(2, 1_250_000, &[("atomic_step", 880.0), ("rest", 220.0)]),
+    ];
+    let e = explain(&data, &profiles).unwrap();
+    let step = e.points[0]
+        .parts
+        .iter()
+        .find(|p| p.cause.what == "atomic_step")
+        .unwrap();
+    assert!(close(step.ns_per_op, 720.0), "{}", step.ns_per_op);
+    assert!(close(e.points[0].cpu_profiled_ns.unwrap(), 1125.0));
 }
 
 #[test]
@@ -384,4 +413,46 @@ fn a_cause_under_one_percent_of_the_growth_is_not_named() {
         .find(|c| c.cause.caller == "rare_flush")
         .expect("listed, not named");
     assert!(rare.delta_ns > 0.0 && rare.delta_ns < MATERIAL_SHARE * g.delta_ns);
+}
+
+#[test]
+fn the_trace_is_compared_with_the_residual_of_its_own_trials() {
+    let e = explain(&explained_run(), &[]).unwrap();
+    // N=2: 3 × 2 s owned, 3 × (0.9 + 0.2 + 0.02) s accounted, 3 × 0.8 s traced (+ 3 ms).
+    let p = &e.points[1];
+    let ops: f64 = [0.99f64, 1.0, 1.01]
+        .iter()
+        .map(|w| (1_250_000.0 * w).floor())
+        .sum();
+    let residual = 3.0 * (2.0e9 - 1.12e9) / ops;
+    assert!(
+        close(p.offcpu_residual_ns.unwrap(), residual),
+        "{:?}",
+        p.offcpu_residual_ns
+    );
+    let traced = (3.0 * 0.8e9 + 3.0e6) / ops;
+    assert!(close(p.offcpu_traced_ns.unwrap(), traced));
+    // Without a profile there is no CPU to compare.
+    assert_eq!((p.cpu_profiled_ns, p.cpu_profiled_trials_ns), (None, None));
+}
+
+#[test]
+fn a_lock_trace_of_the_same_trial_names_the_lock_an_offcpu_site_waited_for() {
+    let mut data = explained_run();
+    for t in data.trials.iter_mut().filter(|t| t.n == 2) {
+        let TrialOutcome::Ok(m) = &mut t.outcome else {
+            continue;
+        };
+        m.locks = Some(LockReport {
+            user: vec![lock_wait("0x7f00aa10", "futex", "worker_lock", 600_000_000)],
+            ..LockReport::default()
+        });
+    }
+    let g = explain(&data, &[]).unwrap().growth.unwrap();
+    let top = &g.named[0];
+    assert_eq!(top.cause.source, "offcpu");
+    assert_eq!(top.cause.object, "0x7f00aa10");
+    // Without the lock trace (N=1 has none) a futex site names no object.
+    let plain = explain(&explained_run(), &[]).unwrap().growth.unwrap();
+    assert_eq!(plain.named[0].cause.object, "");
 }

@@ -107,6 +107,7 @@ mod tests {
             samples: 10,
             period: 10,
             outside_window: 0,
+            other_threads: 0,
             throttled: 0,
             lost: 0,
             functions: funcs

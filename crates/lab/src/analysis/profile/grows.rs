@@ -116,6 +116,7 @@ mod tests {
             samples: 100,
             period: 100,
             outside_window: 0,
+            other_threads: 0,
             throttled: 0,
             lost: 0,
             functions: funcs

@@ -92,6 +92,9 @@ pub struct PointProfile {
     pub period: u64,
     /// Samples outside the windows, dropped.
     pub outside_window: u64,
+    /// Samples in the windows of scalelab's own threads in a trial child (the sampler, the
+    /// tracers' drains), dropped: only the tasks' samples are the workload's.
+    pub other_threads: u64,
     /// Times the kernel lowered the sampling rate (PERF_RECORD_THROTTLE).
     pub throttled: u64,
     /// Samples the kernel lost (ring buffer full).
@@ -178,6 +181,11 @@ pub fn load_run(run: &RunData) -> Result<Vec<PointProfile>, LabError> {
             let options = ProfileOptions {
                 kallsyms: kallsyms_for(path),
                 window: m.clock_window.map(|w| (w.start.0, w.end.0)),
+                threads: (!pr.threads.is_empty()).then(|| {
+                    let mut t = pr.threads.clone();
+                    t.sort_unstable();
+                    t
+                }),
             };
             let mut profile = read_profile(path, &options)?;
             for note in profile
@@ -201,6 +209,7 @@ pub fn load_file(path: &Path, kallsyms: Option<&Path>) -> Result<PointProfile, L
     let options = ProfileOptions {
         kallsyms: kallsyms.map(Path::to_path_buf),
         window: None,
+        threads: None,
     };
     let mut profile = read_profile(path, &options)?;
     // A file from anywhere: its kernel's symbols are the recording machine's, not ours.
@@ -243,6 +252,7 @@ pub(crate) fn merge(n: u32, parts: Vec<(String, u64, Profile)>) -> PointProfile 
         samples: 0,
         period: 0,
         outside_window: 0,
+        other_threads: 0,
         throttled: 0,
         lost: 0,
         functions: Vec::new(),
@@ -260,6 +270,7 @@ pub(crate) fn merge(n: u32, parts: Vec<(String, u64, Profile)>) -> PointProfile 
         out.samples += p.samples;
         out.period += p.period;
         out.outside_window += p.outside_window;
+        out.other_threads += p.other_threads;
         out.throttled += p.throttled;
         out.lost += p.lost;
         for note in p.notes {
