@@ -63,7 +63,8 @@ pub struct PointExplain {
     /// The perf.data files behind the CPU split.
     pub profile_files: Vec<String>,
     /// CPU per op the profile saw in its own trials (its tasks' samples × period ÷ those
-    /// trials' ops).
+    /// trials' ops); `None` for a `cycles` profile, whose period is not time (its shares still
+    /// split the CPU).
     pub cpu_profiled_ns: Option<f64>,
     /// The same trials' user + system CPU per op, pooled: `cpu_profiled_ns` against it is the
     /// profile's agreement with the accounting, measured on the same trials (`None` for a
@@ -161,7 +162,9 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
             .collect();
     }
     let spin_ns: f64 = spin.iter().flatten().map(|p| p.ns_per_op).sum();
-    let profile = profile.filter(|p| p.unit == "ns" && p.ops > 0);
+    // Any event splits CPU by its shares (cycles on a machine with a PMU); only cpu-clock's
+    // period is time, comparable with the accounting.
+    let profile = profile.filter(|p| p.ops > 0 && p.period > 0);
     let cpu = acc.user_ns + acc.system_ns;
     let (mut profiled, mut profiled_trials, mut split_cpu, mut profile_files) =
         (None, None, None, Vec::new());
@@ -171,7 +174,7 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
             let f =
                 cause::function_parts(p, spin.is_some(), if own > 0.0 { cpu / own } else { 0.0 });
             split_cpu = Some(f.iter().map(|p| p.ns_per_op).sum::<f64>() + spin_ns);
-            profiled = Some(own);
+            profiled = (p.unit == "ns").then_some(own);
             profiled_trials = pooled_cpu(&trials, |m| m.profile.is_some());
             profile_files = p.files.clone();
             parts.extend(f);
@@ -265,11 +268,6 @@ fn missing(data: &RunData, points: &[PointExplain], profiles: &[PointProfile]) -
         add(
             "the run's profiles could not be read: CPU time is not split by function",
             "see `scalelab profile RUN` for why",
-        );
-    } else if profiles.iter().any(|p| p.unit != "ns") {
-        add(
-            "the profile counts cycles, not time: its functions cannot be put in ns per op",
-            "record on a machine where cpu-clock is used, or read `scalelab profile RUN`",
         );
     }
     if !ms.iter().any(|m| m.locks.is_some()) {

@@ -456,3 +456,33 @@ fn a_lock_trace_of_the_same_trial_names_the_lock_an_offcpu_site_waited_for() {
     let plain = explain(&explained_run(), &[]).unwrap().growth.unwrap();
     assert_eq!(plain.named[0].cause.object, "");
 }
+
+#[test]
+fn a_cycles_profile_splits_cpu_by_its_shares_and_is_not_compared_in_time() {
+    // A machine with a PMU samples cycles: 3 cycles per ns, the same shares as cpu-clock.
+    let data = explained_run();
+    let cycles = |n, ops, funcs: &[(&str, f64)]| {
+        let mut p = profile(n, ops, funcs);
+        p.event = "cycles".into();
+        p.unit = "cycles".into();
+        p
+    };
+    let profiles = [
+        cycles(1, 1_000_000, &[("atomic_step", 2100.0), ("rest", 600.0)]),
+        cycles(2, 1_250_000, &[("atomic_step", 2310.0), ("rest", 330.0)]),
+    ];
+    let e = explain(&data, &profiles).unwrap();
+    let step = |i: usize| {
+        e.points[i]
+            .parts
+            .iter()
+            .find(|p| p.cause.what == "atomic_step")
+            .unwrap()
+            .ns_per_op
+    };
+    // 2100 of 2700 cycles of N=1's 900 ns CPU; 2310 of 2640 of N=2's 880 ns.
+    assert!(close(step(0), 700.0), "{}", step(0));
+    assert!(close(step(1), 770.0), "{}", step(1));
+    assert_eq!(e.points[0].cpu_profiled_ns, None);
+    assert!(!e.missing.iter().any(|m| m.what.contains("cycles")));
+}
