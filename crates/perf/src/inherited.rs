@@ -1,11 +1,13 @@
 //! [`InheritedCounters`]: hardware counters on the calling process that follow every thread
 //! and child it creates afterwards, so a trial's counts cover all of its tasks.
 //!
-//! Each event gets its own fd opened with `inherit = 1` on (pid 0, cpu -1). They are not a
-//! group: the kernel only recently (6.x) accepted `inherit` with `PERF_FORMAT_GROUP` reads, and a
-//! group fails as a whole when one member is missing. Reading an inherited counter returns the
-//! parent's count plus that of every live inherited child (`perf_event_read_value`), and a
-//! child's count is folded into the parent's when the child exits.
+//! The events are opened as one group ([`crate::inherited_group`]) so that the PMU schedules
+//! them together; when the group cannot be opened (one event is missing, as `cache-misses` is
+//! on some virtual PMUs, or there is no PMU at all), each event gets its own fd opened with
+//! `inherit = 1` on (pid 0, cpu -1) and carries its own reason when unavailable. Reading an
+//! inherited counter returns the parent's count plus that of every live inherited child
+//! (`perf_event_read_value`), and a child's count is folded into the parent's when the child
+//! exits.
 
 use std::sync::Mutex;
 
@@ -14,6 +16,7 @@ use perf_event::{Builder, Counter};
 
 use crate::error::{PerfError, kernel_exclusion_reason};
 use crate::event::{CounterReading, HwEvent};
+use crate::inherited_group::InheritedGroup;
 
 /// One inherited counter fd; `Drop` closes it.
 #[derive(Debug)]
@@ -81,14 +84,49 @@ impl InheritedCounter {
 /// counting, every event falls back to user space only ([`excludes_kernel`](Self::excludes_kernel)).
 #[derive(Debug)]
 pub struct InheritedCounters {
-    counters: Vec<(HwEvent, Result<InheritedCounter, PerfError>)>,
+    source: Source,
     kernel_exclusion: Option<String>,
+}
+
+/// How the events are counted.
+#[derive(Debug)]
+enum Source {
+    /// All of them in one group, scheduled together.
+    Group {
+        events: Vec<HwEvent>,
+        group: InheritedGroup,
+    },
+    /// One fd each, each with its reason when unavailable.
+    Separate(Vec<(HwEvent, Result<InheritedCounter, PerfError>)>),
 }
 
 impl InheritedCounters {
     /// Opens one counter per event. Never fails as a whole: each event either counts or
     /// carries the reason it is unavailable, which [`read`](Self::read) reports.
     pub fn open(events: &[HwEvent]) -> InheritedCounters {
+        if events.len() > 1 {
+            for exclude_kernel in [false, true] {
+                let members = events
+                    .iter()
+                    .map(|e| (e.name(), perf_event::Builder::new(e.hardware())))
+                    .collect();
+                match InheritedGroup::open(members, exclude_kernel) {
+                    Ok(group) => {
+                        return InheritedCounters {
+                            source: Source::Group {
+                                events: events.to_vec(),
+                                group,
+                            },
+                            kernel_exclusion: exclude_kernel.then(kernel_exclusion_reason),
+                        };
+                    }
+                    // Counting the kernel is forbidden: the group in user space only.
+                    Err(e) if e.is_permission_denied() && !exclude_kernel => {}
+                    // A member cannot be counted: each event on its own says which.
+                    Err(_) => break,
+                }
+            }
+        }
         let open_all =
             |exclude_kernel: bool| -> Vec<(HwEvent, Result<InheritedCounter, PerfError>)> {
                 events
@@ -107,32 +145,43 @@ impl InheritedCounters {
             .any(|(_, c)| matches!(c, Err(e) if e.is_permission_denied()));
         if !denied {
             return InheritedCounters {
-                counters: with_kernel,
+                source: Source::Separate(with_kernel),
                 kernel_exclusion: None,
             };
         }
         // One mode for all events, so that their counts stay comparable.
         drop(with_kernel);
         InheritedCounters {
-            counters: open_all(true),
+            source: Source::Separate(open_all(true)),
             kernel_exclusion: Some(kernel_exclusion_reason()),
         }
+    }
+
+    /// True when the events are counted as one group (scheduled on the PMU together).
+    pub fn grouped(&self) -> bool {
+        matches!(self.source, Source::Group { .. })
     }
 
     /// Every event asked for, in order, with its reading or the reason it is unavailable, e.g.
     /// `"cycles: perf_event_open: No such file or directory (ENOENT) — the PMU does not expose
     /// this event; common in VMs without a virtual PMU"`.
     pub fn read(&self) -> Vec<(HwEvent, Result<CounterReading, String>)> {
-        self.counters
-            .iter()
-            .map(|(event, counter)| {
-                let reading = match counter {
-                    Ok(counter) => counter.read().map_err(|e| e.to_string()),
-                    Err(e) => Err(e.to_string()),
-                };
-                (*event, reading)
-            })
-            .collect()
+        match &self.source {
+            Source::Group { events, group } => match group.read() {
+                Ok(readings) => events.iter().copied().zip(readings.into_iter().map(Ok)).collect(),
+                Err(e) => events.iter().map(|&ev| (ev, Err(e.to_string()))).collect(),
+            },
+            Source::Separate(counters) => counters
+                .iter()
+                .map(|(event, counter)| {
+                    let reading = match counter {
+                        Ok(counter) => counter.read().map_err(|e| e.to_string()),
+                        Err(e) => Err(e.to_string()),
+                    };
+                    (*event, reading)
+                })
+                .collect(),
+        }
     }
 
     /// True when kernel-mode events are not counted (perf_event_paranoid forbade them).
@@ -148,11 +197,14 @@ impl InheritedCounters {
 
     /// The events that opened and are counting.
     pub fn available(&self) -> Vec<HwEvent> {
-        self.counters
-            .iter()
-            .filter(|(_, c)| c.is_ok())
-            .map(|(e, _)| *e)
-            .collect()
+        match &self.source {
+            Source::Group { events, .. } => events.clone(),
+            Source::Separate(counters) => counters
+                .iter()
+                .filter(|(_, c)| c.is_ok())
+                .map(|(e, _)| *e)
+                .collect(),
+        }
     }
 }
 

@@ -14,6 +14,7 @@ mod elf_symbols;
 mod error;
 mod event;
 mod inherited;
+mod inherited_group;
 mod kallsyms;
 mod lock_events;
 mod lock_tracer;

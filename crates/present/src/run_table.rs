@@ -110,7 +110,8 @@ fn throughput_table(s: &RunSummary) -> Grid {
         .keep("S/N", Align::Right)
         .optional("task min..max", Align::Right, 5)
         .optional("cyc/op", Align::Right, 1)
-        .optional("ins/op", Align::Right, 2);
+        .optional("ins/op", Align::Right, 2)
+        .optional("miss/op", Align::Right, 0);
     let marked = !s.boundaries.is_empty();
     if marked {
         // Where the placement first crossed a topology boundary (`↑ 2nd socket`).
@@ -153,6 +154,7 @@ fn throughput_table(s: &RunSummary) -> Grid {
             fair.into(),
             opt_sig3(p.cycles_per_op).into(),
             opt_sig3(p.instructions_per_op).into(),
+            opt_sig3(p.cache_misses_per_op).into(),
         ];
         if marked {
             let crossed: Vec<String> = s
@@ -297,7 +299,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("columns left out at 80 columns: ops/CPU-s, ns/op/task, task min..max, cyc/op, ins/op (--wide or COLUMNS=127 shows them)"),
+            text.contains("columns left out at 80 columns: ops/CPU-s, ns/op/task, task min..max, cyc/op, ins/op, miss/op (--wide or COLUMNS=137 shows them)"),
             "{text}"
         );
         assert!(text.contains("S/N"), "{text}");

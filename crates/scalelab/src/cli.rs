@@ -378,7 +378,8 @@ pub struct HistoryArgs {
     /// The task count to follow [default: the largest N of the newest run].
     #[arg(long, conflicts_with = "csv")]
     pub at: Option<u32>,
-    /// throughput | ops_per_cpu_sec | ns_per_op | speedup | efficiency | cycles_per_op | instructions_per_op | cpu_pct
+    /// throughput | ops_per_cpu_sec | ns_per_op | speedup | efficiency | cycles_per_op |
+    /// instructions_per_op | cache_misses_per_op | cpu_pct
     #[arg(long, default_value = "throughput", value_parser = Metric::parse)]
     pub metric: Metric,
     /// Exit 1 when the newest segment is a regression (for a weekly job or CI).

@@ -32,12 +32,14 @@ pub enum Metric {
     CyclesPerOp,
     /// Hardware instructions per op (lower is better).
     InstructionsPerOp,
+    /// Last-level cache misses per op (lower is better).
+    CacheMissesPerOp,
     /// CPU use, (user + sys) / wall × 100 (lower is better).
     CpuPct,
 }
 
 impl Metric {
-    pub(crate) const ALL: [Metric; 8] = [
+    pub(crate) const ALL: [Metric; 9] = [
         Metric::Throughput,
         Metric::OpsPerCpuSec,
         Metric::NsPerOp,
@@ -45,6 +47,7 @@ impl Metric {
         Metric::Efficiency,
         Metric::CyclesPerOp,
         Metric::InstructionsPerOp,
+        Metric::CacheMissesPerOp,
         Metric::CpuPct,
     ];
 
@@ -58,6 +61,7 @@ impl Metric {
             Metric::Efficiency => "efficiency",
             Metric::CyclesPerOp => "cycles_per_op",
             Metric::InstructionsPerOp => "instructions_per_op",
+            Metric::CacheMissesPerOp => "cache_misses_per_op",
             Metric::CpuPct => "cpu_pct",
         }
     }
@@ -91,6 +95,7 @@ impl Metric {
             Metric::Efficiency => p.efficiency,
             Metric::CyclesPerOp => p.cycles_per_op,
             Metric::InstructionsPerOp => p.instructions_per_op,
+            Metric::CacheMissesPerOp => p.cache_misses_per_op,
             Metric::CpuPct => p.cpu_pct,
         }
     }

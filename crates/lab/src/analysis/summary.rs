@@ -87,6 +87,9 @@ pub struct PointSummary {
     pub cycles_per_op: Option<f64>,
     /// Hardware instructions per op.
     pub instructions_per_op: Option<f64>,
+    /// Last-level cache misses per op (`cache-misses`): cache lines bouncing between CPUs
+    /// show here as they grow with N.
+    pub cache_misses_per_op: Option<f64>,
     /// Why counters are missing, when they are.
     pub counter_note: Option<String>,
     /// Workload-specific counts per trial (`time_backwards`, …), by name.
@@ -403,6 +406,7 @@ fn summarize_point(
         ),
         cycles_per_op: per_op("cycles"),
         instructions_per_op: per_op("instructions"),
+        cache_misses_per_op: per_op("cache-misses"),
         counter_note,
         extras,
         steps: summarize_steps(ok),

@@ -5,6 +5,7 @@
 mod child_io;
 pub(crate) mod command;
 pub(crate) mod control;
+mod counter_window;
 pub(crate) mod executor;
 #[cfg(any(test, feature = "test-support"))]
 mod fake_executor;

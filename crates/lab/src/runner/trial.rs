@@ -15,10 +15,12 @@ use super::spec::{BuiltinWork, TrialSpec};
 use super::task::run_task;
 use crate::error::LabError;
 use crate::params::Params;
+use super::counter_window::{CounterSnapshot, counter_values, snapshot};
 use crate::record::{
     ClockWindow, CounterValue, HarnessCost, Mode, Nanos, SampleRecord, TrialMeasurement,
 };
 use crate::workloads::{self, PrepareContext, Prepared};
+
 
 /// How often the sampler drains the lock and off-CPU tracers' ring buffers while tracing.
 const LOCK_DRAIN_EVERY: Duration = Duration::from_millis(10);
@@ -43,7 +45,7 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
     let control = Control::new(tasks)?;
     let placement = placement::assign_here(&work.pin, tasks)?;
     let counters = work.counters.then(|| {
-        perf::InheritedCounters::open(&[perf::HwEvent::Cycles, perf::HwEvent::Instructions])
+        perf::InheritedCounters::open(&super::counter_window::COUNTED)
     });
     let extra_names = prepared.extra_names();
     // Like the counters, opened before any task exists so that every task inherits it.
@@ -454,60 +456,3 @@ fn diff(now: &[u64], base: &[u64]) -> Vec<u64> {
         .collect()
 }
 
-type CounterSnapshot = (perf::HwEvent, Result<perf::CounterReading, String>);
-
-fn snapshot(counters: Option<&perf::InheritedCounters>) -> Vec<CounterSnapshot> {
-    counters.map(|c| c.read()).unwrap_or_default()
-}
-
-fn counter_values(
-    start: &[CounterSnapshot],
-    end: &[CounterSnapshot],
-    counters: Option<&perf::InheritedCounters>,
-) -> Vec<CounterValue> {
-    let Some(counters) = counters else {
-        return ["cycles", "instructions"]
-            .iter()
-            .map(|e| CounterValue {
-                event: (*e).into(),
-                value: None,
-                multiplexed: false,
-                note: Some("counters disabled (--no-counters)".into()),
-            })
-            .collect();
-    };
-    let kernel_note = counters.excludes_kernel().then(|| "user space only: perf_event_paranoid forbids counting the kernel; set kernel.perf_event_paranoid <= 1 or run with CAP_PERFMON".to_string());
-    start
-        .iter()
-        .zip(end)
-        .map(|((event, a), (_, b))| match (a, b) {
-            (Ok(a), Ok(b)) => {
-                let value = b.value.saturating_sub(a.value);
-                let enabled = b.time_enabled.saturating_sub(a.time_enabled);
-                let running = b.time_running.saturating_sub(a.time_running);
-                let multiplexed = running < enabled;
-                let scaled = if multiplexed && running > 0 {
-                    (value as f64 * enabled as f64 / running as f64) as u64
-                } else {
-                    value
-                };
-                CounterValue {
-                    event: event.name().to_string(),
-                    value: (running > 0 || value > 0).then_some(scaled),
-                    multiplexed,
-                    note: if running == 0 && enabled > 0 {
-                        Some("never scheduled on the PMU (all counters busy)".into())
-                    } else {
-                        kernel_note.clone()
-                    },
-                }
-            }
-            (Err(reason), _) | (_, Err(reason)) => CounterValue {
-                event: event.name().to_string(),
-                value: None,
-                multiplexed: false,
-                note: Some(reason.clone()),
-            },
-        })
-        .collect()
-}

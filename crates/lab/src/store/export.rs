@@ -40,7 +40,7 @@ pub fn export_json(data: &RunData, out: &mut dyn Write) -> Result<(), StoreError
 }
 
 /// The CSV columns, in order.
-pub(crate) const CSV_HEADER: [&str; 21] = [
+pub(crate) const CSV_HEADER: [&str; 22] = [
     "run_id",
     "workload",
     "variant",
@@ -61,6 +61,7 @@ pub(crate) const CSV_HEADER: [&str; 21] = [
     "run_delay_s",
     "cycles",
     "instructions",
+    "cache_misses",
     "failure",
 ];
 
@@ -107,6 +108,7 @@ pub fn export_csv(data: &RunData, out: &mut dyn Write) -> Result<(), StoreError>
                         .unwrap_or_default(),
                     opt(m.counter("cycles")),
                     opt(m.counter("instructions")),
+                    opt(m.counter("cache-misses")),
                     String::new(),
                 ]);
             }
