@@ -168,7 +168,11 @@ impl InheritedCounters {
     pub fn read(&self) -> Vec<(HwEvent, Result<CounterReading, String>)> {
         match &self.source {
             Source::Group { events, group } => match group.read() {
-                Ok(readings) => events.iter().copied().zip(readings.into_iter().map(Ok)).collect(),
+                Ok(readings) => events
+                    .iter()
+                    .copied()
+                    .zip(readings.into_iter().map(Ok))
+                    .collect(),
                 Err(e) => events.iter().map(|&ev| (ev, Err(e.to_string()))).collect(),
             },
             Source::Separate(counters) => counters

@@ -151,7 +151,10 @@ mod tests {
         let after = group.read().unwrap();
         assert_eq!(after.len(), 2);
         let clock = after[0].value - before[0].value;
-        assert!(clock >= 20_000_000, "task-clock {clock} ns for 50 ms of work");
+        assert!(
+            clock >= 20_000_000,
+            "task-clock {clock} ns for 50 ms of work"
+        );
         assert!(after[1].value > before[1].value, "no page fault counted");
         // One schedule for the group: the members share their times.
         assert_eq!(after[0].time_enabled, after[1].time_enabled);

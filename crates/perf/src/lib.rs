@@ -41,5 +41,6 @@ pub use profile::{
     DsoCost, FunctionCost, NO_KALLSYMS_NOTE, Profile, ProfileOptions, StackCost,
     kallsyms_has_addresses, read_profile,
 };
+pub use trace_ring::record_ring_bytes;
 pub use unwind::{DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MappedFile, check_stack_size};
 pub use user_symbols::{UserFrame, UserSymbols};

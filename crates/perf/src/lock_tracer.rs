@@ -30,17 +30,16 @@ use crate::lock_events::{
     ChainTable, Field, LockEvent, LockTrace, Pairing, TimedEvent, parse_sample,
 };
 use crate::mapping_stream::MappingStream;
-use crate::trace_ring::{PERF_RECORD_SAMPLE, UnwindState, lost_records, online_cpus, set_filter};
+use crate::trace_ring::{
+    PERF_RECORD_SAMPLE, TRACER_BUDGET_BYTES, UnwindState, lost_records, online_cpus, ring_bytes,
+    set_filter,
+};
 use crate::tracefs::TracepointFormat;
 use crate::unwind::{DEFAULT_STACK_SIZE, REGS_MASK, Unwinder};
 
 /// Records newer than this (relative to the drain) wait for the next drain, so that a record
 /// another CPU has stamped but not yet committed can still be merged in order.
 const HOLD_BACK_NS: u64 = 2_000_000;
-/// Ring buffer memory of all streams together, at most (bytes).
-const TOTAL_BUFFER_BYTES: usize = 64 << 20;
-/// Ring buffer size of one stream, at least (bytes).
-const MIN_BUFFER_BYTES: usize = 64 << 10;
 /// Frames kept per call chain.
 const MAX_STACK: u16 = 48;
 
@@ -134,6 +133,46 @@ pub struct LockTracer {
     mappings: MappingStream,
 }
 
+/// True for a stream whose records carry a user stack copy.
+fn has_stack(kind: &Kind) -> bool {
+    matches!(kind, Kind::Enter { stack: true, .. })
+}
+
+/// The ring buffer sizes of a lock tracer: locked memory stays bounded on big machines, half
+/// of [`TRACER_BUDGET_BYTES`] for the futex entries' rings (their records carry a stack copy:
+/// room for 1024 of them as far as it goes), half for the other streams' ([`ring_bytes`]).
+struct RingSizes {
+    /// Rings with stack copies, and each one's size.
+    stack_rings: usize,
+    stack: usize,
+    /// The other rings, and each one's size.
+    plain_rings: usize,
+    plain: usize,
+}
+
+impl RingSizes {
+    fn new(config: &LockTraceConfig, kinds: &[Kind], cpus: usize) -> RingSizes {
+        let cpus = cpus.max(1);
+        let stack_size = config.stack_size.min(crate::MAX_STACK_SIZE) & !7;
+        let stack_rings = cpus * kinds.iter().filter(|k| has_stack(k)).count();
+        let plain_rings = cpus * kinds.len() - stack_rings;
+        RingSizes {
+            stack_rings,
+            stack: ring_bytes(
+                (1024 * stack_size as usize).max(config.buffer_bytes),
+                stack_rings,
+                TRACER_BUDGET_BYTES / 2,
+            ),
+            plain_rings,
+            plain: ring_bytes(config.buffer_bytes, plain_rings, TRACER_BUDGET_BYTES / 2),
+        }
+    }
+
+    fn total(&self) -> usize {
+        self.stack_rings * self.stack + self.plain_rings * self.plain
+    }
+}
+
 fn field(format: &TracepointFormat, name: &str) -> Result<Field, PerfError> {
     let f = format.field(name)?;
     Ok(Field {
@@ -173,6 +212,37 @@ impl LockTracer {
         Ok(())
     }
 
+    /// The ring buffer memory a tracer of `config` locks on a machine of `cpus` online CPUs,
+    /// in bytes, its side-band mapping records' rings included (see [`RingSizes`]).
+    pub fn locked_bytes(config: &LockTraceConfig, cpus: usize) -> usize {
+        let field = Field {
+            offset: 0,
+            size: 8,
+            signed: false,
+        };
+        let mut kinds = Vec::new();
+        if config.kernel {
+            kinds.extend([
+                Kind::Begin {
+                    lock: field,
+                    flags: field,
+                },
+                Kind::End { lock: field },
+            ]);
+        }
+        if config.user {
+            kinds.extend([
+                Kind::Enter {
+                    uaddr: field,
+                    op: field,
+                    stack: config.stack_size >= 8,
+                },
+                Kind::Exit { ret: field },
+            ]);
+        }
+        RingSizes::new(config, &kinds, cpus).total() + MappingStream::locked_bytes(cpus)
+    }
+
     /// Opens the events on the calling thread, inherited by the threads and processes it
     /// creates from now on. Call it from the thread that then creates every task.
     pub fn open(config: &LockTraceConfig) -> Result<LockTracer, PerfError> {
@@ -208,12 +278,9 @@ impl LockTracer {
         let cpus = online_cpus();
         let mappings = MappingStream::open(&cpus)?;
         let stack_size = config.stack_size.min(crate::MAX_STACK_SIZE) & !7;
-        let cpu_count = cpus.len().max(1);
-        // Locked memory stays bounded on big machines: at most TOTAL_BUFFER_BYTES in all.
-        let buffer_bytes = config
-            .buffer_bytes
-            .min(TOTAL_BUFFER_BYTES / (specs.len() * cpus.len()).max(1))
-            .max(MIN_BUFFER_BYTES);
+        let kinds: Vec<Kind> = specs.iter().map(|(_, _, k)| *k).collect();
+        let sizes = RingSizes::new(config, &kinds, cpus.len());
+        let (buffer_bytes, stack_bytes) = (sizes.plain, sizes.stack);
         let mut streams = Vec::new();
         for cpu in cpus {
             for (name, format, kind) in &specs {
@@ -260,13 +327,9 @@ impl LockTracer {
                     set_filter(&counter, &filter).map_err(|e| PerfError::open(name, &e))?;
                 }
                 // A stack copy makes futex records large (the kernel writes the whole copy,
-                // however little of it is in use): their buffers hold 1024 of them, as far as
-                // half the locked-memory budget allows.
+                // however little of it is in use).
                 let bytes = if user_stack {
-                    buffer_bytes
-                        .max(1024 * stack_size as usize)
-                        .min(TOTAL_BUFFER_BYTES / 2 / cpu_count)
-                        .max(buffer_bytes)
+                    stack_bytes
                 } else {
                     buffer_bytes
                 };
@@ -471,6 +534,56 @@ fn decode(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The figures the README gives: a lock tracer's locked memory (kernel and user, 16 KiB
+    /// stacks) and an off-CPU tracer's, by CPU count, never above their budgets (64 MiB each
+    /// plus the side band's 8 MiB) up to 1024 CPUs; beyond, rings reach their one-page floor
+    /// and the memory grows with the CPUs (4096 CPUs: 96 MiB for --locks).
+    #[test]
+    fn tracer_memory_is_bounded_whatever_the_cpu_count() {
+        let locks = LockTraceConfig::default();
+        let offcpu = crate::OffCpuTraceConfig::default();
+        for cpus in [1usize, 2, 64, 512, 1024] {
+            let l = LockTracer::locked_bytes(&locks, cpus);
+            let o = crate::OffCpuTracer::locked_bytes(&offcpu, cpus);
+            eprintln!(
+                "{cpus} CPUs: --locks {:.1} MiB, --offcpu {:.1} MiB",
+                l as f64 / (1 << 20) as f64,
+                o as f64 / (1 << 20) as f64
+            );
+            assert!(l <= (64 + 8) << 20, "{cpus} CPUs: --locks {l} bytes");
+            assert!(o <= (64 + 8) << 20, "{cpus} CPUs: --offcpu {o} bytes");
+        }
+        // At 512 CPUs each futex ring still holds 2 stack-carrying records per ring page.
+        let sizes = RingSizes::new(
+            &locks,
+            &[
+                Kind::Enter {
+                    uaddr: Field {
+                        offset: 0,
+                        size: 8,
+                        signed: false,
+                    },
+                    op: Field {
+                        offset: 0,
+                        size: 8,
+                        signed: false,
+                    },
+                    stack: true,
+                },
+                Kind::Exit {
+                    ret: Field {
+                        offset: 0,
+                        size: 8,
+                        signed: true,
+                    },
+                },
+            ],
+            512,
+        );
+        assert_eq!(sizes.stack, 64 << 10);
+        assert_eq!(sizes.plain, 64 << 10);
+    }
 
     #[test]
     fn the_filter_lists_every_wait_op_with_every_flag_combination() {

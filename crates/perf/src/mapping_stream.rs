@@ -22,11 +22,13 @@ use perf_event::events::Software;
 use perf_event::{Builder, Clock, SampleFlag, Sampler};
 
 use crate::error::PerfError;
-use crate::trace_ring::lost_records;
+use crate::trace_ring::{lost_records, ring_bytes};
 use crate::unwind::{MappedFile, Unwinder};
 
-/// Ring buffer data size per CPU: an exec and its libraries are a few dozen records.
+/// Ring buffer data size per CPU wanted: an exec and its libraries are a few dozen records.
 const BUFFER_BYTES: usize = 64 << 10;
+/// All CPUs' rings together, at most (`ring_bytes`): 16 KiB per CPU at 512 CPUs.
+const BUDGET_BYTES: usize = 8 << 20;
 /// `PERF_RECORD_MISC_COMM_EXEC`.
 const MISC_COMM_EXEC: u16 = 1 << 13;
 /// `PROT_EXEC`.
@@ -90,6 +92,7 @@ impl MappingStream {
     /// processes it creates from now on.
     pub(crate) fn open(cpus: &[usize]) -> Result<MappingStream, PerfError> {
         let name = "dummy (mmap, comm, task records)";
+        let bytes = Self::ring(cpus.len());
         let mut streams = Vec::with_capacity(cpus.len());
         for &cpu in cpus {
             let mut builder = Builder::new(Software::DUMMY);
@@ -110,11 +113,21 @@ impl MappingStream {
                 .enabled(true);
             let counter = builder.build().map_err(|e| PerfError::open(name, &e))?;
             let sampler = counter
-                .sampled(BUFFER_BYTES)
+                .sampled(bytes)
                 .map_err(|e| PerfError::open(name, &e))?;
             streams.push(Stream { sampler });
         }
         Ok(MappingStream { streams, lost: 0 })
+    }
+
+    /// Each CPU's ring size on a machine of `cpus` CPUs.
+    fn ring(cpus: usize) -> usize {
+        ring_bytes(BUFFER_BYTES, cpus, BUDGET_BYTES)
+    }
+
+    /// The ring buffer memory of the side band on a machine of `cpus` CPUs, in bytes.
+    pub(crate) fn locked_bytes(cpus: usize) -> usize {
+        cpus.max(1) * Self::ring(cpus)
     }
 
     /// Reads every record so far and applies them, oldest first, to `unwinder`.

@@ -28,15 +28,14 @@ use crate::offcpu_events::{
     OffCpuTrace, SchedEvent, SchedPairing, TimedSched, is_blocked, split_chain,
 };
 use crate::trace_ring::{
-    PERF_RECORD_SAMPLE, PERF_RECORD_SWITCH, UnwindState, lost_records, online_cpus, set_filter,
+    PERF_RECORD_SAMPLE, PERF_RECORD_SWITCH, TRACER_BUDGET_BYTES, UnwindState, lost_records,
+    online_cpus, ring_bytes, set_filter,
 };
 use crate::tracefs::TracepointFormat;
 use crate::unwind::{DEFAULT_STACK_SIZE, REGS_MASK, Unwinder};
 
 /// Records newer than this (relative to the drain) wait for the next drain.
 const HOLD_BACK_NS: u64 = 2_000_000;
-/// Ring buffer memory of all streams together, at most (bytes).
-const TOTAL_BUFFER_BYTES: usize = 64 << 20;
 /// Frames kept per call chain (kernel and user together).
 const MAX_STACK: u16 = 64;
 /// Records read from one ring buffer per drain, at most: a drain must end while tasks keep
@@ -121,7 +120,24 @@ fn field(format: &TracepointFormat, name: &str) -> Result<Field, PerfError> {
     })
 }
 
+/// Each CPU's switch and wake-up ring sizes: locked memory stays bounded on big machines, the
+/// switch rings (with stack copies) sharing three quarters of [`TRACER_BUDGET_BYTES`], the
+/// wake-up rings the rest ([`ring_bytes`]).
+fn ring_sizes(config: &OffCpuTraceConfig, cpus: usize) -> (usize, usize) {
+    (
+        ring_bytes(config.buffer_bytes, cpus, TRACER_BUDGET_BYTES / 4 * 3),
+        ring_bytes(1 << 20, cpus, TRACER_BUDGET_BYTES / 4),
+    )
+}
+
 impl OffCpuTracer {
+    /// The ring buffer memory a tracer of `config` locks on a machine of `cpus` online CPUs,
+    /// in bytes, its side-band mapping records' rings included.
+    pub fn locked_bytes(config: &OffCpuTraceConfig, cpus: usize) -> usize {
+        let (switch, wakeup) = ring_sizes(config, cpus);
+        cpus.max(1) * (switch + wakeup) + MappingStream::locked_bytes(cpus)
+    }
+
     /// Checks, without opening anything, that the scheduler tracepoints exist and their
     /// formats are readable; the error names the fix.
     pub fn check() -> Result<(), PerfError> {
@@ -140,9 +156,7 @@ impl OffCpuTracer {
         let cpus = online_cpus();
         let mappings = MappingStream::open(&cpus)?;
         let stack_size = config.stack_size.min(crate::MAX_STACK_SIZE) & !7;
-        let budget = TOTAL_BUFFER_BYTES / (2 * cpus.len()).max(1);
-        let switch_bytes = config.buffer_bytes.min(budget).next_power_of_two();
-        let wakeup_bytes = (1usize << 20).min(budget).next_power_of_two();
+        let (switch_bytes, wakeup_bytes) = ring_sizes(config, cpus.len());
         let mut streams = Vec::new();
         for cpu in cpus {
             let mut flags = SampleFlag::TID

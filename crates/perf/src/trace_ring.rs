@@ -15,6 +15,33 @@ pub(crate) const PERF_RECORD_SWITCH: u32 = 14;
 /// `PERF_CONTEXT_MAX`: call chain entries at or above it are context markers.
 pub(crate) const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
 
+/// The smallest ring buffer data area: one page (`perf_event_open` maps one control page and
+/// at least one data page).
+pub(crate) const MIN_RING_BYTES: usize = 4096;
+
+/// Locked memory of one tracer's ring buffers, all CPUs together, at most (bytes) — unless
+/// every ring is already at [`MIN_RING_BYTES`] (more than 16,384 rings).
+pub(crate) const TRACER_BUDGET_BYTES: usize = 64 << 20;
+
+/// The data size of each of `rings` ring buffers that share `budget` bytes: the largest power
+/// of two no larger than `wanted` nor `budget / rings`, and at least [`MIN_RING_BYTES`]. So a
+/// tracer with R rings per CPU on C CPUs locks `min(wanted, budget / (R·C))` rounded down to a
+/// power of two per ring, and R·C times that in all: never more than the budget while rings of
+/// one page fit it. The ring buffer a record does not fit in drops it, and the loss is counted.
+pub(crate) fn ring_bytes(wanted: usize, rings: usize, budget: usize) -> usize {
+    let share = budget / rings.max(1);
+    let cap = wanted.min(share).max(MIN_RING_BYTES);
+    // The largest power of two ≤ cap.
+    1usize << (usize::BITS - 1 - cap.leading_zeros())
+}
+
+/// The ring buffer size for `perf record -m` on a machine of `cpus` CPUs (perf maps one ring
+/// per CPU): perf's default 512 KiB while the rings fit [`TRACER_BUDGET_BYTES`], less on big
+/// machines (128 KiB at 512 CPUs).
+pub fn record_ring_bytes(cpus: usize) -> usize {
+    ring_bytes(512 << 10, cpus, TRACER_BUDGET_BYTES)
+}
+
 /// The online CPUs, from `/sys/devices/system/cpu/online` (`0-3,6`).
 pub(crate) fn online_cpus() -> Vec<usize> {
     let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
@@ -122,6 +149,33 @@ impl UnwindState<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rings_share_the_budget_in_powers_of_two_and_never_exceed_it() {
+        // 2 CPUs, 4 rings each, 1 MiB wanted: all of it.
+        assert_eq!(ring_bytes(1 << 20, 8, TRACER_BUDGET_BYTES), 1 << 20);
+        // 512 CPUs, 4 rings each: 64 MiB / 2048 = 32 KiB per ring.
+        assert_eq!(ring_bytes(1 << 20, 2048, TRACER_BUDGET_BYTES), 32 << 10);
+        // A share that is not a power of two is rounded down.
+        assert_eq!(ring_bytes(1 << 20, 3, 3 << 20), 1 << 20);
+        assert_eq!(ring_bytes(1 << 20, 3, 2 << 20), 512 << 10);
+        // Never below one page.
+        assert_eq!(
+            ring_bytes(1 << 20, 1 << 20, TRACER_BUDGET_BYTES),
+            MIN_RING_BYTES
+        );
+        for cpus in [1usize, 2, 6, 64, 96, 384, 512, 1024] {
+            for per_cpu in [1usize, 2, 3, 4] {
+                let rings = cpus * per_cpu;
+                let each = ring_bytes(16 << 20, rings, TRACER_BUDGET_BYTES);
+                assert!(each.is_power_of_two());
+                assert!(
+                    rings * each <= TRACER_BUDGET_BYTES,
+                    "{cpus} CPUs × {per_cpu}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn online_cpus_are_listed() {

@@ -112,7 +112,10 @@ mod tests {
         ];
         let end = [
             (HwEvent::Cycles, reading(3_001_000, 1_000_010, 1_000_010)),
-            (HwEvent::Instructions, reading(6_000_500, 1_000_010, 1_000_010)),
+            (
+                HwEvent::Instructions,
+                reading(6_000_500, 1_000_010, 1_000_010),
+            ),
         ];
         let v = counter_deltas(&start, &end, false);
         assert_eq!(v[0].event, "cycles");
@@ -158,7 +161,12 @@ mod tests {
         assert_eq!(v[0].value, None);
         assert_eq!(v[0].note.as_deref(), Some(enoent.as_str()));
         assert_eq!(v[1].value, Some(10));
-        assert!(v[1].note.as_deref().unwrap().contains("perf_event_paranoid"));
+        assert!(
+            v[1].note
+                .as_deref()
+                .unwrap()
+                .contains("perf_event_paranoid")
+        );
     }
 
     #[test]

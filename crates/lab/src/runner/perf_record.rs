@@ -42,6 +42,11 @@ pub struct ProfileRequest {
     /// each instead of ~100 bytes, so only programs that need it pay for it.
     #[serde(default)]
     pub dwarf_stack: Option<u32>,
+    /// Each CPU's ring buffer (`perf record -m`, in pages): perf maps one per online CPU, so
+    /// on big machines it is lowered to keep the total bounded (`perf::record_ring_bytes`);
+    /// `None`: perf's default.
+    #[serde(default)]
+    pub ring_pages: Option<usize>,
 }
 
 /// The run-wide profiling settings, fixed before the first trial.
@@ -56,6 +61,8 @@ pub struct ProfileSettings {
     /// Samples per second: perf's default of 4000, at most a quarter of the kernel's
     /// `perf_event_max_sample_rate`.
     pub frequency: u32,
+    /// Each CPU's ring buffer in pages (`-m`), from the online CPU count.
+    pub ring_pages: usize,
 }
 
 impl ProfileSettings {
@@ -67,6 +74,7 @@ impl ProfileSettings {
             dir: None,
             event: choose_event(),
             frequency: frequency(),
+            ring_pages: ring_pages(crate::env::CpuTopology::read().cpus.len()),
         }
     }
 
@@ -102,8 +110,16 @@ impl ProfileSettings {
             // are built with frame pointers, and `-g` samples are ~100 bytes, not ~16 KiB.
             dwarf_stack: (steps > 0).then_some(DWARF_STACK_BYTES),
             steps: if steps == 0 { Vec::new() } else { paths },
+            ring_pages: Some(self.ring_pages),
         }))
     }
+}
+
+/// `perf record -m` for a machine of `cpus` online CPUs: 128 pages (perf's 512 KiB) up to 128
+/// CPUs, fewer beyond, so that every CPU's ring together stays within 64 MiB (32 pages each at
+/// 512 CPUs).
+pub(crate) fn ring_pages(cpus: usize) -> usize {
+    perf::record_ring_bytes(cpus.max(1)) / 4096
 }
 
 /// How much user stack a command's profile samples copy for DWARF unwinding (perf's default).
@@ -240,11 +256,14 @@ pub(crate) fn perf_args_to(
         &req.event,
         "-F",
         &req.frequency.to_string(),
-        "-o",
     ]
     .iter()
     .map(|s| (*s).to_string())
     .collect();
+    if let Some(pages) = req.ring_pages {
+        v.extend(["-m".to_string(), pages.to_string()]);
+    }
+    v.push("-o".into());
     v.push(output.display().to_string());
     v.push("--".into());
     v.push(program.display().to_string());
@@ -266,6 +285,7 @@ mod tests {
             dir: Some(Arc::new(dir)),
             event: "cpu-clock".into(),
             frequency: 999,
+            ring_pages: 128,
         };
         let r = s.request(4, 0, 0).unwrap().unwrap();
         let folder = base.path().canonicalize().unwrap();
@@ -285,6 +305,7 @@ mod tests {
         assert_eq!(args[args.len() - 3..], ["--", "/bin/scalelab", "__trial"]);
         assert!(args.windows(2).any(|w| w == ["-k", "CLOCK_MONOTONIC"]));
         assert!(args.contains(&"-g".to_string()));
+        assert!(args.windows(2).any(|w| w == ["-m", "128"]), "{args:?}");
         let dwarf = ProfileRequest {
             dwarf_stack: Some(16384),
             ..r.clone()
@@ -295,6 +316,17 @@ mod tests {
             "{args:?}"
         );
         assert!(frequency() >= 1);
+    }
+
+    #[test]
+    fn perf_records_rings_shrink_on_big_machines_to_stay_within_64_mib() {
+        assert_eq!(ring_pages(2), 128);
+        assert_eq!(ring_pages(128), 128);
+        assert_eq!(ring_pages(512), 32);
+        assert_eq!(ring_pages(1024), 16);
+        for cpus in [1, 2, 96, 384, 512, 1024] {
+            assert!(cpus * ring_pages(cpus) * 4096 <= 64 << 20, "{cpus} CPUs");
+        }
     }
 
     #[test]

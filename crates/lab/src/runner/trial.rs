@@ -9,18 +9,17 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::control::{Control, PHASE_MEASURE, PHASE_STOP, PHASE_WARMUP};
+use super::counter_window::{CounterSnapshot, counter_values, snapshot};
 use super::placement;
 use super::schedstat::{self, TaskClocks};
 use super::spec::{BuiltinWork, TrialSpec};
 use super::task::run_task;
 use crate::error::LabError;
 use crate::params::Params;
-use super::counter_window::{CounterSnapshot, counter_values, snapshot};
 use crate::record::{
     ClockWindow, CounterValue, HarnessCost, Mode, Nanos, SampleRecord, TrialMeasurement,
 };
 use crate::workloads::{self, PrepareContext, Prepared};
-
 
 /// How often the sampler drains the lock and off-CPU tracers' ring buffers while tracing.
 const LOCK_DRAIN_EVERY: Duration = Duration::from_millis(10);
@@ -44,9 +43,9 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
     let prepared = workload.prepare(&params, &ctx)?;
     let control = Control::new(tasks)?;
     let placement = placement::assign_here(&work.pin, tasks)?;
-    let counters = work.counters.then(|| {
-        perf::InheritedCounters::open(&super::counter_window::COUNTED)
-    });
+    let counters = work
+        .counters
+        .then(|| perf::InheritedCounters::open(&super::counter_window::COUNTED));
     let extra_names = prepared.extra_names();
     // Like the counters, opened before any task exists so that every task inherits it.
     let mut lock_session = spec.locks.map(crate::locks::collect::TraceSession::start);
@@ -455,4 +454,3 @@ fn diff(now: &[u64], base: &[u64]) -> Vec<u64> {
         .map(|(n, b)| n.saturating_sub(*b))
         .collect()
 }
-
