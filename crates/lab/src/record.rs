@@ -392,6 +392,11 @@ pub struct HarnessCost {
     pub start: Nanos,
     /// From the window's end to the last task joined or reaped.
     pub stop: Nanos,
+    /// Whether the sampler ran at real-time priority (`SCHED_FIFO`), so that it opened and
+    /// closed the window on time however many tasks were runnable; `None` in records from
+    /// before this was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampler_realtime: Option<bool>,
 }
 
 /// CLOCK_MONOTONIC nanoseconds at the start and end of a trial's measurement window.

@@ -82,6 +82,12 @@ pub enum Warning {
         /// CPU% of one task at N.
         task_cpu_pct: Option<f64>,
     },
+    /// The sampler could not run at real-time priority while tasks outnumbered the CPUs: it
+    /// may have opened and closed the windows late.
+    SamplerNotRealtime {
+        /// The task counts above the CPUs whose trials' sampler ran at ordinary priority.
+        points: Vec<u32>,
+    },
     /// Processes a killed scalelab left running (pid, command line), found before this run.
     LeftRunning {
         /// Each process's pid and command line.
@@ -129,6 +135,15 @@ impl fmt::Display for Warning {
                 "no N=1 point: speedup and efficiency need one (add 1 to --tasks)"
             ),
             Warning::CountersUnavailable { reason } => write!(f, "hardware counters n/a: {reason}"),
+            Warning::SamplerNotRealtime { points } => write!(
+                f,
+                "N={}: the sampler ran at ordinary priority among more tasks than CPUs, so each window may have closed late (its length is measured, but longer than --duration) — run as root or with CAP_SYS_NICE",
+                points
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
             Warning::CountersMultiplexed => write!(
                 f,
                 "hardware counters were multiplexed (time-shared on the PMU): their values are scaled estimates; count fewer events or stop other perf users"

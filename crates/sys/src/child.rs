@@ -109,11 +109,50 @@ pub fn try_wait_child(pid: i32) -> Result<Option<ChildExit>, SysError> {
     wait4(pid, libc::WNOHANG, "wait4(WNOHANG)")
 }
 
+/// True when some child of this process has ended and waits to be reaped, without reaping it
+/// (`waitid(P_ALL, WEXITED | WNOHANG | WNOWAIT)`): one system call however many children
+/// there are, where asking each with [`try_wait_child`] is one per child. False when every
+/// child still runs, or there is none.
+pub fn any_child_ended() -> Result<bool, SysError> {
+    use rustix::process::{WaitId, WaitIdOptions, waitid};
+    match waitid(
+        WaitId::All,
+        WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
+    ) {
+        Ok(status) => Ok(status.is_some()),
+        Err(rustix::io::Errno::CHILD) => Ok(false),
+        Err(e) => Err(SysError::with_fix(
+            "waitid",
+            Errno(e.raw_os_error()),
+            |_| None,
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::process::Command;
 
     use super::*;
+
+    #[test]
+    #[expect(
+        clippy::zombie_processes,
+        reason = "reaped by try_wait_child, the code under test"
+    )]
+    fn an_ended_child_is_seen_without_being_reaped() {
+        let mut child = Command::new("sleep").arg("0.2").spawn().unwrap();
+        let pid = child.id() as i32;
+        assert!(try_wait_child(pid).unwrap().is_none());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !any_child_ended().unwrap() {
+            assert!(std::time::Instant::now() < deadline, "sleep did not end");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        // Not reaped: wait4 still finds it, once.
+        assert!(try_wait_child(pid).unwrap().is_some());
+        let _ = child.try_wait();
+    }
 
     #[test]
     fn exit_kind_decodes_and_prints() {

@@ -27,13 +27,14 @@ mod mapping;
 mod pipe;
 mod process;
 mod rusage;
+mod scheduling;
 mod shared_region;
 mod signal;
 mod spawn;
 
 pub use affinity::{MAX_CPU, current_affinity, set_current_affinity};
 pub use anon_mapping::AnonMapping;
-pub use child::{ChildExit, ExitKind, try_wait_child, wait_child};
+pub use child::{ChildExit, ExitKind, any_child_ended, try_wait_child, wait_child};
 pub use clocks::{
     ClockId, clock_gettime_syscall, clock_gettime_vdso, gettimeofday_syscall, gettimeofday_vdso,
     thread_cpu_time,
@@ -47,6 +48,7 @@ pub use process::{
     getppid, gettid, sched_yield, set_child_subreaper, set_parent_death_signal, thread_count,
 };
 pub use rusage::{ResourceUsage, children_usage, process_usage, thread_usage};
+pub use scheduling::{is_realtime, run_realtime};
 pub use shared_region::SharedRegion;
 pub use signal::{send_signal, signal_name};
 pub use spawn::{Program, fork_exit_wait};

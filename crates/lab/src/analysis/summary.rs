@@ -277,6 +277,24 @@ pub fn summarize(data: &RunData) -> RunSummary {
     if multiplexed {
         warnings.push(Warning::CountersMultiplexed);
     }
+    let mut late: Vec<u32> = data
+        .trials
+        .iter()
+        .filter(|t| cpus > 0 && t.n as usize > cpus)
+        .filter(|t| {
+            t.outcome.measurement().is_some_and(|m| {
+                m.harness
+                    .as_ref()
+                    .is_some_and(|h| h.sampler_realtime == Some(false))
+            })
+        })
+        .map(|t| t.n)
+        .collect();
+    late.sort_unstable();
+    late.dedup();
+    if !late.is_empty() {
+        warnings.push(Warning::SamplerNotRealtime { points: late });
+    }
     let online = u32::try_from(cpus).ok().filter(|&c| c > 0);
     let scales_to = points.iter().rev().find_map(|p| {
         p.speedup.map(|s| ScalesTo {
@@ -564,6 +582,35 @@ mod tests {
         // Not measured: no figure, no warning.
         let plain = summarize(&fake_run("1,2", 0.1));
         assert_eq!(plain.points[0].runq_pct, None);
+    }
+
+    #[test]
+    fn a_sampler_at_ordinary_priority_among_more_tasks_than_cpus_is_flagged() {
+        let mut data = fake_run("1,2,4", 0.1);
+        data.meta.env.online_cpus = 2;
+        for t in &mut data.trials {
+            if let TrialOutcome::Ok(m) = &mut t.outcome {
+                m.harness = Some(crate::record::HarnessCost {
+                    sampler_cpu: Nanos(1),
+                    start: Nanos(1),
+                    stop: Nanos(1),
+                    sampler_realtime: Some(false),
+                });
+            }
+        }
+        let s = summarize(&data);
+        let w = s
+            .warnings
+            .iter()
+            .find(|w| matches!(w, Warning::SamplerNotRealtime { .. }))
+            .unwrap_or_else(|| panic!("{:?}", s.warnings));
+        // Only the points past the CPUs, once each.
+        assert!(
+            w.to_string()
+                .starts_with("N=4: the sampler ran at ordinary priority"),
+            "{w}"
+        );
+        assert!(w.to_string().contains("CAP_SYS_NICE"), "{w}");
     }
 
     #[test]

@@ -172,6 +172,7 @@ mod store {
                     sampler_cpu: Nanos(1_234),
                     start: Nanos(5_678),
                     stop: Nanos(u64::MAX),
+                    sampler_realtime: Some(true),
                 }),
             }),
         }

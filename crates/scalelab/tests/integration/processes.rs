@@ -416,3 +416,93 @@ fn every_builtin_trial_stores_what_the_harness_cost() {
         assert!(lab.ok(&["show", "last", "--wide"]).contains("sampler"));
     }
 }
+
+/// Issue 16: 1024 tasks, threads and processes, start, meet at the gate, are sampled and stop
+/// on a 2-CPU machine: every task is in the trial's counts and samples, the window holds ops,
+/// and no task process outlives the run.
+#[test]
+fn a_thousand_and_twenty_four_tasks_start_sample_and_stop() {
+    let lab = Lab::new();
+    for mode in ["threads", "processes"] {
+        lab.ok(&[
+            "run",
+            "null_syscall",
+            "--mode",
+            mode,
+            "--tasks",
+            "1024",
+            "--runs",
+            "1",
+            "--duration",
+            "300ms",
+            "--warmup",
+            "100ms",
+            "--no-counters",
+            "--quiet",
+        ]);
+        let export = lab.json(&["export", "last"]);
+        let t = &export["run"]["trials"][0]["outcome"];
+        assert_eq!(t["status"], "ok", "{mode}: {}", t["reason"]);
+        let ops: Vec<u64> = t["task_ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        assert_eq!(ops.len(), 1024, "{mode}");
+        // On 2 CPUs the scheduler gives each of 1024 runnable tasks a slice of a few ms, so
+        // in 300 ms some hundreds of them run: enough to see the window is not empty.
+        let ran = ops.iter().filter(|&&o| o > 0).count();
+        assert!(ran >= 64, "{mode}: only {ran} of 1024 tasks did an op");
+        // Was: the sampler, an ordinary thread among 1024 runnable tasks, woke seconds late:
+        // a 300 ms window closed after 5.8 s with one sample. It runs real-time now (root).
+        let samples = t["samples"].as_array().unwrap();
+        if t["harness"]["sampler_realtime"] == true {
+            let window = t["window"].as_u64().unwrap() as f64 / 1e9;
+            assert!(
+                (0.29..0.33).contains(&window),
+                "{mode}: a 300 ms window lasted {window:.3} s"
+            );
+            assert!(samples.len() >= 15, "{mode}: {} samples", samples.len());
+        }
+        assert!(!samples.is_empty(), "{mode}: no samples");
+        assert!(
+            samples
+                .iter()
+                .all(|s| s["task_ops"].as_array().unwrap().len() == 1024),
+            "{mode}: a sample without every task"
+        );
+        // The last sample is the window's end: every task's count, as the trial stored it.
+        let last: Vec<u64> = samples.last().unwrap()["task_ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        assert_eq!(
+            last, ops,
+            "{mode}: the last sample is not the window's counts"
+        );
+        let h = &t["harness"];
+        eprintln!(
+            "{mode}: 1024 tasks started in {:.1} ms, stopped in {:.1} ms, sampler {:.2} ms CPU",
+            h["start"].as_u64().unwrap() as f64 / 1e6,
+            h["stop"].as_u64().unwrap() as f64 / 1e6,
+            h["sampler_cpu"].as_u64().unwrap() as f64 / 1e6
+        );
+        assert!(
+            h["start"].as_u64().unwrap() > 0,
+            "{mode}: no start latency: {h}"
+        );
+    }
+    // Every task process was reaped with its trial.
+    let out = std::process::Command::new("pgrep")
+        .args(["-f", "scalelab __trial"])
+        .output()
+        .unwrap();
+    assert!(
+        out.stdout.is_empty(),
+        "trial processes left: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
