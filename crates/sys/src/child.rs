@@ -136,10 +136,6 @@ mod tests {
     use super::*;
 
     #[test]
-    #[expect(
-        clippy::zombie_processes,
-        reason = "reaped by try_wait_child, the code under test"
-    )]
     fn an_ended_child_is_seen_without_being_reaped() {
         let mut child = Command::new("sleep").arg("0.2").spawn().unwrap();
         let pid = child.id() as i32;
