@@ -19,11 +19,20 @@ use crate::palette::{Palette, Role};
 pub fn write_bisect(out: &mut dyn Write, v: &BisectView, palette: Palette) -> io::Result<()> {
     let good = &v.commits[0];
     let bad = &v.commits[v.commits.len() - 1];
+    let steps_at = if v.step_threshold > v.threshold {
+        format!(
+            " (commits judged at ±{}, from the gap between the ends)",
+            percent(v.step_threshold)
+        )
+    } else {
+        String::new()
+    };
     writeln!(
         out,
-        "bisect {} · {} · threshold ±{}, alpha {}",
+        "bisect {} · {} · {} · threshold ±{}{steps_at}, alpha {}",
         v.id,
         printable(&v.measured),
+        v.metric,
         percent(v.threshold),
         v.alpha
     )?;
@@ -44,7 +53,11 @@ pub fn write_bisect(out: &mut dyn Write, v: &BisectView, palette: Palette) -> io
                 "ends: N={}: bad against good {} ({})",
                 p.n,
                 change(p, palette),
-                plural(ends.runs as usize, "pair")
+                if p.paired {
+                    plural(ends.runs as usize, "pair")
+                } else {
+                    format!("{} a side, unpaired", plural(ends.runs as usize, "trial"))
+                }
             )?;
         }
     }

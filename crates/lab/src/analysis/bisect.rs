@@ -34,8 +34,13 @@ pub struct BisectView {
     pub build: Option<String>,
     /// What was measured: the command, or the built-in workload.
     pub measured: String,
-    /// Smallest change that matters (a fraction).
+    /// What each trial contributes (`ops_per_cpu_sec`, `throughput`).
+    pub metric: &'static str,
+    /// Smallest change that matters (a fraction): the ends are judged at it.
     pub threshold: f64,
+    /// The threshold the steps judged commits at: `threshold`, or a third of the gap between
+    /// the ends when larger.
+    pub step_threshold: f64,
     /// Significance level.
     pub alpha: f64,
     /// The N bisected: where the bad end REGRESSED.
@@ -121,12 +126,27 @@ impl BisectView {
         runs: &BTreeMap<i64, RunData>,
     ) -> Result<BisectView, crate::bisect::BisectError> {
         let spec = BisectSpec::from_json(record.id, &record.spec)?;
-        let compare = |a: Option<i64>, b: Option<i64>| -> Vec<PointChange> {
-            let (Some(a), Some(b)) = (a.and_then(|a| runs.get(&a)), b.and_then(|b| runs.get(&b)))
-            else {
+        let pair = |a: Option<i64>, b: Option<i64>| {
+            Some((a.and_then(|a| runs.get(&a))?, b.and_then(|b| runs.get(&b))?))
+        };
+        // The ends at --threshold; the steps at the threshold their gap sets (`decide`).
+        let step0 = record.steps.iter().find(|s| s.step == 0);
+        let bisected = step0
+            .and_then(|s| pair(s.run_good, s.run_bad))
+            .and_then(|(g, b)| {
+                let fraction = if spec.build.is_some() {
+                    crate::bisect::PAIRED_GAP
+                } else {
+                    crate::bisect::UNPAIRED_GAP
+                };
+                crate::bisect::bisected(&spec.compare(g, b, spec.threshold), fraction)
+            });
+        let step_threshold = bisected.as_ref().map_or(spec.threshold, |b| b.threshold);
+        let compare = |a: Option<i64>, b: Option<i64>, threshold: f64| -> Vec<PointChange> {
+            let Some((a, b)) = pair(a, b) else {
                 return Vec::new();
             };
-            let c = spec.compare(a, b);
+            let c = spec.compare(a, b, threshold);
             c.points
                 .iter()
                 .map(|p| PointChange {
@@ -138,11 +158,11 @@ impl BisectView {
         };
         let view_of = |s: &BisectStep| -> StepView {
             let (vs_good, vs_bad) = if s.step == 0 {
-                (compare(s.run_good, s.run_bad), Vec::new())
+                (compare(s.run_good, s.run_bad, spec.threshold), Vec::new())
             } else {
                 (
-                    compare(s.run_good, s.run_commit),
-                    compare(s.run_bad, s.run_commit),
+                    compare(s.run_good, s.run_commit, step_threshold),
+                    compare(s.run_bad, s.run_commit, step_threshold),
                 )
             };
             let measured = if s.step == 0 { s.run_bad } else { s.run_commit };
@@ -227,6 +247,8 @@ impl BisectView {
             build: spec.build.clone(),
             measured,
             threshold: spec.threshold,
+            step_threshold,
+            metric: spec.metric.name(),
             alpha: spec.alpha,
             at,
             skips: steps

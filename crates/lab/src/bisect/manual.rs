@@ -121,6 +121,9 @@ fn pending(record: &BisectRecord) -> Pending {
     }
     let last = record.commits.len() - 1;
     match record.steps.iter().find(|s| s.step == 0) {
+        Some(s) if s.verdict == StepVerdict::NotRegressed => {
+            return Pending::Done(BisectStatus::NotRegression);
+        }
         Some(s) if s.run_good.is_some() && s.run_bad.is_some() => {}
         Some(s) if s.run_good.is_some() => {
             return Pending::End {
@@ -159,6 +162,11 @@ pub fn mark(
     let record = session.store.bisect(id)?;
     let spec = BisectSpec::from_json(id, &record.spec)?;
     let waiting = pending(&record);
+    let started = std::time::Instant::now();
+    let elapsed = |before: Option<u64>| {
+        let now = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        Some(before.unwrap_or(0).saturating_add(now))
+    };
     let interrupted = |pending| {
         Ok((
             BisectOutcome {
@@ -203,14 +211,14 @@ pub fn mark(
                 Role::Good => row.run_good = Some(run.meta.id),
                 _ => row.run_bad = Some(run.meta.id),
             }
+            row.elapsed_ns = elapsed(row.elapsed_ns);
             if let (Some(g), Some(b)) = (row.run_good, row.run_bad) {
                 let (good, bad) = (session.store.load_run(g)?, session.store.load_run(b)?);
-                let ends = spec.compare(&good, &bad);
-                let at = decide::regressed_points(&ends);
+                let ends = spec.compare(&good, &bad, spec.threshold);
                 row.finished_at = Some(now_rfc3339());
-                if at.is_empty() {
+                if decide::bisected(&ends, decide::UNPAIRED_GAP).is_none() {
                     row.verdict = StepVerdict::NotRegressed;
-                    row.reason = Some(decide::not_regressed_reason(&ends));
+                    row.reason = Some(decide::not_regressed_reason(&ends, spec.metric));
                 } else {
                     row.verdict = StepVerdict::Regressed;
                 }
@@ -232,18 +240,26 @@ pub fn mark(
                     .unwrap_or_else(|| ends_row(0));
                 let good = load(session, ends.run_good)?;
                 let bad = load(session, ends.run_bad)?;
-                let at = decide::regressed_points(&spec.compare(&good, &bad));
+                let Some(bisected) = decide::bisected(
+                    &spec.compare(&good, &bad, spec.threshold),
+                    decide::UNPAIRED_GAP,
+                ) else {
+                    return Err(BisectError::Invalid(format!(
+                        "bisection {id}: its ends do not differ, nothing to mark"
+                    )));
+                };
+                let at = bisected.at.as_slice();
                 let Some(run) =
-                    measure_now(&spec, id, *step, Role::Commit, commit, Some(&at), session)?
+                    measure_now(&spec, id, *step, Role::Commit, commit, Some(at), session)?
                 else {
                     return interrupted(waiting);
                 };
                 row.run_good = ends.run_good;
                 row.run_bad = ends.run_bad;
                 row.run_commit = Some(run.meta.id);
-                let vs_good = spec.compare(&good, &run);
-                let vs_bad = spec.compare(&bad, &run);
-                match decide::classify(&vs_good, &vs_bad, &at) {
+                let vs_good = spec.compare(&good, &run, bisected.threshold);
+                let vs_bad = spec.compare(&bad, &run, bisected.threshold);
+                match decide::classify(&vs_good, &vs_bad, at) {
                     Class::Good => row.verdict = StepVerdict::Good,
                     Class::Bad => row.verdict = StepVerdict::Bad,
                     Class::Undecided(why) => {
@@ -255,6 +271,7 @@ pub fn mark(
                     }
                 }
             }
+            row.elapsed_ns = elapsed(None);
             row.finished_at = Some(now_rfc3339());
             session.store.put_bisect_step(id, &row)?;
         }

@@ -16,7 +16,7 @@
 //! Its parts: `git` (the range and the worktrees), `build` (the bisection's folder and its
 //! builds), `search` (the binary search, pure), `decide` (a step's verdict from its
 //! comparisons, pure), `spec` (the settings, stored as JSON), `drive` (the automatic
-//! bisection), `manual` (`--no-build`).
+//! bisection), `step` (one of its steps), `manual` (`--no-build`).
 
 mod build;
 mod decide;
@@ -25,6 +25,7 @@ mod git;
 mod manual;
 mod search;
 mod spec;
+mod step;
 
 use std::path::PathBuf;
 
@@ -32,6 +33,7 @@ pub use drive::{resume, start};
 pub use manual::{Pending, mark, next};
 pub use spec::{BisectSpec, Measure};
 
+pub(crate) use decide::{PAIRED_GAP, UNPAIRED_GAP, bisected};
 pub(crate) use search::{Next, Search};
 
 use std::collections::BTreeMap;

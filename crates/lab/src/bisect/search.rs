@@ -120,8 +120,7 @@ impl Search {
             if let Some((&good, _)) = self
                 .marks
                 .range(bad + 1..)
-                .filter(|(_, m)| **m == Mark::Good)
-                .last()
+                .rfind(|(_, m)| **m == Mark::Good)
             {
                 out.push((bad, good));
             }

@@ -94,20 +94,25 @@ pub(crate) struct SideOf<'a> {
 }
 
 impl BisectSpec {
-    /// The options every verdict of the bisection uses (throughput: higher is better).
+    /// The options the ends are judged with (higher is better for both metrics).
     pub fn options(&self) -> CompareOptions {
+        self.options_at(self.threshold)
+    }
+
+    /// The options at `threshold` (a step's, which may be wider than `--threshold`).
+    pub(crate) fn options_at(&self, threshold: f64) -> CompareOptions {
         CompareOptions {
             alpha: self.alpha,
-            threshold: self.threshold,
+            threshold,
             direction: Direction::HigherIsBetter,
             ..CompareOptions::default()
         }
     }
 
-    /// Candidate `b` against baseline `a` as every verdict of the bisection judges it: its
-    /// metric, threshold and alpha, paired when the runs were measured together.
-    pub(crate) fn compare(&self, a: &RunData, b: &RunData) -> Comparison {
-        compare_runs_on(a, b, &self.options(), true, self.metric)
+    /// Candidate `b` against baseline `a` as the bisection judges it: its metric and alpha,
+    /// at `threshold`, paired when the runs were measured together.
+    pub(crate) fn compare(&self, a: &RunData, b: &RunData, threshold: f64) -> Comparison {
+        compare_runs_on(a, b, &self.options_at(threshold), true, self.metric)
     }
 
     /// The settings as stored.

@@ -77,6 +77,7 @@ pub fn ab(
         name: "ab",
         letters: &AB_LETTERS,
         watch: &[(0, 1)],
+        decided: None,
     };
     let outcome = interleave(&mut [a, b], &sides, policy, session, executor)?;
     Ok(AbOutcome {

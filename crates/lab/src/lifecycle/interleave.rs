@@ -10,6 +10,12 @@
 //! one is a prefix — and every run's planned count and `ab_order` tag are updated in the store
 //! before the new trials. A stop between trials leaves every run `interrupted` with what
 //! finished.
+//!
+//! `ab` grows on precision alone, which never reads a verdict, so looking again cannot inflate
+//! its false alarms. A caller may also ask to grow while its verdicts leave it undecided
+//! ([`Sides::decided`]): `bisect` does, because its question is which of two far-apart levels
+//! a commit sits at — at least three thresholds apart — and looking again only settles a
+//! commit whose interval straddles a threshold, never moves it to the other level.
 
 use super::ab::AbPolicy;
 use super::ab_extension::{extension, undecided};
@@ -17,14 +23,14 @@ use super::ab_schedule::{self, Slot as AbSlot};
 use super::progress::Replan;
 use super::sweep::{Slot, Underway, run_slots};
 use super::{Session, SweepEnd, before_trials, executor_for, finish};
-use crate::analysis::comparison::compare_runs_on;
+use crate::analysis::comparison::{Comparison, compare_runs_on};
 use crate::env::Fingerprint;
 use crate::error::LabError;
 use crate::plan::Plan;
 use crate::runner::Executor;
 
 /// The sides of an interleaved experiment.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub(crate) struct Sides<'a> {
     /// What the notes call the experiment (`ab`, `bisect`).
     pub name: &'a str,
@@ -33,7 +39,13 @@ pub(crate) struct Sides<'a> {
     /// The comparisons (baseline, candidate), by plan index, whose precision grows the
     /// schedule.
     pub watch: &'a [(usize, usize)],
+    /// Whether the watched comparisons (in `watch`'s order) decide what the caller needs; while
+    /// they do not, the schedule also grows once they are precise. `None`: precision alone.
+    pub decided: Option<&'a Decided<'a>>,
 }
+
+/// Whether an experiment's comparisons decide what its caller needs (see [`Sides::decided`]).
+pub(crate) type Decided<'a> = dyn Fn(&[Comparison]) -> bool + 'a;
 
 /// How an interleaved experiment ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,6 +131,7 @@ pub(crate) fn interleave(
             }
             let mut more = None;
             let mut open = Vec::new();
+            let mut compared = Vec::new();
             for &(base, candidate) in sides.watch {
                 let so_far = compare_runs_on(
                     &session.store.load_run(ids[base])?,
@@ -129,6 +142,12 @@ pub(crate) fn interleave(
                 );
                 more = more.max(extension(&so_far, planned, policy.max_runs));
                 open.extend(undecided(&so_far));
+                compared.push(so_far);
+            }
+            if more.is_none() && sides.decided.is_some_and(|decided| !decided(&compared)) {
+                // Precise, yet not decided: half as many again, then look again.
+                more = Some((planned + planned.div_ceil(2)).min(policy.max_runs));
+                open.extend(points.iter().copied());
             }
             let Some(more) = more else {
                 return Ok(SweepEnd::Complete);

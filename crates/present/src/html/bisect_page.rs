@@ -48,7 +48,8 @@ pub(super) fn bisect_page(v: &BisectView, title: &str) -> Result<BisectPage, Pre
         details,
         summary: format!(
             "{} in {} from {} ({}) to {} ({}), {} between; {} measured at N={} against both \
-             ends, threshold ±{}, alpha {}; {}, {} skipped, {} building and measuring.",
+             ends ({}), threshold ±{} (commits judged at ±{}), alpha {}; {}, {} skipped, {} \
+             building and measuring.",
             v.build
                 .as_deref()
                 .map_or("commits booted by hand".to_string(), |b| format!(
@@ -62,7 +63,9 @@ pub(super) fn bisect_page(v: &BisectView, title: &str) -> Result<BisectPage, Pre
             plural(v.commits.len() - 2, "commit"),
             v.measured,
             comma_list(&v.at),
+            v.metric,
             percent(v.threshold),
+            percent(v.step_threshold),
             v.alpha,
             plural(v.steps.len(), "step"),
             v.skips,
@@ -181,7 +184,7 @@ fn chart_points(v: &BisectView) -> Vec<Chart> {
             Chart {
                 title: format!("Change against the good end at N={n}, by commit"),
                 x_label: "commit (first-parent order; 0 = the good end)".into(),
-                y_label: "change in throughput (%)".into(),
+                y_label: format!("change in {} (%)", v.metric),
                 series,
                 error_bars: bars,
                 markers: v
