@@ -103,7 +103,8 @@ EXIT STATUS:
 pub const REPORT: &str = "\
 EXAMPLES:
   scalelab report last -o run.html
-  scalelab report last~1 last -o compare.html --title 'stock vs patched'";
+  scalelab report last~1 last -o compare.html --title 'stock vs patched'
+  scalelab report --bisect 1 -o bisect.html   # a bisection's commits";
 
 /// `scalelab completions --help`.
 pub const COMPLETIONS: &str = "\
@@ -218,7 +219,9 @@ at some N. Each step builds a commit and measures it in groups of three
 (good, commit, bad) in random order: good when NO CHANGE against the good end,
 bad when NO CHANGE against the bad end and REGRESSED against the good end;
 more groups up to --max-runs while undecided, then skipped (so is a commit
-that does not build). Every run is stored, tagged bisect=ID and commit=HASH.
+that does not build). Each trial counts its CPU time (--metric cpu), which
+other work competing for the CPUs does not inflate; --metric throughput for
+wall time. Every run is stored, tagged bisect=ID and commit=HASH.
 
 EXIT STATUS:
   0    the first bad commit was found

@@ -232,6 +232,9 @@ fn build_ends(
                 session
                     .store
                     .set_bisect_status(id, status, Some(&now_rfc3339()))?;
+                // Nothing can resume a bisection whose end does not build: its worktrees go now
+                // (the log stays, for the fix).
+                let _ = area.remove_worktrees(&spec.repo);
                 return Err(BisectError::EndBuild {
                     end,
                     hash: commit.hash.clone(),

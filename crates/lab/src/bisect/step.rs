@@ -18,6 +18,7 @@ use crate::record::{RunData, TrialOutcome};
 use crate::store::{BisectCommit, BisectRecord, BisectStep, StepVerdict};
 use crate::timestamp::now_rfc3339;
 
+/// Whether a stored step has its verdict (a `measuring` one is redone).
 pub(super) fn decided(v: StepVerdict) -> bool {
     !matches!(v, StepVerdict::Measuring)
 }
@@ -31,6 +32,7 @@ pub(super) struct Builds {
     pub(super) bad_hash: String,
 }
 
+/// Builds the worktree `dir` with the bisection's `--build`, its output into `log`.
 pub(super) fn run_build(
     spec: &BisectSpec,
     dir: &Path,
@@ -47,6 +49,7 @@ pub(super) fn run_build(
     )
 }
 
+/// What step 0 found: what to bisect, a range that is not a regression, or a stop.
 pub(super) enum Confirmation {
     At(Bisected),
     Refused,
