@@ -436,3 +436,72 @@ impl RawStep {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn commits(n: u32) -> Vec<BisectCommit> {
+        (0..n)
+            .map(|i| BisectCommit {
+                position: i,
+                hash: format!("{i:040x}"),
+                subject: format!("commit {i}"),
+            })
+            .collect()
+    }
+
+    fn step(step: u32, verdict: StepVerdict) -> BisectStep {
+        BisectStep {
+            step,
+            position: 3,
+            verdict,
+            reason: None,
+            run_good: None,
+            run_commit: None,
+            run_bad: None,
+            build_log: None,
+            build_ns: Some(u64::MAX),
+            elapsed_ns: None,
+            started_at: "2026-01-01T00:00:00Z".into(),
+            finished_at: None,
+        }
+    }
+
+    #[test]
+    fn a_bisection_reads_back_as_written_and_a_step_is_replaced_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("b.db")).unwrap();
+        let id = store
+            .begin_bisect("{}", &commits(5), "2026-01-01T00:00:00Z")
+            .unwrap();
+        assert_eq!(id, 1);
+        let second = store.begin_bisect("{}", &commits(2), "x").unwrap();
+        assert_eq!((second, store.bisect_ids().unwrap()), (2, vec![1, 2]));
+        store
+            .put_bisect_step(id, &step(1, StepVerdict::Measuring))
+            .unwrap();
+        let mut decided = step(1, StepVerdict::Skip);
+        decided.reason = Some("build failed".into());
+        decided.run_commit = Some(7);
+        store.put_bisect_step(id, &decided).unwrap();
+        let read = store.bisect(id).unwrap();
+        assert_eq!(read.good, commits(5)[0].hash);
+        assert_eq!(read.bad, commits(5)[4].hash);
+        assert_eq!(read.commits, commits(5));
+        assert_eq!(read.steps, vec![decided]);
+        assert_eq!(read.status, BisectStatus::Running);
+        // This process owns it: alive, so a second driver is refused; it may take it itself.
+        assert!(read.owner_alive);
+        store.claim_bisect(id).unwrap_err();
+        store
+            .set_bisect_status(id, BisectStatus::Found, Some("y"))
+            .unwrap();
+        store.claim_bisect(id).unwrap();
+        assert!(store.bisect(id).unwrap().status.is_finished());
+        assert!(matches!(
+            store.bisect(9),
+            Err(StoreError::BisectNotFound { id: 9 })
+        ));
+    }
+}
