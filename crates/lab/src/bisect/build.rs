@@ -71,7 +71,11 @@ impl Area {
     ) -> Result<PathBuf, BisectError> {
         let path = self.dir.join(name);
         match self.dir.entry(name)? {
-            None => git::add_worktree(repo, &path, commit)?,
+            None => {
+                // A worktree whose folder was removed by hand is still registered: forget it.
+                git::prune_worktrees(repo)?;
+                git::add_worktree(repo, &path, commit)?;
+            }
             Some(st) if rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir() => {
                 git::checkout(&path, commit).map_err(|e| BisectError::StaleWorktree {
                     path: path.clone(),
