@@ -38,8 +38,8 @@ pub struct BisectView {
     pub metric: &'static str,
     /// Smallest change that matters (a fraction): the ends are judged at it.
     pub threshold: f64,
-    /// The threshold the steps judged commits at: `threshold`, or a third of the gap between
-    /// the ends when larger.
+    /// The threshold the steps judged commits at: `threshold`, or half the gap between the ends
+    /// when larger.
     pub step_threshold: f64,
     /// Significance level.
     pub alpha: f64,
@@ -133,14 +133,7 @@ impl BisectView {
         let step0 = record.steps.iter().find(|s| s.step == 0);
         let bisected = step0
             .and_then(|s| pair(s.run_good, s.run_bad))
-            .and_then(|(g, b)| {
-                let fraction = if spec.build.is_some() {
-                    crate::bisect::PAIRED_GAP
-                } else {
-                    crate::bisect::UNPAIRED_GAP
-                };
-                crate::bisect::bisected(&spec.compare(g, b, spec.threshold), fraction)
-            });
+            .and_then(|(g, b)| crate::bisect::bisected(&spec.compare(g, b, spec.threshold)));
         let step_threshold = bisected.as_ref().map_or(spec.threshold, |b| b.threshold);
         let compare = |a: Option<i64>, b: Option<i64>, threshold: f64| -> Vec<PointChange> {
             let Some((a, b)) = pair(a, b) else {

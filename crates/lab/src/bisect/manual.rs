@@ -5,9 +5,10 @@
 //! refuses the range), then the commits the search asks for.
 //!
 //! A reboot cannot interleave builds, so each mark is a plain run of `--runs` trials, judged
-//! against the ends' runs as independent samples (Mann-Whitney): slower machine drift between
-//! reboots is not cancelled as the paired steps of an automatic bisection cancel it, and every
-//! run keeps the kernel it measured in its fingerprint for the reader to check.
+//! against the ends' runs as independent samples (Mann-Whitney) at half the gap between the
+//! ends, as the automatic steps are (`decide`): the machine's drift between reboots is not
+//! cancelled as the paired steps cancel it, so only a change well above that drift bisects
+//! this way. Every run keeps the kernel it measured in its fingerprint for the reader to check.
 
 use super::decide::{self, Class};
 use super::git::Commit;
@@ -216,7 +217,7 @@ pub fn mark(
                 let (good, bad) = (session.store.load_run(g)?, session.store.load_run(b)?);
                 let ends = spec.compare(&good, &bad, spec.threshold);
                 row.finished_at = Some(now_rfc3339());
-                if decide::bisected(&ends, decide::UNPAIRED_GAP).is_none() {
+                if decide::bisected(&ends).is_none() {
                     row.verdict = StepVerdict::NotRegressed;
                     row.reason = Some(decide::not_regressed_reason(&ends, spec.metric));
                 } else {
@@ -240,10 +241,8 @@ pub fn mark(
                     .unwrap_or_else(|| ends_row(0));
                 let good = load(session, ends.run_good)?;
                 let bad = load(session, ends.run_bad)?;
-                let Some(bisected) = decide::bisected(
-                    &spec.compare(&good, &bad, spec.threshold),
-                    decide::UNPAIRED_GAP,
-                ) else {
+                let Some(bisected) = decide::bisected(&spec.compare(&good, &bad, spec.threshold))
+                else {
                     return Err(BisectError::Invalid(format!(
                         "bisection {id}: its ends do not differ, nothing to mark"
                     )));

@@ -33,7 +33,7 @@ pub use drive::{resume, start};
 pub use manual::{Pending, mark, next};
 pub use spec::{BisectSpec, Measure};
 
-pub(crate) use decide::{PAIRED_GAP, UNPAIRED_GAP, bisected};
+pub(crate) use decide::bisected;
 pub(crate) use search::{Next, Search};
 
 use std::collections::BTreeMap;

@@ -75,7 +75,7 @@ pub(super) fn confirmed_points(
         }
         let (good, bad) = (load(session, s.run_good)?, load(session, s.run_bad)?);
         let ends = spec.compare(&good, &bad, spec.threshold);
-        return Ok(match decide::bisected(&ends, decide::PAIRED_GAP) {
+        return Ok(match decide::bisected(&ends) {
             Some(b) => Confirmation::At(b),
             None => Confirmation::Refused,
         });
@@ -115,7 +115,7 @@ pub(super) fn confirmed_points(
         require_measured(id, end, data)?;
     }
     let ends = spec.compare(&good, &bad, spec.threshold);
-    let bisected = decide::bisected(&ends, decide::PAIRED_GAP);
+    let bisected = decide::bisected(&ends);
     row.run_good = Some(ids[0]);
     row.run_bad = Some(ids[1]);
     row.elapsed_ns = Some(nanos(started.elapsed()));
