@@ -190,8 +190,14 @@ fn begun_note(sides: &Sides<'_>, ids: &[i64], order: &[AbSlot], seed: u64) -> St
     } else {
         format!("groups of {} in random order", ids.len())
     };
+    // `ab --seed` is this seed; a bisection derives each step's from its own `--seed`.
+    let repeat = if sides.name == "ab" {
+        format!("; --seed {seed} repeats it")
+    } else {
+        String::new()
+    };
     format!(
-        "{}: {}; {} trials in {groups} (seed {seed}; --seed {seed} repeats it)\norder: {}",
+        "{}: {}; {} trials in {groups} (seed {seed}{repeat})\norder: {}",
         sides.name,
         named.join(", "),
         order.len(),
