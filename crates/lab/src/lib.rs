@@ -11,6 +11,8 @@
 //!   [`PathError`]), the run [`Warning`]s, [`create_output`], and the entry points of the
 //!   binary's hidden helper processes ([`die_with_owner`], [`serve_guard`]).
 //! - [`lifecycle`]: the owner of a run ([`lifecycle::run`], [`lifecycle::ab`]).
+//! - [`bisect`]: the commit that made it slower ([`bisect::start`], [`bisect::resume`], and
+//!   [`bisect::next`] / [`bisect::mark`] for `--no-build`).
 //! - [`runner`]: what one trial is ([`runner::TrialSpec`]) and who executes it.
 //! - [`record`]: the data model of runs, trials and samples.
 //! - [`store`]: the results database, export and import.
@@ -21,6 +23,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod analysis;
+pub mod bisect;
 mod csv_rows;
 pub mod env;
 mod error;

@@ -9,6 +9,7 @@
 //! - [`profile_table`]: top functions, what grows, run against run (`profile`).
 //! - [`lock_table`]: the lock table at one N and what grows (`locks`).
 //! - [`history_table`]: a metric across runs with change points (`history`).
+//! - [`bisect_text`]: a bisection's steps and its answer (`bisect`).
 //! - [`flame_graph`]: interactive SVG flame graphs (`profile --flamegraph`, the HTML report).
 //! - [`html`]: the HTML report (`report`).
 //! - [`run_list`]: the stored runs, one line each (`ls`).
@@ -21,6 +22,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod bisect_text;
 pub mod comparison_csv;
 pub mod comparison_table;
 mod error;

@@ -63,6 +63,11 @@ pub enum Command {
     /// (variants a and b) and compare them. Exit 1 when B REGRESSED at any point.
     #[command(after_help = help::AB)]
     Ab(AbArgs),
+    /// Find the commit that made a command (or a workload) slower: build and measure commits
+    /// of a git range, each interleaved against the good and the bad end, with a statistical
+    /// verdict at every step. Exit 0 when found, 1 when the range is not a regression.
+    #[command(after_help = help::BISECT)]
+    Bisect(BisectArgs),
     /// Fit the Universal Scalability Law to a run (every trial) or to N,throughput rows, and
     /// predict throughput at task counts not measured.
     #[command(after_help = help::MODEL)]
@@ -499,6 +504,150 @@ pub struct AbArgs {
     pub quiet: bool,
 }
 
+/// `scalelab bisect`: start one (the flags), resume one, or step one built by hand.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct BisectArgs {
+    #[command(subcommand)]
+    pub action: Option<BisectAction>,
+    /// The git repository to bisect. Its checkout is never touched: every commit is built in
+    /// a worktree (`git worktree add --detach`) beside the database.
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+    /// A commit (hash, tag, branch) known to be fast: the older end of the range.
+    #[arg(long, value_name = "REV")]
+    pub good: Option<String>,
+    /// A commit known to be slow, descended from --good: the newer end.
+    #[arg(long, value_name = "REV")]
+    pub bad: Option<String>,
+    /// How to build a commit, run by `sh -c` in its worktree (a failed build skips the commit;
+    /// its log is kept).
+    #[arg(long, value_name = "CMD", conflicts_with = "no_build")]
+    pub build: Option<String>,
+    /// Build nothing: for kernels and what else needs a reboot or an install per commit.
+    /// `scalelab bisect next` names the commit to boot, `scalelab bisect mark` measures what
+    /// runs after the reboot and records its verdict.
+    #[arg(long)]
+    pub no_build: bool,
+    /// A built-in workload (see `scalelab list`), with --no-build; or give --cmd instead.
+    #[arg(conflicts_with = "cmd")]
+    pub workload: Option<String>,
+    /// The command to measure, run in each build's worktree (`./bench -t {n}`); `{n}` is the
+    /// task count and the command runs with its CPU affinity limited to N CPUs.
+    #[arg(long, value_name = "CMD")]
+    pub cmd: Option<String>,
+    /// Run before each trial of the command, not timed (in the build's worktree).
+    #[arg(long, value_name = "CMD", requires = "cmd")]
+    pub prepare: Option<String>,
+    /// Run after each trial of the command, not timed (in the build's worktree).
+    #[arg(long, value_name = "CMD", requires = "cmd")]
+    pub cleanup: Option<String>,
+    /// Ops per command trial [default: 1 completion].
+    #[arg(long, value_name = "N", requires = "cmd", conflicts_with = "ops_regex")]
+    pub ops: Option<u64>,
+    /// Read each command trial's op count from its stdout: the first capture group of this
+    /// regex in the first line it matches.
+    #[arg(long, value_name = "RE", requires = "cmd")]
+    pub ops_regex: Option<String>,
+    /// Kill a command trial still running after this long and record it as failed.
+    #[arg(long, value_name = "DURATION", requires = "cmd", value_parser = parse_duration)]
+    pub timeout: Option<Nanos>,
+    /// Workload parameter, repeatable: -p size=64M.
+    #[arg(short = 'p', long = "param", value_name = "KEY=VAL", value_parser = parse_pair)]
+    pub params: Vec<(String, String)>,
+    /// Measured time per trial of a built-in workload [default: 5s].
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
+    pub duration: Option<Nanos>,
+    /// Task counts to measure at: 1 | 8 | 1,2 (required). Only those at which the bad end
+    /// REGRESSED are bisected.
+    #[arg(long, value_name = "SPEC", allow_hyphen_values = true)]
+    pub tasks: Option<TaskSpec>,
+    /// What is compared per trial: cpu (ops per CPU-second of user + system time, the whole
+    /// process tree's: time-sharing with other work on a busy machine does not move it, but a
+    /// slowdown made of waiting — locks, I/O, sleep — does not show) or throughput (ops per
+    /// second of wall time: sees waiting too, and every other process competing for the CPUs).
+    #[arg(long, value_enum, default_value_t = BisectMetric::Cpu)]
+    pub metric: BisectMetric,
+    /// Groups (one trial of good, commit and bad, in random order) at each N before the
+    /// first look.
+    #[arg(long, default_value_t = 10)]
+    pub runs: u32,
+    /// Groups per N to grow to while a verdict is imprecise (its interval wider than 1.4 ×
+    /// threshold, or noise hiding ±threshold); still undecided then, the commit is skipped.
+    #[arg(long, value_name = "K", default_value_t = 40)]
+    pub max_runs: u32,
+    /// Smallest change that matters, as 1% or 0.01: good is NO CHANGE against the good end
+    /// (interval within ±threshold), bad is NO CHANGE against the bad end and REGRESSED
+    /// against the good one.
+    #[arg(long, value_name = "PCT", default_value = "1%", value_parser = parse_threshold)]
+    pub threshold: f64,
+    /// Significance level of the tests (Wilcoxon signed-rank on the back-to-back groups), in
+    /// (0, 1).
+    #[arg(long, value_name = "A", default_value = "0.05", value_parser = parse_alpha)]
+    pub alpha: f64,
+    /// Seed of the random orders [default: from the clock]; each step's order derives from it.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// A build still running after this long fails, and its commit is skipped.
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_duration)]
+    pub build_timeout: Nanos,
+    /// Label every run of the bisection, repeatable (they are also tagged bisect=ID and
+    /// commit=HASH).
+    #[arg(long = "tag", value_name = "KEY=VAL", value_parser = parse_pair)]
+    pub tags: Vec<(String, String)>,
+    /// Continue a bisection stopped by Ctrl-C or a crash [default: the newest unfinished one];
+    /// decided steps are not measured again. Of a finished one, prints its answer.
+    #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "0",
+          conflicts_with_all = ["repo", "good", "bad", "build", "no_build", "cmd", "workload"])]
+    pub resume: Option<i64>,
+    /// Print the bisection as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress: the answer only (errors and warnings still go to stderr).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// What `bisect --metric` compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BisectMetric {
+    /// Ops per CPU-second (user + system time) of each trial.
+    Cpu,
+    /// Ops per second of each trial's wall time.
+    Throughput,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BisectAction {
+    /// --no-build: the commit to boot (or install) next, then `scalelab bisect mark`.
+    Next {
+        /// The bisection [default: the newest unfinished one].
+        id: Option<i64>,
+    },
+    /// --no-build: measure what runs now as the commit `next` named, record its verdict and
+    /// name the next one.
+    Mark {
+        /// The bisection [default: the newest unfinished one].
+        id: Option<i64>,
+        /// The commit could not be built or booted: skip it (as git bisect skip).
+        #[arg(long)]
+        skip: bool,
+        /// No progress: the verdict and what comes next only.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Print a bisection: its steps and its answer.
+    Show {
+        /// The bisection [default: the newest].
+        id: Option<i64>,
+        /// Print it as JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The stored bisections, one line each.
+    List,
+}
+
 // One of RUN or --csv, and the usage line says so (`<RUN|--csv <FILE>>`).
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("input").required(true).args(["run", "csv"])))]
@@ -645,10 +794,14 @@ pub struct ExplainArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(group(ArgGroup::new("input").required(true).args(["runs", "bisect"])))]
 pub struct ReportArgs {
     /// Runs to include (id, last, last~K, or exported JSON); the first is the baseline of comparisons.
-    #[arg(required = true)]
     pub runs: Vec<String>,
+    /// The report of bisection ID instead: its commits along the x axis with each one's
+    /// change against the good end and its interval.
+    #[arg(long, value_name = "ID", conflicts_with = "runs")]
+    pub bisect: Option<i64>,
     /// The HTML file to write; `-` writes the page to stdout.
     #[arg(short, long, value_name = "FILE.html")]
     pub output: PathBuf,

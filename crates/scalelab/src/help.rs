@@ -103,7 +103,8 @@ EXIT STATUS:
 pub const REPORT: &str = "\
 EXAMPLES:
   scalelab report last -o run.html
-  scalelab report last~1 last -o compare.html --title 'stock vs patched'";
+  scalelab report last~1 last -o compare.html --title 'stock vs patched'
+  scalelab report --bisect 1 -o bisect.html   # a bisection's commits";
 
 /// `scalelab completions --help`.
 pub const COMPLETIONS: &str = "\
@@ -197,6 +198,36 @@ EXIT STATUS:
   1    B REGRESSED at some point
   2    a usage or runtime error, or every trial of a side failed
   130  interrupted by Ctrl-C or SIGTERM (the finished trials are stored)";
+
+/// `scalelab bisect --help`.
+pub const BISECT: &str = "\
+EXAMPLES:
+  scalelab bisect --repo ~/src/app --good v1.2 --bad v1.3 \\
+      --build 'make -j8' --cmd './bench --threads {n}' --tasks 8
+  scalelab bisect --repo . --good HEAD~64 --bad HEAD --build 'make' \\
+      --cmd './loop' --tasks 1 --threshold 2% --max-runs 60
+  scalelab bisect --resume              # after Ctrl-C or a crash
+  scalelab bisect show 3 --json         # a bisection's steps and answer
+  scalelab report --bisect 3 -o bisect.html
+  scalelab bisect --repo ~/linux --good v6.8 --bad v6.9 --no-build \\
+      page_fault --tasks 1,2            # then, after each reboot:
+  scalelab bisect next ; scalelab bisect mark   # (mark --skip: no boot)
+
+The good and bad ends are built once (worktrees beside the database) and
+measured interleaved; the bisection goes on only if bad REGRESSED against good
+at some N. Each step builds a commit and measures it in groups of three
+(good, commit, bad) in random order: good when NO CHANGE against the good end,
+bad when NO CHANGE against the bad end and REGRESSED against the good end;
+more groups up to --max-runs while undecided, then skipped (so is a commit
+that does not build). Each trial counts its CPU time (--metric cpu), which
+other work competing for the CPUs does not inflate; --metric throughput for
+wall time. Every run is stored, tagged bisect=ID and commit=HASH.
+
+EXIT STATUS:
+  0    the first bad commit was found
+  1    the range is not a regression (bad is not REGRESSED against good)
+  2    a usage or runtime error; also only skipped commits left
+  130  interrupted by Ctrl-C or SIGTERM (`bisect --resume` continues)";
 
 /// `scalelab model --help`.
 pub const MODEL: &str = "\

@@ -83,6 +83,7 @@ pub fn command_config(command: CommandRun<'_>, labels: Labels<'_>) -> RunConfig 
         prepare: command.prepare.map(str::to_string),
         cleanup: command.cleanup.map(str::to_string),
         ops: command.ops,
+        dir: None,
     });
     cfg.warmup = Nanos(0);
     cfg.timeout = command.timeout;

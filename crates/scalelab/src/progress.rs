@@ -14,9 +14,10 @@ use lab::safe_text::{printable, printable_lines};
 #[derive(Debug)]
 pub struct TerminalProgress {
     bar: ProgressBar,
-    /// What the bar calls the runs (`run 7`, `ab`); set when they begin.
     quiet: bool,
-    ab: bool,
+    /// What the bar and the notes call an experiment of several runs (`ab`, `bisect`); `None`
+    /// for a plain run, which the bar calls by its id.
+    name: Option<&'static str>,
 }
 
 impl TerminalProgress {
@@ -25,7 +26,16 @@ impl TerminalProgress {
         TerminalProgress {
             bar: ProgressBar::hidden(),
             quiet,
-            ab,
+            name: ab.then_some("ab"),
+        }
+    }
+
+    /// Progress of an experiment the bar calls `name` (`bisect`).
+    pub fn named(quiet: bool, name: &'static str) -> TerminalProgress {
+        TerminalProgress {
+            bar: ProgressBar::hidden(),
+            quiet,
+            name: Some(name),
         }
     }
 
@@ -44,11 +54,12 @@ impl Progress for TerminalProgress {
         if self.quiet || !std::io::stderr().is_terminal() {
             return;
         }
-        let name = if self.ab {
-            "ab".to_string()
-        } else {
-            let ids: Vec<String> = runs.iter().map(ToString::to_string).collect();
-            format!("run {}", ids.join(","))
+        let name = match self.name {
+            Some(name) => name.to_string(),
+            None => {
+                let ids: Vec<String> = runs.iter().map(ToString::to_string).collect();
+                format!("run {}", ids.join(","))
+            }
         };
         let bar = ProgressBar::with_draw_target(Some(trials as u64), ProgressDrawTarget::stderr());
         let style = ProgressStyle::with_template(
@@ -82,9 +93,14 @@ impl Progress for TerminalProgress {
         self.bar.set_length(replan.trials as u64);
         if !self.quiet {
             let ns: Vec<String> = replan.undecided.iter().map(ToString::to_string).collect();
+            // A bisection's trials come in groups of three (good, commit, bad); ab's in pairs.
+            let (name, unit) = match self.name {
+                Some("bisect") => ("bisect", "groups"),
+                _ => ("ab", "pairs"),
+            };
             self.say(&format!(
-                "ab: {} pairs cannot yet tell ±{} from no change at N={}; adding pairs up to {} \
-                 (--max-runs {})",
+                "{name}: {} {unit} cannot yet tell ±{} from no change at N={}; adding {unit} up \
+                 to {} (--max-runs {})",
                 replan.pairs,
                 percent(replan.threshold),
                 ns.join(","),

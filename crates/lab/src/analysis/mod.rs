@@ -13,7 +13,9 @@
 //! - [`lock_contention`]: lock waits per point, and what grows with N.
 //! - [`step`]: one step of a command run, read as a run (`profile`/`locks --step NAME`).
 //! - [`report_data`]: all of the above for the runs of one HTML report.
+//! - [`bisect`]: a bisection's answer and steps, each step's comparisons against both ends.
 
+pub mod bisect;
 pub mod boundaries;
 pub mod comparison;
 pub mod explain;

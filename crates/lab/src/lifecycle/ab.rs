@@ -3,7 +3,8 @@
 //! like `run`); with `max_runs`, the schedule grows while some N cannot decide
 //! ([`ab_extension`](super::ab_extension)) — the same seed's longer order, of which the first
 //! one is a prefix — and both runs' planned count and `ab_order` tag are updated in the store
-//! before the new trials.
+//! before the new trials. The loop is [`interleave`](super::interleave)'s, which `bisect`
+//! shares with three sides.
 //!
 //! Both runs share one environment fingerprint and the tags `ab_seed` (which, with the points
 //! and runs, repeats the order) and `ab_order` (the side that went first in each pair, in
@@ -11,13 +12,11 @@
 
 use stats::CompareOptions;
 
-use super::ab_extension::{extension, undecided};
-use super::ab_schedule::{self, Slot as AbSlot};
-use super::progress::Replan;
-use super::sweep::{Slot, Underway, run_slots};
-use super::{Session, SweepEnd, before_trials, executor_for, finish};
-use crate::analysis::comparison::{Side, compare_runs};
-use crate::env::Fingerprint;
+use crate::analysis::comparison::TrialMetric;
+
+use super::ab_schedule::AB_LETTERS;
+use super::interleave::{Sides, interleave};
+use super::{Session, SweepEnd};
 use crate::error::{Field, LabError};
 use crate::plan::Plan;
 use crate::runner::Executor;
@@ -31,6 +30,8 @@ pub struct AbPolicy {
     pub max_runs: u32,
     /// The statistics the growth rule reads (the threshold; pairs are judged paired).
     pub options: CompareOptions,
+    /// The per-trial value the growth rule compares (`ab`: throughput).
+    pub metric: TrialMetric,
 }
 
 impl AbPolicy {
@@ -66,113 +67,23 @@ pub struct AbOutcome {
 
 /// Measures `a` against `b` (see the module doc).
 pub fn ab(
-    mut a: Plan,
-    mut b: Plan,
+    a: Plan,
+    b: Plan,
     policy: &AbPolicy,
     session: &mut Session<'_>,
     executor: Option<&mut dyn Executor>,
 ) -> Result<AbOutcome, LabError> {
-    policy.check(&a)?;
-    let mut planned = a.runs;
-    let mut order = ab_schedule::schedule(&a.points, planned, policy.seed);
-    for p in [&mut a, &mut b] {
-        p.tags.insert("ab_seed".into(), policy.seed.to_string());
-        p.tags
-            .insert("ab_order".into(), ab_schedule::firsts(&order));
-    }
-    let warnings = before_trials(session);
-    let cwd =
-        std::env::current_dir().map_err(|e| LabError::io("reading the working directory", e))?;
-    let fingerprint = Fingerprint::capture(&cwd);
-    let meta_a = a.run_meta(
-        fingerprint.clone(),
-        warnings.clone(),
-        session.command_line.clone(),
-    );
-    let meta_b = b.run_meta(fingerprint, warnings, session.command_line.clone());
-    let id_a = session.store.begin_run(&meta_a)?;
-    let id_b = session.store.begin_run(&meta_b)?;
-    session.progress.note(&format!(
-        "ab: A is run {id_a}, B is run {id_b}; {} trials in pairs of random order (seed {seed}; \
-         --seed {seed} repeats it)\norder: {}",
-        order.len(),
-        ab_schedule::letters(&order),
-        seed = policy.seed,
-    ));
-    session.progress.begun(&[id_a, id_b], order.len());
-    let mut default_executor;
-    let executor = match executor {
-        Some(e) => e,
-        None => {
-            default_executor = executor_for(&a, session.helpers)?;
-            default_executor.as_mut()
-        }
+    let sides = Sides {
+        name: "ab",
+        letters: &AB_LETTERS,
+        watch: &[(0, 1)],
+        decided: None,
     };
-    let runs = [
-        Underway {
-            plan: &a,
-            id: id_a,
-            side: Some(Side::A),
-        },
-        Underway {
-            plan: &b,
-            id: id_b,
-            side: Some(Side::B),
-        },
-    ];
-    let mut stored = 0;
-    // Every error below still finishes both runs (as interrupted, with what they stored).
-    let mut measure = || -> Result<SweepEnd, LabError> {
-        loop {
-            let slots: Vec<Slot> = order[stored..].iter().map(slot).collect();
-            let end = run_slots(session, &runs, &slots, executor, None, &mut stored)?;
-            if end == SweepEnd::Interrupted || planned >= policy.max_runs {
-                return Ok(end);
-            }
-            let so_far = compare_runs(
-                &session.store.load_run(id_a)?,
-                &session.store.load_run(id_b)?,
-                &policy.options,
-                true,
-            );
-            let Some(more) = extension(&so_far, planned, policy.max_runs) else {
-                return Ok(SweepEnd::Complete);
-            };
-            order = ab_schedule::schedule(&a.points, more, policy.seed);
-            let firsts = ab_schedule::firsts(&order);
-            for id in [id_a, id_b] {
-                session
-                    .store
-                    .extend_plan(id, more, &[("ab_order", firsts.as_str())])?;
-            }
-            session.progress.replanned(&Replan {
-                pairs: planned,
-                more,
-                max_runs: policy.max_runs,
-                threshold: policy.options.threshold,
-                undecided: undecided(&so_far),
-                trials: order.len(),
-            });
-            planned = more;
-        }
-    };
-    let ended = measure();
-    let end = finish(session.store, &[id_a, id_b], stored, ended)?;
+    let outcome = interleave(&mut [a, b], &sides, policy, session, executor)?;
     Ok(AbOutcome {
-        id_a,
-        id_b,
-        end,
-        stored,
+        id_a: outcome.ids[0],
+        id_b: outcome.ids[1],
+        end: outcome.end,
+        stored: outcome.stored,
     })
-}
-
-fn slot(s: &AbSlot) -> Slot {
-    Slot {
-        run: match s.side {
-            Side::A => 0,
-            Side::B => 1,
-        },
-        n: s.n,
-        index: s.index,
-    }
 }

@@ -6,12 +6,13 @@
 //!
 //! The CLI only turns arguments into a [`Plan`], owns the stop flag (Ctrl-C, SIGTERM) and shows
 //! the progress. [`run`] measures one plan round-robin (`sweep`); [`ab`] measures two in
-//! random pairs and grows the schedule while the pairs cannot decide (`ab_schedule`,
-//! `ab_extension`).
+//! random pairs and grows the schedule while the pairs cannot decide (`interleave`,
+//! `ab_schedule`, `ab_extension`); `bisect` measures three sides the same way.
 
 mod ab;
 pub(crate) mod ab_extension;
 pub(crate) mod ab_schedule;
+pub(crate) mod interleave;
 mod progress;
 mod sweep;
 
@@ -396,6 +397,7 @@ mod tests {
                 prepare: None,
                 cleanup: None,
                 ops: OpsSource::Completion,
+                dir: None,
             });
             cfg.warmup = crate::record::Nanos(0);
             cfg.tasks = Some("1,2".parse().unwrap());
@@ -407,6 +409,7 @@ mod tests {
             seed: 7,
             max_runs: 4,
             options: stats::CompareOptions::default(),
+            metric: crate::analysis::comparison::TrialMetric::Throughput,
         };
         let stop = AtomicBool::new(false);
         let mut seen = Recorder::default();
@@ -440,6 +443,7 @@ mod tests {
             seed: 1,
             max_runs: 2,
             options: stats::CompareOptions::default(),
+            metric: crate::analysis::comparison::TrialMetric::Throughput,
         };
         let err = policy.check(&plan("1", 3)).unwrap_err().to_string();
         assert!(err.contains("max_runs: 2 is below the 3 pairs"), "{err}");

@@ -3,14 +3,14 @@
 //! A trait because there are two real watchers: the terminal (a progress bar, failure lines,
 //! warnings and notes on stderr) and the silent one that tests and `--quiet` scripts use.
 
-use crate::analysis::comparison::Side;
 use crate::record::{TrialOutcome, TrialRecord};
 
-/// Which trial: its side in an A/B experiment, its N and repetition (0-based).
+/// Which trial: its side in an interleaved experiment, its N and repetition (0-based).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TrialLabel {
-    /// `A` or `B` in an A/B experiment; `None` in a plain run.
-    pub side: Option<Side>,
+    /// `A` or `B` in an A/B experiment (`G`, `C`, `B` in a bisection: the good build, the
+    /// commit, the bad build); `None` in a plain run.
+    pub side: Option<char>,
     /// The task count.
     pub n: u32,
     /// Which repetition at this N, from 0.

@@ -10,7 +10,6 @@ use std::sync::atomic::Ordering;
 
 use super::Session;
 use super::progress::TrialLabel;
-use crate::analysis::comparison::Side;
 use crate::error::LabError;
 use crate::plan::Plan;
 use crate::record::TrialRecord;
@@ -21,18 +20,20 @@ use crate::timestamp;
 /// One trial to run: which of the session's runs it belongs to, its N and repetition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Slot {
-    /// Index into the runs being measured (0 for `run`; 0 = A, 1 = B for `ab`).
+    /// Index into the runs being measured (0 for `run`; 0 = A, 1 = B for `ab`; the plans'
+    /// order in an interleaved experiment).
     pub run: usize,
     pub n: u32,
     pub index: u32,
 }
 
-/// A run being measured: its plan, its id in the store and, in an A/B experiment, its side.
+/// A run being measured: its plan, its id in the store and, in an interleaved experiment, its
+/// side's letter.
 #[derive(Debug)]
 pub(super) struct Underway<'p> {
     pub plan: &'p Plan,
     pub id: i64,
-    pub side: Option<Side>,
+    pub side: Option<char>,
 }
 
 /// How a sweep ended.

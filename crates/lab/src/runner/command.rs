@@ -67,7 +67,7 @@ impl CommandSpec {
             if text.trim().is_empty() {
                 return Err(LabError::BadOption(format!("{name}: the command is empty")));
             }
-            let syntax = shell(&["-n", "-c", &text])?;
+            let syntax = shell(&["-n", "-c", &text], self.dir.as_deref())?;
             if !syntax.status.success() {
                 return Err(LabError::BadOption(format!(
                     "{name}: `{cmd}` is not valid shell syntax ({}); check its quoting and brackets",
@@ -77,9 +77,12 @@ impl CommandSpec {
             let Some(first) = plain_first_word(&text) else {
                 continue;
             };
-            if !shell(&["-c", "command -v \"$1\" >/dev/null 2>&1", "sh", first])?
-                .status
-                .success()
+            if !shell(
+                &["-c", "command -v \"$1\" >/dev/null 2>&1", "sh", first],
+                self.dir.as_deref(),
+            )?
+            .status
+            .success()
             {
                 return Err(LabError::BadOption(format!(
                     "{name}: `{first}` is not a command here (not found in PATH, not a shell builtin); check the spelling or give its full path"
@@ -90,10 +93,14 @@ impl CommandSpec {
     }
 }
 
-/// Runs `sh ARGS…` to completion, as every child of scalelab (see [`adopt`]).
-fn shell(args: &[&str]) -> Result<std::process::Output, LabError> {
+/// Runs `sh ARGS…` to completion (in `dir` when given), as every child of scalelab (see
+/// [`adopt`]).
+fn shell(args: &[&str], dir: Option<&std::path::Path>) -> Result<std::process::Output, LabError> {
     let mut sh = Command::new("sh");
     sh.args(args).stdin(Stdio::null());
+    if let Some(dir) = dir {
+        sh.current_dir(dir);
+    }
     adopt(&mut sh);
     sh.output()
         .map_err(|e| LabError::io("running sh to check the command", e))
@@ -184,6 +191,7 @@ impl Executor for CommandExecutor {
         if let Some(prepare) = &cmd.prepare {
             match run_step(
                 &prepare.replace("{n}", &n),
+                cmd.dir.as_deref(),
                 left(),
                 stop,
                 None,
@@ -219,6 +227,7 @@ impl Executor for CommandExecutor {
             let clock_start = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
             let result = run_step(
                 &command.replace("{n}", &n),
+                cmd.dir.as_deref(),
                 left(),
                 stop,
                 ops_re.as_ref(),
@@ -326,6 +335,7 @@ fn run_cleanup(cmd: &CommandSpec, n: &str, limit: Duration, stop: &AtomicBool) {
     if let Some(cleanup) = &cmd.cleanup {
         let _ = run_step(
             &cleanup.replace("{n}", n),
+            cmd.dir.as_deref(),
             limit,
             stop,
             None,
@@ -357,6 +367,7 @@ mod tests {
             prepare: None,
             cleanup: None,
             ops: OpsSource::Completion,
+            dir: None,
         }
     }
 
@@ -398,6 +409,7 @@ mod tests {
             prepare: None,
             cleanup: None,
             ops: OpsSource::Completion,
+            dir: None,
         };
         assert!(
             spec.validate()
@@ -410,6 +422,7 @@ mod tests {
             prepare: Some("echo hi".into()),
             cleanup: None,
             ops: OpsSource::Regex("(".into()),
+            dir: None,
         };
         assert!(
             spec.validate()

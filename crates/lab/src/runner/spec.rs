@@ -93,6 +93,10 @@ pub struct CommandSpec {
     pub cleanup: Option<String>,
     /// How the trial's ops are counted.
     pub ops: OpsSource,
+    /// The directory every step runs in (`bisect` runs a build's own `./bench` in its
+    /// worktree); `None`: scalelab's working directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<PathBuf>,
 }
 
 impl TrialSpec {

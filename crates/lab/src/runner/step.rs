@@ -89,10 +89,12 @@ pub(super) enum StepError {
     Failed(String),
 }
 
-/// Runs `sh -c command` up to `limit` (see the module doc). The child inherits the calling
-/// thread's CPU affinity. With `ops`, stdout is watched for the op count; otherwise discarded.
+/// Runs `sh -c command` up to `limit` (see the module doc), in `dir` when given. The child
+/// inherits the calling thread's CPU affinity. With `ops`, stdout is watched for the op count;
+/// otherwise discarded.
 pub(super) fn run_step(
     command: &str,
+    dir: Option<&Path>,
     limit: Duration,
     stop: &AtomicBool,
     ops: Option<&Regex>,
@@ -129,6 +131,9 @@ pub(super) fn run_step(
         })
         .stderr(Stdio::piped())
         .process_group(0);
+    if let Some(dir) = dir {
+        sh.current_dir(dir);
+    }
     // Spawned on the calling thread, which waits below until the step has ended: the
     // parent-death signal fires when the spawning thread exits, so it must not be a helper.
     let mark = adopt(&mut sh);

@@ -45,6 +45,12 @@ pub(crate) fn derive_status(stored: RunStatus, owner: &Owner, me: &Owner) -> Run
     }
 }
 
+/// Whether the recorded `owner` is gone (`me` is the reading process): for rows other than runs
+/// that record their owner the same way (a bisection).
+pub(crate) fn is_gone(owner: &Owner, me: &Owner) -> bool {
+    owner_is_gone(owner, me, proc_table::stat)
+}
+
 /// Decides from the recorded `owner`, the reader `me` and a way to read `/proc/PID/stat`.
 fn owner_is_gone(owner: &Owner, me: &Owner, stat: impl Fn(i32) -> Option<ProcStat>) -> bool {
     let Some(pid) = owner

@@ -16,9 +16,11 @@
 //! Concerns, one file each: `location` (where the file is, and may it be opened), `schema`
 //! (opening, DDL, migrations on `PRAGMA user_version`),
 //! `runs` (writing), `query` (reading), `columns` (model values ↔ SQL columns),
-//! `liveness` (is the owner alive), `export` (JSON/CSV export, reading exports),
+//! `liveness` (is the owner alive), `export` (JSON/CSV export, reading exports), `bisect`
+//! (bisections: their range, steps and verdicts),
 //! `validation` (refusing runs no measurement could produce, before import).
 
+mod bisect;
 mod columns;
 mod export;
 mod liveness;
@@ -32,6 +34,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
+pub use bisect::{BisectCommit, BisectRecord, BisectStatus, BisectStep, StepVerdict};
 pub use export::{export_csv, export_json, read_export};
 pub use query::RunFilter;
 pub use schema::SCHEMA_VERSION;
@@ -211,6 +214,35 @@ pub enum StoreError {
     RunNotFound {
         /// The id asked for.
         id: i64,
+    },
+
+    /// No bisection has this id.
+    #[error("bisection {id} not found (`scalelab bisect --list` lists them)")]
+    BisectNotFound {
+        /// The id asked for.
+        id: i64,
+    },
+
+    /// Another live scalelab drives the bisection.
+    #[error(
+        "bisection {id} is being run by another scalelab process — wait for it to end, or stop it (Ctrl-C) and resume"
+    )]
+    BisectBusy {
+        /// The bisection's id.
+        id: i64,
+    },
+
+    /// A stored value of a bisection cannot be read back.
+    #[error("bisection {id} in {}: stored {what} is unreadable ({detail}) — the database was damaged or written by an incompatible scalelab", path.display())]
+    CorruptBisect {
+        /// The database file.
+        path: PathBuf,
+        /// The bisection's id.
+        id: i64,
+        /// Which value.
+        what: &'static str,
+        /// Why it does not decode.
+        detail: String,
     },
 
     /// `last` asked of a database without runs.

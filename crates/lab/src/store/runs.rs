@@ -161,7 +161,7 @@ impl Store {
     }
 
     /// Runs `f` in one immediate write transaction, committed when `f` succeeds.
-    fn write<T>(
+    pub(super) fn write<T>(
         &mut self,
         f: impl FnOnce(&Writer<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
@@ -187,13 +187,13 @@ struct RunRow<'a> {
 }
 
 /// An open write transaction on the database at `path`.
-struct Writer<'a> {
-    tx: Transaction<'a>,
-    path: &'a Path,
+pub(super) struct Writer<'a> {
+    pub(super) tx: Transaction<'a>,
+    pub(super) path: &'a Path,
 }
 
 impl Writer<'_> {
-    fn sql(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+    pub(super) fn sql(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
         |e| StoreError::sqlite(self.path, e)
     }
 

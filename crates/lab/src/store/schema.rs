@@ -28,7 +28,7 @@ pub(crate) const APPLICATION_ID: i32 = 0x5343_4c42;
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Step `i` takes the schema from version `i` to `i + 1`. Append only; never edit a shipped step.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
 
 /// Version 1. u64 values (durations, counts) are stored in INTEGER columns as their two's
 /// complement bit pattern (see `columns`), so values past i64::MAX survive exactly.
@@ -157,6 +157,53 @@ ALTER TABLE trials ADD COLUMN harness TEXT;  -- JSON HarnessCost; NULL for comma
 /// drop without rebuilding `runs`; it keeps the nearest old name and this column wins when set.
 const V8: &str = "
 ALTER TABLE runs ADD COLUMN pin_placement TEXT;  -- Pin text; NULL before version 8
+";
+
+/// Version 9: bisections (`scalelab bisect`, see `store::bisect`): the settings and status of
+/// each, the commits of its range and each step's verdict with the ids of the runs it measured.
+/// Portable SQL (INTEGER, TEXT; ids assigned by scalelab).
+const V9: &str = "
+CREATE TABLE bisects (
+    id                INTEGER PRIMARY KEY,   -- assigned by scalelab: one more than the largest
+    spec              TEXT NOT NULL,         -- JSON: repository, ends, build, what is measured
+    good              TEXT NOT NULL,         -- the good end's full hash
+    bad               TEXT NOT NULL,         -- the bad end's full hash
+    status            TEXT NOT NULL
+                      CHECK (status IN ('running', 'found', 'not_regression', 'unresolved',
+                                        'failed')),
+    started_at        TEXT NOT NULL,         -- RFC 3339 UTC
+    finished_at       TEXT,
+    owner_pid         INTEGER,               -- the process driving it, as for runs
+    owner_start_time  INTEGER,
+    owner_boot_id     TEXT
+);
+
+CREATE TABLE bisect_commits (
+    bisect_id  INTEGER NOT NULL REFERENCES bisects (id) ON DELETE CASCADE,
+    position   INTEGER NOT NULL,             -- 0: the good end; the last: the bad end
+    hash       TEXT NOT NULL,
+    subject    TEXT NOT NULL,
+    PRIMARY KEY (bisect_id, position)
+);
+
+CREATE TABLE bisect_steps (
+    bisect_id    INTEGER NOT NULL REFERENCES bisects (id) ON DELETE CASCADE,
+    step         INTEGER NOT NULL,           -- 0: the ends' confirmation; then 1, 2, ...
+    position     INTEGER NOT NULL,           -- the commit tested (bisect_commits.position)
+    verdict      TEXT NOT NULL
+                 CHECK (verdict IN ('measuring', 'good', 'bad', 'skip', 'regressed',
+                                    'not_regressed')),
+    reason       TEXT,                       -- why skipped or refused
+    run_good     INTEGER,                    -- runs.id of each side measured in this step
+    run_commit   INTEGER,
+    run_bad      INTEGER,
+    build_log    TEXT,                       -- path of the build's log, kept
+    build_ns     INTEGER,
+    elapsed_ns   INTEGER,                    -- the whole step: build and measurements
+    started_at   TEXT NOT NULL,
+    finished_at  TEXT,
+    PRIMARY KEY (bisect_id, step)
+);
 ";
 
 /// Opens `path` as a scalelab database, migrating it, and creating it when `create`; see the

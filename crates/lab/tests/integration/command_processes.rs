@@ -125,6 +125,7 @@ fn spec(steps: &[&str], cleanup: Option<&str>, ops: OpsSource) -> TrialSpec {
             prepare: None,
             cleanup: cleanup.map(str::to_string),
             ops,
+            dir: None,
         }),
         locks: None,
         offcpu: None,

@@ -14,9 +14,11 @@
 //! uses those two; `charts.rs` draws a run's charts with `plot`; `attribution.rs` (profile and
 //! lock tables, the flame graph) fills `page` tables; `run_section.rs`,
 //! `comparison_section.rs` and `history_section.rs` build the sections; this module fills the
-//! templates.
+//! templates. `bisect_page.rs` builds the page of a bisection (`report --bisect`), its own
+//! template sharing the report's style.
 
 mod attribution;
+mod bisect_page;
 mod charts;
 mod comparison_section;
 mod history_section;
@@ -26,6 +28,7 @@ mod plot;
 mod run_section;
 mod ticks;
 
+use lab::analysis::bisect::BisectView;
 use lab::analysis::report_data::ReportData;
 use minijinja::Environment;
 
@@ -95,10 +98,32 @@ pub fn default_title(data: &ReportData) -> String {
     }
 }
 
+/// Renders the page of a bisection (`report --bisect`), headed `title`: its answer, its
+/// commits along the x axis with their changes and intervals, its steps.
+pub fn render_bisect(view: &BisectView, title: &str) -> Result<String, PresentError> {
+    let page = bisect_page::bisect_page(view, title)?;
+    let env = environment()?;
+    env.get_template("bisect.html")
+        .and_then(|t| t.render(minijinja::value::Serde(&page)))
+        .map_err(|e| PresentError::Template(format!("{e:#}")))
+}
+
 /// Fills the templates with the page.
 fn fill(page: &Page) -> Result<String, PresentError> {
+    let env = environment()?;
+    env.get_template("report.html")
+        .and_then(|t| t.render(minijinja::value::Serde(page)))
+        .map_err(|e| PresentError::Template(format!("{e:#}")))
+}
+
+/// The templates, with the verdicts the tables colour.
+fn environment() -> Result<Environment<'static>, PresentError> {
     let mut env = Environment::new();
     let template_error = |e: minijinja::Error| PresentError::Template(format!("{e:#}"));
+    env.add_template("style.html", include_str!("style.html"))
+        .map_err(template_error)?;
+    env.add_template("bisect.html", include_str!("bisect.html"))
+        .map_err(template_error)?;
     env.add_template("report.html", include_str!("report.html"))
         .map_err(template_error)?;
     env.add_template("table.html", include_str!("table.html"))
@@ -107,9 +132,7 @@ fn fill(page: &Page) -> Result<String, PresentError> {
         "verdicts",
         minijinja::Value::from(minijinja::value::Serde(["REGRESSED", "IMPROVED"])),
     );
-    env.get_template("report.html")
-        .and_then(|t| t.render(minijinja::value::Serde(page)))
-        .map_err(template_error)
+    Ok(env)
 }
 
 #[cfg(test)]

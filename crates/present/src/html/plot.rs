@@ -20,6 +20,8 @@ pub(super) enum Style {
     Line,
     Dashed,
     Dots,
+    /// Large, solid points, not joined (a bisection's commits).
+    Points,
 }
 
 /// A named series of (x, y) points.
@@ -125,7 +127,7 @@ fn legend_entries(chart: &Chart) -> Vec<Entry> {
             mark: match s.style {
                 Style::Line => Mark::Line,
                 Style::Dashed => Mark::Dashed,
-                Style::Dots => Mark::Dot,
+                Style::Dots | Style::Points => Mark::Dot,
             },
         })
         .chain(chart.bands.iter().map(|b| Entry {
@@ -323,6 +325,9 @@ fn draw(area: &Area<'_>, chart: &Chart, width: u32) -> Result<(), Box<dyn std::e
                         .iter()
                         .map(|&p| Circle::new(p, 2, c.mix(0.5).filled())),
                 )?;
+            }
+            Style::Points => {
+                ctx.draw_series(s.points.iter().map(|&p| Circle::new(p, 4, c.filled())))?;
             }
         }
     }

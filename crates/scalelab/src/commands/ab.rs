@@ -32,6 +32,7 @@ pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
         seed: args.seed.unwrap_or_else(clock_seed),
         max_runs,
         options: args.verdict.options(),
+        metric: lab::analysis::comparison::TrialMetric::Throughput,
     };
     policy.check(&plan_a)?;
     let mut bench = Bench::open(db)?;

@@ -1,6 +1,7 @@
 //! One module per subcommand; `dispatch` routes the parsed CLI to it.
 
 mod ab;
+mod bisect;
 mod compare;
 mod completions;
 mod doctor;
@@ -36,6 +37,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         }
         Command::Compare(args) => compare::run(db, &args),
         Command::Ab(args) => ab::run(db, args),
+        Command::Bisect(args) => bisect::run(db, args),
         Command::Model(args) => model::run(db, &args),
         Command::Export { run, format } => transfer::export(db, &run, format),
         Command::Import { file } => transfer::import(db, &file),

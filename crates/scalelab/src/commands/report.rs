@@ -20,6 +20,9 @@ use crate::cli::ReportArgs;
 use crate::db_path;
 
 pub fn run(db: Option<&Path>, args: &ReportArgs) -> Result<ExitCode> {
+    if let Some(id) = args.bisect {
+        return bisect_report(db, id, args);
+    }
     let runs: Vec<RunData> = args
         .runs
         .iter()
@@ -42,26 +45,53 @@ pub fn run(db: Option<&Path>, args: &ReportArgs) -> Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| html::default_title(&data));
     let page = html::render(&data, &title)?;
-    let written = if args.output == Path::new("-") {
-        let mut out = crate::stdout::stdout();
-        out.write_all(page.as_bytes())
-            .and_then(|()| out.flush())
-            .context("-o -: writing the page to stdout")?;
-        "the page to stdout".to_owned()
-    } else {
-        // Never through a link, never another user's file (see owned_dir::create_output).
-        lab::create_output(&args.output)
-            .map_err(anyhow::Error::from)
-            .and_then(|mut f| Ok(f.write_all(page.as_bytes())?))
-            .with_context(|| format!("-o: writing {}", args.output.display()))?;
-        args.output.display().to_string()
-    };
+    write_page(&args.output, &page)?;
+    let written = shown(&args.output);
     eprintln!(
         "wrote {written} ({}{})",
         lab::number_text::plural(runs.len(), "run"),
         if with_history { ", with history" } else { "" }
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// `report --bisect ID`: the bisection's page.
+fn bisect_report(db: Option<&Path>, id: i64, args: &ReportArgs) -> Result<ExitCode> {
+    let store = db_path::open_existing(db)?;
+    let view = lab::bisect::view(&store, id)?;
+    let title = args
+        .title
+        .clone()
+        .unwrap_or_else(|| format!("scalelab bisect {id}: {}", view.measured));
+    let page = html::render_bisect(&view, &title)?;
+    write_page(&args.output, &page)?;
+    eprintln!("wrote {} (bisection {id})", shown(&args.output));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `page` to `output` (`-`: stdout).
+fn write_page(output: &Path, page: &str) -> Result<()> {
+    if output == Path::new("-") {
+        let mut out = crate::stdout::stdout();
+        out.write_all(page.as_bytes())
+            .and_then(|()| out.flush())
+            .context("-o -: writing the page to stdout")?;
+    } else {
+        // Never through a link, never another user's file (see owned_dir::create_output).
+        lab::create_output(output)
+            .map_err(anyhow::Error::from)
+            .and_then(|mut f| Ok(f.write_all(page.as_bytes())?))
+            .with_context(|| format!("-o: writing {}", output.display()))?;
+    }
+    Ok(())
+}
+
+fn shown(output: &Path) -> String {
+    if output == Path::new("-") {
+        "the page to stdout".to_owned()
+    } else {
+        output.display().to_string()
+    }
 }
 
 /// The throughput history at the run's largest N over every stored run with the same workload

@@ -3,6 +3,7 @@
 
 mod common;
 
+mod bisect;
 mod cli;
 mod command_attribution;
 mod commands;

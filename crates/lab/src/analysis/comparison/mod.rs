@@ -74,6 +74,63 @@ pub struct RunRef {
     pub scales_to: Option<ScalesTo>,
 }
 
+/// The value each trial contributes to a comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrialMetric {
+    /// Ops per second of the trial's window (for a command, of its wall time).
+    #[default]
+    Throughput,
+    /// Ops per CPU-second: per second of the trial's user + system time (for a command, its
+    /// whole process tree's). Waiting for a CPU another process holds does not count, so
+    /// time-sharing with other work on a busy machine does not move it; waiting for locks,
+    /// I/O or sleep does not count either, so a slowdown made of waiting does not show.
+    CpuThroughput,
+}
+
+impl TrialMetric {
+    /// The metric's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            TrialMetric::Throughput => "throughput",
+            TrialMetric::CpuThroughput => "ops_per_cpu_sec",
+        }
+    }
+
+    fn unit(self) -> &'static str {
+        match self {
+            TrialMetric::Throughput => "ops/s",
+            TrialMetric::CpuThroughput => "ops/CPU-s",
+        }
+    }
+
+    fn per_trial(self) -> &'static str {
+        match self {
+            TrialMetric::Throughput => {
+                "ops / measurement window of each trial; a point's value is the median"
+            }
+            TrialMetric::CpuThroughput => {
+                "ops / (user + system CPU time) of each trial; a point's value is the median"
+            }
+        }
+    }
+
+    /// The trial's value; not finite when it has none (no window, no CPU time recorded).
+    pub(crate) fn of(self, m: &crate::record::TrialMeasurement) -> f64 {
+        match self {
+            TrialMetric::Throughput => m.ops_per_sec(),
+            TrialMetric::CpuThroughput => {
+                let cpu = (m.usage.user.0 + m.usage.sys.0) as f64 / 1e9;
+                if cpu > 0.0 {
+                    m.ops() as f64 / cpu
+                } else {
+                    f64::NAN
+                }
+            }
+        }
+    }
+}
+
 /// What is compared, and which way is good.
 #[derive(Debug, Clone, Serialize)]
 pub struct ComparedMetric {
@@ -179,6 +236,17 @@ pub(crate) fn ab_partners(a: &RunMeta, b: &RunMeta) -> bool {
 /// Never refuses: mismatched runs are compared on the N both measured, with the mismatches in
 /// [`Comparison::mismatches`] for the caller to refuse on.
 pub fn compare_runs(a: &RunData, b: &RunData, opts: &CompareOptions, pair: bool) -> Comparison {
+    compare_runs_on(a, b, opts, pair, TrialMetric::Throughput)
+}
+
+/// [`compare_runs`] on the per-trial value `metric` gives.
+pub fn compare_runs_on(
+    a: &RunData,
+    b: &RunData,
+    opts: &CompareOptions,
+    pair: bool,
+    metric: TrialMetric,
+) -> Comparison {
     let paired = pair && ab_partners(&a.meta, &b.meta);
     let mismatches = mismatches(&a.meta, &b.meta);
     let (ns_a, ns_b) = (measured(a), measured(b));
@@ -234,7 +302,7 @@ pub fn compare_runs(a: &RunData, b: &RunData, opts: &CompareOptions, pair: bool)
 
     let mut points = Vec::new();
     for &n in &common {
-        let (sa, sb) = (trials_at(a, n), trials_at(b, n));
+        let (sa, sb) = (trials_at(a, n, metric), trials_at(b, n, metric));
         for (side, data, s) in [(Side::A, a, &sa), (Side::B, b, &sb)] {
             let command = data.meta.workload == "cmd";
             warnings.extend(side_warnings(side, data.meta.id, command, n, s));
@@ -259,10 +327,10 @@ pub fn compare_runs(a: &RunData, b: &RunData, opts: &CompareOptions, pair: bool)
         a: run_ref(a),
         b: run_ref(b),
         metric: ComparedMetric {
-            name: "throughput",
-            unit: "ops/s",
+            name: metric.name(),
+            unit: metric.unit(),
             op: a.meta.op_unit.clone(),
-            per_trial: "ops / measurement window of each trial; a point's value is the median",
+            per_trial: metric.per_trial(),
             direction: opts.direction,
         },
         options: *opts,
@@ -284,7 +352,7 @@ struct Trials {
     first_failure: Option<String>,
 }
 
-fn trials_at(data: &RunData, n: u32) -> Trials {
+fn trials_at(data: &RunData, n: u32, metric: TrialMetric) -> Trials {
     let mut t = Trials {
         values: Vec::new(),
         index: Vec::new(),
@@ -294,8 +362,8 @@ fn trials_at(data: &RunData, n: u32) -> Trials {
     };
     for trial in data.trials.iter().filter(|t| t.n == n) {
         match &trial.outcome {
-            TrialOutcome::Ok(m) if m.ops_per_sec().is_finite() => {
-                t.values.push(m.ops_per_sec());
+            TrialOutcome::Ok(m) if metric.of(m).is_finite() => {
+                t.values.push(metric.of(m));
                 t.index.push(trial.index);
                 t.started_at.push(trial.started_at.clone());
             }

@@ -1,0 +1,507 @@
+//! Bisections (`scalelab bisect`): what is bisected, the commits of its range and the verdict of
+//! each step, so that `bisect --resume` continues where a Ctrl-C or a crash stopped it and
+//! `report --bisect` shows it.
+//!
+//! Three tables (schema version 9): `bisects` (one row per bisection: its settings as JSON, its
+//! ends, its status and its owner, the process that drives it), `bisect_commits` (the range in
+//! first-parent order, position 0 the good end) and `bisect_steps` (step 0 the ends'
+//! confirmation, then one row per commit tested: its verdict, why, the runs measured and the
+//! build's log). A step's measurements are ordinary runs (tagged `bisect=ID`, `commit=HASH`);
+//! only their ids are kept here, and every figure is recomputed from them.
+//!
+//! A step is written twice: as `measuring` before its build, and with its verdict and runs in
+//! one transaction once decided — so a step is either decided with all its runs, or is redone
+//! by `--resume`. Ids are assigned here (one more than the largest) rather than by an
+//! auto-increment, which keeps the SQL portable.
+
+use rusqlite::{OptionalExtension, Row, params};
+
+use super::columns::{u64_from_sql, u64_to_sql};
+use super::liveness::{self, Owner};
+use super::{Store, StoreError};
+
+/// Where a bisection stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BisectStatus {
+    /// Steps remain (or its process was stopped: `--resume` continues it).
+    Running,
+    /// The first bad commit was found.
+    Found,
+    /// The bad end is not REGRESSED against the good end: nothing to bisect.
+    NotRegression,
+    /// Only skipped commits are left between the last good and the first bad commit.
+    Unresolved,
+    /// An error ended it (an end did not build, or measured nothing).
+    Failed,
+}
+
+impl BisectStatus {
+    fn as_str(self) -> &'static str {
+        match self {
+            BisectStatus::Running => "running",
+            BisectStatus::Found => "found",
+            BisectStatus::NotRegression => "not_regression",
+            BisectStatus::Unresolved => "unresolved",
+            BisectStatus::Failed => "failed",
+        }
+    }
+
+    fn parse(text: &str) -> Option<BisectStatus> {
+        Some(match text {
+            "running" => BisectStatus::Running,
+            "found" => BisectStatus::Found,
+            "not_regression" => BisectStatus::NotRegression,
+            "unresolved" => BisectStatus::Unresolved,
+            "failed" => BisectStatus::Failed,
+            _ => return None,
+        })
+    }
+
+    /// Whether the bisection has its answer (or its refusal) and no step remains.
+    pub fn is_finished(self) -> bool {
+        self != BisectStatus::Running
+    }
+}
+
+impl std::fmt::Display for BisectStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.as_str().replace('_', " "))
+    }
+}
+
+/// What a step decided about its commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepVerdict {
+    /// Being built or measured (a step left so by a crash is redone).
+    Measuring,
+    /// As fast as the good end (NO CHANGE against it).
+    Good,
+    /// As slow as the bad end (NO CHANGE against it, REGRESSED against the good end).
+    Bad,
+    /// Not decided: the build failed, or the measurements stayed undecided (git bisect's skip).
+    Skip,
+    /// Step 0: the bad end REGRESSED against the good end.
+    Regressed,
+    /// Step 0: the bad end did not REGRESS against the good end.
+    NotRegressed,
+}
+
+impl StepVerdict {
+    fn as_str(self) -> &'static str {
+        match self {
+            StepVerdict::Measuring => "measuring",
+            StepVerdict::Good => "good",
+            StepVerdict::Bad => "bad",
+            StepVerdict::Skip => "skip",
+            StepVerdict::Regressed => "regressed",
+            StepVerdict::NotRegressed => "not_regressed",
+        }
+    }
+
+    fn parse(text: &str) -> Option<StepVerdict> {
+        Some(match text {
+            "measuring" => StepVerdict::Measuring,
+            "good" => StepVerdict::Good,
+            "bad" => StepVerdict::Bad,
+            "skip" => StepVerdict::Skip,
+            "regressed" => StepVerdict::Regressed,
+            "not_regressed" => StepVerdict::NotRegressed,
+            _ => return None,
+        })
+    }
+}
+
+impl std::fmt::Display for StepVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.as_str().replace('_', " "))
+    }
+}
+
+/// One commit of a bisection's range.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct BisectCommit {
+    /// 0 is the good end, the last the bad end (first-parent order, oldest first).
+    pub position: u32,
+    /// The full hash.
+    pub hash: String,
+    /// The first line of its message.
+    pub subject: String,
+}
+
+/// One step of a bisection.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct BisectStep {
+    /// 0 for the ends' confirmation, then 1, 2, … in the order commits were tested.
+    pub step: u32,
+    /// The position of the commit tested (the bad end's for step 0).
+    pub position: u32,
+    /// What was decided.
+    pub verdict: StepVerdict,
+    /// Why a commit was skipped or the range refused, in words; `None` otherwise.
+    pub reason: Option<String>,
+    /// The good end's run measured with this step.
+    pub run_good: Option<i64>,
+    /// The commit's run (`None` for step 0 and for a commit that did not build).
+    pub run_commit: Option<i64>,
+    /// The bad end's run measured with this step.
+    pub run_bad: Option<i64>,
+    /// The build's log, kept (`None` without a build).
+    pub build_log: Option<String>,
+    /// How long the build took, in nanoseconds.
+    pub build_ns: Option<u64>,
+    /// How long the whole step took (build and measurements), in nanoseconds.
+    pub elapsed_ns: Option<u64>,
+    /// When the step began, RFC 3339 UTC.
+    pub started_at: String,
+    /// When it was decided.
+    pub finished_at: Option<String>,
+}
+
+/// A bisection as stored.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct BisectRecord {
+    /// Its id.
+    pub id: i64,
+    /// Its settings, as the JSON the bisection wrote.
+    pub spec: String,
+    /// The good end's full hash.
+    pub good: String,
+    /// The bad end's full hash.
+    pub bad: String,
+    /// Where it stands.
+    pub status: BisectStatus,
+    /// When it began, RFC 3339 UTC.
+    pub started_at: String,
+    /// When it ended.
+    pub finished_at: Option<String>,
+    /// Whether the process driving it still runs (a `running` bisection whose owner is gone
+    /// was stopped: `--resume` continues it).
+    pub owner_alive: bool,
+    /// The range, good end first.
+    pub commits: Vec<BisectCommit>,
+    /// The steps, in order.
+    pub steps: Vec<BisectStep>,
+}
+
+impl Store {
+    /// Stores a new bisection, owned by this process, with its range (the good end first, the
+    /// bad end last); returns its id.
+    pub fn begin_bisect(
+        &mut self,
+        spec: &str,
+        commits: &[BisectCommit],
+        started_at: &str,
+    ) -> Result<i64, StoreError> {
+        let owner = self.me.clone();
+        self.write(|w| {
+            let id: i64 =
+                w.tx.query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM bisects", [], |r| {
+                    r.get(0)
+                })
+                .map_err(w.sql())?;
+            let good = commits.first().map_or("", |c| c.hash.as_str());
+            let bad = commits.last().map_or("", |c| c.hash.as_str());
+            w.tx.execute(
+                "INSERT INTO bisects (id, spec, good, bad, status, started_at, owner_pid,
+                     owner_start_time, owner_boot_id)
+                 VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7, ?8)",
+                params![
+                    id,
+                    spec,
+                    good,
+                    bad,
+                    started_at,
+                    owner.pid,
+                    owner.start_time.map(u64_to_sql),
+                    owner.boot_id
+                ],
+            )
+            .map_err(w.sql())?;
+            for c in commits {
+                w.tx.execute(
+                    "INSERT INTO bisect_commits (bisect_id, position, hash, subject)
+                     VALUES (?1, ?2, ?3, ?4)",
+                    params![id, c.position, c.hash, c.subject],
+                )
+                .map_err(w.sql())?;
+            }
+            Ok(id)
+        })
+    }
+
+    /// Makes this process the owner of bisection `id` (to resume it), unless another live
+    /// process owns it.
+    pub fn claim_bisect(&mut self, id: i64) -> Result<(), StoreError> {
+        let me = self.me.clone();
+        let record = self.bisect(id)?;
+        if record.status == BisectStatus::Running && record.owner_alive {
+            return Err(StoreError::BisectBusy { id });
+        }
+        self.write(|w| {
+            w.tx.execute(
+                "UPDATE bisects SET owner_pid = ?1, owner_start_time = ?2, owner_boot_id = ?3
+                 WHERE id = ?4",
+                params![me.pid, me.start_time.map(u64_to_sql), me.boot_id, id],
+            )
+            .map_err(w.sql())?;
+            Ok(())
+        })
+    }
+
+    /// Writes step `step.step` of bisection `id`, replacing what was stored for that step.
+    pub fn put_bisect_step(&mut self, id: i64, step: &BisectStep) -> Result<(), StoreError> {
+        self.write(|w| {
+            w.tx.execute(
+                "DELETE FROM bisect_steps WHERE bisect_id = ?1 AND step = ?2",
+                params![id, step.step],
+            )
+            .map_err(w.sql())?;
+            w.tx.execute(
+                "INSERT INTO bisect_steps (bisect_id, step, position, verdict, reason, run_good,
+                     run_commit, run_bad, build_log, build_ns, elapsed_ns, started_at,
+                     finished_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                params![
+                    id,
+                    step.step,
+                    step.position,
+                    step.verdict.as_str(),
+                    step.reason,
+                    step.run_good,
+                    step.run_commit,
+                    step.run_bad,
+                    step.build_log,
+                    step.build_ns.map(u64_to_sql),
+                    step.elapsed_ns.map(u64_to_sql),
+                    step.started_at,
+                    step.finished_at,
+                ],
+            )
+            .map_err(w.sql())?;
+            Ok(())
+        })
+    }
+
+    /// Records how bisection `id` ended (or that it runs again, `Running`) and when.
+    pub fn set_bisect_status(
+        &mut self,
+        id: i64,
+        status: BisectStatus,
+        finished_at: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.write(|w| {
+            let changed =
+                w.tx.execute(
+                    "UPDATE bisects SET status = ?1, finished_at = ?2 WHERE id = ?3",
+                    params![status.as_str(), finished_at, id],
+                )
+                .map_err(w.sql())?;
+            if changed == 0 {
+                return Err(StoreError::BisectNotFound { id });
+            }
+            Ok(())
+        })
+    }
+
+    /// Bisection `id`, with its range and steps.
+    pub fn bisect(&self, id: i64) -> Result<BisectRecord, StoreError> {
+        let corrupt = |what: &'static str, detail: String| StoreError::CorruptBisect {
+            path: self.path.clone(),
+            id,
+            what,
+            detail,
+        };
+        let head = self
+            .conn
+            .query_row(
+                "SELECT spec, good, bad, status, started_at, finished_at, owner_pid,
+                     owner_start_time, owner_boot_id
+                 FROM bisects WHERE id = ?1",
+                [id],
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, String>(4)?,
+                        r.get::<_, Option<String>>(5)?,
+                        Owner {
+                            pid: r.get(6)?,
+                            start_time: r.get::<_, Option<i64>>(7)?.map(u64_from_sql),
+                            boot_id: r.get(8)?,
+                        },
+                    ))
+                },
+            )
+            .optional()
+            .map_err(self.sql())?
+            .ok_or(StoreError::BisectNotFound { id })?;
+        let (spec, good, bad, status, started_at, finished_at, owner) = head;
+        let status =
+            BisectStatus::parse(&status).ok_or_else(|| corrupt("status", status.clone()))?;
+        let commits = self
+            .conn
+            .prepare(
+                "SELECT position, hash, subject FROM bisect_commits WHERE bisect_id = ?1
+                 ORDER BY position",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map([id], |r| {
+                    Ok(BisectCommit {
+                        position: r.get(0)?,
+                        hash: r.get(1)?,
+                        subject: r.get(2)?,
+                    })
+                })?
+                .collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(self.sql())?;
+        let raw_steps = self
+            .conn
+            .prepare(
+                "SELECT step, position, verdict, reason, run_good, run_commit, run_bad,
+                     build_log, build_ns, elapsed_ns, started_at, finished_at
+                 FROM bisect_steps WHERE bisect_id = ?1 ORDER BY step",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map([id], RawStep::from_row)?
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(self.sql())?;
+        let steps = raw_steps
+            .into_iter()
+            .map(|raw| raw.into_step().map_err(|v| corrupt("step verdict", v)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(BisectRecord {
+            id,
+            spec,
+            good,
+            bad,
+            status,
+            started_at,
+            finished_at,
+            owner_alive: !liveness::is_gone(&owner, &self.me),
+            commits,
+            steps,
+        })
+    }
+
+    /// The ids of every stored bisection, oldest first.
+    pub fn bisect_ids(&self) -> Result<Vec<i64>, StoreError> {
+        self.conn
+            .prepare("SELECT id FROM bisects ORDER BY id")
+            .and_then(|mut stmt| {
+                stmt.query_map([], |r| r.get(0))?
+                    .collect::<Result<Vec<i64>, _>>()
+            })
+            .map_err(self.sql())
+    }
+}
+
+/// A `bisect_steps` row as read, its verdict not yet checked.
+struct RawStep {
+    step: BisectStep,
+    verdict: String,
+}
+
+impl RawStep {
+    fn from_row(r: &Row<'_>) -> rusqlite::Result<RawStep> {
+        Ok(RawStep {
+            step: BisectStep {
+                step: r.get(0)?,
+                position: r.get(1)?,
+                verdict: StepVerdict::Measuring,
+                reason: r.get(3)?,
+                run_good: r.get(4)?,
+                run_commit: r.get(5)?,
+                run_bad: r.get(6)?,
+                build_log: r.get(7)?,
+                build_ns: r.get::<_, Option<i64>>(8)?.map(u64_from_sql),
+                elapsed_ns: r.get::<_, Option<i64>>(9)?.map(u64_from_sql),
+                started_at: r.get(10)?,
+                finished_at: r.get(11)?,
+            },
+            verdict: r.get(2)?,
+        })
+    }
+
+    fn into_step(self) -> Result<BisectStep, String> {
+        let verdict = StepVerdict::parse(&self.verdict).ok_or(self.verdict)?;
+        Ok(BisectStep {
+            verdict,
+            ..self.step
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn commits(n: u32) -> Vec<BisectCommit> {
+        (0..n)
+            .map(|i| BisectCommit {
+                position: i,
+                hash: format!("{i:040x}"),
+                subject: format!("commit {i}"),
+            })
+            .collect()
+    }
+
+    fn step(step: u32, verdict: StepVerdict) -> BisectStep {
+        BisectStep {
+            step,
+            position: 3,
+            verdict,
+            reason: None,
+            run_good: None,
+            run_commit: None,
+            run_bad: None,
+            build_log: None,
+            build_ns: Some(u64::MAX),
+            elapsed_ns: None,
+            started_at: "2026-01-01T00:00:00Z".into(),
+            finished_at: None,
+        }
+    }
+
+    #[test]
+    fn a_bisection_reads_back_as_written_and_a_step_is_replaced_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("b.db")).unwrap();
+        let id = store
+            .begin_bisect("{}", &commits(5), "2026-01-01T00:00:00Z")
+            .unwrap();
+        assert_eq!(id, 1);
+        let second = store.begin_bisect("{}", &commits(2), "x").unwrap();
+        assert_eq!((second, store.bisect_ids().unwrap()), (2, vec![1, 2]));
+        store
+            .put_bisect_step(id, &step(1, StepVerdict::Measuring))
+            .unwrap();
+        let mut decided = step(1, StepVerdict::Skip);
+        decided.reason = Some("build failed".into());
+        decided.run_commit = Some(7);
+        store.put_bisect_step(id, &decided).unwrap();
+        let read = store.bisect(id).unwrap();
+        assert_eq!(read.good, commits(5)[0].hash);
+        assert_eq!(read.bad, commits(5)[4].hash);
+        assert_eq!(read.commits, commits(5));
+        assert_eq!(read.steps, vec![decided]);
+        assert_eq!(read.status, BisectStatus::Running);
+        // This process owns it: alive, so a second driver is refused; it may take it itself.
+        assert!(read.owner_alive);
+        store.claim_bisect(id).unwrap_err();
+        store
+            .set_bisect_status(id, BisectStatus::Found, Some("y"))
+            .unwrap();
+        store.claim_bisect(id).unwrap();
+        assert!(store.bisect(id).unwrap().status.is_finished());
+        assert!(matches!(
+            store.bisect(9),
+            Err(StoreError::BisectNotFound { id: 9 })
+        ));
+    }
+}
