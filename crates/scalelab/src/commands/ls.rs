@@ -19,6 +19,8 @@ pub fn run(db: Option<&Path>, args: &LsArgs) -> Result<ExitCode> {
         params: Vec::new(),
         variant: args.variant.clone(),
         command_contains: args.cmd.clone(),
+        host: args.host.clone(),
+        host_class: args.host_class.clone(),
     };
     let runs = store.list_runs(&filter)?;
     if args.json {
@@ -30,6 +32,8 @@ pub fn run(db: Option<&Path>, args: &LsArgs) -> Result<ExitCode> {
                     "id": m.id, "name": m.name, "workload": m.workload, "params": m.params, "variant": m.variant,
                     "tags": m.tags, "points": m.points, "runs": m.runs, "mode": m.mode, "status": m.status,
                     "started_at": m.started_at, "trials_ok": ok, "trials_failed": failed,
+                    "uuid": m.uuid, "host": m.env.hostname,
+                    "host_class": lab::env::MachineClass::of(&m.env).to_string(),
                 })
             })
             .collect();
@@ -39,7 +43,7 @@ pub fn run(db: Option<&Path>, args: &LsArgs) -> Result<ExitCode> {
     if runs.is_empty() {
         eprintln!(
             "no runs stored in {} (start with `scalelab run spin --tasks 1,2 --duration 1s`)",
-            store.path().display()
+            store.location()
         );
         return Ok(ExitCode::SUCCESS);
     }

@@ -13,8 +13,10 @@ mod locks;
 mod ls;
 mod model;
 mod profile;
+mod push;
 mod report;
 mod run;
+mod serve;
 mod show;
 mod transfer;
 mod trial;
@@ -46,6 +48,8 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Profile(args) => profile::run(db, &args),
         Command::Report(args) => report::run(db, &args),
         Command::Completions { target, dir } => completions::run(target, dir.as_deref()),
+        Command::Push(args) => push::run(db, &args),
+        Command::Serve(args) => serve::run(db, &args),
         Command::Help { command } => help::run(&command),
         Command::Trial => trial::run(),
         Command::Guard { owner } => guard::run(&owner),
