@@ -88,8 +88,10 @@ pub enum Command {
     /// Store a run exported from another machine or database.
     #[command(after_help = help::IMPORT)]
     Import {
-        /// A run written by `scalelab export` (JSON).
-        file: PathBuf,
+        /// Runs written by `scalelab export` (JSON), one per file, each stored in its own
+        /// transaction.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
     },
     /// What on this machine will make numbers noisy, with a fix for each.
     Doctor {

@@ -40,7 +40,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Ab(args) => ab::run(db, args),
         Command::Model(args) => model::run(db, &args),
         Command::Export { run, format } => transfer::export(db, &run, format),
-        Command::Import { file } => transfer::import(db, &file),
+        Command::Import { files } => transfer::import(db, &files),
         Command::Doctor { json } => doctor::run(json),
         Command::History(args) => history::run(db, &args),
         Command::Explain(args) => explain::run(db, &args),
