@@ -30,6 +30,8 @@ EXAMPLES:
   scalelab export last --format csv > run.csv
   scalelab export last > run.json ; scalelab import run.json
   scalelab doctor
+  scalelab push --to postgres://scalelab@db.example/perf   # a team's store
+  scalelab serve                              # dashboard on 127.0.0.1:8080
   scalelab completions bash > /etc/bash_completion.d/scalelab
 
 EXIT STATUS:

@@ -93,7 +93,9 @@ impl Store {
             Location::File(path) => Db::Sqlite(Lite {
                 conn: schema::open(path, create)?,
             }),
-            Location::Postgres(url) => Db::Postgres(RefCell::new(Pg::open(url, location, create)?)),
+            Location::Postgres(url) => {
+                Db::Postgres(Box::new(RefCell::new(Pg::open(url, location, create)?)))
+            }
         };
         Ok(Store {
             db,

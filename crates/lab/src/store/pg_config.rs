@@ -259,21 +259,18 @@ fn pgpass_lookup(text: &str, hosts: &[&str], port: &str, db: &str, user: &str) -
 }
 
 fn split_escaped(line: &str) -> Vec<String> {
-    let mut fields = vec![String::new()];
+    let mut fields = Vec::new();
+    let mut field = String::new();
     let mut chars = line.chars();
     while let Some(c) = chars.next() {
         match c {
-            '\\' => {
-                if let Some(next) = chars.next() {
-                    fields.last_mut().map(|f| f.push(next));
-                }
-            }
-            ':' if fields.len() < 5 => fields.push(String::new()),
-            c => {
-                fields.last_mut().map(|f| f.push(c));
-            }
+            '\\' => field.extend(chars.next()),
+            // The password (the fifth field) may hold unescaped colons.
+            ':' if fields.len() < 4 => fields.push(std::mem::take(&mut field)),
+            c => field.push(c),
         }
     }
+    fields.push(field);
     fields
 }
 

@@ -121,8 +121,8 @@ fn column_error(index: usize, detail: &str) -> StoreError {
 pub(crate) enum Db {
     Sqlite(Lite),
     /// Behind a `RefCell`: PostgreSQL's client needs `&mut` even to read, and readers of the
-    /// store take `&self` (a `Store` is not shared between threads).
-    Postgres(RefCell<Pg>),
+    /// store take `&self` (a `Store` is not shared between threads). Boxed: a client is large.
+    Postgres(Box<RefCell<Pg>>),
 }
 
 impl std::fmt::Debug for Db {
