@@ -54,6 +54,8 @@ pub struct RunRow {
     pub trials_failed: usize,
     /// The history of its workload.
     pub history_href: String,
+    /// Its comparison with the run of the same workload before it, if any.
+    pub compare_href: Option<String>,
 }
 
 /// One machine class of a workload's history index.
@@ -222,6 +224,7 @@ mod tests {
             trials_ok: 1,
             trials_failed: 0,
             history_href: "/history/x".into(),
+            compare_href: None,
         };
         let filters = RunsFilter {
             workload: HOSTILE.into(),

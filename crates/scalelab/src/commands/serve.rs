@@ -246,6 +246,14 @@ async fn runs_page(State(state): State<Arc<Dashboard>>, RawQuery(q): RawQuery) -
             .all_trial_counts()
             .map_err(|e| internal(&e.to_string()).unwrap_err())?;
         let total = runs.len();
+        // The run of the same workload (and parameters) before each, for "compare with previous".
+        let mut previous: HashMap<i64, i64> = HashMap::new();
+        let mut last_of: HashMap<(&str, &BTreeMap<String, String>), i64> = HashMap::new();
+        for m in &runs {
+            if let Some(p) = last_of.insert((m.workload.as_str(), &m.params), m.id) {
+                previous.insert(m.id, p);
+            }
+        }
         let rows: Vec<RunRow> = runs
             .iter()
             .rev()
@@ -271,6 +279,9 @@ async fn runs_page(State(state): State<Arc<Dashboard>>, RawQuery(q): RawQuery) -
                     trials_ok: ok,
                     trials_failed: failed,
                     history_href: format!("/history/{}", url_part(&m.workload)),
+                    compare_href: previous
+                        .get(&m.id)
+                        .map(|p| format!("/compare/{p}/{}", m.id)),
                 }
             })
             .collect();
