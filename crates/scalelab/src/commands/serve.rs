@@ -81,12 +81,12 @@ fn router(state: Arc<Dashboard>) -> Router {
         .route("/compare/{a}/{b}", get(compare_page))
         .route("/history/{workload}", get(history_page))
         .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
-        .fallback(|| async { page(StatusCode::NOT_FOUND, not_found("No such page.")) })
+        .fallback(|| async { page(StatusCode::NOT_FOUND, Err(not_found("No such page."))) })
         .with_state(state)
 }
 
 /// A page's HTML, or an error page.
-type Html = Result<String, (StatusCode, String)>;
+type Html = Result<String, Failure>;
 
 fn page(status: StatusCode, html: Html) -> Response {
     let (status, body) = match html {
@@ -126,29 +126,28 @@ async fn with_store(
 ) -> Response {
     let html = tokio::task::spawn_blocking(move || f(&state))
         .await
-        .unwrap_or_else(|e| internal(&e.to_string()));
+        .unwrap_or_else(|e| Err(internal(&e.to_string())));
     page(StatusCode::OK, html)
 }
 
-fn internal(detail: &str) -> Html {
-    Err((
-        StatusCode::INTERNAL_SERVER_ERROR,
-        dashboard::error_page("Error", detail).unwrap_or_else(|_| "internal error".into()),
-    ))
+/// An error page: its status and its HTML.
+type Failure = (StatusCode, String);
+
+fn fail(status: StatusCode, title: &str, detail: &str) -> Failure {
+    let html = dashboard::error_page(title, detail).unwrap_or_else(|_| title.to_owned());
+    (status, html)
 }
 
-fn not_found(detail: &str) -> Html {
-    Err((
-        StatusCode::NOT_FOUND,
-        dashboard::error_page("Not found", detail).unwrap_or_else(|_| "not found".into()),
-    ))
+fn internal(detail: &str) -> Failure {
+    fail(StatusCode::INTERNAL_SERVER_ERROR, "Error", detail)
 }
 
-fn bad_request(detail: &str) -> Html {
-    Err((
-        StatusCode::BAD_REQUEST,
-        dashboard::error_page("Bad request", detail).unwrap_or_else(|_| "bad request".into()),
-    ))
+fn not_found(detail: &str) -> Failure {
+    fail(StatusCode::NOT_FOUND, "Not found", detail)
+}
+
+fn bad_request(detail: &str) -> Failure {
+    fail(StatusCode::BAD_REQUEST, "Bad request", detail)
 }
 
 /// `key=value&…` decoded, keys repeated as given.
@@ -190,20 +189,20 @@ fn decode(text: &str) -> String {
 }
 
 impl Dashboard {
-    fn store(&self) -> Result<std::sync::MutexGuard<'_, Store>, (StatusCode, String)> {
+    fn store(&self) -> Result<std::sync::MutexGuard<'_, Store>, Failure> {
         self.store
             .lock()
-            .map_err(|_| internal("the store's lock was poisoned").unwrap_err())
+            .map_err(|_| internal("the store's lock was poisoned"))
     }
 
     /// Run `id`, from memory when finished and seen before.
-    fn run(&self, store: &Store, id: i64) -> Result<Arc<RunData>, (StatusCode, String)> {
+    fn run(&self, store: &Store, id: i64) -> Result<Arc<RunData>, Failure> {
         if let Some(run) = self.cache.lock().ok().and_then(|c| c.get(&id).cloned()) {
             return Ok(run);
         }
         let run = Arc::new(store.load_run(id).map_err(|e| match e {
-            lab::store::StoreError::RunNotFound { .. } => not_found(&e.to_string()).unwrap_err(),
-            e => internal(&e.to_string()).unwrap_err(),
+            lab::store::StoreError::RunNotFound { .. } => not_found(&e.to_string()),
+            e => internal(&e.to_string()),
         })?);
         if run.meta.status != RunStatus::Running {
             if let Ok(mut cache) = self.cache.lock() {
@@ -227,7 +226,7 @@ async fn runs_page(State(state): State<Arc<Dashboard>>, RawQuery(q): RawQuery) -
         let tags = match &tag {
             Some(t) => match t.split_once('=') {
                 Some((k, v)) => vec![(k.to_owned(), v.to_owned())],
-                None => return bad_request("tag: give it as KEY=VAL"),
+                None => return Err(bad_request("tag: give it as KEY=VAL")),
             },
             None => Vec::new(),
         };
@@ -241,10 +240,10 @@ async fn runs_page(State(state): State<Arc<Dashboard>>, RawQuery(q): RawQuery) -
         let store = d.store()?;
         let runs = store
             .list_runs(&filter)
-            .map_err(|e| internal(&e.to_string()).unwrap_err())?;
+            .map_err(|e| internal(&e.to_string()))?;
         let counts = store
             .all_trial_counts()
-            .map_err(|e| internal(&e.to_string()).unwrap_err())?;
+            .map_err(|e| internal(&e.to_string()))?;
         let total = runs.len();
         // The run of the same workload (and parameters) before each, for "compare with previous".
         let mut previous: HashMap<i64, i64> = HashMap::new();
@@ -291,8 +290,7 @@ async fn runs_page(State(state): State<Arc<Dashboard>>, RawQuery(q): RawQuery) -
             tag: tag.unwrap_or_default(),
             variant: get("variant").unwrap_or_default(),
         };
-        dashboard::runs_page(&shown, &rows, total)
-            .map_err(|e| internal(&e.to_string()).unwrap_err())
+        dashboard::runs_page(&shown, &rows, total).map_err(|e| internal(&e.to_string()))
     })
     .await
 }
@@ -306,12 +304,12 @@ fn report(
     let data = ReportData::from_runs(runs, history, &CompareOptions::default());
     present::html::render(&data, title)
         .map(|html| dashboard::with_nav(&html, banners))
-        .map_err(|e| internal(&e.to_string()).unwrap_err())
+        .map_err(|e| internal(&e.to_string()))
 }
 
-fn parse_id(text: &str) -> Result<i64, (StatusCode, String)> {
+fn parse_id(text: &str) -> Result<i64, Failure> {
     text.parse()
-        .map_err(|_| bad_request("a run is its number, e.g. /run/42").unwrap_err())
+        .map_err(|_| bad_request("a run is its number, e.g. /run/42"))
 }
 
 async fn run_page(State(state): State<Arc<Dashboard>>, UrlPath(id): UrlPath<String>) -> Response {
@@ -360,14 +358,11 @@ async fn history_page(
                 .map(|(_, v)| v.clone())
         };
         let metric = match get("metric") {
-            Some(m) => Metric::parse(&m).map_err(|e| bad_request(&e.to_string()).unwrap_err())?,
+            Some(m) => Metric::parse(&m).map_err(|e| bad_request(&e.to_string()))?,
             None => Metric::Throughput,
         };
         let at: Option<u32> = match get("at") {
-            Some(n) => Some(
-                n.parse()
-                    .map_err(|_| bad_request("at: a task count").unwrap_err())?,
-            ),
+            Some(n) => Some(n.parse().map_err(|_| bad_request("at: a task count"))?),
             None => None,
         };
         let given: BTreeMap<String, String> = q
@@ -384,9 +379,9 @@ async fn history_page(
                 workload: Some(workload.clone()),
                 ..RunFilter::default()
             })
-            .map_err(|e| internal(&e.to_string()).unwrap_err())?;
+            .map_err(|e| internal(&e.to_string()))?;
         let Some(newest) = metas.last() else {
-            return not_found(&format!("no stored runs of `{workload}`"));
+            return Err(not_found(&format!("no stored runs of `{workload}`")));
         };
         // Without p=KEY=VAL, the series of the newest run's parameters.
         let wanted = if given.is_empty() {
@@ -395,7 +390,7 @@ async fn history_page(
             given
         };
         let metas = series::series_runs(&workload, &wanted, metas)
-            .map_err(|e| bad_request(&e.to_string()).unwrap_err())?;
+            .map_err(|e| bad_request(&e.to_string()))?;
         let mut by_class: BTreeMap<String, Vec<Arc<RunData>>> = BTreeMap::new();
         for m in &metas {
             by_class
@@ -449,12 +444,13 @@ async fn history_page(
                         }
                     })
                     .collect();
-                dashboard::history_index(&workload, &rows)
-                    .map_err(|e| internal(&e.to_string()).unwrap_err())
+                dashboard::history_index(&workload, &rows).map_err(|e| internal(&e.to_string()))
             }
             Some(class) => {
                 let Some(runs) = by_class.get(&class) else {
-                    return not_found(&format!("no runs of `{workload}` on machine class {class}"));
+                    return Err(not_found(&format!(
+                        "no runs of `{workload}` on machine class {class}"
+                    )));
                 };
                 let (_, h) = build(runs);
                 let banners = vec![format!(
