@@ -33,6 +33,17 @@ pub struct RunFilter {
     pub host_class: Option<String>,
 }
 
+/// Runs loaded per round of queries by [`Store::load_runs`] (a statement's placeholders).
+const LOAD_CHUNK: usize = 500;
+
+/// `?1, ?2, … ?n`.
+fn placeholders(n: usize) -> String {
+    (1..=n)
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 const RUN_COLUMNS: &str = "id, origin_id, name, workload, params, op_unit, mode, pin, points, runs,
     duration_ns, warmup_ns, variant, tags, started_at, finished_at, status, env, warnings,
     command_line, owner_pid, owner_start_time, owner_boot_id, uuid, pin_placement";
@@ -128,19 +139,41 @@ impl Store {
 
     /// Loads run `id` with all its trials and samples, exactly as written (status derived).
     pub fn load_run(&self, id: i64) -> Result<RunData, StoreError> {
+        let mut runs = self.load_runs(&[id])?;
+        runs.pop().ok_or(StoreError::RunNotFound { id })
+    }
+
+    /// Loads the runs `ids`, in that order, as [`Store::load_run`] does each, in one snapshot
+    /// and a few queries per [`LOAD_CHUNK`] runs (a history of hundreds of runs over a network
+    /// would otherwise wait for three round trips per run).
+    pub fn load_runs(&self, ids: &[i64]) -> Result<Vec<RunData>, StoreError> {
         let shown = self.shown();
         // One read transaction: a consistent snapshot while another process keeps writing.
         self.db.read(&self.location, |tx| {
             let live = self.liveness(tx)?;
-            let row = tx
-                .query_opt(
-                    &format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"),
-                    vals![id],
-                )?
-                .ok_or(StoreError::RunNotFound { id })?;
-            let meta = RawRun::from_row(&row)?.into_meta(&shown, &live)?;
-            let trials = load_trials(tx, id, &shown)?;
-            Ok(RunData { meta, trials })
+            let mut out = Vec::with_capacity(ids.len());
+            for chunk in ids.chunks(LOAD_CHUNK) {
+                let list = placeholders(chunk.len());
+                let params: Vec<Value> = chunk.iter().map(|&id| Value::Int(id)).collect();
+                let mut metas: HashMap<i64, RunMeta> = HashMap::with_capacity(chunk.len());
+                for row in tx.query(
+                    &format!("SELECT {RUN_COLUMNS} FROM runs WHERE id IN ({list})"),
+                    &params,
+                )? {
+                    let meta = RawRun::from_row(&row)?.into_meta(&shown, &live)?;
+                    metas.insert(meta.id, meta);
+                }
+                let mut trials = load_trials(tx, &list, &params, &shown)?;
+                for &id in chunk {
+                    let meta = metas
+                        .get(&id)
+                        .cloned()
+                        .ok_or(StoreError::RunNotFound { id })?;
+                    let trials = trials.remove(&id).unwrap_or_default();
+                    out.push(RunData { meta, trials });
+                }
+            }
+            Ok(out)
         })
     }
 
@@ -336,22 +369,34 @@ impl RawRun {
     }
 }
 
-/// The trials of run `run_id` in the order they were added, each with its samples.
-fn load_trials(tx: &mut Tx<'_>, run_id: i64, shown: &str) -> Result<Vec<TrialRecord>, StoreError> {
-    let corrupt = |what, detail| StoreError::Corrupt {
-        db: shown.to_owned(),
-        id: run_id,
-        what,
-        detail,
+/// The trials of each run whose id is among `params` (bound to the placeholders `list`), each
+/// run's in the order they were added, each with its samples; by run id.
+fn load_trials(
+    tx: &mut Tx<'_>,
+    list: &str,
+    params: &[Value],
+    shown: &str,
+) -> Result<HashMap<i64, Vec<TrialRecord>>, StoreError> {
+    let corrupt_in = |run_id: i64| {
+        move |what, detail| StoreError::Corrupt {
+            db: shown.to_owned(),
+            id: run_id,
+            what,
+            detail,
+        }
     };
 
     let mut samples: HashMap<i64, Vec<SampleRecord>> = HashMap::new();
     let rows = tx.query(
-        "SELECT s.trial_id, s.t_ns, s.task_ops FROM samples s JOIN trials t ON t.id = s.trial_id
-         WHERE t.run_id = ?1 ORDER BY s.trial_id, s.seq",
-        vals![run_id],
+        &format!(
+            "SELECT s.trial_id, s.t_ns, s.task_ops, t.run_id FROM samples s
+             JOIN trials t ON t.id = s.trial_id
+             WHERE t.run_id IN ({list}) ORDER BY s.trial_id, s.seq"
+        ),
+        params,
     )?;
     for r in &rows {
+        let corrupt = corrupt_in(r.int(3)?);
         samples.entry(r.int(0)?).or_default().push(SampleRecord {
             t: Nanos(u64_from_sql(r.int(1)?)),
             task_ops: from_json(&r.text(2)?, "sample task_ops", &corrupt)?,
@@ -359,15 +404,19 @@ fn load_trials(tx: &mut Tx<'_>, run_id: i64, shown: &str) -> Result<Vec<TrialRec
     }
 
     let rows = tx.query(
-        "SELECT id, n, idx, started_at, status, failure, window_ns, user_ns, sys_ns, minor_faults,
-             major_faults, voluntary_switches, involuntary_switches, block_in, block_out, counters,
-             extras, placement, task_ops, steps, clock_window, profile, locks, run_delay_ns, offcpu,
-             harness
-         FROM trials WHERE run_id = ?1 ORDER BY id",
-        vals![run_id],
+        &format!(
+            "SELECT id, n, idx, started_at, status, failure, window_ns, user_ns, sys_ns,
+                 minor_faults, major_faults, voluntary_switches, involuntary_switches, block_in,
+                 block_out, counters, extras, placement, task_ops, steps, clock_window, profile,
+                 locks, run_delay_ns, offcpu, harness, run_id
+             FROM trials WHERE run_id IN ({list}) ORDER BY id"
+        ),
+        params,
     )?;
-    let mut trials = Vec::with_capacity(rows.len());
+    let mut trials: HashMap<i64, Vec<TrialRecord>> = HashMap::new();
     for r in &rows {
+        let run_id = r.int(26)?;
+        let corrupt = corrupt_in(run_id);
         let trial_id = r.int(0)?;
         let status = r.text(4)?;
         let outcome = match status.as_str() {
@@ -419,7 +468,7 @@ fn load_trials(tx: &mut Tx<'_>, run_id: i64, shown: &str) -> Result<Vec<TrialRec
             }
             other => return Err(corrupt("trial status", format!("unknown value `{other}`"))),
         };
-        trials.push(TrialRecord {
+        trials.entry(run_id).or_default().push(TrialRecord {
             n: r.u32(1)?,
             index: r.u32(2)?,
             started_at: r.text(3)?,

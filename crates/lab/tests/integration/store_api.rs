@@ -76,6 +76,7 @@ mod store {
         two_writers_at_once_both_succeed,
         push_twice_copies_each_run_once,
         a_run_whose_writer_is_gone_reads_incomplete_to_every_reader,
+        many_runs_load_at_once_as_each_loads_alone,
     );
 
     fn meta(workload: &str) -> RunMeta {
@@ -976,6 +977,29 @@ mod store {
             vec![(id, RunStatus::Incomplete), (done, RunStatus::Complete)]
         );
         assert_eq!(reader.load_run(id).unwrap().trials.len(), 1);
+    }
+
+    /// `load_runs` (a history's batch) returns what `load_run` returns for each, in the order
+    /// asked, across its chunks; a missing id is an error.
+    fn many_runs_load_at_once_as_each_loads_alone(b: Backend) {
+        let Some((_dir, mut store)) = fresh(b) else {
+            return;
+        };
+        let mut ids: Vec<i64> = (0..3)
+            .map(|i| store_run(&mut store, &format!("w{i}")).meta.id)
+            .collect();
+        ids.reverse();
+        let alone: Vec<RunData> = ids.iter().map(|&id| store.load_run(id).unwrap()).collect();
+        assert_eq!(store.load_runs(&ids).unwrap(), alone);
+        assert!(store.load_runs(&[]).unwrap().is_empty());
+        let many: Vec<i64> = (0..1200).map(|i| ids[i % 3]).collect();
+        let loaded = store.load_runs(&many).unwrap();
+        assert_eq!(loaded.len(), 1200);
+        assert!(loaded.iter().zip(&many).all(|(r, &id)| r.meta.id == id));
+        assert!(matches!(
+            store.load_runs(&[ids[0], 999]),
+            Err(StoreError::RunNotFound { id: 999 })
+        ));
     }
 
     /// PostgreSQL: a database of another application, or of a newer scalelab, is refused and

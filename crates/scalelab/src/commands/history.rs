@@ -56,10 +56,11 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
                 host: args.host.clone(),
                 ..RunFilter::default()
             };
-            let mut runs = Vec::new();
-            for meta in series::series_runs(workload, &wanted, store.list_runs(&filter)?)? {
-                runs.push(store.load_run(meta.id)?);
-            }
+            let ids: Vec<i64> = series::series_runs(workload, &wanted, store.list_runs(&filter)?)?
+                .iter()
+                .map(|m| m.id)
+                .collect();
+            let runs = store.load_runs(&ids)?;
             if runs.is_empty() {
                 bail!(
                     "no stored runs of `{workload}` with these parameters (see `scalelab ls --workload {workload}`)"

@@ -211,6 +211,40 @@ impl Dashboard {
         }
         Ok(run)
     }
+
+    /// Runs `ids`, in that order: those not in memory yet read in one batch.
+    fn runs(&self, store: &Store, ids: &[i64]) -> Result<Vec<Arc<RunData>>, Failure> {
+        let cached: HashMap<i64, Arc<RunData>> = match self.cache.lock() {
+            Ok(c) => ids
+                .iter()
+                .filter_map(|id| Some((*id, c.get(id)?.clone())))
+                .collect(),
+            Err(_) => HashMap::new(),
+        };
+        let missing: Vec<i64> = ids
+            .iter()
+            .copied()
+            .filter(|id| !cached.contains_key(id))
+            .collect();
+        let loaded = store
+            .load_runs(&missing)
+            .map_err(|e| internal(&e.to_string()))?;
+        let mut loaded: HashMap<i64, Arc<RunData>> = loaded
+            .into_iter()
+            .map(|r| (r.meta.id, Arc::new(r)))
+            .collect();
+        if let Ok(mut cache) = self.cache.lock() {
+            for (id, run) in &loaded {
+                if run.meta.status != RunStatus::Running {
+                    cache.insert(*id, Arc::clone(run));
+                }
+            }
+        }
+        Ok(ids
+            .iter()
+            .filter_map(|id| cached.get(id).cloned().or_else(|| loaded.remove(id)))
+            .collect())
+    }
 }
 
 async fn runs_page(State(state): State<Arc<Dashboard>>, RawQuery(q): RawQuery) -> Response {
@@ -391,12 +425,13 @@ async fn history_page(
         };
         let metas = series::series_runs(&workload, &wanted, metas)
             .map_err(|e| bad_request(&e.to_string()))?;
+        let ids: Vec<i64> = metas.iter().map(|m| m.id).collect();
         let mut by_class: BTreeMap<String, Vec<Arc<RunData>>> = BTreeMap::new();
-        for m in &metas {
+        for run in d.runs(&store, &ids)? {
             by_class
-                .entry(MachineClass::of(&m.env).to_string())
+                .entry(MachineClass::of(&run.meta.env).to_string())
                 .or_default()
-                .push(d.run(&store, m.id)?);
+                .push(run);
         }
         drop(store);
         let build = |runs: &[Arc<RunData>]| {
