@@ -425,7 +425,17 @@ async fn history_page(
         };
         let metas = series::series_runs(&workload, &wanted, metas)
             .map_err(|e| bad_request(&e.to_string()))?;
-        let ids: Vec<i64> = metas.iter().map(|m| m.id).collect();
+        // One class's page reads only that class's runs; the index reads every class.
+        let class = get("class");
+        let ids: Vec<i64> = metas
+            .iter()
+            .filter(|m| {
+                class
+                    .as_ref()
+                    .is_none_or(|c| *c == MachineClass::of(&m.env).to_string())
+            })
+            .map(|m| m.id)
+            .collect();
         let mut by_class: BTreeMap<String, Vec<Arc<RunData>>> = BTreeMap::new();
         for run in d.runs(&store, &ids)? {
             by_class
@@ -435,7 +445,6 @@ async fn history_page(
         }
         drop(store);
         let build = |runs: &[Arc<RunData>]| {
-            let runs: Vec<RunData> = runs.iter().map(|r| (**r).clone()).collect();
             let at = at.unwrap_or_else(|| {
                 runs.last()
                     .and_then(|r| r.meta.points.iter().max().copied())
@@ -443,14 +452,14 @@ async fn history_page(
             });
             (
                 runs.len(),
-                history::build(&workload, &runs, at, metric, &ChangePointOptions::default()),
+                history::build(&workload, runs, at, metric, &ChangePointOptions::default()),
             )
         };
         let params: String = wanted
             .iter()
             .map(|(k, v)| format!("&p={}", url_part(&format!("{k}={v}"))))
             .collect();
-        match get("class") {
+        match class {
             None => {
                 let rows: Vec<ClassRow> = by_class
                     .iter()
