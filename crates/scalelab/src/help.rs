@@ -88,7 +88,8 @@ EXAMPLES:
 pub const IMPORT: &str = "\
 EXAMPLES:
   scalelab export last > run.json             # on one machine
-  scalelab import run.json                    # on another";
+  scalelab import run.json                    # on another
+  scalelab import runs/*.json                 # a run stored before is skipped";
 
 /// `scalelab history --help`.
 pub const HISTORY: &str = "\

@@ -35,6 +35,15 @@ pub fn import(db: Option<&Path>, files: &[PathBuf]) -> Result<ExitCode> {
             Some(s) => s,
             None => store.insert(db_path::open(db)?),
         };
+        // A run is known by its UUID: importing it again never stores a second copy.
+        if let Some(id) = store.find_uuid(&export.run.meta.uuid)? {
+            writeln!(
+                crate::stdout::stdout(),
+                "{} is already stored as run {id} (same run UUID); not imported again",
+                lab::safe_text::printable(&file.display().to_string()),
+            )?;
+            continue;
+        }
         let id = store.import(&export)?;
         writeln!(
             crate::stdout::stdout(),

@@ -186,6 +186,9 @@ fn push_twice_copies_each_run_once_and_the_round_trip_is_lossless() {
         lab.ok(&["--db", back, "import", file.to_str().unwrap()]);
         let reimported = lab.json(&["--db", back, "export", "last"]);
         assert_eq!(strip(reimported), strip(sqlite));
+        // Importing the same run again stores nothing.
+        let again = lab.ok(&["--db", back, "import", file.to_str().unwrap()]);
+        assert!(again.contains("not imported again"), "{again}");
     }
     // The password of a URL is never printed, nor stored with the runs it measures.
     let secret = format!(
