@@ -1006,8 +1006,7 @@ mod store {
     /// left untouched; a reading command never creates the tables.
     #[test]
     fn postgres_refuses_foreign_newer_and_missing_schemas() {
-        let Ok(server) = pg_server::server() else {
-            eprintln!("skipped: no PostgreSQL server here");
+        let Some(server) = pg_server::server_or_skip() else {
             return;
         };
         let open =

@@ -40,8 +40,14 @@ pub fn server() -> Result<&'static PgServer, String> {
 /// A URL to a new, empty database on the shared server, or `None` (with the reason printed)
 /// when no server can be started here.
 pub fn fresh_url() -> Option<String> {
+    server_or_skip().map(PgServer::create_database)
+}
+
+/// The shared server, or `None` with the reason printed (a panic instead when
+/// `SCALELAB_REQUIRE_PG` is set, as in CI).
+pub fn server_or_skip() -> Option<&'static PgServer> {
     match server() {
-        Ok(s) => Some(s.create_database()),
+        Ok(s) => Some(s),
         Err(reason) => {
             if std::env::var_os("SCALELAB_REQUIRE_PG").is_some() {
                 panic!("PostgreSQL is required (SCALELAB_REQUIRE_PG) but: {reason}");
