@@ -34,6 +34,9 @@ pub mod number_text;
 mod offcpu;
 mod owned_dir;
 mod params;
+#[cfg(test)]
+#[path = "../tests/support/pg_server.rs"]
+mod pg_server;
 mod plan;
 mod process;
 pub mod record;

@@ -12,6 +12,7 @@
 //! - [`bisect_text`]: a bisection's steps and its answer (`bisect`).
 //! - [`flame_graph`]: interactive SVG flame graphs (`profile --flamegraph`, the HTML report).
 //! - [`html`]: the HTML report (`report`).
+//! - [`dashboard`]: the pages of `serve` the report has not (runs, history index).
 //! - [`run_list`]: the stored runs, one line each (`ls`).
 //! - [`comparison_csv`]: a comparison as CSV, one row per N (`compare --format csv`).
 //! - [`palette`] and [`TextOptions`]: colour (`--color`, `NO_COLOR`) and the width tables fit
@@ -25,6 +26,7 @@
 pub mod bisect_text;
 pub mod comparison_csv;
 pub mod comparison_table;
+pub mod dashboard;
 mod error;
 pub mod explain_table;
 pub mod flame_graph;

@@ -13,8 +13,16 @@ use crate::help;
 #[derive(Debug, Parser)]
 #[command(name = "scalelab", version, about = "A Linux scalability lab: sweep a workload over task counts, find what stops it scaling, compare, track.", after_help = help::TOP, disable_help_subcommand = true)]
 pub struct Cli {
-    /// The results database [default: $XDG_DATA_HOME/scalelab/scalelab.db].
-    #[arg(long, global = true, env = "SCALELAB_DB", value_name = "PATH")]
+    /// The results database: a SQLite file, or a PostgreSQL URL (postgres://USER@HOST/DB, a
+    /// team's shared store; its password from the URL, PGPASSWORD or ~/.pgpass, never shown)
+    /// [default: $XDG_DATA_HOME/scalelab/scalelab.db].
+    #[arg(
+        long,
+        global = true,
+        env = "SCALELAB_DB",
+        hide_env_values = true,
+        value_name = "PATH|URL"
+    )]
     pub db: Option<PathBuf>,
     /// Colour verdicts, warnings and errors: auto (on a terminal, unless NO_COLOR is set to
     /// anything but empty, or TERM=dumb), always, never.
@@ -85,8 +93,10 @@ pub enum Command {
     /// Store a run exported from another machine or database.
     #[command(after_help = help::IMPORT)]
     Import {
-        /// A run written by `scalelab export` (JSON).
-        file: PathBuf,
+        /// Runs written by `scalelab export` (JSON), one per file, each stored in its own
+        /// transaction.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
     },
     /// What on this machine will make numbers noisy, with a fix for each.
     Doctor {
@@ -122,6 +132,14 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
+    /// Copy runs to another store (a team's PostgreSQL, or another SQLite file), idempotently:
+    /// a run the target already has (same UUID) is never copied twice.
+    #[command(after_help = help::PUSH)]
+    Push(PushArgs),
+    /// A read-only dashboard of the store in the browser: runs, one run, two compared, history
+    /// per workload and machine class.
+    #[command(after_help = help::SERVE)]
+    Serve(ServeArgs),
     /// Print this help, or the help of the given subcommand (as `scalelab COMMAND --help`).
     Help {
         /// The subcommand (and its subcommands) to explain.
@@ -359,6 +377,39 @@ pub struct LsArgs {
     /// Only runs of external commands whose command line contains TEXT.
     #[arg(long, value_name = "TEXT")]
     pub cmd: Option<String>,
+    /// Only runs measured on this host (its name, as `ls --json` shows in `host`).
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
+    /// Only runs measured on this machine class (as `ls --json` shows in `host_class`).
+    #[arg(long, value_name = "CLASS")]
+    pub host_class: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    /// The store to copy to: a PostgreSQL URL (postgres://USER@HOST/DB) or a SQLite file.
+    #[arg(long, value_name = "URL|PATH")]
+    pub to: PathBuf,
+    /// Only runs of this workload (`cmd` for external commands).
+    #[arg(long)]
+    pub workload: Option<String>,
+    /// Only runs with this tag, repeatable.
+    #[arg(long = "tag", value_name = "KEY=VAL", value_parser = parse_pair)]
+    pub tags: Vec<(String, String)>,
+    /// Only runs of this variant.
+    #[arg(long)]
+    pub variant: Option<String>,
+    /// Print what was copied as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The address to listen on; another host than 127.0.0.1 makes the store readable by
+    /// whoever reaches it (the pages never write).
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8080")]
+    pub listen: std::net::SocketAddr,
 }
 
 // WORKLOAD, --cmd (or both), or --csv; the usage line says so.
@@ -380,6 +431,13 @@ pub struct HistoryArgs {
     /// Only runs of this variant.
     #[arg(long, conflicts_with = "csv")]
     pub variant: Option<String>,
+    /// Only runs measured on this host (its name).
+    #[arg(long, value_name = "NAME", conflicts_with = "csv")]
+    pub host: Option<String>,
+    /// One series per machine class (CPU model, CPUs, memory, hypervisor), never mixing a
+    /// 2-CPU VM with a 48-core box; `--check` fails when any class's newest segment regressed.
+    #[arg(long, conflicts_with = "csv")]
+    pub host_class: bool,
     /// The task count to follow [default: the largest N of the newest run].
     #[arg(long, conflicts_with = "csv")]
     pub at: Option<u32>,

@@ -30,6 +30,8 @@ EXAMPLES:
   scalelab export last --format csv > run.csv
   scalelab export last > run.json ; scalelab import run.json
   scalelab doctor
+  scalelab push --to postgres://scalelab@db.example/perf   # a team's store
+  scalelab serve                              # dashboard on 127.0.0.1:8080
   scalelab completions bash > /etc/bash_completion.d/scalelab
 
 EXIT STATUS:
@@ -66,7 +68,8 @@ pub const LS: &str = "\
 EXAMPLES:
   scalelab ls
   scalelab ls --workload page_fault --tag kernel=6.8
-  scalelab ls --variant patched --json";
+  scalelab ls --variant patched --json
+  scalelab ls --host build-48 --db postgres://scalelab@db.example/perf";
 
 /// `scalelab show --help`.
 pub const SHOW: &str = "\
@@ -85,19 +88,46 @@ EXAMPLES:
 pub const IMPORT: &str = "\
 EXAMPLES:
   scalelab export last > run.json             # on one machine
-  scalelab import run.json                    # on another";
+  scalelab import run.json                    # on another
+  scalelab import runs/*.json                 # a run stored before is skipped";
 
 /// `scalelab history --help`.
 pub const HISTORY: &str = "\
 EXAMPLES:
   scalelab history page_fault --at 2
   scalelab history page_fault -p lines=8 --metric ns_per_op --check
+  scalelab history page_fault --host-class    # one series per machine class
   scalelab history --csv nightly.csv --json
 
 EXIT STATUS:
   0    success (with --check: the newest segment did not regress)
   1    --check only: the newest segment is a regression
   2    a usage or runtime error";
+
+/// `scalelab push --help`.
+pub const PUSH: &str = "\
+EXAMPLES:
+  scalelab push --to postgres://scalelab@db.example/perf
+  scalelab --db offline.db push --to postgres:///perf?host=/run/postgresql
+  scalelab push --to team.db --workload page_fault --tag kernel=6.8
+
+Runs still being measured are left for a later push. perf.data files stay
+on this host: the copied runs keep their profiles' paths and metadata.
+
+EXIT STATUS:
+  0    every run is in the target (copied now or before)
+  2    a usage or runtime error (what was copied before it stays copied)";
+
+/// `scalelab serve --help`.
+pub const SERVE: &str = "\
+EXAMPLES:
+  scalelab serve                              # http://127.0.0.1:8080/
+  scalelab serve --db postgres://scalelab@db.example/perf
+  scalelab serve --listen 127.0.0.1:9000
+
+Pages: / (runs, filtered by workload, host, tag, variant), /run/ID,
+/compare/A/B, /history/WORKLOAD (per machine class). No page writes; no
+external script or font is loaded. Ctrl-C stops the server.";
 
 /// `scalelab report --help`.
 pub const REPORT: &str = "\

@@ -117,8 +117,9 @@ pub struct Bench {
 impl Bench {
     /// Opens (creating it if needed) the database and installs the Ctrl-C / SIGTERM handler.
     pub fn open(db: Option<&Path>) -> Result<Bench> {
-        let db_file = db_path::resolve(db)?;
-        let store = db_path::open(db)?;
+        let location = db_path::resolve(db)?;
+        let db_file = db_path::local_file(&location)?;
+        let store = db_path::open_location(&location, true)?;
         let stop = Arc::new(AtomicBool::new(false));
         for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             signal_hook::flag::register(signal, Arc::clone(&stop))
@@ -144,7 +145,10 @@ impl Bench {
             stop: &self.stop,
             progress,
             db_file: &self.db_file,
-            command_line: std::env::args().collect::<Vec<_>>().join(" "),
+            // A `--db postgres://user:password@…` is stored without its password.
+            command_line: lab::store::redact_secrets(
+                &std::env::args().collect::<Vec<_>>().join(" "),
+            ),
             helpers: Some(&self.helpers),
         }
     }

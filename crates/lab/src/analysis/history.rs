@@ -166,16 +166,17 @@ pub struct History {
 
 /// Builds the series of `metric` at `at` tasks over `runs` (in the order given, oldest first;
 /// one series, as [`crate::analysis::series::series_runs`] picks them). Runs without a
-/// successful `at` point are skipped.
-pub fn build(
+/// successful `at` point are skipped. `runs` may be borrowed or shared (`&[Arc<RunData>]`).
+pub fn build<R: std::borrow::Borrow<RunData>>(
     workload: &str,
-    runs: &[RunData],
+    runs: &[R],
     at: u32,
     metric: Metric,
     opts: &ChangePointOptions,
 ) -> History {
     let mut points = Vec::new();
     for run in runs {
+        let run: &RunData = run.borrow();
         let summary = summarize(run);
         let Some(value) = summary
             .points
@@ -195,7 +196,7 @@ pub fn build(
     }
     let mut history = from_points(workload, at, metric, points, opts);
     if let Some(first) = runs.first() {
-        history.params = first.meta.params.clone();
+        history.params = first.borrow().meta.params.clone();
     }
     history
 }

@@ -16,6 +16,7 @@ mod cpu;
 mod fingerprint;
 mod host_fs;
 mod kernel;
+mod machine_class;
 mod mount;
 mod perf_support;
 mod process;
@@ -29,6 +30,7 @@ pub use checks::{Check, Severity, checks};
 pub use cpu::format_cpu_list;
 pub use fingerprint::Fingerprint;
 pub use kernel::MitigationState;
+pub use machine_class::MachineClass;
 pub use perf_support::perf_checks;
 pub use topology::{CpuPlace, CpuTopology};
 #[cfg(test)]

@@ -60,7 +60,8 @@ pub struct Session<'a> {
     pub stop: &'a AtomicBool,
     /// Who is told of each trial, warning and note.
     pub progress: &'a mut dyn Progress,
-    /// The database file: profiles are kept beside it.
+    /// The database file, or for a PostgreSQL store the local default one: profiles are kept
+    /// beside it.
     pub db_file: &'a Path,
     /// The command line stored with each run.
     pub command_line: String,
@@ -72,7 +73,7 @@ pub struct Session<'a> {
 impl std::fmt::Debug for Session<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session")
-            .field("store", &self.store.path())
+            .field("store", self.store.location())
             .field("db_file", &self.db_file)
             .field("helpers", &self.helpers)
             .finish_non_exhaustive()

@@ -209,6 +209,11 @@ pub(crate) fn kallsyms_warning() -> Option<String> {
 /// subfolder, when they exist, must be yours and writable by you alone.
 pub(crate) fn prepare_dir(db: &Path, run: uuid::Uuid) -> Result<OwnedDir, LabError> {
     let (folder, db_name) = owned_dir::split(db)?;
+    // A PostgreSQL store's profiles go beside the default local database, whose folder a host
+    // that never used SQLite does not have yet (made 0700, through trusted links only).
+    if !folder.exists() {
+        OwnedDir::open_or_create(&folder)?;
+    }
     let dir = OwnedDir::open_anchor(&folder)?
         .private_subdir("profiles")?
         .private_subdir(&db_name)?

@@ -14,8 +14,7 @@
 //! by `--resume`. Ids are assigned here (one more than the largest) rather than by an
 //! auto-increment, which keeps the SQL portable.
 
-use rusqlite::{OptionalExtension, Row, params};
-
+use super::backend::{Row, vals};
 use super::columns::{u64_from_sql, u64_to_sql};
 use super::liveness::{self, Owner};
 use super::{Store, StoreError};
@@ -196,18 +195,16 @@ impl Store {
     ) -> Result<i64, StoreError> {
         let owner = self.me.clone();
         self.write(|w| {
-            let id: i64 =
-                w.tx.query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM bisects", [], |r| {
-                    r.get(0)
-                })
-                .map_err(w.sql())?;
+            let id =
+                w.tx.query_one("SELECT COALESCE(MAX(id), 0) + 1 FROM bisects", &[])?
+                    .int(0)?;
             let good = commits.first().map_or("", |c| c.hash.as_str());
             let bad = commits.last().map_or("", |c| c.hash.as_str());
             w.tx.execute(
                 "INSERT INTO bisects (id, spec, good, bad, status, started_at, owner_pid,
                      owner_start_time, owner_boot_id)
                  VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7, ?8)",
-                params![
+                vals![
                     id,
                     spec,
                     good,
@@ -215,17 +212,15 @@ impl Store {
                     started_at,
                     owner.pid,
                     owner.start_time.map(u64_to_sql),
-                    owner.boot_id
+                    owner.boot_id.as_ref()
                 ],
-            )
-            .map_err(w.sql())?;
+            )?;
             for c in commits {
                 w.tx.execute(
                     "INSERT INTO bisect_commits (bisect_id, position, hash, subject)
                      VALUES (?1, ?2, ?3, ?4)",
-                    params![id, c.position, c.hash, c.subject],
-                )
-                .map_err(w.sql())?;
+                    vals![id, c.position, &c.hash, &c.subject],
+                )?;
             }
             Ok(id)
         })
@@ -243,9 +238,13 @@ impl Store {
             w.tx.execute(
                 "UPDATE bisects SET owner_pid = ?1, owner_start_time = ?2, owner_boot_id = ?3
                  WHERE id = ?4",
-                params![me.pid, me.start_time.map(u64_to_sql), me.boot_id, id],
-            )
-            .map_err(w.sql())?;
+                vals![
+                    me.pid,
+                    me.start_time.map(u64_to_sql),
+                    me.boot_id.as_ref(),
+                    id
+                ],
+            )?;
             Ok(())
         })
     }
@@ -255,31 +254,29 @@ impl Store {
         self.write(|w| {
             w.tx.execute(
                 "DELETE FROM bisect_steps WHERE bisect_id = ?1 AND step = ?2",
-                params![id, step.step],
-            )
-            .map_err(w.sql())?;
+                vals![id, step.step],
+            )?;
             w.tx.execute(
                 "INSERT INTO bisect_steps (bisect_id, step, position, verdict, reason, run_good,
                      run_commit, run_bad, build_log, build_ns, elapsed_ns, started_at,
                      finished_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-                params![
+                vals![
                     id,
                     step.step,
                     step.position,
                     step.verdict.as_str(),
-                    step.reason,
+                    step.reason.as_ref(),
                     step.run_good,
                     step.run_commit,
                     step.run_bad,
-                    step.build_log,
+                    step.build_log.as_ref(),
                     step.build_ns.map(u64_to_sql),
                     step.elapsed_ns.map(u64_to_sql),
-                    step.started_at,
-                    step.finished_at,
+                    &step.started_at,
+                    step.finished_at.as_ref(),
                 ],
-            )
-            .map_err(w.sql())?;
+            )?;
             Ok(())
         })
     }
@@ -292,12 +289,10 @@ impl Store {
         finished_at: Option<&str>,
     ) -> Result<(), StoreError> {
         self.write(|w| {
-            let changed =
-                w.tx.execute(
-                    "UPDATE bisects SET status = ?1, finished_at = ?2 WHERE id = ?3",
-                    params![status.as_str(), finished_at, id],
-                )
-                .map_err(w.sql())?;
+            let changed = w.tx.execute(
+                "UPDATE bisects SET status = ?1, finished_at = ?2 WHERE id = ?3",
+                vals![status.as_str(), finished_at, id],
+            )?;
             if changed == 0 {
                 return Err(StoreError::BisectNotFound { id });
             }
@@ -308,81 +303,65 @@ impl Store {
     /// Bisection `id`, with its range and steps.
     pub fn bisect(&self, id: i64) -> Result<BisectRecord, StoreError> {
         let corrupt = |what: &'static str, detail: String| StoreError::CorruptBisect {
-            path: self.path.clone(),
+            db: self.location.to_string(),
             id,
             what,
             detail,
         };
-        let head = self
-            .conn
-            .query_row(
+        let (head, commits, raw_steps) = self.db.read(&self.location, |tx| {
+            let head = tx.query_opt(
                 "SELECT spec, good, bad, status, started_at, finished_at, owner_pid,
                      owner_start_time, owner_boot_id
                  FROM bisects WHERE id = ?1",
-                [id],
-                |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, String>(3)?,
-                        r.get::<_, String>(4)?,
-                        r.get::<_, Option<String>>(5)?,
-                        Owner {
-                            pid: r.get(6)?,
-                            start_time: r.get::<_, Option<i64>>(7)?.map(u64_from_sql),
-                            boot_id: r.get(8)?,
-                        },
-                    ))
-                },
-            )
-            .optional()
-            .map_err(self.sql())?
-            .ok_or(StoreError::BisectNotFound { id })?;
-        let (spec, good, bad, status, started_at, finished_at, owner) = head;
-        let status =
-            BisectStatus::parse(&status).ok_or_else(|| corrupt("status", status.clone()))?;
-        let commits = self
-            .conn
-            .prepare(
+                vals![id],
+            )?;
+            let commits = tx.query(
                 "SELECT position, hash, subject FROM bisect_commits WHERE bisect_id = ?1
                  ORDER BY position",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_map([id], |r| {
-                    Ok(BisectCommit {
-                        position: r.get(0)?,
-                        hash: r.get(1)?,
-                        subject: r.get(2)?,
-                    })
-                })?
-                .collect::<Result<Vec<_>, _>>()
-            })
-            .map_err(self.sql())?;
-        let raw_steps = self
-            .conn
-            .prepare(
+                vals![id],
+            )?;
+            let steps = tx.query(
                 "SELECT step, position, verdict, reason, run_good, run_commit, run_bad,
                      build_log, build_ns, elapsed_ns, started_at, finished_at
                  FROM bisect_steps WHERE bisect_id = ?1 ORDER BY step",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_map([id], RawStep::from_row)?
-                    .collect::<Result<Vec<_>, _>>()
+                vals![id],
+            )?;
+            Ok((head, commits, steps))
+        })?;
+        let r = head.ok_or(StoreError::BisectNotFound { id })?;
+        let owner = Owner {
+            pid: r.opt_int(6)?,
+            start_time: r.opt_int(7)?.map(u64_from_sql),
+            boot_id: r.opt_text(8)?,
+        };
+        let status = r.text(3)?;
+        let status =
+            BisectStatus::parse(&status).ok_or_else(|| corrupt("status", status.clone()))?;
+        let commits = commits
+            .iter()
+            .map(|c| {
+                Ok(BisectCommit {
+                    position: c.u32(0)?,
+                    hash: c.text(1)?,
+                    subject: c.text(2)?,
+                })
             })
-            .map_err(self.sql())?;
+            .collect::<Result<Vec<_>, StoreError>>()?;
         let steps = raw_steps
-            .into_iter()
-            .map(|raw| raw.into_step().map_err(|v| corrupt("step verdict", v)))
+            .iter()
+            .map(|row| {
+                let raw = RawStep::from_row(row)?;
+                raw.into_step().map_err(|v| corrupt("step verdict", v))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(BisectRecord {
             id,
-            spec,
-            good,
-            bad,
+            spec: r.text(0)?,
+            good: r.text(1)?,
+            bad: r.text(2)?,
             status,
-            started_at,
-            finished_at,
+            started_at: r.text(4)?,
+            finished_at: r.opt_text(5)?,
             owner_alive: !liveness::is_gone(&owner, &self.me),
             commits,
             steps,
@@ -391,13 +370,12 @@ impl Store {
 
     /// The ids of every stored bisection, oldest first.
     pub fn bisect_ids(&self) -> Result<Vec<i64>, StoreError> {
-        self.conn
-            .prepare("SELECT id FROM bisects ORDER BY id")
-            .and_then(|mut stmt| {
-                stmt.query_map([], |r| r.get(0))?
-                    .collect::<Result<Vec<i64>, _>>()
-            })
-            .map_err(self.sql())
+        self.db.read(&self.location, |tx| {
+            tx.query("SELECT id FROM bisects ORDER BY id", &[])?
+                .iter()
+                .map(|r| r.int(0))
+                .collect()
+        })
     }
 }
 
@@ -408,23 +386,23 @@ struct RawStep {
 }
 
 impl RawStep {
-    fn from_row(r: &Row<'_>) -> rusqlite::Result<RawStep> {
+    fn from_row(r: &Row) -> Result<RawStep, StoreError> {
         Ok(RawStep {
             step: BisectStep {
-                step: r.get(0)?,
-                position: r.get(1)?,
+                step: r.u32(0)?,
+                position: r.u32(1)?,
                 verdict: StepVerdict::Measuring,
-                reason: r.get(3)?,
-                run_good: r.get(4)?,
-                run_commit: r.get(5)?,
-                run_bad: r.get(6)?,
-                build_log: r.get(7)?,
-                build_ns: r.get::<_, Option<i64>>(8)?.map(u64_from_sql),
-                elapsed_ns: r.get::<_, Option<i64>>(9)?.map(u64_from_sql),
-                started_at: r.get(10)?,
-                finished_at: r.get(11)?,
+                reason: r.opt_text(3)?,
+                run_good: r.opt_int(4)?,
+                run_commit: r.opt_int(5)?,
+                run_bad: r.opt_int(6)?,
+                build_log: r.opt_text(7)?,
+                build_ns: r.opt_int(8)?.map(u64_from_sql),
+                elapsed_ns: r.opt_int(9)?.map(u64_from_sql),
+                started_at: r.text(10)?,
+                finished_at: r.opt_text(11)?,
             },
-            verdict: r.get(2)?,
+            verdict: r.text(2)?,
         })
     }
 

@@ -9,7 +9,13 @@
 //!
 //! When this process cannot tell (no `/proc`), the run keeps reading `running`: a live run is
 //! never declared dead on a guess.
+//!
+//! On PostgreSQL the owner may be on another host, whose processes a reader cannot see. There
+//! the writer's connection holds the run's advisory lock from `begin_run` to `finish_run`
+//! (`backend::postgres`); the server drops it when the connection ends, however the writer
+//! died, and a `running` run whose lock nobody holds reads `Incomplete`.
 
+use std::collections::HashSet;
 use std::fs;
 
 use crate::process::proc_table::{self, ProcStat};
@@ -31,6 +37,31 @@ impl Owner {
             pid: Some(i64::from(std::process::id())),
             start_time: proc_table::stat(std::process::id() as i32).map(|s| s.start),
             boot_id: read_boot_id(),
+        }
+    }
+}
+
+/// How a reader tells whether a `running` run's owner is alive.
+#[derive(Debug, Clone)]
+pub(crate) enum Liveness {
+    /// SQLite: by the owner's process, seen from `me`, the reader.
+    Processes(Owner),
+    /// PostgreSQL: by the run locks held when the reader looked (their second keys).
+    Locks(HashSet<i64>),
+}
+
+impl Liveness {
+    /// The status a reader should see for run `id`, stored as `stored` by `owner`.
+    pub(crate) fn derive(&self, stored: RunStatus, id: i64, owner: &Owner) -> RunStatus {
+        match self {
+            Liveness::Processes(me) => derive_status(stored, owner, me),
+            Liveness::Locks(held) => {
+                if stored == RunStatus::Running && !super::backend::is_locked(held, id) {
+                    RunStatus::Incomplete
+                } else {
+                    stored
+                }
+            }
         }
     }
 }

@@ -1,13 +1,12 @@
 //! Writing runs: begin, one committed transaction per trial, warnings, finish, import.
 //!
-//! Every write is one `BEGIN IMMEDIATE` transaction: it takes the write lock up front, so two
-//! processes writing the same database queue on the busy timeout instead of failing on a
-//! read-to-write lock upgrade, and a crash leaves each trial either fully stored or absent.
+//! Every write is one write transaction (`backend`): on SQLite it takes the write lock up
+//! front, so two processes writing the same database queue on the busy timeout instead of
+//! failing on a read-to-write lock upgrade; on either backend a crash leaves each trial either
+//! fully stored or absent. On PostgreSQL, `begin_run` also takes the run's lock for the
+//! connection's life (see `liveness`), and `finish_run` gives it back.
 
-use std::path::Path;
-
-use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
-
+use super::backend::{Tx, vals};
 use super::columns::{legacy_pin_name, to_json, u64_to_sql};
 use super::liveness::Owner;
 use super::{Store, StoreError};
@@ -19,13 +18,25 @@ impl Store {
     pub fn begin_run(&mut self, meta: &RunMeta) -> Result<i64, StoreError> {
         let owner = self.me.clone();
         self.write(|w| {
-            w.insert_run(&RunRow {
+            let id = w.insert_run(&RunRow {
                 meta,
                 origin_id: meta.origin_id,
                 status: RunStatus::Running,
                 finished_at: None,
                 owner: Some(&owner),
-            })
+            })?;
+            if w.tx.is_postgres() {
+                // Session-level: held past this transaction, until `finish_run` or the
+                // connection ends.
+                w.tx.execute(
+                    "SELECT pg_advisory_lock(?1, ?2)",
+                    vals![
+                        i64::from(super::backend::RUN_LOCK_CLASS),
+                        id.rem_euclid(1 << 31)
+                    ],
+                )?;
+            }
+            Ok(id)
         })
     }
 
@@ -40,28 +51,17 @@ impl Store {
     /// Appends `warnings` to those of run `run_id`.
     pub fn add_warnings(&mut self, run_id: i64, warnings: &[String]) -> Result<(), StoreError> {
         self.write(|w| {
-            let stored: Option<String> =
-                w.tx.query_row("SELECT warnings FROM runs WHERE id = ?1", [run_id], |r| {
-                    r.get(0)
-                })
-                .optional()
-                .map_err(w.sql())?;
-            let stored = stored.ok_or(StoreError::RunNotFound { id: run_id })?;
+            let stored =
+                w.tx.query_opt("SELECT warnings FROM runs WHERE id = ?1", vals![run_id])?
+                    .ok_or(StoreError::RunNotFound { id: run_id })?
+                    .text(0)?;
             let mut all: Vec<String> =
-                super::columns::from_json(&stored, "warnings", &|what, detail| {
-                    StoreError::Corrupt {
-                        path: w.path.to_path_buf(),
-                        id: run_id,
-                        what,
-                        detail,
-                    }
-                })?;
+                super::columns::from_json(&stored, "warnings", &w.corrupt(run_id))?;
             all.extend_from_slice(warnings);
             w.tx.execute(
                 "UPDATE runs SET warnings = ?1 WHERE id = ?2",
-                params![to_json("warnings", &all)?, run_id],
-            )
-            .map_err(w.sql())?;
+                vals![to_json("warnings", &all)?, run_id],
+            )?;
             Ok(())
         })
     }
@@ -76,33 +76,24 @@ impl Store {
         tags: &[(&str, &str)],
     ) -> Result<(), StoreError> {
         self.write(|w| {
-            let stored: Option<String> =
-                w.tx.query_row("SELECT tags FROM runs WHERE id = ?1", [run_id], |r| {
-                    r.get(0)
-                })
-                .optional()
-                .map_err(w.sql())?;
-            let stored = stored.ok_or(StoreError::RunNotFound { id: run_id })?;
+            let stored =
+                w.tx.query_opt("SELECT tags FROM runs WHERE id = ?1", vals![run_id])?
+                    .ok_or(StoreError::RunNotFound { id: run_id })?
+                    .text(0)?;
             let mut all: std::collections::BTreeMap<String, String> =
-                super::columns::from_json(&stored, "tags", &|what, detail| StoreError::Corrupt {
-                    path: w.path.to_path_buf(),
-                    id: run_id,
-                    what,
-                    detail,
-                })?;
+                super::columns::from_json(&stored, "tags", &w.corrupt(run_id))?;
             for (key, value) in tags {
                 all.insert((*key).to_string(), (*value).to_string());
                 w.tx.execute(
-                    "INSERT OR REPLACE INTO run_tags (run_id, key, value) VALUES (?1, ?2, ?3)",
-                    params![run_id, key, value],
-                )
-                .map_err(w.sql())?;
+                    "INSERT INTO run_tags (run_id, key, value) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value",
+                    vals![run_id, *key, *value],
+                )?;
             }
             w.tx.execute(
                 "UPDATE runs SET runs = ?1, tags = ?2 WHERE id = ?3",
-                params![runs, to_json("tags", &all)?, run_id],
-            )
-            .map_err(w.sql())?;
+                vals![runs, to_json("tags", &all)?, run_id],
+            )?;
             Ok(())
         })
     }
@@ -115,14 +106,21 @@ impl Store {
         finished_at: &str,
     ) -> Result<(), StoreError> {
         self.write(|w| {
-            let changed =
-                w.tx.execute(
-                    "UPDATE runs SET status = ?1, finished_at = ?2 WHERE id = ?3",
-                    params![status.as_str(), finished_at, run_id],
-                )
-                .map_err(w.sql())?;
+            let changed = w.tx.execute(
+                "UPDATE runs SET status = ?1, finished_at = ?2 WHERE id = ?3",
+                vals![status.as_str(), finished_at, run_id],
+            )?;
             if changed == 0 {
                 return Err(StoreError::RunNotFound { id: run_id });
+            }
+            if w.tx.is_postgres() {
+                w.tx.execute(
+                    "SELECT pg_advisory_unlock(?1, ?2)",
+                    vals![
+                        i64::from(super::backend::RUN_LOCK_CLASS),
+                        run_id.rem_euclid(1 << 31)
+                    ],
+                )?;
             }
             Ok(())
         })
@@ -139,41 +137,17 @@ impl Store {
             origin: "import".into(),
             detail,
         })?;
-        let meta = &export.run.meta;
-        let origin_id = if meta.id > 0 {
-            Some(meta.id)
-        } else {
-            meta.origin_id
-        };
-        self.write(|w| {
-            let id = w.insert_run(&RunRow {
-                meta,
-                origin_id,
-                status: meta.status,
-                finished_at: meta.finished_at.as_deref(),
-                owner: None,
-            })?;
-            for trial in &export.run.trials {
-                w.insert_trial(id, trial)?;
-            }
-            Ok(id)
-        })
+        self.write(|w| w.insert_copy(&export.run))
     }
 
-    /// Runs `f` in one immediate write transaction, committed when `f` succeeds.
+    /// Runs `f` in one write transaction, committed when `f` succeeds.
     pub(super) fn write<T>(
         &mut self,
-        f: impl FnOnce(&Writer<'_>) -> Result<T, StoreError>,
+        f: impl FnOnce(&mut Writer<'_, '_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let path = &self.path;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| StoreError::sqlite(path, e))?;
-        let w = Writer { tx, path };
-        let value = f(&w)?;
-        w.tx.commit().map_err(|e| StoreError::sqlite(path, e))?;
-        Ok(value)
+        let shown = self.location.to_string();
+        self.db
+            .write(&self.location, |tx| f(&mut Writer { tx, shown: &shown }))
     }
 }
 
@@ -186,159 +160,142 @@ struct RunRow<'a> {
     owner: Option<&'a Owner>,
 }
 
-/// An open write transaction on the database at `path`.
-pub(super) struct Writer<'a> {
-    pub(super) tx: Transaction<'a>,
-    pub(super) path: &'a Path,
+/// An open write transaction on the store shown as `shown`.
+pub(super) struct Writer<'t, 'a> {
+    pub(super) tx: &'t mut Tx<'a>,
+    shown: &'t str,
 }
 
-impl Writer<'_> {
-    pub(super) fn sql(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
-        |e| StoreError::sqlite(self.path, e)
+impl Writer<'_, '_> {
+    fn corrupt(&self, id: i64) -> impl Fn(&'static str, String) -> StoreError + '_ {
+        move |what, detail| StoreError::Corrupt {
+            db: self.shown.to_owned(),
+            id,
+            what,
+            detail,
+        }
     }
 
-    fn require_run(&self, id: i64) -> Result<(), StoreError> {
-        let found = self
-            .tx
-            .query_row("SELECT 1 FROM runs WHERE id = ?1", [id], |_| Ok(()))
-            .optional()
-            .map_err(self.sql())?;
-        found.ok_or(StoreError::RunNotFound { id })
+    fn require_run(&mut self, id: i64) -> Result<(), StoreError> {
+        self.tx
+            .query_opt("SELECT 1 FROM runs WHERE id = ?1", vals![id])?
+            .map(drop)
+            .ok_or(StoreError::RunNotFound { id })
     }
 
-    fn insert_run(&self, row: &RunRow<'_>) -> Result<i64, StoreError> {
+    /// Stores `run` (already validated) as a copy: its status, end time and UUID kept, its id
+    /// becoming `origin_id`, no owner here. Returns the new id.
+    pub(super) fn insert_copy(&mut self, run: &crate::record::RunData) -> Result<i64, StoreError> {
+        let meta = &run.meta;
+        let origin_id = if meta.id > 0 {
+            Some(meta.id)
+        } else {
+            meta.origin_id
+        };
+        let id = self.insert_run(&RunRow {
+            meta,
+            origin_id,
+            status: meta.status,
+            finished_at: meta.finished_at.as_deref(),
+            owner: None,
+        })?;
+        for trial in &run.trials {
+            self.insert_trial(id, trial)?;
+        }
+        Ok(id)
+    }
+
+    fn insert_run(&mut self, row: &RunRow<'_>) -> Result<i64, StoreError> {
         let meta = row.meta;
         let owner = row.owner.cloned().unwrap_or_default();
-        let params_json = to_json("params", &meta.params)?;
-        let points = to_json("points", &meta.points)?;
-        let tags = to_json("tags", &meta.tags)?;
-        let env = to_json("env", &meta.env)?;
-        let warnings = to_json("warnings", &meta.warnings)?;
-        self.tx
-            .prepare_cached(
+        let id = self
+            .tx
+            .query_one(
                 "INSERT INTO runs (origin_id, name, workload, params, op_unit, mode, pin, points, runs,
                      duration_ns, warmup_ns, variant, tags, started_at, finished_at, status, env,
                      warnings, command_line, owner_pid, owner_start_time, owner_boot_id, uuid,
                      pin_placement)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                     ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![
+                     ?18, ?19, ?20, ?21, ?22, ?23, ?24)
+                 RETURNING id",
+                vals![
                     row.origin_id,
-                    meta.name,
-                    meta.workload,
-                    params_json,
-                    meta.op_unit,
+                    meta.name.as_deref(),
+                    meta.workload.as_str(),
+                    to_json("params", &meta.params)?,
+                    meta.op_unit.as_str(),
                     meta.mode.to_string(),
                     legacy_pin_name(&meta.pin),
-                    points,
+                    to_json("points", &meta.points)?,
                     meta.runs,
                     u64_to_sql(meta.duration.0),
                     u64_to_sql(meta.warmup.0),
-                    meta.variant,
-                    tags,
-                    meta.started_at,
+                    meta.variant.as_deref(),
+                    to_json("tags", &meta.tags)?,
+                    meta.started_at.as_str(),
                     row.finished_at,
                     row.status.as_str(),
-                    env,
-                    warnings,
-                    meta.command_line,
+                    to_json("env", &meta.env)?,
+                    to_json("warnings", &meta.warnings)?,
+                    meta.command_line.as_str(),
                     owner.pid,
                     owner.start_time.map(u64_to_sql),
                     owner.boot_id,
                     meta.uuid.hyphenated().to_string(),
                     meta.pin.to_string(),
-                ])
-            })
-            .map_err(self.sql())?;
-        let id = self.tx.last_insert_rowid();
-        let mut tag = self
-            .tx
-            .prepare_cached("INSERT INTO run_tags (run_id, key, value) VALUES (?1, ?2, ?3)")
-            .map_err(self.sql())?;
+                ],
+            )?
+            .int(0)?;
         for (key, value) in &meta.tags {
-            tag.execute(params![id, key, value]).map_err(self.sql())?;
+            self.tx.execute(
+                "INSERT INTO run_tags (run_id, key, value) VALUES (?1, ?2, ?3)",
+                vals![id, key, value],
+            )?;
         }
-        let mut param = self
-            .tx
-            .prepare_cached("INSERT INTO run_params (run_id, key, value) VALUES (?1, ?2, ?3)")
-            .map_err(self.sql())?;
         for (key, value) in &meta.params {
-            param.execute(params![id, key, value]).map_err(self.sql())?;
+            self.tx.execute(
+                "INSERT INTO run_params (run_id, key, value) VALUES (?1, ?2, ?3)",
+                vals![id, key, value],
+            )?;
         }
         Ok(id)
     }
 
-    fn insert_trial(&self, run_id: i64, trial: &TrialRecord) -> Result<(), StoreError> {
+    fn insert_trial(&mut self, run_id: i64, trial: &TrialRecord) -> Result<(), StoreError> {
         let m = match &trial.outcome {
             TrialOutcome::Failed { reason } => {
-                self.tx
-                    .prepare_cached(
-                        "INSERT INTO trials (run_id, n, idx, started_at, status, failure)
-                         VALUES (?1, ?2, ?3, ?4, 'failed', ?5)",
-                    )
-                    .and_then(|mut s| {
-                        s.execute(params![
-                            run_id,
-                            trial.n,
-                            trial.index,
-                            trial.started_at,
-                            reason
-                        ])
-                    })
-                    .map_err(self.sql())?;
+                self.tx.execute(
+                    "INSERT INTO trials (run_id, n, idx, started_at, status, failure)
+                     VALUES (?1, ?2, ?3, ?4, 'failed', ?5)",
+                    vals![
+                        run_id,
+                        trial.n,
+                        trial.index,
+                        trial.started_at.as_str(),
+                        reason.as_str()
+                    ],
+                )?;
                 return Ok(());
             }
             TrialOutcome::Ok(m) => m,
         };
         let u = &m.usage;
         let ops = m.task_ops.iter().fold(0u64, |a, &b| a.saturating_add(b));
-        let counters = to_json("trial counters", &m.counters)?;
-        let extras = to_json("trial extras", &m.extras)?;
-        let placement = to_json("trial placement", &m.placement)?;
-        let task_ops = to_json("trial task_ops", &m.task_ops)?;
-        let steps = to_json("trial steps", &m.steps)?;
-        let clock_window = m
-            .clock_window
-            .as_ref()
-            .map(|v| to_json("trial clock_window", v))
-            .transpose()?;
-        let profile = m
-            .profile
-            .as_ref()
-            .map(|v| to_json("trial profile", v))
-            .transpose()?;
-        let locks = m
-            .locks
-            .as_ref()
-            .map(|v| to_json("trial locks", v))
-            .transpose()?;
-        let offcpu = m
-            .offcpu
-            .as_ref()
-            .map(|v| to_json("trial offcpu", v))
-            .transpose()?;
-        let harness = m
-            .harness
-            .as_ref()
-            .map(|v| to_json("trial harness", v))
-            .transpose()?;
-        self.tx
-            .prepare_cached(
+        let trial_id = self
+            .tx
+            .query_one(
                 "INSERT INTO trials (run_id, n, idx, started_at, status, window_ns, ops, user_ns, sys_ns,
                      minor_faults, major_faults, voluntary_switches, involuntary_switches, block_in,
                      block_out, counters, extras, placement, task_ops, steps, clock_window, profile, locks,
                      run_delay_ns, offcpu, harness)
                  VALUES (?1, ?2, ?3, ?4, 'ok', ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                     ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
-            )
-            .and_then(|mut s| {
-                s.execute(params![
+                     ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)
+                 RETURNING id",
+                vals![
                     run_id,
                     trial.n,
                     trial.index,
-                    trial.started_at,
+                    trial.started_at.as_str(),
                     u64_to_sql(m.window.0),
                     u64_to_sql(ops),
                     u64_to_sql(u.user.0),
@@ -349,37 +306,31 @@ impl Writer<'_> {
                     u64_to_sql(u.involuntary_switches),
                     u64_to_sql(u.block_in),
                     u64_to_sql(u.block_out),
-                    counters,
-                    extras,
-                    placement,
-                    task_ops,
-                    steps,
-                    clock_window,
-                    profile,
-                    locks,
+                    to_json("trial counters", &m.counters)?,
+                    to_json("trial extras", &m.extras)?,
+                    to_json("trial placement", &m.placement)?,
+                    to_json("trial task_ops", &m.task_ops)?,
+                    to_json("trial steps", &m.steps)?,
+                    m.clock_window.as_ref().map(|v| to_json("trial clock_window", v)).transpose()?,
+                    m.profile.as_ref().map(|v| to_json("trial profile", v)).transpose()?,
+                    m.locks.as_ref().map(|v| to_json("trial locks", v)).transpose()?,
                     u.run_delay.map(|d| u64_to_sql(d.0)),
-                    offcpu,
-                    harness,
-                ])
-            })
-            .map_err(self.sql())?;
-        let trial_id = self.tx.last_insert_rowid();
-        let mut sample = self
-            .tx
-            .prepare_cached(
-                "INSERT INTO samples (trial_id, seq, t_ns, task_ops) VALUES (?1, ?2, ?3, ?4)",
-            )
-            .map_err(self.sql())?;
+                    m.offcpu.as_ref().map(|v| to_json("trial offcpu", v)).transpose()?,
+                    m.harness.as_ref().map(|v| to_json("trial harness", v)).transpose()?,
+                ],
+            )?
+            .int(0)?;
         for (seq, s) in m.samples.iter().enumerate() {
             let seq = i64::try_from(seq).unwrap_or(i64::MAX);
-            sample
-                .execute(params![
+            self.tx.execute(
+                "INSERT INTO samples (trial_id, seq, t_ns, task_ops) VALUES (?1, ?2, ?3, ?4)",
+                vals![
                     trial_id,
                     seq,
                     u64_to_sql(s.t.0),
                     to_json("sample task_ops", &s.task_ops)?
-                ])
-                .map_err(self.sql())?;
+                ],
+            )?;
         }
         Ok(())
     }

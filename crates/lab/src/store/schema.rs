@@ -114,19 +114,19 @@ CREATE TABLE samples (
 ";
 
 /// Version 2: external-command trials keep each timed step's accounting.
-const V2: &str = "
+pub(super) const V2: &str = "
 ALTER TABLE trials ADD COLUMN steps TEXT;  -- JSON array of StepRecord; NULL before version 2
 ";
 
 /// Version 3: profiles, lock reports and the window's CLOCK_MONOTONIC edges, per trial.
-const V3: &str = "
+pub(super) const V3: &str = "
 ALTER TABLE trials ADD COLUMN clock_window TEXT;  -- JSON ClockWindow; NULL when not recorded
 ALTER TABLE trials ADD COLUMN profile TEXT;       -- JSON ProfileRef; NULL without --profile
 ALTER TABLE trials ADD COLUMN locks TEXT;         -- JSON LockReport; NULL without --locks
 ";
 
 /// Version 4: the tasks' run-queue delay over the window (NULL: not measured).
-const V4: &str = "
+pub(super) const V4: &str = "
 ALTER TABLE trials ADD COLUMN run_delay_ns INTEGER;
 ";
 
@@ -134,7 +134,7 @@ ALTER TABLE trials ADD COLUMN run_delay_ns INTEGER;
 /// run it records and kept by export and import), also the name of its profiles' folder. Runs
 /// stored before get a fresh random one. Not unique: importing a run twice keeps both copies,
 /// each with the run's UUID.
-const V5: &str = "
+pub(super) const V5: &str = "
 ALTER TABLE runs ADD COLUMN uuid TEXT;
 UPDATE runs SET uuid = lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4'
     || substr(hex(randomblob(2)), 2) || '-' || substr('89ab', 1 + (abs(random()) % 4), 1)
@@ -143,19 +143,19 @@ CREATE INDEX runs_uuid ON runs (uuid);
 ";
 
 /// Version 6: blocked (off-CPU) time by cause, per trial (`--offcpu`).
-const V6: &str = "
+pub(super) const V6: &str = "
 ALTER TABLE trials ADD COLUMN offcpu TEXT;  -- JSON OffCpuReport; NULL without --offcpu
 ";
 
 /// Version 7: what the harness cost per trial (sampler CPU, start and stop latency).
-const V7: &str = "
+pub(super) const V7: &str = "
 ALTER TABLE trials ADD COLUMN harness TEXT;  -- JSON HarnessCost; NULL for commands and older runs
 ";
 
 /// Version 8: the `--pin` placement as its text (`cores`, `compact`, `spread-nodes`, `none`, a
 /// CPU list). Version 1's `pin` column has a CHECK for its three old names, which SQLite cannot
 /// drop without rebuilding `runs`; it keeps the nearest old name and this column wins when set.
-const V8: &str = "
+pub(super) const V8: &str = "
 ALTER TABLE runs ADD COLUMN pin_placement TEXT;  -- Pin text; NULL before version 8
 ";
 
@@ -466,8 +466,8 @@ mod tests {
             .unwrap();
         }
         let store = super::super::Store::open(&path).unwrap();
-        let version: i64 = store
-            .conn
+        let version: i64 = Connection::open(&path)
+            .unwrap()
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
         assert_eq!(version, SCHEMA_VERSION);
@@ -505,8 +505,8 @@ mod tests {
             }
         }
         let store = super::super::Store::open(&path).unwrap();
-        let version: i64 = store
-            .conn
+        let version: i64 = Connection::open(&path)
+            .unwrap()
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
         assert_eq!(version, SCHEMA_VERSION);
@@ -518,6 +518,55 @@ mod tests {
             assert_eq!(u.get_variant(), uuid::Variant::RFC4122, "{u}");
         }
         assert!(uuids[0] != uuids[1] && uuids[1] != uuids[2] && uuids[0] != uuids[2]);
+    }
+
+    /// The same as `pg_schema`'s test: from every older version to the newest, runs kept.
+    #[test]
+    fn every_older_version_migrates_to_the_newest_keeping_its_runs() {
+        let env = serde_json::to_string(&crate::env::Fingerprint::default()).unwrap();
+        for version in 0..MIGRATIONS.len() {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("old.db");
+            {
+                let conn = Connection::open(&path).unwrap();
+                for step in &MIGRATIONS[..version] {
+                    conn.execute_batch(step).unwrap();
+                }
+                if version >= 1 {
+                    conn.execute(
+                        "INSERT INTO runs (workload, params, op_unit, mode, pin, points, runs,
+                             duration_ns, warmup_ns, tags, started_at, status, env, warnings,
+                             command_line)
+                         VALUES ('w', '{}', 'op', 'threads', 'auto', '[1]', 1, 1000, 0, '{}', 't',
+                             'complete', ?1, '[]', 'scalelab run w')",
+                        [&env],
+                    )
+                    .unwrap();
+                }
+                if version >= 5 {
+                    conn.execute_batch(
+                        "UPDATE runs SET uuid = '5f0c1a3e-2b4d-4c6e-8f10-123456789abc'",
+                    )
+                    .unwrap();
+                }
+                if version >= 1 {
+                    conn.pragma_update(None, "application_id", APPLICATION_ID)
+                        .unwrap();
+                }
+                conn.pragma_update(None, "user_version", version as i64)
+                    .unwrap();
+            }
+            let store = super::super::Store::open(&path).unwrap();
+            let now: i64 = Connection::open(&path)
+                .unwrap()
+                .pragma_query_value(None, "user_version", |r| r.get(0))
+                .unwrap();
+            assert_eq!(now, SCHEMA_VERSION, "from version {version}");
+            if version >= 1 {
+                let run = store.load_run(1).unwrap();
+                assert_eq!(run.meta.uuid.get_version_num(), 4, "from version {version}");
+            }
+        }
     }
 
     #[test]

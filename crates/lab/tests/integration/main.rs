@@ -3,3 +3,6 @@
 
 mod command_processes;
 mod store_api;
+
+#[path = "../support/pg_server.rs"]
+mod pg_server;

@@ -15,8 +15,69 @@ mod store {
         Mode, Nanos, OffCpuReport, OffCpuSite, Pin, ProfileRef, RunData, RunMeta, RunStatus,
         SampleRecord, StepRecord, TrialMeasurement, TrialOutcome, TrialRecord, Usage,
     };
-    use lab::store::{RunFilter, Store, StoreError, export_csv, export_json, read_export};
+    use lab::store::{
+        Location, RunFilter, Store, StoreError, export_csv, export_json, read_export,
+    };
     use proptest::prelude::*;
+
+    use crate::pg_server;
+
+    /// Which database a test of the store API runs on: the suite below runs on both.
+    #[derive(Debug, Clone, Copy)]
+    enum Backend {
+        Sqlite,
+        Postgres,
+    }
+
+    /// A fresh empty store of `backend`, with what keeps it alive (a temporary folder for
+    /// SQLite); `None` when no PostgreSQL server can be started here (the reason is printed).
+    fn fresh(backend: Backend) -> Option<(Option<tempfile::TempDir>, Store)> {
+        match backend {
+            Backend::Sqlite => {
+                let (dir, store) = open_temp();
+                Some((Some(dir), store))
+            }
+            Backend::Postgres => {
+                let url = pg_server::fresh_url()?;
+                let location = Location::parse(Path::new(&url)).unwrap();
+                Some((None, Store::open_at(&location, true).unwrap()))
+            }
+        }
+    }
+
+    /// The same store, opened again by another connection.
+    fn reopen(store: &Store) -> Store {
+        Store::open_at(store.location(), true).unwrap()
+    }
+
+    /// One `#[test]` per backend for each test function taking a [`Backend`].
+    macro_rules! on_both_backends {
+        ($($name:ident),* $(,)?) => {
+            mod sqlite {
+                $(#[test] fn $name() { super::$name(super::Backend::Sqlite) })*
+            }
+            mod postgres {
+                $(#[test] fn $name() { super::$name(super::Backend::Postgres) })*
+            }
+        };
+    }
+
+    on_both_backends!(
+        run_round_trips_exactly,
+        every_pin_strategy_is_stored_and_read_back,
+        json_export_imports_to_an_equal_run_with_origin_id,
+        imported_running_run_reads_incomplete,
+        an_impossible_run_is_refused_by_import_and_nothing_is_stored,
+        csv_has_a_header_and_one_quoted_row_per_trial,
+        resolve_accepts_id_last_and_last_k_and_explains_the_rest,
+        list_filters_by_workload_variant_tags_and_params_oldest_first,
+        an_extended_plan_updates_runs_and_tags_where_filters_see_them,
+        writes_to_a_missing_run_are_errors,
+        two_writers_at_once_both_succeed,
+        push_twice_copies_each_run_once,
+        a_run_whose_writer_is_gone_reads_incomplete_to_every_reader,
+        many_runs_load_at_once_as_each_loads_alone,
+    );
 
     fn meta(workload: &str) -> RunMeta {
         RunMeta {
@@ -220,14 +281,15 @@ mod store {
         (dir, store)
     }
 
-    #[test]
-    fn run_round_trips_exactly() {
-        let (_dir, mut store) = open_temp();
+    fn run_round_trips_exactly(b: Backend) {
+        let Some((_dir, mut store)) = fresh(b) else {
+            return;
+        };
         let written = store_run(&mut store, "page_fault");
         assert_eq!(store.load_run(written.meta.id).unwrap(), written);
         assert_eq!(store.trial_counts(written.meta.id).unwrap(), (4, 1));
         // And again after reopening the file.
-        let reopened = Store::open(store.path()).unwrap();
+        let reopened = reopen(&store);
         assert_eq!(reopened.load_run(written.meta.id).unwrap(), written);
         assert_eq!(
             reopened.list_runs(&RunFilter::default()).unwrap(),
@@ -237,9 +299,10 @@ mod store {
 
     /// Issue 16: the schema's CHECK on `pin` refused every new `--pin` strategy
     /// ("CHECK constraint failed: pin IN ('auto', 'core', 'none')").
-    #[test]
-    fn every_pin_strategy_is_stored_and_read_back() {
-        let (_dir, mut store) = open_temp();
+    fn every_pin_strategy_is_stored_and_read_back(b: Backend) {
+        let Some((_dir, mut store)) = fresh(b) else {
+            return;
+        };
         for pin in [
             Pin::Cores,
             Pin::Compact,
@@ -254,8 +317,10 @@ mod store {
         }
     }
 
-    #[test]
-    fn json_export_imports_to_an_equal_run_with_origin_id() {
+    fn json_export_imports_to_an_equal_run_with_origin_id(b: Backend) {
+        let Some((_dir2, mut target)) = fresh(b) else {
+            return;
+        };
         let (dir, mut source) = open_temp();
         let original = store_run(&mut source, "page_fault");
         let mut json = Vec::new();
@@ -267,7 +332,6 @@ mod store {
         assert_eq!(export.schema_version, EXPORT_SCHEMA_VERSION);
         assert_eq!(export.run, original);
 
-        let (_dir2, mut target) = open_temp();
         store_run(&mut target, "other"); // so the new id differs from the original
         let id = target.import(&export).unwrap();
         assert_ne!(id, original.meta.id);
@@ -281,9 +345,10 @@ mod store {
         assert_eq!(loaded, original);
     }
 
-    #[test]
-    fn imported_running_run_reads_incomplete() {
-        let (_dir, mut store) = open_temp();
+    fn imported_running_run_reads_incomplete(b: Backend) {
+        let Some((_dir, mut store)) = fresh(b) else {
+            return;
+        };
         let mut data = store_run(&mut store, "page_fault");
         data.meta.status = RunStatus::Running;
         let export = lab::record::RunExport {
@@ -298,9 +363,10 @@ mod store {
         );
     }
 
-    #[test]
-    fn an_impossible_run_is_refused_by_import_and_nothing_is_stored() {
-        let (_dir, mut store) = open_temp();
+    fn an_impossible_run_is_refused_by_import_and_nothing_is_stored(b: Backend) {
+        let Some((_dir, mut store)) = fresh(b) else {
+            return;
+        };
         let mut trial = ok_trial(2, 0);
         if let TrialOutcome::Ok(m) = &mut trial.outcome {
             m.window = Nanos(0);
@@ -322,9 +388,10 @@ mod store {
         assert!(store.list_runs(&RunFilter::default()).unwrap().is_empty());
     }
 
-    #[test]
-    fn csv_has_a_header_and_one_quoted_row_per_trial() {
-        let (_dir, mut store) = open_temp();
+    fn csv_has_a_header_and_one_quoted_row_per_trial(b: Backend) {
+        let Some((_dir, mut store)) = fresh(b) else {
+            return;
+        };
         let data = store_run(&mut store, "page_fault");
         let mut out = Vec::new();
         export_csv(&data, &mut out).unwrap();
@@ -356,10 +423,11 @@ mod store {
         assert_eq!(text.matches("page_fault,stock").count(), data.trials.len());
     }
 
-    #[test]
-    fn resolve_accepts_id_last_and_last_k_and_explains_the_rest() {
-        let (_dir, mut store) = open_temp();
-        let path = store.path().display().to_string();
+    fn resolve_accepts_id_last_and_last_k_and_explains_the_rest(b: Backend) {
+        let Some((_dir, mut store)) = fresh(b) else {
+            return;
+        };
+        let path = store.location().to_string();
         let err = store.resolve("last").unwrap_err().to_string();
         assert_eq!(err, format!("no runs stored yet in {path}"));
         assert_eq!(
@@ -390,9 +458,10 @@ mod store {
         }
     }
 
-    #[test]
-    fn list_filters_by_workload_variant_tags_and_params_oldest_first() {
-        let (_dir, mut store) = open_temp();
+    fn list_filters_by_workload_variant_tags_and_params_oldest_first(b: Backend) {
+        let Some((_dir, mut store)) = fresh(b) else {
+            return;
+        };
         let a = store.begin_run(&meta("page_fault")).unwrap();
         let mut other = meta("open_close");
         other.variant = Some("patched".into());
@@ -461,9 +530,10 @@ mod store {
         assert_eq!(ids(both), vec![a, c]);
     }
 
-    #[test]
-    fn an_extended_plan_updates_runs_and_tags_where_filters_see_them() {
-        let (_dir, mut store) = open_temp();
+    fn an_extended_plan_updates_runs_and_tags_where_filters_see_them(b: Backend) {
+        let Some((_dir, mut store)) = fresh(b) else {
+            return;
+        };
         let mut m = meta("cmd");
         m.tags.insert("ab_order".into(), "AB".into());
         m.tags.insert("kernel".into(), "6.8".into());
@@ -503,9 +573,10 @@ mod store {
         assert!(stale.is_empty());
     }
 
-    #[test]
-    fn writes_to_a_missing_run_are_errors() {
-        let (_dir, mut store) = open_temp();
+    fn writes_to_a_missing_run_are_errors(b: Backend) {
+        let Some((_dir, mut store)) = fresh(b) else {
+            return;
+        };
         let not_found =
             |r: Result<(), StoreError>| matches!(r, Err(StoreError::RunNotFound { id: 7 }));
         assert!(not_found(store.add_trial(7, &ok_trial(1, 0))));
@@ -561,7 +632,7 @@ mod store {
 
         let other_boot = store.begin_run(&meta("w")).unwrap();
         set_owner(
-            store.path(),
+            store.path().unwrap(),
             other_boot,
             i64::from(std::process::id()),
             Some(me),
@@ -571,16 +642,22 @@ mod store {
 
         // pid_max is at most 2^22, so this pid never exists.
         let no_pid = store.begin_run(&meta("w")).unwrap();
-        set_owner(store.path(), no_pid, i64::from(i32::MAX), Some(1), &boot);
+        set_owner(
+            store.path().unwrap(),
+            no_pid,
+            i64::from(i32::MAX),
+            Some(1),
+            &boot,
+        );
         assert_eq!(status(&store, no_pid), RunStatus::Incomplete);
 
         // A live process (pid 1) with its real start time is a live owner; with another, a reused pid.
         let init = start_time_of(1);
         let alive = store.begin_run(&meta("w")).unwrap();
-        set_owner(store.path(), alive, 1, Some(init), &boot);
+        set_owner(store.path().unwrap(), alive, 1, Some(init), &boot);
         assert_eq!(status(&store, alive), RunStatus::Running);
         let reused = store.begin_run(&meta("w")).unwrap();
-        set_owner(store.path(), reused, 1, Some(init + 1), &boot);
+        set_owner(store.path().unwrap(), reused, 1, Some(init + 1), &boot);
         assert_eq!(status(&store, reused), RunStatus::Incomplete);
 
         // Finished runs keep their status whatever became of their owner.
@@ -647,7 +724,7 @@ mod store {
     #[test]
     fn newer_schema_is_refused_and_never_downgraded() {
         let (_dir, store) = open_temp();
-        let path = store.path().to_path_buf();
+        let path = store.path().unwrap().to_path_buf();
         drop(store);
         {
             let conn = rusqlite::Connection::open(&path).unwrap();
@@ -720,17 +797,19 @@ mod store {
         assert!(err.to_string().contains("new.db"), "{err}");
     }
 
-    #[test]
-    fn two_writers_at_once_both_succeed() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("shared/scalelab.db");
+    fn two_writers_at_once_both_succeed(b: Backend) {
+        let Some((_dir, first)) = fresh(b) else {
+            return;
+        };
+        let path = first.location().clone();
+        drop(first);
         const TRIALS: u32 = 25;
         let writers: Vec<_> = ["alpha", "beta"]
             .into_iter()
             .map(|workload| {
                 let path = path.clone();
                 std::thread::spawn(move || {
-                    let mut store = Store::open(&path).unwrap();
+                    let mut store = Store::open_at(&path, true).unwrap();
                     let mut ids = Vec::new();
                     for _ in 0..2 {
                         let id = store.begin_run(&meta(workload)).unwrap();
@@ -752,7 +831,7 @@ mod store {
             .into_iter()
             .flat_map(|w| w.join().unwrap())
             .collect();
-        let store = Store::open(&path).unwrap();
+        let store = Store::open_at(&path, false).unwrap();
         assert_eq!(store.list_runs(&RunFilter::default()).unwrap().len(), 4);
         for id in ids {
             let run = store.load_run(id).unwrap();
@@ -818,6 +897,207 @@ mod store {
         store
             .finish_run(id, RunStatus::Complete, "2025-01-01T00:02:00Z")
             .unwrap();
+    }
+
+    /// `push` of the same runs twice, to a store of each backend: each run arrives once, equal
+    /// to the original but for its id (whose `origin_id` it keeps), and the export of the copy
+    /// is the export of the original (SQLite -> PostgreSQL -> export is lossless).
+    fn push_twice_copies_each_run_once(b: Backend) {
+        let Some((_dir, mut target)) = fresh(b) else {
+            return;
+        };
+        let (_src_dir, mut source) = open_temp();
+        let originals = [
+            store_run(&mut source, "page_fault"),
+            store_run(&mut source, "open_close"),
+        ];
+        // Still being written by this process: left for a later push.
+        let running = source.begin_run(&meta("spin")).unwrap();
+        store_run(&mut target, "already_there");
+
+        let first = lab::store::push(&source, &mut target, &RunFilter::default()).unwrap();
+        assert_eq!(first.copied.len(), 2, "{first:?}");
+        assert!(first.present.is_empty(), "{first:?}");
+        assert_eq!(first.running, vec![running]);
+        let second = lab::store::push(&source, &mut target, &RunFilter::default()).unwrap();
+        assert!(second.copied.is_empty(), "{second:?}");
+        assert_eq!(second.present, first.copied);
+        assert_eq!(target.list_runs(&RunFilter::default()).unwrap().len(), 3);
+
+        for (original, (from, to)) in originals.iter().zip(&first.copied) {
+            assert_eq!(*from, original.meta.id);
+            let mut copy = target.load_run(*to).unwrap();
+            assert_eq!(copy.meta.origin_id, Some(original.meta.id));
+            assert_eq!(copy.meta.uuid, original.meta.uuid);
+            copy.meta.id = original.meta.id;
+            copy.meta.origin_id = None;
+            assert_eq!(&copy, original);
+            let (mut a, mut c) = (Vec::new(), Vec::new());
+            export_json(original, &mut a).unwrap();
+            export_json(&copy, &mut c).unwrap();
+            assert_eq!(String::from_utf8(a).unwrap(), String::from_utf8(c).unwrap());
+        }
+    }
+
+    /// A writer that dies (its connection, or its process, gone) leaves a `running` run that
+    /// every other reader sees as `incomplete`, while a live writer's run reads `running`.
+    fn a_run_whose_writer_is_gone_reads_incomplete_to_every_reader(b: Backend) {
+        let Some((_dir, mut writer)) = fresh(b) else {
+            return;
+        };
+        let reader = reopen(&writer);
+        let id = writer.begin_run(&meta("w")).unwrap();
+        writer.add_trial(id, &ok_trial(1, 0)).unwrap();
+        assert_eq!(reader.load_run(id).unwrap().meta.status, RunStatus::Running);
+        let done = writer.begin_run(&meta("w")).unwrap();
+        writer
+            .finish_run(done, RunStatus::Complete, "2025-01-01T00:02:00Z")
+            .unwrap();
+        match b {
+            // The owner is this very process: only another boot id makes it gone.
+            Backend::Sqlite => {
+                let path = writer.path().unwrap().to_path_buf();
+                drop(writer);
+                set_owner(
+                    &path,
+                    id,
+                    i64::from(std::process::id()),
+                    None,
+                    "another-boot",
+                );
+            }
+            // The connection ends: the server drops the run's lock.
+            Backend::Postgres => drop(writer),
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while reader.load_run(id).unwrap().meta.status == RunStatus::Running
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let runs = reader.list_runs(&RunFilter::default()).unwrap();
+        let status: Vec<_> = runs.iter().map(|m| (m.id, m.status)).collect();
+        assert_eq!(
+            status,
+            vec![(id, RunStatus::Incomplete), (done, RunStatus::Complete)]
+        );
+        assert_eq!(reader.load_run(id).unwrap().trials.len(), 1);
+    }
+
+    /// `load_runs` (a history's batch) returns what `load_run` returns for each, in the order
+    /// asked, across its chunks; a missing id is an error.
+    fn many_runs_load_at_once_as_each_loads_alone(b: Backend) {
+        let Some((_dir, mut store)) = fresh(b) else {
+            return;
+        };
+        let mut ids: Vec<i64> = (0..3)
+            .map(|i| store_run(&mut store, &format!("w{i}")).meta.id)
+            .collect();
+        ids.reverse();
+        let alone: Vec<RunData> = ids.iter().map(|&id| store.load_run(id).unwrap()).collect();
+        assert_eq!(store.load_runs(&ids).unwrap(), alone);
+        assert!(store.load_runs(&[]).unwrap().is_empty());
+        let many: Vec<i64> = (0..1200).map(|i| ids[i % 3]).collect();
+        let loaded = store.load_runs(&many).unwrap();
+        assert_eq!(loaded.len(), 1200);
+        assert!(loaded.iter().zip(&many).all(|(r, &id)| r.meta.id == id));
+        assert!(matches!(
+            store.load_runs(&[ids[0], 999]),
+            Err(StoreError::RunNotFound { id: 999 })
+        ));
+    }
+
+    /// PostgreSQL: a database of another application, or of a newer scalelab, is refused and
+    /// left untouched; a reading command never creates the tables.
+    #[test]
+    fn postgres_refuses_foreign_newer_and_missing_schemas() {
+        let Some(server) = pg_server::server_or_skip() else {
+            return;
+        };
+        let open =
+            |url: &str, create| Store::open_at(&Location::parse(Path::new(url)).unwrap(), create);
+        let empty = server.create_database();
+        let err = open(&empty, false).unwrap_err();
+        assert!(matches!(err, StoreError::NoPgSchema { .. }), "{err}");
+        let db = empty
+            .split('?')
+            .next()
+            .unwrap()
+            .rsplit('/')
+            .next()
+            .unwrap()
+            .to_owned();
+        assert_eq!(
+            server
+                .psql(
+                    &db,
+                    "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
+                )
+                .trim(),
+            "0"
+        );
+
+        let foreign = server.create_database();
+        let fdb = foreign
+            .split('?')
+            .next()
+            .unwrap()
+            .rsplit('/')
+            .next()
+            .unwrap()
+            .to_owned();
+        server.psql(&fdb, "CREATE TABLE runs (x int)");
+        let err = open(&foreign, true).unwrap_err();
+        assert!(matches!(err, StoreError::Foreign { .. }), "{err}");
+        assert_eq!(
+            server
+                .psql(
+                    &fdb,
+                    "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
+                )
+                .trim(),
+            "1"
+        );
+
+        let newer = server.create_database();
+        let ndb = newer
+            .split('?')
+            .next()
+            .unwrap()
+            .rsplit('/')
+            .next()
+            .unwrap()
+            .to_owned();
+        drop(open(&newer, true).unwrap());
+        server.psql(
+            &ndb,
+            &format!(
+                "UPDATE scalelab_schema SET version = {}",
+                lab::store::SCHEMA_VERSION + 1
+            ),
+        );
+        let err = open(&newer, true).unwrap_err();
+        assert!(matches!(err, StoreError::NewerPgSchema { .. }), "{err}");
+        assert_eq!(
+            server
+                .psql(&ndb, "SELECT version FROM scalelab_schema")
+                .trim(),
+            (lab::store::SCHEMA_VERSION + 1).to_string()
+        );
+    }
+
+    /// A password given in the URL never shows in an error.
+    #[test]
+    fn a_password_never_shows_in_a_connection_error() {
+        let url = "postgres://team:hunter2@127.0.0.1:1/perf?connect_timeout=2";
+        let err = Store::open_at(&Location::parse(Path::new(url)).unwrap(), true).unwrap_err();
+        let text = format!("{err} {err:?}");
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(
+            text.contains("postgres://team:***@127.0.0.1:1/perf"),
+            "{text}"
+        );
+        assert!(matches!(err, StoreError::Connect { .. }), "{text}");
     }
 
     fn trial_strategy() -> impl Strategy<Value = TrialRecord> {

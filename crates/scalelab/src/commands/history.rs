@@ -1,12 +1,16 @@
 //! `scalelab history`: the series of one metric at one N over every stored run of a workload
 //! and its parameters, with change points; `--check` exits 1 when the newest segment regressed.
+//! `--host NAME` keeps one host's runs; `--host-class` makes one series per machine class.
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
+use std::io::Write;
+
 use lab::Params;
 use lab::analysis::{history, series};
+use lab::env::MachineClass;
 use lab::store::RunFilter;
 use stats::ChangePointOptions;
 
@@ -19,13 +23,13 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
         max_p: args.max_p,
         min_segment: args.min_segment.max(2),
     };
-    let h = match &args.csv {
+    let series: Vec<(Option<String>, history::History)> = match &args.csv {
         Some(file) => {
             let shown = file.display();
             let text =
                 std::fs::read_to_string(file).with_context(|| format!("reading --csv {shown}"))?;
             let points = history::parse_csv(&text).with_context(|| format!("--csv {shown}"))?;
-            history::from_points("csv", 0, metric, points, &opts)
+            vec![(None, history::from_points("csv", 0, metric, points, &opts))]
         }
         None => {
             let workload = match (args.workload.as_deref(), &args.cmd) {
@@ -49,34 +53,70 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
             let filter = RunFilter {
                 workload: Some(workload.to_string()),
                 variant: args.variant.clone(),
+                host: args.host.clone(),
                 ..RunFilter::default()
             };
-            let mut runs = Vec::new();
-            for meta in series::series_runs(workload, &wanted, store.list_runs(&filter)?)? {
-                runs.push(store.load_run(meta.id)?);
-            }
+            let ids: Vec<i64> = series::series_runs(workload, &wanted, store.list_runs(&filter)?)?
+                .iter()
+                .map(|m| m.id)
+                .collect();
+            let runs = store.load_runs(&ids)?;
             if runs.is_empty() {
                 bail!(
                     "no stored runs of `{workload}` with these parameters (see `scalelab ls --workload {workload}`)"
                 );
             }
-            let at = match args.at {
-                Some(n) => n,
-                None => runs
-                    .last()
-                    .and_then(|r| r.meta.points.iter().max().copied())
-                    .unwrap_or(1),
+            let groups: Vec<(Option<String>, Vec<_>)> = if args.host_class {
+                let mut by_class: std::collections::BTreeMap<String, Vec<_>> = Default::default();
+                for run in runs {
+                    by_class
+                        .entry(MachineClass::of(&run.meta.env).to_string())
+                        .or_default()
+                        .push(run);
+                }
+                by_class.into_iter().map(|(c, r)| (Some(c), r)).collect()
+            } else {
+                vec![(None, runs)]
             };
-            history::build(workload, &runs, at, metric, &opts)
+            groups
+                .into_iter()
+                .map(|(class, runs)| {
+                    let at = match args.at {
+                        Some(n) => n,
+                        None => runs
+                            .last()
+                            .and_then(|r| r.meta.points.iter().max().copied())
+                            .unwrap_or(1),
+                    };
+                    (class, history::build(workload, &runs, at, metric, &opts))
+                })
+                .collect()
         }
     };
+    let regressed = series.iter().any(|(_, h)| h.newest_regressed);
     let mut out = crate::stdout::stdout();
     if args.json {
-        lab::safe_text::write_json(&mut out, &h)?;
+        if args.host_class {
+            let classes: Vec<_> = series
+                .iter()
+                .map(|(class, h)| serde_json::json!({"host_class": class, "history": h}))
+                .collect();
+            lab::safe_text::write_json(&mut out, &classes)?;
+        } else if let Some((_, h)) = series.first() {
+            lab::safe_text::write_json(&mut out, h)?;
+        }
     } else {
-        present::history_table::write_history(&mut out, &h)?;
+        for (i, (class, h)) in series.iter().enumerate() {
+            if let Some(class) = class {
+                if i > 0 {
+                    writeln!(out)?;
+                }
+                writeln!(out, "machine class: {}", lab::safe_text::printable(class))?;
+            }
+            present::history_table::write_history(&mut out, h)?;
+        }
     }
-    Ok(if args.check && h.newest_regressed {
+    Ok(if args.check && regressed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -19,17 +19,24 @@ pub fn run(db: Option<&Path>, args: &LsArgs) -> Result<ExitCode> {
         params: Vec::new(),
         variant: args.variant.clone(),
         command_contains: args.cmd.clone(),
+        host: args.host.clone(),
+        host_class: args.host_class.clone(),
     };
     let runs = store.list_runs(&filter)?;
+    // One query for every run's counts (a run per query is slow over a network).
+    let all_counts = store.all_trial_counts()?;
+    let counts_of = |id: i64| all_counts.get(&id).copied().unwrap_or((0, 0));
     if args.json {
         let rows: Vec<_> = runs
             .iter()
             .map(|m| {
-                let (ok, failed) = store.trial_counts(m.id).unwrap_or((0, 0));
+                let (ok, failed) = counts_of(m.id);
                 serde_json::json!({
                     "id": m.id, "name": m.name, "workload": m.workload, "params": m.params, "variant": m.variant,
                     "tags": m.tags, "points": m.points, "runs": m.runs, "mode": m.mode, "status": m.status,
                     "started_at": m.started_at, "trials_ok": ok, "trials_failed": failed,
+                    "uuid": m.uuid, "host": m.env.hostname,
+                    "host_class": lab::env::MachineClass::of(&m.env).to_string(),
                 })
             })
             .collect();
@@ -39,14 +46,11 @@ pub fn run(db: Option<&Path>, args: &LsArgs) -> Result<ExitCode> {
     if runs.is_empty() {
         eprintln!(
             "no runs stored in {} (start with `scalelab run spin --tasks 1,2 --duration 1s`)",
-            store.path().display()
+            store.location()
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let counts = runs
-        .iter()
-        .map(|m| store.trial_counts(m.id))
-        .collect::<Result<Vec<_>, _>>()?;
+    let counts: Vec<(usize, usize)> = runs.iter().map(|m| counts_of(m.id)).collect();
     let entries: Vec<RunListEntry<'_>> = runs
         .iter()
         .zip(counts)

@@ -14,8 +14,10 @@ mod locks;
 mod ls;
 mod model;
 mod profile;
+mod push;
 mod report;
 mod run;
+mod serve;
 mod show;
 mod transfer;
 mod trial;
@@ -40,7 +42,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Bisect(args) => bisect::run(db, args),
         Command::Model(args) => model::run(db, &args),
         Command::Export { run, format } => transfer::export(db, &run, format),
-        Command::Import { file } => transfer::import(db, &file),
+        Command::Import { files } => transfer::import(db, &files),
         Command::Doctor { json } => doctor::run(json),
         Command::History(args) => history::run(db, &args),
         Command::Explain(args) => explain::run(db, &args),
@@ -48,6 +50,8 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Profile(args) => profile::run(db, &args),
         Command::Report(args) => report::run(db, &args),
         Command::Completions { target, dir } => completions::run(target, dir.as_deref()),
+        Command::Push(args) => push::run(db, &args),
+        Command::Serve(args) => serve::run(db, &args),
         Command::Help { command } => help::run(&command),
         Command::Trial => trial::run(),
         Command::Guard { owner } => guard::run(&owner),

@@ -1,7 +1,7 @@
 //! `scalelab export` and `scalelab import`: move a run between machines without loss.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -25,16 +25,32 @@ pub fn export(db: Option<&Path>, spec: &str, format: ExportFormat) -> Result<Exi
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn import(db: Option<&Path>, file: &Path) -> Result<ExitCode> {
-    let export =
-        lab::store::read_export(file).with_context(|| format!("reading {}", file.display()))?;
-    let mut store = db_path::open(db)?;
-    let id = store.import(&export)?;
-    writeln!(
-        crate::stdout::stdout(),
-        "imported {} as run {id} ({})",
-        lab::safe_text::printable(&file.display().to_string()),
-        lab::number_text::plural(export.run.trials.len(), "trial")
-    )?;
+pub fn import(db: Option<&Path>, files: &[PathBuf]) -> Result<ExitCode> {
+    // Opened once the first file reads as a run: a bad file creates no database.
+    let mut store = None;
+    for file in files {
+        let export =
+            lab::store::read_export(file).with_context(|| format!("reading {}", file.display()))?;
+        let store = match &mut store {
+            Some(s) => s,
+            None => store.insert(db_path::open(db)?),
+        };
+        // A run is known by its UUID: importing it again never stores a second copy.
+        if let Some(id) = store.find_uuid(&export.run.meta.uuid)? {
+            writeln!(
+                crate::stdout::stdout(),
+                "{} is already stored as run {id} (same run UUID); not imported again",
+                lab::safe_text::printable(&file.display().to_string()),
+            )?;
+            continue;
+        }
+        let id = store.import(&export)?;
+        writeln!(
+            crate::stdout::stdout(),
+            "imported {} as run {id} ({})",
+            lab::safe_text::printable(&file.display().to_string()),
+            lab::number_text::plural(export.run.trials.len(), "trial")
+        )?;
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -79,10 +79,17 @@ fn imported_escapes_never_reach_the_terminal_and_csv_formulas_are_neutralised() 
     let bad = lab.path("impossible.json");
     std::fs::write(&bad, impossible.to_string()).unwrap();
     let bad = bad.to_str().unwrap();
+    // A second run (its own UUID: importing one run twice stores it once) to compare with.
+    let mut second = export.clone();
+    second["run"]["meta"]["uuid"] = json!("00000000-0000-4000-8000-000000000002");
+    let file2 = lab.path("hostile2.json");
+    std::fs::write(&file2, second.to_string()).unwrap();
+    let file2 = file2.to_str().unwrap();
     let workload = format!("spin{ESCAPES}");
 
     let commands: Vec<Vec<&str>> = vec![
         vec!["import", file],
+        vec!["import", file2],
         vec!["import", file],
         vec!["ls"],
         vec!["ls", "--json"],

@@ -2,6 +2,8 @@
 //! shared harness in [`common`]): they drive the real CLI on real, short workloads.
 
 mod common;
+#[path = "../../../lab/tests/support/pg_server.rs"]
+mod pg_server;
 
 mod bisect;
 mod cli;
@@ -19,5 +21,6 @@ mod output;
 mod processes;
 mod profile;
 mod report;
+mod team_lab;
 mod wording;
 mod workloads;

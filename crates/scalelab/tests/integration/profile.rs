@@ -276,6 +276,8 @@ fn a_perf_data_that_is_not_the_runs_own_is_refused() {
         .to_string();
     let mut doctored: Value = serde_json::from_str(&one).unwrap();
     doctored["run"]["trials"][0]["outcome"]["profile"]["path"] = Value::String(theirs.clone());
+    // A run of its own (a run already stored is not imported again).
+    doctored["run"]["meta"]["uuid"] = Value::String("00000000-0000-4000-8000-00000000d0c7".into());
     let file = lab.path("doctored.json");
     std::fs::write(&file, serde_json::to_string(&doctored).unwrap()).unwrap();
     lab.ok(&["import", file.to_str().unwrap()]);

@@ -38,7 +38,7 @@ fn artifacts() -> PathBuf {
     dir
 }
 
-fn chromium() -> &'static str {
+pub(crate) fn chromium() -> &'static str {
     ["chromium", "chromium-browser"]
         .into_iter()
         .find(|b| {
@@ -56,7 +56,7 @@ fn chromium() -> &'static str {
 
 /// Headless Chromium with a fresh profile in the lab, a window `width` wide, and `args`;
 /// returns its stderr (the console log).
-fn headless(lab: &Lab, width: u32, args: &[String]) -> (String, String) {
+pub(crate) fn headless(lab: &Lab, width: u32, args: &[String]) -> (String, String) {
     let profile = lab.dir.path().join(format!("chromium-profile-{width}"));
     let out = Command::new(chromium())
         .args([

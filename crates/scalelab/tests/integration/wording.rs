@@ -106,6 +106,8 @@ fn oversubscribed_run(lab: &Lab) {
     run["meta"]["points"] = json!([1, 2, 3, 4, 8]);
     run["meta"]["runs"] = json!(2);
     run["meta"]["env"]["online_cpus"] = json!(4);
+    // A run of its own (a run already stored is not imported again).
+    run["meta"]["uuid"] = json!("00000000-0000-4000-8000-0000000005e9");
     let file = lab.path("sweep.json");
     std::fs::write(&file, export.to_string()).unwrap();
     lab.ok(&["import", file.to_str().unwrap()]);

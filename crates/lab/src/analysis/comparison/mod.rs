@@ -281,6 +281,16 @@ pub fn compare_runs_on(
             .map(|mismatch| ComparisonWarning::Forced { mismatch }),
     );
     warnings.extend(setup_differences(&a.meta, &b.meta));
+    let (class_a, class_b) = (
+        crate::env::MachineClass::of(&a.meta.env),
+        crate::env::MachineClass::of(&b.meta.env),
+    );
+    if class_a != class_b {
+        warnings.push(ComparisonWarning::MachineClass {
+            a: class_a.to_string(),
+            b: class_b.to_string(),
+        });
+    }
     warnings.extend(a.meta.env.differences(&b.meta.env).into_iter().map(|d| {
         ComparisonWarning::Environment {
             expected: EXPECTED_DIFFERENCES.contains(&d.field.as_str()),

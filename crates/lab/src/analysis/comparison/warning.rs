@@ -172,6 +172,14 @@ pub enum ComparisonWarning {
         /// warning).
         expected: bool,
     },
+    /// The runs were measured on machines of different classes (CPU model, CPUs, memory,
+    /// hypervisor): a team's shared store holds many.
+    MachineClass {
+        /// A's class.
+        a: String,
+        /// B's class.
+        b: String,
+    },
     /// The runs measure different things and were compared anyway (`--force`).
     Forced {
         /// What differs.
@@ -320,6 +328,11 @@ impl fmt::Display for ComparisonWarning {
                 f,
                 "environment differs, {field}: A `{a}`, B `{b}`; the comparison includes that \
                  difference (see `scalelab doctor`)"
+            ),
+            ComparisonWarning::MachineClass { a, b } => write!(
+                f,
+                "the runs cross machine classes: A on {a}, B on {b}; a difference may be the \
+                 machine's, not the change's — compare runs of one class (`ls --host-class`)"
             ),
             ComparisonWarning::Forced { mismatch } => write!(f, "compared anyway: {mismatch}"),
             ComparisonWarning::CommandDiffers { key, a, b } => {

@@ -1,0 +1,244 @@
+//! The two databases a [`Store`](super::Store) can sit on, behind one small SQL surface: the
+//! bundled SQLite file (the default) and a PostgreSQL server (a team's shared store).
+//!
+//! Callers write portable SQL once — numbered placeholders `?1`, `?2` …, `RETURNING`,
+//! `ON CONFLICT`, `count(*) FILTER (WHERE …)`, no backend function — and bind [`Value`]s; rows
+//! come back as [`Row`]s of [`Value`]s. PostgreSQL sees `$1`, `$2` … (translated here) and gets
+//! its parameters typed from the prepared statement, so every integer column is `BIGINT` there
+//! (see `pg_schema`). Each backend keeps its prepared statements for the connection's life.
+//!
+//! One transaction per call: [`Db::write`] takes the write lock up front (SQLite
+//! `BEGIN IMMEDIATE`; PostgreSQL's row locks and sequences need nothing more), [`Db::read`] is
+//! one consistent snapshot (SQLite's read transaction; PostgreSQL `REPEATABLE READ READ ONLY`).
+
+mod postgres;
+mod sqlite;
+
+use std::cell::RefCell;
+
+pub(crate) use self::postgres::{Pg, RUN_LOCK_CLASS, held_run_locks, is_locked};
+pub(crate) use self::sqlite::Lite;
+use super::{Location, StoreError};
+
+/// A value bound to or read from a column: the three kinds scalelab stores.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Value {
+    Null,
+    Int(i64),
+    Text(String),
+}
+
+impl From<i64> for Value {
+    fn from(v: i64) -> Value {
+        Value::Int(v)
+    }
+}
+
+impl From<u32> for Value {
+    fn from(v: u32) -> Value {
+        Value::Int(i64::from(v))
+    }
+}
+
+impl From<&str> for Value {
+    fn from(v: &str) -> Value {
+        Value::Text(v.to_owned())
+    }
+}
+
+impl From<String> for Value {
+    fn from(v: String) -> Value {
+        Value::Text(v)
+    }
+}
+
+impl From<&String> for Value {
+    fn from(v: &String) -> Value {
+        Value::Text(v.clone())
+    }
+}
+
+impl<T: Into<Value>> From<Option<T>> for Value {
+    fn from(v: Option<T>) -> Value {
+        v.map_or(Value::Null, Into::into)
+    }
+}
+
+/// Builds a `&[Value]` parameter list: `vals![id, name]`.
+macro_rules! vals {
+    ($($v:expr),* $(,)?) => { &[$($crate::store::backend::Value::from($v)),*][..] };
+}
+pub(crate) use vals;
+
+/// One result row.
+#[derive(Debug)]
+pub(crate) struct Row(pub(crate) Vec<Value>);
+
+impl Row {
+    fn column(&self, i: usize) -> Result<&Value, StoreError> {
+        self.0.get(i).ok_or_else(|| column_error(i, "missing"))
+    }
+
+    pub(crate) fn opt_int(&self, i: usize) -> Result<Option<i64>, StoreError> {
+        match self.column(i)? {
+            Value::Null => Ok(None),
+            Value::Int(v) => Ok(Some(*v)),
+            Value::Text(_) => Err(column_error(i, "text where an integer belongs")),
+        }
+    }
+
+    pub(crate) fn int(&self, i: usize) -> Result<i64, StoreError> {
+        self.opt_int(i)?
+            .ok_or_else(|| column_error(i, "NULL where an integer belongs"))
+    }
+
+    pub(crate) fn opt_text(&self, i: usize) -> Result<Option<String>, StoreError> {
+        match self.column(i)? {
+            Value::Null => Ok(None),
+            Value::Text(v) => Ok(Some(v.clone())),
+            Value::Int(_) => Err(column_error(i, "an integer where text belongs")),
+        }
+    }
+
+    pub(crate) fn text(&self, i: usize) -> Result<String, StoreError> {
+        self.opt_text(i)?
+            .ok_or_else(|| column_error(i, "NULL where text belongs"))
+    }
+
+    pub(crate) fn u32(&self, i: usize) -> Result<u32, StoreError> {
+        u32::try_from(self.int(i)?).map_err(|_| column_error(i, "out of range for a count"))
+    }
+}
+
+fn column_error(index: usize, detail: &str) -> StoreError {
+    StoreError::Column {
+        index,
+        detail: detail.to_owned(),
+    }
+}
+
+/// An open database of either kind.
+pub(crate) enum Db {
+    Sqlite(Lite),
+    /// Behind a `RefCell`: PostgreSQL's client needs `&mut` even to read, and readers of the
+    /// store take `&self` (a `Store` is not shared between threads). Boxed: a client is large.
+    Postgres(Box<RefCell<Pg>>),
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Db::Sqlite(_) => "Db::Sqlite",
+            Db::Postgres(_) => "Db::Postgres",
+        })
+    }
+}
+
+/// An open transaction of either kind.
+pub(crate) enum Tx<'a> {
+    Sqlite(sqlite::LiteTx<'a>),
+    Postgres(self::postgres::PgTx<'a>),
+}
+
+impl Db {
+    /// Runs `f` in one write transaction, committed when `f` succeeds, rolled back otherwise.
+    pub(crate) fn write<T>(
+        &mut self,
+        at: &Location,
+        f: impl FnOnce(&mut Tx<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        match self {
+            Db::Sqlite(lite) => lite.transaction(at, true, f),
+            Db::Postgres(pg) => pg.get_mut().transaction(at, true, f),
+        }
+    }
+
+    /// Runs `f` in one read-only snapshot.
+    pub(crate) fn read<T>(
+        &self,
+        at: &Location,
+        f: impl FnOnce(&mut Tx<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        match self {
+            Db::Sqlite(lite) => lite.transaction(at, false, f),
+            Db::Postgres(pg) => pg.borrow_mut().transaction(at, false, f),
+        }
+    }
+}
+
+impl Tx<'_> {
+    /// Executes one statement; returns the rows it changed.
+    pub(crate) fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, StoreError> {
+        match self {
+            Tx::Sqlite(tx) => tx.execute(sql, params),
+            Tx::Postgres(tx) => tx.execute(sql, params),
+        }
+    }
+
+    /// Runs one query and returns all its rows.
+    pub(crate) fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Row>, StoreError> {
+        match self {
+            Tx::Sqlite(tx) => tx.query(sql, params),
+            Tx::Postgres(tx) => tx.query(sql, params),
+        }
+    }
+
+    /// Runs one query expected to return at most one row.
+    pub(crate) fn query_opt(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+    ) -> Result<Option<Row>, StoreError> {
+        Ok(self.query(sql, params)?.into_iter().next())
+    }
+
+    /// Runs one query expected to return exactly one row.
+    pub(crate) fn query_one(&mut self, sql: &str, params: &[Value]) -> Result<Row, StoreError> {
+        self.query_opt(sql, params)?
+            .ok_or_else(|| column_error(0, "a query that always answers returned no row"))
+    }
+
+    /// Whether this transaction is on PostgreSQL.
+    pub(crate) fn is_postgres(&self) -> bool {
+        matches!(self, Tx::Postgres(_))
+    }
+}
+
+/// `?1`, `?2` … as PostgreSQL's `$1`, `$2` …; the SQL text written here has no `?` elsewhere.
+pub(crate) fn dollar_placeholders(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '?' && chars.peek().is_some_and(char::is_ascii_digit) {
+            out.push('$');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_translated_and_nothing_else() {
+        assert_eq!(
+            dollar_placeholders("SELECT a FROM t WHERE x = ?1 AND y IN (?2, ?10) -- ?"),
+            "SELECT a FROM t WHERE x = $1 AND y IN ($2, $10) -- ?"
+        );
+    }
+
+    #[test]
+    fn rows_read_typed_and_name_the_column_when_wrong() {
+        let row = Row(vec![Value::Int(7), Value::Null, Value::Text("x".into())]);
+        assert_eq!(row.int(0).unwrap(), 7);
+        assert_eq!(row.opt_int(1).unwrap(), None);
+        assert_eq!(row.text(2).unwrap(), "x");
+        let err = row.int(2).unwrap_err().to_string();
+        assert!(err.contains("column 2"), "{err}");
+        assert!(row.text(1).is_err());
+        assert!(row.int(3).is_err());
+    }
+}

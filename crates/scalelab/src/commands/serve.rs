@@ -1,0 +1,519 @@
+//! `scalelab serve`: a read-only dashboard over the store (axum on tokio), bound to 127.0.0.1
+//! unless told otherwise.
+//!
+//! Pages (GET only; any other method is 405, and no page writes): `/` the runs, filtered by
+//! workload, host, tag and variant; `/run/ID` one run, as the HTML report shows it;
+//! `/compare/A/B` two runs compared, with a warning when their machine classes differ;
+//! `/history/WORKLOAD` its series per machine class with `history --check`'s verdict, and
+//! `/history/WORKLOAD?class=C[&at=N][&metric=M][&p=KEY=VAL]` one class's series with its change
+//! points. The store is read under one lock in a blocking task; finished runs are kept in
+//! memory once loaded (a run changes only while `running`). Every page carries a
+//! Content-Security-Policy that allows no external resource at all.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, Result};
+use axum::Router;
+use axum::extract::{Path as UrlPath, RawQuery, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use lab::analysis::history::{self, Metric};
+use lab::analysis::report_data::ReportData;
+use lab::analysis::series;
+use lab::env::MachineClass;
+use lab::record::{RunData, RunStatus};
+use lab::store::{RunFilter, Store};
+use present::dashboard::{self, ClassRow, RunRow, RunsFilter, url_part};
+use stats::{ChangePointOptions, CompareOptions};
+
+use crate::cli::ServeArgs;
+use crate::db_path;
+
+/// The most rows the runs page lists (the newest matching).
+const PAGE_ROWS: usize = 500;
+
+/// What every handler shares.
+struct Dashboard {
+    store: Mutex<Store>,
+    /// Finished runs already loaded, by id.
+    cache: Mutex<HashMap<i64, Arc<RunData>>>,
+}
+
+pub fn run(db: Option<&Path>, args: &ServeArgs) -> Result<ExitCode> {
+    let location = db_path::resolve(db)?;
+    let store = db_path::open_location(&location, false)?;
+    let state = Arc::new(Dashboard {
+        store: Mutex::new(store),
+        cache: Mutex::new(HashMap::new()),
+    });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the web server's runtime")?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(args.listen)
+            .await
+            .with_context(|| format!("--listen {}: cannot listen there", args.listen))?;
+        let bound = listener.local_addr().context("reading the bound address")?;
+        eprintln!(
+            "serving {} on http://{bound}/ (read-only; Ctrl-C stops)",
+            location
+        );
+        axum::serve(listener, router(state))
+            .with_graceful_shutdown(async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await
+            .context("serving the dashboard")
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn router(state: Arc<Dashboard>) -> Router {
+    Router::new()
+        .route("/", get(runs_page))
+        .route("/run/{id}", get(run_page))
+        .route("/compare/{a}/{b}", get(compare_page))
+        .route("/history/{workload}", get(history_page))
+        .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
+        .fallback(|| async { page(StatusCode::NOT_FOUND, Err(not_found("No such page."))) })
+        .with_state(state)
+}
+
+/// A page's HTML, or an error page.
+type Html = Result<String, Failure>;
+
+fn page(status: StatusCode, html: Html) -> Response {
+    let (status, body) = match html {
+        Ok(body) => (status, body),
+        Err((status, body)) => (status, body),
+    };
+    let mut r = (status, body).into_response();
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    // The report's flame graph is an inline script in a srcdoc frame; nothing is ever loaded
+    // from elsewhere.
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; \
+             img-src data:; frame-src 'self' data:; form-action 'self'; base-uri 'none'",
+        ),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    r
+}
+
+/// Runs `f` on the store in a blocking task and makes its page a response.
+async fn with_store(
+    state: Arc<Dashboard>,
+    f: impl FnOnce(&Dashboard) -> Html + Send + 'static,
+) -> Response {
+    let html = tokio::task::spawn_blocking(move || f(&state))
+        .await
+        .unwrap_or_else(|e| Err(internal(&e.to_string())));
+    page(StatusCode::OK, html)
+}
+
+/// An error page: its status and its HTML.
+type Failure = (StatusCode, String);
+
+fn fail(status: StatusCode, title: &str, detail: &str) -> Failure {
+    let html = dashboard::error_page(title, detail).unwrap_or_else(|_| title.to_owned());
+    (status, html)
+}
+
+fn internal(detail: &str) -> Failure {
+    fail(StatusCode::INTERNAL_SERVER_ERROR, "Error", detail)
+}
+
+fn not_found(detail: &str) -> Failure {
+    fail(StatusCode::NOT_FOUND, "Not found", detail)
+}
+
+fn bad_request(detail: &str) -> Failure {
+    fail(StatusCode::BAD_REQUEST, "Bad request", detail)
+}
+
+/// `key=value&…` decoded, keys repeated as given.
+fn query_pairs(raw: Option<&str>) -> Vec<(String, String)> {
+    raw.unwrap_or_default()
+        .split('&')
+        .filter(|kv| !kv.is_empty())
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            (decode(k), decode(v))
+        })
+        .collect()
+}
+
+fn decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = bytes
+                    .get(i + 1..i + 3)
+                    .and_then(|h| std::str::from_utf8(h).ok())
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
+                if let Some(b) = hex {
+                    out.push(b);
+                    i += 2;
+                } else {
+                    out.push(b'%');
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl Dashboard {
+    fn store(&self) -> Result<std::sync::MutexGuard<'_, Store>, Failure> {
+        self.store
+            .lock()
+            .map_err(|_| internal("the store's lock was poisoned"))
+    }
+
+    /// Run `id`, from memory when finished and seen before.
+    fn run(&self, store: &Store, id: i64) -> Result<Arc<RunData>, Failure> {
+        if let Some(run) = self.cache.lock().ok().and_then(|c| c.get(&id).cloned()) {
+            return Ok(run);
+        }
+        let run = Arc::new(store.load_run(id).map_err(|e| match e {
+            lab::store::StoreError::RunNotFound { .. } => not_found(&e.to_string()),
+            e => internal(&e.to_string()),
+        })?);
+        if run.meta.status != RunStatus::Running {
+            if let Ok(mut cache) = self.cache.lock() {
+                cache.insert(id, Arc::clone(&run));
+            }
+        }
+        Ok(run)
+    }
+
+    /// Runs `ids`, in that order: those not in memory yet read in one batch.
+    fn runs(&self, store: &Store, ids: &[i64]) -> Result<Vec<Arc<RunData>>, Failure> {
+        let cached: HashMap<i64, Arc<RunData>> = match self.cache.lock() {
+            Ok(c) => ids
+                .iter()
+                .filter_map(|id| Some((*id, c.get(id)?.clone())))
+                .collect(),
+            Err(_) => HashMap::new(),
+        };
+        let missing: Vec<i64> = ids
+            .iter()
+            .copied()
+            .filter(|id| !cached.contains_key(id))
+            .collect();
+        let loaded = store
+            .load_runs(&missing)
+            .map_err(|e| internal(&e.to_string()))?;
+        let mut loaded: HashMap<i64, Arc<RunData>> = loaded
+            .into_iter()
+            .map(|r| (r.meta.id, Arc::new(r)))
+            .collect();
+        if let Ok(mut cache) = self.cache.lock() {
+            for (id, run) in &loaded {
+                if run.meta.status != RunStatus::Running {
+                    cache.insert(*id, Arc::clone(run));
+                }
+            }
+        }
+        Ok(ids
+            .iter()
+            .filter_map(|id| cached.get(id).cloned().or_else(|| loaded.remove(id)))
+            .collect())
+    }
+}
+
+async fn runs_page(State(state): State<Arc<Dashboard>>, RawQuery(q): RawQuery) -> Response {
+    with_store(state, move |d| {
+        let q = query_pairs(q.as_deref());
+        let get = |k: &str| {
+            q.iter()
+                .rev()
+                .find(|(key, v)| key == k && !v.is_empty())
+                .map(|(_, v)| v.clone())
+        };
+        let tag = get("tag");
+        let tags = match &tag {
+            Some(t) => match t.split_once('=') {
+                Some((k, v)) => vec![(k.to_owned(), v.to_owned())],
+                None => return Err(bad_request("tag: give it as KEY=VAL")),
+            },
+            None => Vec::new(),
+        };
+        let filter = RunFilter {
+            workload: get("workload"),
+            variant: get("variant"),
+            host: get("host"),
+            tags,
+            ..RunFilter::default()
+        };
+        let store = d.store()?;
+        let runs = store
+            .list_runs(&filter)
+            .map_err(|e| internal(&e.to_string()))?;
+        let counts = store
+            .all_trial_counts()
+            .map_err(|e| internal(&e.to_string()))?;
+        let total = runs.len();
+        // The run of the same workload (and parameters) before each, for "compare with previous".
+        let mut previous: HashMap<i64, i64> = HashMap::new();
+        let mut last_of: HashMap<(&str, &BTreeMap<String, String>), i64> = HashMap::new();
+        for m in &runs {
+            if let Some(p) = last_of.insert((m.workload.as_str(), &m.params), m.id) {
+                previous.insert(m.id, p);
+            }
+        }
+        let rows: Vec<RunRow> = runs
+            .iter()
+            .rev()
+            .take(PAGE_ROWS)
+            .map(|m| {
+                let (ok, failed) = counts.get(&m.id).copied().unwrap_or((0, 0));
+                RunRow {
+                    id: m.id,
+                    href: format!("/run/{}", m.id),
+                    name: m.name.clone().unwrap_or_default(),
+                    workload: m.workload.clone(),
+                    variant: m.variant.clone().unwrap_or_default(),
+                    tags: m
+                        .tags
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    host: m.env.hostname.clone(),
+                    host_class: MachineClass::of(&m.env).to_string(),
+                    status: m.status.to_string(),
+                    started_at: m.started_at.clone(),
+                    trials_ok: ok,
+                    trials_failed: failed,
+                    history_href: format!("/history/{}", url_part(&m.workload)),
+                    compare_href: previous
+                        .get(&m.id)
+                        .map(|p| format!("/compare/{p}/{}", m.id)),
+                }
+            })
+            .collect();
+        let shown = RunsFilter {
+            workload: get("workload").unwrap_or_default(),
+            host: get("host").unwrap_or_default(),
+            tag: tag.unwrap_or_default(),
+            variant: get("variant").unwrap_or_default(),
+        };
+        dashboard::runs_page(&shown, &rows, total).map_err(|e| internal(&e.to_string()))
+    })
+    .await
+}
+
+fn report(
+    runs: &[RunData],
+    history: Option<history::History>,
+    title: &str,
+    banners: &[String],
+) -> Html {
+    let data = ReportData::from_runs(runs, history, &CompareOptions::default());
+    present::html::render(&data, title)
+        .map(|html| dashboard::with_nav(&html, banners))
+        .map_err(|e| internal(&e.to_string()))
+}
+
+fn parse_id(text: &str) -> Result<i64, Failure> {
+    text.parse()
+        .map_err(|_| bad_request("a run is its number, e.g. /run/42"))
+}
+
+async fn run_page(State(state): State<Arc<Dashboard>>, UrlPath(id): UrlPath<String>) -> Response {
+    with_store(state, move |d| {
+        let id = parse_id(&id)?;
+        let store = d.store()?;
+        let run = d.run(&store, id)?;
+        let title = format!("Run {id}: {}", run.meta.workload);
+        report(&[(*run).clone()], None, &title, &[])
+    })
+    .await
+}
+
+async fn compare_page(
+    State(state): State<Arc<Dashboard>>,
+    UrlPath((a, b)): UrlPath<(String, String)>,
+) -> Response {
+    with_store(state, move |d| {
+        let (a, b) = (parse_id(&a)?, parse_id(&b)?);
+        let store = d.store()?;
+        let (ra, rb) = (d.run(&store, a)?, d.run(&store, b)?);
+        let (ca, cb) = (MachineClass::of(&ra.meta.env), MachineClass::of(&rb.meta.env));
+        let mut banners = Vec::new();
+        if ca != cb {
+            banners.push(format!(
+                "The runs were measured on different machine classes: run {a} on {ca}, run {b} on {cb}. A difference may be the machine's, not the change's."
+            ));
+        }
+        let title = format!("Run {b} against run {a}");
+        report(&[(*ra).clone(), (*rb).clone()], None, &title, &banners)
+    })
+    .await
+}
+
+async fn history_page(
+    State(state): State<Arc<Dashboard>>,
+    UrlPath(workload): UrlPath<String>,
+    RawQuery(q): RawQuery,
+) -> Response {
+    with_store(state, move |d| {
+        let q = query_pairs(q.as_deref());
+        let get = |k: &str| {
+            q.iter()
+                .rev()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.clone())
+        };
+        let metric = match get("metric") {
+            Some(m) => Metric::parse(&m).map_err(|e| bad_request(&e.to_string()))?,
+            None => Metric::Throughput,
+        };
+        let at: Option<u32> = match get("at") {
+            Some(n) => Some(n.parse().map_err(|_| bad_request("at: a task count"))?),
+            None => None,
+        };
+        let given: BTreeMap<String, String> = q
+            .iter()
+            .filter(|(k, _)| k == "p")
+            .filter_map(|(_, kv)| {
+                kv.split_once('=')
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            })
+            .collect();
+        let store = d.store()?;
+        let metas = store
+            .list_runs(&RunFilter {
+                workload: Some(workload.clone()),
+                ..RunFilter::default()
+            })
+            .map_err(|e| internal(&e.to_string()))?;
+        let Some(newest) = metas.last() else {
+            return Err(not_found(&format!("no stored runs of `{workload}`")));
+        };
+        // Without p=KEY=VAL, the series of the newest run's parameters.
+        let wanted = if given.is_empty() {
+            newest.params.clone()
+        } else {
+            given
+        };
+        let metas = series::series_runs(&workload, &wanted, metas)
+            .map_err(|e| bad_request(&e.to_string()))?;
+        // One class's page reads only that class's runs; the index reads every class.
+        let class = get("class");
+        let ids: Vec<i64> = metas
+            .iter()
+            .filter(|m| {
+                class
+                    .as_ref()
+                    .is_none_or(|c| *c == MachineClass::of(&m.env).to_string())
+            })
+            .map(|m| m.id)
+            .collect();
+        let mut by_class: BTreeMap<String, Vec<Arc<RunData>>> = BTreeMap::new();
+        for run in d.runs(&store, &ids)? {
+            by_class
+                .entry(MachineClass::of(&run.meta.env).to_string())
+                .or_default()
+                .push(run);
+        }
+        drop(store);
+        let build = |runs: &[Arc<RunData>]| {
+            let at = at.unwrap_or_else(|| {
+                runs.last()
+                    .and_then(|r| r.meta.points.iter().max().copied())
+                    .unwrap_or(1)
+            });
+            (
+                runs.len(),
+                history::build(&workload, runs, at, metric, &ChangePointOptions::default()),
+            )
+        };
+        let params: String = wanted
+            .iter()
+            .map(|(k, v)| format!("&p={}", url_part(&format!("{k}={v}"))))
+            .collect();
+        match class {
+            None => {
+                let rows: Vec<ClassRow> = by_class
+                    .iter()
+                    .map(|(class, runs)| {
+                        let (n, h) = build(runs);
+                        let mut hosts: Vec<&str> =
+                            runs.iter().map(|r| r.meta.env.hostname.as_str()).collect();
+                        hosts.sort_unstable();
+                        hosts.dedup();
+                        ClassRow {
+                            class: class.clone(),
+                            href: format!(
+                                "/history/{}?class={}{params}",
+                                url_part(&workload),
+                                url_part(class)
+                            ),
+                            runs: n,
+                            hosts: hosts.join(", "),
+                            verdict: check_verdict(&h).into(),
+                            verdict_class: if h.newest_regressed {
+                                "REGRESSED"
+                            } else {
+                                "ok"
+                            }
+                            .into(),
+                        }
+                    })
+                    .collect();
+                dashboard::history_index(&workload, &rows).map_err(|e| internal(&e.to_string()))
+            }
+            Some(class) => {
+                let Some(runs) = by_class.get(&class) else {
+                    return Err(not_found(&format!(
+                        "no runs of `{workload}` on machine class {class}"
+                    )));
+                };
+                let (_, h) = build(runs);
+                let banners = vec![format!(
+                    "Machine class {class}. history --check: {}",
+                    check_verdict(&h)
+                )];
+                let title = format!("History of {workload}");
+                report(&[], Some(h), &title, &banners)
+            }
+        }
+    })
+    .await
+}
+
+/// `history --check`'s verdict on the newest segment, in words.
+fn check_verdict(h: &history::History) -> &'static str {
+    if h.newest_regressed {
+        "REGRESSED — the newest segment is a regression (exit 1)"
+    } else {
+        "no regression in the newest segment (exit 0)"
+    }
+}
