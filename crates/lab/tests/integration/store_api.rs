@@ -401,13 +401,13 @@ mod store {
             lines.next().unwrap(),
             "run_id,workload,variant,n,trial,status,window_s,ops,ops_per_sec,user_s,sys_s,minor_faults,\
          major_faults,voluntary_switches,involuntary_switches,block_in,block_out,run_delay_s,cycles,\
-         instructions,failure"
+         instructions,cache_misses,failure"
         );
         let first = lines.next().unwrap();
         assert_eq!(
             first,
             format!(
-                "{},page_fault,stock,1,0,ok,5.000123456,1000,{},4,{},12,0,3,4,5,6,0.000000777,123456789,,",
+                "{},page_fault,stock,1,0,ok,5.000123456,1000,{},4,{},12,0,3,4,5,6,0.000000777,123456789,,,",
                 data.meta.id,
                 1000.0 / 5.000123456,
                 (u64::MAX - 4_000_000_000) as f64 / 1e9
@@ -416,7 +416,7 @@ mod store {
         // The failed trial's reason holds a comma, quotes and a newline: one quoted field.
         assert!(
             text.contains(
-                ",failed,,,,,,,,,,,,,,,\"killed by SIGKILL, \"\"OOM\"\"\nat deadline\"\n"
+                ",failed,,,,,,,,,,,,,,,,\"killed by SIGKILL, \"\"OOM\"\"\nat deadline\"\n"
             ),
             "{text}"
         );
