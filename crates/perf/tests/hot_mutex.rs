@@ -337,3 +337,37 @@ fn plt_stubs_are_named_func_at_plt_as_objdump_names_them() {
         assert_eq!(frame.offset, 4);
     }
 }
+
+/// Was: a fixed-period recording (`perf record -c N`, as scalelab records cpu-clock) carries no
+/// period in its samples, and each was counted as 1 ns: the profile's CPU per op read ~0.
+#[test]
+fn a_fixed_period_cpu_clock_profile_counts_each_sample_as_its_period() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile(dir.path());
+    let data = dir.path().join("fixed.perf.data");
+    let out = match Command::new("perf")
+        .args(["record", "-q", "-e", "cpu-clock", "-c", "250000", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&exe)
+        .args(["2", "0.3"])
+        .output()
+    {
+        Ok(o) if o.status.success() => o,
+        Ok(o) => {
+            eprintln!(
+                "skipped: perf record failed here: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            return;
+        }
+        Err(e) => {
+            eprintln!("skipped: perf is not installed ({e})");
+            return;
+        }
+    };
+    drop(out);
+    let p = perf::read_profile(&data, &perf::ProfileOptions::default()).unwrap();
+    assert!(p.samples > 100, "{} samples", p.samples);
+    assert_eq!(p.period, p.samples * 250_000);
+}

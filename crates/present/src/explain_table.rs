@@ -39,6 +39,7 @@ pub fn cause_label(c: &Cause) -> String {
             format!("spinning{} ({}){}", on(&c.object), c.what, from(&c.caller))
         }
         CauseKind::Function => format!("CPU in {} ({})", c.what, c.object),
+        CauseKind::Measurement => format!("measuring: CPU in {} ({})", c.what, c.object),
         _ => c.what.clone(),
     };
     printable(&text).into_owned()
@@ -115,14 +116,16 @@ fn mechanism(m: Mechanism) -> &'static str {
         Mechanism::Serialisation => "serialisation (σ: waiting, locks)",
         Mechanism::Coherency => "coherency (κ: CPU per op growing without waiting)",
         Mechanism::Oversubscription => "oversubscription (waiting for a CPU)",
+        Mechanism::Observation => "observation (the profile's and traces' own cost)",
     }
 }
 
 /// A ratio of two measured per-op figures, `—` when the denominator is too small to judge
-/// (under 1% of the point's ns/op/task: a workload that hardly blocks).
+/// (under 5% of the point's ns/op/task: a workload that hardly blocks, whose residual is
+/// within the rounding of the accounting's parts).
 fn ratio(num: Option<f64>, den: Option<f64>, scale: f64) -> String {
     match (num, den) {
-        (Some(a), Some(b)) if b > 0.01 * scale => format!("{:.3}", a / b),
+        (Some(a), Some(b)) if b > 0.05 * scale => format!("{:.3}", a / b),
         (Some(_), Some(_)) => "—".into(),
         _ => String::new(),
     }

@@ -259,12 +259,20 @@ pub(crate) fn perf_args_to(
         "CLOCK_MONOTONIC",
         "-e",
         &req.event,
-        "-F",
-        &req.frequency.to_string(),
     ]
     .iter()
     .map(|s| (*s).to_string())
     .collect();
+    // cpu-clock is sampled every fixed span of the task's CPU time, so that the samples' periods
+    // add up to the CPU time they cover (frequency mode re-estimates the period as it goes, and
+    // over a short, switch-heavy trial its sum strayed 10% from the tasks' CPU time). Other
+    // events (cycles) keep perf's frequency mode: only their shares are used.
+    if req.event == "cpu-clock" {
+        let period_ns = 1_000_000_000 / u64::from(req.frequency.max(1));
+        v.extend(["-c".to_string(), period_ns.to_string()]);
+    } else {
+        v.extend(["-F".to_string(), req.frequency.to_string()]);
+    }
     if let Some(pages) = req.ring_pages {
         v.extend(["-m".to_string(), pages.to_string()]);
     }
@@ -311,6 +319,14 @@ mod tests {
         assert!(args.windows(2).any(|w| w == ["-k", "CLOCK_MONOTONIC"]));
         assert!(args.contains(&"-g".to_string()));
         assert!(args.windows(2).any(|w| w == ["-m", "128"]), "{args:?}");
+        // cpu-clock at a fixed period (999 Hz: every 1,001,001 ns of CPU time), cycles by rate.
+        assert!(args.windows(2).any(|w| w == ["-c", "1001001"]), "{args:?}");
+        let cycles = ProfileRequest {
+            event: "cycles".into(),
+            ..r.clone()
+        };
+        let args = perf_args(&cycles, Path::new("/bin/prog"), &[]);
+        assert!(args.windows(2).any(|w| w == ["-F", "999"]), "{args:?}");
         let dwarf = ProfileRequest {
             dwarf_stack: Some(16384),
             ..r.clone()

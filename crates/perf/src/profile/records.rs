@@ -162,6 +162,16 @@ pub(super) fn read_from<R: Read + Seek>(
     if dwarf {
         b.unwinder = Some(Unwinder::default());
     }
+    // A fixed-period recording (`perf record -c N`) leaves the period out of its samples: each
+    // one stands for N.
+    let fixed_period = perf_file
+        .event_attributes()
+        .first()
+        .and_then(|a| match a.attr.sampling_policy {
+            linux_perf_data::linux_perf_event_reader::SamplingPolicy::Period(p) => Some(p.get()),
+            _ => None,
+        })
+        .unwrap_or(1);
     b.raw.event = perf_file
         .event_attributes()
         .first()
@@ -202,7 +212,7 @@ pub(super) fn read_from<R: Read + Seek>(
                         continue;
                     }
                 }
-                let period = s.period.unwrap_or(1);
+                let period = s.period.unwrap_or(fixed_period);
                 let pid = s.pid.unwrap_or(-1);
                 b.sample_frames(&s);
                 b.scratch.clear();

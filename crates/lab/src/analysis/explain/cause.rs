@@ -37,6 +37,9 @@ pub enum CauseKind {
     SystemCpu,
     /// Runnable, waiting for a CPU.
     RunQueue,
+    /// CPU in the kernel's perf and tracing code: what the profile and the traces themselves
+    /// cost the traced trials, not the workload.
+    Measurement,
 }
 
 /// How a cause limits scaling, in the terms of the USL.
@@ -49,6 +52,8 @@ pub enum Mechanism {
     Coherency,
     /// Neither (tasks waiting for CPUs: more tasks than CPUs).
     Oversubscription,
+    /// Neither: the cost of observing (profiling and tracing).
+    Observation,
 }
 
 impl CauseKind {
@@ -62,6 +67,7 @@ impl CauseKind {
             | CauseKind::KernelSpin => Mechanism::Serialisation,
             CauseKind::Function | CauseKind::UserCpu | CauseKind::SystemCpu => Mechanism::Coherency,
             CauseKind::RunQueue => Mechanism::Oversubscription,
+            CauseKind::Measurement => Mechanism::Observation,
         }
     }
     /// Where its evidence comes from: `locks`, `offcpu`, `profile` or `accounting`.
@@ -340,6 +346,19 @@ pub(crate) fn spin_parts(trials: &[(u32, &TrialMeasurement)]) -> Option<Vec<Part
     Some(pool(rows, &ops))
 }
 
+/// Kernel functions that run because scalelab observes: the sampling interrupt's and the
+/// tracepoints' perf code (`perf_swevent_event`, `perf_tp_event`, `perf_syscall_enter` …) and
+/// the system-call tracing hooks the futex tracepoints switch on.
+pub(crate) fn is_observation(kernel: bool, name: &str) -> bool {
+    kernel
+        && (name.starts_with("perf_")
+            || name.starts_with("__perf_")
+            || name.starts_with("trace_")
+            || name.starts_with("tracing_")
+            || name == "syscall_trace_enter"
+            || name == "syscall_exit_work")
+}
+
 /// CPU per op by function from a `cpu-clock` profile (self cost × `scale`: the point's median
 /// CPU per op over the profile's own, so that the functions split the accounting's CPU by
 /// their shares of the samples), most first; with `skip_spin`, the kernel's spin slow paths
@@ -349,9 +368,14 @@ pub(crate) fn function_parts(p: &PointProfile, skip_spin: bool, scale: f64) -> V
         .iter()
         .filter(|f| !(skip_spin && f.kernel && f.name.contains("spin")))
         .filter_map(|f| {
+            let kind = if is_observation(f.kernel, &f.name) {
+                CauseKind::Measurement
+            } else {
+                CauseKind::Function
+            };
             Some(Part {
                 cause: Cause {
-                    kind: CauseKind::Function,
+                    kind,
                     what: f.key(),
                     object: f.dso.clone(),
                     caller: String::new(),

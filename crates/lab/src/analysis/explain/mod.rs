@@ -331,7 +331,7 @@ pub fn explain(data: &RunData, profiles: &[PointProfile]) -> Option<Explanation>
             .iter()
             .filter(|c| c.delta_ns > 0.0)
             .map(|c| c.cause.kind.mechanism())
-            .find(|m| *m != Mechanism::Oversubscription)
+            .find(|m| !matches!(m, Mechanism::Oversubscription | Mechanism::Observation))
     });
     Some(Explanation {
         run_id: data.meta.id,

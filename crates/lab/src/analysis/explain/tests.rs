@@ -486,3 +486,39 @@ fn a_cycles_profile_splits_cpu_by_its_shares_and_is_not_compared_in_time() {
     assert_eq!(e.points[0].cpu_profiled_ns, None);
     assert!(!e.missing.iter().any(|m| m.what.contains("cycles")));
 }
+
+#[test]
+fn the_kernels_perf_code_is_named_as_the_cost_of_measuring_not_the_workloads() {
+    let data = explained_run();
+    let mut profiles = [
+        profile(
+            1,
+            1_000_000,
+            &[("atomic_step", 890.0), ("perf_swevent_event", 10.0)],
+        ),
+        profile(
+            2,
+            1_250_000,
+            &[("atomic_step", 800.0), ("perf_swevent_event", 80.0)],
+        ),
+    ];
+    for p in &mut profiles {
+        for f in &mut p.functions {
+            f.kernel = f.name.starts_with("perf_");
+        }
+    }
+    let e = explain(&data, &profiles).unwrap();
+    let perf = e.points[1]
+        .parts
+        .iter()
+        .find(|p| p.cause.what == "perf_swevent_event")
+        .unwrap();
+    assert_eq!(perf.cause.kind, CauseKind::Measurement);
+    assert_eq!(perf.cause.kind.mechanism(), Mechanism::Observation);
+    let step = e.points[1]
+        .parts
+        .iter()
+        .find(|p| p.cause.what == "atomic_step")
+        .unwrap();
+    assert_eq!(step.cause.kind, CauseKind::Function);
+}
