@@ -5,8 +5,10 @@
  *   call it: the same op, so the ratio measures the harness.
  * raw_syscall: getppid as one inline `syscall` instruction, no library call: what the call and its
  *   return (after the kernel's return-stack refill) add to the op.
- * Threads are pinned to CPU i (like scalelab --pin auto when TASKS <= CPUs), released together,
+ * Threads are pinned to CPU i (like scalelab --pin cores when TASKS <= CPUs), released together,
  * and counted in padded per-thread counters read by the main thread at the window's edges.
+ * BARE_MODE=processes forks the tasks instead (counters and flags in shared memory), as
+ * scalelab --mode processes and will-it-scale's *_processes do.
  * Prints: ops_per_sec <value>
  */
 #define _GNU_SOURCE
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,7 +28,10 @@
 #define SIZE (128UL << 20)
 
 static _Atomic uint64_t *counters;
-static _Atomic int go, stop_flag;
+/* go and stop, in memory shared with forked tasks. */
+static _Atomic int *flags;
+#define go (flags[0])
+#define stop_flag (flags[64])
 enum { NULL_SYSCALL, RAW_SYSCALL, PAGE_FAULT };
 static int workload, ncpus;
 
@@ -98,10 +104,23 @@ int main(int argc, char **argv) {
         order[i] = (int)strtol(cpus, (char **)&cpus, 10);
         if (*cpus == ',') cpus++;
     }
-    counters = aligned_alloc(256, (size_t)tasks * SLOT * 8);
-    memset((void *)counters, 0, (size_t)tasks * SLOT * 8);
+    int processes = getenv("BARE_MODE") && strcmp(getenv("BARE_MODE"), "processes") == 0;
+    size_t bytes = (size_t)tasks * SLOT * 8 + 4096;
+    char *shared = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (shared == MAP_FAILED) { perror("mmap"); return 1; }
+    flags = (_Atomic int *)shared;
+    counters = (_Atomic uint64_t *)(shared + 4096);
     pthread_t th[tasks];
-    for (long i = 0; i < tasks; i++) pthread_create(&th[i], NULL, worker, (void *)i);
+    pid_t pids[tasks];
+    for (long i = 0; i < tasks; i++) {
+        if (processes) {
+            pids[i] = fork();
+            if (pids[i] < 0) { perror("fork"); return 1; }
+            if (pids[i] == 0) { worker((void *)i); _exit(0); }
+        } else {
+            pthread_create(&th[i], NULL, worker, (void *)i);
+        }
+    }
     atomic_store(&go, 1);
     usleep((useconds_t)(warmup * 1e6));
     double t0 = now();
@@ -110,7 +129,10 @@ int main(int argc, char **argv) {
     double t1 = now();
     uint64_t b = total(tasks);
     atomic_store(&stop_flag, 1);
-    for (int i = 0; i < tasks; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < tasks; i++) {
+        if (processes) waitpid(pids[i], NULL, 0);
+        else pthread_join(th[i], NULL);
+    }
     printf("ops_per_sec %.1f\n", (double)(b - a) / (t1 - t0));
     return 0;
 }
