@@ -88,6 +88,17 @@ pub enum Warning {
         /// The task counts above the CPUs whose trials' sampler ran at ordinary priority.
         points: Vec<u32>,
     },
+    /// Some measurement windows lasted well past `--duration`: the sampler that closes them
+    /// woke late (other load on the machine, a host's steal). Rates use each window's measured
+    /// length, so they stay right, but those trials measured a different stretch than asked.
+    WindowOverran {
+        /// The task counts with a window past the bound.
+        points: Vec<u32>,
+        /// The longest window, in seconds.
+        longest_s: f64,
+        /// `--duration`, in seconds.
+        asked_s: f64,
+    },
     /// Processes a killed scalelab left running (pid, command line), found before this run.
     LeftRunning {
         /// Each process's pid and command line.
@@ -138,6 +149,19 @@ impl fmt::Display for Warning {
             Warning::SamplerNotRealtime { points } => write!(
                 f,
                 "N={}: the sampler ran at ordinary priority among more tasks than CPUs, so each window may have closed late (its length is measured, but longer than --duration) — run as root or with CAP_SYS_NICE",
+                points
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            Warning::WindowOverran {
+                points,
+                longest_s,
+                asked_s,
+            } => write!(
+                f,
+                "N={}: a measurement window lasted up to {longest_s:.3} s of the {asked_s:.3} s asked: the sampler closing it woke late (other load on the machine, or the host took the CPU). Rates use each window's measured length; rerun on a quiet machine if those trials matter",
                 points
                     .iter()
                     .map(u32::to_string)

@@ -24,6 +24,10 @@ pub(crate) const SUPERLINEAR: f64 = 1.1;
 /// Tasks that waited for a CPU more than this share of the window (at N ≤ the online CPUs)
 /// were competing with other work: the point's throughput is understated.
 pub(crate) const RUNQ_WAIT: f64 = 5.0;
+/// A built-in's window past `--duration` by this share (plus the sampler's interval) is
+/// called overrun: the window closes at the first sample at or after the deadline, so a few
+/// milliseconds over is how it works, and ten percent more is the sampler waking late.
+const WINDOW_OVERRUN: f64 = 0.1;
 
 /// Everything shown for one N; every figure is a median over the point's successful trials.
 #[derive(Debug, Clone, Serialize)]
@@ -295,6 +299,9 @@ pub fn summarize(data: &RunData) -> RunSummary {
     if !late.is_empty() {
         warnings.push(Warning::SamplerNotRealtime { points: late });
     }
+    if let Some(w) = window_overran(data) {
+        warnings.push(w);
+    }
     let online = u32::try_from(cpus).ok().filter(|&c| c > 0);
     let scales_to = points.iter().rev().find_map(|p| {
         p.speedup.map(|s| ScalesTo {
@@ -318,6 +325,34 @@ pub fn summarize(data: &RunData) -> RunSummary {
         boundaries,
         warnings,
     }
+}
+
+/// The warning for built-in trials whose window lasted past `--duration` (commands run until
+/// they end: their window is theirs).
+fn window_overran(data: &RunData) -> Option<Warning> {
+    let asked = data.meta.duration.0;
+    if data.meta.workload == "cmd" || asked == 0 {
+        return None;
+    }
+    let bound = asked as f64 * (1.0 + WINDOW_OVERRUN);
+    let mut points = Vec::new();
+    let mut longest = 0u64;
+    for t in &data.trials {
+        let Some(m) = t.outcome.measurement() else {
+            continue;
+        };
+        if m.window.0 as f64 > bound {
+            points.push(t.n);
+            longest = longest.max(m.window.0);
+        }
+    }
+    points.sort_unstable();
+    points.dedup();
+    (!points.is_empty()).then(|| Warning::WindowOverran {
+        points,
+        longest_s: longest as f64 / 1e9,
+        asked_s: asked as f64 / 1e9,
+    })
 }
 
 fn sorted_points(data: &RunData) -> Vec<u32> {
@@ -611,6 +646,36 @@ mod tests {
             "{w}"
         );
         assert!(w.to_string().contains("CAP_SYS_NICE"), "{w}");
+    }
+
+    #[test]
+    fn a_window_that_closed_late_is_flagged_with_its_length() {
+        let overran = |s: &RunSummary| {
+            s.warnings
+                .iter()
+                .find(|w| matches!(w, Warning::WindowOverran { .. }))
+                .map(|w| w.to_string())
+        };
+        let mut data = fake_run("1,2,4", 0.1);
+        assert_eq!(overran(&summarize(&data)), None);
+        // The CI machine's case: a 300 ms window at 1024 tasks closed after 2.318 s; here one
+        // trial of N=4 of a 1 s sweep closes after 2.318 s and one of N=2 after 1.05 s.
+        let mut late = data.trials.iter_mut().filter(|t| t.n == 4);
+        if let TrialOutcome::Ok(m) = &mut late.next().unwrap().outcome {
+            m.window = Nanos(2_318_000_000);
+        }
+        if let TrialOutcome::Ok(m) = &mut data.trials.iter_mut().find(|t| t.n == 2).unwrap().outcome
+        {
+            m.window = Nanos(1_050_000_000);
+        }
+        let w = overran(&summarize(&data)).expect("no overrun warning");
+        assert!(
+            w.starts_with("N=4: a measurement window lasted up to 2.318 s of the 1.000 s asked"),
+            "{w}"
+        );
+        // A command's window is its own run, however long.
+        data.meta.workload = "cmd".into();
+        assert_eq!(overran(&summarize(&data)), None);
     }
 
     #[test]

@@ -9,19 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::Lab;
+use crate::common::{Lab, euid_is_root};
 
 const PRECIOUS: &[u8] = b"root's file: scalelab must not touch it\n";
 const NOBODY: u32 = 65534;
-
-fn euid_is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
-        s.lines()
-            .find_map(|l| l.strip_prefix("Uid:"))
-            .and_then(|l| l.split_whitespace().nth(1).map(|e| e == "0"))
-            .unwrap_or(false)
-    })
-}
 
 /// A lab whose directory `nobody` may enter, when this test runs as root; `None` (with the
 /// reason printed) otherwise.

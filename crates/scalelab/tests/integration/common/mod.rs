@@ -10,6 +10,16 @@ use std::process::{Command, Output};
 use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
 
+/// Whether these tests run as root (the effective uid, from `/proc/self/status`).
+pub fn euid_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|l| l.split_whitespace().nth(1).map(|e| e == "0"))
+            .unwrap_or(false)
+    })
+}
+
 pub struct Lab {
     pub dir: tempfile::TempDir,
 }
