@@ -48,6 +48,7 @@ mod task_spec;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_runs;
 mod timestamp;
+mod traced_processes;
 mod warnings;
 mod workloads;
 

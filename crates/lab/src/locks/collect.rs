@@ -3,12 +3,7 @@
 //! that ended inside the measurement window, attribute each to its caller and summarise them
 //! per (lock, caller) as a [`LockReport`].
 //!
-//! Two scopes ([`Scope`]): a built-in trial child traces itself and the tasks it creates, and
-//! resolves user addresses in itself (its task processes share its mappings). A command step is
-//! traced from scalelab's own thread that then spawns it (so the tracer sees every process of
-//! the step from its first instruction): scalelab's own waits (and a `perf record` wrapper's)
-//! are dropped by process id, and the command's user addresses are resolved in their own
-//! process while it lives, after each drain.
+//! Whose waits are kept and where user addresses are named: [`crate::traced_processes`].
 //!
 //! A kernel wait's caller is the first call-chain frame outside the lock and scheduler text
 //! (kallsyms' `__lock_text_*`, `__sched_text_*`), not a fixed number of skipped frames. A futex
@@ -19,25 +14,16 @@
 //! a C library built without frame pointers; they are named through each process's mappings
 //! as the tracer recorded them, so a process that has exited is still named.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use super::{LockRequest, futex_kind, kernel_lock_kind};
 use crate::record::{ClockWindow, LockContention, LockReport, Nanos};
+use crate::traced_processes::{ResolvedFrames, Scope, TracedProcesses};
 
 /// How many deeper call sites a row keeps.
 const CALL_SITES: usize = 5;
 /// Frames in a call-site path (the caller and its callers).
 const PATH_FRAMES: usize = 3;
-
-/// Whose waits a session keeps, and where user addresses are resolved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Scope {
-    /// A built-in trial child: every wait of it and its tasks; addresses resolved in it.
-    Own,
-    /// A command step spawned by the tracing thread: the waits of every process but scalelab
-    /// (and those [`TraceSession::exclude`]d); addresses resolved in each process while it lives.
-    Command,
-}
 
 /// Lock tracing for one trial: the open tracer, or why there is none.
 #[derive(Debug)]
@@ -45,11 +31,7 @@ pub(crate) struct TraceSession {
     tracer: Option<perf::LockTracer>,
     request: LockRequest,
     notes: Vec<String>,
-    scope: Scope,
-    /// Processes whose waits are not the command's (scalelab, a `perf record` wrapper).
-    excluded: HashSet<u32>,
-    /// With [`Scope::Command`]: user frames resolved while their process lived.
-    frames: HashMap<(u32, u64), perf::UserFrame>,
+    processes: TracedProcesses,
 }
 
 impl TraceSession {
@@ -61,10 +43,6 @@ impl TraceSession {
 
     /// [`start`](Self::start) with a scope: [`Scope::Command`] before spawning a command step.
     pub(crate) fn start_scoped(request: LockRequest, scope: Scope) -> TraceSession {
-        let excluded = match scope {
-            Scope::Own => HashSet::new(),
-            Scope::Command => HashSet::from([std::process::id()]),
-        };
         let (tracer, notes) = match perf::LockTracer::open(&request.trace_config()) {
             Ok(tracer) => (Some(tracer), Vec::new()),
             Err(e) => (None, vec![format!("lock tracing unavailable: {e}")]),
@@ -73,15 +51,13 @@ impl TraceSession {
             tracer,
             request,
             notes,
-            scope,
-            excluded,
-            frames: HashMap::new(),
+            processes: TracedProcesses::new(scope),
         }
     }
 
     /// Drops the waits of process `pid` (a `perf record` wrapping the command).
     pub(crate) fn exclude(&mut self, pid: u32) {
-        self.excluded.insert(pid);
+        self.processes.exclude(pid);
     }
 
     /// True when the tracer is open (and needs draining).
@@ -94,21 +70,7 @@ impl TraceSession {
     pub(crate) fn drain(&mut self) {
         let Some(t) = &mut self.tracer else { return };
         t.drain();
-        if self.scope == Scope::Command {
-            let mut by_pid: HashMap<u32, Vec<u64>> = HashMap::new();
-            for (pid, chain) in t.new_user_chains() {
-                if !self.excluded.contains(&pid) {
-                    by_pid.entry(pid).or_default().extend(chain);
-                }
-            }
-            for (pid, mut addrs) in by_pid {
-                addrs.retain(|a| !self.frames.contains_key(&(pid, *a)));
-                let symbols = perf::UserSymbols::resolve(pid, &addrs);
-                for a in addrs {
-                    self.frames.insert((pid, a), symbols.frame(a));
-                }
-            }
-        }
+        self.processes.name_new_chains(t.new_user_chains());
     }
 
     /// Stops tracing and summarises the waits that ended inside `window`.
@@ -120,22 +82,13 @@ impl TraceSession {
             };
         };
         let mut trace = tracer.finish();
-        let frames = match self.scope {
-            Scope::Own => None,
-            Scope::Command => {
-                trace.kernel.retain(|w| !self.excluded.contains(&w.pid));
-                trace.futex.retain(|w| !self.excluded.contains(&w.pid));
-                Some(self.frames)
-            }
-        };
-        let mut report = summarise(&trace, window, self.request, frames.as_ref());
+        trace.kernel.retain(|w| !self.processes.is_excluded(w.pid));
+        trace.futex.retain(|w| !self.processes.is_excluded(w.pid));
+        let mut report = summarise(&trace, window, self.request, self.processes.resolved());
         report.notes.splice(0..0, self.notes);
         report
     }
 }
-
-/// User frames resolved ahead, per (pid, address); `None`: resolve in this process.
-type ResolvedFrames = HashMap<(u32, u64), perf::UserFrame>;
 
 /// Running totals of one (lock, kind, caller) row.
 #[derive(Debug, Default)]

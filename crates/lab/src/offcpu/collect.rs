@@ -11,8 +11,9 @@ use std::collections::{HashMap, HashSet};
 
 use super::OffCpuRequest;
 use super::classify::{Cause, NamedFrame, classify};
-use crate::locks::collect::{Scope, function_of, is_wrapper};
+use crate::locks::collect::{function_of, is_wrapper};
 use crate::record::{ClockWindow, Nanos, OffCpuReport, OffCpuSite};
+use crate::traced_processes::{Scope, TracedProcesses};
 
 /// Frames kept in a site's representative stack.
 const STACK_FRAMES: usize = 24;
@@ -22,9 +23,7 @@ const STACK_FRAMES: usize = 24;
 pub(crate) struct OffCpuSession {
     tracer: Option<perf::OffCpuTracer>,
     notes: Vec<String>,
-    scope: Scope,
-    excluded: HashSet<u32>,
-    frames: HashMap<(u32, u64), perf::UserFrame>,
+    processes: TracedProcesses,
 }
 
 #[derive(Debug, Default)]
@@ -45,10 +44,6 @@ impl OffCpuSession {
 
     /// [`start`](Self::start) with a scope: [`Scope::Command`] before spawning a command step.
     pub(crate) fn start_scoped(request: OffCpuRequest, scope: Scope) -> OffCpuSession {
-        let excluded = match scope {
-            Scope::Own => HashSet::new(),
-            Scope::Command => HashSet::from([std::process::id()]),
-        };
         let (tracer, notes) = match perf::OffCpuTracer::open(&request.trace_config()) {
             Ok(t) => (Some(t), Vec::new()),
             Err(e) => (None, vec![format!("off-CPU tracing unavailable: {e}")]),
@@ -56,15 +51,13 @@ impl OffCpuSession {
         OffCpuSession {
             tracer,
             notes,
-            scope,
-            excluded,
-            frames: HashMap::new(),
+            processes: TracedProcesses::new(scope),
         }
     }
 
     /// Drops the episodes of process `pid` (a `perf record` wrapping the command).
     pub(crate) fn exclude(&mut self, pid: u32) {
-        self.excluded.insert(pid);
+        self.processes.exclude(pid);
     }
 
     /// True when the tracer is open (and needs draining).
@@ -77,21 +70,7 @@ impl OffCpuSession {
     pub(crate) fn drain(&mut self) {
         let Some(t) = &mut self.tracer else { return };
         t.drain();
-        if self.scope == Scope::Command {
-            let mut by_pid: HashMap<u32, Vec<u64>> = HashMap::new();
-            for (pid, chain) in t.new_user_chains() {
-                if !self.excluded.contains(&pid) {
-                    by_pid.entry(pid).or_default().extend(chain);
-                }
-            }
-            for (pid, mut addrs) in by_pid {
-                addrs.retain(|a| !self.frames.contains_key(&(pid, *a)));
-                let symbols = perf::UserSymbols::resolve(pid, &addrs);
-                for a in addrs {
-                    self.frames.insert((pid, a), symbols.frame(a));
-                }
-            }
-        }
+        self.processes.name_new_chains(t.new_user_chains());
     }
 
     /// Stops tracing and sums the blocked time inside `window` of the threads `tasks` (a
@@ -106,10 +85,9 @@ impl OffCpuSession {
         let mut trace = tracer.finish();
         let tasks: Option<HashSet<u32>> = tasks.map(|t| t.iter().copied().collect());
         trace.episodes.retain(|e| {
-            !self.excluded.contains(&e.pid) && tasks.as_ref().is_none_or(|t| t.contains(&e.tid))
+            !self.processes.is_excluded(e.pid) && tasks.as_ref().is_none_or(|t| t.contains(&e.tid))
         });
-        let resolved = (self.scope == Scope::Command).then_some(&self.frames);
-        let mut report = summarise(&trace, window, resolved);
+        let mut report = summarise(&trace, window, self.processes.resolved());
         report.notes.splice(0..0, self.notes);
         report
     }

@@ -39,13 +39,14 @@ use super::placement;
 use super::spec::{CommandSpec, OpsSource, TrialSpec};
 use super::step::{AfterStep, Observe, StepError, run_step};
 use crate::error::LabError;
-use crate::locks::collect::{Scope, TraceSession};
+use crate::locks::collect::TraceSession;
 use crate::offcpu::collect::OffCpuSession;
 use crate::process::leftovers::Leftovers;
 use crate::process::owner::adopt;
 use crate::record::{
     ClockWindow, Nanos, ProfileRef, SampleRecord, StepRecord, TrialMeasurement, TrialOutcome, Usage,
 };
+use crate::traced_processes::Scope;
 
 impl CommandSpec {
     /// Refuses, before any trial runs, what certainly cannot run: an empty command, a shell
