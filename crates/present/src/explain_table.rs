@@ -179,6 +179,27 @@ fn trial_list(trials: &[u32]) -> String {
     v.join(",")
 }
 
+/// What the profiled trials spent in the kernel's perf and tracing functions, per N: the cost
+/// of measuring, and how it was split between the profiler and the tracers. `None` without a
+/// profile, or when nothing was spent there.
+pub fn measuring_note(e: &Explanation) -> Option<String> {
+    let shares: Vec<String> = e
+        .points
+        .iter()
+        .filter_map(|p| p.measuring_pct.map(|pct| format!("{pct:.1}% at N={}", p.n)))
+        .collect();
+    let any = e
+        .points
+        .iter()
+        .any(|p| p.measuring_pct.is_some_and(|pct| pct >= 0.05));
+    any.then(|| {
+        format!(
+            "the cost of measuring: the profiled trials spent {} of their samples in the kernel's perf and tracing functions; as much of it as their CPU per op exceeds the median trial's is the profiler's, left out, and the rest the tracers', which every trial carries (`measuring: …`)",
+            shares.join(", ")
+        )
+    })
+}
+
 /// The whole explanation as terminal text.
 pub fn write(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Result<()> {
     let pal = opts.palette;
@@ -237,6 +258,9 @@ pub fn write(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Re
             t.add_row(r);
         }
         t.write_terminal(out, opts)?;
+    }
+    if let Some(note) = measuring_note(e) {
+        writeln!(out, "{note}")?;
     }
 
     if let Some(g) = &e.growth {

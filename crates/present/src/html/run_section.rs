@@ -214,7 +214,10 @@ fn explain_section(e: &Explanation) -> ExplainSection {
     let (headers, rows) = crate::explain_table::agreement_rows(e);
     if !rows.is_empty() {
         tables.push(Table {
-            caption: "The traces against the accounting, on the same trials (per op; 1.00 is full agreement)".into(),
+            caption: match crate::explain_table::measuring_note(e) {
+                Some(note) => format!("The traces against the accounting, on the same trials (per op; 1.00 is full agreement). {}{}.", note[..1].to_uppercase(), &note[1..]),
+                None => "The traces against the accounting, on the same trials (per op; 1.00 is full agreement)".into(),
+            },
             headers,
             rows,
             left_columns: 0,

@@ -359,23 +359,57 @@ pub(crate) fn is_observation(kernel: bool, name: &str) -> bool {
             || name == "syscall_exit_work")
 }
 
-/// CPU per op by function from a `cpu-clock` profile (self cost × `scale`: the point's median
-/// CPU per op over the profile's own, so that the functions split the accounting's CPU by
-/// their shares of the samples), most first; with `skip_spin`, the kernel's spin slow paths
-/// are left out (the lock trace has them).
+/// CPU per op of a profile's own trials spent in the kernel's perf and tracing functions:
+/// the cost of measuring, which the profiled trials carry and the others do not (or less).
+pub(crate) fn measuring_cost(p: &PointProfile) -> f64 {
+    p.functions
+        .iter()
+        .filter(|f| is_observation(f.kernel, &f.name))
+        .filter_map(|f| f.cost_per_op)
+        .fold(0.0, |sum, c| sum + c)
+}
+
+/// The kernel's perf and tracing functions of a profile as causes of kind
+/// [`CauseKind::Measurement`], each its cost per op × `carried` (the share of the profiled
+/// trials' cost of measuring that the median trial carries too).
+pub(crate) fn measuring_parts(p: &PointProfile, carried: f64) -> Vec<Part> {
+    p.functions
+        .iter()
+        .filter(|f| is_observation(f.kernel, &f.name))
+        .filter_map(|f| {
+            Some(Part {
+                cause: Cause {
+                    kind: CauseKind::Measurement,
+                    what: f.key(),
+                    object: f.dso.clone(),
+                    caller: String::new(),
+                    source: "profile",
+                    evidence: vec![format!(
+                        "{} ({}), {:.1}% of samples",
+                        f.name, f.dso, f.self_share
+                    )],
+                },
+                ns_per_op: f.cost_per_op? * carried,
+                per_trial: Vec::new(),
+            })
+        })
+        .collect()
+}
+
+/// CPU per op by function from a profile (self cost × `scale`: the point's median CPU per op,
+/// less the cost of measuring it carries, over the profile's own less its cost of measuring,
+/// so that the functions split the workload's CPU by their shares of the samples the workload
+/// itself took), most first. The perf and tracing functions are left out ([`measuring_parts`]
+/// has them); with `skip_spin`, so are the kernel's spin slow paths (the lock trace has them).
 pub(crate) fn function_parts(p: &PointProfile, skip_spin: bool, scale: f64) -> Vec<Part> {
     p.functions
         .iter()
         .filter(|f| !(skip_spin && f.kernel && f.name.contains("spin")))
+        .filter(|f| !is_observation(f.kernel, &f.name))
         .filter_map(|f| {
-            let kind = if is_observation(f.kernel, &f.name) {
-                CauseKind::Measurement
-            } else {
-                CauseKind::Function
-            };
             Some(Part {
                 cause: Cause {
-                    kind,
+                    kind: CauseKind::Function,
                     what: f.key(),
                     object: f.dso.clone(),
                     caller: String::new(),
