@@ -139,6 +139,8 @@ pub enum Field {
     ProfileTrials,
     /// The directory for workloads' scratch files.
     Workdir,
+    /// Where the tasks' memory comes from (`--membind`).
+    Membind,
 }
 
 impl std::fmt::Display for Field {
@@ -157,6 +159,7 @@ impl std::fmt::Display for Field {
             Field::Profile => "profile",
             Field::ProfileTrials => "profile_trials",
             Field::Workdir => "workdir",
+            Field::Membind => "membind",
         })
     }
 }

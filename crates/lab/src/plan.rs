@@ -9,7 +9,7 @@ use crate::env::{Fingerprint, Severity};
 use crate::error::{Field, LabError};
 use crate::limits::{MAX_DURATION, MAX_READINGS, MAX_RUNS, MAX_TRIALS};
 use crate::params::Params;
-use crate::record::{Mode, Nanos, Pin, RunMeta, RunStatus};
+use crate::record::{Membind, Mode, Nanos, Pin, RunMeta, RunStatus};
 use crate::runner::spec::{BuiltinWork, CommandSpec, OpsSource, TrialSpec, Work};
 use crate::task_spec::{self, TaskSpec};
 use crate::warnings::Warning;
@@ -28,6 +28,8 @@ pub struct RunConfig {
     pub mode: Mode,
     /// How tasks are pinned to CPUs.
     pub pin: Pin,
+    /// Where the tasks' memory comes from.
+    pub membind: Membind,
     /// Trials per point.
     pub runs: u32,
     /// Each trial's measurement window.
@@ -100,6 +102,7 @@ impl RunConfig {
             tasks: None,
             mode: Mode::Threads,
             pin: Pin::Cores,
+            membind: Membind::FirstTouch,
             runs: 3,
             duration: Nanos(5_000_000_000),
             warmup: Nanos(1_000_000_000),
@@ -136,6 +139,8 @@ pub struct Plan {
     pub mode: Mode,
     /// How tasks are pinned to CPUs.
     pub pin: Pin,
+    /// Where the tasks' memory comes from.
+    pub membind: Membind,
     /// Count cycles and instructions with hardware counters.
     pub counters: bool,
     /// Where scratch directories are made for workloads that use files.
@@ -255,6 +260,25 @@ impl Plan {
         if cfg.command.is_none() {
             check_readings(cfg.duration, points.last().copied().unwrap_or(1))?;
         }
+        if cfg.membind != Membind::FirstTouch {
+            if cfg.command.is_some() {
+                return Err(LabError::invalid(
+                    Field::Membind,
+                    format!(
+                        "{}: applies to built-in workloads; run a command under numactl \
+                         (numactl --interleave=all CMD, numactl --localalloc CMD)",
+                        cfg.membind
+                    ),
+                ));
+            }
+            if cfg.membind == Membind::Node && cfg.pin == Pin::None {
+                return Err(LabError::invalid(
+                    Field::Membind,
+                    "node: a task's node is its CPU's, and with --pin none it has none; pin \
+                     the tasks (--pin cores) or use --membind interleave",
+                ));
+            }
+        }
         if cfg.profile.as_ref().is_some_and(|p| p.trials == 0) {
             return Err(LabError::invalid(
                 Field::ProfileTrials,
@@ -274,6 +298,7 @@ impl Plan {
             warmup: cfg.warmup,
             mode: cfg.mode,
             pin: cfg.pin,
+            membind: cfg.membind,
             counters: cfg.counters,
             workdir: cfg.workdir,
             variant: cfg.variant,
@@ -304,6 +329,7 @@ impl Plan {
                 params: self.params.as_map().clone(),
                 mode: self.mode,
                 pin: self.pin.clone(),
+                membind: self.membind,
                 warmup: self.warmup,
                 duration: self.duration,
                 sample_interval: self.sample_interval(),
@@ -373,6 +399,7 @@ impl Plan {
             op_unit: self.info.op.to_string(),
             mode: self.mode,
             pin: self.pin.clone(),
+            membind: self.membind,
             points: self.points.clone(),
             runs: self.runs,
             duration: self.duration,

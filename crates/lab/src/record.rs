@@ -160,6 +160,55 @@ impl TryFrom<String> for Pin {
     }
 }
 
+/// Where the tasks' memory comes from (`--membind`), for built-in workloads: each task sets it
+/// right after it is pinned, before its workload touches memory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Membind {
+    /// The kernel's default: a page comes from the node of the CPU that first touches it, so a
+    /// pinned task's own memory is on its node (the default).
+    #[default]
+    FirstTouch,
+    /// Each task's pages only from its CPU's node (`MPOL_BIND`): as first touch, but a full
+    /// node does not spill to another; needs pinned tasks.
+    Node,
+    /// Every task's pages round-robin over the nodes the run may use (`MPOL_INTERLEAVE`):
+    /// bandwidth over all nodes, and the remote cost on every other page.
+    Interleave,
+}
+
+impl Membind {
+    /// The name as written and stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Membind::FirstTouch => "first-touch",
+            Membind::Node => "node",
+            Membind::Interleave => "interleave",
+        }
+    }
+}
+
+impl fmt::Display for Membind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Membind {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Membind, String> {
+        match text {
+            "first-touch" => Ok(Membind::FirstTouch),
+            "node" => Ok(Membind::Node),
+            "interleave" => Ok(Membind::Interleave),
+            _ => Err(format!(
+                "`{text}` is not a memory placement: first-touch, node or interleave"
+            )),
+        }
+    }
+}
+
 /// The lifecycle of a run as stored. `Incomplete` is derived when reading: a run still marked
 /// `Running` whose owning process is gone (killed, crashed, machine rebooted).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -226,6 +275,9 @@ pub struct RunMeta {
     pub mode: Mode,
     /// How tasks were pinned.
     pub pin: Pin,
+    /// Where the tasks' memory came from (`first-touch` for runs from before it was kept).
+    #[serde(default)]
+    pub membind: Membind,
     /// The task counts of the sweep, in execution order.
     pub points: Vec<u32>,
     /// Trials per point.
@@ -284,6 +336,9 @@ impl RunMeta {
             ));
         } else {
             parts.push(format!("{}, pin {}", self.mode, self.pin));
+            if self.membind != Membind::FirstTouch {
+                parts.push(format!("membind {}", self.membind));
+            }
             parts.push(format!(
                 "{}×{:.3}s (warm-up {:.3}s)",
                 self.runs,

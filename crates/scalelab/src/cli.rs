@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use lab::analysis::history::Metric;
-use lab::record::{Nanos, Pin};
+use lab::record::{Membind, Nanos, Pin};
 use lab::{Field, LabError, LockRequest, TaskSpec, parse_duration};
 
 use crate::help;
@@ -312,6 +312,20 @@ pub struct RunArgs {
     /// these strategies, mean `cores`.)
     #[arg(long, value_name = "STRATEGY|CPUS", value_parser = parse_pin, verbatim_doc_comment)]
     pub pin: Option<Pin>,
+    /// Where the tasks' memory comes from: first-touch, node or interleave [default:
+    /// first-touch] (built-in workloads; set by each task after it is pinned, before its
+    /// workload touches memory).
+    ///
+    ///   first-touch  the kernel's default: a page comes from the node of the CPU that first
+    ///                touches it, so a pinned task's own memory is on its own node.
+    ///   node         each task's pages only from its CPU's node (MPOL_BIND): as first-touch,
+    ///                but a full node fails over to swapping, not to a remote node. Needs
+    ///                pinned tasks; a task left unpinned past the CPUs keeps the default.
+    ///   interleave   every task's pages round-robin over the nodes of the CPUs scalelab
+    ///                may use (MPOL_INTERLEAVE): memory bandwidth of every node, and a remote
+    ///                access on most pages; shows what locality is worth.
+    #[arg(long, value_name = "POLICY", value_parser = parse_membind, verbatim_doc_comment)]
+    pub membind: Option<Membind>,
     /// Where file-based workloads create their files: a fresh directory per trial, removed after it [default: the system temporary directory] (built-in workloads).
     #[arg(long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
@@ -744,11 +758,16 @@ pub fn flag(field: Field) -> &'static str {
         Field::Profile => "--profile",
         Field::ProfileTrials => "--profile-trials",
         Field::Workdir => "--workdir",
+        Field::Membind => "--membind",
     }
 }
 
 /// `KEY=VAL` (`-p`, `--tag`, `--step`).
 fn parse_pin(text: &str) -> Result<Pin, String> {
+    text.parse()
+}
+
+fn parse_membind(text: &str) -> Result<Membind, String> {
     text.parse()
 }
 

@@ -24,6 +24,7 @@ mod clocks;
 mod error;
 mod futex;
 mod mapping;
+mod mempolicy;
 mod pipe;
 mod process;
 mod rusage;
@@ -42,6 +43,7 @@ pub use clocks::{
 pub use error::{Errno, SysError};
 pub use futex::{futex_wait, futex_wake};
 pub use mapping::page_size;
+pub use mempolicy::{MAX_NODE, MemPolicy, current_mempolicy, set_mempolicy};
 pub use pipe::{Pipe, pipe, wait_readable};
 pub use process::{
     ForkResult, ORPHANED_AT_BIRTH, die_with_parent, exit_immediately, fork_single_threaded,

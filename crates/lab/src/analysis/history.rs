@@ -314,6 +314,7 @@ mod tests {
                 op_unit: String::new(),
                 mode: Mode::Threads,
                 pin: Pin::Cores,
+                membind: crate::record::Membind::FirstTouch,
                 points: vec![2],
                 runs: 3,
                 duration: Nanos(1_000_000_000),

@@ -539,6 +539,7 @@ mod tests {
             op_unit: "op".into(),
             mode: Mode::Threads,
             pin: Pin::Cores,
+            membind: crate::record::Membind::FirstTouch,
             points: points.to_vec(),
             runs: 5,
             duration: Nanos(1_000_000_000),

@@ -195,6 +195,7 @@ mod tests {
                 params: Default::default(),
                 mode: crate::record::Mode::Threads,
                 pin: crate::record::Pin::None,
+                membind: crate::record::Membind::FirstTouch,
                 warmup: Nanos(0),
                 duration: Nanos(1_000_000),
                 sample_interval: Nanos(1_000_000),

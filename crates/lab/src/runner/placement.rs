@@ -15,12 +15,16 @@
 //!   bandwidth and remote-node costs from N = 2.
 //! - `none`: the scheduler decides.
 //! - a CPU list: exactly those CPUs, in that order.
+//!
+//! Memory (`--membind`, [`memory_policies`]): by default a task's pages come from the node of
+//! the CPU that first touches them, and each task touches its own memory after it is pinned,
+//! so they are on its node; `node` binds them there, `interleave` spreads them over the nodes.
 
 use std::collections::BTreeMap;
 
 use crate::env::{CpuPlace, CpuTopology};
-use crate::error::LabError;
-use crate::record::Pin;
+use crate::error::{Field, LabError};
+use crate::record::{Membind, Pin};
 
 /// The usable CPUs in `pin`'s order (empty for [`Pin::None`]; the list itself for
 /// [`Pin::Cpus`]).
@@ -69,6 +73,61 @@ pub(crate) fn assign_here(pin: &Pin, tasks: usize) -> Result<Vec<Option<usize>>,
             sys::current_affinity().map_err(|e| LabError::sys("reading the CPU affinity", e))?;
     }
     Ok(assign(pin, tasks, &order))
+}
+
+/// Each task's memory policy under `membind`, from the CPU `cpus` pins it to:
+/// - `first-touch`: the kernel's default (a pinned task's pages come from its CPU's node);
+/// - `node`: bound to its CPU's node; a task left unpinned (past the CPUs) keeps the default;
+/// - `interleave`: round-robin over every node holding a CPU this process may use.
+pub(crate) fn memory_policies(
+    membind: Membind,
+    cpus: &[Option<usize>],
+    topology: &CpuTopology,
+) -> Result<Vec<sys::MemPolicy>, LabError> {
+    if membind == Membind::FirstTouch {
+        return Ok(vec![sys::MemPolicy::Default; cpus.len()]);
+    }
+    let places = topology.usable_places();
+    let node_of: BTreeMap<usize, u32> = places
+        .iter()
+        .filter_map(|p| p.node.map(|node| (p.cpu, node)))
+        .collect();
+    if node_of.is_empty() {
+        return Err(LabError::invalid(
+            Field::Membind,
+            format!(
+                "{membind}: sysfs names no NUMA node for any CPU (/sys/devices/system/node): \
+                 this kernel has no NUMA support; leave --membind out"
+            ),
+        ));
+    }
+    Ok(match membind {
+        Membind::FirstTouch => unreachable!("returned above"),
+        Membind::Node => cpus
+            .iter()
+            .map(|cpu| match cpu.and_then(|c| node_of.get(&c)) {
+                Some(&node) => sys::MemPolicy::Bind(vec![node]),
+                None => sys::MemPolicy::Default,
+            })
+            .collect(),
+        Membind::Interleave => {
+            let mut nodes: Vec<u32> = node_of.values().copied().collect();
+            nodes.sort_unstable();
+            nodes.dedup();
+            vec![sys::MemPolicy::Interleave(nodes); cpus.len()]
+        }
+    })
+}
+
+/// [`memory_policies`] on this machine.
+pub(crate) fn memory_here(
+    membind: Membind,
+    cpus: &[Option<usize>],
+) -> Result<Vec<sys::MemPolicy>, LabError> {
+    if membind == Membind::FirstTouch {
+        return Ok(vec![sys::MemPolicy::Default; cpus.len()]);
+    }
+    memory_policies(membind, cpus, &CpuTopology::read())
 }
 
 /// The CPUs this process may use, physical cores first (the `cores` order); used to give an

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::perf_record::ProfileRequest;
 use crate::locks::LockRequest;
 use crate::offcpu::OffCpuRequest;
-use crate::record::{Mode, Nanos, Pin};
+use crate::record::{Membind, Mode, Nanos, Pin};
 
 /// One trial: N tasks doing some work, maybe observed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -58,6 +58,9 @@ pub struct BuiltinWork {
     pub mode: Mode,
     /// How tasks are pinned to CPUs.
     pub pin: Pin,
+    /// Where the tasks' memory comes from (`first-touch` in specs from before it existed).
+    #[serde(default)]
+    pub membind: Membind,
     /// Time the tasks run before the window opens.
     pub warmup: Nanos,
     /// The measurement window.

@@ -17,15 +17,24 @@ use crate::runner::schedstat::SchedStat;
 use crate::workloads::Prepared;
 
 /// Runs task `index` to completion; the error (if any) is also marked in the control block.
+/// Where a task runs and where its memory comes from.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct TaskPlace<'a> {
+    /// The CPU it is pinned to (`None`: left to the scheduler).
+    pub cpu: Option<usize>,
+    /// Its memory policy, set after pinning and before the workload touches its memory.
+    pub memory: &'a sys::MemPolicy,
+}
+
 pub(super) fn run_task(
     prepared: &dyn Prepared,
     control: &Control,
     index: usize,
-    cpu: Option<usize>,
+    place: TaskPlace<'_>,
     mode: Mode,
     extra_names: &[&'static str],
 ) -> Result<(), LabError> {
-    let result = task_body(prepared, control, index, cpu, mode, extra_names);
+    let result = task_body(prepared, control, index, place, mode, extra_names);
     control.set_status(
         index,
         if result.is_ok() {
@@ -60,13 +69,21 @@ fn task_body(
     prepared: &dyn Prepared,
     control: &Control,
     index: usize,
-    cpu: Option<usize>,
+    place: TaskPlace<'_>,
     mode: Mode,
     extra_names: &[&'static str],
 ) -> Result<(), LabError> {
-    if let Some(cpu) = cpu {
+    if let Some(cpu) = place.cpu {
         sys::set_current_affinity(&[cpu])
             .map_err(|e| LabError::sys(format!("pinning task {index} to CPU {cpu}"), e))?;
+    }
+    if *place.memory != sys::MemPolicy::Default {
+        sys::set_mempolicy(place.memory).map_err(|e| {
+            LabError::sys(
+                format!("setting task {index}'s memory policy ({:?})", place.memory),
+                e,
+            )
+        })?;
     }
     let mut work = prepared.task(index)?;
     // A task process has one thread, so this thread is the task in both modes.

@@ -13,7 +13,7 @@ use super::counter_window::{CounterSnapshot, counter_values, snapshot};
 use super::placement;
 use super::schedstat::{self, TaskClocks};
 use super::spec::{BuiltinWork, TrialSpec};
-use super::task::run_task;
+use super::task::{TaskPlace, run_task};
 use crate::error::LabError;
 use crate::params::Params;
 use crate::record::{
@@ -43,6 +43,12 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
     let prepared = workload.prepare(&params, &ctx)?;
     let control = Control::new(tasks)?;
     let placement = placement::assign_here(&work.pin, tasks)?;
+    let memory = placement::memory_here(work.membind, &placement)?;
+    let places: Vec<TaskPlace<'_>> = placement
+        .iter()
+        .zip(&memory)
+        .map(|(&cpu, memory)| TaskPlace { cpu, memory })
+        .collect();
     let counters = work
         .counters
         .then(|| perf::InheritedCounters::open(&super::counter_window::COUNTED));
@@ -67,13 +73,13 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
     let created = Instant::now();
     let window = match work.mode {
         Mode::Threads => std::thread::scope(|scope| {
-            let handles: Vec<_> = placement
+            let handles: Vec<_> = places
                 .iter()
                 .enumerate()
-                .map(|(i, cpu)| {
+                .map(|(i, &place)| {
                     let (prepared, control) = (prepared.as_ref(), &control);
                     scope.spawn(move || {
-                        run_task(prepared, control, i, *cpu, Mode::Threads, extra_names)
+                        run_task(prepared, control, i, place, Mode::Threads, extra_names)
                     })
                 })
                 .collect();
@@ -113,7 +119,7 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
             work,
             prepared.as_ref(),
             &control,
-            &placement,
+            &places,
             counters.as_ref(),
             extra_names,
             (drain_every, &mut drain),
@@ -184,14 +190,14 @@ fn run_processes(
     work: &BuiltinWork,
     prepared: &dyn Prepared,
     control: &Control,
-    placement: &[Option<usize>],
+    places: &[TaskPlace<'_>],
     counters: Option<&perf::InheritedCounters>,
     extra_names: &[&'static str],
     drain: Drain<'_>,
 ) -> Result<Window, LabError> {
-    let mut children = Vec::with_capacity(placement.len());
+    let mut children = Vec::with_capacity(places.len());
     let trial_child = std::process::id() as i32;
-    for (i, cpu) in placement.iter().enumerate() {
+    for (i, &place) in places.iter().enumerate() {
         match sys::fork_single_threaded() {
             Ok(sys::ForkResult::Child) => {
                 // A task dies with its trial child; had that already died, the signal would
@@ -200,7 +206,7 @@ fn run_processes(
                 if sys::getppid() != trial_child {
                     sys::exit_immediately(sys::ORPHANED_AT_BIRTH);
                 }
-                let code = match run_task(prepared, control, i, *cpu, Mode::Processes, extra_names)
+                let code = match run_task(prepared, control, i, place, Mode::Processes, extra_names)
                 {
                     Ok(()) => 0,
                     Err(e) => {

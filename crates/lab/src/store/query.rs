@@ -10,8 +10,8 @@ use super::columns::{from_json, mode_from_sql, optional_json, pin_from_sql, u64_
 use super::liveness::{Liveness, Owner};
 use super::{Store, StoreError};
 use crate::record::{
-    Nanos, RunData, RunMeta, RunStatus, SampleRecord, TrialMeasurement, TrialOutcome, TrialRecord,
-    Usage,
+    Membind, Nanos, RunData, RunMeta, RunStatus, SampleRecord, TrialMeasurement, TrialOutcome,
+    TrialRecord, Usage,
 };
 
 /// Which runs `list_runs` returns; every given condition must hold.
@@ -46,7 +46,7 @@ fn placeholders(n: usize) -> String {
 
 const RUN_COLUMNS: &str = "id, origin_id, name, workload, params, op_unit, mode, pin, points, runs,
     duration_ns, warmup_ns, variant, tags, started_at, finished_at, status, env, warnings,
-    command_line, owner_pid, owner_start_time, owner_boot_id, uuid, pin_placement";
+    command_line, owner_pid, owner_start_time, owner_boot_id, uuid, pin_placement, membind";
 
 impl Store {
     /// The runs matching `filter`, oldest first (by id), with derived status.
@@ -277,6 +277,7 @@ struct RawRun {
     mode: String,
     pin: String,
     pin_placement: Option<String>,
+    membind: Option<String>,
     points: String,
     runs: u32,
     duration_ns: i64,
@@ -324,6 +325,7 @@ impl RawRun {
             },
             uuid: r.opt_text(23)?,
             pin_placement: r.opt_text(24)?,
+            membind: r.opt_text(25)?,
         })
     }
 
@@ -352,6 +354,10 @@ impl RawRun {
             pin: {
                 let pin = self.pin_placement.as_deref().unwrap_or(&self.pin);
                 pin_from_sql(pin).ok_or_else(|| unknown("pin", pin))?
+            },
+            membind: match self.membind.as_deref() {
+                None => Membind::FirstTouch,
+                Some(m) => m.parse().map_err(|_| unknown("membind", m))?,
             },
             points: from_json(&self.points, "points", &corrupt)?,
             runs: self.runs,

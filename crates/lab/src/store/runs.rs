@@ -214,9 +214,9 @@ impl Writer<'_, '_> {
                 "INSERT INTO runs (origin_id, name, workload, params, op_unit, mode, pin, points, runs,
                      duration_ns, warmup_ns, variant, tags, started_at, finished_at, status, env,
                      warnings, command_line, owner_pid, owner_start_time, owner_boot_id, uuid,
-                     pin_placement)
+                     pin_placement, membind)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                     ?18, ?19, ?20, ?21, ?22, ?23, ?24)
+                     ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)
                  RETURNING id",
                 vals![
                     row.origin_id,
@@ -243,6 +243,7 @@ impl Writer<'_, '_> {
                     owner.boot_id,
                     meta.uuid.hyphenated().to_string(),
                     meta.pin.to_string(),
+                    meta.membind.as_str(),
                 ],
             )?
             .int(0)?;

@@ -28,7 +28,7 @@ pub(crate) const APPLICATION_ID: i32 = 0x5343_4c42;
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Step `i` takes the schema from version `i` to `i + 1`. Append only; never edit a shipped step.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
 
 /// Version 1. u64 values (durations, counts) are stored in INTEGER columns as their two's
 /// complement bit pattern (see `columns`), so values past i64::MAX survive exactly.
@@ -157,6 +157,12 @@ ALTER TABLE trials ADD COLUMN harness TEXT;  -- JSON HarnessCost; NULL for comma
 /// drop without rebuilding `runs`; it keeps the nearest old name and this column wins when set.
 pub(super) const V8: &str = "
 ALTER TABLE runs ADD COLUMN pin_placement TEXT;  -- Pin text; NULL before version 8
+";
+
+/// Version 10: `--membind` (`first-touch`, `node`, `interleave`); NULL for runs from before it
+/// was kept, which were first-touch.
+pub(super) const V10: &str = "
+ALTER TABLE runs ADD COLUMN membind TEXT;  -- Membind text; NULL before version 10
 ";
 
 /// Version 9: bisections (`scalelab bisect`, see `store::bisect`): the settings and status of

@@ -12,8 +12,8 @@ mod store {
     use lab::env::Fingerprint;
     use lab::record::{
         ClockWindow, CounterValue, EXPORT_SCHEMA_VERSION, HarnessCost, LockContention, LockReport,
-        Mode, Nanos, OffCpuReport, OffCpuSite, Pin, ProfileRef, RunData, RunMeta, RunStatus,
-        SampleRecord, StepRecord, TrialMeasurement, TrialOutcome, TrialRecord, Usage,
+        Membind, Mode, Nanos, OffCpuReport, OffCpuSite, Pin, ProfileRef, RunData, RunMeta,
+        RunStatus, SampleRecord, StepRecord, TrialMeasurement, TrialOutcome, TrialRecord, Usage,
     };
     use lab::store::{
         Location, RunFilter, Store, StoreError, export_csv, export_json, read_export,
@@ -93,6 +93,8 @@ mod store {
             op_unit: "one page faulted in".into(),
             mode: Mode::Threads,
             pin: Pin::Cores,
+            // Not the default, so the round trips show it is stored.
+            membind: Membind::Interleave,
             points: vec![1, 2, 4],
             runs: 2,
             duration: Nanos(5_000_000_000),

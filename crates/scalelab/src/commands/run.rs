@@ -72,6 +72,12 @@ fn refuse_what_does_not_apply(args: &RunArgs) -> Result<()> {
              the command (e.g. `taskset`) for another placement",
         ),
         (
+            args.membind.is_some(),
+            "--membind",
+            "the command allocates its own memory; run it under numactl for a policy \
+             (numactl --interleave=all CMD, numactl --localalloc CMD)",
+        ),
+        (
             args.workdir.is_some(),
             "--workdir",
             "the command runs in the current directory; `cd DIR &&` in the command, or run \
@@ -126,6 +132,7 @@ fn config(args: &RunArgs) -> RunConfig {
         ModeArg::Processes => Mode::Processes,
     };
     cfg.pin = args.pin.clone().unwrap_or(Pin::Cores);
+    cfg.membind = args.membind.unwrap_or_default();
     if let Some(duration) = args.duration {
         cfg.duration = duration;
     }

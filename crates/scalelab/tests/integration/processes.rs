@@ -525,3 +525,110 @@ fn a_thousand_and_twenty_four_tasks_start_sample_and_stop() {
     let left = marked(&mark);
     assert!(left.is_empty(), "processes left: {left:?}");
 }
+
+/// The memory policy each thread of process `pid` shows in its `numa_maps` (the policy of its
+/// first mapping, which has none of its own: the thread's), per thread id.
+fn thread_policies(pid: i32) -> Vec<(String, String)> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|t| {
+            let tid = t.file_name().to_string_lossy().to_string();
+            let maps = std::fs::read_to_string(t.path().join("numa_maps")).ok()?;
+            let policy = maps.lines().next()?.split_whitespace().nth(1)?.to_string();
+            Some((tid, policy))
+        })
+        .collect()
+}
+
+/// `--membind` sets each task's memory policy, and only the tasks': seen from outside, in
+/// `/proc/PID/task/TID/numa_maps`, while the run measures (this machine's one node is 0).
+#[test]
+fn membind_sets_the_memory_policy_of_every_task_and_of_nothing_else() {
+    let lab = Lab::new();
+    for (mode, membind, policy) in [
+        ("processes", "node", "bind:0"),
+        ("threads", "interleave", "interleave:0"),
+    ] {
+        let mark = unique("membind");
+        let _sweeper = Sweeper(vec![mark.clone()]);
+        let args = [
+            "run",
+            "null_syscall",
+            "--mode",
+            mode,
+            "--tasks",
+            "2",
+            "--runs",
+            "1",
+            "--duration",
+            "3s",
+            "--warmup",
+            "100ms",
+            "--membind",
+            membind,
+            "--no-counters",
+            "--quiet",
+        ];
+        let mut run = spawn_marked(&lab, &mark, &args);
+        // Every thread of every trial process (the trial child and its task processes), once
+        // the two tasks have set theirs.
+        let mut seen = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            seen = marked(&mark)
+                .iter()
+                .filter(|p| p.cmdline.contains("__trial"))
+                .flat_map(|p| thread_policies(p.pid))
+                .collect();
+            if seen.iter().filter(|(_, p)| p == policy).count() >= 2 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let set = seen.iter().filter(|(_, p)| p == policy).count();
+        assert_eq!(set, 2, "{mode} --membind {membind}: {seen:?}");
+        // The trial child's own threads (its sampler) keep the default.
+        assert!(
+            seen.iter().all(|(_, p)| p == policy || p == "default"),
+            "{mode}: {seen:?}"
+        );
+        assert!(
+            seen.iter().any(|(_, p)| p == "default"),
+            "{mode}: no thread kept the default: {seen:?}"
+        );
+        assert!(run.wait().unwrap().success(), "{mode}");
+        assert!(
+            lab.ok(&["show", "last"])
+                .contains(&format!("membind {membind}")),
+            "{mode}"
+        );
+        assert_eq!(
+            lab.json(&["export", "last"])["run"]["meta"]["membind"],
+            membind
+        );
+    }
+    // What cannot be done is refused, naming the fix.
+    let err = lab.fails(&[
+        "run",
+        "null_syscall",
+        "--membind",
+        "node",
+        "--pin",
+        "none",
+        "--tasks",
+        "1",
+    ]);
+    assert!(err.contains("--membind interleave"), "{err}");
+    let err = lab.fails(&[
+        "run",
+        "--cmd",
+        "true",
+        "--membind",
+        "interleave",
+        "--tasks",
+        "1",
+    ]);
+    assert!(err.contains("numactl"), "{err}");
+}

@@ -550,6 +550,7 @@ fn setup_differences(a: &RunMeta, b: &RunMeta) -> Vec<ComparisonWarning> {
     [
         ("mode", a.mode.to_string(), b.mode.to_string()),
         ("pinning", a.pin.to_string(), b.pin.to_string()),
+        ("memory", a.membind.to_string(), b.membind.to_string()),
         ("trial duration", secs(a, a.duration), secs(b, b.duration)),
         ("warm-up", secs(a, a.warmup), secs(b, b.warmup)),
     ]

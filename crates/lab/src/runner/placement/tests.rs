@@ -170,3 +170,60 @@ fn a_512_cpu_machine_orders_every_strategy_as_a_permutation() {
 fn this_machine_has_an_order() {
     assert!(!cpu_order().unwrap().is_empty());
 }
+
+#[test]
+fn membind_node_binds_each_task_to_its_cpus_node_and_interleave_spreads_over_all() {
+    let t = fixture("epyc-2s-nps4");
+    let cpus = assign(&Pin::SpreadNodes, 9, &order_for(&Pin::SpreadNodes, &t));
+    let bound = memory_policies(Membind::Node, &cpus, &t).unwrap();
+    for (cpu, policy) in cpus.iter().zip(&bound) {
+        let node = t.cpus[cpu.unwrap()].node.unwrap();
+        assert_eq!(*policy, sys::MemPolicy::Bind(vec![node]), "CPU {cpu:?}");
+    }
+    // Spread over the nodes, the first eight tasks are bound to eight different ones.
+    let nodes: std::collections::BTreeSet<u32> = cpus[..8]
+        .iter()
+        .map(|cpu| t.cpus[cpu.unwrap()].node.unwrap())
+        .collect();
+    assert_eq!(nodes.len(), 8);
+    let all: Vec<u32> = (0..8).collect();
+    assert_eq!(
+        memory_policies(Membind::Interleave, &cpus, &t).unwrap(),
+        vec![sys::MemPolicy::Interleave(all); 9]
+    );
+    assert_eq!(
+        memory_policies(Membind::FirstTouch, &cpus, &t).unwrap(),
+        vec![sys::MemPolicy::Default; 9]
+    );
+}
+
+#[test]
+fn membind_interleaves_over_the_nodes_of_the_cpuset_and_leaves_unpinned_tasks_alone() {
+    let t = fixture("container-6of32");
+    let nodes: std::collections::BTreeSet<u32> =
+        t.usable_places().iter().filter_map(|p| p.node).collect();
+    let cpus = assign(&Pin::Cores, 2, &order_for(&Pin::Cores, &t));
+    assert_eq!(
+        memory_policies(Membind::Interleave, &cpus, &t).unwrap()[0],
+        sys::MemPolicy::Interleave(nodes.into_iter().collect())
+    );
+    // 7 tasks on 6 usable CPUs: nobody is pinned, so no task has a node of its own.
+    let unpinned = assign(&Pin::Cores, 7, &order_for(&Pin::Cores, &t));
+    assert_eq!(
+        memory_policies(Membind::Node, &unpinned, &t).unwrap(),
+        vec![sys::MemPolicy::Default; 7]
+    );
+}
+
+#[test]
+fn membind_without_numa_in_sysfs_is_refused_naming_the_fix() {
+    let mut t = fixture("arm-64");
+    for place in &mut t.cpus {
+        place.node = None;
+    }
+    let cpus = assign(&Pin::Cores, 2, &order_for(&Pin::Cores, &t));
+    let e = memory_policies(Membind::Interleave, &cpus, &t).unwrap_err();
+    assert!(e.to_string().contains("leave --membind out"), "{e}");
+    // The default needs nothing from sysfs.
+    assert!(memory_policies(Membind::FirstTouch, &cpus, &t).is_ok());
+}
