@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::analysis::profile::PointProfile;
+use crate::analysis::profile::{FunctionRow, PointProfile};
 use crate::record::{LockContention, LockReport, OffCpuSite, TrialMeasurement};
 
 /// What kind of cause, and so which part of the accounting it lives in.
@@ -369,6 +369,25 @@ pub(crate) fn measuring_cost(p: &PointProfile) -> f64 {
         .fold(0.0, |sum, c| sum + c)
 }
 
+/// One profile function as a cause of `kind`, its self cost per op × `scale`.
+fn profile_part(f: &FunctionRow, kind: CauseKind, scale: f64) -> Option<Part> {
+    Some(Part {
+        cause: Cause {
+            kind,
+            what: f.key(),
+            object: f.dso.clone(),
+            caller: String::new(),
+            source: "profile",
+            evidence: vec![format!(
+                "{} ({}), {:.1}% of samples",
+                f.name, f.dso, f.self_share
+            )],
+        },
+        ns_per_op: f.cost_per_op? * scale,
+        per_trial: Vec::new(),
+    })
+}
+
 /// The kernel's perf and tracing functions of a profile as causes of kind
 /// [`CauseKind::Measurement`], each its cost per op × `carried` (the share of the profiled
 /// trials' cost of measuring that the median trial carries too).
@@ -376,23 +395,7 @@ pub(crate) fn measuring_parts(p: &PointProfile, carried: f64) -> Vec<Part> {
     p.functions
         .iter()
         .filter(|f| is_observation(f.kernel, &f.name))
-        .filter_map(|f| {
-            Some(Part {
-                cause: Cause {
-                    kind: CauseKind::Measurement,
-                    what: f.key(),
-                    object: f.dso.clone(),
-                    caller: String::new(),
-                    source: "profile",
-                    evidence: vec![format!(
-                        "{} ({}), {:.1}% of samples",
-                        f.name, f.dso, f.self_share
-                    )],
-                },
-                ns_per_op: f.cost_per_op? * carried,
-                per_trial: Vec::new(),
-            })
-        })
+        .filter_map(|f| profile_part(f, CauseKind::Measurement, carried))
         .collect()
 }
 
@@ -406,23 +409,7 @@ pub(crate) fn function_parts(p: &PointProfile, skip_spin: bool, scale: f64) -> V
         .iter()
         .filter(|f| !(skip_spin && f.kernel && f.name.contains("spin")))
         .filter(|f| !is_observation(f.kernel, &f.name))
-        .filter_map(|f| {
-            Some(Part {
-                cause: Cause {
-                    kind: CauseKind::Function,
-                    what: f.key(),
-                    object: f.dso.clone(),
-                    caller: String::new(),
-                    source: "profile",
-                    evidence: vec![format!(
-                        "{} ({}), {:.1}% of samples",
-                        f.name, f.dso, f.self_share
-                    )],
-                },
-                ns_per_op: f.cost_per_op? * scale,
-                per_trial: Vec::new(),
-            })
-        })
+        .filter_map(|f| profile_part(f, CauseKind::Function, scale))
         .collect()
 }
 
