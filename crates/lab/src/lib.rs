@@ -8,7 +8,8 @@
 //! - At the root: the request and its plan ([`RunConfig`], [`Plan`], [`TaskSpec`], [`Params`],
 //!   [`LockRequest`], [`parse_duration`], [`check_runs`]), the built-in workloads
 //!   ([`workload_infos`], [`workload_info`]), the errors ([`LabError`], [`Field`],
-//!   [`PathError`]), the run [`Warning`]s, [`create_output`], and the entry points of the
+//!   [`PathError`]), the run [`Warning`]s, [`create_output`], a run's profile files read from
+//!   its store on another host ([`fetch_profiles`]), and the entry points of the
 //!   binary's hidden helper processes ([`die_with_owner`], [`serve_guard`]).
 //! - [`lifecycle`]: the owner of a run ([`lifecycle::run`], [`lifecycle::ab`]).
 //! - [`bisect`]: the commit that made it slower ([`bisect::start`], [`bisect::resume`], and
@@ -39,6 +40,7 @@ mod params;
 mod pg_server;
 mod plan;
 mod process;
+mod profile_files;
 pub mod record;
 pub mod runner;
 pub mod safe_text;
@@ -60,6 +62,7 @@ pub use owned_dir::{PathError, create_output};
 pub use params::{ParamKind, ParamSpec, Params, split_pair};
 pub use plan::{Plan, RunConfig, check_runs, parse_duration};
 pub use process::{die_with_owner, serve_guard};
+pub use profile_files::{FilesCopied, MAX_FILE_BYTES, fetch_profiles};
 pub use task_spec::TaskSpec;
 pub use warnings::Warning;
 pub use workloads::{WorkloadInfo, workload_info, workload_infos};

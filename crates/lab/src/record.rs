@@ -393,6 +393,14 @@ impl TrialOutcome {
             TrialOutcome::Failed { .. } => None,
         }
     }
+
+    /// The measurement, when the trial has one, to change (a profile's path, read elsewhere).
+    pub fn measurement_mut(&mut self) -> Option<&mut TrialMeasurement> {
+        match self {
+            TrialOutcome::Ok(m) => Some(m),
+            TrialOutcome::Failed { .. } => None,
+        }
+    }
 }
 
 /// The raw measurement of one trial's window (warm-up excluded).

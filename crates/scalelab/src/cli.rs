@@ -413,6 +413,10 @@ pub struct PushArgs {
     /// Only runs of this variant.
     #[arg(long)]
     pub variant: Option<String>,
+    /// Also store each run's perf.data files and kallsyms snapshot in the target, so that
+    /// other hosts can read its profiles (also for runs pushed before without them).
+    #[arg(long)]
+    pub with_profiles: bool,
     /// Print what was copied as JSON on stdout.
     #[arg(long)]
     pub json: bool,

@@ -110,12 +110,19 @@ EXAMPLES:
   scalelab push --to postgres://scalelab@db.example/perf
   scalelab --db offline.db push --to postgres:///perf?host=/run/postgresql
   scalelab push --to team.db --workload page_fault --tag kernel=6.8
+  scalelab push --to postgres://scalelab@db.example/perf --with-profiles
 
-Runs still being measured are left for a later push. perf.data files stay
-on this host: the copied runs keep their profiles' paths and metadata.
+Runs still being measured are left for a later push. Without --with-profiles
+perf.data files stay on this host: the copied runs keep their profiles' paths
+and metadata. With it, each run's perf.data files and kallsyms snapshot are
+stored in the target too (table run_files; at most 512 MiB a file), also for
+runs pushed before without them; a host that lacks the files reads the stored
+copies (`profile`, `explain`, `report`, `serve`), written on first use into its
+own profiles folder for that store.
 
 EXIT STATUS:
-  0    every run is in the target (copied now or before)
+  0    every run is in the target (copied now or before), with its files when asked
+  1    --with-profiles: a profile file could not be copied (each is named on stderr)
   2    a usage or runtime error (what was copied before it stays copied)";
 
 /// `scalelab serve --help`.

@@ -208,15 +208,7 @@ pub(crate) fn kallsyms_warning() -> Option<String> {
 /// be yours or root's and not writable by others unless sticky; `profiles` and the database's
 /// subfolder, when they exist, must be yours and writable by you alone.
 pub(crate) fn prepare_dir(db: &Path, run: uuid::Uuid) -> Result<OwnedDir, LabError> {
-    let (folder, db_name) = owned_dir::split(db)?;
-    // A PostgreSQL store's profiles go beside the default local database, whose folder a host
-    // that never used SQLite does not have yet (made 0700, through trusted links only).
-    if !folder.exists() {
-        OwnedDir::open_or_create(&folder)?;
-    }
-    let dir = OwnedDir::open_anchor(&folder)?
-        .private_subdir("profiles")?
-        .private_subdir(&db_name)?
+    let dir = profiles_of(db)?
         .new_subdir(&run.hyphenated().to_string())
         .map_err(owned_dir::PathError::from)?;
     // Unreadable kallsyms was already reported by `kallsyms_warning`; kernel names stay unknown.
@@ -229,6 +221,20 @@ pub(crate) fn prepare_dir(db: &Path, run: uuid::Uuid) -> Result<OwnedDir, LabErr
             .map_err(|e| LabError::io(format!("writing {}", target.display()), e))?;
     }
     Ok(dir)
+}
+
+/// The folder holding the run folders of the database `db`, `<db dir>/profiles/<db file
+/// name>/`, made (0700) when missing, with the checks of [`prepare_dir`].
+pub(crate) fn profiles_of(db: &Path) -> Result<OwnedDir, LabError> {
+    let (folder, db_name) = owned_dir::split(db)?;
+    // A PostgreSQL store's profiles go beside the default local database, whose folder a host
+    // that never used SQLite does not have yet (made 0700, through trusted links only).
+    if !folder.exists() {
+        OwnedDir::open_or_create(&folder)?;
+    }
+    Ok(OwnedDir::open_anchor(&folder)?
+        .private_subdir("profiles")?
+        .private_subdir(&db_name)?)
 }
 
 /// The kallsyms snapshot's name in a run's profile folder.

@@ -22,7 +22,8 @@
 //! `PRAGMA user_version`), `pg_schema` (PostgreSQL's DDL and migrations), `pg_config` (URL,
 //! service file, environment and password file, as libpq reads them), `runs` (writing),
 //! `query` (reading), `columns` (model values ↔ SQL columns), `liveness` (is the owner alive),
-//! `push` (copying runs between stores, idempotently by UUID), `bisect` (bisections: their
+//! `push` (copying runs between stores, idempotently by UUID), `run_files` (a run's
+//! profile files, stored for other hosts), `bisect` (bisections: their
 //! range, steps and verdicts), `export` (JSON/CSV export,
 //! reading exports), `validation` (refusing runs no measurement could produce, before import),
 //! `error` (what can go wrong).
@@ -39,6 +40,7 @@ mod pg_config;
 mod pg_schema;
 mod push;
 mod query;
+mod run_files;
 mod runs;
 mod schema;
 mod validation;

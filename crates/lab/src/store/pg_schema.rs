@@ -17,10 +17,23 @@ use super::SCHEMA_VERSION;
 use super::schema::{V2, V3, V6, V7, V8, V10};
 
 /// Step `i` takes the schema from version `i` to `i + 1`. Append only; never edit a shipped step.
-pub(crate) const PG_MIGRATIONS: &[&str] = &[PG_V1, V2, V3, PG_V4, PG_V5, V6, V7, V8, PG_V9, V10];
+pub(crate) const PG_MIGRATIONS: &[&str] =
+    &[PG_V1, V2, V3, PG_V4, PG_V5, V6, V7, V8, PG_V9, V10, PG_V11];
 
 // The two lists stay the same length: a migration is added to both.
 const _: () = assert!(PG_MIGRATIONS.len() as i64 == SCHEMA_VERSION);
+
+/// Version 11 (see `schema::V11`): run files as `bytea` (at most 1 GB each; `push` refuses
+/// files above `profile_files::MAX_FILE_BYTES`).
+const PG_V11: &str = "
+CREATE TABLE run_files (
+    run_id  BIGINT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    name    TEXT NOT NULL,
+    size    BIGINT NOT NULL,
+    data    BYTEA NOT NULL,
+    PRIMARY KEY (run_id, name)
+);
+";
 
 /// Version 1 (see `schema::V1` for what each column holds).
 const PG_V1: &str = "

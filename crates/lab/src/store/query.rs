@@ -225,7 +225,7 @@ impl Store {
         })
     }
 
-    fn require_run(&self, id: i64) -> Result<(), StoreError> {
+    pub(super) fn require_run(&self, id: i64) -> Result<(), StoreError> {
         self.db
             .read(&self.location, |tx| {
                 tx.query_opt("SELECT 1 FROM runs WHERE id = ?1", vals![id])

@@ -28,7 +28,7 @@ pub(crate) const APPLICATION_ID: i32 = 0x5343_4c42;
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Step `i` takes the schema from version `i` to `i + 1`. Append only; never edit a shipped step.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
 
 /// Version 1. u64 values (durations, counts) are stored in INTEGER columns as their two's
 /// complement bit pattern (see `columns`), so values past i64::MAX survive exactly.
@@ -163,6 +163,19 @@ ALTER TABLE runs ADD COLUMN pin_placement TEXT;  -- Pin text; NULL before versio
 /// was kept, which were first-touch.
 pub(super) const V10: &str = "
 ALTER TABLE runs ADD COLUMN membind TEXT;  -- Membind text; NULL before version 10
+";
+
+/// Version 11: the files of a run's profile folder (its perf.data files and kallsyms
+/// snapshot), stored by `push --with-profiles` so that another host can read the profiles;
+/// read back into the reader's own profile folder on first use (`profile_files`).
+const V11: &str = "
+CREATE TABLE run_files (
+    run_id  INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    name    TEXT NOT NULL,       -- the file's name in the run's folder (n1-t1.perf.data, kallsyms)
+    size    INTEGER NOT NULL,    -- bytes
+    data    BLOB NOT NULL,
+    PRIMARY KEY (run_id, name)
+);
 ";
 
 /// Version 9: bisections (`scalelab bisect`, see `store::bisect`): the settings and status of

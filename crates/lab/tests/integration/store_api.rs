@@ -75,6 +75,7 @@ mod store {
         writes_to_a_missing_run_are_errors,
         two_writers_at_once_both_succeed,
         push_twice_copies_each_run_once,
+        push_with_profiles_stores_the_files_once_and_another_host_reads_them,
         a_run_whose_writer_is_gone_reads_incomplete_to_every_reader,
         many_runs_load_at_once_as_each_loads_alone,
     );
@@ -917,11 +918,11 @@ mod store {
         let running = source.begin_run(&meta("spin")).unwrap();
         store_run(&mut target, "already_there");
 
-        let first = lab::store::push(&source, &mut target, &RunFilter::default()).unwrap();
+        let first = lab::store::push(&source, &mut target, &RunFilter::default(), false).unwrap();
         assert_eq!(first.copied.len(), 2, "{first:?}");
         assert!(first.present.is_empty(), "{first:?}");
         assert_eq!(first.running, vec![running]);
-        let second = lab::store::push(&source, &mut target, &RunFilter::default()).unwrap();
+        let second = lab::store::push(&source, &mut target, &RunFilter::default(), false).unwrap();
         assert!(second.copied.is_empty(), "{second:?}");
         assert_eq!(second.present, first.copied);
         assert_eq!(target.list_runs(&RunFilter::default()).unwrap().len(), 3);
@@ -939,6 +940,128 @@ mod store {
             export_json(&copy, &mut c).unwrap();
             assert_eq!(String::from_utf8(a).unwrap(), String::from_utf8(c).unwrap());
         }
+    }
+
+    /// `push --with-profiles`: a run's perf.data files and kallsyms snapshot reach the target
+    /// once (a run pushed before without them gets them; a second push copies nothing), a file
+    /// that is gone is named, and a host that lacks the files reads the stored copies, written
+    /// into its own profiles folder (0700, files 0600) and reused.
+    fn push_with_profiles_stores_the_files_once_and_another_host_reads_them(b: Backend) {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        let Some((_dir, mut target)) = fresh(b) else {
+            return;
+        };
+        let (src_dir, mut source) = open_temp();
+        let mut m = meta("page_fault");
+        let folder = src_dir
+            .path()
+            .join("profiles/scalelab.db")
+            .join(m.uuid.to_string());
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&folder)
+            .unwrap();
+        let perf_data: Vec<u8> = (0..200_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        fs::write(folder.join("n1-t1.perf.data"), &perf_data).unwrap();
+        fs::write(folder.join("kallsyms"), b"ffffffff81000000 T _stext\n").unwrap();
+        let profiled = |n: u32, index: u32, name: &str| {
+            let mut t = ok_trial(n, index);
+            if let TrialOutcome::Ok(me) = &mut t.outcome {
+                me.profile = Some(ProfileRef {
+                    path: folder.join(name).display().to_string(),
+                    event: "cpu-clock".into(),
+                    frequency: 999,
+                    threads: vec![],
+                });
+            }
+            t
+        };
+        m.status = RunStatus::Running;
+        let id = source.begin_run(&m).unwrap();
+        // N=2's file is gone from this host (deleted, or never kept).
+        for t in [
+            profiled(1, 0, "n1-t1.perf.data"),
+            profiled(2, 0, "n2-t1.perf.data"),
+        ] {
+            source.add_trial(id, &t).unwrap();
+        }
+        source
+            .finish_run(id, RunStatus::Complete, "2025-01-01T00:02:00Z")
+            .unwrap();
+
+        let plain = lab::store::push(&source, &mut target, &RunFilter::default(), false).unwrap();
+        assert!(plain.files.is_empty(), "{plain:?}");
+        let there = plain.copied[0].1;
+        assert!(target.run_file_names(there).unwrap().is_empty());
+
+        let with = lab::store::push(&source, &mut target, &RunFilter::default(), true).unwrap();
+        assert_eq!(with.present, vec![(id, there)]);
+        let (_, files) = &with.files[0];
+        assert_eq!(files.files, 2, "{files:?}");
+        assert_eq!(files.bytes, perf_data.len() as u64 + 26);
+        assert_eq!(files.missing.len(), 1, "{files:?}");
+        assert!(
+            files.missing[0].contains("N=2 trial 1")
+                && files.missing[0].contains("n2-t1")
+                && files.missing[0].contains("gone"),
+            "{files:?}"
+        );
+        assert_eq!(
+            target.run_file_names(there).unwrap(),
+            vec![
+                ("kallsyms".to_string(), 26),
+                ("n1-t1.perf.data".to_string(), perf_data.len() as u64)
+            ]
+        );
+        let again = lab::store::push(&source, &mut target, &RunFilter::default(), true).unwrap();
+        let (_, files) = &again.files[0];
+        assert_eq!((files.files, files.present), (0, 2), "{files:?}");
+
+        // Another host: the recorded paths are not there.
+        fs::remove_dir_all(&folder).unwrap();
+        let reader = tempfile::tempdir().unwrap();
+        let local_db = reader.path().join("scalelab.db");
+        let mut run = target.load_run(there).unwrap();
+        let pointed = lab::fetch_profiles(&target, &mut run, &local_db).unwrap();
+        assert_eq!(pointed, 1);
+        let copy = reader
+            .path()
+            .join("profiles/scalelab.db")
+            .join(m.uuid.to_string());
+        let profile = |run: &RunData, n: u32| {
+            run.trials
+                .iter()
+                .find(|t| t.n == n)
+                .and_then(|t| t.outcome.measurement())
+                .and_then(|me| me.profile.clone())
+                .unwrap()
+                .path
+        };
+        assert_eq!(
+            profile(&run, 1),
+            copy.join("n1-t1.perf.data").display().to_string()
+        );
+        assert!(profile(&run, 2).starts_with(&folder.display().to_string()));
+        assert_eq!(fs::read(copy.join("n1-t1.perf.data")).unwrap(), perf_data);
+        assert_eq!(fs::read(copy.join("kallsyms")).unwrap().len(), 26);
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&copy), 0o700);
+        assert_eq!(mode(&copy.join("n1-t1.perf.data")), 0o600);
+        // A second reader finds them in place.
+        let mut again = target.load_run(there).unwrap();
+        assert_eq!(
+            lab::fetch_profiles(&target, &mut again, &local_db).unwrap(),
+            1
+        );
+        assert_eq!(profile(&again, 1), profile(&run, 1));
+        // Not the stored copy (another size): refused, not overwritten.
+        fs::write(copy.join("n1-t1.perf.data"), b"other").unwrap();
+        let mut third = target.load_run(there).unwrap();
+        let err = lab::fetch_profiles(&target, &mut third, &local_db)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not the stored copy"), "{err}");
     }
 
     /// A writer that dies (its connection, or its process, gone) leaves a `running` run that

@@ -15,7 +15,7 @@ use super::show;
 use crate::cli::ExplainArgs;
 
 pub fn run(db: Option<&Path>, args: &ExplainArgs) -> Result<ExitCode> {
-    let data = show::load(db, &args.run)?;
+    let data = show::load_with_profiles(db, &args.run)?;
     print(&data, args.json)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -28,12 +28,12 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
         );
     }
     let spec = args.run.as_deref().unwrap_or("last");
-    let data = step(show::load(db, spec)?, args.step.as_deref())?;
+    let data = step(show::load_with_profiles(db, spec)?, args.step.as_deref())?;
     let points = load(&data)?;
     let mut out = crate::stdout::stdout();
 
     if let Some(other) = &args.diff {
-        let data_b = step(show::load(db, other)?, args.step.as_deref())?;
+        let data_b = step(show::load_with_profiles(db, other)?, args.step.as_deref())?;
         let points_b = load(&data_b)?;
         let n = match args.at {
             Some(n) => n,

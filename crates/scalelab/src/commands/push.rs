@@ -1,5 +1,6 @@
 //! `scalelab push --to DB`: copy this store's runs to another (a team's PostgreSQL, or another
-//! SQLite file), idempotently by run UUID; prints what was copied and what was already there.
+//! SQLite file), idempotently by run UUID, with their profile files when `--with-profiles`;
+//! prints what was copied and what was already there.
 
 use std::io::Write;
 use std::path::Path;
@@ -26,9 +27,20 @@ pub fn run(db: Option<&Path>, args: &PushArgs) -> Result<ExitCode> {
         variant: args.variant.clone(),
         ..RunFilter::default()
     };
-    let report = lab::store::push(&from, &mut to, &filter)
+    let report = lab::store::push(&from, &mut to, &filter, args.with_profiles)
         .with_context(|| format!("pushing runs from {from_location} to {to_location}"))?;
     let mut out = crate::stdout::stdout();
+    let mut status = ExitCode::SUCCESS;
+    for (_, files) in &report.files {
+        for why in &files.missing {
+            eprintln!(
+                "{} {}: not copied",
+                crate::output::stderr().warning(),
+                lab::safe_text::printable(why)
+            );
+            status = ExitCode::from(1);
+        }
+    }
     if args.json {
         let pairs = |v: &[(i64, i64)]| -> Vec<serde_json::Value> {
             v.iter()
@@ -42,9 +54,16 @@ pub fn run(db: Option<&Path>, args: &PushArgs) -> Result<ExitCode> {
                 "copied": pairs(&report.copied),
                 "present": pairs(&report.present),
                 "running": report.running,
+                "files": report.files.iter().map(|(id, f)| serde_json::json!({
+                    "id": id,
+                    "copied": f.files,
+                    "bytes": f.bytes,
+                    "present": f.present,
+                    "missing": f.missing,
+                })).collect::<Vec<_>>(),
             }),
         )?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(status);
     }
     for (from, target) in &report.copied {
         writeln!(out, "run {from} copied as run {target}")?;
@@ -69,5 +88,16 @@ pub fn run(db: Option<&Path>, args: &PushArgs) -> Result<ExitCode> {
             )
         }
     )?;
-    Ok(ExitCode::SUCCESS)
+    if args.with_profiles {
+        let copied: usize = report.files.iter().map(|(_, f)| f.files).sum();
+        let bytes: u64 = report.files.iter().map(|(_, f)| f.bytes).sum();
+        let present: usize = report.files.iter().map(|(_, f)| f.present).sum();
+        writeln!(
+            out,
+            "profile files: {} copied ({:.1} MiB), {present} already there",
+            copied,
+            bytes as f64 / f64::from(1u32 << 20)
+        )?;
+    }
+    Ok(status)
 }

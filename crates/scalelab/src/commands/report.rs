@@ -26,7 +26,7 @@ pub fn run(db: Option<&Path>, args: &ReportArgs) -> Result<ExitCode> {
     let runs: Vec<RunData> = args
         .runs
         .iter()
-        .map(|spec| show::load(db, spec))
+        .map(|spec| show::load_with_profiles(db, spec))
         .collect::<Result<_>>()?;
     let history = match db_path::open_existing(db) {
         Ok(store) => history_of(&store, &runs[0])?,

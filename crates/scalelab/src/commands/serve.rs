@@ -200,10 +200,16 @@ impl Dashboard {
         if let Some(run) = self.cache.lock().ok().and_then(|c| c.get(&id).cloned()) {
             return Ok(run);
         }
-        let run = Arc::new(store.load_run(id).map_err(|e| match e {
+        let mut run = store.load_run(id).map_err(|e| match e {
             lab::store::StoreError::RunNotFound { .. } => not_found(&e.to_string()),
             e => internal(&e.to_string()),
-        })?);
+        })?;
+        // Profiles recorded on another host: the store's copies, when pushed with them (if
+        // that fails, the page says the profiles could not be read).
+        if let Ok(local) = db_path::local_file(store.location()) {
+            let _ = lab::fetch_profiles(store, &mut run, &local);
+        }
+        let run = Arc::new(run);
         if run.meta.status != RunStatus::Running {
             if let Ok(mut cache) = self.cache.lock() {
                 cache.insert(id, Arc::clone(&run));

@@ -26,6 +26,20 @@ pub fn load(db: Option<&Path>, spec: &str) -> Result<RunData> {
     Ok(store.load_run(id)?)
 }
 
+/// [`load`] for a command that reads the run's profiles: those recorded on another host are
+/// read from the store's copies (`push --with-profiles`), written into this host's profiles
+/// folder for the store on first use.
+pub fn load_with_profiles(db: Option<&Path>, spec: &str) -> Result<RunData> {
+    let mut data = load(db, spec)?;
+    if !Path::new(spec).is_file() {
+        let store = db_path::open_existing(db)?;
+        let local = db_path::local_file(store.location())?;
+        lab::fetch_profiles(&store, &mut data, &local)
+            .with_context(|| format!("reading the stored profiles of run {}", data.meta.id))?;
+    }
+    Ok(data)
+}
+
 pub fn run(db: Option<&Path>, spec: &str, format: ShowFormat) -> Result<ExitCode> {
     let data = load(db, spec)?;
     print(&data, format)?;

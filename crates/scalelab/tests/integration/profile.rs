@@ -260,6 +260,59 @@ fn profiles_of_two_databases_in_one_folder_stay_apart() {
     assert_ne!(files("a.db"), files("b.db"));
 }
 
+/// `push --with-profiles` stores a run's perf.data and kallsyms in the target; on a host
+/// without the recording's folder (here: the folder removed) the target's run reads the same
+/// profile from those copies, and the push's second time copies nothing.
+#[test]
+fn profiles_pushed_with_their_run_are_read_where_the_files_are_not() {
+    if !perf_available() {
+        return;
+    }
+    let lab = Lab::new();
+    let short = ["--tasks", "1", "--runs", "1", "--duration", "300ms"];
+    let mut args = vec!["--db", "a.db", "run", "page_fault"];
+    args.extend(short);
+    args.extend(["--warmup", "0s", "--profile", "--quiet"]);
+    lab.ok(&args);
+    let here = top_at_1(&lab, "a.db", "1", 5);
+    let pushed = lab.json(&[
+        "--db",
+        "a.db",
+        "push",
+        "--to",
+        "b.db",
+        "--with-profiles",
+        "--json",
+    ]);
+    let files = &pushed["files"][0];
+    assert_eq!(files["copied"], 2, "the perf.data and kallsyms: {pushed}");
+    assert_eq!(files["missing"].as_array().unwrap().len(), 0, "{pushed}");
+    let again = lab.json(&[
+        "--db",
+        "a.db",
+        "push",
+        "--to",
+        "b.db",
+        "--with-profiles",
+        "--json",
+    ]);
+    assert_eq!(again["files"][0]["copied"], 0, "{again}");
+    assert_eq!(again["files"][0]["present"], 2, "{again}");
+
+    std::fs::remove_dir_all(lab.path("profiles/a.db")).unwrap();
+    let there = top_at_1(&lab, "b.db", "1", 5);
+    assert_eq!(there, here);
+    let uuid = lab.json(&["--db", "b.db", "show", "1", "--json"])["run"]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let copy = lab.path("profiles/b.db").join(uuid);
+    assert!(copy.join("n1-t1.perf.data").is_file() && copy.join("kallsyms").is_file());
+    // Without the stored copies the run says where its profile was.
+    let err = lab.fails(&["--db", "a.db", "profile", "1"]);
+    assert!(err.contains("gone"), "{err}");
+}
+
 #[test]
 fn a_perf_data_that_is_not_the_runs_own_is_refused() {
     if !perf_available() {

@@ -130,7 +130,12 @@ pub(crate) fn kallsyms_for(perf_data: &Path) -> Option<PathBuf> {
 /// link) in the run's folder, the one named after its UUID. Profiles recorded before runs had
 /// UUIDs lived in `profiles/run<ID>`, shared by every database of a folder, so they cannot be
 /// told apart from another database's and are refused too.
-fn check_own_profile(meta: &RunMeta, n: u32, index: u32, stored: &str) -> Result<(), LabError> {
+pub(crate) fn check_own_profile(
+    meta: &RunMeta,
+    n: u32,
+    index: u32,
+    stored: &str,
+) -> Result<(), LabError> {
     let path = Path::new(stored);
     let trial = format!("run {}: the profile of N={n} trial {}", meta.id, index + 1);
     let folder = path

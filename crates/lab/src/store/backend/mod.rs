@@ -20,12 +20,20 @@ pub(crate) use self::postgres::{Pg, RUN_LOCK_CLASS, held_run_locks, is_locked};
 pub(crate) use self::sqlite::Lite;
 use super::{Location, StoreError};
 
-/// A value bound to or read from a column: the three kinds scalelab stores.
+/// A value bound to or read from a column: the four kinds scalelab stores (bytes: the files of
+/// `run_files` only).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Value {
     Null,
     Int(i64),
     Text(String),
+    Bytes(Vec<u8>),
+}
+
+impl From<&[u8]> for Value {
+    fn from(v: &[u8]) -> Value {
+        Value::Bytes(v.to_vec())
+    }
 }
 
 impl From<i64> for Value {
@@ -83,7 +91,9 @@ impl Row {
         match self.column(i)? {
             Value::Null => Ok(None),
             Value::Int(v) => Ok(Some(*v)),
-            Value::Text(_) => Err(column_error(i, "text where an integer belongs")),
+            Value::Text(_) | Value::Bytes(_) => {
+                Err(column_error(i, "text or bytes where an integer belongs"))
+            }
         }
     }
 
@@ -96,7 +106,16 @@ impl Row {
         match self.column(i)? {
             Value::Null => Ok(None),
             Value::Text(v) => Ok(Some(v.clone())),
-            Value::Int(_) => Err(column_error(i, "an integer where text belongs")),
+            Value::Int(_) | Value::Bytes(_) => {
+                Err(column_error(i, "an integer or bytes where text belongs"))
+            }
+        }
+    }
+
+    pub(crate) fn bytes(&self, i: usize) -> Result<Vec<u8>, StoreError> {
+        match self.column(i)? {
+            Value::Bytes(v) => Ok(v.clone()),
+            _ => Err(column_error(i, "not bytes where bytes belong")),
         }
     }
 

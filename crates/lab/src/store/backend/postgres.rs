@@ -227,6 +227,7 @@ fn bind(stmt: &Statement, params: &[Value]) -> Result<Vec<Box<dyn ToSql + Sync>>
                 Ok(match (v, ty) {
                     (Value::Null, &Type::INT8) => Box::new(None::<i64>),
                     (Value::Null, &Type::INT4) => Box::new(None::<i32>),
+                    (Value::Null, &Type::BYTEA) => Box::new(None::<Vec<u8>>),
                     (Value::Null, _) => Box::new(None::<String>),
                     (Value::Int(n), &Type::INT8) => Box::new(*n),
                     (Value::Int(n), &Type::INT4) => Box::new(
@@ -240,6 +241,7 @@ fn bind(stmt: &Statement, params: &[Value]) -> Result<Vec<Box<dyn ToSql + Sync>>
                         ));
                     }
                     (Value::Text(t), _) => Box::new(t.clone()),
+                    (Value::Bytes(b), _) => Box::new(b.clone()),
                 })
             },
         )
@@ -272,6 +274,10 @@ fn read_row(row: &postgres::Row) -> Result<Row, StoreError> {
                 .try_get::<_, Option<bool>>(i)
                 .map_err(pg(i))?
                 .map(|v| Value::Int(i64::from(v))),
+            Type::BYTEA => row
+                .try_get::<_, Option<Vec<u8>>>(i)
+                .map_err(pg(i))?
+                .map(Value::Bytes),
             _ => row
                 .try_get::<_, Option<String>>(i)
                 .map_err(pg(i))?

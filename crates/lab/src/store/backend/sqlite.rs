@@ -50,6 +50,7 @@ impl LiteTx<'_> {
             Value::Null => rusqlite::types::Value::Null,
             Value::Int(i) => rusqlite::types::Value::Integer(*i),
             Value::Text(t) => rusqlite::types::Value::Text(t.clone()),
+            Value::Bytes(b) => rusqlite::types::Value::Blob(b.clone()),
         })
     }
 
@@ -78,10 +79,11 @@ impl LiteTx<'_> {
                     ValueRef::Null => Value::Null,
                     ValueRef::Integer(v) => Value::Int(v),
                     ValueRef::Text(t) => Value::Text(String::from_utf8_lossy(t).into_owned()),
-                    ValueRef::Real(_) | ValueRef::Blob(_) => {
+                    ValueRef::Blob(b) => Value::Bytes(b.to_vec()),
+                    ValueRef::Real(_) => {
                         return Err(StoreError::Column {
                             index: i,
-                            detail: "a real or blob value, which scalelab never stores".into(),
+                            detail: "a real value, which scalelab never stores".into(),
                         });
                     }
                 });
