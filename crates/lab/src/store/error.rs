@@ -196,7 +196,8 @@ pub enum StoreError {
 
     /// The PostgreSQL server could not be reached or refused us; nothing was measured.
     #[error(
-        "cannot connect to {db}: {source} — check that the server runs and the URL's host, port, user and database; a password comes from the URL, PGPASSWORD or ~/.pgpass (TLS is not supported by this build: use a Unix socket, a trusted network or an SSH tunnel); or measure into a local file with --db PATH and `scalelab push` it later"
+        "cannot connect to {db}: {} — check that the server runs and the URL's host, port, user and database; a password comes from the URL, PGPASSWORD or ~/.pgpass; TLS follows sslmode (prefer by default; verify-full checks the server's certificate against sslrootcert, ~/.postgresql/root.crt or the system's roots, and its name); or measure into a local file with --db PATH and `scalelab push` it later",
+        with_causes(source)
     )]
     Connect {
         /// The URL, password redacted.
@@ -332,6 +333,21 @@ pub enum StoreError {
 }
 
 /// A PostgreSQL error with the server's own message and detail, when it sent them.
+/// The error and every error behind it (a TLS handshake's says which check failed).
+fn with_causes(e: &postgres::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = c.source();
+    }
+    text
+}
+
 fn pg_detail(e: &postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => match db.detail() {

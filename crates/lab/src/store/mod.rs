@@ -20,7 +20,8 @@
 //! `backend` (the portable SQL surface over SQLite and PostgreSQL), `location` (where the file
 //! is, and may it be opened), `schema` (SQLite: opening, DDL, migrations on
 //! `PRAGMA user_version`), `pg_schema` (PostgreSQL's DDL and migrations), `pg_config` (URL,
-//! service file, environment and password file, as libpq reads them), `runs` (writing),
+//! service file, environment and password file, as libpq reads them), `pg_tls` (TLS with
+//! libpq's `sslmode`), `runs` (writing),
 //! `query` (reading), `columns` (model values ↔ SQL columns), `liveness` (is the owner alive),
 //! `push` (copying runs between stores, idempotently by UUID), `run_files` (a run's
 //! profile files, stored for other hosts), `bisect` (bisections: their
@@ -38,6 +39,7 @@ mod liveness;
 mod location;
 mod pg_config;
 mod pg_schema;
+mod pg_tls;
 mod push;
 mod query;
 mod run_files;

@@ -5,6 +5,9 @@
 //! comes from the URL, else `PGPASSWORD`, else the password file (`?passfile=`, `PGPASSFILE` or
 //! `~/.pgpass`; ignored, as libpq does, when others may read it).
 //!
+//! TLS settings (`sslmode`, `sslrootcert`) are read here in the same order and handed to
+//! `pg_tls`, which makes the connector.
+//!
 //! Nothing here prints or keeps the password outside the returned configuration.
 
 use std::collections::BTreeMap;
@@ -17,6 +20,7 @@ use postgres::Config;
 use postgres::config::Host;
 
 use super::address::PgUrl;
+use super::pg_tls::{SslMode, TlsSettings};
 
 /// How long a connection attempt may take when the URL does not say (`connect_timeout`).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -34,16 +38,36 @@ pub(crate) enum ConfigError {
     Service(String),
 }
 
-/// The configuration to connect with; see the module doc for the order of sources.
-pub(crate) fn config(url: &PgUrl) -> Result<Config, ConfigError> {
-    let (rest, extra) = split_libpq_only(url.secret_text());
+/// The configuration to connect with and its TLS settings; see the module doc for the order
+/// of sources.
+pub(crate) fn config(url: &PgUrl) -> Result<(Config, TlsSettings), ConfigError> {
+    let (rest, mut extra) = split_libpq_only(url.secret_text());
     let mut config = Config::from_str(&rest).map_err(|e| ConfigError::Url(e.to_string()))?;
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
 
     if let Some(name) = extra.get("service").cloned().or_else(|| env("PGSERVICE")) {
         let values = service(&name).ok_or(ConfigError::Service(name))?;
         apply_defaults(&mut config, &values)?;
+        for key in ["sslmode", "sslrootcert"] {
+            if let Some(v) = values.get(key) {
+                extra.entry(key.to_owned()).or_insert_with(|| v.clone());
+            }
+        }
     }
+    let tls = TlsSettings {
+        mode: SslMode::parse(
+            &extra
+                .get("sslmode")
+                .cloned()
+                .or_else(|| env("PGSSLMODE"))
+                .unwrap_or_else(|| "prefer".into()),
+        )?,
+        root_cert: extra
+            .get("sslrootcert")
+            .cloned()
+            .or_else(|| env("PGSSLROOTCERT"))
+            .map(PathBuf::from),
+    };
     let from_env: BTreeMap<String, String> = [
         ("host", "PGHOST"),
         ("port", "PGPORT"),
@@ -79,11 +103,12 @@ pub(crate) fn config(url: &PgUrl) -> Result<Config, ConfigError> {
         }
     }
     config.application_name("scalelab");
-    Ok(config)
+    Ok((config, tls))
 }
 
-/// The URL without the parameters tokio-postgres does not know (`service`, `passfile`), and
-/// those parameters.
+/// The URL without the parameters read here rather than by tokio-postgres (`service`,
+/// `passfile`, and `sslmode`/`sslrootcert`, whose `verify-*` it does not know), and those
+/// parameters.
 fn split_libpq_only(url: &str) -> (String, BTreeMap<String, String>) {
     let mut extra = BTreeMap::new();
     let Some((base, query)) = url.split_once('?') else {
@@ -92,7 +117,7 @@ fn split_libpq_only(url: &str) -> (String, BTreeMap<String, String>) {
     let kept: Vec<&str> = query
         .split('&')
         .filter(|kv| match kv.split_once('=') {
-            Some((k, v)) if k == "service" || k == "passfile" => {
+            Some((k, v)) if ["service", "passfile", "sslmode", "sslrootcert"].contains(&k) => {
                 extra.insert(k.to_owned(), percent_decode(v));
                 false
             }
@@ -302,7 +327,8 @@ mod tests {
         assert!(service_section(text, "nope").is_none());
         let (rest, extra) =
             split_libpq_only("postgres:///db?service=perf&sslmode=disable&passfile=%2Ftmp%2Fp");
-        assert_eq!(rest, "postgres:///db?sslmode=disable");
+        assert_eq!(rest, "postgres:///db");
+        assert_eq!(extra.get("sslmode").map(String::as_str), Some("disable"));
         assert_eq!(extra.get("passfile").map(String::as_str), Some("/tmp/p"));
         assert_eq!(extra.get("service").map(String::as_str), Some("perf"));
     }

@@ -2,6 +2,7 @@
 //! module per area.
 
 mod command_processes;
+mod pg_tls;
 mod store_api;
 
 #[path = "../support/pg_server.rs"]

@@ -27,6 +27,18 @@ const SUPERUSER: &str = "scalelab_test";
 pub struct PgServer {
     bin: PathBuf,
     socket_dir: PathBuf,
+    /// The TCP port on 127.0.0.1 of a server started by [`tls_server`].
+    pub port: Option<u16>,
+}
+
+/// A server of its own (not the shared one) that also listens on 127.0.0.1 with TLS on, its
+/// certificate and key given as PEM; it lives as long as the test process.
+pub fn tls_server(cert_pem: &str, key_pem: &str) -> Result<PgServer, String> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| format!("finding a free port: {e}"))?
+        .port();
+    start_with(Some((port, cert_pem, key_pem)))
 }
 
 static SERVER: OnceLock<Result<PgServer, String>> = OnceLock::new();
@@ -62,8 +74,9 @@ impl PgServer {
     /// The URL of database `db` on this server.
     pub fn url(&self, db: &str) -> String {
         format!(
-            "postgres:///{db}?host={}&user={SUPERUSER}",
-            self.socket_dir.display()
+            "postgres:///{db}?host={}&user={SUPERUSER}&port={}",
+            self.socket_dir.display(),
+            self.port.unwrap_or(5432)
         )
     }
 
@@ -82,7 +95,9 @@ impl PgServer {
     /// failure. Returns what psql printed (unaligned, tuples only).
     pub fn psql(&self, db: &str, sql: &str) -> String {
         let out = Command::new(self.bin.join("psql"))
-            .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h"])
+            .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-p"])
+            .arg(self.port.unwrap_or(5432).to_string())
+            .arg("-h")
             .arg(&self.socket_dir)
             .args(["-U", SUPERUSER, "-d", db, "-c", sql])
             .output()
@@ -125,7 +140,7 @@ fn sweep_stale(tmp: &Path) {
         let Some(pid) = name
             .to_str()
             .and_then(|n| n.strip_prefix("scalelab-pgtest-"))
-            .and_then(|p| p.parse::<u32>().ok())
+            .and_then(|p| p.split('-').next()?.parse::<u32>().ok())
         else {
             continue;
         };
@@ -136,10 +151,19 @@ fn sweep_stale(tmp: &Path) {
 }
 
 fn start() -> Result<PgServer, String> {
+    start_with(None)
+}
+
+static NEXT_SERVER: AtomicU32 = AtomicU32::new(0);
+
+/// Starts a server; with `tls`, (port, certificate PEM, key PEM), it also listens on
+/// 127.0.0.1:port with TLS.
+fn start_with(tls: Option<(u16, &str, &str)>) -> Result<PgServer, String> {
     let bin = find_bin()?;
     let tmp = std::env::temp_dir();
+    let k = NEXT_SERVER.fetch_add(1, Ordering::Relaxed);
     sweep_stale(&tmp);
-    let base = tmp.join(format!("scalelab-pgtest-{}", std::process::id()));
+    let base = tmp.join(format!("scalelab-pgtest-{}-{k}", std::process::id()));
     let data = base.join("data");
     let socket_dir = base.join("sock");
     let _ = std::fs::remove_dir_all(&base);
@@ -205,14 +229,37 @@ fn start() -> Result<PgServer, String> {
         .arg(&data)
         .arg("-k")
         .arg(&socket_dir)
-        .args([
-            "-c",
-            "listen_addresses=",
-            "-c",
-            "fsync=off",
-            "-c",
-            "max_connections=100",
-        ])
+        .args(["-c", "fsync=off", "-c", "max_connections=100"]);
+    match tls {
+        None => {
+            server.args(["-c", "listen_addresses="]);
+        }
+        Some((port, cert, key)) => {
+            use std::os::unix::fs::PermissionsExt;
+            let (cert_file, key_file) = (data.join("server.crt"), data.join("server.key"));
+            std::fs::write(&cert_file, cert).map_err(|e| e.to_string())?;
+            std::fs::write(&key_file, key).map_err(|e| e.to_string())?;
+            std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| e.to_string())?;
+            if as_root {
+                Command::new("chown")
+                    .args(["postgres:postgres"])
+                    .arg(&cert_file)
+                    .arg(&key_file)
+                    .status()
+                    .map_err(|e| format!("chown: {e}"))?;
+            }
+            server.args([
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                &format!("port={port}"),
+                "-c",
+                "ssl=on",
+            ]);
+        }
+    }
+    server
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log);
@@ -232,11 +279,17 @@ fn start() -> Result<PgServer, String> {
         }
     });
     rx.recv().map_err(|e| e.to_string())??;
-    let pg = PgServer { bin, socket_dir };
+    let pg = PgServer {
+        bin,
+        socket_dir,
+        port: tls.map(|(p, _, _)| p),
+    };
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let ready = Command::new(pg.bin.join("pg_isready"))
             .arg("-q")
+            .arg("-p")
+            .arg(pg.port.unwrap_or(5432).to_string())
             .arg("-h")
             .arg(&pg.socket_dir)
             .status()

@@ -1,5 +1,5 @@
-//! The PostgreSQL side of the SQL surface: connecting (configuration from `pg_config`, no TLS in
-//! this build), checking and migrating the schema (`pg_schema`), prepared statements cached per
+//! The PostgreSQL side of the SQL surface: connecting (configuration from `pg_config`, TLS from
+//! `pg_tls`), checking and migrating the schema (`pg_schema`), prepared statements cached per
 //! connection, parameters typed from the statement, and the run locks that say a writer is alive.
 //!
 //! Liveness across hosts: a reader cannot look at another host's processes, so a writer holds a
@@ -16,6 +16,7 @@ use postgres::{Client, IsolationLevel, NoTls, Statement};
 use super::{Row, Tx, Value, dollar_placeholders};
 use crate::store::address::PgUrl;
 use crate::store::pg_schema::{CREATE_VERSION_TABLE, PG_MIGRATIONS};
+use crate::store::pg_tls::Connector;
 use crate::store::schema::APPLICATION_ID;
 use crate::store::{Location, SCHEMA_VERSION, StoreError, pg_config};
 
@@ -39,16 +40,21 @@ impl Pg {
     /// Connects to `url` and brings its schema to [`SCHEMA_VERSION`]; when `!create`, a
     /// database without scalelab's tables is refused instead.
     pub(crate) fn open(url: &PgUrl, at: &Location, create: bool) -> Result<Pg, StoreError> {
-        let config = pg_config::config(url).map_err(|e| StoreError::PgConfig {
+        let bad_config = |e: pg_config::ConfigError| StoreError::PgConfig {
             db: at.to_string(),
             detail: e.to_string(),
+        };
+        let (mut config, tls) = pg_config::config(url).map_err(bad_config)?;
+        let (mode, connector) = tls.connector(config.get_hosts()).map_err(bad_config)?;
+        config.ssl_mode(mode);
+        let connected = match connector {
+            Connector::Plain => config.connect(NoTls),
+            Connector::Tls(rustls) => config.connect(rustls),
+        };
+        let client = connected.map_err(|source| StoreError::Connect {
+            db: at.to_string(),
+            source,
         })?;
-        let client = config
-            .connect(NoTls)
-            .map_err(|source| StoreError::Connect {
-                db: at.to_string(),
-                source,
-            })?;
         let mut pg = Pg {
             client,
             statements: HashMap::new(),

@@ -1,0 +1,305 @@
+//! TLS to a PostgreSQL server, with libpq's `sslmode` meanings, through rustls (ring
+//! provider) and `tokio-postgres-rustls`.
+//!
+//! The mode comes from the URL (`?sslmode=`), else the service, else `PGSSLMODE`, else libpq's
+//! default `prefer`; the root certificates from `sslrootcert` / `PGSSLROOTCERT`, else
+//! `~/.postgresql/root.crt` when it exists, else (for the verifying modes only) the system's.
+//!
+//! | mode | TLS | the server's certificate |
+//! |---|---|---|
+//! | `disable` | never | – |
+//! | `prefer` (default) | when the server offers it | as `require` |
+//! | `require` | always | not checked, unless a root certificate file is there: then as `verify-ca` (libpq's rule) |
+//! | `verify-ca` | always | signed by a root certificate |
+//! | `verify-full` | always | signed by a root certificate and issued for the host named |
+//!
+//! `allow` (plain text first) is refused: say `prefer` or `disable`. PostgreSQL offers no TLS
+//! on a Unix socket: a URL whose hosts are socket folders connects in plain text under
+//! `disable` or `prefer` and is refused under the other modes; one that mixes socket folders
+//! and TCP hosts must say `sslmode=disable`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use postgres::config::{Host, SslMode as PgSslMode};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::{WebPkiServerVerifier, verify_server_cert_signed_by_trust_anchor};
+use rustls::crypto::WebPkiSupportedAlgorithms;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::server::ParsedCertificate;
+use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
+
+use super::pg_config::ConfigError;
+
+/// libpq's `sslmode`, less `allow`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SslMode {
+    Disable,
+    Prefer,
+    Require,
+    VerifyCa,
+    VerifyFull,
+}
+
+impl SslMode {
+    pub(crate) fn parse(text: &str) -> Result<SslMode, ConfigError> {
+        Ok(match text {
+            "disable" => SslMode::Disable,
+            "prefer" => SslMode::Prefer,
+            "require" => SslMode::Require,
+            "verify-ca" => SslMode::VerifyCa,
+            "verify-full" => SslMode::VerifyFull,
+            "allow" => {
+                return Err(ConfigError::Url(
+                    "sslmode=allow (plain text first) is not supported: use prefer or disable"
+                        .into(),
+                ));
+            }
+            other => {
+                return Err(ConfigError::Url(format!(
+                    "sslmode `{other}` is none of disable, prefer, require, verify-ca, verify-full"
+                )));
+            }
+        })
+    }
+}
+
+/// The TLS settings of a connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TlsSettings {
+    pub(crate) mode: SslMode,
+    /// The root certificates file named (`sslrootcert`, `PGSSLROOTCERT`).
+    pub(crate) root_cert: Option<PathBuf>,
+}
+
+/// How to connect: in plain text, or through rustls.
+pub(crate) enum Connector {
+    Plain,
+    Tls(tokio_postgres_rustls::MakeRustlsConnect),
+}
+
+/// What certificate check a mode and the files at hand call for.
+enum Check {
+    None,
+    Ca(RootCertStore),
+    Full(RootCertStore),
+}
+
+impl TlsSettings {
+    /// The client's `sslmode` (`verify-*` are `require` to it: the connector checks) and the
+    /// connector for `hosts`.
+    pub(crate) fn connector(&self, hosts: &[Host]) -> Result<(PgSslMode, Connector), ConfigError> {
+        let unix = hosts.iter().filter(|h| matches!(h, Host::Unix(_))).count();
+        if self.mode == SslMode::Disable {
+            return Ok((PgSslMode::Disable, Connector::Plain));
+        }
+        if unix > 0 {
+            return match (self.mode, unix == hosts.len()) {
+                (SslMode::Prefer, true) => Ok((PgSslMode::Disable, Connector::Plain)),
+                (_, true) => Err(ConfigError::Url(
+                    "PostgreSQL offers no TLS on a Unix socket: connect to a TCP host for sslmode=require/verify-*, or say sslmode=disable".into(),
+                )),
+                (_, false) => Err(ConfigError::Url(
+                    "the URL mixes socket folders and TCP hosts: say sslmode=disable, or give the TCP hosts alone".into(),
+                )),
+            };
+        }
+        let check = self.check()?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| ConfigError::Url(format!("TLS: {e}")))?;
+        let config = match check {
+            Check::Full(roots) => builder.with_root_certificates(roots),
+            Check::Ca(roots) => {
+                let roots = Arc::new(roots);
+                let inner = WebPkiServerVerifier::builder_with_provider(
+                    Arc::clone(&roots),
+                    provider.clone(),
+                )
+                .build()
+                .map_err(|e| ConfigError::Url(format!("TLS: {e}")))?;
+                builder
+                    .dangerous()
+                    .with_custom_certificate_verifier(Arc::new(SignedByRoot {
+                        inner,
+                        roots,
+                        algorithms: provider.signature_verification_algorithms,
+                    }))
+            }
+            Check::None => builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(Unchecked {
+                    algorithms: provider.signature_verification_algorithms,
+                })),
+        }
+        .with_no_client_auth();
+        let mode = match self.mode {
+            SslMode::Prefer => PgSslMode::Prefer,
+            _ => PgSslMode::Require,
+        };
+        Ok((
+            mode,
+            Connector::Tls(tokio_postgres_rustls::MakeRustlsConnect::new(config)),
+        ))
+    }
+
+    fn check(&self) -> Result<Check, ConfigError> {
+        let default_file = std::env::var_os("HOME")
+            .map(|h| Path::new(&h).join(".postgresql/root.crt"))
+            .filter(|p| p.is_file());
+        let file = self.root_cert.clone().or(default_file);
+        let roots = match &file {
+            Some(f) => Some(roots_from(f)?),
+            None => None,
+        };
+        Ok(match (self.mode, roots) {
+            (SslMode::VerifyFull, Some(r)) => Check::Full(r),
+            (SslMode::VerifyCa, Some(r)) => Check::Ca(r),
+            (SslMode::Require | SslMode::Prefer, Some(r)) => Check::Ca(r),
+            (SslMode::VerifyFull, None) => Check::Full(system_roots()?),
+            (SslMode::VerifyCa, None) => Check::Ca(system_roots()?),
+            (SslMode::Require | SslMode::Prefer | SslMode::Disable, None)
+            | (SslMode::Disable, Some(_)) => Check::None,
+        })
+    }
+}
+
+fn roots_from(file: &Path) -> Result<RootCertStore, ConfigError> {
+    let bad = |e: String| {
+        ConfigError::Url(format!(
+            "sslrootcert {}: {e} (a PEM file of the certificates that sign the server's)",
+            file.display()
+        ))
+    };
+    let mut roots = RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(file).map_err(|e| bad(e.to_string()))? {
+        roots
+            .add(cert.map_err(|e| bad(e.to_string()))?)
+            .map_err(|e| bad(e.to_string()))?;
+    }
+    if roots.is_empty() {
+        return Err(bad("no certificate in it".into()));
+    }
+    Ok(roots)
+}
+
+fn system_roots() -> Result<RootCertStore, ConfigError> {
+    let found = rustls_native_certs::load_native_certs();
+    let mut roots = RootCertStore::empty();
+    roots.add_parsable_certificates(found.certs);
+    if roots.is_empty() {
+        return Err(ConfigError::Url(
+            "sslmode=verify-*: no root certificate: give sslrootcert=FILE (or ~/.postgresql/root.crt), or install the system's (Debian: ca-certificates)".into(),
+        ));
+    }
+    Ok(roots)
+}
+
+/// `verify-ca`: the chain must end at a root certificate; the name is not checked.
+#[derive(Debug)]
+struct SignedByRoot {
+    inner: Arc<WebPkiServerVerifier>,
+    roots: Arc<RootCertStore>,
+    algorithms: WebPkiSupportedAlgorithms,
+}
+
+impl ServerCertVerifier for SignedByRoot {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self.inner.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        ) {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => {
+                // The name is all that failed: check the chain alone.
+                let cert = ParsedCertificate::try_from(end_entity)?;
+                verify_server_cert_signed_by_trust_anchor(
+                    &cert,
+                    &self.roots,
+                    intermediates,
+                    now,
+                    self.algorithms.all,
+                )?;
+                Ok(ServerCertVerified::assertion())
+            }
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+/// `require` without a root certificate (libpq's rule): encrypted, the server not
+/// authenticated; the handshake's signatures are still checked against the certificate.
+#[derive(Debug)]
+struct Unchecked {
+    algorithms: WebPkiSupportedAlgorithms,
+}
+
+impl ServerCertVerifier for Unchecked {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.algorithms.supported_schemes()
+    }
+}
