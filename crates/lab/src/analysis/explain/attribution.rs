@@ -6,12 +6,23 @@
 //! with no split (no profile, no trace) is a cause of its own. What the splits leave over (the
 //! part of blocked time no trace saw, the part of CPU no function holds) and the causes within
 //! the noise make up the unexplained rest.
+//!
+//! CPU spread thin: a profile merges its trials, so a function's growth is judged against the
+//! whole op's noise, and CPU that grows a little in many functions (cache lines bouncing in
+//! every function that touches a shared structure) stays within noise function by function.
+//! Where the accounting's system (or user) CPU per op itself grew beyond noise — its trials at
+//! the larger N all above those at the smaller, a per-trial test — the growth of that side's
+//! functions that are each within noise is named as one cause, "system CPU spread over
+//! functions", with its largest functions as evidence and, for system CPU, the system calls
+//! its growth ran under (from the profile's call chains); one function holding half of that
+//! growth or more is named by itself, on the same per-trial verdict. Only what even that leaves
+//! is unexplained.
 
 use serde::Serialize;
 
 use super::PointExplain;
-use super::cause::{Cause, Part, key};
-use super::noise::{NoiseVerdict, decide, whole_noise};
+use super::cause::{Cause, CauseKind, Part, is_kernel_function, key};
+use super::noise::{MATERIAL_SHARE, NoiseRule, NoiseVerdict, decide, whole_noise};
 
 /// One cause's growth.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -54,6 +65,155 @@ pub struct GrowthAccount {
     pub unexplained_pct: Option<f64>,
 }
 
+/// The share of a side's spread growth one function must hold to be named on its own.
+const DOMINANT_SHARE: f64 = 0.5;
+
+/// Where the accounting's user or system CPU grew beyond noise (per trial), the growth of its
+/// functions that are each within noise becomes one named cause (see the module doc); returns
+/// the causes still within noise.
+fn spread_cpu(
+    a: &PointExplain,
+    b: &PointExplain,
+    delta: f64,
+    noise: (Option<f64>, Option<f64>),
+    within: Vec<CauseGrowth>,
+    named: &mut Vec<CauseGrowth>,
+) -> Vec<CauseGrowth> {
+    let mut left = within;
+    for (system, kind, what) in [
+        (
+            true,
+            CauseKind::SystemCpu,
+            "system CPU spread over functions, each within noise",
+        ),
+        (
+            false,
+            CauseKind::UserCpu,
+            "user CPU spread over functions, each within noise",
+        ),
+    ] {
+        let side = |p: &PointExplain| -> (f64, Vec<f64>) {
+            let per_trial = p
+                .trial_cpu
+                .iter()
+                .map(|&(u, s)| if system { s } else { u })
+                .collect();
+            let median = if system {
+                p.accounting.system_ns
+            } else {
+                p.accounting.user_ns
+            };
+            (median, per_trial)
+        };
+        let ((from_cpu, from_trials), (to_cpu, to_trials)) = (side(a), side(b));
+        let verdict = decide(to_cpu - from_cpu, delta, &from_trials, &to_trials, noise);
+        if verdict.rule != NoiseRule::TrialsSeparate || !verdict.beyond {
+            continue;
+        }
+        let (mut mine, rest): (Vec<_>, Vec<_>) = left.into_iter().partition(|g| {
+            g.cause.kind == CauseKind::Function && is_kernel_function(&g.cause) == system
+        });
+        left = rest;
+        // One function holding most of the side's growth is named itself, on the accounting's
+        // per-trial verdict: the CPU grew, and the profile puts it there.
+        let grew = to_cpu - from_cpu;
+        let moved: f64 = mine
+            .iter()
+            .filter(|g| g.delta_ns.signum() == grew.signum())
+            .map(|g| g.delta_ns)
+            .sum();
+        if let Some(k) = mine.iter().position(|g| {
+            g.delta_ns.signum() == grew.signum()
+                && g.delta_ns.abs() >= DOMINANT_SHARE * moved.abs()
+                && g.delta_ns.abs() >= MATERIAL_SHARE * delta.abs()
+        }) {
+            let mut one = mine.remove(k);
+            one.noise = verdict;
+            named.push(one);
+        }
+        let (from, to): (f64, f64) = mine
+            .iter()
+            .fold((0.0, 0.0), |(f, t), g| (f + g.from_ns, t + g.to_ns));
+        let d = to - from;
+        let material = d.abs() >= MATERIAL_SHARE * delta.abs();
+        // Named only when it moves the way the accounting's CPU did, and matters.
+        if !material || d.signum() != (to_cpu - from_cpu).signum() {
+            left.extend(mine);
+            continue;
+        }
+        let what = match system {
+            true => match under_syscalls(b, &mine) {
+                Some(calls) => format!("{what} (under {calls})"),
+                None => what.to_owned(),
+            },
+            false => what.to_owned(),
+        };
+        let mut top = mine.clone();
+        top.sort_by(|x, y| y.delta_ns.abs().total_cmp(&x.delta_ns.abs()));
+        let evidence = top
+            .iter()
+            .take(8)
+            .map(|g| {
+                format!(
+                    "{} ({}) {:+.0} ns",
+                    g.cause.what, g.cause.object, g.delta_ns
+                )
+            })
+            .collect();
+        named.push(CauseGrowth {
+            cause: Cause {
+                kind,
+                what,
+                object: String::new(),
+                caller: String::new(),
+                source: "profile",
+                evidence,
+            },
+            from_ns: from,
+            to_ns: to,
+            delta_ns: d,
+            share_pct: (delta > 0.0).then(|| d / delta * 100.0),
+            noise: verdict,
+        });
+    }
+    left
+}
+
+/// The system calls the growing functions of `group` ran under at `b`, each with its share
+/// (`futex() 94%`): the calls of at least a fifth of the growth, at most three, weighting each
+/// function's calls by its growth; `None` when none reaches a fifth.
+fn under_syscalls(b: &PointExplain, group: &[CauseGrowth]) -> Option<String> {
+    let mut weights: Vec<(Option<String>, f64)> = Vec::new();
+    for g in group.iter().filter(|g| g.delta_ns > 0.0) {
+        let Some(calls) = b.syscalls.get(&g.cause.what) else {
+            continue;
+        };
+        let samples: u64 = calls.iter().map(|(_, c)| c).sum();
+        for (call, count) in calls {
+            let w = g.delta_ns * *count as f64 / samples.max(1) as f64;
+            match weights.iter_mut().find(|(c, _)| c == call) {
+                Some((_, sum)) => *sum += w,
+                None => weights.push((call.clone(), w)),
+            }
+        }
+    }
+    let total: f64 = weights.iter().map(|(_, w)| w).sum();
+    weights.sort_by(|x, y| y.1.total_cmp(&x.1));
+    let named: Vec<String> = weights
+        .iter()
+        .filter(|(_, w)| total > 0.0 && *w / total >= 0.2)
+        .take(3)
+        .map(|(call, w)| {
+            let call = call
+                .as_deref()
+                .map_or_else(|| "no system call".to_owned(), |c| format!("{c}()"));
+            // e.g. "futex() 63%"
+            format!("{call} {:.0}%", w / total * 100.0)
+        })
+        .collect();
+    (!named.is_empty()).then(|| named.join(", "))
+}
+
 fn find<'a>(parts: &'a [Part], c: &Cause) -> Option<&'a Part> {
     let k = key(c);
     parts.iter().find(|p| key(&p.cause) == k)
@@ -93,8 +253,9 @@ pub(crate) fn attribute(a: &PointExplain, b: &PointExplain) -> GrowthAccount {
             noise: decide(d, delta, &from_trials, &to_trials, (noise_a, noise_b)),
         });
     }
-    all.sort_by(|x, y| y.delta_ns.total_cmp(&x.delta_ns));
-    let (named, mut within): (Vec<_>, Vec<_>) = all.into_iter().partition(|g| g.noise.beyond);
+    let (mut named, within): (Vec<_>, Vec<_>) = all.into_iter().partition(|g| g.noise.beyond);
+    let mut within = spread_cpu(a, b, delta, (noise_a, noise_b), within, &mut named);
+    named.sort_by(|x, y| y.delta_ns.total_cmp(&x.delta_ns));
     within.retain(|g| g.delta_ns != 0.0);
     within.sort_by(|x, y| y.delta_ns.abs().total_cmp(&x.delta_ns.abs()));
     within.truncate(10);

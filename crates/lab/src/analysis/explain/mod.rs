@@ -79,6 +79,14 @@ pub struct PointExplain {
     /// cost of measuring. The part of it the median trial carries too (the tracers', beyond the
     /// profiled trials' excess CPU) is a cause of kind `measurement`; `None` without a profile.
     pub measuring_pct: Option<f64>,
+    /// Each trial's (user, system) CPU per op, for the noise rule of CPU spread over functions
+    /// ([`attribution`]).
+    #[serde(skip)]
+    pub(crate) trial_cpu: Vec<(f64, f64)>,
+    /// Per kernel function of the profile, the system calls its samples were taken under
+    /// (`None`: outside any), with their sample counts.
+    #[serde(skip)]
+    pub(crate) syscalls: std::collections::HashMap<String, Vec<(Option<String>, u64)>>,
 }
 
 impl PointExplain {
@@ -227,7 +235,41 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
         profile_files,
         cpu_profiled_ns: profiled,
         measuring_pct,
+        trial_cpu: per_trial.iter().map(|t| (t.user, t.sys)).collect(),
+        syscalls: profile.map(syscalls_of).unwrap_or_default(),
     })
+}
+
+/// Per kernel leaf function of `p`'s call chains, the system calls (`__x64_sys_NAME`,
+/// `__do_sys_NAME`, `__se_sys_NAME` frames) its samples were under, with their counts.
+fn syscalls_of(p: &PointProfile) -> std::collections::HashMap<String, Vec<(Option<String>, u64)>> {
+    let mut out: std::collections::HashMap<String, Vec<(Option<String>, u64)>> =
+        std::collections::HashMap::new();
+    for (stack, count) in &p.folded {
+        let frames: Vec<&str> = stack.split(';').collect();
+        let Some(leaf) = frames.last().and_then(|f| f.strip_suffix("_[k]")) else {
+            continue;
+        };
+        let syscall = frames.iter().find_map(|f| {
+            let f = f.strip_suffix("_[k]")?;
+            [
+                "__x64_sys_",
+                "__do_sys_",
+                "__se_sys_",
+                "__ia32_sys_",
+                "__arm64_sys_",
+            ]
+            .iter()
+            .find_map(|prefix| f.strip_prefix(prefix))
+            .map(str::to_owned)
+        });
+        let calls = out.entry(leaf.to_owned()).or_default();
+        match calls.iter_mut().find(|(s, _)| *s == syscall) {
+            Some((_, c)) => *c += count,
+            None => calls.push((syscall, *count)),
+        }
+    }
+    out
 }
 
 /// User + system CPU per op, pooled over the trials `which` selects; `None` when none is.

@@ -552,3 +552,158 @@ fn the_median_trial_carries_the_cost_of_measuring_the_profiled_trial_has_beyond_
     // Without the profiled trials' CPU (a profile read without its trials): all carried.
     assert_eq!(carried_measuring(50.0, None, 1000.0), 50.0);
 }
+
+#[test]
+fn kernel_cpu_that_grows_a_little_in_many_functions_is_named_as_spread_when_system_cpu_grew() {
+    // System CPU per op grows from ~500 to ~1200 ns in every trial (beyond noise, per trial),
+    // spread over ten kernel functions that each grow by 70 ns, under the whole op's noise
+    // bound (CV ~8% of 1000 and 2000 ns): none is named alone, their sum is, as one cause.
+    let mut trials = Vec::new();
+    for (n, sys_ms) in [(1u32, 500u64), (2, 1200)] {
+        for (i, ops) in [1_000_000u64, 1_100_000, 920_000].into_iter().enumerate() {
+            let sys = sys_ms * 1_000_000 * ops / 1_000_000;
+            trials.push(accounted_trial(n, i as u32, ops, [0, sys, 0], None, None));
+        }
+    }
+    let mut m = meta(5, "create_unlink", &[1, 2]);
+    m.runs = 3;
+    let data = RunData { meta: m, trials };
+    let names: Vec<String> = (0..10).map(|k| format!("kfunc{k}")).collect();
+    let kernel_profile = |n: u32, cost: f64| {
+        let funcs: Vec<(&str, f64)> = names.iter().map(|s| (s.as_str(), cost)).collect();
+        let mut p = profile(n, 1_000_000, &funcs);
+        for f in &mut p.functions {
+            f.dso = "[kernel]".into();
+            f.kernel = true;
+        }
+        p
+    };
+    let spread = |data: &RunData| {
+        // At N=2, six of the functions ran under unlink(), four under openat().
+        let mut two = kernel_profile(2, 120.0);
+        two.folded = (0..10)
+            .map(|k| {
+                let call = if k < 6 { "unlink" } else { "openat" };
+                let stack = format!("main;do_syscall_64_[k];__x64_sys_{call}_[k];kfunc{k}_[k]");
+                (stack, 10)
+            })
+            .collect();
+        let e = explain(data, &[kernel_profile(1, 50.0), two]).unwrap();
+        let g = e.growth.unwrap();
+        assert!(!g.named.iter().any(|c| c.cause.kind == CauseKind::Function));
+        g
+    };
+    let g = spread(&data);
+    let group = g
+        .named
+        .iter()
+        .find(|c| c.cause.kind == CauseKind::SystemCpu)
+        .expect("the spread system CPU is named");
+    assert!((group.delta_ns - 700.0).abs() < 1.0, "{}", group.delta_ns);
+    assert_eq!(group.noise.rule, NoiseRule::TrialsSeparate);
+    assert!(group.cause.what.contains("spread"));
+    assert!(
+        group
+            .cause
+            .what
+            .ends_with("(under unlink() 60%, openat() 40%)"),
+        "{}",
+        group.cause.what
+    );
+    assert_eq!(group.cause.evidence.len(), 8);
+    assert!(group.cause.evidence[0].contains("kfunc"));
+    assert!(g.within_noise.is_empty(), "{:?}", g.within_noise);
+    assert!(g.unexplained_pct.unwrap().abs() < 5.0, "{g:?}");
+
+    // When system CPU per trial overlaps between the two N, the functions stay within noise.
+    let mut overlapping = data.clone();
+    for t in &mut overlapping.trials {
+        if let (1, TrialOutcome::Ok(m)) = (t.n, &mut t.outcome) {
+            if t.index == 1 {
+                m.usage.sys = crate::record::Nanos(2_000_000_000);
+            }
+        }
+    }
+    let g = spread(&overlapping);
+    assert!(!g.named.iter().any(|c| c.cause.kind == CauseKind::SystemCpu));
+    assert_eq!(g.within_noise.len(), 10);
+}
+
+#[test]
+fn optimistic_spinning_on_a_sleeping_locks_owner_is_a_spin_cause_even_with_a_lock_trace() {
+    // The lock trace's contention events begin when the optimistic spin gives up, so the CPU in
+    // rwsem_spin_on_owner is the profile's to name; the spinlock slow path is the lock trace's.
+    let kernel = |n: u32, spin: f64| {
+        let mut p = profile(
+            n,
+            1_250_000,
+            &[
+                ("rwsem_spin_on_owner", spin),
+                ("native_queued_spin_lock_slowpath", 50.0),
+                ("work", 400.0),
+            ],
+        );
+        for f in &mut p.functions {
+            f.dso = "[kernel]".into();
+            f.kernel = true;
+        }
+        p
+    };
+    let mut data = explained_run();
+    for t in &mut data.trials {
+        if let TrialOutcome::Ok(m) = &mut t.outcome {
+            m.locks = Some(LockReport::default());
+        }
+    }
+    let e = explain(&data, &[kernel(1, 0.0), kernel(2, 400.0)]).unwrap();
+    let two = &e.points[1];
+    let spin = two
+        .parts
+        .iter()
+        .find(|p| p.cause.kind == CauseKind::KernelSpin)
+        .expect("the optimistic spin is a part");
+    assert_eq!(spin.cause.object, "an rwsem's owner");
+    assert!(spin.cause.what.contains("rwsem_spin_on_owner"));
+    assert_eq!(spin.cause.source, "profile");
+    assert!(
+        !two.parts
+            .iter()
+            .any(|p| p.cause.what.contains("spin_lock_slowpath")),
+        "the lock trace's spinning is not counted twice"
+    );
+    assert_eq!(
+        spin.cause.kind.mechanism(),
+        Mechanism::Serialisation,
+        "waiting, on CPU"
+    );
+}
+
+#[test]
+fn one_function_holding_most_of_a_sides_grown_cpu_is_named_by_itself() {
+    // User CPU per op grows in every trial; the profile puts it all in one function whose
+    // growth, alone, is under the whole op's noise bound.
+    let mut trials = Vec::new();
+    for (n, user_ms) in [(1u32, 500u64), (2, 600)] {
+        for (i, ops) in [1_000_000u64, 1_100_000, 920_000].into_iter().enumerate() {
+            let user = user_ms * 1_000_000 * ops / 1_000_000;
+            trials.push(accounted_trial(n, i as u32, ops, [user, 0, 0], None, None));
+        }
+    }
+    let mut m = meta(6, "atomic", &[1, 2]);
+    m.runs = 3;
+    let data = RunData { meta: m, trials };
+    let profiles = [
+        profile(1, 1_000_000, &[("atomic_step", 480.0), ("rest", 20.0)]),
+        profile(2, 1_000_000, &[("atomic_step", 575.0), ("rest", 25.0)]),
+    ];
+    let g = explain(&data, &profiles).unwrap().growth.unwrap();
+    // +95 ns, under the bound (CV ~9% of ~2000 ns at N=2) on its own.
+    let step = g
+        .named
+        .iter()
+        .find(|c| c.cause.what == "atomic_step")
+        .expect("the function is named");
+    assert_eq!(step.cause.kind, CauseKind::Function);
+    assert_eq!(step.noise.rule, NoiseRule::TrialsSeparate);
+    assert!(!g.named.iter().any(|c| c.cause.kind == CauseKind::UserCpu));
+}
