@@ -166,6 +166,7 @@ fn run_explain_names_the_shared_user_lock_and_its_caller() {
             .unwrap()
             .contains("futex_mutex_lock"),
         Some("system_cpu") => top["cause"]["what"].as_str().unwrap().contains("futex() "),
+        // (its main caller is named when the profile's user stacks unwind: `… from …futex_mutex_lock`)
         _ => false,
     };
     assert!(names_the_lock, "{}", growth_summary(&e));

@@ -179,36 +179,65 @@ fn spread_cpu(
     left
 }
 
-/// The system calls the growing functions of `group` ran under at `b`, each with its share
-/// (`futex() 94%`): the calls of at least a fifth of the growth, at most three, weighting each
-/// function's calls by its growth; `None` when none reaches a fifth.
+/// The system calls the growing functions of `group` ran under at `b`, each with its share of
+/// their growth and its main caller (`futex() 63% from futex_mutex_lock`): the calls of at least
+/// a fifth of the growth, at most three, each function's calls weighted by its growth; `None`
+/// when none reaches a fifth.
 fn under_syscalls(b: &PointExplain, group: &[CauseGrowth]) -> Option<String> {
-    let mut weights: Vec<(Option<String>, f64)> = Vec::new();
+    // (system call, or None outside any) -> (weight, weight per caller)
+    type Tally = (f64, Vec<(Option<String>, f64)>);
+    let mut calls: Vec<(Option<String>, Tally)> = Vec::new();
     for g in group.iter().filter(|g| g.delta_ns > 0.0) {
-        let Some(calls) = b.syscalls.get(&g.cause.what) else {
+        let Some(seen) = b.syscalls.get(&g.cause.what) else {
             continue;
         };
-        let samples: u64 = calls.iter().map(|(_, c)| c).sum();
-        for (call, count) in calls {
+        let samples: u64 = seen.iter().map(|(_, c)| c).sum();
+        for (label, count) in seen {
             let w = g.delta_ns * *count as f64 / samples.max(1) as f64;
-            match weights.iter_mut().find(|(c, _)| c == call) {
-                Some((_, sum)) => *sum += w,
-                None => weights.push((call.clone(), w)),
+            let (call, caller) = match label.as_deref().map(|l| l.split_once("() from ")) {
+                Some(Some((call, caller))) => (Some(call.to_owned()), Some(caller.to_owned())),
+                Some(None) => (
+                    label
+                        .as_deref()
+                        .map(|l| l.trim_end_matches("()").to_owned()),
+                    None,
+                ),
+                None => (None, None),
+            };
+            let k = match calls.iter().position(|(c, _)| *c == call) {
+                Some(k) => k,
+                None => {
+                    calls.push((call, (0.0, Vec::new())));
+                    calls.len() - 1
+                }
+            };
+            let (sum, callers) = &mut calls[k].1;
+            *sum += w;
+            match callers.iter_mut().find(|(c, _)| *c == caller) {
+                Some((_, cw)) => *cw += w,
+                None => callers.push((caller, w)),
             }
         }
     }
-    let total: f64 = weights.iter().map(|(_, w)| w).sum();
-    weights.sort_by(|x, y| y.1.total_cmp(&x.1));
-    let named: Vec<String> = weights
+    let total: f64 = calls.iter().map(|(_, (w, _))| w).sum();
+    calls.sort_by(|x, y| y.1.0.total_cmp(&x.1.0));
+    let named: Vec<String> = calls
         .iter()
-        .filter(|(_, w)| total > 0.0 && *w / total >= 0.2)
+        .filter(|(_, (w, _))| total > 0.0 && *w / total >= 0.2)
         .take(3)
-        .map(|(call, w)| {
-            let call = call
-                .as_deref()
-                .map_or_else(|| "no system call".to_owned(), |c| format!("{c}()"));
-            // e.g. "futex() 63%"
-            format!("{call} {:.0}%", w / total * 100.0)
+        .map(|(call, (w, callers))| {
+            let share = format!("{:.0}%", w / total * 100.0);
+            let Some(call) = call else {
+                return format!("no system call {share}");
+            };
+            let main = callers
+                .iter()
+                .max_by(|x, y| x.1.total_cmp(&y.1))
+                .and_then(|(c, _)| c.as_deref());
+            match main {
+                Some(c) => format!("{call}() {share} from {c}"),
+                None => format!("{call}() {share}"),
+            }
         })
         .collect();
     (!named.is_empty()).then(|| named.join(", "))

@@ -241,7 +241,8 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
 }
 
 /// Per kernel leaf function of `p`'s call chains, the system calls (`__x64_sys_NAME`,
-/// `__do_sys_NAME`, `__se_sys_NAME` frames) its samples were under, with their counts.
+/// `__do_sys_NAME`, `__se_sys_NAME` frames) its samples were under, each as `NAME() from
+/// CALLER` (the nearest user frame that is not a wrapper), with their counts.
 fn syscalls_of(p: &PointProfile) -> std::collections::HashMap<String, Vec<(Option<String>, u64)>> {
     let mut out: std::collections::HashMap<String, Vec<(Option<String>, u64)>> =
         std::collections::HashMap::new();
@@ -252,16 +253,22 @@ fn syscalls_of(p: &PointProfile) -> std::collections::HashMap<String, Vec<(Optio
         };
         let syscall = frames.iter().find_map(|f| {
             let f = f.strip_suffix("_[k]")?;
-            [
-                "__x64_sys_",
-                "__do_sys_",
-                "__se_sys_",
-                "__ia32_sys_",
-                "__arm64_sys_",
-            ]
-            .iter()
-            .find_map(|prefix| f.strip_prefix(prefix))
-            .map(str::to_owned)
+            SYSCALL_ENTRIES
+                .iter()
+                .find_map(|prefix| f.strip_prefix(prefix))
+        });
+        // The caller: the nearest user frame above the kernel's that is not a wrapper.
+        let first_kernel = frames.iter().position(|f| f.ends_with("_[k]"));
+        let caller = first_kernel.and_then(|k| {
+            frames[..k]
+                .iter()
+                .rev()
+                .find(|f| !is_syscall_wrapper(f))
+                .copied()
+        });
+        let syscall = syscall.map(|call| match caller {
+            Some(c) => format!("{call}() from {c}"),
+            None => format!("{call}()"),
         });
         let calls = out.entry(leaf.to_owned()).or_default();
         match calls.iter_mut().find(|(s, _)| *s == syscall) {
@@ -270,6 +277,34 @@ fn syscalls_of(p: &PointProfile) -> std::collections::HashMap<String, Vec<(Optio
         }
     }
     out
+}
+
+/// The prefixes of a system call's entry function in the kernel, before its name.
+const SYSCALL_ENTRIES: &[&str] = &[
+    "__x64_sys_",
+    "__do_sys_",
+    "__se_sys_",
+    "__ia32_sys_",
+    "__arm64_sys_",
+];
+
+/// A user frame between a system call and the code that made it: the C library's and Rust's
+/// wrappers (by name: a call chain's folded frames carry no file), futex helpers, unnamed code.
+fn is_syscall_wrapper(name: &str) -> bool {
+    name.starts_with("__")
+        || name.starts_with("syscall")
+        || name.starts_with('[')
+        || name.contains("::futex::")
+        || [
+            "std::",
+            "<std::",
+            "core::",
+            "<core::",
+            "rustix::",
+            "<rustix::",
+        ]
+        .iter()
+        .any(|p| name.starts_with(p))
 }
 
 /// User + system CPU per op, pooled over the trials `which` selects; `None` when none is.

@@ -584,7 +584,9 @@ fn kernel_cpu_that_grows_a_little_in_many_functions_is_named_as_spread_when_syst
         two.folded = (0..10)
             .map(|k| {
                 let call = if k < 6 { "unlink" } else { "openat" };
-                let stack = format!("main;do_syscall_64_[k];__x64_sys_{call}_[k];kfunc{k}_[k]");
+                let stack = format!(
+                    "main;work;__GI___{call};do_syscall_64_[k];__x64_sys_{call}_[k];kfunc{k}_[k]"
+                );
                 (stack, 10)
             })
             .collect();
@@ -606,7 +608,7 @@ fn kernel_cpu_that_grows_a_little_in_many_functions_is_named_as_spread_when_syst
         group
             .cause
             .what
-            .ends_with("(under unlink() 60%, openat() 40%)"),
+            .ends_with("(under unlink() 60% from work, openat() 40% from work)"),
         "{}",
         group.cause.what
     );
