@@ -116,13 +116,13 @@ Runs still being measured are left for a later push. Without --with-profiles
 perf.data files stay on this host: the copied runs keep their profiles' paths
 and metadata. With it, each run's perf.data files and kallsyms snapshot are
 stored in the target too (table run_files; at most 512 MiB a file), also for
-runs pushed before without them; a host that lacks the files reads the stored
-copies (`profile`, `explain`, `report`, `serve`), written on first use into its
-own profiles folder for that store.
+runs pushed before without them; a host that lacks the files reads the
+stored copies (`profile`, `explain`, `report`, `serve`), written on first use
+into its own profiles folder for that store.
 
 EXIT STATUS:
-  0    every run is in the target (copied now or before), with its files when asked
-  1    --with-profiles: a profile file could not be copied (each is named on stderr)
+  0    every run is in the target (copied now or before), with files if asked
+  1    --with-profiles: a profile file was not copied (each named on stderr)
   2    a usage or runtime error (what was copied before it stays copied)";
 
 /// `scalelab serve --help`.

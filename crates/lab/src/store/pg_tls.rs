@@ -23,12 +23,12 @@ use std::sync::Arc;
 
 use postgres::config::{Host, SslMode as PgSslMode};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::{WebPkiServerVerifier, verify_server_cert_signed_by_trust_anchor};
+use rustls::client::verify_server_cert_signed_by_trust_anchor;
 use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::server::ParsedCertificate;
-use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 
 use super::pg_config::ConfigError;
 
@@ -79,11 +79,11 @@ pub(crate) enum Connector {
     Tls(tokio_postgres_rustls::MakeRustlsConnect),
 }
 
-/// What certificate check a mode and the files at hand call for.
+/// What certificate check a mode and the files at hand call for: the chain and the name, the
+/// chain alone, or (`Chain(None)`) nothing.
 enum Check {
-    None,
-    Ca(RootCertStore),
     Full(RootCertStore),
+    Chain(Option<RootCertStore>),
 }
 
 impl TlsSettings {
@@ -112,25 +112,10 @@ impl TlsSettings {
             .map_err(|e| ConfigError::Url(format!("TLS: {e}")))?;
         let config = match check {
             Check::Full(roots) => builder.with_root_certificates(roots),
-            Check::Ca(roots) => {
-                let roots = Arc::new(roots);
-                let inner = WebPkiServerVerifier::builder_with_provider(
-                    Arc::clone(&roots),
-                    provider.clone(),
-                )
-                .build()
-                .map_err(|e| ConfigError::Url(format!("TLS: {e}")))?;
-                builder
-                    .dangerous()
-                    .with_custom_certificate_verifier(Arc::new(SignedByRoot {
-                        inner,
-                        roots,
-                        algorithms: provider.signature_verification_algorithms,
-                    }))
-            }
-            Check::None => builder
+            Check::Chain(roots) => builder
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(Unchecked {
+                .with_custom_certificate_verifier(Arc::new(ChainOnly {
+                    roots: roots.map(Arc::new),
                     algorithms: provider.signature_verification_algorithms,
                 })),
         }
@@ -156,12 +141,13 @@ impl TlsSettings {
         };
         Ok(match (self.mode, roots) {
             (SslMode::VerifyFull, Some(r)) => Check::Full(r),
-            (SslMode::VerifyCa, Some(r)) => Check::Ca(r),
-            (SslMode::Require | SslMode::Prefer, Some(r)) => Check::Ca(r),
+            (SslMode::VerifyCa | SslMode::Require | SslMode::Prefer, Some(r)) => {
+                Check::Chain(Some(r))
+            }
             (SslMode::VerifyFull, None) => Check::Full(system_roots()?),
-            (SslMode::VerifyCa, None) => Check::Ca(system_roots()?),
+            (SslMode::VerifyCa, None) => Check::Chain(Some(system_roots()?)),
             (SslMode::Require | SslMode::Prefer | SslMode::Disable, None)
-            | (SslMode::Disable, Some(_)) => Check::None,
+            | (SslMode::Disable, Some(_)) => Check::Chain(None),
         })
     }
 }
@@ -197,87 +183,34 @@ fn system_roots() -> Result<RootCertStore, ConfigError> {
     Ok(roots)
 }
 
-/// `verify-ca`: the chain must end at a root certificate; the name is not checked.
+/// `verify-ca` (with `roots`: the chain must end at one of them; the name is not checked) and
+/// `require` without a root certificate file (`None`: encrypted, the server not authenticated,
+/// libpq's rule); the handshake's signatures are checked against the certificate either way.
 #[derive(Debug)]
-struct SignedByRoot {
-    inner: Arc<WebPkiServerVerifier>,
-    roots: Arc<RootCertStore>,
+struct ChainOnly {
+    roots: Option<Arc<RootCertStore>>,
     algorithms: WebPkiSupportedAlgorithms,
 }
 
-impl ServerCertVerifier for SignedByRoot {
+impl ServerCertVerifier for ChainOnly {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
         intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp_response: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        match self.inner.verify_server_cert(
-            end_entity,
-            intermediates,
-            server_name,
-            ocsp_response,
-            now,
-        ) {
-            Err(rustls::Error::InvalidCertificate(
-                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) => {
-                // The name is all that failed: check the chain alone.
-                let cert = ParsedCertificate::try_from(end_entity)?;
-                verify_server_cert_signed_by_trust_anchor(
-                    &cert,
-                    &self.roots,
-                    intermediates,
-                    now,
-                    self.algorithms.all,
-                )?;
-                Ok(ServerCertVerified::assertion())
-            }
-            other => other,
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
-    }
-}
-
-/// `require` without a root certificate (libpq's rule): encrypted, the server not
-/// authenticated; the handshake's signatures are still checked against the certificate.
-#[derive(Debug)]
-struct Unchecked {
-    algorithms: WebPkiSupportedAlgorithms,
-}
-
-impl ServerCertVerifier for Unchecked {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
         _server_name: &ServerName<'_>,
         _ocsp_response: &[u8],
-        _now: UnixTime,
+        now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
+        if let Some(roots) = &self.roots {
+            let cert = ParsedCertificate::try_from(end_entity)?;
+            verify_server_cert_signed_by_trust_anchor(
+                &cert,
+                roots,
+                intermediates,
+                now,
+                self.algorithms.all,
+            )?;
+        }
         Ok(ServerCertVerified::assertion())
     }
 
