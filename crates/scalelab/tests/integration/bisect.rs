@@ -357,7 +357,13 @@ fn bisect_skips_a_commit_that_does_not_build_and_is_not_misled_by_a_flaky_one() 
             flaky: Some(39),
         },
     );
-    let (code, stdout, stderr) = run(&lab, &bisect_args(&repo, 64, &["--seed", "11"]));
+    // Up to 100 groups a commit: a CI run on this VM once judged three good commits
+    // inconclusive against the 3% gap within the default 40 and answered, honestly, "one of
+    // c37..c41"; what is tested here is skipping, not the resolution at 40 groups.
+    let (code, stdout, stderr) = run(
+        &lab,
+        &bisect_args(&repo, 64, &["--seed", "11", "--max-runs", "100"]),
+    );
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert_eq!(first_bad(&stdout), Some(41), "{stdout}");
     let v = view(&lab, 1);
