@@ -30,13 +30,14 @@ pub fn load(db: Option<&Path>, spec: &str) -> Result<RunData> {
 /// read from the store's copies (`push --with-profiles`), written into this host's profiles
 /// folder for the store on first use.
 pub fn load_with_profiles(db: Option<&Path>, spec: &str) -> Result<RunData> {
-    let mut data = load(db, spec)?;
-    if !Path::new(spec).is_file() {
-        let store = db_path::open_existing(db)?;
-        let local = db_path::local_file(store.location())?;
-        lab::fetch_profiles(&store, &mut data, &local)
-            .with_context(|| format!("reading the stored profiles of run {}", data.meta.id))?;
+    if Path::new(spec).is_file() {
+        return load(db, spec);
     }
+    let store = db_path::open_existing(db)?;
+    let mut data = store.load_run(store.resolve(spec)?)?;
+    let local = db_path::local_file(store.location())?;
+    lab::fetch_profiles(&store, &mut data, &local)
+        .with_context(|| format!("reading the stored profiles of run {}", data.meta.id))?;
     Ok(data)
 }
 

@@ -232,19 +232,34 @@ fn top_at_1(lab: &Lab, db: &str, run: &str, k: usize) -> Vec<String> {
         .collect()
 }
 
+/// One profiled 300 ms trial of `workload` at N=1 into database `db`.
+fn short_profiled_run(lab: &Lab, db: &str, workload: &str) {
+    lab.ok(&[
+        "--db",
+        db,
+        "run",
+        workload,
+        "--tasks",
+        "1",
+        "--runs",
+        "1",
+        "--duration",
+        "300ms",
+        "--warmup",
+        "0s",
+        "--profile",
+        "--quiet",
+    ]);
+}
+
 #[test]
 fn profiles_of_two_databases_in_one_folder_stay_apart() {
     if !perf_available() {
         return;
     }
     let lab = Lab::new();
-    let short = ["--tasks", "1", "--runs", "1", "--duration", "300ms"];
-    let rest = ["--warmup", "0s", "--profile", "--quiet"];
     for (db, workload) in [("a.db", "page_fault"), ("b.db", "spin")] {
-        let mut args = vec!["--db", db, "run", workload];
-        args.extend(short);
-        args.extend(rest);
-        lab.ok(&args);
+        short_profiled_run(&lab, db, workload);
     }
     // Both are run 1 of their database; a.db's must still be page faults, not b.db's spin.
     let a = top_at_1(&lab, "a.db", "1", 10);
@@ -269,11 +284,7 @@ fn profiles_pushed_with_their_run_are_read_where_the_files_are_not() {
         return;
     }
     let lab = Lab::new();
-    let short = ["--tasks", "1", "--runs", "1", "--duration", "300ms"];
-    let mut args = vec!["--db", "a.db", "run", "page_fault"];
-    args.extend(short);
-    args.extend(["--warmup", "0s", "--profile", "--quiet"]);
-    lab.ok(&args);
+    short_profiled_run(&lab, "a.db", "page_fault");
     let here = top_at_1(&lab, "a.db", "1", 5);
     let pushed = lab.json(&[
         "--db",
