@@ -460,6 +460,28 @@ pub struct HarnessCost {
     /// before this was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampler_realtime: Option<bool>,
+    /// For the first trial at each N of a run with lock or off-CPU traces (built-in workloads):
+    /// a trial of the same N run just before it without any trace or profile, so that what the
+    /// traces cost is measured, not guessed. `None` otherwise and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untraced: Option<UntracedReference>,
+}
+
+/// An untraced trial's window and ops, kept with the traced trial it ran just before
+/// ([`HarnessCost::untraced`]); not a trial of the run (no statistics include it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UntracedReference {
+    /// Its measurement window.
+    pub window: Nanos,
+    /// Ops of all its tasks inside the window.
+    pub ops: u64,
+}
+
+impl UntracedReference {
+    /// Time per op per task, `N·W ÷ ops`, in ns (`None` without ops).
+    pub fn ns_per_op_task(&self, n: u32) -> Option<f64> {
+        (self.ops > 0).then(|| f64::from(n) * self.window.0 as f64 / self.ops as f64)
+    }
 }
 
 /// CLOCK_MONOTONIC nanoseconds at the start and end of a trial's measurement window.

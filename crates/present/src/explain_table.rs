@@ -5,7 +5,9 @@
 
 use std::io::{self, Write};
 
-use lab::analysis::explain::{Cause, CauseGrowth, CauseKind, Explanation, Mechanism, NoiseRule};
+use lab::analysis::explain::{
+    Cause, CauseGrowth, CauseKind, Explanation, Mechanism, NoiseRule, TRACE_COST_NOTABLE,
+};
 use lab::safe_text::printable;
 
 use crate::grid::Grid;
@@ -200,6 +202,44 @@ pub fn measuring_note(e: &Explanation) -> Option<String> {
     })
 }
 
+/// What the traces cost, measured per N against an untraced trial run just before the first
+/// traced one, and what that means for reading the answer when it is large. `None` without
+/// such references (no traces, a command, an older run).
+pub fn trace_cost_note(e: &Explanation) -> Option<String> {
+    let costs: Vec<String> = e
+        .points
+        .iter()
+        .filter_map(|p| {
+            let c = p.trace_cost?;
+            Some(format!(
+                "N={}: {} untraced, {} traced{} (×{:.2})",
+                p.n,
+                duration(c.untraced_ns),
+                duration(c.traced_ns),
+                if c.profiled { " and profiled" } else { "" },
+                c.slowdown
+            ))
+        })
+        .collect();
+    if costs.is_empty() {
+        return None;
+    }
+    let notable = e.points.iter().any(|p| {
+        p.trace_cost
+            .is_some_and(|c| c.slowdown > TRACE_COST_NOTABLE)
+    });
+    let mut note = format!(
+        "what the traces cost, measured: time per op per task of an untraced trial and of the traced trial run just after it, at each N (one pair: read it against the CV above) — {}",
+        costs.join("; ")
+    );
+    if notable {
+        note.push_str(&format!(
+            "; above ×{TRACE_COST_NOTABLE:.1}, the times per op above and their split describe the traced run, which records every blocking switch or lock wait: the workload's own throughput is that of a run without --explain, --offcpu and --locks"
+        ));
+    }
+    Some(note)
+}
+
 /// The whole explanation as terminal text.
 pub fn write(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Result<()> {
     let pal = opts.palette;
@@ -260,6 +300,9 @@ pub fn write(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Re
         t.write_terminal(out, opts)?;
     }
     if let Some(note) = measuring_note(e) {
+        writeln!(out, "{note}")?;
+    }
+    if let Some(note) = trace_cost_note(e) {
         writeln!(out, "{note}")?;
     }
 
@@ -426,6 +469,33 @@ mod tests {
         let mut out = Vec::new();
         write(&mut out, &e, &TextOptions::plain()).expect("written");
         String::from_utf8(out).expect("utf-8")
+    }
+
+    #[test]
+    fn the_traces_cost_is_shown_per_n_and_read_as_a_caveat_above_the_bound() {
+        let mut e = explain(&explained_run(), &[]).expect("an explanation");
+        assert_eq!(trace_cost_note(&e), None, "no reference, no note");
+        let cost = |slowdown: f64| lab::analysis::explain::TraceCost {
+            trial: 1,
+            traced_ns: 2000.0 * slowdown,
+            untraced_ns: 2000.0,
+            slowdown,
+            profiled: false,
+        };
+        e.points[0].trace_cost = Some(cost(1.05));
+        e.points[1].trace_cost = Some(cost(1.2));
+        let mild = trace_cost_note(&e).expect("a note");
+        assert!(
+            mild.contains("N=1: 2.00µs untraced, 2.10µs traced (×1.05); N=2: 2.00µs untraced, 2.40µs traced (×1.20)"),
+            "{mild}"
+        );
+        assert!(!mild.contains("describe the traced run"), "{mild}");
+        e.points[1].trace_cost = Some(cost(2.9));
+        let heavy = trace_cost_note(&e).expect("a note");
+        assert!(heavy.contains("(×2.90); above ×1.3, the times per op above and their split describe the traced run"), "{heavy}");
+        let mut out = Vec::new();
+        write(&mut out, &e, &TextOptions::plain()).expect("written");
+        assert!(String::from_utf8(out).unwrap().contains(&heavy));
     }
 
     #[test]

@@ -349,7 +349,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "K", default_value_t = 1, requires = "profiling")]
     pub profile_trials: u32,
     /// Record the evidence `scalelab explain` reads (= --profile --locks --offcpu), then print
-    /// the explanation after the run.
+    /// the explanation after the run. With traces, one extra untraced trial per N measures
+    /// what tracing costs (it is not one of the run's trials).
     #[arg(long)]
     pub explain: bool,
     /// Trace when the tasks block (sched:sched_switch/sched_wakeup, with kernel and user

@@ -631,6 +631,7 @@ mod tests {
                     start: Nanos(1),
                     stop: Nanos(1),
                     sampler_realtime: Some(false),
+                    untraced: None,
                 });
             }
         }

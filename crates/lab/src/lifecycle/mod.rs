@@ -354,6 +354,74 @@ mod tests {
     }
 
     #[test]
+    fn a_traced_run_measures_an_untraced_reference_before_the_first_trial_at_each_n() {
+        let stop = AtomicBool::new(false);
+        let mut seen = Recorder::default();
+        let mut exec = FakeExecutor::new(1e6, 0.1);
+        exec.harness = true;
+        let mut traced = plan("1,2", 2);
+        traced.offcpu = Some(crate::offcpu::OffCpuRequest::default());
+        let (outcome, store, _dir) = with_session(&stop, &mut seen, |s| {
+            run(traced, s, Some(&mut exec)).unwrap()
+        });
+        // Two references (one per N, untraced) besides the four traced trials, which alone are
+        // the run's trials.
+        assert_eq!(
+            exec.traced,
+            vec![false, true, false, true, true, true],
+            "reference, trial (1,0), reference, trial (2,0), (1,1), (2,1)"
+        );
+        assert_eq!(outcome.stored, 4);
+        assert_eq!(seen.finished, vec![(1, 0), (2, 0), (1, 1), (2, 1)]);
+        let data = store.load_run(outcome.id).unwrap();
+        for t in &data.trials {
+            let m = t.outcome.measurement().unwrap();
+            let reference = m.harness.unwrap().untraced;
+            if t.index == 0 {
+                // The fake's rate, 1e6 × N ÷ (1 + 0.1 (N − 1)) ops/s, over the 5 s window.
+                let r = reference.expect("the first trial at each N carries its reference");
+                let expected = if t.n == 1 { 5_000_000 } else { 9_090_908 };
+                assert!(r.ops.abs_diff(expected) <= 2, "{r:?} at N={}", t.n);
+                let ns = r.ns_per_op_task(t.n).unwrap();
+                assert!(
+                    (ns - f64::from(t.n) * 5e9 / expected as f64).abs() < 0.01,
+                    "{ns}"
+                );
+            } else {
+                assert_eq!(reference, None, "trial {} at N={}", t.index, t.n);
+            }
+        }
+    }
+
+    #[test]
+    fn the_reference_runs_before_the_first_trial_that_is_not_profiled() {
+        let stop = AtomicBool::new(false);
+        let mut exec = FakeExecutor::new(1e6, 0.1);
+        let mut traced = plan("1,2", 3);
+        traced.locks = Some(crate::locks::LockRequest::ALL);
+        traced.profile = Some(crate::runner::ProfileSettings::new(1));
+        with_session(&stop, &mut Silent, |s| {
+            run(traced, s, Some(&mut exec)).unwrap()
+        });
+        // (1,0) (2,0) are profiled; the references run before (1,1) and (2,1).
+        assert_eq!(
+            exec.traced,
+            vec![true, true, false, true, false, true, true, true]
+        );
+    }
+
+    #[test]
+    fn an_untraced_run_measures_no_reference() {
+        let stop = AtomicBool::new(false);
+        let mut exec = FakeExecutor::new(1e6, 0.1);
+        exec.harness = true;
+        with_session(&stop, &mut Silent, |s| {
+            run(plan("1,2", 2), s, Some(&mut exec)).unwrap()
+        });
+        assert_eq!(exec.calls, 4);
+    }
+
+    #[test]
     fn a_failed_trial_does_not_stop_the_run() {
         let stop = AtomicBool::new(false);
         let mut exec = FakeExecutor::new(1e6, 0.1);

@@ -2,7 +2,8 @@
 //! the points) and `ab` (random pairs of sides) go through.
 //!
 //! Each trial is executed with its scratch directory (removed after it, whatever became of it)
-//! and its profile request, then committed to the store the moment it ends and reported to the
+//! and its profile request (one at each N of a traced run after an untraced reference trial,
+//! kept with it: what the traces cost), then committed to the store the moment it ends and reported to the
 //! [`Progress`]: an interrupted or killed sweep keeps everything it measured. The stop flag is
 //! checked before every trial, and the executor checks it during one.
 
@@ -12,8 +13,8 @@ use super::Session;
 use super::progress::TrialLabel;
 use crate::error::LabError;
 use crate::plan::Plan;
-use crate::record::TrialRecord;
-use crate::runner::{Execution, Executor};
+use crate::record::{TrialRecord, UntracedReference};
+use crate::runner::{Execution, Executor, TrialSpec};
 use crate::scratch::Scratch;
 use crate::timestamp;
 
@@ -84,6 +85,12 @@ fn execute(
     mut scratch: Option<&mut Scratch>,
     session: &Session<'_>,
 ) -> Result<Option<TrialRecord>, LabError> {
+    let untraced = match untraced_reference(plan, slot, executor, scratch.as_deref_mut(), session)?
+    {
+        Reference::Interrupted => return Ok(None),
+        Reference::Measured(r) => Some(r),
+        Reference::None => None,
+    };
     let started_at = timestamp::now_rfc3339();
     let mut spec = plan.trial_spec(slot.n);
     spec.profile = match &plan.profile {
@@ -94,6 +101,34 @@ fn execute(
         )?,
         None => None,
     };
+    let execution = execute_in_scratch(plan, &mut spec, executor, scratch, session)?;
+    Ok(match execution {
+        Execution::Interrupted => None,
+        Execution::Finished(mut outcome) => {
+            if let (Some(r), Some(m)) = (untraced, outcome.measurement_mut())
+                && let Some(harness) = m.harness.as_mut()
+            {
+                harness.untraced = Some(r);
+            }
+            Some(TrialRecord {
+                n: slot.n,
+                index: slot.index,
+                started_at,
+                outcome,
+            })
+        }
+    })
+}
+
+/// Runs `spec` with a fresh scratch directory when the workload uses files (removed after it,
+/// whatever became of the trial).
+fn execute_in_scratch(
+    plan: &Plan,
+    spec: &mut TrialSpec,
+    executor: &mut dyn Executor,
+    mut scratch: Option<&mut Scratch>,
+    session: &Session<'_>,
+) -> Result<Execution, LabError> {
     let dir = match scratch.as_deref_mut() {
         Some(s) if plan.info.uses_files => Some(s.create()?),
         _ => None,
@@ -101,19 +136,62 @@ fn execute(
     if let (Some(dir), crate::runner::Work::Builtin(work)) = (&dir, &mut spec.work) {
         work.workdir = Some(dir.clone());
     }
-    let execution = executor.execute(&spec, plan.deadline(), session.stop);
+    let execution = executor.execute(spec, plan.deadline(), session.stop);
     if let (Some(dir), Some(s)) = (&dir, scratch.as_deref()) {
         s.remove(dir)?;
     }
-    Ok(match execution {
-        Execution::Interrupted => None,
-        Execution::Finished(outcome) => Some(TrialRecord {
-            n: slot.n,
-            index: slot.index,
-            started_at,
-            outcome,
-        }),
-    })
+    Ok(execution)
+}
+
+/// What became of a trial's untraced reference.
+enum Reference {
+    /// None was asked for (not the first trial at its N, no trace, a command), or it failed.
+    None,
+    /// The stop flag interrupted it.
+    Interrupted,
+    Measured(UntracedReference),
+}
+
+/// The trial an untraced reference runs just before, at each N: the first one not profiled,
+/// so that the two differ by the traces alone and are adjacent in time (a workload that drifts
+/// over a run, as `create_unlink`'s growing directory does, drifts little between them); the
+/// first trial when every trial is profiled.
+fn reference_index(plan: &Plan) -> u32 {
+    let profiled = plan.profile.as_ref().map_or(0, |p| p.trials);
+    if profiled < plan.runs { profiled } else { 0 }
+}
+
+/// Before one trial at each N of a built-in run with lock or off-CPU traces: the same
+/// trial without any trace or profile, whose ops per window show what the traces cost (a trace
+/// adds work to every switch or lock wait it records, and `explain` describes the traced run).
+/// A reference that fails is left out: the traced trial still runs.
+fn untraced_reference(
+    plan: &Plan,
+    slot: &Slot,
+    executor: &mut dyn Executor,
+    scratch: Option<&mut Scratch>,
+    session: &Session<'_>,
+) -> Result<Reference, LabError> {
+    let mut spec = plan.trial_spec(slot.n);
+    let traced = spec.locks.is_some() || spec.offcpu.is_some();
+    if slot.index != reference_index(plan) || !traced || spec.builtin().is_none() {
+        return Ok(Reference::None);
+    }
+    spec.locks = None;
+    spec.offcpu = None;
+    spec.profile = None;
+    Ok(
+        match execute_in_scratch(plan, &mut spec, executor, scratch, session)? {
+            Execution::Interrupted => Reference::Interrupted,
+            Execution::Finished(outcome) => match outcome.measurement() {
+                Some(m) => Reference::Measured(UntracedReference {
+                    window: m.window,
+                    ops: m.task_ops.iter().fold(0u64, |a, &b| a.saturating_add(b)),
+                }),
+                None => Reference::None,
+            },
+        },
+    )
 }
 
 /// The round-robin order of one plan: repetition 0 of every N, then repetition 1, … so a slow

@@ -20,6 +20,10 @@ pub(crate) struct FakeExecutor {
     pub fail: Option<(u32, u32)>,
     /// Executions so far.
     pub calls: usize,
+    /// Whether the measurements carry a (zero) harness cost, as a built-in trial child's do.
+    pub harness: bool,
+    /// Whether each execution was traced (lock or off-CPU trace asked for), in order.
+    pub traced: Vec<bool>,
 }
 
 impl FakeExecutor {
@@ -30,6 +34,8 @@ impl FakeExecutor {
             noise: 0.0,
             fail: None,
             calls: 0,
+            harness: false,
+            traced: Vec::new(),
         }
     }
 }
@@ -39,6 +45,8 @@ impl Executor for FakeExecutor {
         const PATTERN: [f64; 5] = [0.0, 1.0, -1.0, 0.5, -0.5];
         let index = self.calls;
         self.calls += 1;
+        self.traced
+            .push(spec.locks.is_some() || spec.offcpu.is_some());
         if stop.load(Ordering::SeqCst) {
             return Execution::Interrupted;
         }
@@ -83,7 +91,7 @@ impl Executor for FakeExecutor {
             steps: Vec::new(),
             clock_window: None,
             offcpu: None,
-            harness: None,
+            harness: self.harness.then(crate::record::HarnessCost::default),
             profile: None,
             locks: None,
         }))

@@ -182,6 +182,7 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
                     .saturating_duration_since(window.stopped),
             ),
             sampler_realtime: Some(window.realtime),
+            untraced: None,
         }),
     })
 }

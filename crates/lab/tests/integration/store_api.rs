@@ -13,7 +13,8 @@ mod store {
     use lab::record::{
         ClockWindow, CounterValue, EXPORT_SCHEMA_VERSION, HarnessCost, LockContention, LockReport,
         Membind, Mode, Nanos, OffCpuReport, OffCpuSite, Pin, ProfileRef, RunData, RunMeta,
-        RunStatus, SampleRecord, StepRecord, TrialMeasurement, TrialOutcome, TrialRecord, Usage,
+        RunStatus, SampleRecord, StepRecord, TrialMeasurement, TrialOutcome, TrialRecord,
+        UntracedReference, Usage,
     };
     use lab::store::{
         Location, RunFilter, Store, StoreError, export_csv, export_json, read_export,
@@ -237,6 +238,10 @@ mod store {
                     start: Nanos(5_678),
                     stop: Nanos(u64::MAX),
                     sampler_realtime: Some(true),
+                    untraced: (index == 1).then_some(UntracedReference {
+                        window: Nanos(999_000_000),
+                        ops: u64::MAX,
+                    }),
                 }),
             }),
         }

@@ -214,9 +214,20 @@ fn explain_section(e: &Explanation) -> ExplainSection {
     let (headers, rows) = crate::explain_table::agreement_rows(e);
     if !rows.is_empty() {
         tables.push(Table {
-            caption: match crate::explain_table::measuring_note(e) {
-                Some(note) => format!("The traces against the accounting, on the same trials (per op; 1.00 is full agreement). {}{}.", note[..1].to_uppercase(), &note[1..]),
-                None => "The traces against the accounting, on the same trials (per op; 1.00 is full agreement)".into(),
+            caption: {
+                let mut caption = "The traces against the accounting, on the same trials (per op; 1.00 is full agreement)".to_string();
+                let notes = [
+                    crate::explain_table::measuring_note(e),
+                    crate::explain_table::trace_cost_note(e),
+                ];
+                for note in notes.into_iter().flatten() {
+                    caption.push_str(&format!(". {}{}", note[..1].to_uppercase(), &note[1..]));
+                }
+                if caption.ends_with(')') {
+                    caption
+                } else {
+                    caption + "."
+                }
             },
             headers,
             rows,

@@ -347,6 +347,18 @@ fn explain_names_the_pipe_read_of_pipe_pingpong_as_blocking() {
             "N={}: the agreement's two sides are not both there: {p}",
             p["n"]
         );
+        // Every round trip is traced (two blocking switches with call chains, their switch-ins
+        // and wake-ups): against the untraced trial run before the first traced one, the
+        // traced time per op is measurably longer (×3.4 on this project's 2-vCPU VM, where a
+        // traced switch costs 0.5–1 µs). A slowdown of 1 would mean the reference was traced
+        // too, or the traces recorded nothing.
+        let cost = &p["trace_cost"];
+        let slowdown = cost["slowdown"].as_f64().unwrap_or(0.0);
+        assert!(
+            slowdown > 1.1 && cost["untraced_ns"].as_f64().is_some_and(|u| u > 0.0),
+            "N={}: the traces' measured cost: {cost}",
+            p["n"]
+        );
     }
 }
 

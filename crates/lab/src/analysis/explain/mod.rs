@@ -79,6 +79,9 @@ pub struct PointExplain {
     /// cost of measuring. The part of it the median trial carries too (the tracers', beyond the
     /// profiled trials' excess CPU) is a cause of kind `measurement`; `None` without a profile.
     pub measuring_pct: Option<f64>,
+    /// What the lock and off-CPU traces cost, measured at this N (`None` for a run without
+    /// them, a command, or one recorded before it was measured).
+    pub trace_cost: Option<TraceCost>,
     /// Each trial's (user, system) CPU per op, for the noise rule of CPU spread over functions
     /// ([`attribution`]).
     #[serde(skip)]
@@ -88,6 +91,28 @@ pub struct PointExplain {
     #[serde(skip)]
     pub(crate) syscalls: std::collections::HashMap<String, Vec<(Option<String>, u64)>>,
 }
+
+/// A traced trial's time per op against the untraced trial run at the same N just before it
+/// ([`crate::record::HarnessCost::untraced`]): one pair, adjacent in time, so the run's drift
+/// between them is small, but not its trial-to-trial noise (read it against the point's CV).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TraceCost {
+    /// The traced trial (0-based).
+    pub trial: u32,
+    /// Its ns/op/task.
+    pub traced_ns: f64,
+    /// The untraced reference's ns/op/task.
+    pub untraced_ns: f64,
+    /// `traced_ns ÷ untraced_ns`: 1.00 when tracing cost nothing measurable.
+    pub slowdown: f64,
+    /// Whether the traced trial was also profiled (every trial of the point was): then the
+    /// slowdown is the profiler's and the traces' together.
+    pub profiled: bool,
+}
+
+/// Above this slowdown the explanation describes the traced run more than the workload: the
+/// issue's bound for the off-CPU trace (1.3×).
+pub const TRACE_COST_NOTABLE: f64 = 1.3;
 
 impl PointExplain {
     /// How many trials carry the evidence of `cause` at this point.
@@ -222,6 +247,7 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
     let residual = traced.and_then(|_| pooled_residual(n, &trials, offcpu_source));
     Some(PointExplain {
         n,
+        trace_cost: trace_cost(&per_trial, &trials, n),
         offcpu_unexplained_ns: traced.map(|t| acc.offcpu_ns - t),
         offcpu_residual_ns: residual,
         cpu_unexplained_ns: split_cpu.map(|s| cpu - s),
@@ -237,6 +263,25 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
         measuring_pct,
         trial_cpu: per_trial.iter().map(|t| (t.user, t.sys)).collect(),
         syscalls: profile.map(syscalls_of).unwrap_or_default(),
+    })
+}
+
+/// The first trial at `n` that carries an untraced reference, against it.
+fn trace_cost(
+    per_trial: &[accounting::TrialParts],
+    trials: &[(u32, &crate::record::TrialMeasurement)],
+    n: u32,
+) -> Option<TraceCost> {
+    trials.iter().find_map(|(index, m)| {
+        let untraced_ns = m.harness?.untraced?.ns_per_op_task(n)?;
+        let traced_ns = per_trial.iter().find(|t| t.index == *index)?.total;
+        Some(TraceCost {
+            trial: *index,
+            traced_ns,
+            untraced_ns,
+            slowdown: traced_ns / untraced_ns,
+            profiled: m.profile.is_some(),
+        })
     })
 }
 

@@ -709,3 +709,48 @@ fn one_function_holding_most_of_a_sides_grown_cpu_is_named_by_itself() {
     assert_eq!(step.noise.rule, NoiseRule::TrialsSeparate);
     assert!(!g.named.iter().any(|c| c.cause.kind == CauseKind::UserCpu));
 }
+
+#[test]
+fn the_traces_cost_is_the_first_traced_trial_against_its_untraced_reference() {
+    let mut data = explained_run();
+    assert!(
+        explain(&data, &[]).unwrap().points[0].trace_cost.is_none(),
+        "no reference, no cost"
+    );
+    // Each N's trial 1 (not 0: the first that carries one is taken) ran before an untraced
+    // trial that did twice its ops in the same window.
+    for t in &mut data.trials {
+        let m = t.outcome.measurement_mut().unwrap();
+        let ops: u64 = m.task_ops.iter().sum();
+        m.harness = Some(crate::record::HarnessCost {
+            untraced: (t.index == 1).then_some(crate::record::UntracedReference {
+                window: m.window,
+                ops: 2 * ops,
+            }),
+            ..Default::default()
+        });
+    }
+    let e = explain(&data, &[]).unwrap();
+    for p in &e.points {
+        let c = p.trace_cost.expect("a measured cost");
+        assert_eq!(c.trial, 1);
+        let trial = data
+            .trials
+            .iter()
+            .find(|t| t.n == p.n && t.index == 1)
+            .unwrap();
+        let m = trial.outcome.measurement().unwrap();
+        let ops: u64 = m.task_ops.iter().sum();
+        let reference = f64::from(p.n) * m.window.0 as f64 / (2 * ops) as f64;
+        // Against the point's median, the figure the answer reads (trial 1 is the median one
+        // of explained_run's three).
+        assert!(close(c.traced_ns, p.accounting.ns_per_op_task));
+        assert!(
+            close(c.untraced_ns, reference),
+            "{} vs {reference}",
+            c.untraced_ns
+        );
+        assert!(close(c.slowdown, c.traced_ns / reference), "{}", c.slowdown);
+        assert!(close(c.slowdown, 2.0), "{}", c.slowdown);
+    }
+}
