@@ -556,8 +556,24 @@ pub struct OffCpuReport {
     pub sites: Vec<OffCpuSite>,
     /// Records the kernel dropped (ring buffer full); a report with losses says so.
     pub lost_records: u64,
+    /// The part of [`OffCpuReport::total`] from episodes no wake-up record ended (`None`: every
+    /// episode's wake-up was traced, or a record from before this was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unwoken: Option<UnwokenEpisodes>,
     /// Caveats: missing tracepoints, truncated stacks, permission limits.
     pub notes: Vec<String>,
+}
+
+/// Blocking episodes whose wake-up the kernel traced no `sched_wakeup` record of (seen on this
+/// project's KVM guest for I/O waits of a task on the CPU taking the disk's interrupts): they
+/// end at the task's switch-in, so their time includes the wait for a CPU after the wake-up,
+/// which the run-queue delay counts too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnwokenEpisodes {
+    /// How many.
+    pub count: u64,
+    /// Their time inside the window.
+    pub total: Nanos,
 }
 
 /// Blocked time spent at one cause: what the task blocked in, on what, from where.

@@ -256,6 +256,7 @@ pub fn offcpu_report(sites: Vec<OffCpuSite>) -> OffCpuReport {
         total: Nanos(sites.iter().map(|s| s.total.0).sum()),
         sites,
         lost_records: 0,
+        unwoken: None,
         notes: Vec::new(),
     }
 }

@@ -79,6 +79,10 @@ pub struct BlockedEpisode {
     /// When it was woken (or switched in, when its wake-up was not seen); `u64::MAX` when it
     /// had not been woken when tracing stopped.
     pub end: u64,
+    /// Whether `end` is its wake-up. When no `sched_wakeup` record named the thread (the
+    /// kernel traced none: seen for I/O waits on a VM), `end` is the switch-in, and the
+    /// episode includes the wait for a CPU after the wake-up.
+    pub woken: bool,
     /// Index of the kernel call chain (innermost first) in [`OffCpuTrace::chains`].
     pub kernel_chain: u32,
     /// Index of the user call chain (innermost first) in [`OffCpuTrace::chains`].
@@ -167,6 +171,7 @@ impl SchedPairing {
             state: o.state,
             begin: o.begin,
             end: o.wake.or(switch_in).unwrap_or(u64::MAX),
+            woken: o.wake.is_some(),
             kernel_chain: o.kernel_chain,
             user_chain: o.user_chain,
         }
@@ -219,6 +224,12 @@ mod tests {
         let eps = p.close();
         let spans: Vec<(u32, u64, u64)> = eps.iter().map(|e| (e.tid, e.begin, e.end)).collect();
         assert_eq!(spans, [(7, 10, 25), (8, 50, 60), (7, 80, u64::MAX)]);
+        let woken: Vec<bool> = eps.iter().map(|e| e.woken).collect();
+        assert_eq!(
+            woken,
+            [true, false, false],
+            "only the first ends at a wake-up"
+        );
         assert_eq!(eps[2].blocked_within(0, 100), 20);
         assert_eq!(eps[0].blocked_within(20, 100), 5);
         assert_eq!(eps[0].blocked_within(30, 100), 0);

@@ -240,6 +240,32 @@ pub fn trace_cost_note(e: &Explanation) -> Option<String> {
     Some(note)
 }
 
+/// Per N, the traced blocked time from episodes no wake-up record ended, when it is over 1%
+/// of what the trace saw: why `traced/residual` can read above 1. `None` otherwise.
+pub fn unwoken_note(e: &Explanation) -> Option<String> {
+    let parts: Vec<String> = e
+        .points
+        .iter()
+        .filter_map(|p| {
+            let (unwoken, traced) = (p.offcpu_unwoken_ns?, p.offcpu_traced_ns?);
+            (unwoken > 0.01 * traced).then(|| {
+                format!(
+                    "N={}: {} per op ({:.0}%)",
+                    p.n,
+                    duration(unwoken),
+                    unwoken / traced * 100.0
+                )
+            })
+        })
+        .collect();
+    (!parts.is_empty()).then(|| {
+        format!(
+            "blocked, traced includes episodes that no wake-up record ended (the kernel traced none for them) — {}; they run to the switch-in, so they also hold the wait for a CPU after the wake-up, which the residual leaves out: a traced/residual above 1 there is that wait",
+            parts.join(", ")
+        )
+    })
+}
+
 /// The whole explanation as terminal text.
 pub fn write(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Result<()> {
     let pal = opts.palette;
@@ -300,6 +326,9 @@ pub fn write(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Re
         t.write_terminal(out, opts)?;
     }
     if let Some(note) = measuring_note(e) {
+        writeln!(out, "{note}")?;
+    }
+    if let Some(note) = unwoken_note(e) {
         writeln!(out, "{note}")?;
     }
     if let Some(note) = trace_cost_note(e) {
@@ -469,6 +498,24 @@ mod tests {
         let mut out = Vec::new();
         write(&mut out, &e, &TextOptions::plain()).expect("written");
         String::from_utf8(out).expect("utf-8")
+    }
+
+    #[test]
+    fn episodes_without_a_wake_up_are_named_where_they_are_over_1_percent() {
+        let mut e = explain(&explained_run(), &[]).expect("an explanation");
+        assert_eq!(unwoken_note(&e), None);
+        let traced = e.points[1].offcpu_traced_ns.expect("traced");
+        e.points[0].offcpu_unwoken_ns = e.points[0].offcpu_traced_ns.map(|t| t * 0.005);
+        e.points[1].offcpu_unwoken_ns = Some(traced * 0.5);
+        let note = unwoken_note(&e).expect("a note");
+        assert!(!note.contains("N=1"), "under 1% is not named: {note}");
+        assert!(
+            note.contains(&format!("N=2: {} per op (50%)", duration(traced * 0.5))),
+            "{note}"
+        );
+        let mut out = Vec::new();
+        write(&mut out, &e, &TextOptions::plain()).expect("written");
+        assert!(String::from_utf8(out).unwrap().contains(&note));
     }
 
     #[test]

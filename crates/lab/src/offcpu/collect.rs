@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 use super::OffCpuRequest;
 use super::classify::{Cause, NamedFrame, classify};
 use crate::locks::collect::{function_of, is_wrapper};
-use crate::record::{ClockWindow, Nanos, OffCpuReport, OffCpuSite};
+use crate::record::{ClockWindow, Nanos, OffCpuReport, OffCpuSite, UnwokenEpisodes};
 use crate::traced_processes::{Scope, TracedProcesses};
 
 /// Frames kept in a site's representative stack.
@@ -160,6 +160,10 @@ fn summarise(
     let mut causes: HashMap<(u32, u32, u32), Cause> = HashMap::new();
     let mut sites: HashMap<Cause, Site> = HashMap::new();
     let mut total = 0u64;
+    let mut unwoken = UnwokenEpisodes {
+        count: 0,
+        total: Nanos(0),
+    };
     for e in &episodes {
         let key = (e.pid, e.kernel_chain, e.user_chain);
         let cause = causes.entry(key).or_insert_with(|| {
@@ -186,6 +190,10 @@ fn summarise(
             site.longest = key;
         }
         total += blocked;
+        if !e.woken {
+            unwoken.count += 1;
+            unwoken.total.0 += blocked;
+        }
     }
     let mut out: Vec<OffCpuSite> = sites
         .into_iter()
@@ -225,6 +233,14 @@ fn summarise(
             trace.lost
         ));
     }
+    if unwoken.count > 0 {
+        notes.push(format!(
+            "{} of {} blocking episodes had no wake-up record (the kernel traced none): they end at the switch-in, so {:.1} ms of blocked time includes the wait for a CPU after the wake-up",
+            unwoken.count,
+            episodes.len(),
+            unwoken.total.0 as f64 / 1e6
+        ));
+    }
     if trace.malformed > 0 {
         notes.push(format!(
             "{} scheduler records could not be decoded",
@@ -235,6 +251,66 @@ fn summarise(
         total: Nanos(total),
         sites: out,
         lost_records: trace.lost,
+        unwoken: (unwoken.count > 0).then_some(unwoken),
         notes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn episode(tid: u32, begin: u64, end: u64, woken: bool) -> perf::BlockedEpisode {
+        perf::BlockedEpisode {
+            pid: 1,
+            tid,
+            state: 2,
+            begin,
+            end,
+            woken,
+            kernel_chain: 0,
+            user_chain: 0,
+        }
+    }
+
+    #[test]
+    fn episodes_that_no_wake_up_ended_are_counted_and_said() {
+        let trace = perf::OffCpuTrace {
+            episodes: vec![
+                episode(7, 100, 400, true),
+                episode(8, 150, 900, false),
+                // Half inside the window: only that half counts.
+                episode(8, 1_800, 2_200, false),
+            ],
+            chains: vec![Vec::new()],
+            ..perf::OffCpuTrace::default()
+        };
+        let window = ClockWindow {
+            start: Nanos(0),
+            end: Nanos(2_000),
+        };
+        let report = summarise(&trace, window, None);
+        assert_eq!(report.total, Nanos(300 + 750 + 200));
+        assert_eq!(
+            report.unwoken,
+            Some(UnwokenEpisodes {
+                count: 2,
+                total: Nanos(950)
+            })
+        );
+        assert!(
+            report
+                .notes
+                .iter()
+                .any(|n| n.starts_with("2 of 3 blocking episodes had no wake-up record")),
+            "{:?}",
+            report.notes
+        );
+        let all_woken = perf::OffCpuTrace {
+            episodes: vec![episode(7, 100, 400, true)],
+            chains: vec![Vec::new()],
+            ..perf::OffCpuTrace::default()
+        };
+        assert_eq!(summarise(&all_woken, window, None).unwoken, None);
     }
 }

@@ -14,7 +14,7 @@ mod store {
         ClockWindow, CounterValue, EXPORT_SCHEMA_VERSION, HarnessCost, LockContention, LockReport,
         Membind, Mode, Nanos, OffCpuReport, OffCpuSite, Pin, ProfileRef, RunData, RunMeta,
         RunStatus, SampleRecord, StepRecord, TrialMeasurement, TrialOutcome, TrialRecord,
-        UntracedReference, Usage,
+        UntracedReference, UnwokenEpisodes, Usage,
     };
     use lab::store::{
         Location, RunFilter, Store, StoreError, export_csv, export_json, read_export,
@@ -231,6 +231,10 @@ mod store {
                         max: Nanos(2_000),
                     }],
                     lost_records: 1,
+                    unwoken: Some(UnwokenEpisodes {
+                        count: 3,
+                        total: Nanos(4_000),
+                    }),
                     notes: vec!["stacks truncated".into()],
                 }),
                 harness: (index % 2 == 1).then_some(HarnessCost {

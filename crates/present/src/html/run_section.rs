@@ -218,6 +218,7 @@ fn explain_section(e: &Explanation) -> ExplainSection {
                 let mut caption = "The traces against the accounting, on the same trials (per op; 1.00 is full agreement)".to_string();
                 let notes = [
                     crate::explain_table::measuring_note(e),
+                    crate::explain_table::unwoken_note(e),
                     crate::explain_table::trace_cost_note(e),
                 ];
                 for note in notes.into_iter().flatten() {

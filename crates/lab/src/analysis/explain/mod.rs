@@ -55,6 +55,10 @@ pub struct PointExplain {
     /// the trace should have seen. `offcpu_traced_ns` against it is the trace's agreement with
     /// the accounting, measured on the same trials.
     pub offcpu_residual_ns: Option<f64>,
+    /// The part of `offcpu_traced_ns` from episodes no wake-up record ended, per op, pooled over
+    /// the same trials: they run to the switch-in, so they include the wait for a CPU after
+    /// the wake-up, which the residual leaves out (`None` without such episodes).
+    pub offcpu_unwoken_ns: Option<f64>,
     /// Blocked time no trace accounts for: `accounting.offcpu_ns − offcpu_traced_ns` (negative
     /// when the trace saw more than the residual).
     pub offcpu_unexplained_ns: Option<f64>,
@@ -250,6 +254,7 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
         trace_cost: trace_cost(&per_trial, &trials, n),
         offcpu_unexplained_ns: traced.map(|t| acc.offcpu_ns - t),
         offcpu_residual_ns: residual,
+        offcpu_unwoken_ns: traced.and_then(|_| pooled_unwoken(&trials, offcpu_source)),
         cpu_unexplained_ns: split_cpu.map(|s| cpu - s),
         cpu_profiled_trials_ns: profiled_trials,
         accounting: acc,
@@ -395,6 +400,25 @@ fn pooled_residual(
         ops += m.ops();
     }
     (ops > 0).then(|| rest / ops as f64)
+}
+
+/// The off-CPU trace's time in episodes without a wake-up record per op, pooled over the
+/// traced trials; `None` when there were none (or blocked time was split by locks).
+fn pooled_unwoken(
+    trials: &[(u32, &TrialMeasurement)],
+    source: Option<&'static str>,
+) -> Option<f64> {
+    if source != Some("offcpu") {
+        return None;
+    }
+    let (mut unwoken, mut ops) = (0u64, 0u64);
+    for (_, m) in trials {
+        if let Some(r) = &m.offcpu {
+            unwoken += r.unwoken.map_or(0, |u| u.total.0);
+            ops += m.ops();
+        }
+    }
+    (unwoken > 0 && ops > 0).then(|| unwoken as f64 / ops as f64)
 }
 
 fn missing(data: &RunData, points: &[PointExplain], profiles: &[PointProfile]) -> Vec<Missing> {

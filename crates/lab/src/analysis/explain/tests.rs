@@ -754,3 +754,31 @@ fn the_traces_cost_is_the_first_traced_trial_against_its_untraced_reference() {
         assert!(close(c.slowdown, 2.0), "{}", c.slowdown);
     }
 }
+
+#[test]
+fn the_time_of_episodes_without_a_wake_up_is_pooled_like_the_traced_time() {
+    let mut data = explained_run();
+    assert!(
+        explain(&data, &[]).unwrap().points[1]
+            .offcpu_unwoken_ns
+            .is_none()
+    );
+    for t in &mut data.trials {
+        let m = t.outcome.measurement_mut().unwrap();
+        if let Some(r) = &mut m.offcpu {
+            r.unwoken = Some(crate::record::UnwokenEpisodes {
+                count: 1,
+                total: crate::record::Nanos(r.total.0 / 2),
+            });
+        }
+    }
+    let e = explain(&data, &[]).unwrap();
+    for p in e
+        .points
+        .iter()
+        .filter(|p| p.offcpu_traced_ns.is_some_and(|t| t > 0.0))
+    {
+        let (u, t) = (p.offcpu_unwoken_ns.unwrap(), p.offcpu_traced_ns.unwrap());
+        assert!((u - t / 2.0).abs() <= 1e-6 * t, "N={}: {u} vs {t}", p.n);
+    }
+}
