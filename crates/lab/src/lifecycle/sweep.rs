@@ -3,9 +3,9 @@
 //!
 //! Each trial is executed with its scratch directory (removed after it, whatever became of it)
 //! and its profile request (one at each N of a traced run after an untraced reference trial,
-//! kept with it: what the traces cost), then committed to the store the moment it ends and reported to the
-//! [`Progress`]: an interrupted or killed sweep keeps everything it measured. The stop flag is
-//! checked before every trial, and the executor checks it during one.
+//! kept with it: what the traces cost), then committed to the store the moment it ends and
+//! reported to the [`Progress`]: an interrupted or killed sweep keeps everything it measured.
+//! The stop flag is checked before every trial, and the executor checks it during one.
 
 use std::sync::atomic::Ordering;
 
@@ -145,7 +145,8 @@ fn execute_in_scratch(
 
 /// What became of a trial's untraced reference.
 enum Reference {
-    /// None was asked for (not the first trial at its N, no trace, a command), or it failed.
+    /// None was asked for (not the trial of [`reference_index`], no trace, a command), or it
+    /// failed.
     None,
     /// The stop flag interrupted it.
     Interrupted,
@@ -177,16 +178,16 @@ fn untraced_reference(
     if slot.index != reference_index(plan) || !traced || spec.builtin().is_none() {
         return Ok(Reference::None);
     }
+    // `trial_spec` asks for no profile; the profiled trials get theirs in `execute`.
     spec.locks = None;
     spec.offcpu = None;
-    spec.profile = None;
     Ok(
         match execute_in_scratch(plan, &mut spec, executor, scratch, session)? {
             Execution::Interrupted => Reference::Interrupted,
             Execution::Finished(outcome) => match outcome.measurement() {
                 Some(m) => Reference::Measured(UntracedReference {
                     window: m.window,
-                    ops: m.task_ops.iter().fold(0u64, |a, &b| a.saturating_add(b)),
+                    ops: m.ops(),
                 }),
                 None => Reference::None,
             },

@@ -215,19 +215,20 @@ fn explain_section(e: &Explanation) -> ExplainSection {
     if !rows.is_empty() {
         tables.push(Table {
             caption: {
-                let mut caption = "The traces against the accounting, on the same trials (per op; 1.00 is full agreement)".to_string();
-                let notes = [
+                let notes: Vec<String> = [
                     crate::explain_table::measuring_note(e),
                     crate::explain_table::unwoken_note(e),
                     crate::explain_table::trace_cost_note(e),
-                ];
-                for note in notes.into_iter().flatten() {
-                    caption.push_str(&format!(". {}{}", note[..1].to_uppercase(), &note[1..]));
-                }
-                if caption.ends_with(')') {
-                    caption
+                ]
+                .into_iter()
+                .flatten()
+                .map(|note| format!(" {}{}.", note[..1].to_uppercase(), &note[1..]))
+                .collect();
+                let title = "The traces against the accounting, on the same trials (per op; 1.00 is full agreement)";
+                if notes.is_empty() {
+                    title.to_string()
                 } else {
-                    caption + "."
+                    format!("{title}.{}", notes.concat())
                 }
             },
             headers,
