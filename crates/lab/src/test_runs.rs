@@ -257,6 +257,7 @@ pub fn offcpu_report(sites: Vec<OffCpuSite>) -> OffCpuReport {
         sites,
         lost_records: 0,
         unwoken: None,
+        silent_idle_cpus: Vec::new(),
         notes: Vec::new(),
     }
 }

@@ -35,7 +35,7 @@ pub use inherited::InheritedCounters;
 pub use kallsyms::{Kallsyms, KernelSymbol};
 pub use lock_events::{FutexWait, KernelWait, LockTrace};
 pub use lock_tracer::{FUTEX_FLAG_BITS, LockTraceConfig, LockTracer};
-pub use offcpu_events::{BlockedEpisode, OffCpuTrace};
+pub use offcpu_events::{BlockedEpisode, IdleCpu, OffCpuTrace};
 pub use offcpu_tracer::{OffCpuTraceConfig, OffCpuTracer};
 pub use profile::{
     DsoCost, FunctionCost, NO_KALLSYMS_NOTE, Profile, ProfileOptions, StackCost,

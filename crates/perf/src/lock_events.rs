@@ -229,6 +229,8 @@ pub(crate) struct Sample<'a> {
     pub pid: u32,
     pub tid: u32,
     pub time: u64,
+    /// The CPU the record was taken on.
+    pub cpu: u32,
     pub callchain: Vec<u64>,
     pub raw: &'a [u8],
     /// The user registers ([`crate::unwind::REGS_MASK`]), absent when the sample was taken
@@ -250,6 +252,7 @@ pub(crate) fn parse_sample(body: &[u8], callchain: bool, user_stack: bool) -> Op
     let pid = u32_at(0)?;
     let tid = u32_at(4)?;
     let time = u64_at(8)?;
+    let cpu = u32_at(16)?;
     let mut at = 24; // pid, tid, time, cpu, reserved
     let mut chain = Vec::new();
     if callchain {
@@ -290,6 +293,7 @@ pub(crate) fn parse_sample(body: &[u8], callchain: bool, user_stack: bool) -> Op
         pid,
         tid,
         time,
+        cpu,
         callchain: chain,
         raw,
         regs,

@@ -6,10 +6,15 @@
 //! thread afterwards is when it stopped being blocked (from then on it waits for a CPU, which
 //! the run-queue delay already counts); its next switch-in (`PERF_RECORD_SWITCH`) closes the
 //! episode, at the wake-up when one was seen, else at the switch-in. A switch out of a
-//! preempted (runnable) task opens nothing: that is run-queue wait, not blocked time. Pure: no
-//! system calls here, so it is tested on synthetic records.
+//! preempted (runnable) task opens nothing: that is run-queue wait, not blocked time.
+//!
+//! [`IdleTally`] checks the tracing itself, per CPU: a CPU that traced tasks left idle again
+//! and again without one wake-up recorded in its idle task's context is a CPU whose kernel
+//! records nothing while it idles (seen on this project's KVM guest), so the episodes of tasks
+//! woken there end at their switch-in. Pure: no system calls here, so it is tested on
+//! synthetic records.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::trace_ring::PERF_CONTEXT_MAX;
 
@@ -49,8 +54,11 @@ pub(crate) enum SchedEvent {
         state: u64,
         kernel_chain: u32,
         user_chain: u32,
+        /// The CPU went idle (`next_pid` 0): nothing else was runnable there.
+        into_idle: bool,
     },
-    /// Thread `tid` was woken (any CPU, any waker).
+    /// Thread `tid` was woken (any CPU, any waker; the record's own `tid` is the waker's
+    /// context, 0 for a wake-up taken while the CPU idled).
     Wakeup { tid: u32 },
     /// A traced task was switched in.
     SwitchIn,
@@ -62,6 +70,8 @@ pub(crate) struct TimedSched {
     pub time: u64,
     pub pid: u32,
     pub tid: u32,
+    /// The CPU the record was taken on.
+    pub cpu: u32,
     pub event: SchedEvent,
 }
 
@@ -72,6 +82,8 @@ pub struct BlockedEpisode {
     pub pid: u32,
     /// The thread.
     pub tid: u32,
+    /// The CPU it went off.
+    pub cpu: u32,
     /// `prev_state` of the switch out (1 = S, interruptible sleep; 2 = D, uninterruptible).
     pub state: u64,
     /// When it went off CPU, CLOCK_MONOTONIC nanoseconds.
@@ -109,11 +121,74 @@ pub struct OffCpuTrace {
     pub lost: u64,
     /// Samples that could not be decoded.
     pub malformed: u64,
+    /// Per CPU that traced tasks left idle or that recorded a wake-up while idle, by CPU.
+    pub idle_cpus: Vec<IdleCpu>,
+}
+
+/// A traced task's blocking switches that left a CPU idle, against the wake-ups the CPU
+/// recorded in its idle task's context.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IdleCpu {
+    /// The CPU.
+    pub cpu: u32,
+    /// Blocking switches of traced tasks to the idle task there.
+    pub went_idle: u64,
+    /// `sched_wakeup` records taken there in the idle task's context (of any thread).
+    pub idle_wakeups: u64,
+}
+
+impl IdleCpu {
+    /// Idle entries without one idle wake-up that make a CPU [`silent`](IdleCpu::silent). A
+    /// kernel that traces its idle task records a wake-up there for nearly every idle entry
+    /// (the interrupt, timer or wake-up IPI that ends the idle wakes a task in the idle task's
+    /// context), so a hundred without one is no accident of timing.
+    pub const SILENT_MIN: u64 = 100;
+
+    /// True when this CPU's kernel recorded nothing while it idled: the wake-ups of tasks
+    /// blocked there (by interrupts taken while idle) are missing, and their episodes end at
+    /// the switch-in.
+    pub fn silent(&self) -> bool {
+        self.went_idle >= Self::SILENT_MIN && self.idle_wakeups == 0
+    }
+}
+
+/// Counts, per CPU, [`IdleCpu::went_idle`] and [`IdleCpu::idle_wakeups`] over every decoded
+/// record (before wake-ups of untraced threads are dropped).
+#[derive(Debug, Default)]
+pub(crate) struct IdleTally {
+    cpus: BTreeMap<u32, IdleCpu>,
+}
+
+impl IdleTally {
+    pub(crate) fn note(&mut self, e: &TimedSched) {
+        let went_idle = matches!(
+            e.event,
+            SchedEvent::Blocked {
+                into_idle: true,
+                ..
+            }
+        );
+        let idle_wakeup = matches!(e.event, SchedEvent::Wakeup { .. }) && e.tid == 0;
+        if !went_idle && !idle_wakeup {
+            return;
+        }
+        let cpu = self.cpus.entry(e.cpu).or_insert(IdleCpu {
+            cpu: e.cpu,
+            ..IdleCpu::default()
+        });
+        cpu.went_idle += u64::from(went_idle);
+        cpu.idle_wakeups += u64::from(idle_wakeup);
+    }
+
+    pub(crate) fn into_cpus(self) -> Vec<IdleCpu> {
+        self.cpus.into_values().collect()
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
 struct Open {
     pid: u32,
+    cpu: u32,
     begin: u64,
     wake: Option<u64>,
     state: u64,
@@ -136,6 +211,7 @@ impl SchedPairing {
                 state,
                 kernel_chain,
                 user_chain,
+                into_idle: _,
             } => {
                 // A thread blocks once at a time: a stale episode (its switch-in was lost) is
                 // replaced.
@@ -143,6 +219,7 @@ impl SchedPairing {
                     e.tid,
                     Open {
                         pid: e.pid,
+                        cpu: e.cpu,
                         begin: e.time,
                         wake: None,
                         state,
@@ -168,6 +245,7 @@ impl SchedPairing {
         BlockedEpisode {
             pid: o.pid,
             tid,
+            cpu: o.cpu,
             state: o.state,
             begin: o.begin,
             end: o.wake.or(switch_in).unwrap_or(u64::MAX),
@@ -197,6 +275,7 @@ mod tests {
             time,
             pid: 1,
             tid,
+            cpu: 0,
             event,
         }
     }
@@ -204,6 +283,7 @@ mod tests {
         state: 1,
         kernel_chain: 0,
         user_chain: 1,
+        into_idle: false,
     };
 
     #[test]
@@ -233,6 +313,50 @@ mod tests {
         assert_eq!(eps[2].blocked_within(0, 100), 20);
         assert_eq!(eps[0].blocked_within(20, 100), 5);
         assert_eq!(eps[0].blocked_within(30, 100), 0);
+    }
+
+    #[test]
+    fn a_cpu_left_idle_again_and_again_with_no_idle_wake_up_is_silent() {
+        let idle = SchedEvent::Blocked {
+            state: 2,
+            kernel_chain: 0,
+            user_chain: 1,
+            into_idle: true,
+        };
+        let on = |cpu: u32, e: TimedSched| TimedSched { cpu, ..e };
+        let mut tally = IdleTally::default();
+        for k in 0..IdleCpu::SILENT_MIN {
+            // CPU 0: each idle entry ends in a wake-up taken in the idle task's context.
+            tally.note(&on(0, ev(k, 7, idle)));
+            tally.note(&on(0, ev(k, 0, SchedEvent::Wakeup { tid: 7 })));
+            // CPU 1: idle entries, and wake-ups only from running tasks.
+            tally.note(&on(1, ev(k, 8, idle)));
+            tally.note(&on(1, ev(k, 55, SchedEvent::Wakeup { tid: 8 })));
+            // CPU 2: busy, never idle; CPU 3: idle, but too rarely to tell.
+            tally.note(&on(2, ev(k, 9, BLOCKED)));
+        }
+        tally.note(&on(3, ev(1, 10, idle)));
+        let cpus = tally.into_cpus();
+        let of = |c: u32| cpus.iter().find(|i| i.cpu == c).copied();
+        assert_eq!(
+            of(0),
+            Some(IdleCpu {
+                cpu: 0,
+                went_idle: 100,
+                idle_wakeups: 100
+            })
+        );
+        assert_eq!(
+            of(1),
+            Some(IdleCpu {
+                cpu: 1,
+                went_idle: 100,
+                idle_wakeups: 0
+            })
+        );
+        assert_eq!(of(2), None, "a CPU never left idle is not counted");
+        let silent: Vec<u32> = cpus.iter().filter(|c| c.silent()).map(|c| c.cpu).collect();
+        assert_eq!(silent, [1], "{cpus:?}");
     }
 
     #[test]

@@ -258,9 +258,26 @@ pub fn unwoken_note(e: &Explanation) -> Option<String> {
             })
         })
         .collect();
+    let mut silent: Vec<u32> = e
+        .points
+        .iter()
+        .flat_map(|p| p.offcpu_silent_idle_cpus.iter().copied())
+        .collect();
+    silent.sort_unstable();
+    silent.dedup();
+    let cause = match silent.as_slice() {
+        [] => String::new(),
+        cpus => format!(
+            "; they come from {}, which recorded nothing while idle (the tasks left it idle again and again, and not one wake-up came from its idle task): this kernel does not trace wake-ups there",
+            cpus.iter()
+                .map(|c| format!("CPU {c}"))
+                .collect::<Vec<_>>()
+                .join(" and ")
+        ),
+    };
     (!parts.is_empty()).then(|| {
         format!(
-            "blocked, traced includes episodes that no wake-up record ended (the kernel traced none for them) — {}; they run to the switch-in, so they also hold the wait for a CPU after the wake-up, which the residual leaves out: a traced/residual above 1 there is that wait",
+            "blocked, traced includes episodes that no wake-up record ended (the kernel traced none for them) — {}; they run to the switch-in, so they also hold the wait for a CPU after the wake-up, which the residual leaves out: a traced/residual above 1 there is that wait{cause}",
             parts.join(", ")
         )
     })
@@ -513,9 +530,16 @@ mod tests {
             note.contains(&format!("N=2: {} per op (50%)", duration(traced * 0.5))),
             "{note}"
         );
+        assert!(!note.contains("idle"), "no silent CPU, no cause: {note}");
         let mut out = Vec::new();
         write(&mut out, &e, &TextOptions::plain()).expect("written");
         assert!(String::from_utf8(out).unwrap().contains(&note));
+        e.points[1].offcpu_silent_idle_cpus = vec![1];
+        let note = unwoken_note(&e).expect("a note");
+        assert!(
+            note.ends_with("; they come from CPU 1, which recorded nothing while idle (the tasks left it idle again and again, and not one wake-up came from its idle task): this kernel does not trace wake-ups there"),
+            "{note}"
+        );
     }
 
     #[test]

@@ -235,6 +235,7 @@ mod store {
                         count: 3,
                         total: Nanos(4_000),
                     }),
+                    silent_idle_cpus: vec![1],
                     notes: vec!["stacks truncated".into()],
                 }),
                 harness: (index % 2 == 1).then_some(HarnessCost {

@@ -59,6 +59,11 @@ pub struct PointExplain {
     /// the same trials: they run to the switch-in, so they include the wait for a CPU after
     /// the wake-up, which the residual leaves out (`None` without such episodes).
     pub offcpu_unwoken_ns: Option<f64>,
+    /// The CPUs that recorded nothing while idle in any of those trials
+    /// ([`OffCpuReport::silent_idle_cpus`](crate::record::OffCpuReport::silent_idle_cpus)):
+    /// why their episodes went unwoken.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub offcpu_silent_idle_cpus: Vec<u32>,
     /// Blocked time no trace accounts for: `accounting.offcpu_ns − offcpu_traced_ns` (negative
     /// when the trace saw more than the residual).
     pub offcpu_unexplained_ns: Option<f64>,
@@ -255,6 +260,11 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
         offcpu_unexplained_ns: traced.map(|t| acc.offcpu_ns - t),
         offcpu_residual_ns: residual,
         offcpu_unwoken_ns: traced.and_then(|_| pooled_unwoken(&trials, offcpu_source)),
+        offcpu_silent_idle_cpus: if traced.is_some() && offcpu_source == Some("offcpu") {
+            silent_idle_cpus(&trials)
+        } else {
+            Vec::new()
+        },
         cpu_unexplained_ns: split_cpu.map(|s| cpu - s),
         cpu_profiled_trials_ns: profiled_trials,
         accounting: acc,
@@ -419,6 +429,18 @@ fn pooled_unwoken(
         }
     }
     (unwoken > 0 && ops > 0).then(|| unwoken as f64 / ops as f64)
+}
+
+/// Every CPU any traced trial found silent while idle, in order.
+fn silent_idle_cpus(trials: &[(u32, &TrialMeasurement)]) -> Vec<u32> {
+    let mut cpus: Vec<u32> = trials
+        .iter()
+        .filter_map(|(_, m)| m.offcpu.as_ref())
+        .flat_map(|r| r.silent_idle_cpus.iter().copied())
+        .collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    cpus
 }
 
 fn missing(data: &RunData, points: &[PointExplain], profiles: &[PointProfile]) -> Vec<Missing> {

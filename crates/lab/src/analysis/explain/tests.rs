@@ -764,12 +764,15 @@ fn the_time_of_episodes_without_a_wake_up_is_pooled_like_the_traced_time() {
             .is_none()
     );
     for t in &mut data.trials {
+        let index = t.index;
         let m = t.outcome.measurement_mut().unwrap();
         if let Some(r) = &mut m.offcpu {
             r.unwoken = Some(crate::record::UnwokenEpisodes {
                 count: 1,
                 total: crate::record::Nanos(r.total.0 / 2),
             });
+            // Trials disagree on which CPUs were silent: the point names each once.
+            r.silent_idle_cpus = if index % 2 == 0 { vec![1] } else { vec![3, 1] };
         }
     }
     let e = explain(&data, &[]).unwrap();
@@ -780,5 +783,6 @@ fn the_time_of_episodes_without_a_wake_up_is_pooled_like_the_traced_time() {
     {
         let (u, t) = (p.offcpu_unwoken_ns.unwrap(), p.offcpu_traced_ns.unwrap());
         assert!((u - t / 2.0).abs() <= 1e-6 * t, "N={}: {u} vs {t}", p.n);
+        assert_eq!(p.offcpu_silent_idle_cpus, [1, 3], "N={}", p.n);
     }
 }
