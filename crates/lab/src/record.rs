@@ -560,9 +560,10 @@ pub struct OffCpuReport {
     /// episode's wake-up was traced, or a record from before this was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unwoken: Option<UnwokenEpisodes>,
-    /// CPUs whose kernel recorded nothing while they idled ([`perf::IdleCpu::silent`]: traced
-    /// threads left them idle again and again, and not one wake-up came from their idle task)
-    /// and where episodes went [`unwoken`](OffCpuReport::unwoken): the cause of those.
+    /// CPUs whose kernel recorded nothing while they idled ([`perf::IdleCpu::silent`]: they went
+    /// idle again and again, and not one wake-up was recorded in their idle task's context),
+    /// named when episodes went [`unwoken`](OffCpuReport::unwoken): the wake-ups they took
+    /// while idle are missing, whichever CPU the woken task ran on.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub silent_idle_cpus: Vec<u32>,
     /// Caveats: missing tracepoints, truncated stacks, permission limits.

@@ -13,6 +13,7 @@
 mod elf_symbols;
 mod error;
 mod event;
+mod idle_probe;
 mod inherited;
 mod inherited_group;
 mod kallsyms;
@@ -31,6 +32,7 @@ mod user_symbols;
 
 pub use error::PerfError;
 pub use event::{CounterReading, HwEvent};
+pub use idle_probe::{IdleProbe, probe_idle_tracing};
 pub use inherited::InheritedCounters;
 pub use kallsyms::{Kallsyms, KernelSymbol};
 pub use lock_events::{FutexWait, KernelWait, LockTrace};

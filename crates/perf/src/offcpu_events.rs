@@ -8,11 +8,12 @@
 //! episode, at the wake-up when one was seen, else at the switch-in. A switch out of a
 //! preempted (runnable) task opens nothing: that is run-queue wait, not blocked time.
 //!
-//! [`IdleTally`] checks the tracing itself, per CPU: a CPU that traced tasks left idle again
-//! and again without one wake-up recorded in its idle task's context is a CPU whose kernel
-//! records nothing while it idles (seen on this project's KVM guest), so the episodes of tasks
-//! woken there end at their switch-in. Pure: no system calls here, so it is tested on
-//! synthetic records.
+//! [`IdleTally`] checks the tracing itself, per CPU: a CPU that went idle again and again
+//! without one wake-up recorded in its idle task's context is a CPU whose kernel records
+//! nothing while it idles (seen on this project's KVM guest), so the wake-ups it takes then (by
+//! the interrupts it handles) are missing, whichever CPU the woken task runs on, and their
+//! episodes end at the switch-in. Pure: no system calls here, so it is tested on synthetic
+//! records.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -54,8 +55,6 @@ pub(crate) enum SchedEvent {
         state: u64,
         kernel_chain: u32,
         user_chain: u32,
-        /// The CPU went idle (`next_pid` 0): nothing else was runnable there.
-        into_idle: bool,
     },
     /// Thread `tid` was woken (any CPU, any waker; the record's own `tid` is the waker's
     /// context, 0 for a wake-up taken while the CPU idled).
@@ -82,8 +81,6 @@ pub struct BlockedEpisode {
     pub pid: u32,
     /// The thread.
     pub tid: u32,
-    /// The CPU it went off.
-    pub cpu: u32,
     /// `prev_state` of the switch out (1 = S, interruptible sleep; 2 = D, uninterruptible).
     pub state: u64,
     /// When it went off CPU, CLOCK_MONOTONIC nanoseconds.
@@ -121,74 +118,69 @@ pub struct OffCpuTrace {
     pub lost: u64,
     /// Samples that could not be decoded.
     pub malformed: u64,
-    /// Per CPU that traced tasks left idle or that recorded a wake-up while idle, by CPU.
+    /// Per CPU, how often it went idle against the wake-ups it recorded while idle (empty when
+    /// idle entries could not be counted).
     pub idle_cpus: Vec<IdleCpu>,
 }
 
-/// A traced task's blocking switches that left a CPU idle, against the wake-ups the CPU
+/// A CPU's switches to its idle task (by any task) during the trace, against the wake-ups it
 /// recorded in its idle task's context.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct IdleCpu {
     /// The CPU.
     pub cpu: u32,
-    /// Blocking switches of traced tasks to the idle task there.
+    /// Switches to the idle task there (`sched_switch` with `next_pid` 0, counted).
     pub went_idle: u64,
     /// `sched_wakeup` records taken there in the idle task's context (of any thread).
     pub idle_wakeups: u64,
 }
 
 impl IdleCpu {
-    /// Idle entries without one idle wake-up that make a CPU [`silent`](IdleCpu::silent). A
-    /// kernel that traces its idle task records a wake-up there for nearly every idle entry
-    /// (the interrupt, timer or wake-up IPI that ends the idle wakes a task in the idle task's
-    /// context), so a hundred without one is no accident of timing.
+    /// Idle entries without one idle wake-up that make a CPU [`silent`](IdleCpu::silent). A CPU
+    /// leaves idle for a task woken there, and a kernel that traces its idle task records
+    /// that wake-up in the idle task's context (an interrupt taken while idle, or the wake-up
+    /// IPI of a task queued to an idle CPU), so a hundred idle entries without one such record
+    /// is no accident of timing.
     pub const SILENT_MIN: u64 = 100;
 
-    /// True when this CPU's kernel recorded nothing while it idled: the wake-ups of tasks
-    /// blocked there (by interrupts taken while idle) are missing, and their episodes end at
-    /// the switch-in.
+    /// True when this CPU's kernel recorded nothing while it idled: the wake-ups it took then
+    /// are missing, whichever CPU the woken task runs on.
     pub fn silent(&self) -> bool {
         self.went_idle >= Self::SILENT_MIN && self.idle_wakeups == 0
     }
 }
 
-/// Counts, per CPU, [`IdleCpu::went_idle`] and [`IdleCpu::idle_wakeups`] over every decoded
-/// record (before wake-ups of untraced threads are dropped).
+/// Counts, per CPU, the wake-ups recorded in the idle task's context over every decoded record
+/// (before wake-ups of untraced threads are dropped); [`IdleTally::with_idle_entries`] joins
+/// them with each CPU's counted idle entries.
 #[derive(Debug, Default)]
 pub(crate) struct IdleTally {
-    cpus: BTreeMap<u32, IdleCpu>,
+    idle_wakeups: BTreeMap<u32, u64>,
 }
 
 impl IdleTally {
     pub(crate) fn note(&mut self, e: &TimedSched) {
-        let went_idle = matches!(
-            e.event,
-            SchedEvent::Blocked {
-                into_idle: true,
-                ..
-            }
-        );
-        let idle_wakeup = matches!(e.event, SchedEvent::Wakeup { .. }) && e.tid == 0;
-        if !went_idle && !idle_wakeup {
-            return;
+        if matches!(e.event, SchedEvent::Wakeup { .. }) && e.tid == 0 {
+            *self.idle_wakeups.entry(e.cpu).or_default() += 1;
         }
-        let cpu = self.cpus.entry(e.cpu).or_insert(IdleCpu {
-            cpu: e.cpu,
-            ..IdleCpu::default()
-        });
-        cpu.went_idle += u64::from(went_idle);
-        cpu.idle_wakeups += u64::from(idle_wakeup);
     }
 
-    pub(crate) fn into_cpus(self) -> Vec<IdleCpu> {
-        self.cpus.into_values().collect()
+    /// One [`IdleCpu`] per `(cpu, idle entries)`.
+    pub(crate) fn with_idle_entries(&self, entries: &[(u32, u64)]) -> Vec<IdleCpu> {
+        entries
+            .iter()
+            .map(|&(cpu, went_idle)| IdleCpu {
+                cpu,
+                went_idle,
+                idle_wakeups: self.idle_wakeups.get(&cpu).copied().unwrap_or(0),
+            })
+            .collect()
     }
 }
 
 #[derive(Debug, Clone, Copy)]
 struct Open {
     pid: u32,
-    cpu: u32,
     begin: u64,
     wake: Option<u64>,
     state: u64,
@@ -211,7 +203,6 @@ impl SchedPairing {
                 state,
                 kernel_chain,
                 user_chain,
-                into_idle: _,
             } => {
                 // A thread blocks once at a time: a stale episode (its switch-in was lost) is
                 // replaced.
@@ -219,7 +210,6 @@ impl SchedPairing {
                     e.tid,
                     Open {
                         pid: e.pid,
-                        cpu: e.cpu,
                         begin: e.time,
                         wake: None,
                         state,
@@ -245,7 +235,6 @@ impl SchedPairing {
         BlockedEpisode {
             pid: o.pid,
             tid,
-            cpu: o.cpu,
             state: o.state,
             begin: o.begin,
             end: o.wake.or(switch_in).unwrap_or(u64::MAX),
@@ -283,7 +272,6 @@ mod tests {
         state: 1,
         kernel_chain: 0,
         user_chain: 1,
-        into_idle: false,
     };
 
     #[test]
@@ -316,47 +304,37 @@ mod tests {
     }
 
     #[test]
-    fn a_cpu_left_idle_again_and_again_with_no_idle_wake_up_is_silent() {
-        let idle = SchedEvent::Blocked {
-            state: 2,
-            kernel_chain: 0,
-            user_chain: 1,
-            into_idle: true,
-        };
+    fn a_cpu_that_went_idle_again_and_again_with_no_idle_wake_up_is_silent() {
         let on = |cpu: u32, e: TimedSched| TimedSched { cpu, ..e };
         let mut tally = IdleTally::default();
         for k in 0..IdleCpu::SILENT_MIN {
-            // CPU 0: each idle entry ends in a wake-up taken in the idle task's context.
-            tally.note(&on(0, ev(k, 7, idle)));
+            // CPU 0: wake-ups taken in the idle task's context (tid 0).
             tally.note(&on(0, ev(k, 0, SchedEvent::Wakeup { tid: 7 })));
-            // CPU 1: idle entries, and wake-ups only from running tasks.
-            tally.note(&on(1, ev(k, 8, idle)));
+            // CPU 1: wake-ups only from running tasks; blocking switches count nothing here.
             tally.note(&on(1, ev(k, 55, SchedEvent::Wakeup { tid: 8 })));
-            // CPU 2: busy, never idle; CPU 3: idle, but too rarely to tell.
-            tally.note(&on(2, ev(k, 9, BLOCKED)));
+            tally.note(&on(1, ev(k, 8, BLOCKED)));
         }
-        tally.note(&on(3, ev(1, 10, idle)));
-        let cpus = tally.into_cpus();
-        let of = |c: u32| cpus.iter().find(|i| i.cpu == c).copied();
+        let cpus = tally.with_idle_entries(&[(0, 100), (1, 100), (2, 0), (3, 99)]);
+        let idle = |cpu: u32, went_idle: u64, idle_wakeups: u64| IdleCpu {
+            cpu,
+            went_idle,
+            idle_wakeups,
+        };
         assert_eq!(
-            of(0),
-            Some(IdleCpu {
-                cpu: 0,
-                went_idle: 100,
-                idle_wakeups: 100
-            })
+            cpus,
+            [
+                idle(0, 100, 100),
+                idle(1, 100, 0),
+                idle(2, 0, 0),
+                idle(3, 99, 0)
+            ]
         );
-        assert_eq!(
-            of(1),
-            Some(IdleCpu {
-                cpu: 1,
-                went_idle: 100,
-                idle_wakeups: 0
-            })
-        );
-        assert_eq!(of(2), None, "a CPU never left idle is not counted");
         let silent: Vec<u32> = cpus.iter().filter(|c| c.silent()).map(|c| c.cpu).collect();
-        assert_eq!(silent, [1], "{cpus:?}");
+        assert_eq!(
+            silent,
+            [1],
+            "CPU 2 never idle, CPU 3 idle too rarely to tell"
+        );
     }
 
     #[test]

@@ -12,7 +12,9 @@
 //! - `sched:sched_wakeup` of the whole CPU (a wake-up runs in the waker's context, often an
 //!   interrupt or an untraced task), kept only for threads with an open episode; before that,
 //!   every one is counted in [`IdleTally`] (a CPU that records no wake-up in its idle task's
-//!   context is one whose kernel traces nothing while it idles).
+//!   context is one whose kernel traces nothing while it idles);
+//! - a counter (no ring buffer) of `sched:sched_switch` to the idle task (`next_pid == 0`, any
+//!   task): how often the CPU went idle, the other half of that check.
 //!
 //! [`drain`](OffCpuTracer::drain) empties the buffers (call it every 10 ms or so), merges the
 //! streams by timestamp, holding back the last milliseconds, and pairs them
@@ -21,13 +23,13 @@
 use std::collections::{HashMap, HashSet};
 
 use perf_event::events::Tracepoint;
-use perf_event::{Builder, Clock, SampleFlag, Sampler};
+use perf_event::{Builder, Clock, Counter, SampleFlag, Sampler};
 
 use crate::error::PerfError;
 use crate::lock_events::{ChainTable, Field, parse_sample};
 use crate::mapping_stream::MappingStream;
 use crate::offcpu_events::{
-    IdleTally, OffCpuTrace, SchedEvent, SchedPairing, TimedSched, is_blocked, split_chain,
+    IdleCpu, IdleTally, OffCpuTrace, SchedEvent, SchedPairing, TimedSched, is_blocked, split_chain,
 };
 use crate::trace_ring::{
     PERF_RECORD_SAMPLE, PERF_RECORD_SWITCH, TRACER_BUDGET_BYTES, UnwindState, lost_records,
@@ -47,6 +49,8 @@ const MAX_RECORDS_PER_DRAIN: usize = 16384;
 const MISC_SWITCH_OUT: u16 = 1 << 13;
 /// Keeps only switches out of a blocked task (`TASK_REPORT` bits; 0x100 is a preemption).
 const BLOCKED_FILTER: &str = "prev_state & 255";
+/// Counts only switches to the idle task.
+const IDLE_FILTER: &str = "next_pid == 0";
 
 /// What to trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +73,7 @@ impl Default for OffCpuTraceConfig {
 
 #[derive(Debug, Clone, Copy)]
 enum Kind {
-    Switch { prev_state: Field, next_pid: Field },
+    Switch { prev_state: Field },
     Wakeup { pid: Field },
 }
 
@@ -97,6 +101,9 @@ pub struct OffCpuTracer {
     lost: u64,
     malformed: u64,
     idle: IdleTally,
+    /// Per CPU, the counter of its switches to the idle task; `None` when the kernel refused
+    /// the filter (a count of every switch would say nothing).
+    idle_entries: Option<Vec<(u32, Counter)>>,
     user_chains: HashSet<(u32, u32)>,
     fresh_user_chains: Vec<(u32, u32)>,
     unwinder: Unwinder,
@@ -144,9 +151,7 @@ impl OffCpuTracer {
     /// Checks, without opening anything, that the scheduler tracepoints exist and their
     /// formats are readable; the error names the fix.
     pub fn check() -> Result<(), PerfError> {
-        let switch = TracepointFormat::read("sched", "sched_switch")?;
-        switch.field("prev_state")?;
-        switch.field("next_pid")?;
+        TracepointFormat::read("sched", "sched_switch")?.field("prev_state")?;
         TracepointFormat::read("sched", "sched_wakeup")?.field("pid")?;
         Ok(())
     }
@@ -156,7 +161,6 @@ impl OffCpuTracer {
     pub fn open(config: &OffCpuTraceConfig) -> Result<OffCpuTracer, PerfError> {
         let switch = TracepointFormat::read("sched", "sched_switch")?;
         let prev_state = field(&switch, "prev_state")?;
-        let next_pid = field(&switch, "next_pid")?;
         let wakeup = TracepointFormat::read("sched", "sched_wakeup")?;
         let pid = field(&wakeup, "pid")?;
         let cpus = online_cpus();
@@ -200,10 +204,7 @@ impl OffCpuTracer {
                 .sampled(switch_bytes)
                 .map_err(|e| PerfError::open(name, &e))?;
             streams.push(Stream {
-                kind: Kind::Switch {
-                    prev_state,
-                    next_pid,
-                },
+                kind: Kind::Switch { prev_state },
                 sampler,
             });
 
@@ -227,6 +228,7 @@ impl OffCpuTracer {
                 sampler,
             });
         }
+        let idle_entries = open_idle_counters(switch.id, &online_cpus());
         // Every switch buffer before any wake-up buffer (see `traced`).
         streams.sort_by_key(|s| matches!(s.kind, Kind::Wakeup { .. }));
         Ok(OffCpuTracer {
@@ -238,6 +240,7 @@ impl OffCpuTracer {
             lost: 0,
             malformed: 0,
             idle: IdleTally::default(),
+            idle_entries,
             user_chains: HashSet::new(),
             fresh_user_chains: Vec::new(),
             unwinder: Unwinder::default(),
@@ -292,8 +295,21 @@ impl OffCpuTracer {
             maps,
             lost: self.lost + self.mappings.lost,
             malformed: self.malformed,
-            idle_cpus: std::mem::take(&mut self.idle).into_cpus(),
+            idle_cpus: self.idle_cpus(),
         }
+    }
+
+    /// Per CPU, its counted idle entries against the idle wake-ups recorded (empty when the
+    /// idle entries were not counted).
+    fn idle_cpus(&mut self) -> Vec<IdleCpu> {
+        let Some(counters) = &mut self.idle_entries else {
+            return Vec::new();
+        };
+        let entries: Vec<(u32, u64)> = counters
+            .iter_mut()
+            .filter_map(|(cpu, c)| Some((*cpu, c.read().ok()?)))
+            .collect();
+        self.idle.with_idle_entries(&entries)
     }
 
     fn read_all(&mut self, max_records: usize) {
@@ -397,6 +413,26 @@ impl OffCpuTracer {
     }
 }
 
+/// One counter per CPU of `sched_switch` to the idle task, by any task; `None` when one cannot
+/// be opened or filtered (idle entries are then not counted, and no CPU is judged silent).
+fn open_idle_counters(switch_id: u64, cpus: &[usize]) -> Option<Vec<(u32, Counter)>> {
+    cpus.iter()
+        .map(|&cpu| {
+            let mut counter = Builder::new(Tracepoint::with_id(switch_id))
+                .any_pid()
+                .one_cpu(cpu)
+                .include_kernel()
+                .exclude_hv(true)
+                .enabled(false)
+                .build()
+                .ok()?;
+            set_filter(&counter, IDLE_FILTER).ok()?;
+            counter.enable().ok()?;
+            Some((cpu as u32, counter))
+        })
+        .collect()
+}
+
 enum Decoded {
     Event(TimedSched),
     /// A preempted switch the filter let through.
@@ -424,11 +460,8 @@ fn decode_sample(
         return Decoded::Malformed;
     };
     let event = match kind {
-        Kind::Switch {
-            prev_state,
-            next_pid,
-        } => {
-            let (Some(state), Some(next)) = (prev_state.read(s.raw), next_pid.read(s.raw)) else {
+        Kind::Switch { prev_state } => {
+            let Some(state) = prev_state.read(s.raw) else {
                 return Decoded::Malformed;
             };
             if !is_blocked(state) {
@@ -468,7 +501,6 @@ fn decode_sample(
                 state,
                 kernel_chain: chains.intern(kernel.into_iter()),
                 user_chain,
-                into_idle: next == 0,
             }
         }
         Kind::Wakeup { pid } => match pid.read(s.raw) {
@@ -500,7 +532,6 @@ fn decode_switch_in(body: &[u8]) -> Option<TimedSched> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::IdleCpu;
 
     /// Needs root (or CAP_PERFMON) and a mounted tracefs; says why it skipped otherwise.
     #[test]
@@ -543,71 +574,5 @@ mod tests {
         assert!(kernel.len() >= 3, "kernel chain too short: {kernel:x?}");
         assert!(user.len() >= 2, "user chain too short: {user:x?}");
         assert_eq!(trace.lost, 0);
-    }
-
-    /// A thread pinned to each CPU in turn sleeps 1 ms 150 times: a timer interrupt taken while
-    /// the CPU idles wakes it. Where the tally calls a CPU silent, those wake-ups must be
-    /// missing (the sleeps end unwoken), and where it does not, present: the idle check agrees
-    /// with what the trace saw, on a kernel that traces its idle task (every wake-up seen) and
-    /// on one that does not (this project's KVM guest: CPU 1). A CPU too busy to go idle 100
-    /// times (other tests) is skipped, saying so. Needs root and tracefs, like the test above.
-    #[test]
-    fn a_cpu_is_called_silent_exactly_where_wake_ups_from_its_idle_task_go_missing() {
-        let mut tracer = match OffCpuTracer::open(&OffCpuTraceConfig::default()) {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("skipped: off-CPU tracing unavailable here: {e}");
-                return;
-            }
-        };
-        let cpus = online_cpus();
-        let sleepers: Vec<(u32, u32)> = cpus
-            .iter()
-            .map(|&cpu| {
-                std::thread::spawn(move || {
-                    sys::set_current_affinity(&[cpu]).expect("pinned");
-                    for _ in 0..150 {
-                        std::thread::sleep(std::time::Duration::from_millis(1));
-                    }
-                    (cpu as u32, sys::gettid() as u32)
-                })
-                .join()
-                .expect("sleeper")
-            })
-            .collect();
-        tracer.drain();
-        let trace = tracer.finish();
-        for (cpu, tid) in sleepers {
-            let Some(idle) = trace.idle_cpus.iter().find(|c| c.cpu == cpu) else {
-                eprintln!("CPU {cpu}: never left idle by the sleeper: skipped");
-                continue;
-            };
-            if idle.went_idle < IdleCpu::SILENT_MIN {
-                eprintln!(
-                    "CPU {cpu}: left idle {} times only: skipped",
-                    idle.went_idle
-                );
-                continue;
-            }
-            let mine: Vec<_> = trace.episodes.iter().filter(|e| e.tid == tid).collect();
-            let unwoken = mine.iter().filter(|e| !e.woken).count();
-            eprintln!(
-                "CPU {cpu}: {idle:?}, sleeper {unwoken} of {} unwoken",
-                mine.len()
-            );
-            if idle.silent() {
-                assert!(
-                    unwoken * 2 > mine.len(),
-                    "CPU {cpu} called silent, yet the sleeper's wake-ups were seen: {idle:?}, {unwoken} of {} unwoken",
-                    mine.len()
-                );
-            } else {
-                assert!(
-                    unwoken * 10 < mine.len(),
-                    "CPU {cpu} recorded idle wake-ups, yet the sleeper's went missing: {idle:?}, {unwoken} of {} unwoken",
-                    mine.len()
-                );
-            }
-        }
     }
 }

@@ -268,7 +268,7 @@ pub fn unwoken_note(e: &Explanation) -> Option<String> {
     let cause = match silent.as_slice() {
         [] => String::new(),
         cpus => format!(
-            "; they come from {}, which recorded nothing while idle (the tasks left it idle again and again, and not one wake-up came from its idle task): this kernel does not trace wake-ups there",
+            "; the cause: {} recorded nothing while idle (went idle again and again, and not one wake-up was recorded in the idle task's context), so the wake-ups taken there while idle (by the interrupts handled there) are missing, whichever CPU the woken task ran on",
             cpus.iter()
                 .map(|c| format!("CPU {c}"))
                 .collect::<Vec<_>>()
@@ -537,7 +537,7 @@ mod tests {
         e.points[1].offcpu_silent_idle_cpus = vec![1];
         let note = unwoken_note(&e).expect("a note");
         assert!(
-            note.ends_with("; they come from CPU 1, which recorded nothing while idle (the tasks left it idle again and again, and not one wake-up came from its idle task): this kernel does not trace wake-ups there"),
+            note.ends_with("; the cause: CPU 1 recorded nothing while idle (went idle again and again, and not one wake-up was recorded in the idle task's context), so the wake-ups taken there while idle (by the interrupts handled there) are missing, whichever CPU the woken task ran on"),
             "{note}"
         );
     }

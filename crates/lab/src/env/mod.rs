@@ -15,6 +15,7 @@ mod checks;
 mod cpu;
 mod fingerprint;
 mod host_fs;
+mod idle_tracing;
 mod kernel;
 mod machine_class;
 mod mount;

@@ -233,15 +233,7 @@ fn summarise(
             trace.lost
         ));
     }
-    // A silent CPU is named where it explains something: where episodes went unwoken.
-    let unwoken_on = |cpu: u32| episodes.iter().filter(|e| !e.woken && e.cpu == cpu).count();
-    let silent: Vec<(&perf::IdleCpu, usize)> = trace
-        .idle_cpus
-        .iter()
-        .filter(|c| c.silent())
-        .map(|c| (c, unwoken_on(c.cpu)))
-        .filter(|&(_, unwoken)| unwoken > 0)
-        .collect();
+    let silent: Vec<&perf::IdleCpu> = trace.idle_cpus.iter().filter(|c| c.silent()).collect();
     if unwoken.count > 0 {
         notes.push(format!(
             "{} of {} blocking episodes had no wake-up record (the kernel traced none): they end at the switch-in, so {:.1} ms of blocked time includes the wait for a CPU after the wake-up{}",
@@ -262,29 +254,33 @@ fn summarise(
         sites: out,
         lost_records: trace.lost,
         unwoken: (unwoken.count > 0).then_some(unwoken),
-        silent_idle_cpus: silent.iter().map(|(c, _)| c.cpu).collect(),
+        // Named where they explain something: where episodes went unwoken.
+        silent_idle_cpus: if unwoken.count > 0 {
+            silent.iter().map(|c| c.cpu).collect()
+        } else {
+            Vec::new()
+        },
         notes,
     }
 }
 
-/// Why episodes went unwoken, when the tracer found CPUs that record nothing while idle
-/// (each with its count of unwoken episodes): `"; the cause: the kernel records nothing on one
-/// CPU while it is idle (CPU 1: …)"`, or nothing.
-fn silent_cpus_text(silent: &[(&perf::IdleCpu, usize)]) -> String {
+/// Why episodes went unwoken, when the tracer found CPUs that record nothing while idle:
+/// `"; the cause: the kernel records nothing on CPU 1 while it idles (…)"`, or nothing.
+fn silent_cpus_text(silent: &[&perf::IdleCpu]) -> String {
     if silent.is_empty() {
         return String::new();
     }
     let each: Vec<String> = silent
         .iter()
-        .map(|(c, unwoken)| {
+        .map(|c| {
             format!(
-                "CPU {}: left idle {} times by the traced threads, no wake-up from its idle task, {unwoken} unwoken episodes",
+                "CPU {} went idle {} times and recorded no wake-up in its idle task's context",
                 c.cpu, c.went_idle
             )
         })
         .collect();
     format!(
-        "; the cause: the kernel records nothing on {} while {} idle ({}), so wake-ups by interrupts taken there while idle are missing",
+        "; the cause: the kernel records nothing on {} while {} idle ({}), so the wake-ups taken there while idle (by the interrupts it handles) are missing, whichever CPU the woken task runs on",
         plural_cpus(silent.len()),
         if silent.len() == 1 {
             "it is"
@@ -311,7 +307,6 @@ mod tests {
         perf::BlockedEpisode {
             pid: 1,
             tid,
-            cpu: 0,
             state: 2,
             begin,
             end,
@@ -364,7 +359,6 @@ mod tests {
 
     #[test]
     fn a_cpu_that_records_nothing_while_idle_is_named_as_the_cause_of_unwoken_episodes() {
-        let on_cpu = |cpu: u32, e: perf::BlockedEpisode| perf::BlockedEpisode { cpu, ..e };
         let idle = |cpu: u32, went_idle: u64, idle_wakeups: u64| perf::IdleCpu {
             cpu,
             went_idle,
@@ -372,17 +366,16 @@ mod tests {
         };
         let trace = perf::OffCpuTrace {
             episodes: vec![
-                on_cpu(0, episode(7, 100, 400, true)),
-                on_cpu(1, episode(8, 150, 900, false)),
-                on_cpu(1, episode(8, 1_000, 1_200, false)),
-                on_cpu(0, episode(7, 1_000, 1_100, false)),
+                episode(7, 100, 400, true),
+                episode(8, 150, 900, false),
+                episode(8, 1_000, 1_200, false),
             ],
             chains: vec![Vec::new()],
             idle_cpus: vec![
                 idle(0, 500, 480),
                 idle(1, 300, 0),
                 idle(2, 20, 0),
-                idle(3, 400, 0),
+                idle(3, 400, 2),
             ],
             ..perf::OffCpuTrace::default()
         };
@@ -394,7 +387,7 @@ mod tests {
         assert_eq!(
             report.silent_idle_cpus,
             [1],
-            "CPU 2 went idle too rarely to tell; CPU 3 is silent but no episode went unwoken there"
+            "CPU 2 went idle too rarely to tell; CPU 3 recorded idle wake-ups"
         );
         let note = report
             .notes
@@ -402,12 +395,12 @@ mod tests {
             .find(|n| n.contains("no wake-up record"))
             .expect("the unwoken note");
         assert!(
-            note.ends_with("; the cause: the kernel records nothing on one CPU while it is idle (CPU 1: left idle 300 times by the traced threads, no wake-up from its idle task, 2 unwoken episodes), so wake-ups by interrupts taken there while idle are missing"),
+            note.ends_with("; the cause: the kernel records nothing on one CPU while it is idle (CPU 1 went idle 300 times and recorded no wake-up in its idle task's context), so the wake-ups taken there while idle (by the interrupts it handles) are missing, whichever CPU the woken task runs on"),
             "{note}"
         );
         // Every episode woken: a silent CPU is not worth a word.
         let woken = perf::OffCpuTrace {
-            episodes: vec![on_cpu(1, episode(8, 150, 900, true))],
+            episodes: vec![episode(8, 150, 900, true)],
             ..trace
         };
         let report = summarise(&woken, window, None);

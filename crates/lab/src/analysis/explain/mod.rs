@@ -61,7 +61,7 @@ pub struct PointExplain {
     pub offcpu_unwoken_ns: Option<f64>,
     /// The CPUs that recorded nothing while idle in any of those trials
     /// ([`OffCpuReport::silent_idle_cpus`](crate::record::OffCpuReport::silent_idle_cpus)):
-    /// why their episodes went unwoken.
+    /// why episodes went unwoken.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub offcpu_silent_idle_cpus: Vec<u32>,
     /// Blocked time no trace accounts for: `accounting.offcpu_ns − offcpu_traced_ns` (negative
