@@ -168,7 +168,7 @@ impl OffCpuTracer {
         let stack_size = config.stack_size.min(crate::MAX_STACK_SIZE) & !7;
         let (switch_bytes, wakeup_bytes) = ring_sizes(config, cpus.len());
         let mut streams = Vec::new();
-        for cpu in cpus {
+        for &cpu in &cpus {
             let mut flags = SampleFlag::TID
                 | SampleFlag::TIME
                 | SampleFlag::CPU
@@ -228,7 +228,7 @@ impl OffCpuTracer {
                 sampler,
             });
         }
-        let idle_entries = open_idle_counters(switch.id, &online_cpus());
+        let idle_entries = open_idle_counters(switch.id, &cpus);
         // Every switch buffer before any wake-up buffer (see `traced`).
         streams.sort_by_key(|s| matches!(s.kind, Kind::Wakeup { .. }));
         Ok(OffCpuTracer {
