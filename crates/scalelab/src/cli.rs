@@ -654,8 +654,8 @@ pub struct BisectArgs {
     #[arg(long, value_name = "K", default_value_t = 40)]
     pub max_runs: u32,
     /// Smallest change that matters, as 1% or 0.01: good is NO CHANGE against the good end
-    /// (interval within ±threshold), bad is NO CHANGE against the bad end and REGRESSED
-    /// against the good one.
+    /// (interval within ±threshold), bad is REGRESSED against the good end and neither
+    /// REGRESSED nor IMPROVED against the bad one.
     #[arg(long, value_name = "PCT", default_value = "1%", value_parser = parse_threshold)]
     pub threshold: f64,
     /// Significance level of the tests (Wilcoxon signed-rank on the back-to-back groups), in

@@ -253,12 +253,14 @@ EXAMPLES:
 The good and bad ends are built once (worktrees beside the database) and
 measured interleaved; the bisection goes on only if bad REGRESSED against good
 at some N. Each step builds a commit and measures it in groups of three
-(good, commit, bad) in random order: good when NO CHANGE against the good end,
-bad when NO CHANGE against the bad end and REGRESSED against the good end;
-more groups up to --max-runs while undecided, then skipped (so is a commit
-that does not build). Each trial counts its CPU time (--metric cpu), which
-other work competing for the CPUs does not inflate; --metric throughput for
-wall time. Every run is stored, tagged bisect=ID and commit=HASH.
+(good, commit, bad) in random order: good when NO CHANGE against the good end
+(or IMPROVED against the bad end, INCONCLUSIVE against the good one), bad
+when REGRESSED against the good end and not REGRESSED or IMPROVED against
+the bad one; more groups up to --max-runs while undecided, then skipped (so
+is a commit that does not build). Each trial counts its CPU time (--metric
+cpu), which other work competing for the CPUs does not inflate; --metric
+throughput for wall time. Every run is stored, tagged bisect=ID and
+commit=HASH.
 
 EXIT STATUS:
   0    the first bad commit was found
