@@ -109,8 +109,28 @@ pub(crate) fn not_regressed_reason(ends: &Comparison, metric: TrialMetric) -> St
         }
         TrialMetric::Throughput => "",
     };
+    // An interval that spans the threshold is not "no change": the noise hid it.
+    let hidden: Vec<String> = ends
+        .points
+        .iter()
+        .filter(|p| p.verdict() == Some(Verdict::Inconclusive))
+        .map(|p| match p.pairs {
+            Some(k) => format!("N={} after {k} groups", p.n),
+            None => format!("N={} after {} and {} trials", p.n, p.runs_a, p.runs_b),
+        })
+        .collect();
+    let noise = if hidden.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; the noise hid whether it changed by more than {} at {}: measure more groups (a \
+             larger --max-runs) or longer trials, on a quieter machine, and bisect again",
+            crate::number_text::percent(ends.options.threshold),
+            hidden.join(", ")
+        )
+    };
     format!(
-        "the bad end is not REGRESSED against the good end beyond ±{} ({}){hint}",
+        "the bad end is not REGRESSED against the good end beyond ±{} ({}){noise}{hint}",
         crate::number_text::percent(ends.options.threshold),
         points.join("; ")
     )
@@ -283,5 +303,31 @@ mod tests {
         let why = not_regressed_reason(&ends, TrialMetric::Throughput);
         assert!(why.contains("N=1: NO CHANGE"), "{why}");
         assert!(why.contains("beyond ±1%"), "{why}");
+        assert!(!why.contains("noise hid"), "NO CHANGE is an answer: {why}");
+    }
+
+    /// Ends whose interval spans the threshold are not said to be unchanged: the reason says the
+    /// noise hid it, after how many trials, and what to do.
+    #[test]
+    fn ends_the_noise_hides_say_so_and_how_to_tell() {
+        let opts = CompareOptions::default();
+        let good = noisy_run(1, &[(1, 1000.0)], 8.0);
+        let bad = noisy_run(2, &[(1, 985.0)], 8.0);
+        let ends = compare_runs(&good, &bad, &opts, false);
+        assert!(bisected(&ends).is_none());
+        assert_eq!(
+            ends.points[0].change.unwrap().verdict,
+            Verdict::Inconclusive
+        );
+        let why = not_regressed_reason(&ends, TrialMetric::CpuThroughput);
+        assert!(why.contains("N=1: INCONCLUSIVE"), "{why}");
+        assert!(
+            why.contains(
+                "the noise hid whether it changed by more than 1% at N=1 after 10 and 10 trials"
+            ),
+            "{why}"
+        );
+        assert!(why.contains("a larger --max-runs"), "{why}");
+        assert!(why.ends_with("bisect with --metric throughput"), "{why}");
     }
 }
