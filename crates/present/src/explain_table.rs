@@ -196,7 +196,7 @@ pub fn measuring_note(e: &Explanation) -> Option<String> {
         .any(|p| p.measuring_pct.is_some_and(|pct| pct >= 0.05));
     any.then(|| {
         format!(
-            "the cost of measuring: the profiled trials spent {} of their samples in the kernel's perf and tracing functions; as much of it as their CPU per op exceeds the median trial's is the profiler's, left out, and the rest the tracers', which every trial carries (`measuring: …`)",
+            "the cost of measuring: the profiled trials spent {} of their samples in the kernel's perf and tracing functions; as much of it as their CPU per op exceeds the median trial's is the profiler's alone, left out, and the rest every trial carries — the tracers', and the profiler's where every trial was profiled (`measuring: …`)",
             shares.join(", ")
         )
     })

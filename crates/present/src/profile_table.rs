@@ -326,6 +326,7 @@ mod tests {
             }],
             folded: vec![],
             notes: vec![],
+            trials: vec![],
         }
     }
 

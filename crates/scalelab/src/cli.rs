@@ -345,9 +345,11 @@ pub struct RunArgs {
     /// the perf.data files are kept beside the database. See `scalelab profile`.
     #[arg(long)]
     pub profile: bool,
-    /// How many trials of each point --profile (or --explain) records.
-    #[arg(long, value_name = "K", default_value_t = 1, requires = "profiling")]
-    pub profile_trials: u32,
+    /// How many trials of each point --profile (or --explain) records [default: 1; with
+    /// --explain every trial of a built-in workload, so that a function's growth is judged
+    /// trial by trial].
+    #[arg(long, value_name = "K", requires = "profiling")]
+    pub profile_trials: Option<u32>,
     /// Record the evidence `scalelab explain` reads (= --profile --locks --offcpu), then print
     /// the explanation after the run. With traces, one extra untraced trial per N measures
     /// what tracing costs (it is not one of the run's trials).

@@ -146,7 +146,14 @@ fn config(args: &RunArgs) -> RunConfig {
         cfg.offcpu = Some(OffCpuRequest::default());
     }
     if args.profile || args.explain {
-        cfg.profile = Some(ProfileSettings::new(args.profile_trials));
+        // explain judges a function's growth by its per-trial values when two or more trials
+        // per N are profiled. A command's samples carry 16 KiB of stack each (DWARF), so only
+        // its first trial is, unless asked.
+        let every = args.explain && args.cmd.is_none();
+        let trials = args
+            .profile_trials
+            .unwrap_or(if every { args.runs } else { 1 });
+        cfg.profile = Some(ProfileSettings::new(trials));
     }
     if args.explain && cfg.locks.is_none() {
         cfg.locks = Some(LockRequest {

@@ -275,13 +275,11 @@ fn explain_names_the_directory_rwsem_of_a_shared_create_unlink_and_not_of_a_priv
     let runq = runq_share_at_largest_n(&e);
     let cv = largest_cv(&e);
     let causes = workload_causes(&e);
-    // The optimistic spinning comes from the profile (one profiled trial per N), whose causes
-    // must grow beyond CV × ns/op/task: with trials 24% and 37% apart (a CI run: the
-    // filesystem's recently deleted inodes make create_unlink drift from trial to trial),
-    // explain rightly names none of the profile's functions alone, and the ranking says nothing
-    // about the attribution. The same holds for a smaller spin under a smaller CV (another CI
-    // run: +3.8 µs of spinning against a bound of 4.6 µs, CV 17% at N=2): where explain puts
-    // the spin within noise, it must say so by that rule and leave its growth unexplained.
+    // The optimistic spinning comes from the profile; `--explain` profiles every trial, so its
+    // growth is judged trial by trial: at N=1 no one spins, at N=2 every trial does. Where
+    // explain still puts the spin within noise (its trials overlap, or a run profiled one trial
+    // per N, whose causes must grow beyond CV × ns/op/task: a CI run had +3.8 µs of spinning
+    // against a bound of 4.6 µs), it must say by which rule and leave the growth unexplained.
     let spin_within_noise = e["growth"]["within_noise"]
         .as_array()
         .unwrap()
@@ -289,21 +287,25 @@ fn explain_names_the_directory_rwsem_of_a_shared_create_unlink_and_not_of_a_priv
         .find(|c| is_rwsem_cause(c) && c["cause"]["kind"] == "kernel_spin");
     if let Some(spin) = spin_within_noise {
         let delta = spin["delta_ns"].as_f64().unwrap();
-        let bound = spin["noise"]["bound_ns"].as_f64();
-        assert_eq!(spin["noise"]["rule"], "cv_bound", "{spin:#}");
-        assert!(
-            bound.is_some_and(|b| delta.abs() <= b),
-            "the spin is put within noise, but its growth {delta} ns exceeds the bound: {spin:#}"
-        );
+        match spin["noise"]["rule"].as_str() {
+            Some("cv_bound") => {
+                let bound = spin["noise"]["bound_ns"].as_f64();
+                assert!(
+                    bound.is_some_and(|b| delta.abs() <= b),
+                    "the spin is put within noise, but its growth {delta} ns exceeds the bound: {spin:#}"
+                );
+            }
+            Some("trials_separate") => {}
+            _ => panic!("the spin is within noise by no per-trial or CV rule: {spin:#}"),
+        }
         assert!(
             e["growth"]["unexplained_ns"].as_f64().unwrap() >= 0.5 * delta,
             "the spin's growth within noise is shown as unexplained: {}",
             growth_summary(&e)
         );
         eprintln!(
-            "skipped the ranking: the rwsem spin grew {delta:.0} ns, within the bound {:.0} ns \
-             (CV × ns/op/task)",
-            bound.unwrap()
+            "skipped the ranking: the rwsem spin grew {delta:.0} ns, within noise by {}",
+            spin["noise"]["rule"]
         );
     } else if runq <= 0.2 && cv <= 0.25 {
         let top = causes

@@ -7,9 +7,10 @@
 //! part of blocked time no trace saw, the part of CPU no function holds) and the causes within
 //! the noise make up the unexplained rest.
 //!
-//! CPU spread thin: a profile merges its trials, so a function's growth is judged against the
-//! whole op's noise, and CPU that grows a little in many functions (cache lines bouncing in
-//! every function that touches a shared structure) stays within noise function by function.
+//! CPU spread thin: a function's growth is judged by its values in each profiled trial, or
+//! against the whole op's noise where one trial per N was profiled, and CPU that grows a little
+//! in many functions (cache lines bouncing in every function that touches a shared structure)
+//! stays within noise function by function.
 //! Where the accounting's system (or user) CPU per op itself grew beyond noise — its trials at
 //! the larger N all above those at the smaller, a per-trial test — the growth of that side's
 //! functions that are each within noise is named as one cause, "system CPU spread over

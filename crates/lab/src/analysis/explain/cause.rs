@@ -111,7 +111,7 @@ pub struct Part {
     /// ns per op, pooled over the trials with its evidence (their total ÷ their ops).
     pub ns_per_op: f64,
     /// ns per op in each of those trials, in trial order (empty where only a merged value
-    /// exists: the profile).
+    /// exists: a profile of one trial).
     #[serde(skip)]
     pub per_trial: Vec<f64>,
 }
@@ -374,8 +374,19 @@ pub(crate) fn measuring_cost(p: &PointProfile) -> f64 {
         .fold(0.0, |sum, c| sum + c)
 }
 
-/// One profile function as a cause of `kind`, its self cost per op × `scale`.
-fn profile_part(f: &FunctionRow, kind: CauseKind, scale: f64) -> Option<Part> {
+/// One profile function as a cause of `kind`, its self cost per op × `scale`, and the same in
+/// each of the profile's trials when it merged two or more, each with its own ops.
+fn profile_part(p: &PointProfile, f: &FunctionRow, kind: CauseKind, scale: f64) -> Option<Part> {
+    let key = f.key();
+    let per_trial = match profile_trials(p) {
+        0 => Vec::new(),
+        _ => p
+            .trials
+            .iter()
+            .filter_map(|t| t.cost_per_op(&key))
+            .map(|c| c * scale)
+            .collect(),
+    };
     Some(Part {
         cause: Cause {
             kind,
@@ -389,8 +400,19 @@ fn profile_part(f: &FunctionRow, kind: CauseKind, scale: f64) -> Option<Part> {
             )],
         },
         ns_per_op: f.cost_per_op? * scale,
-        per_trial: Vec::new(),
+        per_trial,
     })
+}
+
+/// How many per-trial values a profile's functions carry: its trials when it merged two or
+/// more, each with ops; else 0 (one value per N, judged against the whole's noise).
+pub(crate) fn profile_trials(p: &PointProfile) -> usize {
+    let k = p.trials.len();
+    if k >= 2 && p.trials.iter().all(|t| t.ops > 0) {
+        k
+    } else {
+        0
+    }
 }
 
 /// The kernel's perf and tracing functions of a profile as causes of kind
@@ -400,7 +422,7 @@ pub(crate) fn measuring_parts(p: &PointProfile, carried: f64) -> Vec<Part> {
     p.functions
         .iter()
         .filter(|f| is_observation(f.kernel, &f.name))
-        .filter_map(|f| profile_part(f, CauseKind::Measurement, carried))
+        .filter_map(|f| profile_part(p, f, CauseKind::Measurement, carried))
         .collect()
 }
 
@@ -419,12 +441,12 @@ pub(crate) fn function_parts(p: &PointProfile, skip_spin: bool, scale: f64) -> V
         .filter_map(|f| {
             let spun = OPTIMISTIC_SPIN.iter().find(|(name, _)| *name == f.name);
             if let (true, Some((name, on))) = (f.kernel, spun) {
-                let mut part = profile_part(f, CauseKind::KernelSpin, scale)?;
+                let mut part = profile_part(p, f, CauseKind::KernelSpin, scale)?;
                 part.cause.object = (*on).into();
                 part.cause.what = format!("optimistic spin, CPU in {name}");
                 Some(part)
             } else {
-                profile_part(f, CauseKind::Function, scale)
+                profile_part(p, f, CauseKind::Function, scale)
             }
         })
         .collect()

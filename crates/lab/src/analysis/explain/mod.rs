@@ -71,6 +71,9 @@ pub struct PointExplain {
     pub lock_trials: Vec<u32>,
     /// The perf.data files behind the CPU split.
     pub profile_files: Vec<String>,
+    /// How many profiled trials give the functions per-trial values (0: one merged value).
+    #[serde(skip)]
+    pub(crate) profile_trial_values: usize,
     /// CPU per op the profile saw in its own trials (its tasks' samples × period ÷ those
     /// trials' ops); `None` for a `cycles` profile, whose period is not time (its shares still
     /// split the CPU).
@@ -130,6 +133,7 @@ impl PointExplain {
             "offcpu" => self.offcpu_trials.len(),
             "locks" => self.lock_trials.len(),
             "accounting" => self.accounting.trials.len(),
+            "profile" => self.profile_trial_values,
             _ => 0,
         }
     }
@@ -274,6 +278,7 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
         offcpu_traced_ns: traced,
         lock_trials,
         profile_files,
+        profile_trial_values: profile.map_or(0, cause::profile_trials),
         cpu_profiled_ns: profiled,
         measuring_pct,
         trial_cpu: per_trial.iter().map(|t| (t.user, t.sys)).collect(),
@@ -367,11 +372,11 @@ fn is_syscall_wrapper(name: &str) -> bool {
         .any(|p| name.starts_with(p))
 }
 
-/// User + system CPU per op, pooled over the trials `which` selects; `None` when none is.
 /// How much of the profiled trials' cost of measuring (`measuring`, CPU per op in the kernel's
 /// perf and tracing functions) the median trial carries too. The profiled trials' CPU per op
 /// above the median's (`profiled_trials` against `median`) is taken as the profiler's own:
-/// what is left of `measuring` is the tracers', which every trial of a traced run carries.
+/// what is left of `measuring` every trial carries: the tracers' of a traced run, and the
+/// profiler's too where every trial was profiled (then the excess is about 0).
 /// Seen both ways: `futex_mutex -p shared=true` at N=2, profiled 1.46 µs against a median
 /// 1.16 µs with 0.24 µs in perf functions (the profiler's: none carried); a debug build's,
 /// profiled 1157 ns against 1168 ns with 49 ns there (the tracers': all carried).
@@ -380,6 +385,7 @@ fn carried_measuring(measuring: f64, profiled_trials: Option<f64>, median: f64) 
     (measuring - excess).clamp(0.0, measuring.max(0.0))
 }
 
+/// User + system CPU per op, pooled over the trials `which` selects; `None` when none is.
 fn pooled_cpu(
     trials: &[(u32, &TrialMeasurement)],
     which: impl Fn(&TrialMeasurement) -> bool,

@@ -2,12 +2,13 @@
 //! at the two N compared.
 //!
 //! - Where the cause has a value in every one of at least two trials at each N (the
-//!   accounting's parts; lock waits and off-CPU sites of the traced trials), its growth is
+//!   accounting's parts; lock waits and off-CPU sites of the traced trials; functions, when
+//!   two or more trials per N were profiled, as `run --explain` does), its growth is
 //!   beyond noise when the two sets of trials do not overlap: every trial at the larger N above
 //!   every trial at the smaller N (or every one below, for a shrinking cause). That is the
 //!   Mann-Whitney U statistic at its extreme (U = 0); with 3 trials a side, the chance of it
 //!   by luck is 1 in 20 per direction.
-//! - Where only one value per N exists (a profile merges its trials; one traced trial per N),
+//! - Where only one value per N exists (one profiled trial per N; one traced trial per N),
 //!   the growth must exceed the noise of the whole: the larger, over the two N, of the CV of
 //!   the trials' `ns/op/task` times that N's median `ns/op/task`.
 //! - With one trial per N and nothing else, the noise is not measured: causes are named, and
@@ -107,8 +108,9 @@ fn range(v: &[f64]) -> (f64, f64) {
 
 /// The rule in one paragraph, for the output's footnote.
 pub const NOISE_RULE: &str = "A cause is named only when its growth is beyond trial-to-trial \
-noise: with a value per trial (accounting, lock waits, off-CPU sites) every trial at the larger N \
-must lie beyond every trial at the smaller N (Mann-Whitney U at its extreme); with one value per N \
-(a profile merges its trials) the growth must exceed CV × ns/op/task at either N. With one trial \
+noise: with a value per trial (accounting, lock waits, off-CPU sites, and functions when two or \
+more trials per N were profiled) every trial at the larger N must lie beyond every trial at the \
+smaller N (Mann-Whitney U at its extreme); with one value per N (one profiled trial) the growth \
+must exceed CV × ns/op/task at either N. With one trial \
 per N the noise is not measured and causes are named unchecked. A cause under 1% of the growth is \
 not named.";

@@ -2,7 +2,7 @@
 //! runs built with chosen usage, lock and off-CPU reports.
 
 use super::*;
-use crate::analysis::profile::{FunctionRow, PointProfile};
+use crate::analysis::profile::{FunctionRow, PointProfile, TrialProfile};
 use crate::record::{LockReport, RunData, TrialOutcome};
 use crate::test_runs::{
     accounted_trial, explained_run, lock_wait, meta, offcpu_report, offcpu_site,
@@ -176,6 +176,7 @@ fn profile(n: u32, ops: u64, funcs: &[(&str, f64)]) -> PointProfile {
         dsos: vec![],
         folded: vec![],
         notes: vec![],
+        trials: vec![],
     }
 }
 
@@ -214,6 +215,89 @@ fn a_function_is_named_only_when_its_growth_exceeds_the_cv_bound() {
     assert!(close(p.cpu_profiled_ns.unwrap(), 880.0));
     // The functions split the accounting's CPU: nothing of it is left unsplit.
     assert!(p.cpu_unexplained_ns.unwrap().abs() < 1e-6);
+}
+
+/// A profile of three trials at one N, equal ops each: `funcs` gives each function's self cost
+/// per op in each trial; the merged profile holds their means.
+fn profile_by_trial(n: u32, ops: u64, funcs: &[(&str, [f64; 3])]) -> PointProfile {
+    let means: Vec<(&str, f64)> = funcs
+        .iter()
+        .map(|(name, v)| (*name, v.iter().sum::<f64>() / 3.0))
+        .collect();
+    let mut p = profile(n, 3 * ops, &means);
+    p.trials = (0..3)
+        .map(|k| TrialProfile {
+            ops,
+            self_period: funcs
+                .iter()
+                .map(|(name, v)| ((*name).to_owned(), (v[k] * ops as f64) as u64))
+                .collect(),
+        })
+        .collect();
+    p
+}
+
+#[test]
+fn with_every_trial_profiled_a_functions_growth_is_judged_trial_by_trial() {
+    let data = explained_run();
+    // The CV bound is ~16 ns (see above). `atomic_step` grows 10 ns in every trial: under the
+    // bound, yet beyond noise trial by trial. `jitter` grows 37 ns on average, over the bound,
+    // but its trials overlap. `new_path` appears at N=2 only, in every trial.
+    let profiles = [
+        profile_by_trial(
+            1,
+            1_000_000,
+            &[
+                ("atomic_step", [700.0, 701.0, 702.0]),
+                ("jitter", [50.0, 150.0, 100.0]),
+                ("rest", [99.0, 99.0, 99.0]),
+            ],
+        ),
+        profile_by_trial(
+            2,
+            1_250_000,
+            &[
+                ("atomic_step", [710.0, 711.0, 712.0]),
+                ("jitter", [80.0, 200.0, 130.0]),
+                ("new_path", [5.0, 6.0, 7.0]),
+                ("rest", [26.33, 26.33, 26.33]),
+            ],
+        ),
+    ];
+    let e = explain(&data, &profiles).unwrap();
+    let g = e.growth.unwrap();
+    let step = g
+        .named
+        .iter()
+        .find(|c| c.cause.what == "atomic_step")
+        .expect("a growth in every trial is named");
+    assert_eq!(step.noise.rule, NoiseRule::TrialsSeparate);
+    assert!((step.delta_ns - 10.0).abs() < 0.5, "{}", step.delta_ns);
+    let jitter = g
+        .within_noise
+        .iter()
+        .find(|c| c.cause.what == "jitter")
+        .expect("overlapping trials are within noise");
+    assert_eq!(jitter.noise.rule, NoiseRule::TrialsSeparate);
+    assert!(jitter.delta_ns > 30.0, "{}", jitter.delta_ns);
+    let new = g
+        .named
+        .iter()
+        .find(|c| c.cause.what == "new_path")
+        .expect("a function seen in every trial at N=2 only is named");
+    assert_eq!(new.noise.rule, NoiseRule::TrialsSeparate);
+    // One profiled trial per N keeps the CV bound.
+    let mut one = profiles.clone();
+    for p in &mut one {
+        p.trials.truncate(1);
+    }
+    let g = explain(&data, &one).unwrap().growth.unwrap();
+    let step = g
+        .within_noise
+        .iter()
+        .find(|c| c.cause.what == "atomic_step")
+        .expect("under the CV bound with one trial");
+    assert_eq!(step.noise.rule, NoiseRule::CvBound);
 }
 
 #[test]

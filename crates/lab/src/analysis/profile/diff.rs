@@ -129,6 +129,7 @@ mod tests {
             dsos: vec![],
             folded: vec![],
             notes: vec![],
+            trials: vec![],
         }
     }
 

@@ -138,6 +138,7 @@ mod tests {
             dsos: vec![],
             folded: vec![],
             notes: vec![],
+            trials: vec![],
         }
     }
 

@@ -52,11 +52,16 @@ impl FunctionRow {
     /// The key functions are matched by across points and runs: the symbol name (perf diff's
     /// rule), with unnamed code kept apart per DSO.
     pub(crate) fn key(&self) -> String {
-        if self.name == "[unknown]" {
-            format!("[unknown] in {}", self.dso)
-        } else {
-            self.name.clone()
-        }
+        function_key(&self.name, &self.dso)
+    }
+}
+
+/// [`FunctionRow::key`] of a function named `name` in `dso`.
+fn function_key(name: &str, dso: &str) -> String {
+    if name == "[unknown]" {
+        format!("[unknown] in {dso}")
+    } else {
+        name.to_owned()
     }
 }
 
@@ -108,6 +113,27 @@ pub struct PointProfile {
     pub folded: Vec<(String, u64)>,
     /// Caveats from reading the files (no kernel symbols, unreadable mapped files), each once.
     pub notes: Vec<String>,
+    /// Each merged file on its own, in the order merged (one per profiled trial for a run):
+    /// the per-trial values `explain` judges a function's growth by.
+    #[serde(skip)]
+    pub trials: Vec<TrialProfile>,
+}
+
+/// One profiled trial's part of a [`PointProfile`]: its ops and each function's self period.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TrialProfile {
+    /// Ops done in the trial's window (0 for a file read without its run).
+    pub ops: u64,
+    /// Self period by function, keyed as [`FunctionRow::key`] matches functions.
+    pub self_period: HashMap<String, u64>,
+}
+
+impl TrialProfile {
+    /// `key`'s self cost per op in this trial (0 where it took no sample); `None` without ops.
+    pub fn cost_per_op(&self, key: &str) -> Option<f64> {
+        (self.ops > 0)
+            .then(|| self.self_period.get(key).copied().unwrap_or(0) as f64 / self.ops as f64)
+    }
 }
 
 impl PointProfile {
@@ -264,6 +290,7 @@ pub(crate) fn merge(n: u32, parts: Vec<(String, u64, Profile)>) -> PointProfile 
         dsos: Vec::new(),
         folded: Vec::new(),
         notes: Vec::new(),
+        trials: Vec::new(),
     };
     // (name, dso, kernel) -> (self samples, self period, total samples, total period, size)
     let mut funcs: HashMap<FunctionKey, FunctionSums> = HashMap::new();
@@ -283,7 +310,15 @@ pub(crate) fn merge(n: u32, parts: Vec<(String, u64, Profile)>) -> PointProfile 
                 out.notes.push(note);
             }
         }
+        let mut trial = TrialProfile {
+            ops,
+            self_period: HashMap::new(),
+        };
         for f in &p.functions {
+            *trial
+                .self_period
+                .entry(function_key(&f.name, &f.dso))
+                .or_default() += f.self_period;
             let e = funcs
                 .entry((f.name.clone(), f.dso.clone(), f.kernel))
                 .or_insert((0, 0, 0, 0, f.size));
@@ -313,6 +348,7 @@ pub(crate) fn merge(n: u32, parts: Vec<(String, u64, Profile)>) -> PointProfile 
                 .collect();
             *folded.entry(line.join(";")).or_default() += s.samples;
         }
+        out.trials.push(trial);
     }
     let total = out.period.max(1) as f64;
     let per_op = |period: u64| (out.ops > 0).then(|| period as f64 / out.ops as f64);
@@ -460,6 +496,11 @@ mod tests {
         assert!((top.self_share - 60.0).abs() < 1e-9);
         assert_eq!(top.cost_per_op, Some(1.2));
         assert_eq!(top.load, Some(0.12));
+        // Each file is kept as a trial of its own, with its ops.
+        assert_eq!(m.trials.len(), 2);
+        assert_eq!(m.trials[1].ops, 50);
+        assert_eq!(m.trials[1].cost_per_op("clear_page_erms"), Some(1.2));
+        assert_eq!(m.trials[1].cost_per_op("absent"), Some(0.0));
         assert_eq!(
             m.folded,
             vec![("exc_page_fault_[k];clear_page_erms_[k]".to_string(), 12)]
