@@ -494,7 +494,7 @@ pub struct ClockWindow {
 }
 
 /// Where a trial's perf.data lives and how it was recorded.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ProfileRef {
     /// Absolute path of the perf.data file (kept beside the database; `perf report -i` opens it).
     pub path: String,
@@ -507,6 +507,14 @@ pub struct ProfileRef {
     /// (its whole process tree is the workload) and for runs recorded before this was kept.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub threads: Vec<u32>,
+    /// The thread ids of the tasks' partners (pipe_pingpong's echo threads or processes), which
+    /// share the tasks' CPUs: their samples are counted apart, not as the workload's functions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partner_threads: Vec<u32>,
+    /// The partners' CPU time over the window (their schedstat at its edges): with the tasks'
+    /// own, what the tasks' and the partners' samples together are checked against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partner_on_cpu: Option<Nanos>,
 }
 
 /// Lock contention of one trial's window, kernel locks and user (futex) locks.

@@ -240,6 +240,37 @@ pub fn trace_cost_note(e: &Explanation) -> Option<String> {
     Some(note)
 }
 
+/// Per N, the profile against the accounting over the tasks and the partner threads they keep
+/// busy on their CPUs (pipe_pingpong's echo partners): the check that is exact where a
+/// thread's own share of the samples is a draw. `None` without partners.
+pub fn partner_note(e: &Explanation) -> Option<String> {
+    let parts: Vec<String> = e
+        .points
+        .iter()
+        .filter_map(|p| {
+            let (profiled, cpu) = (
+                p.cpu_profiled_with_partners_ns?,
+                p.cpu_with_partners_trials_ns?,
+            );
+            (cpu > 0.0).then(|| {
+                format!(
+                    "N={}: {} against {} ({:.3})",
+                    p.n,
+                    duration(profiled),
+                    duration(cpu),
+                    profiled / cpu
+                )
+            })
+        })
+        .collect();
+    (!parts.is_empty()).then(|| {
+        format!(
+            "with the partner threads the tasks keep busy on their CPUs, the profile against their CPU — {}: a cpu-clock sample lands in whichever of a task and its partner runs when it fires, so the pair's sum is the exact check and each one's share a draw",
+            parts.join("; ")
+        )
+    })
+}
+
 /// Per N, the traced blocked time from episodes no wake-up record ended, when it is over 1%
 /// of what the trace saw: why `traced/residual` can read above 1. `None` otherwise.
 pub fn unwoken_note(e: &Explanation) -> Option<String> {
@@ -343,6 +374,9 @@ pub fn write(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Re
         t.write_terminal(out, opts)?;
     }
     if let Some(note) = measuring_note(e) {
+        writeln!(out, "{note}")?;
+    }
+    if let Some(note) = partner_note(e) {
         writeln!(out, "{note}")?;
     }
     if let Some(note) = unwoken_note(e) {
@@ -540,6 +574,23 @@ mod tests {
             note.ends_with("; the cause: CPU 1 recorded nothing while idle (went idle again and again, and not one wake-up was recorded in the idle task's context), so the wake-ups taken there while idle (by the interrupts handled there) are missing, whichever CPU the woken task ran on"),
             "{note}"
         );
+    }
+
+    #[test]
+    fn the_check_over_tasks_and_partners_is_shown_per_n_where_measured() {
+        let mut e = explain(&explained_run(), &[]).expect("an explanation");
+        assert_eq!(partner_note(&e), None, "no partners, no note");
+        e.points[1].cpu_profiled_with_partners_ns = Some(24_024.0);
+        e.points[1].cpu_with_partners_trials_ns = Some(24_000.0);
+        let note = partner_note(&e).expect("a note");
+        assert!(
+            note.contains("— N=2: 24.0µs against 24.0µs (1.001): a cpu-clock sample lands"),
+            "{note}"
+        );
+        assert!(!note.contains("N=1"), "{note}");
+        let mut out = Vec::new();
+        write(&mut out, &e, &TextOptions::plain()).expect("written");
+        assert!(String::from_utf8(out).unwrap().contains(&note));
     }
 
     #[test]

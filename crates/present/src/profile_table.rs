@@ -309,6 +309,7 @@ mod tests {
             period: 250_000,
             outside_window: 0,
             other_threads: 0,
+            partner_period: 0,
             throttled: 0,
             lost: 0,
             functions: vec![

@@ -85,7 +85,7 @@ mod tests {
                 path: format!("/p/{tag}.perf.data"),
                 event: "cpu-clock".into(),
                 frequency: 99,
-                threads: Vec::new(),
+                ..ProfileRef::default()
             }),
             locks: Some(LockReport {
                 notes: vec![tag.into()],

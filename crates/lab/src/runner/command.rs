@@ -315,6 +315,8 @@ fn recorded(req: &super::ProfileRequest, path: &std::path::Path) -> Option<Profi
             event: req.event.clone(),
             frequency: req.frequency,
             threads: Vec::new(),
+            partner_threads: Vec::new(),
+            partner_on_cpu: None,
         })
 }
 

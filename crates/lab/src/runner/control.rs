@@ -10,8 +10,8 @@
 //!   sampler reads it once per interval. No read-modify-write, no syscall on the hot path.
 //! - after the counters, 256 bytes per task of report: resource usage at the window start and
 //!   end with the monotonic time of each, up to [`MAX_EXTRAS`] workload counts, a status word,
-//!   and the task's process and thread ids (for the sampler's reads of its scheduler
-//!   statistics).
+//!   and the process and thread ids of the task and of its partner, if any (for the sampler's
+//!   reads of their scheduler statistics).
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
@@ -46,6 +46,8 @@ const R_STATUS: usize = R_EXTRAS + MAX_EXTRAS;
 const R_IDS: usize = R_STATUS + 1;
 const R_AT_START: usize = R_IDS + 1;
 const R_AT_END: usize = R_AT_START + 1;
+const R_PARTNER_IDS: usize = R_AT_END + 1;
+const _: () = assert!(R_PARTNER_IDS < SLOT_U64S, "a task's report fits its slot");
 const FLAG_START: u64 = 1;
 const FLAG_END: u64 = 2;
 
@@ -220,6 +222,24 @@ impl Control {
             .collect()
     }
 
+    /// Records the `(pid, tid)` of the thread task `task` keeps busy beside it (before it marks
+    /// itself ready); see `TaskLoop::partner`.
+    pub(crate) fn set_partner(&self, task: usize, pid: u32, tid: u32) {
+        let ids = (u64::from(pid) << 32) | u64::from(tid);
+        self.report(task)[R_PARTNER_IDS].store(ids, Ordering::Release);
+    }
+
+    /// The partners' `(pid, tid)` recorded by [`Control::set_partner`], in task order; tasks
+    /// without one are left out.
+    pub(crate) fn partner_ids(&self) -> Vec<(u32, u32)> {
+        (0..self.tasks)
+            .filter_map(|i| {
+                let ids = self.report(i)[R_PARTNER_IDS].load(Ordering::Acquire);
+                (ids != 0).then_some(((ids >> 32) as u32, ids as u32))
+            })
+            .collect()
+    }
+
     pub(crate) fn failed_tasks(&self) -> Vec<usize> {
         (0..self.tasks)
             .filter(|&i| self.status(i) == STATUS_FAILED)
@@ -293,6 +313,12 @@ mod tests {
         c.record_usage(1, false, &Usage::default(), Nanos(0));
         assert_eq!(c.window_usage(1).unwrap().usage.run_delay, None);
         c.set_ids(2, 41, 4_000_000_000);
+        assert_eq!(c.task_ids()[2], (41, 4_000_000_000));
+        // Partners: only the tasks that named one, in task order.
+        assert_eq!(c.partner_ids(), vec![]);
+        c.set_partner(2, 41, 4_000_000_001);
+        c.set_partner(0, 77, 78);
+        assert_eq!(c.partner_ids(), vec![(77, 78), (41, 4_000_000_001)]);
         assert_eq!(c.task_ids()[2], (41, 4_000_000_000));
         c.record_extras(2, &[9]);
         c.set_status(2, STATUS_FAILED);

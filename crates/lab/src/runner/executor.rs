@@ -142,14 +142,16 @@ impl Executor for ChildExecutor {
                     let recorded = |r: &&super::ProfileRequest| {
                         std::fs::symlink_metadata(&r.path).is_ok_and(|m| m.is_file() && m.len() > 0)
                     };
-                    // The child names its task threads (`threads`); the rest is the parent's.
-                    let threads = m.profile.take().map(|p| p.threads).unwrap_or_default();
+                    // The child names its task and partner threads and the partners' CPU;
+                    // the rest is the parent's.
+                    let child = m.profile.take();
                     if let Some(req) = spec.profile.as_ref().filter(recorded) {
+                        let child = child.unwrap_or_default();
                         m.profile = Some(ProfileRef {
                             path: req.path.display().to_string(),
                             event: req.event.clone(),
                             frequency: req.frequency,
-                            threads,
+                            ..child
                         });
                     }
                     Execution::Finished(TrialOutcome::Ok(m))

@@ -88,6 +88,9 @@ fn task_body(
     let mut work = prepared.task(index)?;
     // A task process has one thread, so this thread is the task in both modes.
     control.set_ids(index, std::process::id(), sys::gettid() as u32);
+    if let Some((pid, tid)) = work.partner() {
+        control.set_partner(index, pid, tid);
+    }
     control.mark_ready();
     let mut seen = control.wait_gate();
     // Provisional window start, replaced when the task sees the window open. A task that gets no

@@ -169,6 +169,8 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
             event: req.event.clone(),
             frequency: req.frequency,
             threads: task_tids,
+            partner_threads: control.partner_ids().iter().map(|&(_, tid)| tid).collect(),
+            partner_on_cpu: window.partner_on_cpu,
         }),
         locks,
         offcpu,
@@ -298,6 +300,9 @@ struct Window {
     length: Nanos,
     /// Each task's CPU time between the edges; `None` without schedstat.
     on_cpu: Option<Vec<Nanos>>,
+    /// The tasks' partners' CPU time between the edges, summed (`TaskLoop::partner`); `None`
+    /// without partners or schedstat.
+    partner_on_cpu: Option<Nanos>,
     start: Vec<u64>,
     end: Vec<u64>,
     samples: Vec<SampleRecord>,
@@ -364,7 +369,11 @@ fn sample(
         }
         std::thread::sleep(Duration::from_micros(200));
     }
-    let clocks = TaskClocks::open(&control.task_ids());
+    // The tasks' threads, then their partners', read in one sweep at each edge.
+    let mut ids = control.task_ids();
+    let tasks_read = ids.len();
+    ids.extend(control.partner_ids());
+    let clocks = TaskClocks::open(&ids);
     let mut sched_start = None;
     let interval = work
         .sample_interval
@@ -433,16 +442,21 @@ fn sample(
                     let clock_end = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
                     let sampler_cpu = Nanos(sys::thread_cpu_time().saturating_sub(sampler_start));
                     let length = Nanos::from_duration(t - *t0);
+                    let on_cpu = sched_start
+                        .as_deref()
+                        .zip(sched_end.as_deref())
+                        .map(|(a, b)| schedstat::on_cpu(a, b));
                     samples.push(SampleRecord {
                         t: length,
                         task_ops: diff(&reading, base),
                     });
                     return Ok(Window {
                         length,
-                        on_cpu: sched_start
-                            .as_deref()
-                            .zip(sched_end.as_deref())
-                            .map(|(a, b)| schedstat::on_cpu(a, b)),
+                        on_cpu: on_cpu.as_ref().map(|c| c[..tasks_read].to_vec()),
+                        partner_on_cpu: on_cpu
+                            .as_ref()
+                            .filter(|c| c.len() > tasks_read)
+                            .map(|c| Nanos(c[tasks_read..].iter().map(|n| n.0).sum())),
                         start: base.clone(),
                         end: reading,
                         samples,

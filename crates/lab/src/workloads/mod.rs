@@ -84,6 +84,13 @@ pub(crate) trait TaskLoop {
     fn extras(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
     }
+    /// The `(pid, tid)` of a thread this task keeps busy beside it on its CPU (pipe_pingpong's
+    /// echo partner), whose CPU time the trial reads at the window's edges so that a profile can
+    /// be checked over both: cpu-clock samples land in whichever of the two runs when the timer
+    /// fires. `None` for a task that works alone.
+    fn partner(&self) -> Option<(u32, u32)> {
+        None
+    }
 }
 
 static REGISTRY: &[&dyn Workload] = &[

@@ -16,7 +16,9 @@
 //! scheduler chose, and cross-CPU wake-ups (IPIs, remote wake lists) where it spreads the pair.
 //!
 //! Only the task is measured: ops, `user`/`sys` and context switches are the task's side of
-//! the pair; the partner's equal share is not included. No task ever waits on another task,
+//! the pair; the partner's equal share is not included, except that the trial reads the
+//! partner's CPU time too ([`TaskLoop::partner`]) when it is profiled, so that the profile can be
+//! checked over the pair: cpu-clock samples land in whichever of the two runs when they fire. No task ever waits on another task,
 //! only on its own partner, which answers until the task closes its pipe, so a stopped window
 //! never leaves anyone blocked (the partner sees end-of-file, exits, and is reaped).
 
@@ -104,9 +106,11 @@ impl Prepared for PingpongPrepared {
         let partner = match self.mode {
             Mode::Threads => {
                 let (from_task, reply) = (File::from(to_partner.read), File::from(to_task.write));
+                let (tid_tx, tid_rx) = std::sync::mpsc::sync_channel(1);
                 let handle = std::thread::Builder::new()
                     .name(format!("echo-{index}"))
                     .spawn(move || {
+                        let _ = tid_tx.send(sys::gettid() as u32);
                         if let Some(cpus) = anywhere {
                             sys::set_current_affinity(&cpus).map_err(|e| e.to_string())?;
                         }
@@ -118,7 +122,10 @@ impl Prepared for PingpongPrepared {
                     .map_err(|e| {
                         LabError::io(format!("{NAME}: task {index}: starting the echo thread"), e)
                     })?;
-                Partner::Thread(Some(handle))
+                let tid = tid_rx.recv().map_err(|_| {
+                    workload_error(NAME, format!("task {index}: the echo thread ended at once"))
+                })?;
+                Partner::Thread(Some(handle), tid)
             }
             Mode::Processes => {
                 let task_pid = std::process::id() as i32;
@@ -159,7 +166,9 @@ impl Prepared for PingpongPrepared {
 
 /// The other half of a task's pair, ended and reaped when the task's loop is dropped.
 enum Partner {
-    Thread(Option<std::thread::JoinHandle<Result<(), String>>>),
+    /// The echo thread and its thread id.
+    Thread(Option<std::thread::JoinHandle<Result<(), String>>>, u32),
+    /// The echo process's pid (`None` once reaped).
     Process(Option<i32>),
 }
 
@@ -205,13 +214,20 @@ impl TaskLoop for PingpongTask {
         }
         Ok(BATCH)
     }
+
+    fn partner(&self) -> Option<(u32, u32)> {
+        match self.partner {
+            Partner::Thread(_, tid) => Some((std::process::id(), tid)),
+            Partner::Process(pid) => pid.map(|p| (p as u32, p as u32)),
+        }
+    }
 }
 
 impl Drop for PingpongTask {
     fn drop(&mut self) {
         drop(self.to_partner.take()); // end-of-file for the partner, which then exits
         match &mut self.partner {
-            Partner::Thread(handle) => {
+            Partner::Thread(handle, _) => {
                 if let Some(h) = handle.take() {
                     let _ = h.join();
                 }

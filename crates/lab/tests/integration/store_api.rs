@@ -173,7 +173,7 @@ mod store {
                             path: format!("/x/n1-t0-s{i}.perf.data"),
                             event: "cycles".into(),
                             frequency: 997,
-                            threads: Vec::new(),
+                            ..ProfileRef::default()
                         }),
                         locks: Some(LockReport {
                             user: vec![LockContention {
@@ -200,8 +200,10 @@ mod store {
                     path: "/x/n1-t0.perf.data".into(),
                     event: "cpu-clock".into(),
                     frequency: 999,
-                    // A built-in trial's task threads round-trip.
+                    // A built-in trial's task threads, its partners and their CPU round-trip.
                     threads: vec![41, 42],
+                    partner_threads: vec![43],
+                    partner_on_cpu: Some(Nanos(123_456)),
                 }),
                 locks: (index % 2 == 0).then(|| LockReport {
                     kernel: vec![LockContention {
@@ -982,7 +984,7 @@ mod store {
                     path: folder.join(name).display().to_string(),
                     event: "cpu-clock".into(),
                     frequency: 999,
-                    threads: vec![],
+                    ..ProfileRef::default()
                 });
             }
             t

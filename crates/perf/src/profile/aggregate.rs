@@ -104,6 +104,8 @@ pub(super) fn aggregate(raw: RawProfile, names: Names) -> Profile {
         period: raw.period,
         outside_window: raw.outside_window,
         other_threads: raw.other_threads,
+        partner_samples: raw.partner_samples,
+        partner_period: raw.partner_period,
         throttled: raw.throttled,
         lost: raw.lost,
         functions: sorted,

@@ -34,6 +34,10 @@ pub struct ProfileOptions {
     /// Keep only samples of these threads, sorted (a built-in trial's tasks: the trial child's
     /// sampler and tracer threads are scalelab's, not the workload's); `None` keeps every thread.
     pub threads: Option<Vec<u32>>,
+    /// Threads whose samples are counted apart ([`Profile::partner_samples`]), sorted: those a
+    /// built-in trial's tasks keep busy beside them on their CPUs (pipe_pingpong's echo
+    /// partners). Empty: none.
+    pub partners: Vec<u32>,
 }
 
 /// One symbolised function and its cost in one profile.
@@ -92,8 +96,13 @@ pub struct Profile {
     pub period: u64,
     /// Samples outside the window, dropped.
     pub outside_window: u64,
-    /// Samples in the window of threads other than [`ProfileOptions::threads`], dropped.
+    /// Samples in the window of threads other than [`ProfileOptions::threads`] and
+    /// [`ProfileOptions::partners`], dropped.
     pub other_threads: u64,
+    /// Samples in the window of [`ProfileOptions::partners`], not aggregated.
+    pub partner_samples: u64,
+    /// Their summed period.
+    pub partner_period: u64,
     /// PERF_RECORD_THROTTLE records: the kernel lowered the sampling rate.
     pub throttled: u64,
     /// Samples the kernel lost (ring buffer full), from PERF_RECORD_LOST.
@@ -121,7 +130,12 @@ pub const NO_KALLSYMS_NOTE: &str = symbols::NO_KALLSYMS;
 /// reported the same way instead of taking the process down.
 pub fn read_profile(path: &Path, options: &ProfileOptions) -> Result<Profile, PerfError> {
     let read = || -> Result<Profile, PerfError> {
-        let raw = records::read(path, options.window, options.threads.as_deref())?;
+        let raw = records::read(
+            path,
+            options.window,
+            options.threads.as_deref(),
+            &options.partners,
+        )?;
         let malformed = raw.malformed;
         let names = symbols::symbolise(&raw, options.kallsyms.as_deref());
         let mut profile = aggregate::aggregate(raw, names);
@@ -202,6 +216,31 @@ mod tests {
     }
 
     #[test]
+    fn a_partner_threads_samples_are_counted_apart_and_not_aggregated() {
+        let all = read_profile(Path::new(FIXTURE), &ProfileOptions::default()).unwrap();
+        // Every sample of the fixture is thread 1199's (`perf script -F tid`).
+        let options = ProfileOptions {
+            threads: Some(vec![7]),
+            partners: vec![1199],
+            ..ProfileOptions::default()
+        };
+        let apart = read_profile(Path::new(FIXTURE), &options).unwrap();
+        assert_eq!(all.samples, 306);
+        assert_eq!(apart.partner_samples, all.samples);
+        assert_eq!(apart.partner_period, all.period);
+        assert_eq!((apart.samples, apart.other_threads), (0, 0));
+        assert!(apart.functions.is_empty());
+        // As a kept thread, they are the profile's.
+        let options = ProfileOptions {
+            threads: Some(vec![1199]),
+            partners: vec![1200],
+            ..ProfileOptions::default()
+        };
+        let kept = read_profile(Path::new(FIXTURE), &options).unwrap();
+        assert_eq!((kept.samples, kept.partner_samples), (all.samples, 0));
+    }
+
+    #[test]
     fn a_window_keeps_only_the_samples_inside_it() {
         let all = read_profile(Path::new(FIXTURE), &ProfileOptions::default()).unwrap();
         let options = ProfileOptions {
@@ -209,6 +248,7 @@ mod tests {
             // The fixture spans CLOCK_MONOTONIC 2881.466 s .. 2881.877 s.
             window: Some((0, 2_881_600_000_000)),
             threads: None,
+            partners: Vec::new(),
         };
         let part = read_profile(Path::new(FIXTURE), &options).unwrap();
         assert!(part.samples > 0 && part.samples < all.samples);
@@ -223,7 +263,7 @@ mod tests {
             data[at..at + bytes.len()].copy_from_slice(bytes);
         }
         let len = data.len() as u64;
-        records::read_from(std::io::Cursor::new(data), len, None, None)
+        records::read_from(std::io::Cursor::new(data), len, None, None, &[])
     }
 
     /// (offset, size) of the fixture's data section, from its header.

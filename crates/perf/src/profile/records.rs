@@ -75,6 +75,10 @@ pub(super) struct RawProfile {
     pub outside_window: u64,
     /// Samples of threads the reader was not asked for.
     pub other_threads: u64,
+    /// Samples in the window of the partner threads (kept apart, not aggregated), and their
+    /// summed period.
+    pub partner_samples: u64,
+    pub partner_period: u64,
     pub throttled: u64,
     pub lost: u64,
     /// Records that could not be parsed (corrupt), skipped.
@@ -114,6 +118,7 @@ pub(super) fn read(
     path: &Path,
     window: Option<(u64, u64)>,
     threads: Option<&[u32]>,
+    partners: &[u32],
 ) -> Result<RawProfile, PerfError> {
     let fail = |cause: String| PerfError::ProfileData {
         path: path.display().to_string(),
@@ -129,16 +134,20 @@ pub(super) fn read(
         len,
         window,
         threads,
+        partners,
     )
     .map_err(fail)
 }
 
 /// Reads the perf.data held by `source`, `len` bytes long; the error is the cause alone.
+/// Samples of `threads` (all, when `None`) are kept; those of `partners` (sorted) are counted
+/// apart.
 pub(super) fn read_from<R: Read + Seek>(
     mut source: R,
     len: u64,
     window: Option<(u64, u64)>,
     threads: Option<&[u32]>,
+    partners: &[u32],
 ) -> Result<RawProfile, String> {
     let layout = layout::check(&mut source, len)?;
     let guarded =
@@ -206,13 +215,20 @@ pub(super) fn read_from<R: Read + Seek>(
                         continue;
                     }
                 }
+                let period = s.period.unwrap_or(fixed_period);
+                if s.tid
+                    .is_some_and(|t| partners.binary_search(&(t as u32)).is_ok())
+                {
+                    b.raw.partner_samples += 1;
+                    b.raw.partner_period += period;
+                    continue;
+                }
                 if let (Some(threads), Some(tid)) = (threads, s.tid) {
                     if threads.binary_search(&(tid as u32)).is_err() {
                         b.raw.other_threads += 1;
                         continue;
                     }
                 }
-                let period = s.period.unwrap_or(fixed_period);
                 let pid = s.pid.unwrap_or(-1);
                 b.sample_frames(&s);
                 b.scratch.clear();

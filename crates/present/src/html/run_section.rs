@@ -217,6 +217,7 @@ fn explain_section(e: &Explanation) -> ExplainSection {
             caption: {
                 let notes: Vec<String> = [
                     crate::explain_table::measuring_note(e),
+                    crate::explain_table::partner_note(e),
                     crate::explain_table::unwoken_note(e),
                     crate::explain_table::trace_cost_note(e),
                 ]

@@ -82,6 +82,15 @@ pub struct PointExplain {
     /// profile's agreement with the accounting, measured on the same trials (`None` for a
     /// profile read without its trials, e.g. merged from elsewhere).
     pub cpu_profiled_trials_ns: Option<f64>,
+    /// Where the tasks keep partner threads busy on their CPUs (pipe_pingpong's echo partners),
+    /// the tasks' and the partners' samples together, per op (`None` without partners): each
+    /// cpu-clock sample lands in whichever of the two runs when it fires, so a thread's own
+    /// share is a draw and the pair's sum is the exact check, against
+    /// `cpu_with_partners_trials_ns`.
+    pub cpu_profiled_with_partners_ns: Option<f64>,
+    /// The same trials' user + system CPU per op plus their partners' CPU (schedstat over the
+    /// window), pooled.
+    pub cpu_with_partners_trials_ns: Option<f64>,
     /// User + system CPU per op (the medians) the split by function and spinning does not
     /// account for. The functions' shares of the profile are applied to the point's median
     /// CPU (a profiled trial runs beside `perf record` and may be slower or faster than the
@@ -218,11 +227,14 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
     let cpu = acc.user_ns + acc.system_ns;
     let (mut profiled, mut profiled_trials, mut split_cpu, mut profile_files) =
         (None, None, None, Vec::new());
+    let mut with_partners = None;
     let mut measuring_pct = None;
     match profile {
         Some(p) => {
             let own = p.period as f64 / p.ops as f64;
             profiled_trials = pooled_cpu(&trials, |m| m.profile.is_some());
+            with_partners = pooled_with_partners(&trials)
+                .map(|cpu| ((p.period + p.partner_period) as f64 / p.ops as f64, cpu));
             let measuring = cause::measuring_cost(p);
             measuring_pct = (own > 0.0).then(|| measuring / own * 100.0);
             let carried = carried_measuring(measuring, profiled_trials, cpu);
@@ -271,6 +283,8 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
         },
         cpu_unexplained_ns: split_cpu.map(|s| cpu - s),
         cpu_profiled_trials_ns: profiled_trials,
+        cpu_profiled_with_partners_ns: with_partners.filter(|_| profiled.is_some()).map(|(p, _)| p),
+        cpu_with_partners_trials_ns: with_partners.filter(|_| profiled.is_some()).map(|(_, c)| c),
         accounting: acc,
         parts,
         offcpu_source,
@@ -393,6 +407,19 @@ fn pooled_cpu(
     let (mut cpu, mut ops) = (0u64, 0u64);
     for (_, m) in trials.iter().filter(|(_, m)| which(m)) {
         cpu += m.usage.user.0 + m.usage.sys.0;
+        ops += m.ops();
+    }
+    (ops > 0).then(|| cpu as f64 / ops as f64)
+}
+
+/// The profiled trials' user + system CPU plus their partners' CPU per op, pooled; `None`
+/// unless every profiled trial read its partners' CPU.
+fn pooled_with_partners(trials: &[(u32, &TrialMeasurement)]) -> Option<f64> {
+    let (mut cpu, mut ops) = (0u64, 0u64);
+    for (_, m) in trials {
+        let Some(p) = &m.profile else { continue };
+        let partners = p.partner_on_cpu?;
+        cpu += m.usage.user.0 + m.usage.sys.0 + partners.0;
         ops += m.ops();
     }
     (ops > 0).then(|| cpu as f64 / ops as f64)

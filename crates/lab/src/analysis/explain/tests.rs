@@ -155,6 +155,7 @@ fn profile(n: u32, ops: u64, funcs: &[(&str, f64)]) -> PointProfile {
         period: (funcs.iter().map(|(_, c)| c).sum::<f64>() * ops as f64) as u64,
         outside_window: 0,
         other_threads: 0,
+        partner_period: 0,
         throttled: 0,
         lost: 0,
         functions: funcs
@@ -298,6 +299,44 @@ fn with_every_trial_profiled_a_functions_growth_is_judged_trial_by_trial() {
         .find(|c| c.cause.what == "atomic_step")
         .expect("under the CV bound with one trial");
     assert_eq!(step.noise.rule, NoiseRule::CvBound);
+}
+
+#[test]
+fn the_profile_is_also_checked_over_the_tasks_and_their_partners() {
+    let mut data = explained_run();
+    // Every trial profiled; at N=1 each task's partner ran 950 ms over the window.
+    for t in &mut data.trials {
+        let TrialOutcome::Ok(m) = &mut t.outcome else {
+            continue;
+        };
+        m.profile = Some(crate::record::ProfileRef {
+            partner_threads: vec![7],
+            partner_on_cpu: (t.n == 1).then_some(crate::record::Nanos(950_000_000)),
+            ..Default::default()
+        });
+    }
+    let mut profiles = [
+        profile(1, 3_000_000, &[("pingpong", 880.0)]),
+        profile(2, 3_750_000, &[("pingpong", 880.0)]),
+    ];
+    // The partners' samples: 945 ms per trial at N=1, as much at N=2.
+    for p in &mut profiles {
+        p.partner_period = 3 * 945_000_000;
+    }
+    let e = explain(&data, &profiles).unwrap();
+    let one = &e.points[0];
+    // (880 ns/op × 3M ops + 3 × 945 ms) ÷ 3M ops, against (900 ns/op CPU + 950 ns/op).
+    assert!(close(
+        one.cpu_profiled_with_partners_ns.unwrap(),
+        880.0 + 945.0
+    ));
+    let ops: f64 = 990_000.0 + 1_000_000.0 + 1_010_000.0;
+    let cpu = (3.0 * 900_000_000.0 + 3.0 * 950_000_000.0) / ops;
+    assert!(close(one.cpu_with_partners_trials_ns.unwrap(), cpu));
+    // A trial that did not read its partners' CPU leaves the check out.
+    let two = &e.points[1];
+    assert_eq!(two.cpu_profiled_with_partners_ns, None);
+    assert_eq!(two.cpu_with_partners_trials_ns, None);
 }
 
 #[test]

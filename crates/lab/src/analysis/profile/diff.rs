@@ -108,6 +108,7 @@ mod tests {
             period: 10,
             outside_window: 0,
             other_threads: 0,
+            partner_period: 0,
             throttled: 0,
             lost: 0,
             functions: funcs

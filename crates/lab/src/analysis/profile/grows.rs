@@ -117,6 +117,7 @@ mod tests {
             period: 100,
             outside_window: 0,
             other_threads: 0,
+            partner_period: 0,
             throttled: 0,
             lost: 0,
             functions: funcs

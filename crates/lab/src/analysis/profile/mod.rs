@@ -100,6 +100,9 @@ pub struct PointProfile {
     /// Samples in the windows of scalelab's own threads in a trial child (the sampler, the
     /// tracers' drains), dropped: only the tasks' samples are the workload's.
     pub other_threads: u64,
+    /// The summed period of the tasks' partners' samples in the windows (threads a task keeps
+    /// busy beside it, e.g. pipe_pingpong's echo partners), kept apart from the functions.
+    pub partner_period: u64,
     /// Times the kernel lowered the sampling rate (PERF_RECORD_THROTTLE).
     pub throttled: u64,
     /// Samples the kernel lost (ring buffer full).
@@ -217,6 +220,11 @@ pub fn load_run(run: &RunData) -> Result<Vec<PointProfile>, LabError> {
                     t.sort_unstable();
                     t
                 }),
+                partners: {
+                    let mut t = pr.partner_threads.clone();
+                    t.sort_unstable();
+                    t
+                },
             };
             let mut profile = read_profile(path, &options)?;
             for note in profile
@@ -241,6 +249,7 @@ pub fn load_file(path: &Path, kallsyms: Option<&Path>) -> Result<PointProfile, L
         kallsyms: kallsyms.map(Path::to_path_buf),
         window: None,
         threads: None,
+        partners: Vec::new(),
     };
     let mut profile = read_profile(path, &options)?;
     // A file from anywhere: its kernel's symbols are the recording machine's, not ours.
@@ -284,6 +293,7 @@ pub(crate) fn merge(n: u32, parts: Vec<(String, u64, Profile)>) -> PointProfile 
         period: 0,
         outside_window: 0,
         other_threads: 0,
+        partner_period: 0,
         throttled: 0,
         lost: 0,
         functions: Vec::new(),
@@ -303,6 +313,7 @@ pub(crate) fn merge(n: u32, parts: Vec<(String, u64, Profile)>) -> PointProfile 
         out.period += p.period;
         out.outside_window += p.outside_window;
         out.other_threads += p.other_threads;
+        out.partner_period += p.partner_period;
         out.throttled += p.throttled;
         out.lost += p.lost;
         for note in p.notes {
