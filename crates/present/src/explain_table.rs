@@ -87,14 +87,27 @@ pub fn answer(e: &Explanation) -> String {
         parts.push("the cost per op did not grow".into());
         return parts.join(" · ");
     }
+    // The workload's causes first; what measuring it cost (the profiler's and tracers' own
+    // kernel code, which grows where the traced events do) is said once, after them.
+    let observing = |c: &&CauseGrowth| c.cause.kind.mechanism() == Mechanism::Observation;
     let growing: Vec<&CauseGrowth> = g.named.iter().filter(|c| c.delta_ns > 0.0).collect();
-    for (i, c) in growing.iter().take(TOP).enumerate() {
+    let (measuring, workload): (Vec<&CauseGrowth>, Vec<&CauseGrowth>) =
+        growing.into_iter().partition(observing);
+    for (i, c) in workload.iter().take(TOP).enumerate() {
         parts.push(format!(
             "{}{} is {} ({})",
             pct(c.share_pct),
             if i == 0 { " of that" } else { "" },
             cause_label(&c.cause),
             c.cause.source
+        ));
+    }
+    if !measuring.is_empty() {
+        let grew: f64 = measuring.iter().map(|c| c.delta_ns).sum();
+        parts.push(format!(
+            "{}{} is the measuring itself (`measuring: …`, the profiler's and traces' kernel code)",
+            pct(Some(grew / g.delta_ns * 100.0)),
+            if workload.is_empty() { " of that" } else { "" },
         ));
     }
     let shrinking: f64 = g
@@ -618,6 +631,24 @@ mod tests {
         let mut out = Vec::new();
         write(&mut out, &e, &TextOptions::plain()).expect("written");
         assert!(String::from_utf8(out).unwrap().contains(&heavy));
+    }
+
+    #[test]
+    fn the_answer_names_the_workloads_causes_before_the_cost_of_measuring_it() {
+        let mut e = explain(&explained_run(), &[]).expect("an explanation");
+        let g = e.growth.as_mut().expect("a growth");
+        let mut measuring = g.named[0].clone();
+        measuring.cause.kind = lab::analysis::explain::CauseKind::Measurement;
+        measuring.cause.what = "measuring: CPU in perf_swevent_event".into();
+        measuring.delta_ns = 2.0 * g.named[0].delta_ns;
+        measuring.share_pct = measuring.share_pct.map(|p| 2.0 * p);
+        g.named.insert(0, measuring);
+        let line = answer(&e);
+        let first = line.find("futex wait from worker_lock").expect("the lock");
+        let then = line.find("is the measuring itself").expect("the measuring");
+        assert!(first < then, "{line}");
+        assert!(line.contains("% of that is futex wait"), "{line}");
+        assert!(!line.contains("perf_swevent_event"), "{line}");
     }
 
     #[test]
