@@ -208,35 +208,29 @@ impl Control {
 
     /// Records the process and thread id task `task` runs as (before it marks itself ready).
     pub(crate) fn set_ids(&self, task: usize, pid: u32, tid: u32) {
-        let ids = (u64::from(pid) << 32) | u64::from(tid);
-        self.report(task)[R_IDS].store(ids, Ordering::Release);
+        self.report(task)[R_IDS].store(pack_ids(pid, tid), Ordering::Release);
     }
 
     /// Every task's `(pid, tid)`, as recorded by [`Control::set_ids`].
     pub(crate) fn task_ids(&self) -> Vec<(u32, u32)> {
         (0..self.tasks)
-            .map(|i| {
-                let ids = self.report(i)[R_IDS].load(Ordering::Acquire);
-                ((ids >> 32) as u32, ids as u32)
-            })
+            .map(|i| unpack_ids(self.report(i)[R_IDS].load(Ordering::Acquire)))
             .collect()
     }
 
     /// Records the `(pid, tid)` of the thread task `task` keeps busy beside it (before it marks
     /// itself ready); see `TaskLoop::partner`.
     pub(crate) fn set_partner(&self, task: usize, pid: u32, tid: u32) {
-        let ids = (u64::from(pid) << 32) | u64::from(tid);
-        self.report(task)[R_PARTNER_IDS].store(ids, Ordering::Release);
+        self.report(task)[R_PARTNER_IDS].store(pack_ids(pid, tid), Ordering::Release);
     }
 
     /// The partners' `(pid, tid)` recorded by [`Control::set_partner`], in task order; tasks
     /// without one are left out.
     pub(crate) fn partner_ids(&self) -> Vec<(u32, u32)> {
         (0..self.tasks)
-            .filter_map(|i| {
-                let ids = self.report(i)[R_PARTNER_IDS].load(Ordering::Acquire);
-                (ids != 0).then_some(((ids >> 32) as u32, ids as u32))
-            })
+            .map(|i| self.report(i)[R_PARTNER_IDS].load(Ordering::Acquire))
+            .filter(|&ids| ids != 0)
+            .map(unpack_ids)
             .collect()
     }
 
@@ -245,6 +239,15 @@ impl Control {
             .filter(|&i| self.status(i) == STATUS_FAILED)
             .collect()
     }
+}
+
+/// A `(pid, tid)` in one word of a report slot.
+fn pack_ids(pid: u32, tid: u32) -> u64 {
+    (u64::from(pid) << 32) | u64::from(tid)
+}
+
+fn unpack_ids(ids: u64) -> (u32, u32) {
+    ((ids >> 32) as u32, ids as u32)
 }
 
 fn usage_fields(u: &Usage) -> [u64; USAGE_FIELDS] {

@@ -233,7 +233,9 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
         Some(p) => {
             let own = p.period as f64 / p.ops as f64;
             profiled_trials = pooled_cpu(&trials, |m| m.profile.is_some());
+            // Only a cpu-clock profile's period is time, comparable with CPU time.
             with_partners = pooled_with_partners(&trials)
+                .filter(|_| p.unit == "ns")
                 .map(|cpu| ((p.period + p.partner_period) as f64 / p.ops as f64, cpu));
             let measuring = cause::measuring_cost(p);
             measuring_pct = (own > 0.0).then(|| measuring / own * 100.0);
@@ -283,8 +285,8 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
         },
         cpu_unexplained_ns: split_cpu.map(|s| cpu - s),
         cpu_profiled_trials_ns: profiled_trials,
-        cpu_profiled_with_partners_ns: with_partners.filter(|_| profiled.is_some()).map(|(p, _)| p),
-        cpu_with_partners_trials_ns: with_partners.filter(|_| profiled.is_some()).map(|(_, c)| c),
+        cpu_profiled_with_partners_ns: with_partners.map(|(p, _)| p),
+        cpu_with_partners_trials_ns: with_partners.map(|(_, c)| c),
         accounting: acc,
         parts,
         offcpu_source,
@@ -415,14 +417,17 @@ fn pooled_cpu(
 /// The profiled trials' user + system CPU plus their partners' CPU per op, pooled; `None`
 /// unless every profiled trial read its partners' CPU.
 fn pooled_with_partners(trials: &[(u32, &TrialMeasurement)]) -> Option<f64> {
-    let (mut cpu, mut ops) = (0u64, 0u64);
-    for (_, m) in trials {
-        let Some(p) = &m.profile else { continue };
-        let partners = p.partner_on_cpu?;
-        cpu += m.usage.user.0 + m.usage.sys.0 + partners.0;
-        ops += m.ops();
-    }
-    (ops > 0).then(|| cpu as f64 / ops as f64)
+    let profiled = || {
+        trials
+            .iter()
+            .filter_map(|(_, m)| Some((m, m.profile.as_ref()?)))
+    };
+    let partners: u64 = profiled()
+        .map(|(_, p)| p.partner_on_cpu.map(|c| c.0))
+        .sum::<Option<u64>>()?;
+    let ops: u64 = profiled().map(|(m, _)| m.ops()).sum();
+    let own = pooled_cpu(trials, |m| m.profile.is_some())?;
+    Some(own + partners as f64 / ops as f64)
 }
 
 /// The residual N·W − user − system − run-queue wait per op, pooled over the trials whose
