@@ -1,10 +1,13 @@
 /* bare_loop: the same ops scalelab's null_syscall and page_fault workloads do, with no harness.
  *
- * usage: bare_loop null_syscall|raw_syscall|page_fault TASKS WARMUP_S DURATION_S
+ * usage: bare_loop null_syscall|raw_syscall|page_fault|page_fault_call TASKS WARMUP_S DURATION_S
  * null_syscall: the C library's getppid(), as will-it-scale's getppid1 and scalelab's null_syscall
  *   call it: the same op, so the ratio measures the harness.
  * raw_syscall: getppid as one inline `syscall` instruction, no library call: what the call and its
  *   return (after the kernel's return-stack refill) add to the op.
+ * page_fault_call: page_fault with the faulting store in a small function of its own, called per
+ *   page and returning right after the store; the same user work, another code shape
+ *   (bench/fault-shape compares the two).
  * Threads are pinned to CPU i (like scalelab --pin cores when TASKS <= CPUs), released together,
  * and counted in padded per-thread counters read by the main thread at the window's edges.
  * BARE_MODE=processes forks the tasks instead (counters and flags in shared memory), as
@@ -32,7 +35,7 @@ static _Atomic uint64_t *counters;
 static _Atomic int *flags;
 #define go (flags[0])
 #define stop_flag (flags[64])
-enum { NULL_SYSCALL, RAW_SYSCALL, PAGE_FAULT };
+enum { NULL_SYSCALL, RAW_SYSCALL, PAGE_FAULT, PAGE_FAULT_CALL };
 static int workload, ncpus;
 
 static inline long raw_getppid(void) {
@@ -40,6 +43,12 @@ static inline long raw_getppid(void) {
     __asm__ volatile("syscall" : "=a"(r) : "a"(110L) : "rcx", "r11", "memory");
     return r;
 }
+/* The faulting store of page_fault_call, kept out of line. */
+__attribute__((noinline)) static void touch_page(char *p) {
+    *(volatile char *)p = 1;
+    __asm__ volatile("" ::: "memory");
+}
+
 static int order[1024]; /* the CPU of thread i: BARE_CPUS="1,0" (scalelab's order), else i */
 
 static void *worker(void *arg) {
@@ -65,7 +74,10 @@ static void *worker(void *arg) {
             char *p = mmap(NULL, SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             if (p == MAP_FAILED) { perror("mmap"); exit(1); }
             for (size_t off = 0; off < SIZE; off += page) {
-                *(volatile char *)(p + off) = 1;
+                if (workload == PAGE_FAULT_CALL)
+                    touch_page(p + off);
+                else
+                    *(volatile char *)(p + off) = 1;
                 n++;
                 atomic_store_explicit(&counters[i * SLOT], n, memory_order_relaxed);
                 if (atomic_load_explicit(&stop_flag, memory_order_relaxed)) break;
@@ -89,8 +101,9 @@ static uint64_t total(int tasks) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 5) { fprintf(stderr, "usage: %s null_syscall|raw_syscall|page_fault TASKS WARMUP_S DURATION_S\n", argv[0]); return 2; }
+    if (argc != 5) { fprintf(stderr, "usage: %s null_syscall|raw_syscall|page_fault|page_fault_call TASKS WARMUP_S DURATION_S\n", argv[0]); return 2; }
     if (strcmp(argv[1], "page_fault") == 0) workload = PAGE_FAULT;
+    else if (strcmp(argv[1], "page_fault_call") == 0) workload = PAGE_FAULT_CALL;
     else if (strcmp(argv[1], "raw_syscall") == 0) workload = RAW_SYSCALL;
     else if (strcmp(argv[1], "null_syscall") == 0) workload = NULL_SYSCALL;
     else { fprintf(stderr, "unknown workload %s\n", argv[1]); return 2; }
