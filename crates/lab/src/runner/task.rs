@@ -2,8 +2,8 @@
 //!
 //! The hot loop does one relaxed load of the phase word per step (the word is written three
 //! times per trial, so it stays shared in every cache) and one relaxed store of the task's own
-//! counter; it is the workload's `TaskLoop::run_steps`, which returns only when the phase
-//! changes, so that a workload's step can be inlined into it. Resource usage is snapshotted by the task itself when it sees the window open and
+//! counter, here or, for a workload that keeps its op inline in a loop of its own
+//! (`TaskLoop::run_inline`: page_fault), in that loop, which returns only when the phase changes. Resource usage is snapshotted by the task itself when it sees the window open and
 //! close, so the accounting covers the window and not the warm-up; as that can be late when
 //! tasks outnumber CPUs, the CPU time and run-queue wait are replaced by the sampler's reading
 //! of the kernel's statistics at the window's exact edges (`super::schedstat`).
@@ -106,6 +106,7 @@ fn task_body(
     let counter = control.counter(index);
     let phase = control.phase_word();
     let mut count = 0u64;
+    let mut inline = true;
     loop {
         let now = phase.load(Ordering::Relaxed);
         if now != seen {
@@ -119,7 +120,17 @@ fn task_body(
             }
             seen = now;
         }
-        count = work.run_steps(phase, seen, counter, count)?;
+        if inline {
+            match work.run_inline(phase, seen, counter, count) {
+                Some(counted) => {
+                    count = counted?;
+                    continue;
+                }
+                None => inline = false,
+            }
+        }
+        count += work.step()?;
+        counter.store(count, Ordering::Relaxed);
     }
     let extras = work.extras();
     let values: Vec<u64> = extra_names

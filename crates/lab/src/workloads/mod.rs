@@ -92,27 +92,44 @@ pub(crate) trait TaskLoop {
     fn partner(&self) -> Option<(u32, u32)> {
         None
     }
-    /// Runs steps while `phase` reads `seen`, storing the running count in `counter` after each,
-    /// and returns the count. The task's hot loop lives here, in each workload's own copy of this
-    /// method, so that a short step can be inlined into it: the op then runs in a loop that
-    /// returns only when the phase changes, as will-it-scale's `testcase` loops do. It matters
-    /// beyond the call it saves: on the AMD KVM guest scalelab is developed on, an anonymous page
+    /// The task's hot loop, for a workload that keeps its op inline in a loop of its own:
+    /// runs ops while `phase` reads `seen`, storing the running count in `counter` after each
+    /// step, and returns the count (best written as `Some(steps_inline(self, …))`). `None`, the
+    /// default: the harness calls [`TaskLoop::step`] in its loop, which keeps each workload's step
+    /// a function of its own, named in profiles and stacks.
+    ///
+    /// Why a workload would: on the AMD KVM guest scalelab is developed on, an anonymous page
     /// fault taken inside a function that returns soon after costs about 22% more kernel time
     /// than one taken in a loop that does not return (`bench/fault-shape`: the same C loop with
-    /// its store moved into a small function), and `page_fault`'s step returned every 16 pages.
-    fn run_steps(
+    /// its store moved into a small function). `page_fault`'s step returned every 16 pages and
+    /// read 0.83–0.88 of will-it-scale's `page_fault1`, whose loop never returns.
+    fn run_inline(
         &mut self,
-        phase: &AtomicU32,
-        seen: u32,
-        counter: &AtomicU64,
-        mut count: u64,
-    ) -> Result<u64, LabError> {
-        while phase.load(Ordering::Relaxed) == seen {
-            count += self.step()?;
-            counter.store(count, Ordering::Relaxed);
-        }
-        Ok(count)
+        _phase: &AtomicU32,
+        _seen: u32,
+        _counter: &AtomicU64,
+        _count: u64,
+    ) -> Option<Result<u64, LabError>> {
+        None
     }
+}
+
+/// The loop of [`TaskLoop::run_inline`]: steps while `phase` reads `seen`, the count stored after
+/// each. Always inlined, so that with an inlined step the op sits in the workload's own
+/// `run_inline`, named after its type in profiles.
+#[inline(always)]
+pub(crate) fn steps_inline<T: TaskLoop + ?Sized>(
+    work: &mut T,
+    phase: &AtomicU32,
+    seen: u32,
+    counter: &AtomicU64,
+    mut count: u64,
+) -> Result<u64, LabError> {
+    while phase.load(Ordering::Relaxed) == seen {
+        count += work.step()?;
+        counter.store(count, Ordering::Relaxed);
+    }
+    Ok(count)
 }
 
 static REGISTRY: &[&dyn Workload] = &[
@@ -214,7 +231,7 @@ mod tests {
     }
 
     #[test]
-    fn run_steps_counts_every_step_until_the_phase_moves_and_stores_each_count() {
+    fn steps_inline_counts_every_step_until_the_phase_moves_and_stores_each_count() {
         let phase = AtomicU32::new(2);
         let counter = AtomicU64::new(0);
         let mut work = Flipping {
@@ -225,15 +242,21 @@ mod tests {
             fail_at: u32::MAX,
         };
         // Counting on from 100 ops: the step that moved the phase is counted, none after it.
-        assert_eq!(work.run_steps(&phase, 2, &counter, 100).unwrap(), 180);
+        assert_eq!(
+            steps_inline(&mut work, &phase, 2, &counter, 100).unwrap(),
+            180
+        );
         assert_eq!(counter.load(Ordering::Relaxed), 180);
         assert_eq!(work.steps, 5);
         // Called when the phase already differs: no step, the count unchanged.
-        assert_eq!(work.run_steps(&phase, 2, &counter, 180).unwrap(), 180);
+        assert_eq!(
+            steps_inline(&mut work, &phase, 2, &counter, 180).unwrap(),
+            180
+        );
         assert_eq!(work.steps, 5);
         // A failing step ends the loop with its error; the count stored is the last good one.
         work.fail_at = 7;
-        let err = work.run_steps(&phase, 3, &counter, 180).unwrap_err();
+        let err = steps_inline(&mut work, &phase, 3, &counter, 180).unwrap_err();
         assert!(err.to_string().contains("step failed"), "{err}");
         assert_eq!(counter.load(Ordering::Relaxed), 212);
     }

@@ -5,7 +5,11 @@
 //! cache. With threads all tasks share one mm (the mmap lock and page-table locks); with
 //! processes each has its own.
 
-use super::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo, workload_error};
+use std::sync::atomic::{AtomicU32, AtomicU64};
+
+use super::{
+    PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo, steps_inline, workload_error,
+};
 use crate::error::LabError;
 use crate::params::{ParamKind, ParamSpec, Params};
 
@@ -93,8 +97,8 @@ struct PageFaultTask<'a> {
 }
 
 impl TaskLoop for PageFaultTask<'_> {
-    // Inlined into `run_steps`, so that the faulting store is not in a function that returns
-    // every 16 pages (`TaskLoop::run_steps` says why that costs: ~17% of the op here).
+    // Inlined into `run_inline`, so that the faulting store is not in a function that returns
+    // every 16 pages (`TaskLoop::run_inline` says why that costs: ~17% of the op here).
     #[inline(always)]
     fn step(&mut self) -> Result<u64, LabError> {
         let cfg = self.cfg;
@@ -120,5 +124,15 @@ impl TaskLoop for PageFaultTask<'_> {
             self.mapping = None; // munmap; the next step maps afresh
         }
         Ok(done)
+    }
+
+    fn run_inline(
+        &mut self,
+        phase: &AtomicU32,
+        seen: u32,
+        counter: &AtomicU64,
+        count: u64,
+    ) -> Option<Result<u64, LabError>> {
+        Some(steps_inline(self, phase, seen, counter, count))
     }
 }
