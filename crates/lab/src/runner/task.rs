@@ -1,12 +1,13 @@
 //! One task's life inside a trial: pin, build its loop, wait at the gate, run until told to stop.
 //!
-//! The hot loop does one relaxed load of the phase word per step (the word is written three
-//! times per trial, so it stays shared in every cache) and one relaxed store of the task's own
-//! counter, here or, for a workload that keeps its op inline in a loop of its own
-//! (`TaskLoop::run_inline`: page_fault), in that loop, which returns only when the phase changes. Resource usage is snapshotted by the task itself when it sees the window open and
-//! close, so the accounting covers the window and not the warm-up; as that can be late when
-//! tasks outnumber CPUs, the CPU time and run-queue wait are replaced by the sampler's reading
-//! of the kernel's statistics at the window's exact edges (`super::schedstat`).
+//! The hot loop (`workloads::steps_while`) does one relaxed load of the phase word per step (the
+//! word is written three times per trial, so it stays shared in every cache) and one relaxed
+//! store of the task's own counter; a workload that keeps its op inline in a loop of its own
+//! (`TaskLoop::run_inline`: page_fault) runs the same loop there. Resource usage is snapshotted
+//! by the task itself when it sees the window open and close, so the accounting covers the window
+//! and not the warm-up; as that can be late when tasks outnumber CPUs, the CPU time and run-queue
+//! wait are replaced by the sampler's reading of the kernel's statistics at the window's exact
+//! edges (`super::schedstat`).
 
 use std::sync::atomic::Ordering;
 
@@ -15,7 +16,7 @@ use crate::error::LabError;
 use crate::record::{Mode, Nanos, Usage};
 use crate::runner::control::to_usage;
 use crate::runner::schedstat::SchedStat;
-use crate::workloads::Prepared;
+use crate::workloads::{Prepared, steps_while};
 
 /// Runs task `index` to completion; the error (if any) is also marked in the control block.
 /// Where a task runs and where its memory comes from.
@@ -106,7 +107,6 @@ fn task_body(
     let counter = control.counter(index);
     let phase = control.phase_word();
     let mut count = 0u64;
-    let mut inline = true;
     loop {
         let now = phase.load(Ordering::Relaxed);
         if now != seen {
@@ -120,17 +120,11 @@ fn task_body(
             }
             seen = now;
         }
-        if inline {
-            match work.run_inline(phase, seen, counter, count) {
-                Some(counted) => {
-                    count = counted?;
-                    continue;
-                }
-                None => inline = false,
-            }
-        }
-        count += work.step()?;
-        counter.store(count, Ordering::Relaxed);
+        // Both return when the phase moves on.
+        count = match work.run_inline(phase, seen, counter, count) {
+            Some(counted) => counted?,
+            None => steps_while(&mut *work, phase, seen, counter, count)?,
+        };
     }
     let extras = work.extras();
     let values: Vec<u64> = extra_names

@@ -94,9 +94,9 @@ pub(crate) trait TaskLoop {
     }
     /// The task's hot loop, for a workload that keeps its op inline in a loop of its own:
     /// runs ops while `phase` reads `seen`, storing the running count in `counter` after each
-    /// step, and returns the count (best written as `Some(steps_inline(self, …))`). `None`, the
-    /// default: the harness calls [`TaskLoop::step`] in its loop, which keeps each workload's step
-    /// a function of its own, named in profiles and stacks.
+    /// step, and returns the count (best written as `Some(steps_while(self, …))`). `None`, the
+    /// default: the harness runs [`steps_while`] with the step called through the trait object,
+    /// which keeps each workload's step a function of its own, named in profiles and stacks.
     ///
     /// Why a workload would: on the AMD KVM guest scalelab is developed on, an anonymous page
     /// fault taken inside a function that returns soon after costs about 22% more kernel time
@@ -114,11 +114,12 @@ pub(crate) trait TaskLoop {
     }
 }
 
-/// The loop of [`TaskLoop::run_inline`]: steps while `phase` reads `seen`, the count stored after
-/// each. Always inlined, so that with an inlined step the op sits in the workload's own
-/// `run_inline`, named after its type in profiles.
+/// A task's hot loop: steps while `phase` reads `seen`, the count stored after each. The harness
+/// runs it with the task's step called through the trait object; [`TaskLoop::run_inline`] runs it
+/// on the workload's own type, where the step can be inlined. Always inlined itself, so that the
+/// op then sits in the workload's own `run_inline`, named after its type in profiles.
 #[inline(always)]
-pub(crate) fn steps_inline<T: TaskLoop + ?Sized>(
+pub(crate) fn steps_while<T: TaskLoop + ?Sized>(
     work: &mut T,
     phase: &AtomicU32,
     seen: u32,
@@ -231,7 +232,7 @@ mod tests {
     }
 
     #[test]
-    fn steps_inline_counts_every_step_until_the_phase_moves_and_stores_each_count() {
+    fn steps_while_counts_every_step_until_the_phase_moves_and_stores_each_count() {
         let phase = AtomicU32::new(2);
         let counter = AtomicU64::new(0);
         let mut work = Flipping {
@@ -243,20 +244,20 @@ mod tests {
         };
         // Counting on from 100 ops: the step that moved the phase is counted, none after it.
         assert_eq!(
-            steps_inline(&mut work, &phase, 2, &counter, 100).unwrap(),
+            steps_while(&mut work, &phase, 2, &counter, 100).unwrap(),
             180
         );
         assert_eq!(counter.load(Ordering::Relaxed), 180);
         assert_eq!(work.steps, 5);
         // Called when the phase already differs: no step, the count unchanged.
         assert_eq!(
-            steps_inline(&mut work, &phase, 2, &counter, 180).unwrap(),
+            steps_while(&mut work, &phase, 2, &counter, 180).unwrap(),
             180
         );
         assert_eq!(work.steps, 5);
         // A failing step ends the loop with its error; the count stored is the last good one.
         work.fail_at = 7;
-        let err = steps_inline(&mut work, &phase, 3, &counter, 180).unwrap_err();
+        let err = steps_while(&mut work, &phase, 3, &counter, 180).unwrap_err();
         assert!(err.to_string().contains("step failed"), "{err}");
         assert_eq!(counter.load(Ordering::Relaxed), 212);
     }

@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use super::{
-    PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo, steps_inline, workload_error,
+    PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo, steps_while, workload_error,
 };
 use crate::error::LabError;
 use crate::params::{ParamKind, ParamSpec, Params};
@@ -133,6 +133,6 @@ impl TaskLoop for PageFaultTask<'_> {
         counter: &AtomicU64,
         count: u64,
     ) -> Option<Result<u64, LabError>> {
-        Some(steps_inline(self, phase, seen, counter, count))
+        Some(steps_while(self, phase, seen, counter, count))
     }
 }
