@@ -49,6 +49,7 @@ pub mod store;
 mod task_spec;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_runs;
+mod thread_account;
 mod timestamp;
 mod traced_processes;
 mod warnings;

@@ -191,6 +191,28 @@ fn command_params(c: &CommandSpec) -> BTreeMap<String, String> {
             p.insert("ops_regex".into(), re.clone());
         }
     }
+    for m in &c.metrics {
+        let direction = match m.direction {
+            crate::record::Direction::Higher => "higher",
+            crate::record::Direction::Lower => "lower",
+        };
+        let from = match m.from {
+            crate::record::OutputStream::Stdout => "",
+            crate::record::OutputStream::Stderr => "stderr:",
+        };
+        p.insert(
+            format!("{}{}", crate::record::METRIC_PARAM, m.name),
+            format!("{from}{direction}:{}", m.pattern),
+        );
+    }
+    if c.ops_primary && !c.metrics.is_empty() {
+        p.insert(
+            crate::record::PRIMARY_PARAM.into(),
+            crate::record::PRIMARY_OPS.into(),
+        );
+    } else if let Some(primary) = c.metrics.first() {
+        p.insert(crate::record::PRIMARY_PARAM.into(), primary.name.clone());
+    }
     p
 }
 
@@ -396,7 +418,26 @@ impl Plan {
             name: self.name.clone(),
             workload: self.info.name.to_string(),
             params: self.params.as_map().clone(),
-            op_unit: self.info.op.to_string(),
+            op_unit: match self
+                .command
+                .as_ref()
+                .filter(|c| !c.ops_primary)
+                .and_then(|c| c.metrics.first())
+            {
+                Some(m) => format!(
+                    "the command's own figure {}, {} is better (--metric; X(N) is it{}), read from each trial's output",
+                    m.label(),
+                    match m.direction {
+                        crate::record::Direction::Higher => "higher",
+                        crate::record::Direction::Lower => "lower",
+                    },
+                    match m.direction {
+                        crate::record::Direction::Higher => "",
+                        crate::record::Direction::Lower => "s reciprocal, a rate",
+                    }
+                ),
+                None => self.info.op.to_string(),
+            },
             mode: self.mode,
             pin: self.pin.clone(),
             membind: self.membind,

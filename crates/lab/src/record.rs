@@ -12,6 +12,15 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::env::Fingerprint;
+pub use crate::runner::metric::{Direction, MetricSpec, OutputStream};
+pub use crate::thread_account::{RoleTotals, ThreadGroup, ThreadRole};
+
+/// A command run's parameter holding one `--metric`: `metric.NAME` = `[stderr:]higher:REGEX`.
+pub const METRIC_PARAM: &str = "metric.";
+/// A command run's parameter naming its primary metric (X(N)).
+pub const PRIMARY_PARAM: &str = "primary";
+/// `--primary ops`: X(N) stays ops per second, the `--metric`s are shown beside it.
+pub const PRIMARY_OPS: &str = "ops";
 
 /// Nanoseconds, the unit of every duration and timestamp in the data model.
 #[derive(
@@ -306,6 +315,39 @@ pub struct RunMeta {
 }
 
 impl RunMeta {
+    /// The run's `--metric`s, the primary (X(N)) first, as its parameters keep them
+    /// (`metric.NAME`, `primary`); empty for a built-in or a command without them.
+    pub fn metrics(&self) -> Vec<MetricSpec> {
+        let mut out: Vec<MetricSpec> = self
+            .params
+            .iter()
+            .filter_map(|(k, v)| {
+                let name = k.strip_prefix(METRIC_PARAM)?;
+                let (from, rest) = match v.strip_prefix("stderr:") {
+                    Some(rest) => (OutputStream::Stderr, rest),
+                    None => (OutputStream::Stdout, v.as_str()),
+                };
+                MetricSpec::parse(&format!("{name}={rest}"), from).ok()
+            })
+            .collect();
+        if let Some(primary) = self.params.get(PRIMARY_PARAM)
+            && let Some(i) = out.iter().position(|m| &m.name == primary)
+        {
+            let p = out.remove(i);
+            out.insert(0, p);
+        }
+        out
+    }
+
+    /// The run's X(N) when a `--metric` is it: the first of [`RunMeta::metrics`], unless
+    /// `--primary ops` kept ops per second.
+    pub fn primary_metric(&self) -> Option<MetricSpec> {
+        if self.params.get(PRIMARY_PARAM).map(String::as_str) == Some(PRIMARY_OPS) {
+            return None;
+        }
+        self.metrics().into_iter().next()
+    }
+
     /// The one line that names the run wherever it is shown — the heading of `scalelab show`,
     /// `RunRef::description` and `ModelSource::Run` in the JSON of `compare` and `model`: id,
     /// name, workload and parameters, mode and pinning (for a command: `command, affinity N
@@ -440,6 +482,30 @@ pub struct TrialMeasurement {
     /// runs stored before it was measured).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harness: Option<HarnessCost>,
+    /// The command's own figures (`--metric`), and which of them is X(N); `None` for a
+    /// built-in, a command without `--metric`, and runs stored before metrics existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported: Option<Reported>,
+}
+
+/// A command trial's own figures, read from its output (`--metric`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reported {
+    /// Each metric's value as the command printed it (86.58 for `86.58 MB/sec`), by name.
+    pub values: BTreeMap<String, f64>,
+    /// The run's primary metric: X(N), as a rate ([`MetricSpec::as_rate`]); `None` with
+    /// `--primary ops` (X(N) stays ops per second, the metrics are shown beside it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary: Option<MetricSpec>,
+}
+
+impl Reported {
+    /// X(N) of the trial: the primary metric as a rate; `None` without one, when it has no
+    /// value, or for a lower-is-better value of 0.
+    pub fn rate(&self) -> Option<f64> {
+        let p = self.primary.as_ref()?;
+        p.as_rate(*self.values.get(&p.name)?)
+    }
 }
 
 /// What measuring cost, per trial: the trial child's sampler thread (it opens the gate, reads
@@ -574,6 +640,11 @@ pub struct OffCpuReport {
     /// while idle are missing, whichever CPU the woken task ran on.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub silent_idle_cpus: Vec<u32>,
+    /// A command's threads by role and name over the window (empty for a built-in, whose
+    /// tasks are its workers, and in records from before threads were accounted). With them,
+    /// [`OffCpuReport::total`] and the sites are the workers' alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<ThreadGroup>,
     /// Caveats: missing tracepoints, truncated stacks, permission limits.
     pub notes: Vec<String>,
 }
@@ -615,6 +686,20 @@ pub struct OffCpuSite {
     pub total: Nanos,
     /// The longest single episode.
     pub max: Nanos,
+    /// What ended these waits (a command's: a lock hand-off, an I/O completion, a timer, an
+    /// exit…), most time first; empty for a built-in and in older records.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub woken_by: Vec<WokenShare>,
+}
+
+/// Part of a site's blocked time, by what ended it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WokenShare {
+    /// What ended the waits ("an I/O completion", "a futex wake by another thread (lock
+    /// hand-off)"…).
+    pub by: String,
+    /// Their blocked time.
+    pub total: Nanos,
 }
 
 /// One timed step of an external-command trial, accounted like a `time` line.
@@ -624,8 +709,13 @@ pub struct StepRecord {
     pub name: String,
     /// Its wall time.
     pub wall: Nanos,
-    /// The step's whole process tree (wait4), not just the shell.
+    /// The step's whole process tree (wait4), not just the shell; under `--profile` without
+    /// the `perf record` that wrapped it ([`StepRecord::perf_record_cpu`]).
     pub usage: Usage,
+    /// What the `perf record` wrapping a profiled step used itself, taken out of
+    /// [`StepRecord::usage`] (`None`: not profiled, or not measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perf_record_cpu: Option<Nanos>,
     /// The CPU profile of this step's process tree (`--profile`, profiled trials only). The
     /// main command's is also the trial's [`TrialMeasurement::profile`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -644,8 +734,29 @@ impl TrialMeasurement {
     pub(crate) fn ops(&self) -> u64 {
         self.task_ops.iter().sum()
     }
-    /// Throughput over the window: total ops / window seconds.
+    /// The work the trial did, in the units its X(N) counts: its ops, or for a command that
+    /// reports a rate (`--metric`, higher is better) the rate times the window (MB for MB/sec).
+    /// What `explain` and `profile` divide by for a cost per op (per MB). A lower-is-better
+    /// figure (a time) is not a rate of work: such a trial's work is its ops (completions).
+    pub(crate) fn work(&self) -> f64 {
+        match self
+            .reported
+            .as_ref()
+            .and_then(|r| Some((r, r.primary.as_ref()?)))
+        {
+            Some((r, p)) if p.direction == Direction::Higher => r
+                .values
+                .get(&p.name)
+                .map_or(0.0, |v| v * self.window.as_secs_f64()),
+            _ => self.ops() as f64,
+        }
+    }
+    /// The trial's X: the command's primary `--metric` as a rate when it reported one (see
+    /// [`Reported`]), else throughput over the window, total ops / window seconds.
     pub(crate) fn ops_per_sec(&self) -> f64 {
+        if let Some(rate) = self.reported.as_ref().and_then(Reported::rate) {
+            return rate;
+        }
         let secs = self.window.as_secs_f64();
         if secs > 0.0 {
             self.ops() as f64 / secs

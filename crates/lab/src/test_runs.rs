@@ -247,6 +247,7 @@ pub fn offcpu_site(kind: &str, object: &str, caller: &str, total: u64) -> OffCpu
         count: 100,
         total: Nanos(total),
         max: Nanos(total / 10),
+        woken_by: Vec::new(),
     }
 }
 
@@ -258,6 +259,7 @@ pub fn offcpu_report(sites: Vec<OffCpuSite>) -> OffCpuReport {
         lost_records: 0,
         unwoken: None,
         silent_idle_cpus: Vec::new(),
+        threads: Vec::new(),
         notes: Vec::new(),
     }
 }

@@ -324,6 +324,16 @@ impl ElfSymbols {
         Ok(out)
     }
 
+    /// The address the ELF file at `path` states for file offset `offset` (its load segment's
+    /// virtual address plus the offset into the segment): what `addr2line -e FILE` and `perf`
+    /// print for an address in a file without a symbol for it. `None` outside every segment.
+    pub(crate) fn stated_address(&mut self, path: &Path, offset: u64) -> Option<u64> {
+        self.files
+            .entry(path.to_path_buf())
+            .or_insert_with(|| FileInfo::read(path))
+            .svma(offset)
+    }
+
     /// True when `path` is stripped and its symbols come from a separate debug file.
     #[cfg(test)]
     pub(crate) fn debug_file_of(&mut self, path: &Path) -> Option<PathBuf> {

@@ -25,6 +25,7 @@ mod mutation;
 mod offcpu_events;
 mod offcpu_tracer;
 mod profile;
+mod thread_timeline;
 mod trace_ring;
 mod tracefs;
 mod unwind;
@@ -37,12 +38,13 @@ pub use inherited::InheritedCounters;
 pub use kallsyms::{Kallsyms, KernelSymbol};
 pub use lock_events::{FutexWait, KernelWait, LockTrace};
 pub use lock_tracer::{FUTEX_FLAG_BITS, LockTraceConfig, LockTracer};
-pub use offcpu_events::{BlockedEpisode, IdleCpu, OffCpuTrace};
+pub use offcpu_events::{BlockedEpisode, IdleCpu, OffCpuTrace, Waker, WakerName};
 pub use offcpu_tracer::{OffCpuTraceConfig, OffCpuTracer};
 pub use profile::{
     DsoCost, FunctionCost, NO_KALLSYMS_NOTE, Profile, ProfileOptions, StackCost,
     kallsyms_has_addresses, read_profile,
 };
+pub use thread_timeline::ThreadLife;
 pub use trace_ring::record_ring_bytes;
 pub use unwind::{DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MappedFile, check_stack_size};
 pub use user_symbols::{UserFrame, UserSymbols};

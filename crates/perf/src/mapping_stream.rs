@@ -66,6 +66,30 @@ impl MappingChange {
     }
 }
 
+/// A thread's creation, exit or name, as the side band records it (for the off-CPU tracer's
+/// thread lives; the lock tracer ignores them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TaskRecord {
+    /// CLOCK_MONOTONIC ns.
+    pub time: u64,
+    /// The thread's process.
+    pub pid: u32,
+    /// The thread.
+    pub tid: u32,
+    pub what: TaskChange,
+}
+
+/// What a [`TaskRecord`] says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TaskChange {
+    /// Created by thread `parent`.
+    Fork { parent: u32 },
+    /// Exited.
+    Exit,
+    /// Named (`prctl(PR_SET_NAME)`, `pthread_setname_np` or an exec).
+    Comm(String),
+}
+
 /// One CPU's dummy event.
 struct Stream {
     sampler: Sampler,
@@ -130,9 +154,11 @@ impl MappingStream {
         cpus.max(1) * Self::ring(cpus)
     }
 
-    /// Reads every record so far and applies them, oldest first, to `unwinder`.
-    pub(crate) fn apply(&mut self, unwinder: &mut Unwinder) {
+    /// Reads every record so far and applies them, oldest first, to `unwinder`; returns the
+    /// threads' creations, exits and names among them.
+    pub(crate) fn apply(&mut self, unwinder: &mut Unwinder) -> Vec<TaskRecord> {
         let mut changes: Vec<(u64, MappingChange)> = Vec::new();
+        let mut tasks = Vec::new();
         for stream in &mut self.streams {
             while let Some(record) = stream.sampler.next_record() {
                 let (ty, misc) = (record.ty(), record.misc());
@@ -145,15 +171,18 @@ impl MappingStream {
                 let Ok(parsed) = record.parse_record() else {
                     continue;
                 };
+                let time = sample_id_time(&body);
                 if let Some(change) = change_of(&parsed, misc) {
-                    changes.push((sample_id_time(&body), change));
+                    changes.push((time, change));
                 }
+                tasks.extend(task_of(&parsed, time));
             }
         }
         changes.sort_by_key(|(t, _)| *t);
         for (_, change) in changes {
             change.apply(unwinder);
         }
+        tasks
     }
 
     /// Stops recording.
@@ -171,6 +200,30 @@ fn sample_id_time(body: &[u8]) -> u64 {
         .checked_sub(8)
         .and_then(|at| body[at..].try_into().ok())
         .map_or(0, u64::from_le_bytes)
+}
+
+/// The thread event a parsed record is, if any (`time`: the record's own).
+fn task_of(parsed: &Parsed<'_>, time: u64) -> Option<TaskRecord> {
+    let (pid, tid, what) = match parsed {
+        Parsed::Fork(f) => (f.pid, f.tid, TaskChange::Fork { parent: f.ptid }),
+        Parsed::Exit(e) => (e.pid, e.tid, TaskChange::Exit),
+        Parsed::Comm(c) => (
+            c.pid,
+            c.tid,
+            TaskChange::Comm(
+                String::from_utf8_lossy(&c.comm)
+                    .trim_end_matches('\0')
+                    .into(),
+            ),
+        ),
+        _ => return None,
+    };
+    Some(TaskRecord {
+        time,
+        pid,
+        tid,
+        what,
+    })
 }
 
 /// What a parsed record changes, if anything.

@@ -1,5 +1,5 @@
-//! Decoding of the scheduler's switch and wake-up records, and their pairing into blocked
-//! episodes.
+//! The scheduler's switch and wake-up records as the off-CPU tracer decodes them, and what it
+//! returns ([`OffCpuTrace`]); [`crate::thread_timeline`] pairs them into episodes and lives.
 //!
 //! A traced task going off CPU in a blocked state (`sched:sched_switch` with `prev_state` not
 //! running) opens an episode with its call chains; the first `sched:sched_wakeup` naming the
@@ -50,17 +50,47 @@ pub(crate) fn split_chain(raw: &[u64]) -> (Vec<u64>, Vec<u64>) {
 /// A decoded scheduler record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SchedEvent {
-    /// A traced task went off CPU blocked, with its interned kernel and user chains.
+    /// A traced task went off CPU blocked, with its interned kernel and user chains, and task
+    /// `next_tid` got the CPU (this sample is written as it is picked, before the context
+    /// switch record and after the kernel began charging it CPU).
     Blocked {
         state: u64,
         kernel_chain: u32,
         user_chain: u32,
+        next_tid: u32,
     },
-    /// Thread `tid` was woken (any CPU, any waker; the record's own `tid` is the waker's
-    /// context, 0 for a wake-up taken while the CPU idled).
-    Wakeup { tid: u32 },
-    /// A traced task was switched in.
+    /// The record's task left its CPU, preempted or yielding (still runnable) or not (it
+    /// blocks, and a `Blocked` record came just before, unless it was lost), and the task
+    /// `next_tid` got the CPU (written as it was picked: when it starts to be charged CPU).
+    SwitchOut {
+        preempt: bool,
+        next_pid: u32,
+        next_tid: u32,
+    },
+    /// Thread `tid` was woken (any CPU, any waker; the record's own pid and `tid` are the
+    /// waker's context — the interrupted task when it ran in an interrupt, 0 for a wake-up
+    /// taken while the CPU idled — and `chain` the interned kernel chain of the wake-up).
+    Wakeup { tid: u32, chain: u32 },
+    /// The record's task was switched in (written after the switch and perf's own work for
+    /// it: it counts only where the switch-out record naming the task is missing).
     SwitchIn,
+    /// The record's thread was created by thread `parent` (`fork`, `clone`).
+    Fork { parent: u32 },
+    /// The record's thread exited (the kernel records nothing of it after this).
+    Exit,
+}
+
+/// Who ended a blocked episode: the context its wake-up ran in and the wake-up's kernel chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Waker {
+    /// The process of the task the wake-up ran in (the interrupted one when it ran in an
+    /// interrupt; 0 on an idle CPU).
+    pub pid: u32,
+    /// That task's thread id.
+    pub tid: u32,
+    /// Index of the wake-up's kernel call chain (innermost first) in [`OffCpuTrace::chains`]:
+    /// `futex_wake`, a timer's `hrtimer_wakeup`, an I/O completion, an exit.
+    pub chain: u32,
 }
 
 /// One record with its thread and CLOCK_MONOTONIC time.
@@ -92,9 +122,13 @@ pub struct BlockedEpisode {
     /// kernel traced none: seen for I/O waits on a VM), `end` is the switch-in, and the
     /// episode includes the wait for a CPU after the wake-up.
     pub woken: bool,
-    /// Index of the kernel call chain (innermost first) in [`OffCpuTrace::chains`].
+    /// Who woke it, when its wake-up was recorded.
+    pub waker: Option<Waker>,
+    /// Index of the kernel call chain (innermost first) in [`OffCpuTrace::chains`]
+    /// (`u32::MAX`: none, its blocking switch's record was lost).
     pub kernel_chain: u32,
-    /// Index of the user call chain (innermost first) in [`OffCpuTrace::chains`].
+    /// Index of the user call chain (innermost first) in [`OffCpuTrace::chains`] (`u32::MAX`:
+    /// none).
     pub user_chain: u32,
 }
 
@@ -121,6 +155,29 @@ pub struct OffCpuTrace {
     /// Per CPU, how often it went idle against the wake-ups it recorded while idle (empty when
     /// idle entries could not be counted).
     pub idle_cpus: Vec<IdleCpu>,
+    /// Every traced thread's time: on a CPU, waiting for one, blocked, from its creation (or
+    /// first record) to its exit (or the end).
+    pub threads: Vec<crate::ThreadLife>,
+    /// The name of each thread that woke a traced one and is not traced itself (a kernel
+    /// thread such as `jbd2/vda1-8` or `kworker/1:2`, another program), read while it lived.
+    pub wakers: HashMap<u32, WakerName>,
+    /// Records that did not fit their thread's state (after a lost record): the gap went
+    /// unaccounted.
+    pub out_of_step: u64,
+    /// Switch-ins of traced threads taken from their own switch-in record, no context switch
+    /// record having named them as they were picked (a CPU leaving idle records none on this
+    /// project's VM), against all their switch-ins: those run from a little after the kernel
+    /// starts charging them CPU.
+    pub late_switch_ins: (u64, u64),
+}
+
+/// A waker outside the traced threads, named.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WakerName {
+    /// Its `comm`.
+    pub comm: String,
+    /// True for a kernel thread (a child of `kthreadd`).
+    pub kernel_thread: bool,
 }
 
 /// A CPU's switches to its idle task (by any task) during the trace, against the wake-ups it
@@ -178,83 +235,6 @@ impl IdleTally {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Open {
-    pid: u32,
-    begin: u64,
-    wake: Option<u64>,
-    state: u64,
-    kernel_chain: u32,
-    user_chain: u32,
-}
-
-/// Pairs merged records into episodes.
-#[derive(Debug, Default)]
-pub(crate) struct SchedPairing {
-    open: HashMap<u32, Open>,
-    pub(crate) episodes: Vec<BlockedEpisode>,
-}
-
-impl SchedPairing {
-    /// Feeds records, which must be in timestamp order.
-    pub(crate) fn feed(&mut self, e: &TimedSched) {
-        match e.event {
-            SchedEvent::Blocked {
-                state,
-                kernel_chain,
-                user_chain,
-            } => {
-                // A thread blocks once at a time: a stale episode (its switch-in was lost) is
-                // replaced.
-                self.open.insert(
-                    e.tid,
-                    Open {
-                        pid: e.pid,
-                        begin: e.time,
-                        wake: None,
-                        state,
-                        kernel_chain,
-                        user_chain,
-                    },
-                );
-            }
-            SchedEvent::Wakeup { tid } => {
-                if let Some(o) = self.open.get_mut(&tid) {
-                    o.wake.get_or_insert(e.time);
-                }
-            }
-            SchedEvent::SwitchIn => {
-                if let Some(o) = self.open.remove(&e.tid) {
-                    self.episodes.push(Self::episode(e.tid, o, Some(e.time)));
-                }
-            }
-        }
-    }
-
-    fn episode(tid: u32, o: Open, switch_in: Option<u64>) -> BlockedEpisode {
-        BlockedEpisode {
-            pid: o.pid,
-            tid,
-            state: o.state,
-            begin: o.begin,
-            end: o.wake.or(switch_in).unwrap_or(u64::MAX),
-            woken: o.wake.is_some(),
-            kernel_chain: o.kernel_chain,
-            user_chain: o.user_chain,
-        }
-    }
-
-    /// Ends the pairing: episodes still open are kept, ending at their wake-up or never.
-    pub(crate) fn close(mut self) -> Vec<BlockedEpisode> {
-        let mut open: Vec<(u32, Open)> = self.open.drain().collect();
-        open.sort_by_key(|(tid, o)| (o.begin, *tid));
-        for (tid, o) in open {
-            self.episodes.push(Self::episode(tid, o, None));
-        }
-        self.episodes
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,36 +252,8 @@ mod tests {
         state: 1,
         kernel_chain: 0,
         user_chain: 1,
+        next_tid: 0,
     };
-
-    #[test]
-    fn an_episode_runs_from_the_switch_out_to_the_wakeup_not_the_switch_in() {
-        let mut p = SchedPairing::default();
-        for e in [
-            ev(10, 7, BLOCKED),
-            ev(25, 99, SchedEvent::Wakeup { tid: 7 }),
-            ev(30, 99, SchedEvent::Wakeup { tid: 7 }), // a second wake-up changes nothing
-            ev(40, 7, SchedEvent::SwitchIn),
-            ev(50, 8, BLOCKED),
-            ev(60, 8, SchedEvent::SwitchIn), // wake-up not seen: ends at the switch-in
-            ev(70, 9, SchedEvent::SwitchIn), // no episode open: nothing
-            ev(80, 7, BLOCKED),
-        ] {
-            p.feed(&e);
-        }
-        let eps = p.close();
-        let spans: Vec<(u32, u64, u64)> = eps.iter().map(|e| (e.tid, e.begin, e.end)).collect();
-        assert_eq!(spans, [(7, 10, 25), (8, 50, 60), (7, 80, u64::MAX)]);
-        let woken: Vec<bool> = eps.iter().map(|e| e.woken).collect();
-        assert_eq!(
-            woken,
-            [true, false, false],
-            "only the first ends at a wake-up"
-        );
-        assert_eq!(eps[2].blocked_within(0, 100), 20);
-        assert_eq!(eps[0].blocked_within(20, 100), 5);
-        assert_eq!(eps[0].blocked_within(30, 100), 0);
-    }
 
     #[test]
     fn a_cpu_that_went_idle_again_and_again_with_no_idle_wake_up_is_silent() {
@@ -309,9 +261,9 @@ mod tests {
         let mut tally = IdleTally::default();
         for k in 0..IdleCpu::SILENT_MIN {
             // CPU 0: wake-ups taken in the idle task's context (tid 0).
-            tally.note(&on(0, ev(k, 0, SchedEvent::Wakeup { tid: 7 })));
+            tally.note(&on(0, ev(k, 0, SchedEvent::Wakeup { tid: 7, chain: 0 })));
             // CPU 1: wake-ups only from running tasks; blocking switches count nothing here.
-            tally.note(&on(1, ev(k, 55, SchedEvent::Wakeup { tid: 8 })));
+            tally.note(&on(1, ev(k, 55, SchedEvent::Wakeup { tid: 8, chain: 0 })));
             tally.note(&on(1, ev(k, 8, BLOCKED)));
         }
         let cpus = tally.with_idle_entries(&[(0, 100), (1, 100), (2, 0), (3, 99)]);

@@ -2,23 +2,37 @@
 //! afterwards block, for how long and in what call chain, read directly with
 //! `perf_event_open` from the scheduler's tracepoints.
 //!
-//! Per online CPU, two ring buffers (opened as the lock tracer opens its own: per CPU, on the
-//! calling thread with `inherit`, stamped with CLOCK_MONOTONIC):
-//! - `sched:sched_switch` of the traced tasks, kept in the kernel only when `prev_state` is a
-//!   blocked state (a filter), with the kernel and user call chains and a copy of the user
-//!   stack (`REGS_USER | STACK_USER`, unwound at drain time with the binaries' `.eh_frame`, as
-//!   the lock tracer's futex waits are); the same event asks for `PERF_RECORD_SWITCH` records
-//!   (`context_switch`), which say when a traced task runs again;
+//! Per online CPU, three ring buffers (stamped with CLOCK_MONOTONIC):
+//! - `sched:sched_switch` of the traced tasks (opened as the lock tracer opens its own: on the
+//!   calling thread with `inherit`), kept in the kernel only when `prev_state` is a blocked
+//!   state (a filter), with the kernel and user call chains and a copy of the user stack
+//!   (`REGS_USER | STACK_USER`, unwound at drain time with the binaries' `.eh_frame`, as the
+//!   lock tracer's futex waits are);
+//! - the CPU's context switches (`PERF_RECORD_SWITCH_CPU_WIDE`, a dummy event of the whole CPU
+//!   with `context_switch`): who left the CPU, preempted or not, and who got it. The switch-out
+//!   record is written as the next task is picked, which is when the kernel starts charging it
+//!   CPU time; a task's own switch-in record comes only after the switch and perf's own work to
+//!   schedule its events in (seen: 27% of sysbench's CPU time, at 90,000 switches a second per
+//!   thread, fell between the two), so a task runs from the switch-out record naming it, and
+//!   its switch-in record counts only where that is missing (a CPU leaving idle records no
+//!   switch-out on this project's VM);
+//! - a blocking switch's own sample is written as the next task is picked too (before the
+//!   stack copy that makes it slow: 30 µs of perf's work seen between it and the context switch
+//!   record), so it also says who got the CPU, and when;
 //! - `sched:sched_wakeup` of the whole CPU (a wake-up runs in the waker's context, often an
-//!   interrupt or an untraced task), kept only for threads with an open episode; before that,
-//!   every one is counted in [`IdleTally`] (a CPU that records no wake-up in its idle task's
-//!   context is one whose kernel traces nothing while it idles);
+//!   interrupt or an untraced task), with the wake-up's kernel call chain (what ended the wait:
+//!   `futex_wake`, a timer, an I/O completion, an exit), kept only for threads with an open
+//!   episode; before that, every one is counted in [`IdleTally`] (a CPU that records no wake-up
+//!   in its idle task's context is one whose kernel traces nothing while it idles);
 //! - a counter (no ring buffer) of `sched:sched_switch` to the idle task (`next_pid == 0`, any
 //!   task): how often the CPU went idle, the other half of that check.
 //!
+//! The context switches, the blocking switches and wake-ups, and the side band's thread
+//! creations and exits give every traced thread's whole life: on a CPU, waiting for one,
+//! blocked ([`crate::thread_timeline`]).
+//!
 //! [`drain`](OffCpuTracer::drain) empties the buffers (call it every 10 ms or so), merges the
-//! streams by timestamp, holding back the last milliseconds, and pairs them
-//! ([`crate::offcpu_events`]).
+//! streams by timestamp, holding back the last milliseconds, and feeds them to the timeline.
 
 use std::collections::{HashMap, HashSet};
 
@@ -27,13 +41,14 @@ use perf_event::{Builder, Clock, Counter, SampleFlag, Sampler};
 
 use crate::error::PerfError;
 use crate::lock_events::{ChainTable, Field, parse_sample};
-use crate::mapping_stream::MappingStream;
+use crate::mapping_stream::{MappingStream, TaskChange, TaskRecord};
 use crate::offcpu_events::{
-    IdleCpu, IdleTally, OffCpuTrace, SchedEvent, SchedPairing, TimedSched, is_blocked, split_chain,
+    IdleCpu, IdleTally, OffCpuTrace, SchedEvent, TimedSched, WakerName, is_blocked, split_chain,
 };
+use crate::thread_timeline::Timeline;
 use crate::trace_ring::{
-    PERF_RECORD_SAMPLE, PERF_RECORD_SWITCH, TRACER_BUDGET_BYTES, UnwindState, lost_records,
-    online_cpus, ring_bytes, set_filter,
+    PERF_RECORD_SAMPLE, PERF_RECORD_SWITCH_CPU_WIDE, TRACER_BUDGET_BYTES, UnwindState, call_sites,
+    lost_records, online_cpus, ring_bytes, set_filter,
 };
 use crate::tracefs::TracepointFormat;
 use crate::unwind::{DEFAULT_STACK_SIZE, REGS_MASK, Unwinder};
@@ -45,8 +60,13 @@ const MAX_STACK: u16 = 64;
 /// Records read from one ring buffer per drain, at most: a drain must end while tasks keep
 /// switching (as fast as a pipe ping-pong does).
 const MAX_RECORDS_PER_DRAIN: usize = 16384;
+/// Kernel frames kept per wake-up chain: enough to reach an interrupt's entry from an I/O
+/// completion's wake-up (about 25 deep through virtio and the block layer).
+const WAKER_STACK: u16 = 32;
 /// `PERF_RECORD_MISC_SWITCH_OUT`.
 const MISC_SWITCH_OUT: u16 = 1 << 13;
+/// `PERF_RECORD_MISC_SWITCH_OUT_PREEMPT`: switched out while still runnable.
+const MISC_SWITCH_OUT_PREEMPT: u16 = 1 << 14;
 /// Keeps only switches out of a blocked task (`TASK_REPORT` bits; 0x100 is a preemption).
 const BLOCKED_FILTER: &str = "prev_state & 255";
 /// Counts only switches to the idle task.
@@ -73,8 +93,15 @@ impl Default for OffCpuTraceConfig {
 
 #[derive(Debug, Clone, Copy)]
 enum Kind {
-    Switch { prev_state: Field },
-    Wakeup { pid: Field },
+    Switch {
+        prev_state: Field,
+        next_pid: Field,
+    },
+    Wakeup {
+        pid: Field,
+    },
+    /// The CPU's context switches.
+    Cpu,
 }
 
 struct Stream {
@@ -93,8 +120,13 @@ impl std::fmt::Debug for Stream {
 pub struct OffCpuTracer {
     streams: Vec<Stream>,
     pending: Vec<TimedSched>,
-    pairing: SchedPairing,
+    timeline: Timeline,
     chains: ChainTable,
+    /// Threads the switch event has recorded (traced ones), so that wakers outside them are
+    /// named while they live.
+    seen: HashSet<u32>,
+    /// Wakers outside the traced threads, by thread id.
+    wakers: HashMap<u32, WakerName>,
     /// Threads seen blocking: only their wake-ups are kept (the switch buffers are read
     /// before the wake-up buffers, so a thread's first block is known before its wake-up).
     traced: HashSet<u32>,
@@ -130,13 +162,15 @@ fn field(format: &TracepointFormat, name: &str) -> Result<Field, PerfError> {
     })
 }
 
-/// Each CPU's switch and wake-up ring sizes: locked memory stays bounded on big machines, the
-/// switch rings (with stack copies) sharing three quarters of [`TRACER_BUDGET_BYTES`], the
-/// wake-up rings the rest ([`ring_bytes`]).
-fn ring_sizes(config: &OffCpuTraceConfig, cpus: usize) -> (usize, usize) {
+/// Each CPU's ring sizes (blocking switches, wake-ups, context switches): locked memory stays
+/// bounded on big machines, the blocking switches (with stack copies) sharing half of
+/// [`TRACER_BUDGET_BYTES`], the wake-ups (with kernel chains) and the context switches a
+/// quarter each ([`ring_bytes`]).
+fn ring_sizes(config: &OffCpuTraceConfig, cpus: usize) -> (usize, usize, usize) {
     (
-        ring_bytes(config.buffer_bytes, cpus, TRACER_BUDGET_BYTES / 4 * 3),
-        ring_bytes(1 << 20, cpus, TRACER_BUDGET_BYTES / 4),
+        ring_bytes(config.buffer_bytes, cpus, TRACER_BUDGET_BYTES / 2),
+        ring_bytes(4 << 20, cpus, TRACER_BUDGET_BYTES / 4),
+        ring_bytes(4 << 20, cpus, TRACER_BUDGET_BYTES / 4),
     )
 }
 
@@ -144,8 +178,8 @@ impl OffCpuTracer {
     /// The ring buffer memory a tracer of `config` locks on a machine of `cpus` online CPUs,
     /// in bytes, its side-band mapping records' rings included.
     pub fn locked_bytes(config: &OffCpuTraceConfig, cpus: usize) -> usize {
-        let (switch, wakeup) = ring_sizes(config, cpus);
-        cpus.max(1) * (switch + wakeup) + MappingStream::locked_bytes(cpus)
+        let (switch, wakeup, context) = ring_sizes(config, cpus);
+        cpus.max(1) * (switch + wakeup + context) + MappingStream::locked_bytes(cpus)
     }
 
     /// Checks, without opening anything, that the scheduler tracepoints exist and their
@@ -161,12 +195,13 @@ impl OffCpuTracer {
     pub fn open(config: &OffCpuTraceConfig) -> Result<OffCpuTracer, PerfError> {
         let switch = TracepointFormat::read("sched", "sched_switch")?;
         let prev_state = field(&switch, "prev_state")?;
+        let next_pid = field(&switch, "next_pid")?;
         let wakeup = TracepointFormat::read("sched", "sched_wakeup")?;
         let pid = field(&wakeup, "pid")?;
         let cpus = online_cpus();
         let mappings = MappingStream::open(&cpus)?;
         let stack_size = config.stack_size.min(crate::MAX_STACK_SIZE) & !7;
-        let (switch_bytes, wakeup_bytes) = ring_sizes(config, cpus.len());
+        let (switch_bytes, wakeup_bytes, context_bytes) = ring_sizes(config, cpus.len());
         let mut streams = Vec::new();
         for &cpu in &cpus {
             let mut flags = SampleFlag::TID
@@ -187,7 +222,6 @@ impl OffCpuTracer {
                 .sample_period(1)
                 .sample(flags)
                 .sample_id_all(true)
-                .context_switch(true)
                 .sample_max_stack(MAX_STACK)
                 .clockid(Clock::MONOTONIC)
                 .enabled(true);
@@ -204,7 +238,10 @@ impl OffCpuTracer {
                 .sampled(switch_bytes)
                 .map_err(|e| PerfError::open(name, &e))?;
             streams.push(Stream {
-                kind: Kind::Switch { prev_state },
+                kind: Kind::Switch {
+                    prev_state,
+                    next_pid,
+                },
                 sampler,
             });
 
@@ -215,7 +252,15 @@ impl OffCpuTracer {
                 .include_kernel()
                 .exclude_hv(true)
                 .sample_period(1)
-                .sample(SampleFlag::TID | SampleFlag::TIME | SampleFlag::CPU | SampleFlag::RAW)
+                .sample(
+                    SampleFlag::TID
+                        | SampleFlag::TIME
+                        | SampleFlag::CPU
+                        | SampleFlag::CALLCHAIN
+                        | SampleFlag::RAW,
+                )
+                .exclude_callchain_user(true)
+                .sample_max_stack(WAKER_STACK)
                 .clockid(Clock::MONOTONIC)
                 .enabled(true);
             let name = "sched:sched_wakeup";
@@ -227,6 +272,27 @@ impl OffCpuTracer {
                 kind: Kind::Wakeup { pid },
                 sampler,
             });
+
+            let mut builder = Builder::new(perf_event::events::Software::DUMMY);
+            builder
+                .any_pid()
+                .one_cpu(cpu)
+                .include_kernel()
+                .exclude_hv(true)
+                .context_switch(true)
+                .sample_id_all(true)
+                .sample(SampleFlag::TID | SampleFlag::TIME | SampleFlag::CPU)
+                .clockid(Clock::MONOTONIC)
+                .enabled(true);
+            let name = "context switches (dummy, context_switch)";
+            let counter = builder.build().map_err(|e| PerfError::open(name, &e))?;
+            let sampler = counter
+                .sampled(context_bytes)
+                .map_err(|e| PerfError::open(name, &e))?;
+            streams.push(Stream {
+                kind: Kind::Cpu,
+                sampler,
+            });
         }
         let idle_entries = open_idle_counters(switch.id, &cpus);
         // Every switch buffer before any wake-up buffer (see `traced`).
@@ -234,8 +300,10 @@ impl OffCpuTracer {
         Ok(OffCpuTracer {
             streams,
             pending: Vec::new(),
-            pairing: SchedPairing::default(),
+            timeline: Timeline::default(),
             chains: ChainTable::default(),
+            seen: HashSet::new(),
+            wakers: HashMap::new(),
             traced: HashSet::new(),
             lost: 0,
             malformed: 0,
@@ -256,9 +324,63 @@ impl OffCpuTracer {
     pub fn drain(&mut self) {
         let now = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
         self.reloaded.clear();
-        self.mappings.apply(&mut self.unwinder);
+        self.apply_side_band();
         self.read_all(MAX_RECORDS_PER_DRAIN);
+        self.name_wakers();
         self.pair_until(now.saturating_sub(HOLD_BACK_NS));
+    }
+
+    /// Accounts the threads' time only from `from` on (CLOCK_MONOTONIC ns: the window's
+    /// start); by default from the first record.
+    pub fn account_from(&mut self, from: u64) {
+        self.timeline.accrue_from(from);
+    }
+
+    /// Applies the side band's records to the unwinder, and queues its thread creations and
+    /// exits for the timeline (their names are applied at once).
+    fn apply_side_band(&mut self) {
+        for TaskRecord {
+            time,
+            pid,
+            tid,
+            what,
+        } in self.mappings.apply(&mut self.unwinder)
+        {
+            let event = match what {
+                TaskChange::Fork { parent } => SchedEvent::Fork { parent },
+                TaskChange::Exit => SchedEvent::Exit,
+                TaskChange::Comm(comm) => {
+                    self.timeline.name(pid, tid, &comm, time);
+                    continue;
+                }
+            };
+            self.seen.insert(tid);
+            self.pending.push(TimedSched {
+                time,
+                pid,
+                tid,
+                cpu: 0,
+                event,
+            });
+        }
+    }
+
+    /// Names the wakers of kept wake-ups that are not traced threads, while they live (their
+    /// `comm`, and whether they are kernel threads).
+    fn name_wakers(&mut self) {
+        let new: Vec<(u32, u32)> = self
+            .pending
+            .iter()
+            .filter(|e| matches!(e.event, SchedEvent::Wakeup { .. }))
+            .filter(|e| e.tid != 0 && !self.seen.contains(&e.tid))
+            .filter(|e| !self.wakers.contains_key(&e.tid))
+            .map(|e| (e.pid, e.tid))
+            .collect();
+        for (pid, tid) in new {
+            self.wakers
+                .entry(tid)
+                .or_insert_with(|| waker_name(pid, tid));
+        }
     }
 
     /// The user call chains of blocking switches first seen (per process) since the last
@@ -271,16 +393,28 @@ impl OffCpuTracer {
             .collect()
     }
 
-    /// Stops tracing and returns every episode seen.
-    pub fn finish(mut self) -> OffCpuTrace {
+    /// Stops tracing and returns every episode seen, and every thread's life up to now.
+    pub fn finish(self) -> OffCpuTrace {
+        let now = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
+        self.finish_at(now)
+    }
+
+    /// Stops tracing and returns every episode seen, and every thread's life up to `until`
+    /// (CLOCK_MONOTONIC ns, the window's end: later records are not accounted).
+    pub fn finish_at(mut self, until: u64) -> OffCpuTrace {
         for s in &mut self.streams {
             let _ = s.sampler.as_counter_mut().disable();
         }
         self.mappings.disable();
-        self.mappings.apply(&mut self.unwinder);
+        self.apply_side_band();
         self.read_all(usize::MAX);
-        self.pair_until(u64::MAX);
-        let episodes = std::mem::take(&mut self.pairing).close();
+        self.name_wakers();
+        self.pair_until(until);
+        let out_of_step = self.timeline.out_of_step;
+        let late_switch_ins = self.timeline.late_switch_ins;
+        let (episodes, threads) = std::mem::take(&mut self.timeline).close(until);
+        let traced: HashSet<u32> = threads.iter().map(|t| t.tid).collect();
+        self.wakers.retain(|tid, _| !traced.contains(tid));
         let mut pids: Vec<u32> = episodes.iter().map(|e| e.pid).collect();
         pids.sort_unstable();
         pids.dedup();
@@ -296,6 +430,10 @@ impl OffCpuTracer {
             lost: self.lost + self.mappings.lost,
             malformed: self.malformed,
             idle_cpus: self.idle_cpus(),
+            threads,
+            wakers: std::mem::take(&mut self.wakers),
+            out_of_step,
+            late_switch_ins,
         }
     }
 
@@ -349,15 +487,13 @@ impl OffCpuTracer {
                             }
                         }
                     }
-                    PERF_RECORD_SWITCH if record.misc() & MISC_SWITCH_OUT == 0 => {
-                        match decode_switch_in(&body) {
-                            Some(e) => e,
-                            None => {
-                                self.malformed += 1;
-                                continue;
-                            }
+                    PERF_RECORD_SWITCH_CPU_WIDE => match decode_switch(&body, record.misc()) {
+                        Some(e) => e,
+                        None => {
+                            self.malformed += 1;
+                            continue;
                         }
-                    }
+                    },
                     ty => {
                         self.lost += lost_records(ty, &body);
                         continue;
@@ -371,7 +507,7 @@ impl OffCpuTracer {
             return;
         }
         // Their processes' exec and mmap records were written before them: read them now.
-        self.mappings.apply(&mut self.unwinder);
+        self.apply_side_band();
         for (kind, body) in deferred {
             let unwind = UnwindState {
                 unwinder: &mut self.unwinder,
@@ -394,11 +530,12 @@ impl OffCpuTracer {
         match event.event {
             SchedEvent::Blocked { user_chain, .. } => {
                 self.traced.insert(event.tid);
+                self.seen.insert(event.tid);
                 if self.user_chains.insert((event.pid, user_chain)) {
                     self.fresh_user_chains.push((event.pid, user_chain));
                 }
             }
-            SchedEvent::Wakeup { tid } if !self.traced.contains(&tid) => return,
+            SchedEvent::Wakeup { tid, .. } if !self.traced.contains(&tid) => return,
             _ => {}
         }
         self.pending.push(event);
@@ -408,7 +545,7 @@ impl OffCpuTracer {
         self.pending.sort_by_key(|e| e.time);
         let ready = self.pending.partition_point(|e| e.time < cutoff);
         for e in self.pending.drain(..ready) {
-            self.pairing.feed(&e);
+            self.timeline.feed(&e);
         }
     }
 }
@@ -452,16 +589,18 @@ fn decode_sample(
     mut unwind: UnwindState<'_>,
     cache: &mut HashMap<UnwindKey, u32>,
 ) -> Decoded {
-    let with_chain = matches!(kind, Kind::Switch { .. });
+    let with_stack = matches!(kind, Kind::Switch { .. });
     // A sample without a stack copy has no regs/stack words: try both layouts.
-    let Some(s) = parse_sample(body, with_chain, with_chain)
-        .or_else(|| parse_sample(body, with_chain, false))
+    let Some(s) = parse_sample(body, true, with_stack).or_else(|| parse_sample(body, true, false))
     else {
         return Decoded::Malformed;
     };
     let event = match kind {
-        Kind::Switch { prev_state } => {
-            let Some(state) = prev_state.read(s.raw) else {
+        Kind::Switch {
+            prev_state,
+            next_pid,
+        } => {
+            let (Some(state), Some(next)) = (prev_state.read(s.raw), next_pid.read(s.raw)) else {
                 return Decoded::Malformed;
             };
             if !is_blocked(state) {
@@ -495,18 +634,24 @@ fn decode_sample(
                         }
                     }
                 }
-                None => chains.intern(user_fp.into_iter()),
+                None => chains.intern(call_sites(&user_fp).into_iter()),
             };
             SchedEvent::Blocked {
                 state,
                 kernel_chain: chains.intern(kernel.into_iter()),
                 user_chain,
+                next_tid: next as u32,
             }
         }
         Kind::Wakeup { pid } => match pid.read(s.raw) {
-            Some(tid) => SchedEvent::Wakeup { tid: tid as u32 },
+            Some(tid) => SchedEvent::Wakeup {
+                tid: tid as u32,
+                chain: chains.intern(split_chain(&s.callchain).0.into_iter()),
+            },
             None => return Decoded::Malformed,
         },
+        // The dummy event of context switches takes no samples.
+        Kind::Cpu => return Decoded::Skip,
     };
     Decoded::Event(TimedSched {
         time: s.time,
@@ -517,16 +662,47 @@ fn decode_sample(
     })
 }
 
-/// A `PERF_RECORD_SWITCH` body: only its `sample_id` (`TID | TIME | CPU`).
-fn decode_switch_in(body: &[u8]) -> Option<TimedSched> {
+/// A `PERF_RECORD_SWITCH_CPU_WIDE` body: the other task's pid and tid, then its `sample_id`
+/// (`TID | TIME | CPU`: the task leaving for an out record, the one arriving for an in record);
+/// `misc` says in or out, and whether an out was a preemption.
+fn decode_switch(body: &[u8], misc: u16) -> Option<TimedSched> {
     let u32_at = |o: usize| Some(u32::from_le_bytes(body.get(o..o + 4)?.try_into().ok()?));
+    let (other_pid, other_tid) = (u32_at(0)?, u32_at(4)?);
+    let event = if misc & MISC_SWITCH_OUT == 0 {
+        SchedEvent::SwitchIn
+    } else {
+        SchedEvent::SwitchOut {
+            preempt: misc & MISC_SWITCH_OUT_PREEMPT != 0,
+            next_pid: other_pid,
+            next_tid: other_tid,
+        }
+    };
     Some(TimedSched {
-        pid: u32_at(0)?,
-        tid: u32_at(4)?,
-        time: u64::from_le_bytes(body.get(8..16)?.try_into().ok()?),
-        cpu: u32_at(16)?,
-        event: SchedEvent::SwitchIn,
+        pid: u32_at(8)?,
+        tid: u32_at(12)?,
+        time: u64::from_le_bytes(body.get(16..24)?.try_into().ok()?),
+        cpu: u32_at(24)?,
+        event,
     })
+}
+
+/// Thread `tid` of process `pid` by its `comm`, and whether it is a kernel thread (`kthreadd`
+/// itself, pid 2, or one of its children); empty when it is gone.
+fn waker_name(pid: u32, tid: u32) -> WakerName {
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+        .map(|c| c.trim_end().to_string())
+        .unwrap_or_default();
+    // Field 4 of stat, after the parenthesised comm (which may hold spaces and parentheses).
+    let ppid = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let rest = s.rsplit_once(')')?.1;
+            rest.split_whitespace().nth(1)?.parse::<u32>().ok()
+        });
+    WakerName {
+        comm,
+        kernel_thread: pid == 2 || ppid == Some(2),
+    }
 }
 
 #[cfg(test)]
@@ -574,5 +750,31 @@ mod tests {
         assert!(kernel.len() >= 3, "kernel chain too short: {kernel:x?}");
         assert!(user.len() >= 2, "user chain too short: {user:x?}");
         assert_eq!(trace.lost, 0);
+        // Its whole life: created, blocked in its five sleeps, exited.
+        let life = trace
+            .threads
+            .iter()
+            .find(|t| t.tid == tid)
+            .expect("the sleeper's life");
+        assert!(life.end.is_some(), "it exited: {life:?}");
+        assert!(
+            life.blocked >= 95_000_000 && life.blocked < 400_000_000,
+            "{life:?}"
+        );
+        assert!(life.on_cpu < life.blocked, "{life:?}");
+        // Each sleep was ended by its timer, and the wake-up's chain says so (where the
+        // kernel recorded the wake-up: a CPU idle at that moment may record none).
+        let kallsyms = crate::Kallsyms::load().expect("kallsyms");
+        let woken: Vec<_> = long.iter().filter_map(|e| e.waker).collect();
+        for w in &woken {
+            let names: Vec<String> = trace.chains[w.chain as usize]
+                .iter()
+                .filter_map(|&ip| kallsyms.function(ip).map(|(s, _)| s.name.clone()))
+                .collect();
+            assert!(
+                names.iter().any(|n| n.contains("hrtimer_wakeup")),
+                "a sleep's wake-up: {names:?}"
+            );
+        }
     }
 }

@@ -10,7 +10,7 @@ use crate::unwind::Unwinder;
 pub(crate) const PERF_RECORD_LOST: u32 = 2;
 pub(crate) const PERF_RECORD_SAMPLE: u32 = 9;
 pub(crate) const PERF_RECORD_LOST_SAMPLES: u32 = 13;
-pub(crate) const PERF_RECORD_SWITCH: u32 = 14;
+pub(crate) const PERF_RECORD_SWITCH_CPU_WIDE: u32 = 15;
 
 /// `PERF_CONTEXT_MAX`: call chain entries at or above it are context markers.
 pub(crate) const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
@@ -122,7 +122,7 @@ impl UnwindState<'_> {
         max: usize,
     ) -> Option<Vec<u64>> {
         let Some(regs) = s.regs else {
-            return Some(frame_pointer.to_vec());
+            return Some(call_sites(frame_pointer));
         };
         let pid = s.pid as i32;
         if !self.unwinder.covers(pid, regs.ip) && !self.reloaded.contains(&pid) {
@@ -141,9 +141,19 @@ impl UnwindState<'_> {
         Some(if unwound.len() >= found {
             unwound
         } else {
-            frame_pointer.to_vec()
+            call_sites(frame_pointer)
         })
     }
+}
+
+/// A frame-pointer user chain (the instruction pointer, then return addresses) as the unwinder
+/// gives chains: each return address less one, inside its call instruction.
+pub(crate) fn call_sites(frame_pointer: &[u64]) -> Vec<u64> {
+    frame_pointer
+        .iter()
+        .enumerate()
+        .map(|(i, &a)| if i == 0 { a } else { a.saturating_sub(1) })
+        .collect()
 }
 
 #[cfg(test)]

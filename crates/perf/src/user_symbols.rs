@@ -18,15 +18,33 @@ pub struct UserFrame {
     pub offset: u64,
     /// The file the address maps to (`/usr/lib/x86_64-linux-gnu/libc.so.6`), when known.
     pub module: Option<String>,
+    /// The address the file itself states for it (its load segment's virtual address plus the
+    /// offset into the segment: what `perf` prints for a frame without a symbol, and what
+    /// `addr2line -e FILE` takes), when the file was read.
+    pub address: Option<u64>,
 }
 
 impl UserFrame {
-    /// `function+0xoff`, or `[module]+addr`/the raw address when unsymbolised.
+    /// `function+0xoff`; for an address no symbol covers (a static function of a stripped
+    /// binary) `module+0xaddress`, the file's own address as perf prints it
+    /// (`sysbench+0x1a421`); the raw address when not even its file is known.
     pub fn describe(&self, addr: u64) -> String {
-        match (&self.function, &self.module) {
-            (Some(f), _) => format!("{f}+{:#x}", self.offset),
-            (None, Some(m)) => format!("{addr:#x} in {}", short_module(m)),
-            (None, None) => format!("{addr:#x}"),
+        match (&self.function, &self.module, self.address) {
+            (Some(f), _, _) => format!("{f}+{:#x}", self.offset),
+            (None, Some(m), Some(a)) => format!("{}+{a:#x}", short_module(m)),
+            (None, Some(m), None) => format!("{addr:#x} in {}", short_module(m)),
+            (None, None, _) => format!("{addr:#x}"),
+        }
+    }
+
+    /// What names this frame as a caller: its function, or for an address of a known file
+    /// that no symbol covers, `module+0xaddress` (stable across runs of the same binary, and
+    /// what `addr2line` reads); `None` when not even the file is known.
+    pub fn name(&self) -> Option<String> {
+        match (&self.function, &self.module, self.address) {
+            (Some(f), _, _) => Some(f.clone()),
+            (None, Some(m), Some(a)) => Some(format!("{}+{a:#x}", short_module(m))),
+            _ => None,
         }
     }
 
@@ -93,12 +111,14 @@ impl UserSymbols {
             let syms = elf.symbolise(Path::new(path), &offsets).unwrap_or_default();
             for (k, (addr, _)) in entries.iter().enumerate() {
                 let sym = syms.get(k).cloned().flatten();
+                let address = elf.stated_address(Path::new(path), entries[k].1);
                 frames.insert(
                     *addr,
                     UserFrame {
                         function: sym.as_ref().map(|s| s.name.clone()),
                         offset: sym.as_ref().map_or(0, |s| s.offset),
                         module: Some(path.clone()),
+                        address,
                     },
                 );
             }
@@ -112,6 +132,7 @@ impl UserSymbols {
             function: None,
             offset: 0,
             module: None,
+            address: None,
         })
     }
 }
@@ -146,6 +167,7 @@ mod tests {
             function: Some("syscall".into()),
             offset: 0x1d,
             module: Some("/usr/lib/x86_64-linux-gnu/libc.so.6".into()),
+            address: Some(0x1000),
         };
         assert!(f.in_system_library());
         assert_eq!(f.describe(0x10), "syscall+0x1d");
@@ -153,7 +175,18 @@ mod tests {
             function: None,
             offset: 0,
             module: Some("/lib/libfoo.so".into()),
+            address: None,
         };
         assert_eq!(unknown.describe(0x10), "0x10 in libfoo.so");
+        assert_eq!(unknown.name(), None);
+        // A static function of a stripped binary: the file's own address, as perf prints it.
+        let stripped = UserFrame {
+            function: None,
+            offset: 0,
+            module: Some("/usr/bin/sysbench".into()),
+            address: Some(0x1a421),
+        };
+        assert_eq!(stripped.describe(0x5600_0001_a421), "sysbench+0x1a421");
+        assert_eq!(stripped.name().as_deref(), Some("sysbench+0x1a421"));
     }
 }

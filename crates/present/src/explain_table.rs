@@ -10,6 +10,7 @@ use lab::analysis::explain::{
 };
 use lab::safe_text::printable;
 
+use crate::explain_threads;
 use crate::grid::Grid;
 use crate::number_format::duration;
 use crate::text_options::TextOptions;
@@ -44,7 +45,20 @@ pub fn cause_label(c: &Cause) -> String {
         CauseKind::Measurement => format!("measuring: CPU in {} ({})", c.what, c.object),
         _ => c.what.clone(),
     };
+    let text = match c.mostly_ended_by() {
+        Some((by, pct)) => format!("{text}, ended by {by} ({pct:.0}%)"),
+        None => text,
+    };
     printable(&text).into_owned()
+}
+
+/// "an op", or "1 MB" for a unit of a reported rate.
+fn one(per: &str) -> String {
+    if per == "op" {
+        "an op".into()
+    } else {
+        format!("1 {}", printable(per))
+    }
 }
 
 fn signed(ns: f64) -> String {
@@ -69,14 +83,16 @@ pub fn answer(e: &Explanation) -> String {
     let Some(g) = &e.growth else {
         let p = &e.points[0];
         parts.push(format!(
-            "an op costs {} at N={} (one N: no growth to explain)",
+            "{} costs {} at N={} (one N: no growth to explain)",
+            one(&e.per),
             duration(p.accounting.ns_per_op_task),
             p.n
         ));
         return parts.join(" · ");
     };
     parts.push(format!(
-        "an op costs {} at N={} and {} at N={} ({})",
+        "{} costs {} of task time at N={} and {} at N={} ({})",
+        one(&e.per),
         duration(g.from_ns),
         g.from_n,
         duration(g.to_ns),
@@ -334,28 +350,17 @@ pub fn write(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Re
     writeln!(out, "{}", answer(e))?;
 
     writeln!(out)?;
-    writeln!(
-        out,
-        "time per op (ns/op/task = N·W ÷ ops; each part the median over the point's trials, off-CPU the rest)"
-    )?;
-    let mut t = Grid::plain(
-        &[
-            "N",
-            "ns/op/task",
-            "user",
-            "system",
-            "run queue",
-            "off-CPU",
-            "CV",
-            "trials",
-        ],
-        8,
-        &["CV"],
-        None,
-    );
+    writeln!(out, "{}", explain_threads::accounting_header(e))?;
+    let threads = e.points.iter().any(|p| !p.accounting.workers.is_empty());
+    let mut headers = vec!["N", "ns/op/task", "user", "system", "run queue", "off-CPU"];
+    if threads {
+        headers.extend(["supervising", "workers"]);
+    }
+    headers.extend(["CV", "trials"]);
+    let mut t = Grid::plain(&headers, headers.len(), &["CV"], None);
     for p in &e.points {
         let a = &p.accounting;
-        t.add_row(vec![
+        let mut row = vec![
             p.n.to_string(),
             duration(a.ns_per_op_task),
             duration(a.user_ns),
@@ -366,11 +371,17 @@ pub fn write(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Re
                 "—".into()
             },
             duration(a.offcpu_ns),
-            a.cv.map_or_else(|| "—".into(), |c| format!("{:.1}%", c * 100.0)),
-            a.trials.len().to_string(),
-        ]);
+        ];
+        if threads {
+            row.push(a.supervising_ns.map_or_else(String::new, duration));
+            row.push(explain_threads::workers_cell(&a.workers));
+        }
+        row.push(a.cv.map_or_else(|| "—".into(), |c| format!("{:.1}%", c * 100.0)));
+        row.push(a.trials.len().to_string());
+        t.add_row(row);
     }
     t.write_terminal(out, opts)?;
+    explain_threads::write(out, e, opts)?;
 
     let (headers, rows) = agreement_rows(e);
     if !rows.is_empty() {
@@ -652,11 +663,37 @@ mod tests {
     }
 
     #[test]
+    fn a_reported_rate_is_explained_per_unit_and_a_wait_by_what_ended_it() {
+        let mut e = explain(&explained_run(), &[]).expect("an explanation");
+        e.per = "MB".into();
+        let g = e.growth.as_mut().expect("growth");
+        g.named[0].cause.ended_by = vec![
+            lab::analysis::explain::EndedBy {
+                by: "the journal (jbd2)".into(),
+                ns: 90.0,
+            },
+            lab::analysis::explain::EndedBy {
+                by: "an I/O completion".into(),
+                ns: 10.0,
+            },
+        ];
+        let line = answer(&e);
+        assert!(
+            line.contains("1 MB costs 1.00µs of task time at N=1 and 1.60µs at N=2"),
+            "{line}"
+        );
+        assert!(
+            line.contains("from worker_lock, ended by the journal (jbd2) (90%)"),
+            "{line}"
+        );
+    }
+
+    #[test]
     fn the_answer_comes_first_and_names_the_top_cause_with_its_share() {
         let t = text();
         let second = t.lines().nth(1).expect("an answer line");
         assert!(
-            second.starts_with("scales to 1.25 out of 2 tasks · an op costs 1.00µs at N=1 and 1.60µs at N=2 (+600ns) · 93% of that is futex wait from worker_lock (offcpu)"),
+            second.starts_with("scales to 1.25 out of 2 tasks · an op costs 1.00µs of task time at N=1 and 1.60µs at N=2 (+600ns) · 93% of that is futex wait from worker_lock (offcpu)"),
             "{t}"
         );
         assert!(second.ends_with("· 11% unexplained"), "{second}");

@@ -8,6 +8,8 @@
 //! - [`model_table`]: the USL fit (`model`).
 //! - [`profile_table`]: top functions, what grows, run against run (`profile`).
 //! - [`lock_table`]: the lock table at one N and what grows (`locks`).
+//! - [`explain_table`] and [`explain_threads`]: the accounted answer (`explain`), and a
+//!   command's threads by role.
 //! - [`history_table`]: a metric across runs with change points (`history`).
 //! - [`bisect_text`]: a bisection's steps and its answer (`bisect`).
 //! - [`flame_graph`]: interactive SVG flame graphs (`profile --flamegraph`, the HTML report).
@@ -29,6 +31,7 @@ pub mod comparison_table;
 pub mod dashboard;
 mod error;
 pub mod explain_table;
+pub mod explain_threads;
 pub mod flame_graph;
 mod grid;
 pub mod history_table;

@@ -83,7 +83,7 @@ pub fn write_top(
         p.n,
         label(&p.event),
         plural(p.samples as usize, "sample"),
-        si(p.ops as f64),
+        si(p.ops),
         dropped(p)
     )?;
     for f in &p.files {
@@ -304,7 +304,7 @@ mod tests {
             event: "cpu-clock".into(),
             unit: "ns".into(),
             files: vec![],
-            ops: 1000,
+            ops: 1000.0,
             samples: 200,
             period: 250_000,
             outside_window: 0,

@@ -97,21 +97,43 @@ fn warnings(meta: &RunMeta, summary: &RunSummary) -> Vec<String> {
 
 /// Left out first at a narrow width: hardware counters, then per-task detail, then the
 /// interval; N, trials, ops/s, S(N) and S/N always stay.
+/// With `--metric`, X(N) is the primary metric as the command printed it (its label heads the
+/// column), per CPU-second and per task only for a rate, and the other metrics follow S/N.
 fn throughput_table(s: &RunSummary) -> Grid {
+    let primary = s.primary.as_ref();
+    let rate = primary.is_none_or(|m| m.direction == lab::record::Direction::Higher);
+    let x_label = primary.map_or_else(
+        || "ops/s".to_string(),
+        |m| printable(&m.label()).into_owned(),
+    );
+    let (per_cpu, per_task, per_op) = match primary {
+        Some(_) => ("per CPU-s", "per task", "ns/unit/task"),
+        None => ("ops/CPU-s", "ops/s/task", "ns/op/task"),
+    };
     let mut t = Grid::default();
     t.keep("N", Align::Right)
         .keep("trials", Align::Right)
-        .keep("ops/s", Align::Right)
-        .optional("95% CI", Align::Right, 7)
-        .optional("ops/CPU-s", Align::Right, 4)
-        .optional("ops/s/task", Align::Right, 6)
-        .optional("ns/op/task", Align::Right, 3)
-        .keep("S(N)", Align::Right)
+        .keep(&x_label, Align::Right)
+        .optional("95% CI", Align::Right, 7);
+    if rate {
+        t.optional(per_cpu, Align::Right, 4)
+            .optional(per_task, Align::Right, 6)
+            .optional(per_op, Align::Right, 3);
+    }
+    let others: Vec<&lab::record::MetricSpec> = s
+        .metrics
+        .iter()
+        .filter(|m| primary.is_none_or(|p| p.name != m.name))
+        .collect();
+    t.keep("S(N)", Align::Right)
         .keep("S/N", Align::Right)
         .optional("task min..max", Align::Right, 5)
         .optional("cyc/op", Align::Right, 1)
         .optional("ins/op", Align::Right, 2)
         .optional("miss/op", Align::Right, 0);
+    for m in &others {
+        t.optional(&printable(&m.label()), Align::Right, 9);
+    }
     let marked = !s.boundaries.is_empty();
     if marked {
         // Where the placement first crossed a topology boundary (`↑ 2nd socket`).
@@ -123,7 +145,12 @@ fn throughput_table(s: &RunSummary) -> Grid {
         } else {
             p.trials_ok.to_string()
         };
-        let ci = p.throughput.map_or_else(
+        // A metric's own figures as printed; the rate X(N) of a lower-is-better one is not.
+        let x = match primary {
+            Some(m) => p.reported.get(&m.name).copied(),
+            None => p.throughput,
+        };
+        let ci = x.map_or_else(
             || "n/a".into(),
             |e| {
                 if e.level > 0.0 {
@@ -140,11 +167,17 @@ fn throughput_table(s: &RunSummary) -> Grid {
         let mut row = vec![
             p.n.to_string().into(),
             trials.into(),
-            opt_si(p.throughput.map(|e| e.point)).into(),
+            opt_si(x.map(|e| e.point)).into(),
             ci.into(),
-            opt_si(p.ops_per_cpu_sec).into(),
-            opt_si(p.ops_per_sec_per_task).into(),
-            opt_si(p.ns_per_op_per_task).into(),
+        ];
+        if rate {
+            row.extend([
+                opt_si(p.ops_per_cpu_sec).into(),
+                opt_si(p.ops_per_sec_per_task).into(),
+                opt_si(p.ns_per_op_per_task).into(),
+            ]);
+        }
+        row.extend([
             p.speedup
                 .map_or_else(|| "n/a".into(), |v| format!("{v:.2}"))
                 .into(),
@@ -155,7 +188,10 @@ fn throughput_table(s: &RunSummary) -> Grid {
             opt_sig3(p.cycles_per_op).into(),
             opt_sig3(p.instructions_per_op).into(),
             opt_sig3(p.cache_misses_per_op).into(),
-        ];
+        ]);
+        for m in &others {
+            row.push(opt_si(p.reported.get(&m.name).map(|e| e.point)).into());
+        }
         if marked {
             let crossed: Vec<String> = s
                 .boundaries

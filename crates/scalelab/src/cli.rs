@@ -263,6 +263,8 @@ pub struct RunArgs {
     /// the first line it matches (it matches within one line).
     #[arg(long, value_name = "RE", requires = "cmd")]
     pub ops_regex: Option<String>,
+    #[command(flatten)]
+    pub metric: MetricArgs,
     /// Kill a command trial still running after this long and record it as failed (prepare
     /// and the timed steps share it; cleanup has its own).
     #[arg(long, value_name = "DURATION", requires = "cmd", value_parser = parse_duration)]
@@ -483,6 +485,65 @@ pub struct HistoryArgs {
     pub json: bool,
 }
 
+/// The command's own figures (`--metric`): shared by `run`, `ab` and `bisect`.
+#[derive(Debug, Args, Default)]
+pub struct MetricArgs {
+    /// A figure the command reports itself, read from each trial's output: NAME=REGEX (higher
+    /// is better), NAME=higher:REGEX or NAME=lower:REGEX (a time, a latency); the regex's first
+    /// capture group in the first line it matches, a number with an optional k/M/G suffix.
+    /// Repeatable; the first (or --primary) is X(N) for S(N), compare, history, bisect and the
+    /// model; a trial whose output has no such line fails, naming it
+    #[arg(long = "metric", value_name = "NAME=REGEX", requires = "cmd")]
+    pub metrics: Vec<String>,
+    /// Which output --metric reads [default: stdout]
+    #[arg(long, value_enum, value_name = "STREAM", requires = "metrics")]
+    pub metric_from: Option<MetricFrom>,
+    /// Which --metric is X(N) [default: the first]; `ops` keeps X(N) ops per second (--ops,
+    /// --ops-regex) and shows the metrics beside it
+    #[arg(long, value_name = "NAME", requires = "metrics")]
+    pub primary: Option<String>,
+}
+
+/// Where `--metric` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MetricFrom {
+    /// Standard output.
+    Stdout,
+    /// Standard error.
+    Stderr,
+}
+
+impl MetricArgs {
+    /// The metrics, the primary first, and whether X(N) stays ops per second (`--primary
+    /// ops`); the error names the bad argument.
+    pub fn specs(&self) -> Result<(Vec<lab::record::MetricSpec>, bool), String> {
+        let from = match self.metric_from {
+            Some(MetricFrom::Stderr) => lab::record::OutputStream::Stderr,
+            _ => lab::record::OutputStream::Stdout,
+        };
+        let mut specs = self
+            .metrics
+            .iter()
+            .map(|m| lab::record::MetricSpec::parse(m, from))
+            .collect::<Result<Vec<_>, _>>()?;
+        if self.primary.as_deref() == Some(lab::record::PRIMARY_OPS) {
+            return Ok((specs, true));
+        }
+        if let Some(primary) = &self.primary {
+            let Some(i) = specs.iter().position(|m| &m.name == primary) else {
+                let names: Vec<&str> = specs.iter().map(|m| m.name.as_str()).collect();
+                return Err(format!(
+                    "--primary {primary}: no --metric of that name (given: {})",
+                    names.join(", ")
+                ));
+            };
+            let p = specs.remove(i);
+            specs.insert(0, p);
+        }
+        Ok((specs, false))
+    }
+}
+
 /// How a comparison is judged: shared by `compare` and `ab`.
 #[derive(Debug, Args)]
 pub struct VerdictArgs {
@@ -562,6 +623,16 @@ pub struct AbArgs {
     /// regex in the first line it matches; both sides use it.
     #[arg(long, value_name = "RE")]
     pub ops_regex: Option<String>,
+    /// A figure both sides' commands report themselves (see `run --metric`); the first (or
+    /// --primary) is what is compared.
+    #[arg(long = "metric", value_name = "NAME=REGEX")]
+    pub metrics: Vec<String>,
+    /// Which output --metric reads [default: stdout]
+    #[arg(long, value_enum, value_name = "STREAM", requires = "metrics")]
+    pub metric_from: Option<MetricFrom>,
+    /// Which --metric is compared [default: the first]
+    #[arg(long, value_name = "NAME", requires = "metrics")]
+    pub primary: Option<String>,
     /// Seed of the random pair order [default: from the clock]; stored as the tag ab_seed.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -643,9 +714,11 @@ pub struct BisectArgs {
     pub tasks: Option<TaskSpec>,
     /// What is compared per trial: cpu (ops per CPU-second of user + system time, the whole
     /// process tree's: time-sharing with other work on a busy machine does not move it, but a
-    /// slowdown made of waiting — locks, I/O, sleep — does not show) or throughput (ops per
-    /// second of wall time: sees waiting too, and every other process competing for the CPUs).
-    #[arg(long, value_enum, default_value_t = BisectMetric::Cpu)]
+    /// slowdown made of waiting — locks, I/O, sleep — does not show), throughput (ops per
+    /// second of wall time: sees waiting too, and every other process competing for the CPUs),
+    /// or a figure the command reports itself, NAME=REGEX as `run --metric` reads it (with
+    /// --cmd; compared as throughput is).
+    #[arg(long, value_name = "cpu|throughput|NAME=REGEX", default_value = "cpu", value_parser = parse_bisect_metric)]
     pub metric: BisectMetric,
     /// Groups (one trial of good, commit and bad, in random order) at each N before the
     /// first look.
@@ -688,12 +761,28 @@ pub struct BisectArgs {
 }
 
 /// What `bisect --metric` compares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BisectMetric {
     /// Ops per CPU-second (user + system time) of each trial.
     Cpu,
     /// Ops per second of each trial's wall time.
     Throughput,
+    /// A figure the command reports itself.
+    Reported(lab::record::MetricSpec),
+}
+
+fn parse_bisect_metric(text: &str) -> Result<BisectMetric, String> {
+    match text {
+        "cpu" => Ok(BisectMetric::Cpu),
+        "throughput" => Ok(BisectMetric::Throughput),
+        _ if text.contains('=') => {
+            lab::record::MetricSpec::parse(text, lab::record::OutputStream::Stdout)
+                .map(BisectMetric::Reported)
+        }
+        _ => Err(format!(
+            "`{text}`: one of cpu, throughput, or NAME=REGEX (a figure the command prints)"
+        )),
+    }
 }
 
 #[derive(Debug, Subcommand)]

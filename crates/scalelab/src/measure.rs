@@ -62,6 +62,8 @@ pub struct CommandRun<'a> {
     pub cleanup: Option<&'a str>,
     pub ops: OpsSource,
     pub timeout: Option<Nanos>,
+    /// `--metric`s, the primary first, and whether X(N) stays ops per second instead.
+    pub metrics: (Vec<lab::record::MetricSpec>, bool),
 }
 
 /// Labels a run carries.
@@ -84,6 +86,8 @@ pub fn command_config(command: CommandRun<'_>, labels: Labels<'_>) -> RunConfig 
         cleanup: command.cleanup.map(str::to_string),
         ops: command.ops,
         dir: None,
+        metrics: command.metrics.0,
+        ops_primary: command.metrics.1,
     });
     cfg.warmup = Nanos(0);
     cfg.timeout = command.timeout;

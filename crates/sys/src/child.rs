@@ -104,6 +104,70 @@ pub fn wait_child(pid: i32) -> Result<ChildExit, SysError> {
     }
 }
 
+/// A child's own CPU time, its descendants' left out, in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OwnCpu {
+    /// In user mode.
+    pub user_ns: u64,
+    /// In the kernel.
+    pub sys_ns: u64,
+}
+
+/// Waits for child `pid` to end, reads its own CPU time while it is still a zombie
+/// (`waitid(WEXITED | WNOWAIT)` leaves it unreaped), then reaps it with `wait4`, whose
+/// accounting holds it and its waited-for descendants together. The own time is
+/// `/proc/PID/schedstat`'s run time (nanoseconds, of its main thread: meant for a
+/// single-threaded observer such as `perf record`), split between user and kernel as
+/// `/proc/PID/stat`'s tick counts split it; `None` when they cannot be read.
+pub fn wait_child_own_cpu(pid: i32) -> Result<(ChildExit, Option<OwnCpu>), SysError> {
+    use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
+    let Some(id) = Pid::from_raw(pid) else {
+        return Err(SysError::InvalidArgument {
+            call: "waitid",
+            reason: format!("pid {pid} is not a process id"),
+        });
+    };
+    loop {
+        match waitid(
+            WaitId::Pid(id),
+            WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
+        ) {
+            Ok(_) => break,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => {
+                return Err(SysError::with_fix(
+                    "waitid",
+                    Errno(e.raw_os_error()),
+                    |_| None,
+                ));
+            }
+        }
+    }
+    let own = own_cpu(pid);
+    Ok((wait_child(pid)?, own))
+}
+
+/// Process `pid`'s own CPU time from `/proc` (see [`wait_child_own_cpu`]).
+fn own_cpu(pid: i32) -> Option<OwnCpu> {
+    let schedstat = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
+    let run: u64 = schedstat.split_whitespace().next()?.parse().ok()?;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields 14 and 15 (utime, stime), counted after the parenthesised name.
+    let rest = stat.rsplit_once(')')?.1;
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    let user_ns = if utime + stime == 0 {
+        0
+    } else {
+        (run as u128 * u128::from(utime) / u128::from(utime + stime)) as u64
+    };
+    Some(OwnCpu {
+        user_ns,
+        sys_ns: run - user_ns,
+    })
+}
+
 /// Reaps child `pid` if it has ended, without blocking (`wait4(WNOHANG)`).
 pub fn try_wait_child(pid: i32) -> Result<Option<ChildExit>, SysError> {
     wait4(pid, libc::WNOHANG, "wait4(WNOHANG)")
@@ -148,6 +212,33 @@ mod tests {
         // Not reaped: wait4 still finds it, once.
         assert!(try_wait_child(pid).unwrap().is_some());
         let _ = child.try_wait();
+    }
+
+    #[test]
+    #[expect(
+        clippy::zombie_processes,
+        reason = "reaped by wait_child_own_cpu, the code under test"
+    )]
+    fn a_childs_own_cpu_leaves_out_the_descendants_it_waited_for() {
+        // The outer shell forks an inner one that burns CPU, and waits for it (`; :` keeps
+        // it from exec'ing the inner one).
+        let child = Command::new("/bin/sh")
+            .args([
+                "-c",
+                "/bin/sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'; :",
+            ])
+            .spawn()
+            .unwrap();
+        let (exit, own) = wait_child_own_cpu(child.id() as i32).unwrap();
+        assert!(exit.status.success());
+        let own = own.expect("the zombie's /proc entries");
+        let tree = exit.usage.cpu().as_nanos() as u64;
+        let mine = own.user_ns + own.sys_ns;
+        assert!(tree > 20_000_000, "the inner loop burned CPU: {tree} ns");
+        assert!(
+            mine * 10 < tree,
+            "the outer shell's own {mine} ns against the tree's {tree} ns"
+        );
     }
 
     #[test]

@@ -35,7 +35,9 @@ mod spawn;
 
 pub use affinity::{MAX_CPU, current_affinity, set_current_affinity};
 pub use anon_mapping::AnonMapping;
-pub use child::{ChildExit, ExitKind, any_child_ended, try_wait_child, wait_child};
+pub use child::{
+    ChildExit, ExitKind, OwnCpu, any_child_ended, try_wait_child, wait_child, wait_child_own_cpu,
+};
 pub use clocks::{
     ClockId, clock_gettime_syscall, clock_gettime_vdso, gettimeofday_syscall, gettimeofday_vdso,
     thread_cpu_time,

@@ -100,6 +100,10 @@ pub struct PointSummary {
     pub extras: BTreeMap<String, f64>,
     /// External commands: each step's median accounting (empty for built-ins).
     pub steps: Vec<StepSummary>,
+    /// A command's own figures (`--metric`) as it printed them, each the median over the
+    /// trials with its interval, by name (empty without `--metric`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub reported: BTreeMap<String, Estimate>,
 }
 
 /// One step of an external command at one N: medians over the successful trials.
@@ -170,11 +174,38 @@ pub struct RunSummary {
     /// What makes these results less trustworthy than they look (not part of the JSON).
     #[serde(skip)]
     pub warnings: Vec<Warning>,
+    /// The run's `--metric`s, the primary (X(N)) first; empty for a built-in or a command
+    /// without them, whose X(N) is ops per second.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<crate::record::MetricSpec>,
+    /// The metric that is X(N), when one is (`None`: ops per second).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub primary: Option<crate::record::MetricSpec>,
 }
 
 fn median(values: impl IntoIterator<Item = f64>) -> Option<f64> {
     let v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
     Sample::new(v).ok().map(|s| s.median())
+}
+
+/// Each reported figure's median and interval over `ok`, by name.
+fn reported_medians(ok: &[&TrialMeasurement]) -> BTreeMap<String, Estimate> {
+    let names: std::collections::BTreeSet<&String> = ok
+        .iter()
+        .filter_map(|m| m.reported.as_ref())
+        .flat_map(|r| r.values.keys())
+        .collect();
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let values: Vec<f64> = ok
+                .iter()
+                .filter_map(|m| m.reported.as_ref()?.values.get(name).copied())
+                .collect();
+            let sample = Sample::new(values).ok()?;
+            Some((name.clone(), sample.median_interval(LEVEL)))
+        })
+        .collect()
 }
 
 /// Summarises a run.
@@ -324,6 +355,8 @@ pub fn summarize(data: &RunData) -> RunSummary {
         scales_to,
         boundaries,
         warnings,
+        metrics: data.meta.metrics(),
+        primary: data.meta.primary_metric(),
     }
 }
 
@@ -408,11 +441,13 @@ fn summarize_point(
         trials_failed: failed,
         throughput,
         throughput_cv,
+        // X per CPU-second: ops, or a reported rate's units, over the window's CPU time.
         ops_per_cpu_sec: median(
             ok.iter()
                 .filter(|m| m.usage.cpu().0 > 0)
-                .map(|m| m.ops() as f64 / m.usage.cpu().as_secs_f64()),
+                .map(|m| m.ops_per_sec() * secs(m) / m.usage.cpu().as_secs_f64()),
         ),
+        reported: reported_medians(ok),
         ops_per_sec_per_task: x.map(|x| x / f64::from(n)),
         ns_per_op_per_task: x.filter(|x| *x > 0.0).map(|x| f64::from(n) / x * 1e9),
         speedup: None,

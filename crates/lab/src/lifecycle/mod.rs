@@ -467,6 +467,8 @@ mod tests {
                 cleanup: None,
                 ops: OpsSource::Completion,
                 dir: None,
+                metrics: Vec::new(),
+                ops_primary: false,
             });
             cfg.warmup = crate::record::Nanos(0);
             cfg.tasks = Some("1,2".parse().unwrap());

@@ -289,6 +289,7 @@ fn user_rows(
                 function: None,
                 offset: 0,
                 module: None,
+                address: None,
             }),
     };
     let mut rows: HashMap<(String, String, String), Row> = HashMap::new();
@@ -301,15 +302,22 @@ fn user_rows(
             .map_or(&[][..], Vec::as_slice);
         let frames: Vec<perf::UserFrame> = chain.iter().map(|&a| frame_of(w.pid, a)).collect();
         let first = frames.iter().position(|f| !is_wrapper(f));
-        let (caller, site) = match first {
-            Some(i) if frames[i].function.is_some() => {
+        // A caller without a symbol (a static function of a stripped binary) is named by its
+        // file and the file's own address (`sysbench+0x1a421`), as perf prints it.
+        let (caller, site) = match first.and_then(|i| Some((i, frames[i].name()?))) {
+            Some((i, name)) => {
                 let path: Vec<String> = chain[i..]
                     .iter()
                     .zip(&frames[i..])
                     .take(PATH_FRAMES)
                     .map(|(&a, f)| f.describe(a))
                     .collect();
-                (function_of(&path[0]).to_string(), path.join(" ← "))
+                let caller = if frames[i].function.is_some() {
+                    function_of(&path[0]).to_string()
+                } else {
+                    name
+                };
+                (caller, path.join(" ← "))
             }
             _ => {
                 unattributed += 1;
@@ -495,21 +503,25 @@ mod tests {
             function: Some("syscall".into()),
             offset: 0x1d,
             module: Some("/usr/lib/x86_64-linux-gnu/libc.so.6".into()),
+            address: None,
         };
         let std_futex = perf::UserFrame {
             function: Some("std::sys::pal::unix::futex::futex_wait".into()),
             offset: 4,
             module: Some("/x/scalelab".into()),
+            address: None,
         };
         let ours = perf::UserFrame {
             function: Some("lab::workloads::futex_mutex::futex_mutex_lock".into()),
             offset: 0x4a,
             module: Some("/x/scalelab".into()),
+            address: None,
         };
         let std_lock = perf::UserFrame {
             function: Some("std::sync::poison::mutex::Mutex<T>::lock".into()),
             offset: 0x6a,
             module: Some("/x/scalelab".into()),
+            address: None,
         };
         assert!(is_wrapper(&libc) && is_wrapper(&std_futex) && is_wrapper(&std_lock));
         // rustix's raw system call layer (scalelab's own futex calls go through it).
@@ -517,6 +529,7 @@ mod tests {
             function: Some("rustix::backend::thread::syscalls::futex_timeout".into()),
             offset: 0x130,
             module: Some("/x/scalelab".into()),
+            address: None,
         };
         assert!(is_wrapper(&rustix_futex));
         assert!(!is_wrapper(&ours));

@@ -6,12 +6,18 @@
 //! Scopes and user symbols follow `--locks` ([`crate::locks::collect`]): a built-in trial
 //! child keeps only its task threads (not its sampler), a command step every process but
 //! scalelab's (and an excluded `perf record`), named while they live.
+//!
+//! For a command step the tracer's thread lives are accounted too ([`super::threads`]): each
+//! thread's role (worker, supervising, idle: [`super::roles`]), and each site's waits by what
+//! ended them ([`super::wake`]). Only the workers' waits are sites: a supervisor waiting for
+//! what it started is no cause.
 
 use std::collections::{HashMap, HashSet};
 
 use super::OffCpuRequest;
 use super::classify::{Cause, NamedFrame, classify};
-use crate::locks::collect::{function_of, is_wrapper};
+use super::threads::{TreeThreads, WokenBy};
+use crate::locks::collect::is_wrapper;
 use crate::record::{ClockWindow, Nanos, OffCpuReport, OffCpuSite, UnwokenEpisodes};
 use crate::traced_processes::{Scope, TracedProcesses};
 
@@ -33,9 +39,18 @@ struct Site {
     max: u64,
     /// The longest episode's chain: (pid, kernel chain, user chain).
     longest: (u32, u32, u32),
+    woken_by: WokenBy,
 }
 
 impl OffCpuSession {
+    /// Accounts the traced threads' time from `from` on (CLOCK_MONOTONIC ns: the window's
+    /// start, taken after the tracer opened).
+    pub(crate) fn account_from(&mut self, from: u64) {
+        if let Some(t) = &mut self.tracer {
+            t.account_from(from);
+        }
+    }
+
     /// Opens the tracer on the calling thread (inherited by the tasks it creates next). Never
     /// fails: when tracing is unavailable the report says why and the trial runs untraced.
     pub(crate) fn start(request: OffCpuRequest) -> OffCpuSession {
@@ -82,12 +97,19 @@ impl OffCpuSession {
                 ..OffCpuReport::default()
             };
         };
-        let mut trace = tracer.finish();
+        let mut trace = tracer.finish_at(window.end.0);
         let tasks: Option<HashSet<u32>> = tasks.map(|t| t.iter().copied().collect());
+        // A built-in's tasks are its workers; a command's threads are sorted into roles.
+        let tree = match &tasks {
+            Some(_) => None,
+            None => Some(TreeThreads::new(&trace, |pid| {
+                self.processes.is_excluded(pid)
+            })),
+        };
         trace.episodes.retain(|e| {
             !self.processes.is_excluded(e.pid) && tasks.as_ref().is_none_or(|t| t.contains(&e.tid))
         });
-        let mut report = summarise(&trace, window, self.processes.resolved());
+        let mut report = summarise(&trace, window, self.processes.resolved(), tree);
         report.notes.splice(0..0, self.notes);
         report
     }
@@ -113,6 +135,7 @@ fn summarise(
     trace: &perf::OffCpuTrace,
     window: ClockWindow,
     resolved: Option<&HashMap<(u32, u64), perf::UserFrame>>,
+    tree: Option<TreeThreads>,
 ) -> OffCpuReport {
     let mut notes = Vec::new();
     let kallsyms = match perf::Kallsyms::load() {
@@ -123,11 +146,17 @@ fn summarise(
         }
     };
     let (start, end) = (window.start.0, window.end.0);
-    let episodes: Vec<&perf::BlockedEpisode> = trace
+    let mut episodes: Vec<&perf::BlockedEpisode> = trace
         .episodes
         .iter()
         .filter(|e| e.blocked_within(start, end) > 0)
         .collect();
+    // A command's threads: what ended each wait, who worked; only the workers' waits are
+    // causes.
+    let tree = tree.map(|t| t.assign(trace, &episodes, window, &kallsyms));
+    if let Some(t) = &tree {
+        episodes.retain(|e| t.is_worker(e.tid));
+    }
     let chain = |i: u32| trace.chains.get(i as usize).map_or(&[][..], Vec::as_slice);
     // User addresses per process, named through the mappings the tracer recorded.
     let mut per_pid: HashMap<u32, Vec<u64>> = HashMap::new();
@@ -149,6 +178,7 @@ fn summarise(
         function: None,
         offset: 0,
         module: None,
+        address: None,
     };
     let user_frame = |pid: u32, a: u64| match symbols.get(&pid) {
         Some(s) => s.frame(a),
@@ -178,13 +208,16 @@ fn summarise(
                 .iter()
                 .map(|&a| user_frame(e.pid, a))
                 .find(|f| !is_wrapper(f) && !is_io_wrapper(f))
-                .and_then(|f| f.function);
+                .and_then(|f| f.name());
             classify(&kernel, caller.as_deref())
         });
         let blocked = e.blocked_within(start, end);
         let site = sites.entry(cause.clone()).or_default();
         site.count += 1;
         site.total += blocked;
+        if let Some(t) = &tree {
+            site.woken_by.add(t.wake_cause(e), blocked);
+        }
         if blocked > site.max || site.count == 1 {
             site.max = site.max.max(blocked);
             site.longest = key;
@@ -212,12 +245,13 @@ fn summarise(
             OffCpuSite {
                 kind: cause.kind,
                 object: cause.object,
-                caller: function_of(&cause.caller).to_string(),
+                caller: cause.caller,
                 stack,
                 user_stack,
                 count: site.count,
                 total: Nanos(site.total),
                 max: Nanos(site.max),
+                woken_by: site.woken_by.into_shares(),
             }
         })
         .collect();
@@ -249,9 +283,16 @@ fn summarise(
             trace.malformed
         ));
     }
+    if trace.out_of_step > 0 {
+        notes.push(format!(
+            "{} scheduler records did not follow their thread's previous one (a record was lost): those gaps are not in the threads' time",
+            trace.out_of_step
+        ));
+    }
     OffCpuReport {
         total: Nanos(total),
         sites: out,
+        threads: tree.map(|t| t.groups()).unwrap_or_default(),
         lost_records: trace.lost,
         unwoken: (unwoken.count > 0).then_some(unwoken),
         // Named where they explain something: where episodes went unwoken.
@@ -311,6 +352,7 @@ mod tests {
             begin,
             end,
             woken,
+            waker: None,
             kernel_chain: 0,
             user_chain: 0,
         }
@@ -332,7 +374,7 @@ mod tests {
             start: Nanos(0),
             end: Nanos(2_000),
         };
-        let report = summarise(&trace, window, None);
+        let report = summarise(&trace, window, None, None);
         assert_eq!(report.total, Nanos(300 + 750 + 200));
         assert_eq!(
             report.unwoken,
@@ -354,7 +396,7 @@ mod tests {
             chains: vec![Vec::new()],
             ..perf::OffCpuTrace::default()
         };
-        assert_eq!(summarise(&all_woken, window, None).unwoken, None);
+        assert_eq!(summarise(&all_woken, window, None, None).unwoken, None);
     }
 
     #[test]
@@ -383,7 +425,7 @@ mod tests {
             start: Nanos(0),
             end: Nanos(2_000),
         };
-        let report = summarise(&trace, window, None);
+        let report = summarise(&trace, window, None, None);
         assert_eq!(
             report.silent_idle_cpus,
             [1],
@@ -403,7 +445,7 @@ mod tests {
             episodes: vec![episode(8, 150, 900, true)],
             ..trace
         };
-        let report = summarise(&woken, window, None);
+        let report = summarise(&woken, window, None, None);
         assert!(report.silent_idle_cpus.is_empty());
         assert!(
             report.notes.iter().all(|n| !n.contains("idle")),

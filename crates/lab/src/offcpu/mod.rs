@@ -5,9 +5,15 @@
 //! The episodes come from `perf::OffCpuTracer` (the scheduler's `sched_switch` and
 //! `sched_wakeup` tracepoints): blocked from the switch out of a task that is not runnable to
 //! its wake-up. Preemptions are run-queue wait, already in the accounting's run delay.
+//!
+//! For a command the tracer also gives every thread's life ([`threads`]): who worked and who
+//! supervised ([`roles`]), and what ended each wait ([`wake`]).
 
 pub(crate) mod classify;
 pub(crate) mod collect;
+pub(crate) mod roles;
+pub(crate) mod threads;
+pub(crate) mod wake;
 
 use serde::{Deserialize, Serialize};
 

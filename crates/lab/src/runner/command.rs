@@ -34,10 +34,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::executor::{Execution, Executor};
+use super::metric;
 use super::ops_regex;
 use super::placement;
 use super::spec::{CommandSpec, OpsSource, TrialSpec};
-use super::step::{AfterStep, Observe, StepError, run_step};
+use super::step::{AfterStep, Observe, StepError, Watched, run_step};
 use crate::error::LabError;
 use crate::locks::collect::TraceSession;
 use crate::offcpu::collect::OffCpuSession;
@@ -56,6 +57,17 @@ impl CommandSpec {
     pub(crate) fn validate(&self) -> Result<(), LabError> {
         if let OpsSource::Regex(re) = &self.ops {
             ops_regex::compile(re).map_err(LabError::BadOption)?;
+        }
+        let mut names = std::collections::HashSet::new();
+        for m in &self.metrics {
+            ops_regex::compile(&m.pattern)
+                .map_err(|e| LabError::BadOption(format!("--metric {}: {e}", m.name)))?;
+            if !names.insert(m.name.as_str()) {
+                return Err(LabError::BadOption(format!(
+                    "--metric {}: given twice; give each metric a name of its own",
+                    m.name
+                )));
+            }
         }
         let all = self
             .steps
@@ -184,6 +196,24 @@ impl Executor for CommandExecutor {
             },
             _ => None,
         };
+        let metric_res = match cmd
+            .metrics
+            .iter()
+            .map(|m| ops_regex::compile(&m.pattern))
+            .collect::<Result<Vec<_>, _>>()
+        {
+            Ok(res) => res,
+            Err(reason) => return Execution::Finished(TrialOutcome::Failed { reason }),
+        };
+        let watched = Watched {
+            ops: ops_re.as_ref(),
+            metrics: metric_res
+                .iter()
+                .zip(&cmd.metrics)
+                .map(|(re, m)| (re, m.from == metric::OutputStream::Stderr))
+                .collect(),
+        };
+        let mut metric_found: Vec<Option<(String, String)>> = vec![None; cmd.metrics.len()];
         let n = spec.tasks.to_string();
         let started = Instant::now();
         let left = || deadline.saturating_sub(started.elapsed());
@@ -195,7 +225,7 @@ impl Executor for CommandExecutor {
                 cmd.dir.as_deref(),
                 left(),
                 stop,
-                None,
+                &Watched::default(),
                 AfterStep::KeepRunning,
                 Observe::default(),
             ) {
@@ -226,12 +256,15 @@ impl Executor for CommandExecutor {
                 .offcpu
                 .map(|r| OffCpuSession::start_scoped(r, Scope::Command));
             let clock_start = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
+            if let Some(o) = offcpu.as_mut() {
+                o.account_from(clock_start);
+            }
             let result = run_step(
                 &command.replace("{n}", &n),
                 cmd.dir.as_deref(),
                 left(),
                 stop,
-                ops_re.as_ref(),
+                &watched,
                 AfterStep::Kill,
                 Observe {
                     profile,
@@ -243,6 +276,12 @@ impl Executor for CommandExecutor {
             match result {
                 Ok(r) => {
                     found.push(r.found);
+                    // The first step whose output a metric matches gives its value.
+                    for (slot, m) in metric_found.iter_mut().zip(r.metrics) {
+                        if slot.is_none() {
+                            *slot = m;
+                        }
+                    }
                     let window = ClockWindow {
                         start: Nanos(clock_start),
                         end: Nanos(clock_end),
@@ -253,6 +292,7 @@ impl Executor for CommandExecutor {
                         name: name.clone(),
                         wall: Nanos::from_duration(r.wall),
                         usage: r.usage,
+                        perf_record_cpu: r.perf_record_cpu,
                         profile: profile.and_then(|(req, path)| recorded(req, path)),
                         locks,
                         offcpu,
@@ -280,6 +320,18 @@ impl Executor for CommandExecutor {
                 Err(reason) => return Execution::Finished(TrialOutcome::Failed { reason }),
             },
         };
+        let reported = match metric::values(&cmd.metrics, &metric_found) {
+            Ok(values) => (!cmd.metrics.is_empty()).then(|| crate::record::Reported {
+                values: cmd
+                    .metrics
+                    .iter()
+                    .map(|m| m.name.clone())
+                    .zip(values)
+                    .collect(),
+                primary: cmd.metrics.first().filter(|_| !cmd.ops_primary).cloned(),
+            }),
+            Err(reason) => return Execution::Finished(TrialOutcome::Failed { reason }),
+        };
         let window = Nanos(steps.iter().map(|s| s.wall.0).sum());
         let usage = steps
             .iter()
@@ -301,6 +353,7 @@ impl Executor for CommandExecutor {
             locks: steps.first().and_then(|s| s.locks.clone()),
             offcpu: steps.first().and_then(|s| s.offcpu.clone()),
             harness: None,
+            reported,
             steps,
         }))
     }
@@ -341,7 +394,7 @@ fn run_cleanup(cmd: &CommandSpec, n: &str, limit: Duration, stop: &AtomicBool) {
             cmd.dir.as_deref(),
             limit,
             stop,
-            None,
+            &Watched::default(),
             AfterStep::Kill,
             Observe::default(),
         );
@@ -371,6 +424,8 @@ mod tests {
             cleanup: None,
             ops: OpsSource::Completion,
             dir: None,
+            metrics: Vec::new(),
+            ops_primary: false,
         }
     }
 
@@ -413,6 +468,8 @@ mod tests {
             cleanup: None,
             ops: OpsSource::Completion,
             dir: None,
+            metrics: Vec::new(),
+            ops_primary: false,
         };
         assert!(
             spec.validate()
@@ -426,6 +483,8 @@ mod tests {
             cleanup: None,
             ops: OpsSource::Regex("(".into()),
             dir: None,
+            metrics: Vec::new(),
+            ops_primary: false,
         };
         assert!(
             spec.validate()

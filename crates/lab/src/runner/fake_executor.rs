@@ -69,6 +69,7 @@ impl Executor for FakeExecutor {
         let per_task = (rate * secs / n) as u64;
         let task_ops = vec![per_task; spec.tasks as usize];
         Execution::Finished(TrialOutcome::Ok(TrialMeasurement {
+            reported: None,
             window,
             task_ops: task_ops.clone(),
             usage: Usage {

@@ -38,7 +38,12 @@ pub(super) struct FirstMatch {
     /// The line in progress (its first [`MAX_LINE`] bytes).
     line: Vec<u8>,
     found: Option<String>,
+    /// The line the match was in, its first [`KEPT_LINE`] bytes (for an error that quotes it).
+    found_line: String,
 }
+
+/// How much of a matching line is kept to quote.
+const KEPT_LINE: usize = 1024;
 
 impl FirstMatch {
     pub(super) fn new(re: &Regex) -> FirstMatch {
@@ -48,7 +53,14 @@ impl FirstMatch {
             line_by_line: p.contains("\\A") || p.contains("\\z"),
             line: Vec::new(),
             found: None,
+            found_line: String::new(),
         }
+    }
+
+    /// The matched text and the line it was in, once the output has ended.
+    pub(super) fn into_found_with_line(mut self) -> Option<(String, String)> {
+        let line = std::mem::take(&mut self.found_line);
+        self.into_found().map(|f| (f, line))
     }
 
     /// The matched text, once the output has ended (the last line need not end with `\n`).
@@ -76,6 +88,7 @@ impl FirstMatch {
             .or_else(|| caps.get(0))
             .map_or(&[][..], |m| m.as_bytes());
         self.found = Some(String::from_utf8_lossy(m).into_owned());
+        self.found_line = String::from_utf8_lossy(&line[..line.len().min(KEPT_LINE)]).into_owned();
         true
     }
 
@@ -125,6 +138,25 @@ impl Sink for FirstMatch {
             }
         }
         self.push_line(rest);
+    }
+}
+
+/// Several sinks fed the same output: the stderr tail and the first matches of `--ops-regex`
+/// and `--metric`s read from the same stream.
+#[derive(Debug, Default)]
+pub(super) struct Watch {
+    pub(super) tail: Option<super::child_io::Tail>,
+    pub(super) firsts: Vec<FirstMatch>,
+}
+
+impl Sink for Watch {
+    fn take(&mut self, chunk: &[u8]) {
+        if let Some(t) = &mut self.tail {
+            t.take(chunk);
+        }
+        for f in &mut self.firsts {
+            f.take(chunk);
+        }
     }
 }
 

@@ -100,6 +100,12 @@ pub struct CommandSpec {
     /// worktree); `None`: scalelab's working directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dir: Option<PathBuf>,
+    /// `--metric`s read from the output, the primary (X(N)) first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<super::metric::MetricSpec>,
+    /// `--primary ops`: X(N) stays ops per second; the metrics are read and kept beside it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ops_primary: bool,
 }
 
 impl TrialSpec {

@@ -23,7 +23,7 @@ use std::path::Path;
 
 use super::child_io::{Tail, read_in_background, tail};
 use super::control::to_usage;
-use super::ops_regex::FirstMatch;
+use super::ops_regex::{FirstMatch, Watch};
 use super::perf_record::{ProfileRequest, perf_args_to};
 use crate::locks::collect::TraceSession;
 use crate::offcpu::collect::OffCpuSession;
@@ -59,13 +59,42 @@ const REAP_WAIT: Duration = Duration::from_secs(5);
 const MIN_OUTPUT_WAIT: Duration = Duration::from_millis(200);
 const MAX_OUTPUT_WAIT: Duration = Duration::from_secs(2);
 
+/// `usage` of a tree with `perf record`'s own CPU (`observer`) taken out.
+fn without_observer(mut usage: Usage, observer: Option<sys::OwnCpu>) -> Usage {
+    if let Some(o) = observer {
+        usage.user.0 = usage.user.0.saturating_sub(o.user_ns);
+        usage.sys.0 = usage.sys.0.saturating_sub(o.sys_ns);
+    }
+    usage
+}
+
+/// What a step's output is watched for: the op count (stdout) and each `--metric` (stdout or
+/// stderr).
+#[derive(Debug, Default)]
+pub(super) struct Watched<'a> {
+    pub ops: Option<&'a Regex>,
+    /// Each metric's regex and whether it reads stderr.
+    pub metrics: Vec<(&'a Regex, bool)>,
+}
+
+impl Watched<'_> {
+    fn stdout(&self) -> bool {
+        self.ops.is_some() || self.metrics.iter().any(|(_, err)| !err)
+    }
+}
+
 /// A step that exited 0.
 #[derive(Debug)]
 pub(super) struct StepResult {
     pub wall: Duration,
+    /// The step's tree; under `--profile` without `perf record`'s own CPU.
     pub usage: Usage,
+    /// What `perf record` used itself, when the step was profiled.
+    pub perf_record_cpu: Option<crate::record::Nanos>,
     /// The `--ops-regex` match in its stdout, when one was asked for and found.
     pub found: Option<String>,
+    /// Each `--metric`'s first match (text, line), in [`Watched::metrics`] order.
+    pub metrics: Vec<Option<(String, String)>>,
     /// With [`AfterStep::KeepRunning`]: what the step left running, for the caller to end.
     pub running: Option<Leftovers>,
 }
@@ -90,14 +119,15 @@ pub(super) enum StepError {
 }
 
 /// Runs `sh -c command` up to `limit` (see the module doc), in `dir` when given. The child
-/// inherits the calling thread's CPU affinity. With `ops`, stdout is watched for the op count;
+/// inherits the calling thread's CPU affinity. With `watched`, stdout is watched for the op
+/// count and it and stderr for the metrics;
 /// otherwise discarded.
 pub(super) fn run_step(
     command: &str,
     dir: Option<&Path>,
     limit: Duration,
     stop: &AtomicBool,
-    ops: Option<&Regex>,
+    watched: &Watched<'_>,
     after: AfterStep,
     observe: Observe<'_>,
 ) -> Result<StepResult, StepError> {
@@ -124,7 +154,7 @@ pub(super) fn run_step(
         }
     };
     sh.stdin(Stdio::null())
-        .stdout(if ops.is_some() {
+        .stdout(if watched.stdout() {
             Stdio::piped()
         } else {
             Stdio::null()
@@ -164,11 +194,43 @@ pub(super) fn run_step(
         pgid: pid,
         mark,
     };
-    let out = ops.map(|re| read_in_background(child.stdout.take(), FirstMatch::new(re)));
-    let err = read_in_background(child.stderr.take(), Tail::default());
+    let first = |re: &Regex| FirstMatch::new(re);
+    let out = watched.stdout().then(|| {
+        let firsts = watched
+            .ops
+            .into_iter()
+            .chain(
+                watched
+                    .metrics
+                    .iter()
+                    .filter(|(_, e)| !e)
+                    .map(|(re, _)| *re),
+            )
+            .map(first)
+            .collect();
+        read_in_background(child.stdout.take(), Watch { tail: None, firsts })
+    });
+    let err = read_in_background(
+        child.stderr.take(),
+        Watch {
+            tail: Some(Tail::default()),
+            firsts: watched
+                .metrics
+                .iter()
+                .filter(|(_, e)| *e)
+                .map(|(re, _)| first(re))
+                .collect(),
+        },
+    );
     let (tx, rx) = mpsc::channel();
+    // Under perf record, its own CPU (read before it is reaped) is not the command's.
+    let profiled = profile.is_some();
     std::thread::spawn(move || {
-        let _ = tx.send(sys::wait_child(pid));
+        let _ = tx.send(if profiled {
+            sys::wait_child_own_cpu(pid)
+        } else {
+            sys::wait_child(pid).map(|exit| (exit, None))
+        });
     });
     let ended = loop {
         if let Some(t) = tracer.as_deref_mut() {
@@ -202,7 +264,7 @@ pub(super) fn run_step(
         let _ = rx.recv_timeout(REAP_WAIT);
     }
     let keep = ended.as_ref().is_ok_and(|exit| {
-        after == AfterStep::KeepRunning && exit.as_ref().is_ok_and(|e| e.status.success())
+        after == AfterStep::KeepRunning && exit.as_ref().is_ok_and(|e| e.0.status.success())
     });
     if !keep {
         leftovers.kill();
@@ -210,10 +272,31 @@ pub(super) fn run_step(
     let wait = limit
         .saturating_sub(started.elapsed())
         .clamp(MIN_OUTPUT_WAIT, MAX_OUTPUT_WAIT);
-    let stderr = err.finish(wait).unwrap_or_default();
-    let found = out
+    let mut stderr_watch = err.finish(wait).unwrap_or_default();
+    let stderr = stderr_watch.tail.take().unwrap_or_default();
+    let mut stdout_firsts = out
         .and_then(|r| r.finish(wait))
-        .and_then(FirstMatch::into_found);
+        .map(|w| w.firsts)
+        .unwrap_or_default()
+        .into_iter();
+    let found = if watched.ops.is_some() {
+        stdout_firsts.next().and_then(FirstMatch::into_found)
+    } else {
+        None
+    };
+    let mut stderr_firsts = stderr_watch.firsts.into_iter();
+    let metrics: Vec<Option<(String, String)>> = watched
+        .metrics
+        .iter()
+        .map(|(_, from_stderr)| {
+            let f = if *from_stderr {
+                stderr_firsts.next()
+            } else {
+                stdout_firsts.next()
+            };
+            f.and_then(FirstMatch::into_found_with_line)
+        })
+        .collect();
     let exit = match ended {
         Ok(exit) => exit.map_err(|e| StepError::Failed(format!("waiting for the command: {e}")))?,
         Err(StepError::Failed(why)) => {
@@ -221,11 +304,14 @@ pub(super) fn run_step(
         }
         Err(interrupted) => return Err(interrupted),
     };
+    let (exit, observer) = exit;
     match exit.status {
         sys::ExitKind::Exited(0) => Ok(StepResult {
             wall,
-            usage: to_usage(&exit.usage),
+            usage: without_observer(to_usage(&exit.usage), observer),
+            perf_record_cpu: observer.map(|o| crate::record::Nanos(o.user_ns + o.sys_ns)),
             found,
+            metrics,
             running: keep.then_some(leftovers),
         }),
         status => Err(StepError::Failed(format!(

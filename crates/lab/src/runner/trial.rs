@@ -154,6 +154,7 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
         .map(|(e, s)| e.saturating_sub(*s))
         .collect();
     Ok(TrialMeasurement {
+        reported: None,
         window: window.length,
         task_ops,
         usage,

@@ -14,11 +14,12 @@
 //! step exactly once.
 
 use super::SCHEMA_VERSION;
-use super::schema::{V2, V3, V6, V7, V8, V10};
+use super::schema::{V2, V3, V6, V7, V8, V10, V12};
 
 /// Step `i` takes the schema from version `i` to `i + 1`. Append only; never edit a shipped step.
-pub(crate) const PG_MIGRATIONS: &[&str] =
-    &[PG_V1, V2, V3, PG_V4, PG_V5, V6, V7, V8, PG_V9, V10, PG_V11];
+pub(crate) const PG_MIGRATIONS: &[&str] = &[
+    PG_V1, V2, V3, PG_V4, PG_V5, V6, V7, V8, PG_V9, V10, PG_V11, V12,
+];
 
 // The two lists stay the same length: a migration is added to both.
 const _: () = assert!(PG_MIGRATIONS.len() as i64 == SCHEMA_VERSION);

@@ -414,7 +414,7 @@ fn load_trials(
             "SELECT id, n, idx, started_at, status, failure, window_ns, user_ns, sys_ns,
                  minor_faults, major_faults, voluntary_switches, involuntary_switches, block_in,
                  block_out, counters, extras, placement, task_ops, steps, clock_window, profile,
-                 locks, run_delay_ns, offcpu, harness, run_id
+                 locks, run_delay_ns, offcpu, harness, run_id, metrics
              FROM trials WHERE run_id IN ({list}) ORDER BY id"
         ),
         params,
@@ -470,6 +470,8 @@ fn load_trials(
                     offcpu: optional_json(r.opt_text(24)?, "trial offcpu", &corrupt)?,
                     // NULL before schema version 7, and for commands.
                     harness: optional_json(r.opt_text(25)?, "trial harness", &corrupt)?,
+                    // NULL before schema version 12, and without --metric.
+                    reported: optional_json(r.opt_text(27)?, "trial metrics", &corrupt)?,
                 })
             }
             other => return Err(corrupt("trial status", format!("unknown value `{other}`"))),

@@ -288,9 +288,9 @@ impl Writer<'_, '_> {
                 "INSERT INTO trials (run_id, n, idx, started_at, status, window_ns, ops, user_ns, sys_ns,
                      minor_faults, major_faults, voluntary_switches, involuntary_switches, block_in,
                      block_out, counters, extras, placement, task_ops, steps, clock_window, profile, locks,
-                     run_delay_ns, offcpu, harness)
+                     run_delay_ns, offcpu, harness, metrics)
                  VALUES (?1, ?2, ?3, ?4, 'ok', ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                     ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)
+                     ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)
                  RETURNING id",
                 vals![
                     run_id,
@@ -318,6 +318,7 @@ impl Writer<'_, '_> {
                     u.run_delay.map(|d| u64_to_sql(d.0)),
                     m.offcpu.as_ref().map(|v| to_json("trial offcpu", v)).transpose()?,
                     m.harness.as_ref().map(|v| to_json("trial harness", v)).transpose()?,
+                    m.reported.as_ref().map(|v| to_json("trial metrics", v)).transpose()?,
                 ],
             )?
             .int(0)?;

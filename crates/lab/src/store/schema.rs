@@ -28,7 +28,7 @@ pub(crate) const APPLICATION_ID: i32 = 0x5343_4c42;
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Step `i` takes the schema from version `i` to `i + 1`. Append only; never edit a shipped step.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12];
 
 /// Version 1. u64 values (durations, counts) are stored in INTEGER columns as their two's
 /// complement bit pattern (see `columns`), so values past i64::MAX survive exactly.
@@ -163,6 +163,11 @@ ALTER TABLE runs ADD COLUMN pin_placement TEXT;  -- Pin text; NULL before versio
 /// was kept, which were first-touch.
 pub(super) const V10: &str = "
 ALTER TABLE runs ADD COLUMN membind TEXT;  -- Membind text; NULL before version 10
+";
+
+/// Version 12: a command trial's own figures (`--metric`) and which is X(N).
+pub(super) const V12: &str = "
+ALTER TABLE trials ADD COLUMN metrics TEXT;  -- JSON Reported; NULL without --metric
 ";
 
 /// Version 11: the files of a run's profile folder (its perf.data files and kallsyms

@@ -126,6 +126,8 @@ fn spec(steps: &[&str], cleanup: Option<&str>, ops: OpsSource) -> TrialSpec {
             cleanup: cleanup.map(str::to_string),
             ops,
             dir: None,
+            metrics: Vec::new(),
+            ops_primary: false,
         }),
         locks: None,
         offcpu: None,

@@ -162,6 +162,7 @@ mod store {
                 // Steps only on odd trials, so both the empty and the full case are stored.
                 steps: (0..index % 2)
                     .map(|i| StepRecord {
+                        perf_record_cpu: None,
                         name: format!("build {i}"),
                         wall: Nanos(7),
                         usage: Usage {
@@ -231,6 +232,21 @@ mod store {
                         count: 4,
                         total: Nanos(5_000),
                         max: Nanos(2_000),
+                        woken_by: vec![lab::record::WokenShare {
+                            by: "an I/O completion".into(),
+                            total: Nanos(5_000),
+                        }],
+                    }],
+                    threads: vec![lab::record::ThreadGroup {
+                        role: lab::record::ThreadRole::Supervisor,
+                        comm: "sh".into(),
+                        threads: 1,
+                        life: Nanos(9_000),
+                        on_cpu: Nanos(100),
+                        runq: Nanos(50),
+                        blocked: Nanos(8_850),
+                        waiting_for_started: Nanos(8_800),
+                        tids: vec![42],
                     }],
                     lost_records: 1,
                     unwoken: Some(UnwokenEpisodes {
@@ -249,6 +265,18 @@ mod store {
                         window: Nanos(999_000_000),
                         ops: u64::MAX,
                     }),
+                }),
+                reported: (index == 0).then(|| lab::record::Reported {
+                    values: [
+                        ("throughput".to_string(), 86.5842),
+                        ("lat".to_string(), 0.25),
+                    ]
+                    .into(),
+                    primary: lab::record::MetricSpec::parse(
+                        "throughput=Throughput ([0-9.]+) MB/sec",
+                        lab::record::OutputStream::Stdout,
+                    )
+                    .ok(),
                 }),
             }),
         }
@@ -1272,6 +1300,7 @@ mod store {
         let step =
             (any::<String>(), any::<u64>(), usage.clone()).prop_map(|(name, wall, usage)| {
                 StepRecord {
+                    perf_record_cpu: None,
                     name,
                     wall: Nanos(wall),
                     usage,
@@ -1306,6 +1335,7 @@ mod store {
                         locks: None,
                         offcpu: None,
                         harness: None,
+                        reported: None,
                     })
                 },
             );

@@ -183,8 +183,9 @@ impl Unwinder {
     }
 
     /// Unwinds process `pid`'s user stack from `regs`, `stack` being the copy of the memory at
-    /// `regs.sp`: the instruction pointer, then return addresses (as a frame-pointer call chain
-    /// has them), at most `max` frames. Stops where the unwind information or the stack copy
+    /// `regs.sp`: the instruction pointer, then each caller's return address less one (inside
+    /// the call instruction, as perf and addr2line look callers up: a call that is its
+    /// function's last instruction still names that function), at most `max` frames. Stops where the unwind information or the stack copy
     /// ends; empty when the process is unknown.
     pub(crate) fn unwind(
         &mut self,
@@ -213,7 +214,7 @@ impl Unwinder {
         while frames.len() < max {
             match iter.next() {
                 Ok(Some(FrameAddress::InstructionPointer(ip))) => frames.push(ip),
-                Ok(Some(FrameAddress::ReturnAddress(ra))) => frames.push(ra.get()),
+                Ok(Some(FrameAddress::ReturnAddress(ra))) => frames.push(ra.get() - 1),
                 Ok(None) | Err(_) => break,
             }
         }

@@ -90,6 +90,13 @@ fn plan(args: &AbArgs, command: &str, variant: &str, cpus: u32) -> Result<Plan> 
             cleanup: args.cleanup.as_deref(),
             ops: ops_source(args.ops, args.ops_regex.as_deref()),
             timeout: args.timeout,
+            metrics: crate::cli::MetricArgs {
+                metrics: args.metrics.clone(),
+                metric_from: args.metric_from,
+                primary: args.primary.clone(),
+            }
+            .specs()
+            .map_err(anyhow::Error::msg)?,
         },
         Labels {
             tasks: args.tasks.as_ref(),

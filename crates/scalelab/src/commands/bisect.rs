@@ -80,12 +80,24 @@ fn spec(args: &BisectArgs) -> Result<BisectSpec> {
             args.runs
         );
     }
+    let reported = match &args.metric {
+        BisectMetric::Reported(m) => vec![m.clone()],
+        _ => Vec::new(),
+    };
+    if !reported.is_empty() && args.cmd.is_none() {
+        bail!(
+            "--metric {}: a figure the command prints needs --cmd (a built-in counts ops)",
+            reported[0].name
+        );
+    }
     let command = args.cmd.as_ref().map(|cmd| CommandSpec {
         steps: vec![("cmd".to_string(), cmd.clone())],
         prepare: args.prepare.clone(),
         cleanup: args.cleanup.clone(),
         ops: ops_source(args.ops, args.ops_regex.as_deref()),
         dir: None,
+        metrics: reported,
+        ops_primary: false,
     });
     let repo = std::path::absolute(&repo).map_err(|e| anyhow::anyhow!("--repo {repo}: {e}"))?;
     Ok(BisectSpec {
@@ -111,7 +123,8 @@ fn spec(args: &BisectArgs) -> Result<BisectSpec> {
         seed: args.seed.unwrap_or_else(clock_seed),
         metric: match args.metric {
             BisectMetric::Cpu => TrialMetric::CpuThroughput,
-            BisectMetric::Throughput => TrialMetric::Throughput,
+            // A reported figure is the trial's X, as throughput is.
+            BisectMetric::Throughput | BisectMetric::Reported(_) => TrialMetric::Throughput,
         },
     })
 }

@@ -95,7 +95,7 @@ fn refuse_what_does_not_apply(args: &RunArgs) -> Result<()> {
     Ok(())
 }
 
-fn config(args: &RunArgs) -> RunConfig {
+fn config(args: &RunArgs) -> Result<RunConfig> {
     let labels = Labels {
         tasks: args.tasks.as_ref(),
         runs: args.runs,
@@ -114,6 +114,7 @@ fn config(args: &RunArgs) -> RunConfig {
                 cleanup: args.cleanup.as_deref(),
                 ops,
                 timeout: args.timeout,
+                metrics: args.metric.specs().map_err(anyhow::Error::msg)?,
             };
             command_config(command, labels)
         }
@@ -163,7 +164,7 @@ fn config(args: &RunArgs) -> RunConfig {
         });
     }
     cfg.workdir = args.workdir.clone();
-    cfg
+    Ok(cfg)
 }
 
 /// The default `--tasks`: powers of two and the topology's boundaries (see
@@ -196,7 +197,7 @@ fn refuse_unusable_pin_cpus(pin: Option<&Pin>) -> Result<()> {
 pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
     refuse_what_does_not_apply(&args)?;
     refuse_unusable_pin_cpus(args.pin.as_ref())?;
-    let mut cfg = config(&args);
+    let mut cfg = config(&args)?;
     if cfg.tasks.is_none() {
         cfg.tasks = Some(topology_sweep(&lab::env::CpuTopology::read())?);
     }

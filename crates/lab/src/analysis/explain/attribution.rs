@@ -169,6 +169,7 @@ fn spread_cpu(
                 caller: String::new(),
                 source: "profile",
                 evidence,
+                ended_by: Vec::new(),
             },
             from_ns: from,
             to_ns: to,

@@ -101,6 +101,28 @@ pub struct Cause {
     /// The evidence: the call sites (most waits first, each once across trials), a call chain
     /// (innermost first), the function and its DSO.
     pub evidence: Vec<String>,
+    /// For a command's off-CPU site: what ended its waits (a lock hand-off, an I/O completion,
+    /// a timer…) with their time, most first, summed over the trials; empty otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ended_by: Vec<EndedBy>,
+}
+
+/// Part of a cause's waits, by what ended them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EndedBy {
+    /// What ended them.
+    pub by: String,
+    /// Their blocked time, summed over the trials, in ns.
+    pub ns: f64,
+}
+
+impl Cause {
+    /// What ended most of its waits and that part's share of them, in %, when known.
+    pub fn mostly_ended_by(&self) -> Option<(&str, f64)> {
+        let total: f64 = self.ended_by.iter().map(|e| e.ns).sum();
+        let top = self.ended_by.first()?;
+        (total > 0.0).then(|| (top.by.as_str(), top.ns / total * 100.0))
+    }
 }
 
 /// A cause's cost at one N.
@@ -160,11 +182,14 @@ struct Acc {
 
 /// Pools per-trial waits (`(trial position, cause, wait ns)`) into parts; `ops[i]` is trial
 /// i's ops.
-fn pool(rows: Vec<(usize, Cause, u64)>, ops: &[u64]) -> Vec<Part> {
+fn pool(rows: Vec<(usize, Cause, u64)>, ops: &[f64]) -> Vec<Part> {
     let mut accs: BTreeMap<(CauseKind, String, String, String), Acc> = BTreeMap::new();
     for (i, cause, wait) in rows {
         let acc = accs.entry(key(&cause)).or_insert_with(|| Acc {
-            cause: cause.clone(),
+            cause: Cause {
+                ended_by: Vec::new(),
+                ..cause.clone()
+            },
             objects: Vec::new(),
             per_trial: vec![0; ops.len()],
         });
@@ -176,20 +201,29 @@ fn pool(rows: Vec<(usize, Cause, u64)>, ops: &[u64]) -> Vec<Part> {
                 acc.cause.evidence.push(e);
             }
         }
+        for e in cause.ended_by {
+            match acc.cause.ended_by.iter_mut().find(|a| a.by == e.by) {
+                Some(a) => a.ns += e.ns,
+                None => acc.cause.ended_by.push(e),
+            }
+        }
         acc.per_trial[i] += wait;
     }
-    let total_ops: u64 = ops.iter().sum();
+    let total_ops: f64 = ops.iter().sum();
     let mut parts: Vec<Part> = accs
         .into_values()
         .map(|mut acc| {
             if acc.objects.len() > 1 {
                 acc.cause.object = format!("{} addresses", acc.objects.len());
             }
+            acc.cause
+                .ended_by
+                .sort_by(|a, b| b.ns.total_cmp(&a.ns).then_with(|| a.by.cmp(&b.by)));
             acc.cause.evidence.truncate(8);
             let total: u64 = acc.per_trial.iter().sum();
             Part {
-                ns_per_op: if total_ops > 0 {
-                    total as f64 / total_ops as f64
+                ns_per_op: if total_ops > 0.0 {
+                    total as f64 / total_ops
                 } else {
                     0.0
                 },
@@ -197,7 +231,7 @@ fn pool(rows: Vec<(usize, Cause, u64)>, ops: &[u64]) -> Vec<Part> {
                     .per_trial
                     .iter()
                     .zip(ops)
-                    .map(|(&w, &o)| if o > 0 { w as f64 / o as f64 } else { 0.0 })
+                    .map(|(&w, &o)| if o > 0.0 { w as f64 / o } else { 0.0 })
                     .collect(),
                 cause: acc.cause,
             }
@@ -215,6 +249,7 @@ fn lock_cause(kind: CauseKind, c: &LockContention) -> Cause {
         caller: c.caller.clone(),
         source: kind.source(false),
         evidence: c.call_sites.iter().map(|(site, _)| site.clone()).collect(),
+        ended_by: Vec::new(),
     }
 }
 
@@ -281,6 +316,14 @@ fn site_cause(s: &OffCpuSite, locks: Option<&LockReport>) -> Cause {
         caller: s.caller.clone(),
         source: kind.source(true),
         evidence: site_evidence(kind, s),
+        ended_by: s
+            .woken_by
+            .iter()
+            .map(|w| EndedBy {
+                by: w.by.clone(),
+                ns: w.total.0 as f64,
+            })
+            .collect(),
     }
 }
 
@@ -293,7 +336,7 @@ pub(crate) fn offcpu_parts(
     let traced: Vec<&(u32, &TrialMeasurement)> =
         trials.iter().filter(|(_, m)| m.offcpu.is_some()).collect();
     if !traced.is_empty() {
-        let ops: Vec<u64> = traced.iter().map(|(_, m)| m.ops()).collect();
+        let ops: Vec<f64> = traced.iter().map(|(_, m)| m.work()).collect();
         let mut rows = Vec::new();
         let mut total = 0u64;
         for (i, (_, m)) in traced.iter().enumerate() {
@@ -302,9 +345,9 @@ pub(crate) fn offcpu_parts(
             let locks = m.locks.as_ref();
             rows.extend(r.sites.iter().map(|s| (i, site_cause(s, locks), s.total.0)));
         }
-        let all_ops: u64 = ops.iter().sum();
-        let covered = if all_ops > 0 {
-            total as f64 / all_ops as f64
+        let all_ops: f64 = ops.iter().sum();
+        let covered = if all_ops > 0.0 {
+            total as f64 / all_ops
         } else {
             0.0
         };
@@ -316,7 +359,7 @@ pub(crate) fn offcpu_parts(
     if traced.is_empty() {
         return None;
     }
-    let ops: Vec<u64> = traced.iter().map(|(_, m)| m.ops()).collect();
+    let ops: Vec<f64> = traced.iter().map(|(_, m)| m.work()).collect();
     let mut rows = Vec::new();
     for (i, (_, m)) in traced.iter().enumerate() {
         let Some(r) = &m.locks else { continue };
@@ -340,7 +383,7 @@ pub(crate) fn spin_parts(trials: &[(u32, &TrialMeasurement)]) -> Option<Vec<Part
     if traced.is_empty() {
         return None;
     }
-    let ops: Vec<u64> = traced.iter().map(|(_, m)| m.ops()).collect();
+    let ops: Vec<f64> = traced.iter().map(|(_, m)| m.work()).collect();
     let mut rows = Vec::new();
     for (i, (_, m)) in traced.iter().enumerate() {
         let Some(r) = &m.locks else { continue };
@@ -398,6 +441,7 @@ fn profile_part(p: &PointProfile, f: &FunctionRow, kind: CauseKind, scale: f64) 
                 "{} ({}), {:.1}% of samples",
                 f.name, f.dso, f.self_share
             )],
+            ended_by: Vec::new(),
         },
         ns_per_op: f.cost_per_op? * scale,
         per_trial,
@@ -408,7 +452,7 @@ fn profile_part(p: &PointProfile, f: &FunctionRow, kind: CauseKind, scale: f64) 
 /// more, each with ops; else 0 (one value per N, judged against the whole's noise).
 pub(crate) fn profile_trials(p: &PointProfile) -> usize {
     let k = p.trials.len();
-    if k >= 2 && p.trials.iter().all(|t| t.ops > 0) {
+    if k >= 2 && p.trials.iter().all(|t| t.ops > 0.0) {
         k
     } else {
         0
@@ -488,6 +532,7 @@ pub(crate) fn whole_part(kind: CauseKind, what: &str, per_trial: Vec<f64>, poole
             caller: String::new(),
             source: "accounting",
             evidence: Vec::new(),
+            ended_by: Vec::new(),
         },
         ns_per_op: pooled,
         per_trial,

@@ -27,7 +27,7 @@ use serde::Serialize;
 
 pub use self::accounting::Accounting;
 pub use self::attribution::{CauseGrowth, GrowthAccount};
-pub use self::cause::{Cause, CauseKind, Mechanism, Part};
+pub use self::cause::{Cause, CauseKind, EndedBy, Mechanism, Part};
 pub use self::noise::{MATERIAL_SHARE, NOISE_RULE, NoiseRule, NoiseVerdict};
 pub use self::usl_reading::UslReading;
 
@@ -103,6 +103,10 @@ pub struct PointExplain {
     /// What the lock and off-CPU traces cost, measured at this N (`None` for a run without
     /// them, a command, or one recorded before it was measured).
     pub trace_cost: Option<TraceCost>,
+    /// A command's threads by role and name in its first traced trial at this N (empty for a
+    /// built-in and an untraced command): who worked, who supervised.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<crate::record::ThreadGroup>,
     /// Each trial's (user, system) CPU per op, for the noise rule of CPU spread over functions
     /// ([`attribution`]).
     #[serde(skip)]
@@ -166,6 +170,9 @@ pub struct Explanation {
     pub description: String,
     /// What one op is.
     pub op_unit: String,
+    /// What the costs are per: `op`, or for a command reporting a rate (`--metric`) one unit
+    /// of it (`MB` for MB/sec): the work of a trial is then that rate times its window.
+    pub per: String,
     /// How far the run scales, when N = 1 was measured.
     pub scales_to: Option<ScalesTo>,
     /// One per N, smallest first.
@@ -223,7 +230,7 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
     let spin_ns: f64 = spin.iter().flatten().map(|p| p.ns_per_op).sum();
     // Any event splits CPU by its shares (cycles on a machine with a PMU); only cpu-clock's
     // period is time, comparable with the accounting.
-    let profile = profile.filter(|p| p.ops > 0 && p.period > 0);
+    let profile = profile.filter(|p| p.ops > 0.0 && p.period > 0);
     let cpu = acc.user_ns + acc.system_ns;
     let (mut profiled, mut profiled_trials, mut split_cpu, mut profile_files) =
         (None, None, None, Vec::new());
@@ -231,12 +238,12 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
     let mut measuring_pct = None;
     match profile {
         Some(p) => {
-            let own = p.period as f64 / p.ops as f64;
+            let own = p.period as f64 / p.ops;
             profiled_trials = pooled_cpu(&trials, |m| m.profile.is_some());
             // Only a cpu-clock profile's period is time, comparable with CPU time.
             with_partners = pooled_with_partners(&trials)
                 .filter(|_| p.unit == "ns")
-                .map(|cpu| ((p.period + p.partner_period) as f64 / p.ops as f64, cpu));
+                .map(|cpu| ((p.period + p.partner_period) as f64 / p.ops, cpu));
             let measuring = cause::measuring_cost(p);
             measuring_pct = (own > 0.0).then(|| measuring / own * 100.0);
             let carried = carried_measuring(measuring, profiled_trials, cpu);
@@ -272,8 +279,15 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
     }
     parts.extend(spin.into_iter().flatten());
     let residual = traced.and_then(|_| pooled_residual(n, &trials, offcpu_source));
+    let threads = trials
+        .iter()
+        .filter_map(|(_, m)| m.offcpu.as_ref())
+        .map(|o| o.threads.clone())
+        .find(|t| !t.is_empty())
+        .unwrap_or_default();
     Some(PointExplain {
         n,
+        threads,
         trace_cost: trace_cost(&per_trial, &trials, n),
         offcpu_unexplained_ns: traced.map(|t| acc.offcpu_ns - t),
         offcpu_residual_ns: residual,
@@ -406,12 +420,12 @@ fn pooled_cpu(
     trials: &[(u32, &TrialMeasurement)],
     which: impl Fn(&TrialMeasurement) -> bool,
 ) -> Option<f64> {
-    let (mut cpu, mut ops) = (0u64, 0u64);
+    let (mut cpu, mut ops) = (0u64, 0f64);
     for (_, m) in trials.iter().filter(|(_, m)| which(m)) {
         cpu += m.usage.user.0 + m.usage.sys.0;
-        ops += m.ops();
+        ops += m.work();
     }
-    (ops > 0).then(|| cpu as f64 / ops as f64)
+    (ops > 0.0).then(|| cpu as f64 / ops)
 }
 
 /// The profiled trials' user + system CPU plus their partners' CPU per op, pooled; `None`
@@ -425,9 +439,9 @@ fn pooled_with_partners(trials: &[(u32, &TrialMeasurement)]) -> Option<f64> {
     let partners: u64 = profiled()
         .map(|(_, p)| p.partner_on_cpu.map(|c| c.0))
         .sum::<Option<u64>>()?;
-    let ops: u64 = profiled().map(|(m, _)| m.ops()).sum();
+    let ops: f64 = profiled().map(|(m, _)| m.work()).sum();
     let own = pooled_cpu(trials, |m| m.profile.is_some())?;
-    Some(own + partners as f64 / ops as f64)
+    Some(own + partners as f64 / ops)
 }
 
 /// The residual N·W − user − system − run-queue wait per op, pooled over the trials whose
@@ -437,17 +451,17 @@ fn pooled_residual(
     trials: &[(u32, &TrialMeasurement)],
     source: Option<&'static str>,
 ) -> Option<f64> {
-    let (mut rest, mut ops) = (0f64, 0u64);
+    let (mut rest, mut ops) = (0f64, 0f64);
     for (_, m) in trials.iter().filter(|(_, m)| match source {
         Some("offcpu") => m.offcpu.is_some(),
         Some(_) => m.locks.is_some(),
         None => false,
     }) {
-        let run_delay = m.usage.run_delay.map_or(0, |d| d.0);
-        rest += n as f64 * m.window.0 as f64 - (m.usage.user.0 + m.usage.sys.0 + run_delay) as f64;
-        ops += m.ops();
+        let run_delay = accounting::run_delay(m).unwrap_or(0);
+        rest += accounting::task_time(n, m) - (m.usage.user.0 + m.usage.sys.0 + run_delay) as f64;
+        ops += m.work();
     }
-    (ops > 0).then(|| rest / ops as f64)
+    (ops > 0.0).then(|| rest / ops)
 }
 
 /// The off-CPU trace's time in episodes without a wake-up record per op, pooled over the
@@ -459,14 +473,14 @@ fn pooled_unwoken(
     if source != Some("offcpu") {
         return None;
     }
-    let (mut unwoken, mut ops) = (0u64, 0u64);
+    let (mut unwoken, mut ops) = (0u64, 0f64);
     for (_, m) in trials {
         if let Some(r) = &m.offcpu {
             unwoken += r.unwoken.map_or(0, |u| u.total.0);
-            ops += m.ops();
+            ops += m.work();
         }
     }
-    (unwoken > 0 && ops > 0).then(|| unwoken as f64 / ops as f64)
+    (unwoken > 0 && ops > 0.0).then(|| unwoken as f64 / ops)
 }
 
 /// Every CPU any traced trial found silent while idle, in order.
@@ -518,10 +532,17 @@ fn missing(data: &RunData, points: &[PointExplain], profiles: &[PointProfile]) -
         );
     }
     if points.iter().any(|p| !p.accounting.runq_measured) {
-        add(
-            "run-queue wait not measured: it is counted inside off-CPU",
-            "a kernel with CONFIG_SCHED_INFO (built-in workloads)",
-        );
+        if data.meta.workload == crate::plan::COMMAND_INFO.name {
+            add(
+                "run-queue wait not measured: it is counted inside off-CPU, and every thread of the command is task time (the shell wrapper's and a main thread's waiting for their workers too)",
+                "run with --offcpu (or --explain): the command's threads are traced, each accounted, supervisors apart",
+            );
+        } else {
+            add(
+                "run-queue wait not measured: it is counted inside off-CPU",
+                "a kernel with CONFIG_SCHED_INFO",
+            );
+        }
     }
     if points.len() < 2 {
         add(
@@ -572,6 +593,10 @@ pub fn explain(data: &RunData, profiles: &[PointProfile]) -> Option<Explanation>
         run_id: data.meta.id,
         description: data.meta.description(),
         op_unit: data.meta.op_unit.clone(),
+        per: match data.meta.primary_metric() {
+            Some(m) if m.direction == crate::record::Direction::Higher => m.unit_of_work(),
+            _ => "op".into(),
+        },
         scales_to: summarize(data).scales_to,
         usl: usl_reading::read(data, top),
         missing: missing(data, &points, profiles),

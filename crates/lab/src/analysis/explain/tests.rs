@@ -149,7 +149,7 @@ fn profile(n: u32, ops: u64, funcs: &[(&str, f64)]) -> PointProfile {
         event: "cpu-clock".into(),
         unit: "ns".into(),
         files: vec![format!("/tmp/n{n}.data")],
-        ops,
+        ops: ops as f64,
         samples: 100,
         // The functions' cost per op adds up to the profile's own CPU per op.
         period: (funcs.iter().map(|(_, c)| c).sum::<f64>() * ops as f64) as u64,
@@ -228,7 +228,7 @@ fn profile_by_trial(n: u32, ops: u64, funcs: &[(&str, [f64; 3])]) -> PointProfil
     let mut p = profile(n, 3 * ops, &means);
     p.trials = (0..3)
         .map(|k| TrialProfile {
-            ops,
+            ops: ops as f64,
             self_period: funcs
                 .iter()
                 .map(|(name, v)| ((*name).to_owned(), (v[k] * ops as f64) as u64))

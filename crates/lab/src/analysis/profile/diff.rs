@@ -103,7 +103,7 @@ mod tests {
             event: "cpu-clock".into(),
             unit: "ns".into(),
             files: vec![],
-            ops: 10,
+            ops: 10.0,
             samples: 10,
             period: 10,
             outside_window: 0,

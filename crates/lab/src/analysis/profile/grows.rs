@@ -53,7 +53,7 @@ pub struct GrowthReport {
 /// profiled points or without ops.
 pub fn what_grows(points: &[PointProfile]) -> Option<GrowthReport> {
     let (first, last) = (points.first()?, points.last()?);
-    if points.len() < 2 || first.ops == 0 || last.ops == 0 {
+    if points.len() < 2 || first.ops <= 0.0 || last.ops <= 0.0 {
         return None;
     }
     let keys: BTreeSet<String> = last.functions.iter().map(|f| f.key()).collect();
@@ -112,7 +112,7 @@ mod tests {
             event: "cpu-clock".into(),
             unit: "ns".into(),
             files: vec![],
-            ops: 100,
+            ops: 100.0,
             samples: 100,
             period: 100,
             outside_window: 0,

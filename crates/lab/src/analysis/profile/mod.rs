@@ -89,8 +89,8 @@ pub struct PointProfile {
     pub unit: String,
     /// The perf.data files merged here (`perf report -i` opens them).
     pub files: Vec<String>,
-    /// Ops done in the profiled trials' windows.
-    pub ops: u64,
+    /// Ops done in the profiled trials' windows (a command's reported units, `--metric`).
+    pub ops: f64,
     /// Samples kept (inside the trials' windows).
     pub samples: u64,
     /// Their summed period (ns for cpu-clock, cycles for cycles).
@@ -126,7 +126,7 @@ pub struct PointProfile {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TrialProfile {
     /// Ops done in the trial's window (0 for a file read without its run).
-    pub ops: u64,
+    pub ops: f64,
     /// Self period by function, keyed as [`FunctionRow::key`] matches functions.
     pub self_period: HashMap<String, u64>,
 }
@@ -134,8 +134,7 @@ pub struct TrialProfile {
 impl TrialProfile {
     /// `key`'s self cost per op in this trial (0 where it took no sample); `None` without ops.
     pub fn cost_per_op(&self, key: &str) -> Option<f64> {
-        (self.ops > 0)
-            .then(|| self.self_period.get(key).copied().unwrap_or(0) as f64 / self.ops as f64)
+        (self.ops > 0.0).then(|| self.self_period.get(key).copied().unwrap_or(0) as f64 / self.ops)
     }
 }
 
@@ -234,7 +233,7 @@ pub fn load_run(run: &RunData) -> Result<Vec<PointProfile>, LabError> {
             {
                 note.push_str(" (set kernel.kptr_restrict=0, or run as root, when recording)");
             }
-            parts.push((pr.path.clone(), m.ops(), profile));
+            parts.push((pr.path.clone(), m.work(), profile));
         }
         if !parts.is_empty() {
             points.push(merge(n, parts));
@@ -263,7 +262,7 @@ pub fn load_file(path: &Path, kallsyms: Option<&Path>) -> Result<PointProfile, L
              /proc/kallsyms, taken as root while the recorded kernel ran)",
         );
     }
-    Ok(merge(0, vec![(path.display().to_string(), 0, profile)]))
+    Ok(merge(0, vec![(path.display().to_string(), 0.0, profile)]))
 }
 
 /// (name, dso, kernel): how functions are matched across the trials of one point.
@@ -272,7 +271,7 @@ type FunctionKey = (String, String, bool);
 type FunctionSums = (u64, u64, u64, u64, Option<u64>);
 
 /// Merges the profiles of one point's trials, matching functions by name and DSO.
-pub(crate) fn merge(n: u32, parts: Vec<(String, u64, Profile)>) -> PointProfile {
+pub(crate) fn merge(n: u32, parts: Vec<(String, f64, Profile)>) -> PointProfile {
     let event = parts
         .first()
         .map(|(_, _, p)| p.event.clone())
@@ -288,7 +287,7 @@ pub(crate) fn merge(n: u32, parts: Vec<(String, u64, Profile)>) -> PointProfile 
         event,
         unit,
         files: Vec::new(),
-        ops: 0,
+        ops: 0.0,
         samples: 0,
         period: 0,
         outside_window: 0,
@@ -362,7 +361,7 @@ pub(crate) fn merge(n: u32, parts: Vec<(String, u64, Profile)>) -> PointProfile 
         out.trials.push(trial);
     }
     let total = out.period.max(1) as f64;
-    let per_op = |period: u64| (out.ops > 0).then(|| period as f64 / out.ops as f64);
+    let per_op = |period: u64| (out.ops > 0.0).then(|| period as f64 / out.ops);
     out.functions = funcs
         .into_iter()
         .map(
@@ -499,9 +498,12 @@ mod tests {
             }],
             ..Profile::default()
         };
-        let m = merge(2, vec![("a".into(), 50, p.clone()), ("b".into(), 50, p)]);
+        let m = merge(
+            2,
+            vec![("a".into(), 50.0, p.clone()), ("b".into(), 50.0, p)],
+        );
         assert_eq!(m.unit, "ns");
-        assert_eq!(m.ops, 100);
+        assert_eq!(m.ops, 100.0);
         let top = &m.functions[0];
         assert_eq!(top.name, "clear_page_erms");
         assert!((top.self_share - 60.0).abs() < 1e-9);
@@ -509,7 +511,7 @@ mod tests {
         assert_eq!(top.load, Some(0.12));
         // Each file is kept as a trial of its own, with its ops.
         assert_eq!(m.trials.len(), 2);
-        assert_eq!(m.trials[1].ops, 50);
+        assert_eq!(m.trials[1].ops, 50.0);
         assert_eq!(m.trials[1].cost_per_op("clear_page_erms"), Some(1.2));
         assert_eq!(m.trials[1].cost_per_op("absent"), Some(0.0));
         assert_eq!(

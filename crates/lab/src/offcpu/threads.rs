@@ -1,0 +1,241 @@
+//! A command step's threads over the window: what ended each of their waits
+//! ([`super::wake`]), which of them worked ([`super::roles`]), and their time summed by role and
+//! name as [`ThreadGroup`]s.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::roles::{self, Assigned, Life, Wait};
+use super::wake::{WakeCause, WakerIdentity, wake_cause};
+use crate::record::{ClockWindow, Nanos, WokenShare};
+use crate::thread_account::{ThreadGroup, ThreadRole};
+
+/// Thread ids kept per group, to find them in a profile or a trace.
+const GROUP_TIDS: usize = 8;
+/// Wake causes kept per site, most time first (the rest summed as "other").
+const SITE_CAUSES: usize = 4;
+
+/// The command's threads, before their roles are known.
+#[derive(Debug)]
+pub(crate) struct TreeThreads {
+    /// Every traced thread of the command (scalelab's and an excluded `perf record`'s left
+    /// out).
+    lives: Vec<perf::ThreadLife>,
+    /// The names of every traced thread, the command's and the others', by thread id.
+    names: HashMap<u32, (String, bool)>,
+}
+
+impl TreeThreads {
+    /// The command's threads in `trace`: those of processes `excluded` does not drop.
+    pub(crate) fn new(trace: &perf::OffCpuTrace, excluded: impl Fn(u32) -> bool) -> TreeThreads {
+        let mut names = HashMap::new();
+        let mut lives = Vec::new();
+        for t in &trace.threads {
+            let ours = !excluded(t.pid);
+            names.insert(t.tid, (t.comm.clone(), ours));
+            if ours {
+                lives.push(t.clone());
+            }
+        }
+        TreeThreads { lives, names }
+    }
+
+    /// Names what ended each of `episodes` (the window's, of the command's threads) and gives
+    /// every thread its role.
+    pub(crate) fn assign(
+        self,
+        trace: &perf::OffCpuTrace,
+        episodes: &[&perf::BlockedEpisode],
+        window: ClockWindow,
+        kallsyms: &perf::Kallsyms,
+    ) -> AssignedThreads {
+        let chain_names = |i: u32| -> Vec<String> {
+            trace
+                .chains
+                .get(i as usize)
+                .into_iter()
+                .flatten()
+                .filter_map(|&ip| kallsyms.function(ip).map(|(s, _)| s.name.clone()))
+                .collect()
+        };
+        let mut causes = HashMap::new();
+        let mut waits = Vec::new();
+        for e in episodes {
+            let cause = match e.waker {
+                None => WakeCause::NotSeen,
+                Some(w) => {
+                    let names = chain_names(w.chain);
+                    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                    wake_cause(&names, &self.identity(trace, w))
+                }
+            };
+            let child_wait = chain_names(e.kernel_chain).iter().any(|f| {
+                f == "do_wait"
+                    || f == "kernel_wait4"
+                    || f == "kernel_waitid"
+                    || f.contains("sys_wait")
+            });
+            waits.push(Wait {
+                tid: e.tid,
+                blocked: e.blocked_within(window.start.0, window.end.0),
+                waker: e.waker.map(|w| w.tid),
+                cause: cause.clone(),
+                child_wait,
+                ended: e.end <= window.end.0,
+            });
+            causes.insert((e.tid, e.begin), cause);
+        }
+        let lives: Vec<Life> = self
+            .lives
+            .iter()
+            .map(|t| Life {
+                tid: t.tid,
+                parent: t.parent,
+                on_cpu: t.on_cpu,
+                blocked: t.blocked,
+                life: t.life(),
+            })
+            .collect();
+        let roles = roles::assign(&lives, &waits);
+        AssignedThreads {
+            lives: self.lives,
+            roles,
+            causes,
+        }
+    }
+
+    /// Who a wake-up ran as.
+    fn identity(&self, trace: &perf::OffCpuTrace, w: perf::Waker) -> WakerIdentity {
+        if w.tid == 0 {
+            return WakerIdentity::Idle;
+        }
+        match self.names.get(&w.tid) {
+            Some((comm, true)) => WakerIdentity::Tree(comm.clone()),
+            Some((comm, false)) => WakerIdentity::Outside(comm.clone()),
+            None => match trace.wakers.get(&w.tid) {
+                Some(n) if n.kernel_thread => WakerIdentity::KernelThread(n.comm.clone()),
+                Some(n) => WakerIdentity::Outside(n.comm.clone()),
+                None => WakerIdentity::Outside(String::new()),
+            },
+        }
+    }
+}
+
+/// The command's threads with their roles and what ended each wait.
+#[derive(Debug)]
+pub(crate) struct AssignedThreads {
+    lives: Vec<perf::ThreadLife>,
+    roles: HashMap<u32, Assigned>,
+    /// By (thread, episode begin).
+    causes: HashMap<(u32, u64), WakeCause>,
+}
+
+impl AssignedThreads {
+    /// Whether thread `tid` worked (a thread without a life, never switched, counts as one).
+    pub(crate) fn is_worker(&self, tid: u32) -> bool {
+        self.roles
+            .get(&tid)
+            .is_none_or(|a| a.role == ThreadRole::Worker)
+    }
+
+    /// What ended episode `e`.
+    pub(crate) fn wake_cause(&self, e: &perf::BlockedEpisode) -> WakeCause {
+        self.causes
+            .get(&(e.tid, e.begin))
+            .cloned()
+            .unwrap_or(WakeCause::NotSeen)
+    }
+
+    /// The threads summed by role and name, workers first, then by time.
+    pub(crate) fn groups(&self) -> Vec<ThreadGroup> {
+        let mut groups: BTreeMap<(ThreadRole, String), ThreadGroup> = BTreeMap::new();
+        for t in &self.lives {
+            let assigned = self.roles.get(&t.tid);
+            let role = assigned.map_or(ThreadRole::Worker, |a| a.role);
+            let g = groups
+                .entry((role, t.comm.clone()))
+                .or_insert_with(|| ThreadGroup {
+                    role,
+                    comm: t.comm.clone(),
+                    threads: 0,
+                    life: Nanos(0),
+                    on_cpu: Nanos(0),
+                    runq: Nanos(0),
+                    blocked: Nanos(0),
+                    waiting_for_started: Nanos(0),
+                    tids: Vec::new(),
+                });
+            g.threads += 1;
+            g.life.0 += t.life();
+            g.on_cpu.0 += t.on_cpu;
+            g.runq.0 += t.runq;
+            g.blocked.0 += t.blocked;
+            g.waiting_for_started.0 += assigned.map_or(0, |a| a.waiting_for_started);
+            if g.tids.len() < GROUP_TIDS {
+                g.tids.push(t.tid);
+            }
+        }
+        let mut out: Vec<ThreadGroup> = groups.into_values().filter(|g| g.life.0 > 0).collect();
+        out.sort_by(|a, b| a.role.cmp(&b.role).then(b.life.cmp(&a.life)));
+        out
+    }
+}
+
+/// A site's blocked time by what ended it.
+#[derive(Debug, Default)]
+pub(crate) struct WokenBy(HashMap<WakeCause, u64>);
+
+impl WokenBy {
+    pub(crate) fn add(&mut self, cause: WakeCause, blocked: u64) {
+        *self.0.entry(cause).or_default() += blocked;
+    }
+
+    /// Most time first, at most [`SITE_CAUSES`] and the rest as "other"; empty when nothing
+    /// was added (a built-in's site).
+    pub(crate) fn into_shares(self) -> Vec<WokenShare> {
+        let mut v: Vec<(WakeCause, u64)> = self.0.into_iter().collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let rest: u64 = v.iter().skip(SITE_CAUSES).map(|c| c.1).sum();
+        let mut out: Vec<WokenShare> = v
+            .into_iter()
+            .take(SITE_CAUSES)
+            .map(|(c, t)| WokenShare {
+                by: c.to_string(),
+                total: Nanos(t),
+            })
+            .collect();
+        if rest > 0 {
+            out.push(WokenShare {
+                by: "other".into(),
+                total: Nanos(rest),
+            });
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sites_wake_causes_are_most_time_first_and_the_tail_is_summed() {
+        let mut w = WokenBy::default();
+        w.add(WakeCause::Timer, 5);
+        w.add(WakeCause::FutexWake, 50);
+        w.add(WakeCause::FutexWake, 50);
+        w.add(WakeCause::IoCompletion, 20);
+        w.add(WakeCause::NotSeen, 3);
+        w.add(WakeCause::Signal, 2);
+        w.add(WakeCause::Exit, 1);
+        let shares: Vec<(String, u64)> = w
+            .into_shares()
+            .into_iter()
+            .map(|s| (s.by, s.total.0))
+            .collect();
+        assert_eq!(shares[0], (WakeCause::FutexWake.to_string(), 100));
+        assert_eq!(shares[1], (WakeCause::IoCompletion.to_string(), 20));
+        assert_eq!(shares.len(), 5);
+        assert_eq!(shares[4], ("other".to_string(), 3));
+        assert!(WokenBy::default().into_shares().is_empty());
+    }
+}

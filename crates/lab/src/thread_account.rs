@@ -1,0 +1,129 @@
+//! The record of a command's threads over a trial's window: who worked, who supervised, and
+//! what each group's time was spent on (kept with the off-CPU report, in
+//! [`OffCpuReport::threads`](crate::record::OffCpuReport::threads)).
+//!
+//! A built-in's tasks are its workers. A command's tree is not all workers: the shell wrapper
+//! waits in `wait4`, a `main` in `pthread_join`, a benchmark's parent for its clients. Each
+//! thread is given a [`ThreadRole`] (decided in `offcpu::roles`, the rule stated there and in
+//! [`ThreadRole::rule`]); threads of one role, name and reason are kept as one
+//! [`ThreadGroup`], so a build of thousands of compiler processes stays a handful of rows.
+
+use serde::{Deserialize, Serialize};
+
+use crate::record::Nanos;
+
+/// What a thread was to the work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThreadRole {
+    /// Did the work: its whole life is task time, its waits are causes.
+    Worker,
+    /// Started threads or processes of the tree and spent most of its life waiting for them:
+    /// its waiting is not task time and never a cause; its CPU is.
+    Supervisor,
+    /// Did nothing in the window: blocked from its first wait to the end, never woken, next to
+    /// no CPU (a parked pool thread). Treated as a supervisor.
+    Idle,
+}
+
+impl ThreadRole {
+    /// The rule that gives this role, in one sentence.
+    pub fn rule(self) -> &'static str {
+        match self {
+            ThreadRole::Worker => "neither supervising nor idle",
+            ThreadRole::Supervisor => {
+                "started threads or processes of the command and was blocked for at least half of its life, at least half of that waiting for them (wait4/waitid, woken by one of them — a join, a condition they signalled — or by a timer while they ran)"
+            }
+            ThreadRole::Idle => {
+                "blocked for at least 90% of its life and never woken, under 1% of it on a CPU"
+            }
+        }
+    }
+
+    /// The role's name as the output shows it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ThreadRole::Worker => "worker",
+            ThreadRole::Supervisor => "supervising",
+            ThreadRole::Idle => "idle",
+        }
+    }
+}
+
+/// Threads of one role and name over the window, summed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadGroup {
+    /// Their role.
+    pub role: ThreadRole,
+    /// Their name (`comm`).
+    pub comm: String,
+    /// How many threads.
+    pub threads: u32,
+    /// Their lives inside the window, summed: `on_cpu + runq + blocked`.
+    pub life: Nanos,
+    /// On a CPU.
+    pub on_cpu: Nanos,
+    /// Runnable, waiting for a CPU.
+    pub runq: Nanos,
+    /// Blocked.
+    pub blocked: Nanos,
+    /// For supervisors: the part of `blocked` spent waiting for the threads they started.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub waiting_for_started: Nanos,
+    /// The first few thread ids, to find them in a profile or trace.
+    pub tids: Vec<u32>,
+}
+
+fn is_zero(n: &Nanos) -> bool {
+    n.0 == 0
+}
+
+/// A trial's threads, summed by role: what the accounting reads.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct RoleTotals {
+    /// Threads that worked.
+    pub workers: u32,
+    /// Their lives inside the window.
+    pub worker_life: u64,
+    /// Supervising and idle threads.
+    pub others: u32,
+    /// Their lives.
+    pub other_life: u64,
+    /// Their CPU and run-queue wait (task time: their waiting is not).
+    pub other_busy: u64,
+    /// Every thread's run-queue wait.
+    pub runq: u64,
+    /// Every thread's time on a CPU, as the trace saw it.
+    pub on_cpu: u64,
+    /// The workers' blocked time.
+    pub worker_blocked: u64,
+}
+
+impl RoleTotals {
+    /// Sums `groups` by role.
+    pub fn of(groups: &[ThreadGroup]) -> RoleTotals {
+        let mut t = RoleTotals::default();
+        for g in groups {
+            t.runq += g.runq.0;
+            t.on_cpu += g.on_cpu.0;
+            match g.role {
+                ThreadRole::Worker => {
+                    t.workers += g.threads;
+                    t.worker_life += g.life.0;
+                    t.worker_blocked += g.blocked.0;
+                }
+                ThreadRole::Supervisor | ThreadRole::Idle => {
+                    t.others += g.threads;
+                    t.other_life += g.life.0;
+                    t.other_busy += g.on_cpu.0 + g.runq.0;
+                }
+            }
+        }
+        t
+    }
+
+    /// Task time: the workers' lives and the others' CPU and run-queue wait.
+    pub fn task_time(&self) -> u64 {
+        self.worker_life + self.other_busy
+    }
+}

@@ -1,0 +1,614 @@
+//! [`Timeline`]: every traced thread's time, from the scheduler's records merged in timestamp
+//! order, and its blocked episodes with what ended them.
+//!
+//! A thread is always in one of three states, and each record moves it:
+//! - **on a CPU** from the context switch that gave it the CPU, as the kernel picked it (the
+//!   blocking switch's sample or the switch-out record of the task before it, both naming it)
+//!   until its own blocking sample or switch-out; where neither named it (a CPU leaving idle
+//!   records nothing on this project's VM), from its own switch-in record, which comes after
+//!   the switch and perf's work for it, moved back by that CPU's usual delay between the two
+//!   records of switches seen both ways ([`Timeline::switch_delay`]);
+//! - **waiting for a CPU** (runnable) from a preemption or a yield (a switch-out while
+//!   runnable, `PERF_RECORD_MISC_SWITCH_OUT_PREEMPT`), a wake-up, or its creation, until its
+//!   next switch-in;
+//! - **blocked** from a switch-out while not runnable (the `sched_switch` sample, with its call
+//!   chains, opens an episode) until its wake-up (`sched_wakeup`, whose context and kernel chain
+//!   say who woke it), or, when no wake-up was recorded, its switch-in (the episode then holds
+//!   the wait for a CPU after the wake-up too, and is marked unwoken).
+//!
+//! Creation (`PERF_RECORD_FORK`) starts a thread waiting for its first switch-in; its exit
+//! (`PERF_RECORD_EXIT`, written by `do_exit` while it still runs, after which the kernel writes
+//! nothing more of it) ends it. So a thread's three parts add up to its life, exactly, from its
+//! first record to its exit or the end of tracing, both clipped to `[from, until]`.
+//!
+//! Only threads the tracer follows are accounted: those created while it traced (their creation
+//! recorded), or seen blocking (the traced switch samples); context switches of other tasks are
+//! passed over.
+//!
+//! Pure: no system calls, tested on synthetic records.
+
+use std::collections::HashMap;
+
+use crate::offcpu_events::{BlockedEpisode, SchedEvent, TimedSched, Waker};
+
+/// `TASK_REPORT` bits of an exiting task (`EXIT_DEAD`, `EXIT_ZOMBIE`): its last switch, not a
+/// wait.
+const EXIT_STATES: u64 = 0x30;
+
+/// One thread's time while traced.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ThreadLife {
+    /// Its process (thread group).
+    pub pid: u32,
+    /// The thread.
+    pub tid: u32,
+    /// The thread that created it (its `fork`/`clone`), when that was traced.
+    pub parent: Option<u32>,
+    /// Its name: the last `comm` recorded for it (empty when none was).
+    pub comm: String,
+    /// When it was first traced (its creation, or its first record), CLOCK_MONOTONIC ns.
+    pub begin: u64,
+    /// When it exited; `None` when it was alive when tracing stopped.
+    pub end: Option<u64>,
+    /// Nanoseconds on a CPU.
+    pub on_cpu: u64,
+    /// Nanoseconds runnable, waiting for a CPU (preempted, yielded, woken or new).
+    pub runq: u64,
+    /// Nanoseconds blocked (from the blocking switch to the wake-up, or to the switch-in when
+    /// no wake-up was recorded).
+    pub blocked: u64,
+}
+
+impl ThreadLife {
+    /// Its traced life: the three parts together.
+    pub fn life(&self) -> u64 {
+        self.on_cpu + self.runq + self.blocked
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Seen only as a waker or a wake-up target so far.
+    Unknown,
+    Running(u64),
+    Runnable(u64),
+    Blocked(Open),
+    Gone,
+}
+
+/// An open blocked episode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Open {
+    begin: u64,
+    state: u64,
+    kernel_chain: u32,
+    user_chain: u32,
+    /// The wake-up, once seen: the episode has ended, the thread waits for a CPU.
+    woken: Option<(u64, Waker)>,
+}
+
+#[derive(Debug, Clone)]
+struct Thread {
+    life: ThreadLife,
+    state: State,
+}
+
+/// Switch delays kept per CPU for the median (the most recent).
+const DELAYS_KEPT: usize = 64;
+
+/// One CPU's recent switches: the last switch-out record's time and the task it named, and
+/// the delays from such records to the named task's own switch-in record.
+#[derive(Debug, Default, Clone)]
+struct CpuSwitches {
+    named: Option<(u32, u64)>,
+    delays: std::collections::VecDeque<u64>,
+}
+
+/// Every traced thread's states and the blocked episodes they closed.
+#[derive(Debug, Default)]
+pub(crate) struct Timeline {
+    threads: HashMap<u32, Thread>,
+    /// Time before this is not accrued (the accounting window's start).
+    from: u64,
+    pub(crate) episodes: Vec<BlockedEpisode>,
+    /// Records that did not fit the thread's state (a lost record before them): nothing was
+    /// accrued for the gap.
+    pub(crate) out_of_step: u64,
+    /// Switch-ins taken from the task's own (later) record, no switch-out record having named
+    /// it, against all switch-ins.
+    pub(crate) late_switch_ins: (u64, u64),
+    cpus: HashMap<u32, CpuSwitches>,
+}
+
+impl Timeline {
+    /// Accrues time only from `from` on (CLOCK_MONOTONIC ns).
+    pub(crate) fn accrue_from(&mut self, from: u64) {
+        self.from = from;
+    }
+
+    fn span(&self, a: u64, b: u64) -> u64 {
+        b.saturating_sub(a.max(self.from))
+    }
+
+    fn thread(&mut self, pid: u32, tid: u32, time: u64) -> &mut Thread {
+        self.threads.entry(tid).or_insert_with(|| Thread {
+            life: ThreadLife {
+                pid,
+                tid,
+                begin: time,
+                ..ThreadLife::default()
+            },
+            state: State::Unknown,
+        })
+    }
+
+    /// Names thread `tid` (the last name wins).
+    pub(crate) fn name(&mut self, pid: u32, tid: u32, comm: &str, time: u64) {
+        self.thread(pid, tid, time).life.comm = comm.to_string();
+    }
+
+    /// Feeds one record; records must come in timestamp order.
+    pub(crate) fn feed(&mut self, e: &TimedSched) {
+        let t = e.time;
+        match e.event {
+            SchedEvent::Fork { parent } => {
+                // A new thread is named as its creator until it renames itself or execs.
+                let comm = self
+                    .threads
+                    .get(&parent)
+                    .map(|p| p.life.comm.clone())
+                    .unwrap_or_default();
+                let th = self.thread(e.pid, e.tid, t);
+                if th.life.comm.is_empty() {
+                    th.life.comm = comm;
+                }
+                th.life.parent = Some(parent);
+                th.life.begin = t;
+                th.state = State::Runnable(t);
+            }
+            SchedEvent::Blocked {
+                state,
+                kernel_chain,
+                user_chain,
+                next_tid,
+            } if state & EXIT_STATES == 0 => {
+                let prev = self.thread(e.pid, e.tid, t).state;
+                let ran = match prev {
+                    State::Running(s) => self.span(s, t),
+                    _ => {
+                        self.out_of_step += u64::from(prev != State::Unknown);
+                        0
+                    }
+                };
+                let th = self.thread(e.pid, e.tid, t);
+                th.life.on_cpu += ran;
+                th.state = State::Blocked(Open {
+                    begin: t,
+                    state,
+                    kernel_chain,
+                    user_chain,
+                    woken: None,
+                });
+                self.named(e.cpu, next_tid, t);
+                self.switch_in(next_tid, t);
+            }
+            SchedEvent::Blocked { .. } | SchedEvent::Exit => self.exit(e.pid, e.tid, t),
+            SchedEvent::SwitchOut {
+                preempt, next_tid, ..
+            } => {
+                self.switch_out(e.tid, preempt, t);
+                self.named(e.cpu, next_tid, t);
+                self.switch_in(next_tid, t);
+            }
+            SchedEvent::Wakeup { tid, chain } => {
+                let Some(th) = self.threads.get(&tid) else {
+                    return;
+                };
+                if let State::Blocked(o) = th.state
+                    && o.woken.is_none()
+                {
+                    let waker = Waker {
+                        pid: e.pid,
+                        tid: e.tid,
+                        chain,
+                    };
+                    let blocked = self.span(o.begin, t);
+                    let (pid, ended) = (
+                        th.life.pid,
+                        Open {
+                            woken: Some((t, waker)),
+                            ..o
+                        },
+                    );
+                    self.episodes.push(episode(pid, tid, &ended, None));
+                    let th = self.thread(pid, tid, t);
+                    th.life.blocked += blocked;
+                    th.state = State::Runnable(t);
+                }
+            }
+            SchedEvent::SwitchIn => self.own_switch_in(e.cpu, e.tid, t),
+        }
+    }
+
+    /// A switch on `cpu` at `t` named task `tid` as the next to run (the first record of the
+    /// switch: a later one of the same switch does not move it).
+    fn named(&mut self, cpu: u32, tid: u32, t: u64) {
+        let c = self.cpus.entry(cpu).or_default();
+        if c.named.is_none_or(|(named, _)| named != tid) {
+            c.named = Some((tid, t));
+        }
+    }
+
+    /// `cpu`'s usual delay from a switch's first record to the switched-in task's own record:
+    /// the median of the recent switches seen both ways, 0 before any.
+    pub(crate) fn switch_delay(&self, cpu: u32) -> u64 {
+        let Some(c) = self.cpus.get(&cpu) else {
+            return 0;
+        };
+        let mut d: Vec<u64> = c.delays.iter().copied().collect();
+        d.sort_unstable();
+        d.get(d.len() / 2).copied().unwrap_or(0)
+    }
+
+    /// Task `tid`'s own switch-in record on `cpu` at `t`: the switch's first record named it
+    /// (its delay is learnt), or none did, and the switch-in is taken from this one, moved back
+    /// by the CPU's usual delay (never before it began to wait).
+    fn own_switch_in(&mut self, cpu: u32, tid: u32, t: u64) {
+        let c = self.cpus.entry(cpu).or_default();
+        if let Some((named, at)) = c.named.take()
+            && named == tid
+        {
+            if c.delays.len() == DELAYS_KEPT {
+                c.delays.pop_front();
+            }
+            c.delays.push_back(t.saturating_sub(at));
+        }
+        let Some(th) = self.threads.get(&tid) else {
+            return;
+        };
+        let since = match th.state {
+            State::Runnable(s) => s,
+            State::Blocked(o) => o.woken.map_or(o.begin, |(w, _)| w),
+            State::Running(_) | State::Gone | State::Unknown => return,
+        };
+        self.late_switch_ins.0 += 1;
+        let picked = t.saturating_sub(self.switch_delay(cpu)).max(since);
+        self.switch_in(tid, picked);
+    }
+
+    /// Thread `tid` (if followed) left its CPU at `t`.
+    fn switch_out(&mut self, tid: u32, preempt: bool, t: u64) {
+        let Some(prev) = self.threads.get(&tid).map(|th| th.state) else {
+            return;
+        };
+        let ran = match prev {
+            State::Running(s) => self.span(s, t),
+            // After a blocking sample (its switch-out follows it): nothing new.
+            State::Blocked(_) | State::Gone => return,
+            // Its start on this CPU was not recorded: the time since is unknown.
+            State::Runnable(_) | State::Unknown => {
+                self.out_of_step += u64::from(prev != State::Unknown);
+                0
+            }
+        };
+        let Some(th) = self.threads.get_mut(&tid) else {
+            return;
+        };
+        th.life.on_cpu += ran;
+        th.state = if preempt {
+            State::Runnable(t)
+        } else {
+            // Blocked, but its sample was lost: an episode without call chains.
+            State::Blocked(Open {
+                begin: t,
+                state: 0,
+                kernel_chain: u32::MAX,
+                user_chain: u32::MAX,
+                woken: None,
+            })
+        };
+    }
+
+    /// Thread `tid` (if followed) got a CPU at `t`; a later record of the same switch changes
+    /// nothing.
+    fn switch_in(&mut self, tid: u32, t: u64) {
+        let from = self.from;
+        let span = |a: u64| t.saturating_sub(a.max(from));
+        let Some(th) = self.threads.get_mut(&tid) else {
+            return;
+        };
+        match th.state {
+            State::Runnable(s) => th.life.runq += span(s),
+            State::Blocked(o) => {
+                // No wake-up recorded: blocked until now.
+                th.life.blocked += span(o.begin);
+                self.episodes.push(episode(th.life.pid, tid, &o, Some(t)));
+            }
+            State::Running(_) | State::Gone => return,
+            State::Unknown => {}
+        }
+        th.state = State::Running(t);
+        self.late_switch_ins.1 += 1;
+    }
+
+    fn exit(&mut self, pid: u32, tid: u32, t: u64) {
+        let prev = self.thread(pid, tid, t).state;
+        let ran = match prev {
+            State::Running(s) => self.span(s, t),
+            _ => 0,
+        };
+        let th = self.thread(pid, tid, t);
+        th.life.on_cpu += ran;
+        th.life.end = Some(t);
+        th.state = State::Gone;
+    }
+
+    /// Ends the timeline at `until`: every thread still traced accrues its state up to then;
+    /// open episodes are kept, ending at their wake-up or never. Returns the episodes (in the
+    /// order they ended, open ones last) and every thread's life.
+    pub(crate) fn close(mut self, until: u64) -> (Vec<BlockedEpisode>, Vec<ThreadLife>) {
+        let mut open: Vec<(u32, u32, Open)> = Vec::new();
+        let from = self.from;
+        let span = |a: u64| until.saturating_sub(a.max(from));
+        for th in self.threads.values_mut() {
+            match th.state {
+                State::Running(s) => th.life.on_cpu += span(s),
+                State::Runnable(s) => th.life.runq += span(s),
+                State::Blocked(o) => {
+                    th.life.blocked += span(o.begin);
+                    open.push((th.life.pid, th.life.tid, o));
+                }
+                State::Unknown | State::Gone => {}
+            }
+        }
+        open.sort_by_key(|(_, tid, o)| (o.begin, *tid));
+        for (pid, tid, o) in open {
+            self.episodes.push(episode(pid, tid, &o, None));
+        }
+        let mut threads: Vec<ThreadLife> = self
+            .threads
+            .into_values()
+            .filter(|t| t.state != State::Unknown || t.life.end.is_some())
+            .map(|t| t.life)
+            .collect();
+        threads.sort_by_key(|t| (t.begin, t.tid));
+        (self.episodes, threads)
+    }
+}
+
+fn episode(pid: u32, tid: u32, o: &Open, switch_in: Option<u64>) -> BlockedEpisode {
+    BlockedEpisode {
+        pid,
+        tid,
+        state: o.state,
+        begin: o.begin,
+        end: o.woken.map(|(t, _)| t).or(switch_in).unwrap_or(u64::MAX),
+        woken: o.woken.is_some(),
+        waker: o.woken.map(|(_, w)| w),
+        kernel_chain: o.kernel_chain,
+        user_chain: o.user_chain,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(time: u64, tid: u32, event: SchedEvent) -> TimedSched {
+        TimedSched {
+            time,
+            pid: 1,
+            tid,
+            cpu: 0,
+            event,
+        }
+    }
+    const BLOCKED: SchedEvent = SchedEvent::Blocked {
+        state: 1,
+        kernel_chain: 0,
+        user_chain: 1,
+        next_tid: 0,
+    };
+    const IN: SchedEvent = SchedEvent::SwitchIn;
+    /// A switch-out to the idle task.
+    const OUT: SchedEvent = SchedEvent::SwitchOut {
+        preempt: false,
+        next_pid: 0,
+        next_tid: 0,
+    };
+    const PREEMPTED: SchedEvent = SchedEvent::SwitchOut {
+        preempt: true,
+        next_pid: 0,
+        next_tid: 0,
+    };
+    /// Thread 99 (not followed) leaves the CPU to `tid`.
+    fn handover(tid: u32) -> SchedEvent {
+        SchedEvent::SwitchOut {
+            preempt: true,
+            next_pid: 1,
+            next_tid: tid,
+        }
+    }
+    /// Followed from `time` on, as if created then by thread 1.
+    fn born(time: u64, tid: u32) -> TimedSched {
+        ev(time, tid, SchedEvent::Fork { parent: 1 })
+    }
+    fn wake(tid: u32) -> SchedEvent {
+        SchedEvent::Wakeup { tid, chain: 5 }
+    }
+
+    fn run(events: &[TimedSched], until: u64) -> (Vec<BlockedEpisode>, Vec<ThreadLife>) {
+        let mut t = Timeline::default();
+        for e in events {
+            t.feed(e);
+        }
+        t.close(until)
+    }
+
+    #[test]
+    fn an_episode_runs_from_the_switch_out_to_the_wakeup_not_the_switch_in() {
+        let (eps, _) = run(
+            &[
+                ev(10, 7, BLOCKED),
+                ev(25, 99, wake(7)),
+                ev(30, 99, wake(7)), // a second wake-up changes nothing
+                ev(40, 7, IN),
+                ev(50, 8, BLOCKED),
+                ev(60, 8, IN), // wake-up not seen: ends at the switch-in
+                ev(70, 9, IN), // a task not followed: nothing
+                ev(80, 7, BLOCKED),
+            ],
+            1_000,
+        );
+        let spans: Vec<(u32, u64, u64)> = eps.iter().map(|e| (e.tid, e.begin, e.end)).collect();
+        assert_eq!(spans, [(7, 10, 25), (8, 50, 60), (7, 80, u64::MAX)]);
+        let woken: Vec<bool> = eps.iter().map(|e| e.woken).collect();
+        assert_eq!(woken, [true, false, false]);
+        assert_eq!(
+            eps[0].waker,
+            Some(Waker {
+                pid: 1,
+                tid: 99,
+                chain: 5
+            }),
+            "the wake-up's context is the waker"
+        );
+        assert_eq!(eps[1].waker, None);
+        assert_eq!(eps[2].blocked_within(0, 100), 20);
+        assert_eq!(eps[0].blocked_within(20, 100), 5);
+        assert_eq!(eps[0].blocked_within(30, 100), 0);
+    }
+
+    #[test]
+    fn a_threads_parts_add_up_to_its_life_from_creation_to_exit() {
+        let (eps, threads) = run(
+            &[
+                ev(100, 7, SchedEvent::Fork { parent: 3 }),
+                ev(110, 99, handover(7)), // 10 waiting to first run
+                ev(113, 7, IN),           // its own switch-in, after: nothing new
+                ev(150, 7, PREEMPTED),    // 40 on CPU
+                ev(170, 7, IN), // 17 runnable: no switch-out named it (a CPU leaving idle),
+                // so it is moved back by this CPU's delay seen at 110..113
+                ev(200, 7, BLOCKED),          // 30 on CPU
+                ev(205, 7, OUT),              // the blocking switch's own switch-out: nothing new
+                ev(260, 42, wake(7)),         // 60 blocked
+                ev(265, 99, handover(7)),     // 5 runnable
+                ev(300, 7, SchedEvent::Exit), // 35 on CPU (40 + 33 + 35 in all)
+                ev(310, 7, IN),               // nothing after its exit
+            ],
+            1_000,
+        );
+        let t = threads.iter().find(|t| t.tid == 7).unwrap();
+        assert_eq!((t.begin, t.end, t.parent), (100, Some(300), Some(3)));
+        assert_eq!((t.on_cpu, t.runq, t.blocked), (108, 32, 60));
+        assert_eq!(t.life(), 200, "from creation to exit");
+        assert_eq!(eps.len(), 1);
+    }
+
+    #[test]
+    fn time_before_the_window_is_not_accrued_and_open_states_end_at_the_close() {
+        let mut t = Timeline::default();
+        t.accrue_from(150);
+        for e in [
+            born(90, 7),
+            born(90, 8),
+            ev(100, 7, IN),
+            ev(200, 7, BLOCKED),   // 50 of the 100 on CPU are inside
+            ev(220, 8, IN),        // 20 runnable inside
+            ev(240, 8, PREEMPTED), // 20
+        ] {
+            t.feed(&e);
+        }
+        let (eps, threads) = t.close(300);
+        let life = |tid: u32| threads.iter().find(|t| t.tid == tid).unwrap().clone();
+        let a = life(7);
+        assert_eq!((a.on_cpu, a.blocked, a.end), (50, 100, None));
+        let b = life(8);
+        assert_eq!((b.on_cpu, b.runq), (20, 70 + 60));
+        assert_eq!(eps.len(), 1, "the open episode is kept");
+        assert_eq!(eps[0].end, u64::MAX);
+    }
+
+    #[test]
+    fn a_switch_in_is_when_the_switch_is_first_recorded_and_a_late_one_moves_back() {
+        let on = |cpu: u32, e: TimedSched| TimedSched { cpu, ..e };
+        let blocks_to = |next_tid| SchedEvent::Blocked {
+            state: 1,
+            kernel_chain: 0,
+            user_chain: 0,
+            next_tid,
+        };
+        let (_, threads) = run(
+            &[
+                born(0, 7),
+                born(0, 8),
+                ev(0, 8, IN),
+                // 8 blocks; its sample names 7, who runs from then, not from the switch-out
+                // record 30 later (perf's stack copy in between).
+                ev(10, 8, blocks_to(7)),
+                ev(40, 8, OUT),
+                ev(42, 7, IN), // its own record: the delay from the first record is 32
+                ev(100, 7, PREEMPTED),
+                ev(130, 99, handover(7)),
+                ev(134, 7, IN), // 4
+                ev(200, 7, PREEMPTED),
+                // A CPU leaving idle names nobody: its own record, less the usual delay.
+                on(1, ev(250, 7, IN)),
+                on(1, ev(300, 7, PREEMPTED)),
+            ],
+            300,
+        );
+        let t = threads.iter().find(|t| t.tid == 7).unwrap();
+        // Waiting 0..10, 100..130, 200..250 (no delay learnt on CPU 1 yet).
+        assert_eq!(t.runq, 10 + 30 + 50, "{t:?}");
+        assert_eq!(t.on_cpu, 90 + 70 + 50, "{t:?}");
+        let mut tl = Timeline::default();
+        for e in [
+            born(0, 7),
+            ev(10, 99, handover(7)),
+            ev(14, 7, IN),
+            ev(20, 7, PREEMPTED),
+            ev(30, 99, handover(7)),
+            ev(36, 7, IN),
+            ev(40, 7, PREEMPTED),
+            ev(100, 7, IN), // none named it: moved back by the median delay, 6
+        ] {
+            tl.feed(&e);
+        }
+        assert_eq!(tl.switch_delay(0), 6);
+        let (_, threads) = tl.close(100);
+        assert_eq!(threads[0].runq, 10 + 10 + 54, "{:?}", threads[0]);
+    }
+
+    #[test]
+    fn a_blocking_switch_out_whose_sample_was_lost_still_blocks() {
+        let (eps, threads) = run(
+            &[
+                born(0, 7),
+                ev(0, 7, IN),
+                ev(10, 7, OUT),
+                ev(30, 9, wake(7)),
+                ev(35, 7, IN),
+            ],
+            40,
+        );
+        assert_eq!(
+            (threads[0].on_cpu, threads[0].blocked, threads[0].runq),
+            (15, 20, 5)
+        );
+        assert_eq!(eps[0].kernel_chain, u32::MAX, "no chains");
+    }
+
+    #[test]
+    fn an_exiting_threads_last_switch_is_its_exit_not_a_wait() {
+        let dead = SchedEvent::Blocked {
+            state: 0x20,
+            kernel_chain: 0,
+            user_chain: 0,
+            next_tid: 0,
+        };
+        let (eps, threads) = run(&[born(0, 7), ev(0, 7, IN), ev(10, 7, dead)], 100);
+        assert!(eps.is_empty());
+        assert_eq!((threads[0].on_cpu, threads[0].end), (10, Some(10)));
+    }
+}

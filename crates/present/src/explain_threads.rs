@@ -1,0 +1,90 @@
+//! The threads of an explained command, by role: which counted as workers (their whole life is
+//! task time), which as supervising or idle (their waiting is not), and why — the rule each
+//! role follows. Formats `PointExplain::threads`; computes nothing.
+
+use std::io::{self, Write};
+
+use lab::analysis::explain::Explanation;
+use lab::record::ThreadRole;
+use lab::safe_text::printable;
+
+use crate::grid::Grid;
+use crate::number_format::duration;
+use crate::text_options::TextOptions;
+
+/// The header line of the accounting table: what `ns/op/task` is for this run.
+pub fn accounting_header(e: &Explanation) -> &'static str {
+    if e.points.iter().any(|p| !p.threads.is_empty()) {
+        "time per op (ns/op/task = task time ÷ ops, task time being the command's threads' time: every worker's life, and the supervising threads' CPU and run-queue wait, not their waiting; each part the median over the point's trials, off-CPU the rest)"
+    } else {
+        "time per op (ns/op/task = N·W ÷ ops; each part the median over the point's trials, off-CPU the rest)"
+    }
+}
+
+/// The workers per trial at a point, as the accounting table shows them: `2`, or `2–3` where
+/// trials differed; empty for a built-in.
+pub fn workers_cell(workers: &[u32]) -> String {
+    match (workers.iter().min(), workers.iter().max()) {
+        (Some(a), Some(b)) if a == b => a.to_string(),
+        (Some(a), Some(b)) => format!("{a}–{b}"),
+        _ => String::new(),
+    }
+}
+
+/// The threads table and the rule behind each role; nothing for a run without them.
+pub fn write(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Result<()> {
+    if e.points.iter().all(|p| p.threads.is_empty()) {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "the command's threads by role (each point's first traced trial; times inside the window, summed over the threads)"
+    )?;
+    let mut t = Grid::plain(
+        &[
+            "N",
+            "threads",
+            "on CPU",
+            "run queue",
+            "blocked",
+            "waiting for what it started",
+            "role",
+            "name",
+        ],
+        6,
+        &[],
+        Some("name"),
+    );
+    let mut roles = Vec::new();
+    for p in &e.points {
+        for g in &p.threads {
+            if !roles.contains(&g.role) {
+                roles.push(g.role);
+            }
+            t.add_row(vec![
+                p.n.to_string(),
+                g.threads.to_string(),
+                duration(g.on_cpu.0 as f64),
+                duration(g.runq.0 as f64),
+                duration(g.blocked.0 as f64),
+                if g.role == ThreadRole::Worker {
+                    String::new()
+                } else {
+                    duration(g.waiting_for_started.0 as f64)
+                },
+                g.role.name().into(),
+                printable(&g.comm).into_owned(),
+            ]);
+        }
+    }
+    t.write_terminal(out, opts)?;
+    roles.sort();
+    for r in roles {
+        writeln!(out, "  {}: {}", r.name(), r.rule())?;
+    }
+    writeln!(
+        out,
+        "  a worker's waits are causes; a supervising or idle thread's waiting is shown here only, never a cause, and its CPU stays in the accounting"
+    )
+}
