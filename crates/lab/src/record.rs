@@ -592,6 +592,14 @@ pub struct LockReport {
     pub user: Vec<LockContention>,
     /// Records the kernel dropped (ring buffer full); a report with losses says so.
     pub lost_records: u64,
+    /// Futex wait entries the trace read over the whole trace, of every traced process
+    /// (`None`: no user-lock trace, or a record from before this was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub futex_waits_seen: Option<u64>,
+    /// The same the kernel counted (a counting event no full ring buffer can lose): with
+    /// `futex_waits_seen`, the share of the waits the trace saw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub futex_waits_counted: Option<u64>,
     /// Caveats: missing tracepoints, lost frames in user stacks, permission limits.
     pub notes: Vec<String>,
 }

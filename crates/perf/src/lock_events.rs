@@ -107,6 +107,12 @@ pub struct LockTrace {
     pub lost: u64,
     /// Begins or futex entries still open when tracing stopped, and ends without a begin.
     pub unpaired: u64,
+    /// Futex wait entries the tracer read, of every traced process, over its whole life.
+    pub futex_seen: u64,
+    /// Futex wait entries the kernel counted over the same life (a counting event beside the
+    /// sampled one, which no full ring buffer can lose): `futex_seen` against it is the share
+    /// of the waits the trace saw. `None` when the counter could not be opened.
+    pub futex_counted: Option<u64>,
 }
 
 /// Interns call chains: equal chains share one index.

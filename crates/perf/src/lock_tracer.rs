@@ -23,16 +23,17 @@
 //! milliseconds in case another CPU's earlier record is not yet committed, and pairs them.
 
 use perf_event::events::Tracepoint;
-use perf_event::{Builder, Clock, SampleFlag, Sampler};
+use perf_event::{Builder, Clock, Counter, SampleFlag, Sampler};
 
 use crate::error::PerfError;
 use crate::lock_events::{
     ChainTable, Field, LockEvent, LockTrace, Pairing, TimedEvent, parse_sample,
 };
 use crate::mapping_stream::MappingStream;
+use crate::offcpu_events::split_chain;
 use crate::trace_ring::{
-    PERF_RECORD_SAMPLE, TRACER_BUDGET_BYTES, UnwindState, lost_records, online_cpus, ring_bytes,
-    set_filter,
+    PERF_RECORD_SAMPLE, TRACER_BUDGET_BYTES, UnwindCache, UnwindState, cached_user_chain,
+    lost_records, online_cpus, ring_bytes, set_filter,
 };
 use crate::tracefs::TracepointFormat;
 use crate::unwind::{DEFAULT_STACK_SIZE, REGS_MASK, Unwinder};
@@ -131,6 +132,12 @@ pub struct LockTracer {
     reloaded: Vec<i32>,
     /// Exec, fork and mmap records: mappings of processes gone before their samples drain.
     mappings: MappingStream,
+    /// Unwound user chains: a hot lock's waits, all from one call site, are unwound once.
+    unwound: UnwindCache,
+    /// Futex wait entries read.
+    futex_seen: u64,
+    /// The kernel's count of futex wait entries (no ring buffer: nothing lost).
+    wait_counter: Option<Counter>,
 }
 
 /// True for a stream whose records carry a user stack copy.
@@ -180,6 +187,24 @@ fn field(format: &TracepointFormat, name: &str) -> Result<Field, PerfError> {
         size: f.size,
         signed: f.signed,
     })
+}
+
+/// A counting event of the traced tasks' futex wait entries (the filter `filter`), inherited:
+/// what exited children counted is added to it. `None` where the kernel refuses one.
+fn open_wait_counter(filter: &str) -> Option<Counter> {
+    let format = TracepointFormat::read("syscalls", "sys_enter_futex").ok()?;
+    let mut counter = Builder::new(Tracepoint::with_id(format.id))
+        .observe_self()
+        .any_cpu()
+        .inherit(true)
+        .include_kernel()
+        .exclude_hv(true)
+        .enabled(false)
+        .build()
+        .ok()?;
+    set_filter(&counter, filter).ok()?;
+    counter.enable().ok()?;
+    Some(counter)
 }
 
 /// The kernel filter keeping only the futex wait operations, e.g. `op == 0 || op == 128 || …`.
@@ -342,6 +367,11 @@ impl LockTracer {
                 });
             }
         }
+        let wait_counter = if config.user {
+            open_wait_counter(&filter)
+        } else {
+            None
+        };
         Ok(LockTracer {
             streams,
             pending: Vec::new(),
@@ -354,16 +384,23 @@ impl LockTracer {
             unwinder: Unwinder::default(),
             reloaded: Vec::new(),
             mappings,
+            unwound: UnwindCache::new(),
+            futex_seen: 0,
+            wait_counter,
         })
     }
 
-    /// Empties every ring buffer and pairs what is old enough to be in order.
-    pub fn drain(&mut self) {
+    /// Empties every ring buffer and pairs what is old enough to be in order; returns the
+    /// futex wait entries read, so that a caller draining a busy trace can drain sooner (each
+    /// carries a stack copy: the rings hold about a thousand).
+    pub fn drain(&mut self) -> u64 {
         let now = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
+        let before = self.futex_seen;
         self.reloaded.clear();
         self.mappings.apply(&mut self.unwinder);
         self.read_all();
         self.pair_until(now.saturating_sub(HOLD_BACK_NS));
+        self.futex_seen - before
     }
 
     /// The user call chains of futex wait entries first seen (per process) since the last
@@ -403,6 +440,11 @@ impl LockTracer {
             chains: std::mem::take(&mut self.chains).into_chains(),
             lost: self.lost + self.mappings.lost,
             unpaired: unpaired + self.malformed,
+            futex_seen: self.futex_seen,
+            futex_counted: self.wait_counter.as_mut().and_then(|c| {
+                let _ = c.disable();
+                c.read().ok()
+            }),
         }
     }
 
@@ -421,7 +463,8 @@ impl LockTracer {
                             reloaded: &mut self.reloaded,
                             defer: true,
                         };
-                        match decode(kind, &body, &mut self.chains, Some(unwind)) {
+                        let cache = &mut self.unwound;
+                        match decode(kind, &body, &mut self.chains, Some(unwind), cache) {
                             Decoded::Event(e) => self.accept(e),
                             Decoded::Defer => deferred.push((kind, body.into_owned())),
                             Decoded::Malformed => self.malformed += 1,
@@ -445,7 +488,13 @@ impl LockTracer {
                 reloaded: &mut self.reloaded,
                 defer: false,
             };
-            match decode(kind, &body, &mut self.chains, Some(unwind)) {
+            match decode(
+                kind,
+                &body,
+                &mut self.chains,
+                Some(unwind),
+                &mut self.unwound,
+            ) {
                 Decoded::Event(e) => self.accept(e),
                 Decoded::Defer | Decoded::Malformed => self.malformed += 1,
             }
@@ -454,6 +503,7 @@ impl LockTracer {
 
     fn accept(&mut self, e: TimedEvent) {
         if let LockEvent::FutexEnter { chain, .. } = e.event {
+            self.futex_seen += 1;
             if self.user_chains.insert((e.pid, chain)) {
                 self.fresh_user_chains.push((e.pid, chain));
             }
@@ -483,6 +533,7 @@ fn decode(
     body: &[u8],
     chains: &mut ChainTable,
     unwind: Option<UnwindState<'_>>,
+    cache: &mut UnwindCache,
 ) -> Decoded {
     let user_stack = matches!(kind, Kind::Enter { stack: true, .. });
     let Some(s) = parse_sample(body, kind.callchain(), user_stack) else {
@@ -506,16 +557,20 @@ fn decode(
                 return Decoded::Malformed;
             };
             let chain = match unwind {
-                Some(mut u) => match u.chain(&s, &s.callchain, usize::from(MAX_STACK)) {
-                    Some(chain) => chain,
-                    None => return Decoded::Defer,
-                },
-                None => s.callchain.clone(),
+                Some(mut u) => {
+                    let user_fp = split_chain(&s.callchain).1;
+                    let max = usize::from(MAX_STACK);
+                    match cached_user_chain(&s, user_fp, &mut u, cache, chains, max) {
+                        Some(chain) => chain,
+                        None => return Decoded::Defer,
+                    }
+                }
+                None => chains.intern(s.callchain.clone().into_iter()),
             };
             LockEvent::FutexEnter {
                 uaddr,
                 op: op as u32,
-                chain: chains.intern(chain.into_iter()),
+                chain,
             }
         }
         Kind::Exit { ret } => match ret.read(s.raw) {
@@ -721,6 +776,7 @@ mod tests {
         let mut pairing = Pairing::default();
         let mut unwinder = Unwinder::default();
         let mut reloaded = Vec::new();
+        let mut cache = UnwindCache::new();
         let mut panics = Vec::new();
         for case in 0..CASES {
             let body = mutator.mutate(case, &seeds[case as usize % seeds.len()], &hot);
@@ -732,7 +788,7 @@ mod tests {
                         reloaded: &mut reloaded,
                         defer: false,
                     };
-                    match decode(kind, &body, &mut chains, Some(unwind)) {
+                    match decode(kind, &body, &mut chains, Some(unwind), &mut cache) {
                         Decoded::Event(e) => {
                             pairing.feed(&e);
                             decoded += 1;

@@ -47,8 +47,8 @@ use crate::offcpu_events::{
 };
 use crate::thread_timeline::Timeline;
 use crate::trace_ring::{
-    PERF_RECORD_SAMPLE, PERF_RECORD_SWITCH_CPU_WIDE, TRACER_BUDGET_BYTES, UnwindState, call_sites,
-    lost_records, online_cpus, ring_bytes, set_filter,
+    PERF_RECORD_SAMPLE, PERF_RECORD_SWITCH_CPU_WIDE, TRACER_BUDGET_BYTES, UnwindCache, UnwindState,
+    cached_user_chain, lost_records, online_cpus, ring_bytes, set_filter,
 };
 use crate::tracefs::TracepointFormat;
 use crate::unwind::{DEFAULT_STACK_SIZE, REGS_MASK, Unwinder};
@@ -142,16 +142,10 @@ pub struct OffCpuTracer {
     reloaded: Vec<i32>,
     /// Exec, fork and mmap records: mappings of processes gone before their samples drain.
     mappings: MappingStream,
-    /// Unwound user chains by [`UnwindKey`]: a task blocking over and over at one call site
-    /// (every read of a pipe ping-pong) is unwound once.
-    unwound: HashMap<UnwindKey, u32>,
+    /// Unwound user chains: a task blocking over and over at one call site (every read of a
+    /// pipe ping-pong) is unwound once.
+    unwound: UnwindCache,
 }
-
-/// What identifies a blocking switch's user stack for the unwinding cache: the process, the
-/// user instruction pointer, the frame pointer's distance from the stack pointer, the first
-/// words of the stack (the return address of a frameless system call wrapper) and the
-/// frame-pointer chain the kernel walked.
-type UnwindKey = (u32, u64, u64, [u64; 2], Vec<u64>);
 
 fn field(format: &TracepointFormat, name: &str) -> Result<Field, PerfError> {
     let f = format.field(name)?;
@@ -314,7 +308,7 @@ impl OffCpuTracer {
             unwinder: Unwinder::default(),
             reloaded: Vec::new(),
             mappings,
-            unwound: HashMap::new(),
+            unwound: UnwindCache::new(),
         })
     }
 
@@ -587,7 +581,7 @@ fn decode_sample(
     body: &[u8],
     chains: &mut ChainTable,
     mut unwind: UnwindState<'_>,
-    cache: &mut HashMap<UnwindKey, u32>,
+    cache: &mut UnwindCache,
 ) -> Decoded {
     let with_stack = matches!(kind, Kind::Switch { .. });
     // A sample without a stack copy has no regs/stack words: try both layouts.
@@ -607,34 +601,15 @@ fn decode_sample(
                 return Decoded::Skip;
             }
             let (kernel, user_fp) = split_chain(&s.callchain);
-            let word = |i: usize| {
-                s.stack
-                    .get(8 * i..8 * i + 8)
-                    .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
-            };
-            let user_chain = match s.regs {
-                Some(r) => {
-                    let key = (
-                        s.pid,
-                        r.ip,
-                        r.bp.wrapping_sub(r.sp),
-                        [word(0), word(1)],
-                        user_fp,
-                    );
-                    match cache.get(&key) {
-                        Some(&i) => i,
-                        None => {
-                            let Some(user) = unwind.chain(&s, &key.4, usize::from(MAX_STACK))
-                            else {
-                                return Decoded::Defer { tid: s.tid };
-                            };
-                            let i = chains.intern(user.into_iter());
-                            cache.insert(key, i);
-                            i
-                        }
-                    }
-                }
-                None => chains.intern(call_sites(&user_fp).into_iter()),
+            let Some(user_chain) = cached_user_chain(
+                &s,
+                user_fp,
+                &mut unwind,
+                cache,
+                chains,
+                usize::from(MAX_STACK),
+            ) else {
+                return Decoded::Defer { tid: s.tid };
             };
             SchedEvent::Blocked {
                 state,

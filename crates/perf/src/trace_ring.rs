@@ -98,6 +98,51 @@ pub(crate) fn set_filter(counter: &perf_event::Counter, filter: &str) -> std::io
     Ok(())
 }
 
+/// What identifies a sample's user stack for the unwinding cache: the process, the user
+/// instruction pointer, the frame pointer's distance from the stack pointer, the first words
+/// of the stack (the return address of a frameless system call wrapper) and the frame-pointer
+/// chain the kernel walked. A task waiting over and over at one call site (every wait of a
+/// hot lock, every read of a pipe ping-pong) is unwound once.
+pub(crate) type UnwindKey = (u32, u64, u64, [u64; 2], Vec<u64>);
+
+/// Unwound user chains (interned in the tracer's chain table) by [`UnwindKey`].
+pub(crate) type UnwindCache = std::collections::HashMap<UnwindKey, u32>;
+
+/// The interned user chain of sample `s` (`user_fp`: its frame-pointer chain, markers
+/// removed): from `cache`, else unwound (or the frame-pointer chain without a stack copy) and
+/// interned in `chains`; `None` when [`UnwindState::chain`] defers it.
+pub(crate) fn cached_user_chain(
+    s: &crate::lock_events::Sample<'_>,
+    user_fp: Vec<u64>,
+    unwind: &mut UnwindState<'_>,
+    cache: &mut UnwindCache,
+    chains: &mut crate::lock_events::ChainTable,
+    max: usize,
+) -> Option<u32> {
+    let Some(r) = s.regs else {
+        return Some(chains.intern(call_sites(&user_fp).into_iter()));
+    };
+    let word = |i: usize| {
+        s.stack
+            .get(8 * i..8 * i + 8)
+            .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+    };
+    let key = (
+        s.pid,
+        r.ip,
+        r.bp.wrapping_sub(r.sp),
+        [word(0), word(1)],
+        user_fp,
+    );
+    if let Some(&i) = cache.get(&key) {
+        return Some(i);
+    }
+    let user = unwind.chain(s, &key.4, max)?;
+    let i = chains.intern(user.into_iter());
+    cache.insert(key, i);
+    Some(i)
+}
+
 /// What decoding needs to unwind a sample's user stack.
 pub(crate) struct UnwindState<'a> {
     pub(crate) unwinder: &'a mut Unwinder,

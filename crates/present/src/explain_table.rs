@@ -49,6 +49,10 @@ pub fn cause_label(c: &Cause) -> String {
         Some((by, pct)) => format!("{text}, ended by {by} ({pct:.0}%)"),
         None => text,
     };
+    let text = match &c.under {
+        Some(under) => format!("{text} under {under}"),
+        None => text,
+    };
     printable(&text).into_owned()
 }
 

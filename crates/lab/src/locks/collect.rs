@@ -67,10 +67,12 @@ impl TraceSession {
 
     /// Empties the ring buffers; call it every few milliseconds while the tasks run. With
     /// [`Scope::Command`], the new user call chains are symbolised in their (live) process.
-    pub(crate) fn drain(&mut self) {
-        let Some(t) = &mut self.tracer else { return };
-        t.drain();
+    /// Empties the ring buffers; returns the futex waits read (see `perf::LockTracer::drain`).
+    pub(crate) fn drain(&mut self) -> u64 {
+        let Some(t) = &mut self.tracer else { return 0 };
+        let read = t.drain();
         self.processes.name_new_chains(t.new_user_chains());
+        read
     }
 
     /// Stops tracing and summarises the waits that ended inside `window`.
@@ -164,11 +166,26 @@ fn summarise(
         report.user = user_rows(trace, window, frames, &mut report.notes);
     }
     report.lost_records = trace.lost;
-    if trace.lost > 0 {
-        report.notes.push(format!(
-            "{} trace records were lost (ring buffer full): contention counts are low",
-            trace.lost
-        ));
+    if request.user {
+        report.futex_waits_seen = Some(trace.futex_seen);
+        report.futex_waits_counted = trace.futex_counted;
+    }
+    match (request.user, trace.futex_counted) {
+        (true, Some(counted)) if trace.futex_seen < counted => {
+            report.notes.push(format!(
+                "user locks: the trace saw {} of the {} futex waits the kernel counted ({:.1}%; the rest were lost in full ring buffers): waits, their totals and the share of each call site are from those seen",
+                trace.futex_seen,
+                counted,
+                100.0 * trace.futex_seen as f64 / counted as f64
+            ));
+        }
+        _ if trace.lost > 0 => {
+            report.notes.push(format!(
+                "{} trace records were lost (ring buffer full): contention counts are low",
+                trace.lost
+            ));
+        }
+        _ => {}
     }
     report
 }

@@ -36,6 +36,11 @@ const TICK: Duration = Duration::from_millis(100);
 
 /// How often a lock tracer's ring buffers are drained while a traced step runs.
 const LOCK_DRAIN_EVERY: Duration = Duration::from_millis(10);
+/// How often while a drain keeps finding more than [`BUSY_DRAIN`] futex waits: a futex
+/// wait's record carries its stack copy, and a ring holds about a thousand.
+const BUSY_DRAIN_EVERY: Duration = Duration::from_millis(2);
+/// Futex waits read by one drain that make the next one come sooner.
+const BUSY_DRAIN: u64 = 128;
 
 /// What watches a timed step: nothing, `perf record` into a file, a lock tracer, or both.
 #[derive(Default)]
@@ -233,13 +238,16 @@ pub(super) fn run_step(
         });
     });
     let ended = loop {
-        if let Some(t) = tracer.as_deref_mut() {
-            t.drain();
+        let mut wait = tick;
+        if let Some(t) = tracer.as_deref_mut()
+            && t.drain() > BUSY_DRAIN
+        {
+            wait = BUSY_DRAIN_EVERY;
         }
         if let Some(t) = offcpu.as_deref_mut() {
             t.drain();
         }
-        match rx.recv_timeout(tick) {
+        match rx.recv_timeout(wait) {
             Ok(exit) => break Ok(exit),
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 break Err(StepError::Failed("lost track of the command".into()));

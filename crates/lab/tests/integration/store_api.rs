@@ -219,6 +219,8 @@ mod store {
                     }],
                     user: vec![],
                     lost_records: 2,
+                    futex_waits_seen: None,
+                    futex_waits_counted: None,
                     notes: vec!["frames lost".into()],
                 }),
                 offcpu: (index % 2 == 0).then(|| OffCpuReport {

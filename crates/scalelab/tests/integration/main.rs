@@ -20,6 +20,7 @@ mod offcpu;
 mod output;
 mod processes;
 mod profile;
+mod real_programs;
 mod report;
 mod team_lab;
 mod wording;

@@ -170,6 +170,7 @@ fn spread_cpu(
                 source: "profile",
                 evidence,
                 ended_by: Vec::new(),
+                under: None,
             },
             from_ns: from,
             to_ns: to,

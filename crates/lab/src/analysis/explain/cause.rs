@@ -105,6 +105,10 @@ pub struct Cause {
     /// a timer…) with their time, most first, summed over the trials; empty otherwise.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ended_by: Vec<EndedBy>,
+    /// For a kernel function: the system call most of its samples ran under, with its caller
+    /// and share (`sched_yield() from sysbench+0x1a3f1, 63% of its samples`), when over half.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub under: Option<String>,
 }
 
 /// Part of a cause's waits, by what ended them.
@@ -188,6 +192,7 @@ fn pool(rows: Vec<(usize, Cause, u64)>, ops: &[f64]) -> Vec<Part> {
         let acc = accs.entry(key(&cause)).or_insert_with(|| Acc {
             cause: Cause {
                 ended_by: Vec::new(),
+                under: None,
                 ..cause.clone()
             },
             objects: Vec::new(),
@@ -250,6 +255,7 @@ fn lock_cause(kind: CauseKind, c: &LockContention) -> Cause {
         source: kind.source(false),
         evidence: c.call_sites.iter().map(|(site, _)| site.clone()).collect(),
         ended_by: Vec::new(),
+        under: None,
     }
 }
 
@@ -324,6 +330,7 @@ fn site_cause(s: &OffCpuSite, locks: Option<&LockReport>) -> Cause {
                 ns: w.total.0 as f64,
             })
             .collect(),
+        under: None,
     }
 }
 
@@ -442,6 +449,7 @@ fn profile_part(p: &PointProfile, f: &FunctionRow, kind: CauseKind, scale: f64) 
                 f.name, f.dso, f.self_share
             )],
             ended_by: Vec::new(),
+            under: None,
         },
         ns_per_op: f.cost_per_op? * scale,
         per_trial,
@@ -533,6 +541,7 @@ pub(crate) fn whole_part(kind: CauseKind, what: &str, per_trial: Vec<f64>, poole
             source: "accounting",
             evidence: Vec::new(),
             ended_by: Vec::new(),
+            under: None,
         },
         ns_per_op: pooled,
         per_trial,

@@ -278,6 +278,14 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
         }
     }
     parts.extend(spin.into_iter().flatten());
+    if let Some(p) = profile {
+        let calls = syscalls_of(p);
+        for part in &mut parts {
+            if part.cause.kind == CauseKind::Function && cause::is_kernel_function(&part.cause) {
+                part.cause.under = mostly_under(calls.get(&part.cause.what));
+            }
+        }
+    }
     let residual = traced.and_then(|_| pooled_residual(n, &trials, offcpu_source));
     let threads = trials
         .iter()
@@ -374,6 +382,21 @@ fn syscalls_of(p: &PointProfile) -> std::collections::HashMap<String, Vec<(Optio
     out
 }
 
+/// The system call (with its caller) most of a kernel function's samples ran under, when it
+/// holds more than half of them: `sched_yield() from sysbench+0x1a3f1, 63% of its samples`.
+fn mostly_under(calls: Option<&Vec<(Option<String>, u64)>>) -> Option<String> {
+    let calls = calls?;
+    let total: u64 = calls.iter().map(|(_, c)| c).sum();
+    let (label, count) = calls.iter().max_by_key(|(_, c)| *c)?;
+    let label = label.as_ref()?;
+    (2 * count > total).then(|| {
+        format!(
+            "{label}, {:.0}% of its samples",
+            100.0 * *count as f64 / total as f64
+        )
+    })
+}
+
 /// The prefixes of a system call's entry function in the kernel, before its name.
 const SYSCALL_ENTRIES: &[&str] = &[
     "__x64_sys_",
@@ -386,9 +409,17 @@ const SYSCALL_ENTRIES: &[&str] = &[
 /// A user frame between a system call and the code that made it: the C library's and Rust's
 /// wrappers (by name: a call chain's folded frames carry no file), futex helpers, unnamed code.
 fn is_syscall_wrapper(name: &str) -> bool {
+    // Unnamed code is a caller when it is a program's own (a stripped binary's), not the C
+    // library's or the loader's.
+    let unnamed_library = name.strip_prefix("[unknown] in ").is_none_or(|dso| {
+        dso.starts_with("libc")
+            || dso.starts_with("libpthread")
+            || dso.starts_with("ld-")
+            || dso.starts_with('[')
+    });
     name.starts_with("__")
         || name.starts_with("syscall")
-        || name.starts_with('[')
+        || (name.starts_with('[') && unnamed_library)
         || name.contains("::futex::")
         || [
             "std::",

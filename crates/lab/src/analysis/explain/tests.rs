@@ -375,6 +375,8 @@ fn without_an_offcpu_trace_lock_waits_split_blocked_time_and_spinning_splits_sys
                 ],
                 user: vec![],
                 lost_records: 0,
+                futex_waits_seen: None,
+                futex_waits_counted: None,
                 notes: vec![],
             };
             trials.push(accounted_trial(

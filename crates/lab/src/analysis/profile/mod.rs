@@ -351,6 +351,9 @@ pub(crate) fn merge(n: u32, parts: Vec<(String, f64, Profile)>) -> PointProfile 
                     let name = f.name.replace(';', ":");
                     if f.kernel {
                         format!("{name}_[k]")
+                    } else if name == "[unknown]" {
+                        // Code of a stripped binary: which binary it is, at least.
+                        function_key(&name, &f.dso.replace(';', ":"))
                     } else {
                         name
                     }
