@@ -123,8 +123,8 @@ pub struct HistoryChange {
     pub run: i64,
     /// Its position in the series, from 0.
     pub index: usize,
-    /// Relative change of the segment means, after vs before.
-    pub relative: f64,
+    /// Relative change of the segment means, after vs before; `None` from a mean of 0.
+    pub relative: Option<f64>,
     /// The t-test p-value between the segments, adjusted for the positions tried.
     pub p_value: f64,
     /// Mean of the segment before.
@@ -451,7 +451,7 @@ mod tests {
         );
         assert_eq!(h.changes.len(), 1, "{:?}", h.changes);
         assert!(
-            (h.changes[0].relative - 0.1).abs() < 0.01,
+            (h.changes[0].relative.unwrap() - 0.1).abs() < 0.01,
             "{:?}",
             h.changes
         );
