@@ -65,11 +65,11 @@ pub fn write_history(out: &mut dyn Write, h: &History) -> io::Result<()> {
         )?;
     }
     writeln!(out)?;
-    if h.points.len() < 2 * h.options.min_segment {
+    if !h.judged {
         writeln!(
             out,
-            "too few runs for change-point detection (needs at least {})",
-            2 * h.options.min_segment
+            "too few runs for change-point detection (needs at least {}): no verdict",
+            h.options.fewest_values()
         )?;
     } else if h.changes.is_empty() {
         writeln!(out, "no change points: the series is one segment")?;

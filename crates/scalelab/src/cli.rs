@@ -466,7 +466,8 @@ pub struct HistoryArgs {
     /// instructions_per_op | cache_misses_per_op | cpu_pct
     #[arg(long, default_value = "throughput", value_parser = Metric::parse)]
     pub metric: Metric,
-    /// Exit 1 when the newest segment is a regression (for a weekly job or CI).
+    /// Exit 1 when the newest segment is a regression (for a weekly job or CI); exit 2, no
+    /// verdict, while the series is shorter than two segments of --min-segment.
     #[arg(long)]
     pub check: bool,
     /// Significance a change point needs, in (0, 1).

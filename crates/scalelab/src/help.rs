@@ -102,7 +102,7 @@ EXAMPLES:
 EXIT STATUS:
   0    success (with --check: the newest segment did not regress)
   1    --check only: the newest segment is a regression
-  2    a usage or runtime error";
+  2    a usage or runtime error; with --check, too few runs to judge";
 
 /// `scalelab push --help`.
 pub const PUSH: &str = "\

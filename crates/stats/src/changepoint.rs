@@ -60,6 +60,14 @@ pub struct ChangePointOptions {
     pub min_segment: usize,
 }
 
+impl ChangePointOptions {
+    /// The fewest values a series needs before any change point can be found in it: two
+    /// segments of `min_segment` (at least 2 each). A shorter series says nothing either way.
+    pub fn fewest_values(&self) -> usize {
+        2 * self.min_segment.max(MIN_SEGMENT_FLOOR)
+    }
+}
+
 impl Default for ChangePointOptions {
     fn default() -> Self {
         ChangePointOptions {
@@ -99,7 +107,7 @@ pub struct ChangePoint {
 pub fn change_points(series: &[f64], opts: &ChangePointOptions) -> Vec<ChangePoint> {
     let min_segment = opts.min_segment.max(MIN_SEGMENT_FLOOR);
     let n = series.len();
-    if n < 2 * min_segment {
+    if n < opts.fewest_values() {
         return Vec::new();
     }
     let Some(standard) = Standardised::of(series) else {

@@ -80,7 +80,9 @@ pub(super) fn history_section(h: &History) -> Result<HistorySection, PresentErro
             } else {
                 "points"
             },
-            if h.newest_regressed {
+            if !h.judged {
+                "cannot be judged: too few runs"
+            } else if h.newest_regressed {
                 "is a REGRESSION"
             } else {
                 "is not a regression"

@@ -442,8 +442,13 @@ async fn history_page(
             })
             .map(|m| m.id)
             .collect();
+        let loaded = d.runs(&store, &ids)?;
+        if let Some(at) = at {
+            history::check_measured(&workload, &loaded, at)
+                .map_err(|e| bad_request(&format!("at={at}: {e}")))?;
+        }
         let mut by_class: BTreeMap<String, Vec<Arc<RunData>>> = BTreeMap::new();
-        for run in d.runs(&store, &ids)? {
+        for run in loaded {
             by_class
                 .entry(MachineClass::of(&run.meta.env).to_string())
                 .or_default()
@@ -485,7 +490,9 @@ async fn history_page(
                             runs: n,
                             hosts: hosts.join(", "),
                             verdict: check_verdict(&h).into(),
-                            verdict_class: if h.newest_regressed {
+                            verdict_class: if !h.judged {
+                                "INCONCLUSIVE"
+                            } else if h.newest_regressed {
                                 "REGRESSED"
                             } else {
                                 "ok"
@@ -517,7 +524,9 @@ async fn history_page(
 
 /// `history --check`'s verdict on the newest segment, in words.
 fn check_verdict(h: &history::History) -> &'static str {
-    if h.newest_regressed {
+    if !h.judged {
+        "cannot judge — too few runs for change-point detection (exit 2)"
+    } else if h.newest_regressed {
         "REGRESSED — the newest segment is a regression (exit 1)"
     } else {
         "no regression in the newest segment (exit 0)"
