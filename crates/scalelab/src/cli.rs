@@ -767,6 +767,9 @@ pub fn flag(field: Field) -> &'static str {
         Field::ProfileTrials => "--profile-trials",
         Field::Workdir => "--workdir",
         Field::Membind => "--membind",
+        Field::Name => "--name",
+        Field::Variant => "--variant",
+        Field::Tags => "--tag",
     }
 }
 

@@ -12,6 +12,7 @@ use stats::{ChangePoint, ChangePointOptions};
 use crate::analysis::summary::{PointSummary, summarize};
 use crate::csv_rows;
 use crate::error::LabError;
+use crate::limits::{MAX_LABEL_CHARS, check_length};
 use crate::record::RunData;
 
 /// A metric a series can follow, and which way is better.
@@ -293,6 +294,8 @@ pub fn parse_csv(text: &str) -> Result<Vec<HistoryPoint>, LabError> {
             2 => (row.fields[0].to_string(), 1),
             k => return Err(row.error(format!("{k} fields, expected 1 or 2"), FORMAT)),
         };
+        check_length(&label, MAX_LABEL_CHARS)
+            .map_err(|why| row.error(format!("the label has {why}"), FORMAT))?;
         let value = row.number(index, "value", FORMAT)?;
         if !value.is_finite() {
             return Err(row.error(format!("value = {value}: it must be finite"), FORMAT));

@@ -290,13 +290,11 @@ pub enum StoreError {
         source: std::io::Error,
     },
 
-    /// An export file could not be read.
-    #[error("cannot read {}: {source}", path.display())]
+    /// An export file could not be read: missing, unreadable, a device, or past the limit.
+    #[error(transparent)]
     ReadExport {
-        /// The file, as given.
-        path: PathBuf,
-        /// The operating system's error.
-        source: std::io::Error,
+        /// Why, naming the file.
+        source: sys::SysError,
     },
 
     /// A file that is not a scalelab export.

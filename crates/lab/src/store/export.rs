@@ -10,7 +10,6 @@
 //! failure) are neutralised against spreadsheet formulas and control characters
 //! ([`crate::safe_text::csv_text`]); its numeric cells are our own numbers, written as they are.
 
-use std::fs;
 use std::io::Write;
 use std::path::Path;
 
@@ -126,18 +125,18 @@ pub fn export_csv(data: &RunData, out: &mut dyn Write) -> Result<(), StoreError>
     out.flush().map_err(|source| StoreError::Write { source })
 }
 
-/// Reads an exported run, refusing a format newer than this build knows.
+/// Reads an exported run, refusing a format newer than this build knows. The file is read
+/// once, within [`sys::InputKind::Export`]'s limit, and parsed from its bytes straight into the
+/// run: it needs the file's size and the run's, not a JSON tree beside them.
 pub fn read_export(path: &Path) -> Result<RunExport, StoreError> {
-    let text = fs::read_to_string(path).map_err(|source| StoreError::ReadExport {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    parse_export(path, &text)
+    let bytes = sys::read_input(path, sys::InputKind::Export)
+        .map_err(|source| StoreError::ReadExport { source })?;
+    parse_export(path, &bytes)
 }
 
 /// Parses the text of an export read from `path`: its `schema_version` first (without building
 /// anything of the rest), then the run, once.
-fn parse_export(path: &Path, text: &str) -> Result<RunExport, StoreError> {
+fn parse_export(path: &Path, text: &[u8]) -> Result<RunExport, StoreError> {
     /// The envelope's version as written, the rest of the file skipped unbuilt.
     #[derive(serde::Deserialize)]
     struct Envelope<'a> {
@@ -149,7 +148,7 @@ fn parse_export(path: &Path, text: &str) -> Result<RunExport, StoreError> {
         detail,
     };
     let envelope: Envelope<'_> =
-        serde_json::from_str(text).map_err(|e| bad(format!("not JSON: {e}")))?;
+        serde_json::from_slice(text).map_err(|e| bad(format!("not JSON: {e}")))?;
     let raw = envelope
         .schema_version
         .ok_or_else(|| bad("no `schema_version` field".into()))?
@@ -171,7 +170,7 @@ fn parse_export(path: &Path, text: &str) -> Result<RunExport, StoreError> {
             )));
         }
     }
-    let export: RunExport = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
+    let export: RunExport = serde_json::from_slice(text).map_err(|e| bad(e.to_string()))?;
     super::validate(&export.run).map_err(|detail| StoreError::ImpossibleRun {
         origin: path.display().to_string(),
         detail,

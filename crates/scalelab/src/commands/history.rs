@@ -30,7 +30,7 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
         Some(file) => {
             let shown = file.display();
             let text =
-                std::fs::read_to_string(file).with_context(|| format!("reading --csv {shown}"))?;
+                lab::read_csv_file(file).with_context(|| format!("reading --csv {shown}"))?;
             let points = history::parse_csv(&text).with_context(|| format!("--csv {shown}"))?;
             vec![(None, history::from_points("csv", 0, metric, points, &opts))]
         }

@@ -15,6 +15,7 @@ mod explain;
 mod file_safety;
 mod history;
 mod hostile;
+mod input_limits;
 mod locks;
 mod offcpu;
 mod output;
