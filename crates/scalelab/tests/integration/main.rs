@@ -19,6 +19,7 @@ mod input_limits;
 mod locks;
 mod offcpu;
 mod output;
+mod pg_urls;
 mod processes;
 mod profile;
 mod report;
