@@ -11,6 +11,7 @@ mod command_attribution;
 mod commands;
 mod compare;
 mod conventions;
+mod dashboard_guard;
 mod explain;
 mod file_safety;
 mod history;

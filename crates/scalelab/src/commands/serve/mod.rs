@@ -7,8 +7,14 @@
 //! `/history/WORKLOAD` its series per machine class with `history --check`'s verdict, and
 //! `/history/WORKLOAD?class=C[&at=N][&metric=M][&p=KEY=VAL]` one class's series with its change
 //! points. The store is read under one lock in a blocking task; finished runs are kept in
-//! memory once loaded (a run changes only while `running`). Every page carries a
-//! Content-Security-Policy that allows no external resource at all.
+//! memory once loaded (a run changes only while `running`).
+//!
+//! Around the pages: `listener` (connections bounded in number and time, so that idle or slow
+//! clients cannot starve the rest) and `request_guard` (only the `Host`s it listens as are
+//! answered — no DNS rebinding — and every response carries the security headers).
+
+mod listener;
+mod request_guard;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -44,6 +50,9 @@ struct Dashboard {
 }
 
 pub fn run(db: Option<&Path>, args: &ServeArgs) -> Result<ExitCode> {
+    if args.timeout.0 == 0 {
+        anyhow::bail!("--timeout 0: a client needs some time to send a request (e.g. 10s)");
+    }
     let location = db_path::resolve(db)?;
     let store = db_path::open_location(&location, false)?;
     let state = Arc::new(Dashboard {
@@ -56,22 +65,110 @@ pub fn run(db: Option<&Path>, args: &ServeArgs) -> Result<ExitCode> {
         .build()
         .context("starting the web server's runtime")?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(args.listen)
+        let listen = args.listen.as_str();
+        let mut addrs: Vec<std::net::SocketAddr> = tokio::net::lookup_host(listen)
             .await
-            .with_context(|| format!("--listen {}: cannot listen there", args.listen))?;
-        let bound = listener.local_addr().context("reading the bound address")?;
+            .with_context(|| format!("--listen {listen}: not an ADDR:PORT or HOST:PORT that resolves"))?
+            .collect();
+        addrs.sort();
+        addrs.dedup();
+        let mut listeners = Vec::new();
+        let mut failures = Vec::new();
+        for addr in &addrs {
+            match tokio::net::TcpListener::bind(addr).await {
+                Ok(l) => listeners.push(l),
+                Err(e) => failures.push(format!("{addr}: {e}")),
+            }
+        }
+        if listeners.is_empty() {
+            anyhow::bail!(
+                "--listen {listen}: cannot listen there ({})",
+                failures.join("; ")
+            );
+        }
+        let mut bound = Vec::new();
+        for l in &listeners {
+            bound.push(l.local_addr().context("reading the bound address")?);
+        }
+        let shown: Vec<String> = bound.iter().map(|a| format!("http://{a}/")).collect();
         eprintln!(
-            "serving {} on http://{bound}/ (read-only; Ctrl-C stops)",
-            location
+            "serving {location} on {} (read-only; Ctrl-C stops)",
+            shown.join(" and ")
         );
-        axum::serve(listener, router(state))
-            .with_graceful_shutdown(async {
+        for f in &failures {
+            eprintln!("{} --listen {listen}: not listening on {f}", crate::output::stderr().warning());
+        }
+        // The names a request's Host may carry (see `request_guard`).
+        let mut names: Vec<String> = args.allowed_hosts.clone();
+        let (host_part, _) = listen.rsplit_once(':').unwrap_or((listen, ""));
+        let host_part = host_part.trim_start_matches('[').trim_end_matches(']');
+        if host_part.parse::<std::net::IpAddr>().is_err() && !host_part.is_empty() {
+            names.push(host_part.to_owned());
+        }
+        let exposed: Vec<String> = bound
+            .iter()
+            .filter(|a| !a.ip().is_loopback())
+            .map(ToString::to_string)
+            .collect();
+        if !exposed.is_empty() {
+            names.extend(machine_host_name());
+            eprintln!(
+                "{} the dashboard is unauthenticated: anyone who can reach {} reads every run in {location}; put it behind your own authentication, or listen on 127.0.0.1",
+                crate::output::stderr().warning(),
+                exposed.join(", ")
+            );
+        }
+        let wanted = usize::try_from(args.max_connections).unwrap_or(usize::MAX);
+        let limits = listener::Limits {
+            max_connections: connection_limit(wanted),
+            timeout: std::time::Duration::from_nanos(args.timeout.0),
+        };
+        if limits.max_connections < wanted {
+            eprintln!(
+                "{} --max-connections {}: only {} (the open-file limit, ulimit -n, leaves room for no more)",
+                crate::output::stderr().warning(),
+                args.max_connections,
+                limits.max_connections
+            );
+        }
+        listener::serve(
+            listeners,
+            router(state),
+            request_guard::AllowedHosts::new(names),
+            limits,
+            async {
                 let _ = tokio::signal::ctrl_c().await;
-            })
-            .await
-            .context("serving the dashboard")
+            },
+        )
+        .await;
+        Ok(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The machine's host name, which clients on the network may use to reach it.
+fn machine_host_name() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+}
+
+/// `wanted`, or fewer when the open-file limit (`ulimit -n`) leaves room for fewer: 32 files
+/// are kept for the store and the rest of the process.
+fn connection_limit(wanted: usize) -> usize {
+    let soft = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find(|l| l.starts_with("Max open files"))
+                .and_then(|l| l.split_whitespace().nth(3).map(str::to_owned))
+        })
+        .and_then(|v| v.parse::<usize>().ok());
+    match soft {
+        Some(soft) => wanted.min(soft.saturating_sub(32)).max(1),
+        None => wanted,
+    }
 }
 
 fn router(state: Arc<Dashboard>) -> Router {
@@ -94,27 +191,10 @@ fn page(status: StatusCode, html: Html) -> Response {
         Err((status, body)) => (status, body),
     };
     let mut r = (status, body).into_response();
-    let h = r.headers_mut();
-    h.insert(
+    // The security headers are added to every response, this one too, by `request_guard`.
+    r.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    // The report's flame graph is an inline script in a srcdoc frame; nothing is ever loaded
-    // from elsewhere.
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(
-            "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; \
-             img-src data:; frame-src 'self' data:; form-action 'self'; base-uri 'none'",
-        ),
-    );
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
     );
     r
 }
