@@ -20,7 +20,7 @@
 //! `backend` (the portable SQL surface over SQLite and PostgreSQL), `location` (where the file
 //! is, and may it be opened), `schema` (SQLite: opening, DDL, migrations on
 //! `PRAGMA user_version`), `pg_schema` (PostgreSQL's DDL and migrations), `pg_uri` (a URL read
-//! as libpq reads it), `pg_files` (the service and password files), `pg_config` (the servers a
+//! as libpq reads it), `pg_files` (the service and password files), `pg_hosts` (libpq's host list), `pg_config` (the servers a
 //! URL names, from the URL, service, environment and defaults, as libpq reaches them), `pg_tls`
 //! (TLS with libpq's `sslmode`), `runs` (writing),
 //! `query` (reading), `columns` (model values ↔ SQL columns), `liveness` (is the owner alive),
@@ -40,6 +40,7 @@ mod liveness;
 mod location;
 mod pg_config;
 mod pg_files;
+mod pg_hosts;
 mod pg_schema;
 mod pg_tls;
 mod pg_uri;

@@ -5,11 +5,9 @@
 //! Sources, first wins, as in libpq: the URL (`pg_uri`: its query parameters over its other
 //! parts), the service it or `PGSERVICE` names (`pg_files`), the `PG…` environment variables,
 //! then libpq's defaults (Debian's socket folder `/var/run/postgresql`, port 5432, the effective
-//! user's name as user and database). The host list is then split as libpq's
-//! `pqConnectOptions2` splits it: one entry per `hostaddr` (else per `host`), one port for all
-//! or one per host, an empty entry meaning the default socket folder or port; a host starting
-//! with `/` is a socket folder. Each entry gets its password from the URL, `PGPASSWORD` or the
-//! password file looked up for that entry's host and port.
+//! user's name as user and database). The host list is split as libpq splits it (`pg_hosts`);
+//! each entry gets its password from the URL, `PGPASSWORD` or the password file looked up for
+//! that entry's host and port.
 //!
 //! | parameters | here |
 //! |---|---|
@@ -19,7 +17,6 @@
 //!
 //! Nothing here prints or keeps the password outside the returned configuration.
 
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -27,7 +24,8 @@ use postgres::Config;
 use postgres::config::{ChannelBinding, SslNegotiation, TargetSessionAttrs};
 
 use super::address::PgUrl;
-use super::pg_files::{self, DEFAULT_SOCKET_DIR};
+use super::pg_files;
+use super::pg_hosts::{self, To};
 use super::pg_tls::{RootCerts, SslMode, TlsSettings, TlsVersions};
 use super::pg_uri::{self, KEYWORDS, Options};
 
@@ -113,14 +111,15 @@ pub(crate) fn config(url: &PgUrl) -> Result<Targets, ConfigError> {
 }
 
 /// The value of `key`, when set and not empty (an empty value means the default, in libpq).
-fn set<'a>(options: &'a Options, key: &str) -> Option<&'a str> {
+pub(crate) fn set<'a>(options: &'a Options, key: &str) -> Option<&'a str> {
     options
         .get(key)
         .map(String::as_str)
         .filter(|v| !v.is_empty())
 }
 
-fn invalid(keyword: &'static str, value: &str, expected: &str) -> ConfigError {
+/// A value `keyword` cannot take, and what it may be.
+pub(crate) fn invalid(keyword: &'static str, value: &str, expected: &str) -> ConfigError {
     ConfigError::Invalid {
         keyword,
         value: value.to_owned(),
@@ -128,7 +127,8 @@ fn invalid(keyword: &'static str, value: &str, expected: &str) -> ConfigError {
     }
 }
 
-fn unsupported(keyword: &'static str, value: &str, why: &'static str) -> ConfigError {
+/// A parameter scalelab does not support, and what it would do.
+pub(crate) fn unsupported(keyword: &'static str, value: &str, why: &'static str) -> ConfigError {
     ConfigError::Unsupported {
         keyword,
         value: value.to_owned(),
@@ -260,7 +260,7 @@ fn build(options: &Options) -> Result<Targets, ConfigError> {
     let password = set(options, "password").map(str::to_owned);
     let passfile = set(options, "passfile").map(PathBuf::from);
     let mut hosts = Vec::new();
-    for entry in host_entries(options)? {
+    for entry in pg_hosts::entries(options)? {
         let mut config = common.clone();
         let (shown, key) = match &entry.to {
             To::Socket(dir) => {
@@ -294,116 +294,9 @@ fn build(options: &Options) -> Result<Targets, ConfigError> {
         hosts.push(Target { config, shown });
     }
     if random {
-        shuffle(&mut hosts);
+        pg_hosts::shuffle(&mut hosts);
     }
     Ok(Targets { hosts, tls })
-}
-
-/// Where one entry of the host list connects.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum To {
-    /// A Unix socket in this folder.
-    Socket(String),
-    /// TCP to `name` (resolved), or to `addr` when given (`hostaddr`), `name` then being the
-    /// name TLS checks and the password file looks up.
-    Tcp { name: String, addr: Option<IpAddr> },
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Entry {
-    to: To,
-    port: u16,
-}
-
-/// libpq's host list (`pqConnectOptions2`): one entry per `hostaddr` item, else per `host`
-/// item; ports one for all or one each.
-fn host_entries(options: &Options) -> Result<Vec<Entry>, ConfigError> {
-    let list =
-        |k: &str| set(options, k).map(|v| v.split(',').map(str::to_owned).collect::<Vec<_>>());
-    let addrs = list("hostaddr");
-    let hosts = list("host");
-    let n = addrs
-        .as_ref()
-        .map(Vec::len)
-        .or(hosts.as_ref().map(Vec::len))
-        .unwrap_or(1);
-    if let (Some(a), Some(h)) = (&addrs, &hosts) {
-        if a.len() != h.len() {
-            return Err(ConfigError::Url(format!(
-                "could not match {} host names to {} hostaddr values (host and hostaddr must list as many)",
-                h.len(),
-                a.len()
-            )));
-        }
-    }
-    let ports: Vec<String> = match list("port") {
-        None => vec![String::new(); n],
-        Some(p) if p.len() == 1 => vec![p[0].clone(); n],
-        Some(p) if p.len() == n => p,
-        Some(p) => {
-            return Err(ConfigError::Url(format!(
-                "could not match {} port numbers to {n} hosts (give one port, or one per host)",
-                p.len()
-            )));
-        }
-    };
-    let mut entries = Vec::with_capacity(n);
-    for (i, port) in ports.iter().enumerate() {
-        let host = hosts.as_ref().map(|h| h[i].as_str()).unwrap_or_default();
-        let addr = addrs.as_ref().map(|a| a[i].as_str()).unwrap_or_default();
-        let to = if !addr.is_empty() {
-            let ip: IpAddr = addr.parse().map_err(|_| {
-                invalid(
-                    "hostaddr",
-                    addr,
-                    "a numeric IP address (give names in host)",
-                )
-            })?;
-            To::Tcp {
-                name: if host.is_empty() {
-                    addr.to_owned()
-                } else {
-                    host.to_owned()
-                },
-                addr: Some(ip),
-            }
-        } else if host.starts_with('/') {
-            To::Socket(host.to_owned())
-        } else if host.starts_with('@') {
-            return Err(unsupported(
-                "host",
-                host,
-                "an abstract Unix socket (a name starting with @)",
-            ));
-        } else if host.is_empty() {
-            To::Socket(DEFAULT_SOCKET_DIR.to_owned())
-        } else {
-            To::Tcp {
-                name: host.to_owned(),
-                addr: None,
-            }
-        };
-        let port = if port.trim().is_empty() {
-            5432
-        } else {
-            port.trim()
-                .parse::<u16>()
-                .ok()
-                .filter(|&p| p > 0)
-                .ok_or_else(|| invalid("port", port, "a port number, 1 to 65535"))?
-        };
-        entries.push(Entry { to, port });
-    }
-    Ok(entries)
-}
-
-/// `load_balance_hosts=random`: the order to try shuffled (Fisher-Yates over random bytes).
-fn shuffle(hosts: &mut [Target]) {
-    let bytes = uuid::Uuid::new_v4().into_bytes();
-    for i in (1..hosts.len()).rev() {
-        let r = u64::from(bytes[i % bytes.len()]) << 8 | u64::from(bytes[(i * 7) % bytes.len()]);
-        hosts.swap(i, (r % (i as u64 + 1)) as usize);
-    }
 }
 
 /// Refuses what scalelab cannot do as libpq would; accepts what changes nothing of where or as
@@ -527,65 +420,6 @@ fn tls_settings(options: &Options) -> Result<TlsSettings, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn entries(pairs: &[(&'static str, &str)]) -> Result<Vec<Entry>, ConfigError> {
-        let options: Options = pairs.iter().map(|(k, v)| (*k, v.to_string())).collect();
-        host_entries(&options)
-    }
-
-    fn tcp(name: &str, port: u16) -> Entry {
-        Entry {
-            to: To::Tcp {
-                name: name.into(),
-                addr: None,
-            },
-            port,
-        }
-    }
-
-    fn socket(dir: &str, port: u16) -> Entry {
-        Entry {
-            to: To::Socket(dir.into()),
-            port,
-        }
-    }
-
-    #[test]
-    fn host_lists_split_as_libpq_splits_them() {
-        assert_eq!(entries(&[]).unwrap(), [socket(DEFAULT_SOCKET_DIR, 5432)]);
-        assert_eq!(
-            entries(&[("host", "/s,h,"), ("port", "1")]).unwrap(),
-            [socket("/s", 1), tcp("h", 1), socket(DEFAULT_SOCKET_DIR, 1)]
-        );
-        assert_eq!(
-            entries(&[("host", "a,b"), ("port", ",7")]).unwrap(),
-            [tcp("a", 5432), tcp("b", 7)]
-        );
-        let e = entries(&[("host", "db.example"), ("hostaddr", "127.0.0.1")]).unwrap();
-        assert_eq!(
-            e[0].to,
-            To::Tcp {
-                name: "db.example".into(),
-                addr: Some("127.0.0.1".parse().unwrap())
-            }
-        );
-        for (pairs, says) in [
-            (
-                &[("host", "a,b"), ("port", "1,2,3")][..],
-                "could not match 3 port numbers to 2 hosts",
-            ),
-            (
-                &[("host", "a,b"), ("hostaddr", "1.2.3.4")][..],
-                "could not match 2 host names to 1 hostaddr",
-            ),
-            (&[("hostaddr", "db.example")][..], "hostaddr=db.example"),
-            (&[("port", "70000")][..], "port=70000"),
-            (&[("host", "@abstract")][..], "host=@abstract"),
-        ] {
-            let err = entries(pairs).unwrap_err().to_string();
-            assert!(err.contains(says), "{pairs:?}: {err}");
-        }
-    }
 
     #[test]
     fn unsupported_parameters_are_named_and_harmless_ones_accepted() {

@@ -1,5 +1,6 @@
-//! The dashboard's connections: accepted, bounded in number and in time, so that one client
-//! cannot starve the rest.
+//! The dashboard's sockets and connections: every address `--listen` resolves to is listened
+//! on, and connections are accepted bounded in number and in time, so that one client cannot
+//! starve the rest.
 //!
 //! - **Time.** A connection may wait at most `--timeout` (default 10 s) for a request's head to
 //!   arrive whole — at its start, between keep-alive requests, and while a response it does not
@@ -93,6 +94,65 @@ impl RateLimitedLog {
         eprintln!("serve: {text}{more}");
         self.last = Some(now);
         self.held = 0;
+    }
+}
+
+/// Listens on every address `listen` (ADDR:PORT or HOST:PORT) resolves to: the listeners,
+/// their addresses, and the addresses that could not be listened on (with why); an error when
+/// none could.
+pub(super) async fn bind(
+    listen: &str,
+) -> anyhow::Result<(Vec<TcpListener>, Vec<SocketAddr>, Vec<String>)> {
+    use anyhow::Context;
+    let mut addrs: Vec<SocketAddr> = tokio::net::lookup_host(listen)
+        .await
+        .with_context(|| format!("--listen {listen}: not an ADDR:PORT or HOST:PORT that resolves"))?
+        .collect();
+    addrs.sort();
+    addrs.dedup();
+    let mut listeners = Vec::new();
+    let mut failures = Vec::new();
+    for addr in &addrs {
+        match TcpListener::bind(addr).await {
+            Ok(l) => listeners.push(l),
+            Err(e) => failures.push(format!("{addr}: {e}")),
+        }
+    }
+    if listeners.is_empty() {
+        anyhow::bail!(
+            "--listen {listen}: cannot listen there ({})",
+            failures.join("; ")
+        );
+    }
+    let mut bound = Vec::new();
+    for l in &listeners {
+        bound.push(l.local_addr().context("reading the bound address")?);
+    }
+    Ok((listeners, bound, failures))
+}
+
+/// The machine's host name, which clients on the network may use to reach it.
+pub(super) fn machine_host_name() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+}
+
+/// `wanted`, or fewer when the open-file limit (`ulimit -n`) leaves room for fewer: 32 files
+/// are kept for the store and the rest of the process.
+pub(super) fn connection_limit(wanted: usize) -> usize {
+    let soft = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find(|l| l.starts_with("Max open files"))
+                .and_then(|l| l.split_whitespace().nth(3).map(str::to_owned))
+        })
+        .and_then(|v| v.parse::<usize>().ok());
+    match soft {
+        Some(soft) => wanted.min(soft.saturating_sub(32)).max(1),
+        None => wanted,
     }
 }
 

@@ -66,30 +66,7 @@ pub fn run(db: Option<&Path>, args: &ServeArgs) -> Result<ExitCode> {
         .context("starting the web server's runtime")?;
     runtime.block_on(async move {
         let listen = args.listen.as_str();
-        let mut addrs: Vec<std::net::SocketAddr> = tokio::net::lookup_host(listen)
-            .await
-            .with_context(|| format!("--listen {listen}: not an ADDR:PORT or HOST:PORT that resolves"))?
-            .collect();
-        addrs.sort();
-        addrs.dedup();
-        let mut listeners = Vec::new();
-        let mut failures = Vec::new();
-        for addr in &addrs {
-            match tokio::net::TcpListener::bind(addr).await {
-                Ok(l) => listeners.push(l),
-                Err(e) => failures.push(format!("{addr}: {e}")),
-            }
-        }
-        if listeners.is_empty() {
-            anyhow::bail!(
-                "--listen {listen}: cannot listen there ({})",
-                failures.join("; ")
-            );
-        }
-        let mut bound = Vec::new();
-        for l in &listeners {
-            bound.push(l.local_addr().context("reading the bound address")?);
-        }
+        let (listeners, bound, failures) = listener::bind(listen).await?;
         let shown: Vec<String> = bound.iter().map(|a| format!("http://{a}/")).collect();
         eprintln!(
             "serving {location} on {} (read-only; Ctrl-C stops)",
@@ -111,7 +88,7 @@ pub fn run(db: Option<&Path>, args: &ServeArgs) -> Result<ExitCode> {
             .map(ToString::to_string)
             .collect();
         if !exposed.is_empty() {
-            names.extend(machine_host_name());
+            names.extend(listener::machine_host_name());
             eprintln!(
                 "{} the dashboard is unauthenticated: anyone who can reach {} reads every run in {location}; put it behind your own authentication, or listen on 127.0.0.1",
                 crate::output::stderr().warning(),
@@ -120,7 +97,7 @@ pub fn run(db: Option<&Path>, args: &ServeArgs) -> Result<ExitCode> {
         }
         let wanted = usize::try_from(args.max_connections).unwrap_or(usize::MAX);
         let limits = listener::Limits {
-            max_connections: connection_limit(wanted),
+            max_connections: listener::connection_limit(wanted),
             timeout: std::time::Duration::from_nanos(args.timeout.0),
         };
         if limits.max_connections < wanted {
@@ -141,34 +118,9 @@ pub fn run(db: Option<&Path>, args: &ServeArgs) -> Result<ExitCode> {
             },
         )
         .await;
-        Ok(())
+        Ok::<(), anyhow::Error>(())
     })?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// The machine's host name, which clients on the network may use to reach it.
-fn machine_host_name() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_owned())
-        .filter(|h| !h.is_empty())
-}
-
-/// `wanted`, or fewer when the open-file limit (`ulimit -n`) leaves room for fewer: 32 files
-/// are kept for the store and the rest of the process.
-fn connection_limit(wanted: usize) -> usize {
-    let soft = std::fs::read_to_string("/proc/self/limits")
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .find(|l| l.starts_with("Max open files"))
-                .and_then(|l| l.split_whitespace().nth(3).map(str::to_owned))
-        })
-        .and_then(|v| v.parse::<usize>().ok());
-    match soft {
-        Some(soft) => wanted.min(soft.saturating_sub(32)).max(1),
-        None => wanted,
-    }
 }
 
 fn router(state: Arc<Dashboard>) -> Router {
