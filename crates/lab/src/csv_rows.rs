@@ -11,8 +11,25 @@
 //!   a typo such as `1OO.5` is an error naming its line, not a header dropped in silence.
 
 use std::fmt;
+use std::path::Path;
 
 use crate::error::LabError;
+use crate::safe_text::excerpt;
+
+/// The most characters of a bad line an error quotes (a 50 MB line is cut in the middle).
+const QUOTED_LINE: usize = 200;
+
+/// The text of a CSV file the user named, within [`sys::InputKind::Csv`]'s limit.
+pub fn read_file(path: &Path) -> Result<String, LabError> {
+    let bytes = sys::read_input(path, sys::InputKind::Csv)?;
+    String::from_utf8(bytes).map_err(|e| {
+        LabError::BadOption(format!(
+            "{}: not UTF-8 text (byte {} is not): a CSV file is text",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
 
 /// One data row: its fields and where it came from.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,16 +46,20 @@ impl CsvRow<'_> {
     pub(crate) fn error(&self, reason: impl fmt::Display, format: &str) -> LabError {
         LabError::BadOption(format!(
             "line {}: `{}`: {reason}; {format}",
-            self.line, self.text
+            self.line,
+            excerpt(self.text, QUOTED_LINE)
         ))
     }
 
     /// Field `index` as a number, or an error naming it as `what`.
     pub(crate) fn number(&self, index: usize, what: &str, format: &str) -> Result<f64, LabError> {
         let field = self.fields[index];
-        field
-            .parse()
-            .map_err(|_| self.error(format!("{what} `{field}` is not a number"), format))
+        field.parse().map_err(|_| {
+            self.error(
+                format!("{what} `{}` is not a number", excerpt(field, 40)),
+                format,
+            )
+        })
     }
 }
 

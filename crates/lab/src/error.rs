@@ -67,6 +67,9 @@ pub enum LabError {
         /// What failed, and the fix where there is one.
         message: String,
     },
+    /// A file the user named is missing, unreadable, a device, or past its kind's limit.
+    #[error(transparent)]
+    Input(#[from] sys::SysError),
     /// A system call failed.
     #[error("{context}: {source}")]
     Sys {
@@ -141,6 +144,12 @@ pub enum Field {
     Workdir,
     /// Where the tasks' memory comes from (`--membind`).
     Membind,
+    /// The run's name.
+    Name,
+    /// The run's variant label.
+    Variant,
+    /// The run's `KEY=VAL` tags.
+    Tags,
 }
 
 impl std::fmt::Display for Field {
@@ -160,6 +169,9 @@ impl std::fmt::Display for Field {
             Field::ProfileTrials => "profile_trials",
             Field::Workdir => "workdir",
             Field::Membind => "membind",
+            Field::Name => "name",
+            Field::Variant => "variant",
+            Field::Tags => "tags",
         })
     }
 }

@@ -55,8 +55,9 @@ mod traced_processes;
 mod warnings;
 mod workloads;
 
+pub use csv_rows::read_file as read_csv_file;
 pub use error::{Field, LabError};
-pub use limits::MAX_DURATION;
+pub use limits::{MAX_COMMAND_CHARS, MAX_DURATION, MAX_LABEL_CHARS};
 pub use locks::LockRequest;
 pub use offcpu::OffCpuRequest;
 pub use owned_dir::{PathError, create_output};

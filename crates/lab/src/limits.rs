@@ -15,3 +15,20 @@ pub(crate) const MAX_RUNS: u32 = 10_000;
 pub(crate) const MAX_TRIALS: u64 = 100_000;
 /// The most per-task readings one trial keeps (samples × N): 128 MiB of counts.
 pub(crate) const MAX_READINGS: u64 = 1 << 24;
+
+/// The most characters of a name, variant, tag key or value, host name, workload name or
+/// `history --csv` label: a label, shown in every list and page (a 50 MB name made every runs
+/// page 100 MB).
+pub const MAX_LABEL_CHARS: usize = 256;
+/// The most characters of a stored command line or parameter value (a command with its steps).
+pub const MAX_COMMAND_CHARS: usize = 65_536;
+
+/// `Err` saying how long `text` is and the limit, when it has more than `max` characters.
+pub(crate) fn check_length(text: &str, max: usize) -> Result<(), String> {
+    let n = text.chars().count();
+    if n > max {
+        Err(format!("{n} characters; at most {max}"))
+    } else {
+        Ok(())
+    }
+}

@@ -4,24 +4,33 @@
 //! `2 trials`). One definition each, so a figure reads the same in a warning and in the table
 //! above it.
 
-/// `1234567.0` -> `1.23M`; `0.000123` -> `0.000`; three significant figures.
+/// `1234567.0` -> `1.23M`; `0.000123` -> `0.000`; three significant figures, with SI prefixes
+/// up to E (1e18) and scientific notation beyond (`1.23e21`).
 pub fn si(x: f64) -> String {
     if !x.is_finite() {
         return "n/a".into();
     }
+    const PREFIXES: [(f64, &str); 6] = [
+        (1e18, "E"),
+        (1e15, "P"),
+        (1e12, "T"),
+        (1e9, "G"),
+        (1e6, "M"),
+        (1e3, "k"),
+    ];
     let a = x.abs();
-    let (scaled, prefix) = if a >= 1e12 {
-        (x / 1e12, "T")
-    } else if a >= 1e9 {
-        (x / 1e9, "G")
-    } else if a >= 1e6 {
-        (x / 1e6, "M")
-    } else if a >= 1e3 {
-        (x / 1e3, "k")
-    } else {
-        (x, "")
-    };
-    format!("{}{prefix}", sig3(scaled))
+    if a >= 1e21 {
+        return scientific(x);
+    }
+    match PREFIXES.iter().find(|(scale, _)| a >= *scale) {
+        Some((scale, prefix)) => format!("{}{prefix}", sig3(x / scale)),
+        None => sig3(x),
+    }
+}
+
+/// `1.23e21`: three significant figures in scientific notation.
+fn scientific(x: f64) -> String {
+    format!("{x:.2e}")
 }
 
 /// Three significant figures without a prefix: `12.3`, `0.123`, `123`.
@@ -40,13 +49,33 @@ pub fn sig3(x: f64) -> String {
     }
 }
 
-/// A relative change as a signed percentage: `+1.23%`, `-12.3%`.
+/// A relative change as a signed percentage: `+1.23%`, `-12.3%`, `+1.00e17%` beyond a million
+/// percent.
 pub fn signed_percent(x: f64) -> String {
     let p = x * 100.0;
+    if x.is_finite() && !p.is_finite() {
+        // x·100 overflows: scale the mantissa instead (1e308 → +1.00e310%).
+        let text = format!("{x:+.2e}");
+        if let Some((mantissa, exp)) = text.split_once('e') {
+            let exp: i32 = exp.parse().unwrap_or(0);
+            return format!("{mantissa}e{}%", exp + 2);
+        }
+    }
     if p.abs() < 10.0 {
         format!("{p:+.2}%")
-    } else {
+    } else if p.abs() < 1e6 {
         format!("{p:+.1}%")
+    } else {
+        format!("{p:+.2e}%")
+    }
+}
+
+/// A change between two means: [`signed_percent`] of the relative change, or `from 0` when the
+/// mean before was 0 (no percentage exists).
+pub fn relative_change(relative: Option<f64>) -> String {
+    match relative {
+        Some(r) => signed_percent(r),
+        None => "from 0".into(),
     }
 }
 
@@ -97,6 +126,23 @@ mod tests {
         assert_eq!(si(12_345.0), "12.3k");
         assert_eq!(si(0.5), "0.500");
         assert_eq!(si(f64::NAN), "n/a");
+    }
+
+    /// Was: 1e15 printed `1000T`, 1e300 a 289-digit number ending in `T`, and a change of
+    /// 1e15 times `+100079991719344256.0%`.
+    #[test]
+    fn large_numbers_use_prefixes_up_to_e_then_scientific() {
+        assert_eq!(si(1e15), "1.00P");
+        assert_eq!(si(-2.5e18), "-2.50E");
+        assert_eq!(si(999e18), "999E");
+        assert_eq!(si(1e21), "1.00e21");
+        assert_eq!(si(1e308), "1.00e308");
+        assert_eq!(si(-1.5e300), "-1.50e300");
+        assert_eq!(signed_percent(1e15), "+1.00e17%");
+        assert_eq!(signed_percent(1e308), "+1.00e310%");
+        assert_eq!(signed_percent(123.456), "+12345.6%");
+        assert_eq!(relative_change(None), "from 0");
+        assert_eq!(relative_change(Some(-0.5)), "-50.0%");
     }
 
     #[test]

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use crate::env::{Fingerprint, Severity};
 use crate::error::{Field, LabError};
-use crate::limits::{MAX_DURATION, MAX_READINGS, MAX_RUNS, MAX_TRIALS};
+use crate::limits::{
+    MAX_DURATION, MAX_LABEL_CHARS, MAX_READINGS, MAX_RUNS, MAX_TRIALS, check_length,
+};
 use crate::params::Params;
 use crate::record::{Membind, Mode, Nanos, Pin, RunMeta, RunStatus};
 use crate::runner::spec::{BuiltinWork, CommandSpec, OpsSource, TrialSpec, Work};
@@ -307,8 +309,17 @@ impl Plan {
                 "0: profile at least one trial per point (default 1)",
             ));
         }
+        let label = |field: Field, text: &str| {
+            check_length(text, MAX_LABEL_CHARS).map_err(|why| LabError::invalid(field, why))
+        };
+        label(Field::Name, cfg.name.as_deref().unwrap_or_default())?;
+        label(Field::Variant, cfg.variant.as_deref().unwrap_or_default())?;
         let mut tags = BTreeMap::new();
         for (k, v) in cfg.tags {
+            for part in [&k, &v] {
+                check_length(part, MAX_LABEL_CHARS)
+                    .map_err(|why| LabError::invalid(Field::Tags, format!("{k:.40}: {why}")))?;
+            }
             tags.insert(k, v);
         }
         Ok(Plan {

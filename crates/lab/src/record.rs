@@ -22,6 +22,8 @@ pub const PRIMARY_PARAM: &str = "primary";
 /// `--primary ops`: X(N) stays ops per second, the `--metric`s are shown beside it.
 pub const PRIMARY_OPS: &str = "ops";
 
+mod outcome_json;
+
 /// Nanoseconds, the unit of every duration and timestamp in the data model.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
@@ -412,8 +414,8 @@ pub struct TrialRecord {
     pub outcome: TrialOutcome,
 }
 
-/// What became of a trial.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// What became of a trial. Read from JSON by `outcome_json`, without buffering the object.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "status", rename_all = "lowercase")]
 // One per trial, moved a few times: boxing the measurement would buy nothing.
 #[allow(clippy::large_enum_variant)]

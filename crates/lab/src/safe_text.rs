@@ -36,6 +36,24 @@ pub fn printable_lines(text: &str) -> Cow<'_, str> {
     escape(text, true)
 }
 
+/// At most `max` characters of `text` for quoting it in a message, cut in the middle with
+/// `…` and the number of characters left out when longer (a 50 MB line is quoted as its
+/// first and last characters, never whole).
+pub fn excerpt(text: &str, max: usize) -> Cow<'_, str> {
+    let count = text.chars().count();
+    if count <= max {
+        return Cow::Borrowed(text);
+    }
+    let head = max / 2;
+    let tail = max.saturating_sub(head + 1);
+    let start: String = text.chars().take(head).collect();
+    let end: String = text.chars().skip(count - tail).collect();
+    Cow::Owned(format!(
+        "{start}…[{} characters]…{end}",
+        count - head - tail
+    ))
+}
+
 fn escape(text: &str, keep_newlines: bool) -> Cow<'_, str> {
     let escaped = |c: char| is_unsafe(c) && !(keep_newlines && c == '\n');
     if !text.contains(escaped) {
@@ -138,6 +156,19 @@ impl Formatter for EscapingFormatter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn excerpts_cut_long_text_in_the_middle() {
+        assert_eq!(excerpt("short", 10), "short");
+        let long = format!("{}x{}", "a".repeat(5_000_000), "b".repeat(5_000_000));
+        let shown = excerpt(&long, 200);
+        assert!(shown.chars().count() < 240, "{}", shown.len());
+        assert!(
+            shown.starts_with("aaaa") && shown.ends_with("bbbb"),
+            "{shown}"
+        );
+        assert!(shown.contains("…[9999802 characters]…"), "{shown}");
+    }
 
     #[test]
     fn control_characters_are_printed_as_visible_escapes() {

@@ -48,6 +48,9 @@ struct FileInfo {
 
 impl FileInfo {
     fn read(path: &Path) -> FileInfo {
+        if sys::check_input(path, sys::InputKind::Elf).is_err() {
+            return FileInfo::default();
+        }
         let Ok(file) = File::open(path) else {
             return FileInfo::default();
         };
@@ -66,8 +69,9 @@ impl FileInfo {
         let debug_file = if stripped { debug_file(&elf) } else { None };
         let aliases = match &debug_file {
             None => aliases(&elf),
-            Some(debug) => File::open(debug)
+            Some(debug) => sys::check_input(debug, sys::InputKind::Elf)
                 .ok()
+                .and_then(|()| File::open(debug).ok())
                 .and_then(|f| {
                     let cache = ReadCache::new(f);
                     let d = ElfFile64::<Endianness, _>::parse(&cache).ok()?;

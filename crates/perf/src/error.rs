@@ -55,6 +55,9 @@ pub enum PerfError {
         /// What to do about it.
         fix: String,
     },
+    /// A file the user named (perf.data, kallsyms) is missing, a device, or past its limit.
+    #[error(transparent)]
+    Input(#[from] sys::SysError),
     /// A perf.data file could not be read or parsed.
     #[error("{path}: {cause}")]
     ProfileData {

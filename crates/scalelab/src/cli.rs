@@ -429,10 +429,21 @@ pub struct PushArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// The address to listen on; another host than 127.0.0.1 makes the store readable by
-    /// whoever reaches it (the pages never write).
+    /// The address to listen on (ADDR:PORT, or HOST:PORT such as localhost:8080); another
+    /// than loopback makes the store readable by whoever reaches it, unauthenticated.
     #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8080")]
-    pub listen: std::net::SocketAddr,
+    pub listen: String,
+    /// Also answer requests whose Host is NAME (a name the dashboard is reached by, e.g.
+    /// through a proxy), repeatable; others than the address it listens on, localhost and
+    /// the --listen name get 421.
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    pub allowed_hosts: Vec<String>,
+    /// The most connections open at once; past it the one idle longest is closed.
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=65536))]
+    pub max_connections: u64,
+    /// How long a client may take to send a request's head, or stay idle between requests.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub timeout: lab::record::Nanos,
 }
 
 // WORKLOAD, --cmd (or both), or --csv; the usage line says so.
@@ -468,7 +479,8 @@ pub struct HistoryArgs {
     /// instructions_per_op | cache_misses_per_op | cpu_pct
     #[arg(long, default_value = "throughput", value_parser = Metric::parse)]
     pub metric: Metric,
-    /// Exit 1 when the newest segment is a regression (for a weekly job or CI).
+    /// Exit 1 when the newest segment is a regression (for a weekly job or CI); exit 2, no
+    /// verdict, while the series is shorter than two segments of --min-segment.
     #[arg(long)]
     pub check: bool,
     /// Significance a change point needs, in (0, 1).
@@ -855,6 +867,9 @@ pub fn flag(field: Field) -> &'static str {
         Field::ProfileTrials => "--profile-trials",
         Field::Workdir => "--workdir",
         Field::Membind => "--membind",
+        Field::Name => "--name",
+        Field::Variant => "--variant",
+        Field::Tags => "--tag",
     }
 }
 

@@ -102,7 +102,7 @@ EXAMPLES:
 EXIT STATUS:
   0    success (with --check: the newest segment did not regress)
   1    --check only: the newest segment is a regression
-  2    a usage or runtime error";
+  2    a usage or runtime error; with --check, too few runs to judge";
 
 /// `scalelab push --help`.
 pub const PUSH: &str = "\
@@ -131,10 +131,17 @@ EXAMPLES:
   scalelab serve                              # http://127.0.0.1:8080/
   scalelab serve --db postgres://scalelab@db.example/perf
   scalelab serve --listen 127.0.0.1:9000
+  scalelab serve --listen localhost:8080 --allowed-host perf.example.internal
 
 Pages: / (runs, filtered by workload, host, tag, variant), /run/ID,
 /compare/A/B, /history/WORKLOAD (per machine class). No page writes; no
-external script or font is loaded. Ctrl-C stops the server.";
+external script or font is loaded. Ctrl-C stops the server.
+
+The dashboard has no login: anyone who reaches its address reads every run.
+It answers only requests whose Host is the address it listens on, localhost
+(on loopback), the --listen name or an --allowed-host (others get 421), and
+drops a client idle or slow past --timeout; past --max-connections it closes
+the connection idle longest.";
 
 /// `scalelab report --help`.
 pub const REPORT: &str = "\

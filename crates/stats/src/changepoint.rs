@@ -35,7 +35,7 @@
 //! Before any of this the series is standardised (`z = (x/M − m)/s`, `M` the largest `|x|`):
 //! both steps are invariant under it, and no sum of distances or squares can under- or
 //! overflow, whatever the units. The relative change is `(after − before)/|before|`, so a
-//! series of negative values keeps the sign of its change.
+//! series of negative values keeps the sign of its change; a change from a mean of 0 has none.
 //!
 //! Hand-written: no maintained Rust crate implements E-divisive or Otava's procedure; `statrs`
 //! gives the t distribution.
@@ -58,6 +58,14 @@ pub struct ChangePointOptions {
     /// has some power, and enough that one odd run is not called a change; a change in the last
     /// two runs is reported once a third confirms it. Values below 2 are taken as 2.
     pub min_segment: usize,
+}
+
+impl ChangePointOptions {
+    /// The fewest values a series needs before any change point can be found in it: two
+    /// segments of `min_segment` (at least 2 each). A shorter series says nothing either way.
+    pub fn fewest_values(&self) -> usize {
+        2 * self.min_segment.max(MIN_SEGMENT_FLOOR)
+    }
 }
 
 impl Default for ChangePointOptions {
@@ -86,9 +94,9 @@ pub struct ChangePoint {
     /// Sample standard deviation after.
     pub sd_after: f64,
     /// `(mean_after − mean_before) / |mean_before|`: positive when the level rose, also for a
-    /// negative series (Otava's `mean_after / mean_before − 1` flips the sign there); 0 when
-    /// `mean_before` is 0.
-    pub relative: f64,
+    /// negative series (Otava's `mean_after / mean_before − 1` flips the sign there); `None`
+    /// when `mean_before` is 0, where no relative change exists (the change is "from 0").
+    pub relative: Option<f64>,
 }
 
 /// Change points of `series`, in index order.
@@ -99,7 +107,7 @@ pub struct ChangePoint {
 pub fn change_points(series: &[f64], opts: &ChangePointOptions) -> Vec<ChangePoint> {
     let min_segment = opts.min_segment.max(MIN_SEGMENT_FLOOR);
     let n = series.len();
-    if n < 2 * min_segment {
+    if n < opts.fewest_values() {
         return Vec::new();
     }
     let Some(standard) = Standardised::of(series) else {
@@ -124,12 +132,12 @@ pub fn change_points(series: &[f64], opts: &ChangePointOptions) -> Vec<ChangePoi
 /// The series standardised, `z = (x/M − m)/s` with `M = max |x|` and `m`, `s` the mean and
 /// sample standard deviation of `x/M`, so that no sum of values, distances or squares under- or
 /// overflows whatever the series' scale (1e-170 or near `f64::MAX`). E-divisive's split and the
-/// t-test are invariant under this affine map; means and spreads are mapped back.
+/// t-test are invariant under this affine map.
 struct Standardised {
     values: Vec<f64>,
-    peak: f64,
-    mean: f64,
-    sd: f64,
+    /// The series as given: segment means and spreads are read from it, not mapped back from
+    /// `values` (mapping back cancelled a mean of 1 to 0 beside values of 1e308).
+    raw: Vec<f64>,
 }
 
 impl Standardised {
@@ -149,31 +157,28 @@ impl Standardised {
         }
         Some(Standardised {
             values: unit.iter().map(|u| (u - mean) / sd).collect(),
-            peak,
-            mean,
-            sd,
+            raw: series.to_vec(),
         })
     }
 
-    /// A mean of standardised values, in the series' units.
-    fn level(&self, z: f64) -> f64 {
-        (self.mean + self.sd * z) * self.peak
-    }
-
-    /// A standard deviation of standardised values, in the series' units.
-    fn spread(&self, z: f64) -> f64 {
-        self.sd * z * self.peak
-    }
-
-    /// `(after − before) / |before|` of two standardised means; 0 when `before` is 0.
-    fn relative(&self, before: f64, after: f64) -> f64 {
-        let base = self.mean + self.sd * before;
-        if base == 0.0 {
-            0.0
-        } else {
-            self.sd * (after - before) / base.abs()
+    /// Mean and sample standard deviation of `raw[range]`, in the series' units, each computed
+    /// on values scaled by the segment's largest magnitude so no sum overflows.
+    fn level(&self, range: std::ops::Range<usize>) -> (f64, f64) {
+        let segment = &self.raw[range];
+        let peak = segment.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        if peak == 0.0 {
+            return (0.0, 0.0);
         }
+        let unit: Vec<f64> = segment.iter().map(|v| v / peak).collect();
+        let (mean, sd) = mean_sd(&unit);
+        (mean * peak, sd * peak)
     }
+}
+
+/// `(after − before) / |before|`, `None` when `before` is 0; computed as
+/// `after/|before| − sign(before)` so that it overflows only where the ratio itself does.
+fn relative(before: f64, after: f64) -> Option<f64> {
+    (before != 0.0).then(|| after / before.abs() - before.signum())
 }
 
 /// Otava's relaxed first-pass threshold for "weak" change points.
@@ -332,8 +337,8 @@ fn describe(
     min_segment: usize,
 ) -> ChangePoint {
     let (before, after) = (&series.values[lo..index], &series.values[index..hi]);
-    let (mean_before, sd_before) = mean_sd(before);
-    let (mean_after, sd_after) = mean_sd(after);
+    let (mean_before, sd_before) = series.level(lo..index);
+    let (mean_after, sd_after) = series.level(index..hi);
     let p_value = if before.len() < min_segment || after.len() < min_segment {
         1.0
     } else {
@@ -343,11 +348,11 @@ fn describe(
     ChangePoint {
         index,
         p_value,
-        mean_before: series.level(mean_before),
-        mean_after: series.level(mean_after),
-        sd_before: series.spread(sd_before),
-        sd_after: series.spread(sd_after),
-        relative: series.relative(mean_before, mean_after),
+        mean_before,
+        mean_after,
+        sd_before,
+        sd_after,
+        relative: relative(mean_before, mean_after),
     }
 }
 
@@ -424,7 +429,11 @@ mod tests {
             let found = change_points(&series, &ChangePointOptions::default());
             assert_eq!(indices(&found), vec![60, 100], "seed {seed}");
             assert!(found.iter().all(|cp| cp.p_value <= 0.001));
-            assert!((found[0].relative - 0.05).abs() < 0.01, "{:?}", found[0]);
+            assert!(
+                (found[0].relative.unwrap() - 0.05).abs() < 0.01,
+                "{:?}",
+                found[0]
+            );
             assert!(found[1].mean_after < found[1].mean_before);
         }
     }
@@ -481,8 +490,26 @@ mod tests {
         let found = change_points(&series, &ChangePointOptions::default());
         assert_eq!(indices(&found), vec![10]);
         assert_eq!(found[0].p_value, 0.0);
-        assert!((found[0].relative - 0.2).abs() < 1e-12);
+        assert!((found[0].relative.unwrap() - 0.2).abs() < 1e-12);
         assert_eq!((found[0].sd_before, found[0].sd_after), (0.0, 0.0));
+    }
+
+    /// Was: a step from 1 to 1e308 read "mean 0 ± 0 → 1e308, +0.0%" (the means were mapped back
+    /// from the standardised series, cancelling 1 to 0), and a step from 0 read "+0.0%".
+    #[test]
+    fn extreme_steps_keep_their_means_and_a_step_from_zero_has_no_relative_change() {
+        let mut series = vec![1.0; 10];
+        series.extend([1e308; 10]);
+        let found = change_points(&series, &ChangePointOptions::default());
+        assert_eq!(indices(&found), vec![10]);
+        assert_eq!((found[0].mean_before, found[0].mean_after), (1.0, 1e308));
+        assert_eq!(found[0].relative, Some(1e308 - 1.0));
+        let mut series = vec![0.0; 10];
+        series.extend([5.0; 10]);
+        let found = change_points(&series, &ChangePointOptions::default());
+        assert_eq!(indices(&found), vec![10]);
+        assert_eq!((found[0].mean_before, found[0].mean_after), (0.0, 5.0));
+        assert_eq!(found[0].relative, None);
     }
 
     #[test]
@@ -491,7 +518,11 @@ mod tests {
         let series = steps(7, &[-100.0, -90.0], &[20, 20]);
         let found = change_points(&series, &ChangePointOptions::default());
         assert_eq!(indices(&found), vec![20]);
-        assert!((found[0].relative - 0.1).abs() < 0.01, "{:?}", found[0]);
+        assert!(
+            (found[0].relative.unwrap() - 0.1).abs() < 0.01,
+            "{:?}",
+            found[0]
+        );
         assert!(found[0].mean_after > found[0].mean_before);
     }
 
@@ -521,7 +552,10 @@ mod tests {
                         assert!(close(g.p_value, w.p_value), "{g:?} vs {w:?}");
                         // A negative scale turns a rise into a fall.
                         let sign = scale.signum();
-                        assert!(close(g.relative, sign * w.relative), "{g:?} vs {w:?}");
+                        assert!(
+                            close(g.relative.unwrap(), sign * w.relative.unwrap()),
+                            "{g:?} vs {w:?}"
+                        );
                         assert!(
                             close(g.mean_before / scale, w.mean_before),
                             "{g:?} vs {w:?}"

@@ -116,6 +116,45 @@ pub enum SysError {
         /// What is wrong with it, and the accepted range.
         reason: String,
     },
+    /// A file the user named could not be opened or read.
+    #[error("{}: {cause}", path.display())]
+    Input {
+        /// The file, as given.
+        path: std::path::PathBuf,
+        /// What it was read as ("a CSV series").
+        what: &'static str,
+        /// The operating system's error (not a `source`: the message carries it).
+        cause: std::io::Error,
+    },
+    /// A file the user named is larger than scalelab reads of its kind.
+    #[error(
+        "{}: {} the {limit} scalelab reads of {what}{} — give a smaller file (or a copy of the part that matters)",
+        path.display(),
+        if .size.is_some() { "larger than" } else { "more than" },
+        match .size { Some(s) => format!(" (it has {s} bytes)"), None => String::new() }
+    )]
+    InputTooLarge {
+        /// The file, as given.
+        path: std::path::PathBuf,
+        /// What it was read as.
+        what: &'static str,
+        /// The limit, in words ("64 MiB").
+        limit: String,
+        /// Its stated size in bytes, when it states one.
+        size: Option<u64>,
+    },
+    /// A file the user named is a device, a directory or another thing that is not read.
+    #[error("{}: {found}, not {what}; give {allowed}", path.display())]
+    InputNotAFile {
+        /// The file, as given.
+        path: std::path::PathBuf,
+        /// What it was to be read as.
+        what: &'static str,
+        /// What it is ("a character device").
+        found: &'static str,
+        /// What it may be ("a regular file or a pipe").
+        allowed: &'static str,
+    },
     /// A `/proc` file could not be read or did not have the expected shape.
     #[error("reading {path}: {reason} — is /proc mounted?")]
     Proc {

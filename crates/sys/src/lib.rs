@@ -23,6 +23,7 @@ mod child;
 mod clocks;
 mod error;
 mod futex;
+mod input_file;
 mod mapping;
 mod mempolicy;
 mod pipe;
@@ -44,6 +45,7 @@ pub use clocks::{
 };
 pub use error::{Errno, SysError};
 pub use futex::{futex_wait, futex_wake};
+pub use input_file::{InputFile, InputKind, bytes_text, check_input, read_input};
 pub use mapping::page_size;
 pub use mempolicy::{MAX_NODE, MemPolicy, current_mempolicy, set_mempolicy};
 pub use pipe::{Pipe, pipe, wait_readable};

@@ -12,6 +12,7 @@ use stats::{ChangePoint, ChangePointOptions};
 use crate::analysis::summary::{PointSummary, summarize};
 use crate::csv_rows;
 use crate::error::LabError;
+use crate::limits::{MAX_LABEL_CHARS, check_length};
 use crate::record::RunData;
 
 /// A metric a series can follow, and which way is better.
@@ -123,8 +124,8 @@ pub struct HistoryChange {
     pub run: i64,
     /// Its position in the series, from 0.
     pub index: usize,
-    /// Relative change of the segment means, after vs before.
-    pub relative: f64,
+    /// Relative change of the segment means, after vs before; `None` from a mean of 0.
+    pub relative: Option<f64>,
     /// The t-test p-value between the segments, adjusted for the positions tried.
     pub p_value: f64,
     /// Mean of the segment before.
@@ -160,6 +161,10 @@ pub struct History {
     pub changes: Vec<HistoryChange>,
     /// True when the last change point exists and made the metric worse: the newest segment regressed.
     pub newest_regressed: bool,
+    /// False when the series is too short for any change point to be found
+    /// ([`ChangePointOptions::fewest_values`]): it can be neither called regressed nor
+    /// cleared, and `history --check` says it cannot judge.
+    pub judged: bool,
     /// How strict the change-point detection was.
     pub options: ChangePointOptions,
 }
@@ -230,6 +235,7 @@ pub fn from_points(
         })
         .collect();
     let newest_regressed = changes.last().is_some_and(|c| c.regression);
+    let judged = points.len() >= opts.fewest_values();
     History {
         workload: workload.to_string(),
         params: BTreeMap::new(),
@@ -239,8 +245,41 @@ pub fn from_points(
         points,
         changes,
         newest_regressed,
+        judged,
         options: *opts,
     }
+}
+
+/// The task counts any of `runs` measured, ascending.
+pub fn measured_points<R: std::borrow::Borrow<RunData>>(runs: &[R]) -> Vec<u32> {
+    let mut ns: Vec<u32> = runs
+        .iter()
+        .flat_map(|r| r.borrow().meta.points.iter().copied())
+        .collect();
+    ns.sort_unstable();
+    ns.dedup();
+    ns
+}
+
+/// `Err` naming the task counts that were measured when none of `runs` measured `at` (a
+/// series at an N that was never measured is empty, and would pass any check).
+pub fn check_measured<R: std::borrow::Borrow<RunData>>(
+    workload: &str,
+    runs: &[R],
+    at: u32,
+) -> Result<(), LabError> {
+    let measured = measured_points(runs);
+    if measured.contains(&at) {
+        return Ok(());
+    }
+    let list = measured
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    Err(LabError::BadOption(format!(
+        "no stored run of `{workload}` measured N={at}; these runs measured N = {list}"
+    )))
 }
 
 /// Reads a series from `history --csv` text by the rules of `csv_rows` (those of
@@ -255,6 +294,8 @@ pub fn parse_csv(text: &str) -> Result<Vec<HistoryPoint>, LabError> {
             2 => (row.fields[0].to_string(), 1),
             k => return Err(row.error(format!("{k} fields, expected 1 or 2"), FORMAT)),
         };
+        check_length(&label, MAX_LABEL_CHARS)
+            .map_err(|why| row.error(format!("the label has {why}"), FORMAT))?;
         let value = row.number(index, "value", FORMAT)?;
         if !value.is_finite() {
             return Err(row.error(format!("value = {value}: it must be finite"), FORMAT));
@@ -396,7 +437,7 @@ mod tests {
             Metric::Throughput,
             &ChangePointOptions::default(),
         );
-        assert!(h.changes.is_empty() && !h.newest_regressed);
+        assert!(h.changes.is_empty() && !h.newest_regressed && h.judged);
         // A run without the point is skipped, not read as zero.
         let h = build(
             "spin",
@@ -405,7 +446,13 @@ mod tests {
             Metric::Throughput,
             &ChangePointOptions::default(),
         );
-        assert!(h.points.is_empty());
+        assert!(h.points.is_empty() && !h.judged);
+        let err = check_measured("spin", &flat, 4).unwrap_err().to_string();
+        assert!(
+            err.contains("no stored run of `spin` measured N=4; these runs measured N = 2"),
+            "{err}"
+        );
+        check_measured("spin", &flat, 2).unwrap();
     }
 
     #[test]
@@ -451,7 +498,7 @@ mod tests {
         );
         assert_eq!(h.changes.len(), 1, "{:?}", h.changes);
         assert!(
-            (h.changes[0].relative - 0.1).abs() < 0.01,
+            (h.changes[0].relative.unwrap() - 0.1).abs() < 0.01,
             "{:?}",
             h.changes
         );

@@ -11,6 +11,13 @@
 //! Every git is started as every child of scalelab is (dies with it, marked), with stdin closed
 //! and no terminal prompt, and without the caller's `GIT_DIR`-style variables, which would
 //! point it at another repository.
+//!
+//! scalelab usually runs as root, and nothing of the repository runs but the `--build` command:
+//! every git runs with the repository's hooks off (`core.hooksPath=/dev/null`: `post-checkout`,
+//! `reference-transaction` and the rest), no file-system monitor (`core.fsmonitor=false`, a
+//! command the repository's config may name) and every filter driver the repository's config
+//! defines emptied (`filter.NAME.smudge`/`clean`/`process`, as for Git LFS), so a checkout
+//! writes the committed bytes and starts no program.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -40,19 +47,72 @@ fn git(dir: &Path, args: &[&str]) -> Result<String, BisectError> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn command(dir: &Path, args: &[&str]) -> Command {
+/// The settings every git runs with, so that nothing of the repository runs (see the module
+/// doc).
+const NOTHING_RUNS: [&str; 8] = [
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "gc.auto=0",
+    "-c",
+    "maintenance.auto=false",
+];
+
+/// `git -C dir` with [`NOTHING_RUNS`], the caller's repository variables removed, no prompt.
+fn bare_command(dir: &Path) -> Command {
     let mut c = Command::new("git");
-    c.arg("-C")
+    c.args(NOTHING_RUNS)
+        .arg("-C")
         .arg(dir)
-        .args(args)
         .stdin(Stdio::null())
         .env("GIT_TERMINAL_PROMPT", "0")
         .env_remove("GIT_DIR")
         .env_remove("GIT_WORK_TREE")
         .env_remove("GIT_INDEX_FILE")
-        .env_remove("GIT_OBJECT_DIRECTORY");
+        .env_remove("GIT_OBJECT_DIRECTORY")
+        .env_remove("GIT_CONFIG_PARAMETERS")
+        .env_remove("GIT_CONFIG_COUNT");
     adopt(&mut c);
     c
+}
+
+/// `git -C dir ARGS…` that runs nothing of the repository: [`NOTHING_RUNS`], and every filter
+/// driver its config defines emptied.
+fn command(dir: &Path, args: &[&str]) -> Command {
+    let mut c = bare_command(dir);
+    for name in filter_drivers(dir) {
+        for key in ["smudge", "clean", "process"] {
+            c.arg("-c").arg(format!("filter.{name}.{key}="));
+        }
+        c.arg("-c").arg(format!("filter.{name}.required=false"));
+    }
+    c.args(args);
+    c
+}
+
+/// The names of the filter drivers the configuration of the repository at `dir` defines
+/// (`filter.NAME.smudge` …); reading configuration runs nothing.
+fn filter_drivers(dir: &Path) -> Vec<String> {
+    let out = bare_command(dir)
+        .args(["config", "--name-only", "--get-regexp", r"^filter\."])
+        .stderr(Stdio::null())
+        .output();
+    let Ok(out) = out else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|key| {
+            let rest = key.strip_prefix("filter.")?;
+            let (name, _) = rest.rsplit_once('.')?;
+            Some(name.to_string())
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 fn shown(dir: &Path, args: &[&str]) -> String {
@@ -180,4 +240,82 @@ pub(crate) fn remove_worktree(repo: &Path, path: &Path) -> Result<(), BisectErro
 pub(crate) fn prune_worktrees(repo: &Path) -> Result<(), BisectError> {
     git(repo, &["worktree", "prune"])?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(dir: &Path, args: &[&str]) {
+        let ok = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+
+    /// Was: `bisect` (as root) ran the repository's `post-checkout` hook at every worktree it
+    /// made and every commit it checked out, and would have run its filter drivers too.
+    #[test]
+    fn git_runs_no_hook_and_no_filter_of_the_repository() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        let marks = dir.path().join("marks");
+        std::fs::create_dir(&marks).unwrap();
+        run(dir.path(), &["init", "-q", repo.to_str().unwrap()]);
+        std::fs::write(repo.join("a.txt"), "one\n").unwrap();
+        std::fs::write(repo.join(".gitattributes"), "*.txt filter=evil\n").unwrap();
+        run(&repo, &["add", "."]);
+        run(&repo, &["commit", "-q", "-m", "one"]);
+        std::fs::write(repo.join("a.txt"), "two\n").unwrap();
+        run(&repo, &["commit", "-q", "-am", "two"]);
+        let mark = |what: &str| format!("#!/bin/sh\ntouch {}/{what}\ncat\n", marks.display());
+        for hook in ["post-checkout", "reference-transaction", "pre-auto-gc"] {
+            let path = repo.join(".git/hooks").join(hook);
+            std::fs::write(&path, mark(hook)).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let filter = dir.path().join("filter.sh");
+        std::fs::write(&filter, mark("filter")).unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&filter, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let smudge = filter.to_str().unwrap();
+        run(&repo, &["config", "filter.evil.smudge", smudge]);
+        run(&repo, &["config", "filter.evil.clean", smudge]);
+        run(&repo, &["config", "filter.evil.required", "true"]);
+        run(&repo, &["config", "core.fsmonitor", smudge]);
+
+        let good = resolve(&repo, "HEAD~1", "--good").unwrap();
+        let bad = resolve(&repo, "HEAD", "--bad").unwrap();
+        let tree = dir.path().join("tree");
+        add_worktree(&repo, &tree, &good).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(tree.join("a.txt")).unwrap(),
+            "one\n"
+        );
+        checkout(&tree, &bad).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(tree.join("a.txt")).unwrap(),
+            "two\n"
+        );
+        assert_eq!(range(&repo, &good, &bad).unwrap().len(), 2);
+        remove_worktree(&repo, &tree).unwrap();
+        prune_worktrees(&repo).unwrap();
+        let ran: Vec<_> = std::fs::read_dir(&marks)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(ran.is_empty(), "the repository's programs ran: {ran:?}");
+    }
 }

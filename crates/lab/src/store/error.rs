@@ -184,9 +184,7 @@ pub enum StoreError {
     },
 
     /// The PostgreSQL URL (or the service it names) cannot be used.
-    #[error(
-        "{db}: {detail} — write it as postgres://USER@HOST[:PORT]/DATABASE (or postgres:///DATABASE?host=/socket/dir)"
-    )]
+    #[error("{db}: {detail}")]
     PgConfig {
         /// The URL, password redacted.
         db: String,
@@ -196,14 +194,13 @@ pub enum StoreError {
 
     /// The PostgreSQL server could not be reached or refused us; nothing was measured.
     #[error(
-        "cannot connect to {db}: {} — check that the server runs and the URL's host, port, user and database; a password comes from the URL, PGPASSWORD or ~/.pgpass; TLS follows sslmode (prefer by default; verify-full checks the server's certificate against sslrootcert, ~/.postgresql/root.crt or the system's roots, and its name); or measure into a local file with --db PATH and `scalelab push` it later",
-        with_causes(source)
+        "cannot connect to {db}: {detail} — check that the server runs and the URL's host, port, user and database; a password comes from the URL, PGPASSWORD or ~/.pgpass; TLS follows sslmode (prefer by default; verify-full checks the server's certificate against sslrootcert, ~/.postgresql/root.crt or the system's roots, and its name); or measure into a local file with --db PATH and `scalelab push` it later"
     )]
     Connect {
         /// The URL, password redacted.
         db: String,
-        /// The client's error.
-        source: postgres::Error,
+        /// Each host tried and why it failed (`HOST:PORT: …; …`), in order.
+        detail: String,
     },
 
     /// Any other PostgreSQL failure.
@@ -290,13 +287,11 @@ pub enum StoreError {
         source: std::io::Error,
     },
 
-    /// An export file could not be read.
-    #[error("cannot read {}: {source}", path.display())]
+    /// An export file could not be read: missing, unreadable, a device, or past the limit.
+    #[error(transparent)]
     ReadExport {
-        /// The file, as given.
-        path: PathBuf,
-        /// The operating system's error.
-        source: std::io::Error,
+        /// Why, naming the file.
+        source: sys::SysError,
     },
 
     /// A file that is not a scalelab export.
@@ -334,6 +329,11 @@ pub enum StoreError {
 
 /// A PostgreSQL error with the server's own message and detail, when it sent them.
 /// The error and every error behind it (a TLS handshake's says which check failed).
+/// A failed connection attempt in words, with its causes (a TLS check, a refused connection).
+pub(crate) fn connect_detail(e: &postgres::Error) -> String {
+    with_causes(e)
+}
+
 fn with_causes(e: &postgres::Error) -> String {
     let mut text = e.to_string();
     let mut cause = std::error::Error::source(e);

@@ -10,7 +10,6 @@
 //! failure) are neutralised against spreadsheet formulas and control characters
 //! ([`crate::safe_text::csv_text`]); its numeric cells are our own numbers, written as they are.
 
-use std::fs;
 use std::io::Write;
 use std::path::Path;
 
@@ -126,39 +125,66 @@ pub fn export_csv(data: &RunData, out: &mut dyn Write) -> Result<(), StoreError>
     out.flush().map_err(|source| StoreError::Write { source })
 }
 
-/// Reads an exported run, refusing a format newer than this build knows.
+/// Reads an exported run, refusing a format newer than this build knows. The file is read
+/// once, within [`sys::InputKind::Export`]'s limit, and parsed from its bytes straight into the
+/// run: it needs the file's size and the run's, not a JSON tree beside them.
 pub fn read_export(path: &Path) -> Result<RunExport, StoreError> {
-    let text = fs::read_to_string(path).map_err(|source| StoreError::ReadExport {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let bytes = sys::read_input(path, sys::InputKind::Export)
+        .map_err(|source| StoreError::ReadExport { source })?;
+    parse_export(path, &bytes)
+}
+
+/// Parses the text of an export read from `path`: its `schema_version` first (without building
+/// anything of the rest), then the run, once.
+fn parse_export(path: &Path, text: &[u8]) -> Result<RunExport, StoreError> {
+    /// The envelope's version as written, the rest of the file skipped unbuilt.
+    #[derive(serde::Deserialize)]
+    struct Envelope<'a> {
+        #[serde(borrow)]
+        schema_version: Option<&'a serde_json::value::RawValue>,
+    }
     let bad = |detail: String| StoreError::BadExport {
         path: path.to_path_buf(),
         detail,
     };
-    let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
-    let version = value
-        .get("schema_version")
-        .and_then(serde_json::Value::as_u64)
-        .ok_or_else(|| bad("no `schema_version` field".into()))?;
-    if version > u64::from(EXPORT_SCHEMA_VERSION) {
-        return Err(StoreError::NewerExport {
-            path: path.to_path_buf(),
-            found: version,
-            supported: EXPORT_SCHEMA_VERSION,
-        });
+    let envelope: Envelope<'_> =
+        serde_json::from_slice(text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    let raw = envelope
+        .schema_version
+        .ok_or_else(|| bad("no `schema_version` field".into()))?
+        .get();
+    match raw.parse::<u64>() {
+        Ok(found) if found > u64::from(EXPORT_SCHEMA_VERSION) => {
+            return Err(StoreError::NewerExport {
+                path: path.to_path_buf(),
+                found,
+                supported: EXPORT_SCHEMA_VERSION,
+            });
+        }
+        Ok(found) if found >= 1 => {}
+        _ => {
+            return Err(bad(format!(
+                "`schema_version` {} is not an export format version; this scalelab reads {}",
+                crate::safe_text::excerpt(raw, 60),
+                readable_versions()
+            )));
+        }
     }
-    if version == 0 {
-        return Err(bad("`schema_version` 0 does not exist".into()));
-    }
-    // Parsed again from the text (not the Value) so errors carry line and column.
-    let export: RunExport = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    let export: RunExport = serde_json::from_slice(text).map_err(|e| bad(e.to_string()))?;
     super::validate(&export.run).map_err(|detail| StoreError::ImpossibleRun {
         origin: path.display().to_string(),
         detail,
     })?;
     Ok(export)
+}
+
+/// The export format versions this build reads, in words: `1`, or `1 to 3`.
+fn readable_versions() -> String {
+    if EXPORT_SCHEMA_VERSION == 1 {
+        "version 1".into()
+    } else {
+        format!("versions 1 to {EXPORT_SCHEMA_VERSION}")
+    }
 }
 
 #[cfg(test)]
@@ -280,6 +306,28 @@ mod tests {
             "{err}"
         );
         assert!(err.contains("upgrade scalelab"), "{err}");
+    }
+
+    /// Was: "no `schema_version` field" for a version that is there but no u64.
+    #[test]
+    fn an_impossible_schema_version_is_named_with_the_versions_read() {
+        for (version, shown) in [
+            ("18446744073709551616", "18446744073709551616"),
+            ("-1", "-1"),
+            ("1.5", "1.5"),
+            ("\"1\"", "\"1\""),
+            ("0", "0"),
+        ] {
+            let f = write_file(&format!(r#"{{"schema_version": {version}, "run": {{}}}}"#));
+            let err = read_export(f.path()).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!(
+                    "`schema_version` {shown} is not an export format version"
+                )),
+                "{version}: {err}"
+            );
+            assert!(err.contains("this scalelab reads version 1"), "{err}");
+        }
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! Where the database file really is, and whether it may be opened, decided before SQLite sees
 //! it: links are followed only when trusted (see [`crate::owned_dir`]), the file itself is never
-//! a link, a new one is made private, and only creating commands make one.
+//! a link, a new one is made private, and only creating commands make one. SQLite's side files
+//! (`-journal`, `-wal`, `-shm`) are looked at first too: a link there is refused (SQLite would
+//! fail on it, or delete it), and so, for a new database, is a file another user left there
+//! (SQLite would read it as the new database's journal).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -48,6 +51,11 @@ pub(super) fn locate(path: &Path, create: bool) -> Result<PathBuf, StoreError> {
     } else {
         return Err(missing());
     };
+    let fresh = dir
+        .entry(&name)
+        .map_err(open_failed)?
+        .is_none_or(|st| st.st_size == 0);
+    check_side_files(path, &dir, &name, fresh).map_err(open_failed)?;
     let entry = match dir.entry(&name).map_err(open_failed)? {
         Some(st) => st,
         None if create => {
@@ -98,4 +106,41 @@ pub(super) fn locate(path: &Path, create: bool) -> Result<PathBuf, StoreError> {
     } else {
         Err(refuse("not a SQLite file"))
     }
+}
+
+/// What SQLite keeps in each side file of a database.
+const SIDE_FILES: [(&str, &str); 3] = [
+    ("-journal", "rollback journal"),
+    ("-wal", "write-ahead log"),
+    ("-shm", "shared-memory index"),
+];
+
+/// `Err` naming the first side file of `name` in `dir` that is a link or not a regular file,
+/// or, for a `fresh` (missing or empty) database, a file of another user than you or root.
+fn check_side_files(path: &Path, dir: &OwnedDir, name: &str, fresh: bool) -> Result<(), PathError> {
+    let me = rustix::process::geteuid().as_raw();
+    for (suffix, what) in SIDE_FILES {
+        let Some(st) = dir.entry(&format!("{name}{suffix}"))? else {
+            continue;
+        };
+        let found = match FileType::from_raw_mode(st.st_mode) {
+            FileType::Symlink => "a symbolic link",
+            FileType::RegularFile if fresh && st.st_uid != me && st.st_uid != 0 => {
+                "a file of another user"
+            }
+            FileType::RegularFile => continue,
+            _ => "not a regular file",
+        };
+        let mut shown = path.as_os_str().to_owned();
+        shown.push(suffix);
+        return Err(PathError {
+            path: PathBuf::from(shown),
+            problem: format!(
+                "{found} (owner uid {}) where SQLite keeps this database's {what}; SQLite would open or delete it, so scalelab does not open the database — remove it if it is not yours, or keep the database in a folder only you can write",
+                st.st_uid
+            ),
+            os: None,
+        });
+    }
+    Ok(())
 }

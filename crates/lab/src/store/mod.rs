@@ -19,9 +19,10 @@
 //! Concerns, one file each: `address` (a path or a URL, shown without its password),
 //! `backend` (the portable SQL surface over SQLite and PostgreSQL), `location` (where the file
 //! is, and may it be opened), `schema` (SQLite: opening, DDL, migrations on
-//! `PRAGMA user_version`), `pg_schema` (PostgreSQL's DDL and migrations), `pg_config` (URL,
-//! service file, environment and password file, as libpq reads them), `pg_tls` (TLS with
-//! libpq's `sslmode`), `runs` (writing),
+//! `PRAGMA user_version`), `pg_schema` (PostgreSQL's DDL and migrations), `pg_uri` (a URL read
+//! as libpq reads it), `pg_files` (the service and password files), `pg_hosts` (libpq's host list), `pg_config` (the servers a
+//! URL names, from the URL, service, environment and defaults, as libpq reaches them), `pg_tls`
+//! (TLS with libpq's `sslmode`), `runs` (writing),
 //! `query` (reading), `columns` (model values ↔ SQL columns), `liveness` (is the owner alive),
 //! `push` (copying runs between stores, idempotently by UUID), `run_files` (a run's
 //! profile files, stored for other hosts), `bisect` (bisections: their
@@ -38,8 +39,11 @@ mod export;
 mod liveness;
 mod location;
 mod pg_config;
+mod pg_files;
+mod pg_hosts;
 mod pg_schema;
 mod pg_tls;
+mod pg_uri;
 mod push;
 mod query;
 mod run_files;

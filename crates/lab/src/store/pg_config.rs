@@ -1,36 +1,71 @@
-//! A PostgreSQL URL made into a connection configuration the way libpq users expect: the URL
-//! first, then a service from the service file (`?service=NAME` or `PGSERVICE`), then the
-//! `PGHOST`/`PGPORT`/`PGUSER`/`PGDATABASE` variables, then libpq's defaults (Debian's socket
-//! folder `/var/run/postgresql`, port 5432, the login name as user and database). A password
-//! comes from the URL, else `PGPASSWORD`, else the password file (`?passfile=`, `PGPASSFILE` or
-//! `~/.pgpass`; ignored, as libpq does, when others may read it).
+//! A PostgreSQL URL made into the servers to try, in the order libpq tries them, so that a URL
+//! `psql` accepts reaches the server `psql` reaches — or is refused, naming the parameter
+//! scalelab does not support.
 //!
-//! TLS settings (`sslmode`, `sslrootcert`) are read here in the same order and handed to
-//! `pg_tls`, which makes the connector.
+//! Sources, first wins, as in libpq: the URL (`pg_uri`: its query parameters over its other
+//! parts), the service it or `PGSERVICE` names (`pg_files`), the `PG…` environment variables,
+//! then libpq's defaults (Debian's socket folder `/var/run/postgresql`, port 5432, the effective
+//! user's name as user and database). The host list is split as libpq splits it (`pg_hosts`);
+//! each entry gets its password from the URL, `PGPASSWORD` or the password file looked up for
+//! that entry's host and port.
+//!
+//! | parameters | here |
+//! |---|---|
+//! | `host`, `hostaddr`, `port`, `user`, `password`, `passfile`, `dbname`, `service`, `options`, `application_name`, `connect_timeout`, `keepalives*`, `tcp_user_timeout`, `channel_binding`, `target_session_attrs` (`any`, `read-write`, `read-only`), `load_balance_hosts`, `sslmode` (not `allow`), `sslrootcert` (a file or `system`), `sslnegotiation`, `ssl_min_protocol_version`, `ssl_max_protocol_version` (TLS 1.2 and 1.3) | used |
+//! | `client_encoding` (scalelab talks UTF-8), `fallback_application_name`, `sslcompression`, `krbsrvname`, `gsslib`, `gssdelegation`, `gssencmode=disable`/`prefer`, `sslsni=1`, `sslcertmode=disable`/`allow`, `replication=false` | accepted; they change nothing of where or as whom it connects |
+//! | client certificates (`sslcert`, `sslkey`, `sslpassword`, `sslcertmode=require`), `sslcrl`, `sslcrldir`, `requirepeer`, `require_auth`, `gssencmode=require`, `sslsni=0`, `sslmode=allow`, `replication`, `target_session_attrs` `primary`/`standby`/`prefer-standby`, TLS below 1.2 | refused, naming the parameter |
 //!
 //! Nothing here prints or keeps the password outside the returned configuration.
 
-use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::time::Duration;
 
 use postgres::Config;
-use postgres::config::Host;
+use postgres::config::{ChannelBinding, SslNegotiation, TargetSessionAttrs};
 
 use super::address::PgUrl;
-use super::pg_tls::{SslMode, TlsSettings};
+use super::pg_files;
+use super::pg_hosts::{self, To};
+use super::pg_tls::{RootCerts, SslMode, TlsSettings, TlsVersions};
+use super::pg_uri::{self, KEYWORDS, Options};
 
-/// How long a connection attempt may take when the URL does not say (`connect_timeout`).
+/// How long a connection attempt to one host may take when nothing says (`connect_timeout`);
+/// libpq waits forever.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Why a URL cannot be made into a configuration (never quoting the password).
+/// Why a URL cannot be made into servers to try (never quoting the password).
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ConfigError {
-    /// The URL does not parse.
-    #[error("not a valid PostgreSQL URL ({0})")]
+    /// The URL does not parse, or its parts do not fit together.
+    #[error(
+        "not a valid PostgreSQL URL: {0} — write it as postgres://USER@HOST[:PORT]/DATABASE (or postgres:///DATABASE?host=/socket/dir)"
+    )]
     Url(String),
+    /// A query parameter libpq does not know.
+    #[error("`{0}` is not a PostgreSQL connection parameter (psql refuses it too)")]
+    Unknown(String),
+    /// A value a parameter cannot take.
+    #[error("{keyword}={value}: {expected}")]
+    Invalid {
+        /// The parameter.
+        keyword: &'static str,
+        /// Its value.
+        value: String,
+        /// What it may be.
+        expected: String,
+    },
+    /// A parameter (or value) scalelab does not support; psql would use it.
+    #[error(
+        "{keyword}={value}: {why} — scalelab does not support it; leave it out of the URL, service and PG… variables"
+    )]
+    Unsupported {
+        /// The parameter.
+        keyword: &'static str,
+        /// Its value (never a secret's).
+        value: String,
+        /// What it would do.
+        why: &'static str,
+    },
     /// The service it names is in no service file.
     #[error(
         "service `{0}` is not defined in any service file (PGSERVICEFILE, ~/.pg_service.conf, PGSYSCONFDIR/pg_service.conf)"
@@ -38,265 +73,348 @@ pub(crate) enum ConfigError {
     Service(String),
 }
 
-/// The configuration to connect with and its TLS settings; see the module doc for the order
-/// of sources.
-pub(crate) fn config(url: &PgUrl) -> Result<(Config, TlsSettings), ConfigError> {
-    let (rest, mut extra) = split_libpq_only(url.secret_text());
-    let mut config = Config::from_str(&rest).map_err(|e| ConfigError::Url(e.to_string()))?;
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-
-    if let Some(name) = extra.get("service").cloned().or_else(|| env("PGSERVICE")) {
-        let values = service(&name).ok_or(ConfigError::Service(name))?;
-        apply_defaults(&mut config, &values)?;
-        for key in ["sslmode", "sslrootcert"] {
-            if let Some(v) = values.get(key) {
-                extra.entry(key.to_owned()).or_insert_with(|| v.clone());
-            }
-        }
-    }
-    let tls = TlsSettings {
-        mode: SslMode::parse(
-            &extra
-                .get("sslmode")
-                .cloned()
-                .or_else(|| env("PGSSLMODE"))
-                .unwrap_or_else(|| "prefer".into()),
-        )?,
-        root_cert: extra
-            .get("sslrootcert")
-            .cloned()
-            .or_else(|| env("PGSSLROOTCERT"))
-            .map(PathBuf::from),
-    };
-    let from_env: BTreeMap<String, String> = [
-        ("host", "PGHOST"),
-        ("port", "PGPORT"),
-        ("user", "PGUSER"),
-        ("dbname", "PGDATABASE"),
-    ]
-    .into_iter()
-    .filter_map(|(key, var)| env(var).map(|v| (key.to_owned(), v)))
-    .collect();
-    apply_defaults(&mut config, &from_env)?;
-
-    if config.get_hosts().is_empty() {
-        config.host_path("/var/run/postgresql");
-    }
-    if config.get_user().is_none() {
-        let login = env("USER")
-            .or_else(|| env("LOGNAME"))
-            .unwrap_or_else(|| "postgres".into());
-        config.user(&login);
-    }
-    if config.get_dbname().is_none() {
-        let user = config.get_user().unwrap_or_default().to_owned();
-        config.dbname(&user);
-    }
-    if config.get_connect_timeout().is_none() {
-        config.connect_timeout(CONNECT_TIMEOUT);
-    }
-    if config.get_password().is_none() {
-        if let Some(pw) = env("PGPASSWORD") {
-            config.password(pw);
-        } else if let Some(pw) = password_file(&config, extra.get("passfile").map(PathBuf::from)) {
-            config.password(pw);
-        }
-    }
-    config.application_name("scalelab");
-    Ok((config, tls))
+/// One server to try: its configuration and how it is shown in messages.
+#[derive(Debug)]
+pub(crate) struct Target {
+    pub(crate) config: Config,
+    /// `host:port`, or the socket file (`/run/pg/.s.PGSQL.5432`).
+    pub(crate) shown: String,
 }
 
-/// The URL without the parameters read here rather than by tokio-postgres (`service`,
-/// `passfile`, and `sslmode`/`sslrootcert`, whose `verify-*` it does not know), and those
-/// parameters.
-fn split_libpq_only(url: &str) -> (String, BTreeMap<String, String>) {
-    let mut extra = BTreeMap::new();
-    let Some((base, query)) = url.split_once('?') else {
-        return (url.to_owned(), extra);
-    };
-    let kept: Vec<&str> = query
-        .split('&')
-        .filter(|kv| match kv.split_once('=') {
-            Some((k, v)) if ["service", "passfile", "sslmode", "sslrootcert"].contains(&k) => {
-                extra.insert(k.to_owned(), percent_decode(v));
-                false
+/// The servers a URL names, in the order to try them, and the TLS settings for all.
+#[derive(Debug)]
+pub(crate) struct Targets {
+    pub(crate) hosts: Vec<Target>,
+    pub(crate) tls: TlsSettings,
+}
+
+/// The servers `url` names; see the module doc for the order of sources.
+pub(crate) fn config(url: &PgUrl) -> Result<Targets, ConfigError> {
+    let mut options = pg_uri::parse(url.secret_text())?;
+    let env = |k: &str| std::env::var(k).ok();
+    if let Some(name) = options.get("service").cloned().or_else(|| env("PGSERVICE")) {
+        for (key, value) in pg_files::service(&name)? {
+            options.entry(key).or_insert(value);
+        }
+    }
+    for (key, var) in KEYWORDS {
+        if let (Some(var), false) = (var, options.contains_key(key)) {
+            if let Some(value) = env(var) {
+                options.insert(key, value);
             }
-            _ => true,
+        }
+    }
+    if !options.contains_key("sslmode") && env("PGREQUIRESSL").is_some_and(|v| v.starts_with('1')) {
+        options.insert("sslmode", "require".into());
+    }
+    build(&options)
+}
+
+/// The value of `key`, when set and not empty (an empty value means the default, in libpq).
+pub(crate) fn set<'a>(options: &'a Options, key: &str) -> Option<&'a str> {
+    options
+        .get(key)
+        .map(String::as_str)
+        .filter(|v| !v.is_empty())
+}
+
+/// A value `keyword` cannot take, and what it may be.
+pub(crate) fn invalid(keyword: &'static str, value: &str, expected: &str) -> ConfigError {
+    ConfigError::Invalid {
+        keyword,
+        value: value.to_owned(),
+        expected: expected.to_owned(),
+    }
+}
+
+/// A parameter scalelab does not support, and what it would do.
+pub(crate) fn unsupported(keyword: &'static str, value: &str, why: &'static str) -> ConfigError {
+    ConfigError::Unsupported {
+        keyword,
+        value: value.to_owned(),
+        why,
+    }
+}
+
+/// An integer parameter, as libpq's `parse_int_param` reads one (spaces around allowed).
+fn int(options: &Options, keyword: &'static str) -> Result<Option<i64>, ConfigError> {
+    set(options, keyword)
+        .map(|v| {
+            v.trim()
+                .parse::<i64>()
+                .map_err(|_| invalid(keyword, v, "it must be an integer"))
         })
-        .collect();
-    let rest = if kept.is_empty() {
-        base.to_owned()
-    } else {
-        format!("{base}?{}", kept.join("&"))
-    };
-    (rest, extra)
+        .transpose()
 }
 
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
+fn build(options: &Options) -> Result<Targets, ConfigError> {
+    check_unsupported(options)?;
+    let tls = tls_settings(options)?;
+    let user = match set(options, "user") {
+        Some(u) => u.to_owned(),
+        None => pg_files::os_user().ok_or_else(|| {
+            ConfigError::Url(
+                "no user given, and the effective user has no name: add USER@ to the URL".into(),
+            )
+        })?,
+    };
+    let dbname = set(options, "dbname").map_or_else(|| user.clone(), str::to_owned);
+    let mut common = Config::new();
+    common.user(&user).dbname(&dbname);
+    if let Some(o) = set(options, "options") {
+        common.options(o);
+    }
+    common.application_name(set(options, "application_name").unwrap_or("scalelab"));
+    match int(options, "connect_timeout")? {
+        None => {
+            common.connect_timeout(CONNECT_TIMEOUT);
+        }
+        // libpq: 0 or less waits forever, and 1 is taken as 2.
+        Some(t) if t <= 0 => {}
+        Some(t) => {
+            common.connect_timeout(Duration::from_secs(t.max(2) as u64));
         }
     }
-    String::from_utf8_lossy(&out).into_owned()
+    if let Some(k) = int(options, "keepalives")? {
+        common.keepalives(k != 0);
+    }
+    let seconds = |k: &'static str| -> Result<Option<Duration>, ConfigError> {
+        Ok(int(options, k)?
+            .filter(|&v| v > 0)
+            .map(|v| Duration::from_secs(v as u64)))
+    };
+    if let Some(d) = seconds("keepalives_idle")? {
+        common.keepalives_idle(d);
+    }
+    if let Some(d) = seconds("keepalives_interval")? {
+        common.keepalives_interval(d);
+    }
+    if let Some(n) = int(options, "keepalives_count")?.filter(|&v| v > 0) {
+        common.keepalives_retries(u32::try_from(n).unwrap_or(u32::MAX));
+    }
+    if let Some(ms) = int(options, "tcp_user_timeout")?.filter(|&v| v > 0) {
+        common.tcp_user_timeout(Duration::from_millis(ms as u64));
+    }
+    if let Some(v) = set(options, "channel_binding") {
+        common.channel_binding(match v {
+            "disable" => ChannelBinding::Disable,
+            "prefer" => ChannelBinding::Prefer,
+            "require" => ChannelBinding::Require,
+            _ => {
+                return Err(invalid(
+                    "channel_binding",
+                    v,
+                    "one of disable, prefer, require",
+                ));
+            }
+        });
+    }
+    if let Some(v) = set(options, "target_session_attrs") {
+        common.target_session_attrs(match v {
+            "any" => TargetSessionAttrs::Any,
+            "read-write" => TargetSessionAttrs::ReadWrite,
+            "read-only" => TargetSessionAttrs::ReadOnly,
+            "primary" | "standby" | "prefer-standby" => {
+                return Err(unsupported(
+                    "target_session_attrs",
+                    v,
+                    "it tells primaries from standbys by recovery state; use read-write or read-only",
+                ));
+            }
+            _ => {
+                return Err(invalid(
+                    "target_session_attrs",
+                    v,
+                    "one of any, read-write, read-only, primary, standby, prefer-standby",
+                ));
+            }
+        });
+    }
+    if let Some(v) = set(options, "sslnegotiation") {
+        common.ssl_negotiation(match v {
+            "postgres" => SslNegotiation::Postgres,
+            "direct"
+                if matches!(
+                    tls.mode,
+                    SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull
+                ) =>
+            {
+                SslNegotiation::Direct
+            }
+            "direct" => {
+                return Err(invalid(
+                    "sslnegotiation",
+                    v,
+                    "direct needs sslmode require, verify-ca or verify-full",
+                ));
+            }
+            _ => return Err(invalid("sslnegotiation", v, "one of postgres, direct")),
+        });
+    }
+    let random = match set(options, "load_balance_hosts") {
+        None | Some("disable") => false,
+        Some("random") => true,
+        Some(v) => return Err(invalid("load_balance_hosts", v, "one of disable, random")),
+    };
+
+    let password = set(options, "password").map(str::to_owned);
+    let passfile = set(options, "passfile").map(PathBuf::from);
+    let mut hosts = Vec::new();
+    for entry in pg_hosts::entries(options)? {
+        let mut config = common.clone();
+        let (shown, key) = match &entry.to {
+            To::Socket(dir) => {
+                config.host_path(dir);
+                (
+                    format!("{}/.s.PGSQL.{}", dir.trim_end_matches('/'), entry.port),
+                    dir.clone(),
+                )
+            }
+            To::Tcp { name, addr } => {
+                config.host(name);
+                if let Some(addr) = addr {
+                    config.hostaddr(*addr);
+                }
+                (format!("{name}:{}", entry.port), name.clone())
+            }
+        };
+        config.port(entry.port);
+        let secret = password.clone().or_else(|| {
+            pg_files::password(
+                passfile.as_deref(),
+                &key,
+                &entry.port.to_string(),
+                &dbname,
+                &user,
+            )
+        });
+        if let Some(pw) = secret {
+            config.password(pw);
+        }
+        hosts.push(Target { config, shown });
+    }
+    if random {
+        pg_hosts::shuffle(&mut hosts);
+    }
+    Ok(Targets { hosts, tls })
 }
 
-/// Sets each of `values` (libpq key names) that the configuration does not have yet.
-fn apply_defaults(
-    config: &mut Config,
-    values: &BTreeMap<String, String>,
-) -> Result<(), ConfigError> {
-    for (key, value) in values {
-        match key.as_str() {
-            "host" if config.get_hosts().is_empty() => {
-                for h in value.split(',') {
-                    if h.starts_with('/') {
-                        config.host_path(h);
-                    } else {
-                        config.host(h);
-                    }
-                }
+/// Refuses what scalelab cannot do as libpq would; accepts what changes nothing of where or as
+/// whom it connects (see the module doc).
+fn check_unsupported(options: &Options) -> Result<(), ConfigError> {
+    for (&key, value) in options {
+        let v = value.as_str();
+        if v.is_empty() {
+            continue;
+        }
+        match key {
+            "sslcert" | "sslkey" | "sslpassword" => {
+                return Err(unsupported(
+                    key,
+                    if key == "sslpassword" { "***" } else { v },
+                    "a client certificate",
+                ));
             }
-            "port" if config.get_ports().is_empty() => {
-                let port = value
-                    .parse()
-                    .map_err(|_| ConfigError::Url(format!("port `{value}` is not a number")))?;
-                config.port(port);
+            "sslcertmode" => match v {
+                "disable" | "allow" => {}
+                "require" => return Err(unsupported(key, v, "a client certificate")),
+                _ => return Err(invalid(key, v, "one of disable, allow, require")),
+            },
+            "sslcrl" | "sslcrldir" => {
+                return Err(unsupported(
+                    key,
+                    v,
+                    "checking certificates against revocation lists",
+                ));
             }
-            "user" if config.get_user().is_none() => {
-                config.user(value);
+            "requirepeer" => {
+                return Err(unsupported(
+                    key,
+                    v,
+                    "checking the user at the socket's other end",
+                ));
             }
-            "dbname" if config.get_dbname().is_none() => {
-                config.dbname(value);
+            "require_auth" => {
+                return Err(unsupported(
+                    key,
+                    v,
+                    "limiting the authentication methods the server may ask for",
+                ));
             }
-            "password" if config.get_password().is_none() => {
-                config.password(value);
-            }
-            "options" if config.get_options().is_none() => {
-                config.options(value);
-            }
+            "gssencmode" => match v {
+                "disable" | "prefer" => {}
+                "require" => return Err(unsupported(key, v, "GSSAPI encryption")),
+                _ => return Err(invalid(key, v, "one of disable, prefer, require")),
+            },
+            "sslsni" => match v {
+                "1" => {}
+                "0" => return Err(unsupported(key, v, "TLS without the server's name (SNI)")),
+                _ => return Err(invalid(key, v, "0 or 1")),
+            },
+            "replication" => match v {
+                "0" | "false" | "off" | "no" => {}
+                _ => return Err(unsupported(key, v, "a replication connection")),
+            },
             _ => {}
         }
     }
     Ok(())
 }
 
-/// The `[name]` section of the first service file that has it.
-fn service(name: &str) -> Option<BTreeMap<String, String>> {
-    let env = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
+/// `sslmode`, `sslrootcert` and the protocol versions, with libpq's defaults.
+fn tls_settings(options: &Options) -> Result<TlsSettings, ConfigError> {
+    let root_cert = match set(options, "sslrootcert") {
+        None => RootCerts::Default,
+        Some("system") => RootCerts::System,
+        Some(file) => RootCerts::File(Path::new(file).to_path_buf()),
     };
-    let mut files = Vec::new();
-    files.extend(env("PGSERVICEFILE"));
-    files.extend(env("HOME").map(|h| h.join(".pg_service.conf")));
-    files.push(env("PGSYSCONFDIR").map_or_else(
-        || PathBuf::from("/etc/postgresql-common/pg_service.conf"),
-        |d| d.join("pg_service.conf"),
-    ));
-    files
-        .iter()
-        .filter_map(|f| std::fs::read_to_string(f).ok())
-        .find_map(|text| service_section(&text, name))
-}
-
-fn service_section(text: &str, name: &str) -> Option<BTreeMap<String, String>> {
-    let mut inside = false;
-    let mut found = None::<BTreeMap<String, String>>;
-    for line in text.lines().map(str::trim) {
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        if let Some(section) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            inside = section == name;
-            if inside {
-                found.get_or_insert_with(BTreeMap::new);
-            }
-        } else if inside {
-            if let Some((k, v)) = line.split_once('=') {
-                found
-                    .get_or_insert_with(BTreeMap::new)
-                    .insert(k.trim().to_owned(), v.trim().to_owned());
-            }
-        }
-    }
-    found
-}
-
-/// The password for this host, port, database and user from the password file, if any.
-fn password_file(config: &Config, given: Option<PathBuf>) -> Option<String> {
-    let path = given
-        .or_else(|| std::env::var_os("PGPASSFILE").map(PathBuf::from))
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".pgpass")))?;
-    let meta = std::fs::metadata(&path).ok()?;
-    // libpq ignores a password file that others may read.
-    if !meta.is_file() || meta.permissions().mode() & 0o077 != 0 {
-        return None;
-    }
-    let text = std::fs::read_to_string(&path).ok()?;
-    let host = match config.get_hosts().first()? {
-        Host::Tcp(h) => h.clone(),
-        Host::Unix(p) => p.display().to_string(),
+    let mode = match set(options, "sslmode") {
+        Some(m) => SslMode::parse(m)?,
+        // libpq 16: sslrootcert=system makes verify-full the default.
+        None if root_cert == RootCerts::System => SslMode::VerifyFull,
+        None => SslMode::Prefer,
     };
-    let port = config
-        .get_ports()
-        .first()
-        .copied()
-        .unwrap_or(5432)
-        .to_string();
-    let db = config.get_dbname().unwrap_or_default();
-    let user = config.get_user().unwrap_or_default();
-    pgpass_lookup(&text, &[&host, "localhost"], &port, db, user)
-}
-
-/// The first `host:port:database:user:password` line matching (`*` matches anything; `\:` and
-/// `\\` are escapes). A Unix-socket host also matches `localhost`, as in libpq.
-fn pgpass_lookup(text: &str, hosts: &[&str], port: &str, db: &str, user: &str) -> Option<String> {
-    for line in text.lines() {
-        if line.trim_start().starts_with('#') {
-            continue;
-        }
-        let fields = split_escaped(line);
-        let [h, p, d, u, pw] = fields.as_slice() else {
-            continue;
-        };
-        let ok = |field: &str, value: &str| field == "*" || field == value;
-        if hosts.iter().any(|host| ok(h, host)) && ok(p, port) && ok(d, db) && ok(u, user) {
-            return Some(pw.clone());
-        }
+    if root_cert == RootCerts::System && mode != SslMode::VerifyFull {
+        return Err(invalid(
+            "sslmode",
+            set(options, "sslmode").unwrap_or_default(),
+            "sslrootcert=system needs sslmode=verify-full",
+        ));
     }
-    None
-}
-
-fn split_escaped(line: &str) -> Vec<String> {
-    let mut fields = Vec::new();
-    let mut field = String::new();
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => field.extend(chars.next()),
-            // The password (the fifth field) may hold unescaped colons.
-            ':' if fields.len() < 4 => fields.push(std::mem::take(&mut field)),
-            c => field.push(c),
+    let version = |key: &'static str| -> Result<Option<u8>, ConfigError> {
+        match set(options, key) {
+            None => Ok(None),
+            Some("TLSv1") => Ok(Some(0)),
+            Some("TLSv1.1") => Ok(Some(1)),
+            Some("TLSv1.2") => Ok(Some(2)),
+            Some("TLSv1.3") => Ok(Some(3)),
+            Some(v) => Err(invalid(key, v, "one of TLSv1, TLSv1.1, TLSv1.2, TLSv1.3")),
         }
+    };
+    let min = version("ssl_min_protocol_version")?.unwrap_or(2);
+    let max = version("ssl_max_protocol_version")?.unwrap_or(3);
+    if min > max {
+        return Err(invalid(
+            "ssl_max_protocol_version",
+            set(options, "ssl_max_protocol_version").unwrap_or_default(),
+            "below ssl_min_protocol_version (an empty range)",
+        ));
     }
-    fields.push(field);
-    fields
+    if max < 2 {
+        return Err(unsupported(
+            "ssl_max_protocol_version",
+            set(options, "ssl_max_protocol_version").unwrap_or_default(),
+            "TLS older than 1.2",
+        ));
+    }
+    Ok(TlsSettings {
+        mode,
+        root_cert,
+        versions: TlsVersions {
+            tls12: min <= 2,
+            tls13: max >= 3,
+        },
+    })
 }
 
 #[cfg(test)]
@@ -304,32 +422,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pgpass_matches_like_libpq() {
-        let text =
-            "# comment\nother:5432:*:*:no\n/run/pg:5432:perf:team:s\\:cret\n*:*:*:*:fallback\n";
-        assert_eq!(
-            pgpass_lookup(text, &["/run/pg", "localhost"], "5432", "perf", "team").as_deref(),
-            Some("s:cret")
-        );
-        assert_eq!(
-            pgpass_lookup(text, &["db"], "5433", "x", "y").as_deref(),
-            Some("fallback")
-        );
-        assert_eq!(pgpass_lookup("a:b:c", &["a"], "b", "c", "d"), None);
-    }
-
-    #[test]
-    fn service_sections_and_libpq_only_parameters() {
-        let text = "[other]\nhost=x\n[perf]\nhost = /run/pg\ndbname=lab\n";
-        let s = service_section(text, "perf").unwrap();
-        assert_eq!(s.get("host").map(String::as_str), Some("/run/pg"));
-        assert_eq!(s.get("dbname").map(String::as_str), Some("lab"));
-        assert!(service_section(text, "nope").is_none());
-        let (rest, extra) =
-            split_libpq_only("postgres:///db?service=perf&sslmode=disable&passfile=%2Ftmp%2Fp");
-        assert_eq!(rest, "postgres:///db");
-        assert_eq!(extra.get("sslmode").map(String::as_str), Some("disable"));
-        assert_eq!(extra.get("passfile").map(String::as_str), Some("/tmp/p"));
-        assert_eq!(extra.get("service").map(String::as_str), Some("perf"));
+    fn unsupported_parameters_are_named_and_harmless_ones_accepted() {
+        let check = |k: &'static str, v: &str| {
+            let options: Options = [(k, v.to_string())].into_iter().collect();
+            check_unsupported(&options).and_then(|()| tls_settings(&options).map(drop))
+        };
+        for (k, v) in [
+            ("gssencmode", "disable"),
+            ("gssencmode", "prefer"),
+            ("client_encoding", "LATIN1"),
+            ("fallback_application_name", "x"),
+            ("sslsni", "1"),
+            ("ssl_min_protocol_version", "TLSv1.2"),
+        ] {
+            check(k, v).unwrap_or_else(|e| panic!("{k}={v}: {e}"));
+        }
+        for (k, v) in [
+            ("sslcert", "/c.pem"),
+            ("requirepeer", "postgres"),
+            ("gssencmode", "require"),
+            ("sslsni", "0"),
+            ("require_auth", "scram-sha-256"),
+            ("ssl_max_protocol_version", "TLSv1.1"),
+            ("sslmode", "allow"),
+        ] {
+            let err = check(k, v).unwrap_err().to_string();
+            assert!(err.contains(k), "{k}={v}: {err}");
+        }
+        let err = check("sslpassword", "hunter2").unwrap_err().to_string();
+        assert!(!err.contains("hunter2"), "{err}");
     }
 }

@@ -14,9 +14,9 @@
 //! | `verify-full` | always | signed by a root certificate and issued for the host named |
 //!
 //! `allow` (plain text first) is refused: say `prefer` or `disable`. PostgreSQL offers no TLS
-//! on a Unix socket: a URL whose hosts are socket folders connects in plain text under
-//! `disable` or `prefer` and is refused under the other modes; one that mixes socket folders
-//! and TCP hosts must say `sslmode=disable`.
+//! on a Unix socket: a socket folder in the host list is reached in plain text under `disable`
+//! or `prefer`, and refused under the other modes (where libpq would quietly connect without
+//! TLS). Each host of a list gets its own connector: sockets plain, TCP hosts by the mode.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -51,17 +51,54 @@ impl SslMode {
             "verify-ca" => SslMode::VerifyCa,
             "verify-full" => SslMode::VerifyFull,
             "allow" => {
-                return Err(ConfigError::Url(
-                    "sslmode=allow (plain text first) is not supported: use prefer or disable"
-                        .into(),
-                ));
+                return Err(ConfigError::Unsupported {
+                    keyword: "sslmode",
+                    value: "allow".into(),
+                    why: "plain text first, TLS only if the server insists: say prefer or disable",
+                });
             }
             other => {
-                return Err(ConfigError::Url(format!(
-                    "sslmode `{other}` is none of disable, prefer, require, verify-ca, verify-full"
-                )));
+                return Err(ConfigError::Invalid {
+                    keyword: "sslmode",
+                    value: other.into(),
+                    expected: "one of disable, allow, prefer, require, verify-ca, verify-full"
+                        .into(),
+                });
             }
         })
+    }
+}
+
+/// Where the certificates that sign the server's come from (`sslrootcert`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RootCerts {
+    /// Not named: `~/.postgresql/root.crt` when it exists (else, for the verifying modes,
+    /// the system's).
+    Default,
+    /// A PEM file (`sslrootcert=FILE`, `PGSSLROOTCERT`).
+    File(PathBuf),
+    /// `sslrootcert=system`: the system's roots (and `verify-full`), as in libpq 16.
+    System,
+}
+
+/// The TLS versions allowed (`ssl_min_protocol_version`, `ssl_max_protocol_version`; rustls
+/// speaks 1.2 and 1.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TlsVersions {
+    pub(crate) tls12: bool,
+    pub(crate) tls13: bool,
+}
+
+impl SslMode {
+    /// The mode as libpq spells it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            SslMode::Disable => "disable",
+            SslMode::Prefer => "prefer",
+            SslMode::Require => "require",
+            SslMode::VerifyCa => "verify-ca",
+            SslMode::VerifyFull => "verify-full",
+        }
     }
 }
 
@@ -69,8 +106,8 @@ impl SslMode {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct TlsSettings {
     pub(crate) mode: SslMode,
-    /// The root certificates file named (`sslrootcert`, `PGSSLROOTCERT`).
-    pub(crate) root_cert: Option<PathBuf>,
+    pub(crate) root_cert: RootCerts,
+    pub(crate) versions: TlsVersions,
 }
 
 /// How to connect: in plain text, or through rustls.
@@ -88,27 +125,32 @@ enum Check {
 
 impl TlsSettings {
     /// The client's `sslmode` (`verify-*` are `require` to it: the connector checks) and the
-    /// connector for `hosts`.
-    pub(crate) fn connector(&self, hosts: &[Host]) -> Result<(PgSslMode, Connector), ConfigError> {
-        let unix = hosts.iter().filter(|h| matches!(h, Host::Unix(_))).count();
+    /// connector for one host.
+    pub(crate) fn connector(&self, host: &Host) -> Result<(PgSslMode, Connector), ConfigError> {
         if self.mode == SslMode::Disable {
             return Ok((PgSslMode::Disable, Connector::Plain));
         }
-        if unix > 0 {
-            return match (self.mode, unix == hosts.len()) {
-                (SslMode::Prefer, true) => Ok((PgSslMode::Disable, Connector::Plain)),
-                (_, true) => Err(ConfigError::Url(
-                    "PostgreSQL offers no TLS on a Unix socket: connect to a TCP host for sslmode=require/verify-*, or say sslmode=disable".into(),
-                )),
-                (_, false) => Err(ConfigError::Url(
-                    "the URL mixes socket folders and TCP hosts: say sslmode=disable, or give the TCP hosts alone".into(),
-                )),
+        if matches!(host, Host::Unix(_)) {
+            return match self.mode {
+                SslMode::Prefer => Ok((PgSslMode::Disable, Connector::Plain)),
+                mode => Err(ConfigError::Invalid {
+                    keyword: "sslmode",
+                    value: mode.name().into(),
+                    expected: "PostgreSQL offers no TLS on a Unix socket (psql connects there in plain text whatever sslmode says; scalelab does not): connect to a TCP host for sslmode=require/verify-*, or say sslmode=disable or prefer".into(),
+                }),
             };
         }
         let check = self.check()?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut versions = Vec::new();
+        if self.versions.tls13 {
+            versions.push(&rustls::version::TLS13);
+        }
+        if self.versions.tls12 {
+            versions.push(&rustls::version::TLS12);
+        }
         let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
-            .with_safe_default_protocol_versions()
+            .with_protocol_versions(&versions)
             .map_err(|e| ConfigError::Url(format!("TLS: {e}")))?;
         let config = match check {
             Check::Full(roots) => builder.with_root_certificates(roots),
@@ -131,10 +173,13 @@ impl TlsSettings {
     }
 
     fn check(&self) -> Result<Check, ConfigError> {
-        let default_file = std::env::var_os("HOME")
-            .map(|h| Path::new(&h).join(".postgresql/root.crt"))
-            .filter(|p| p.is_file());
-        let file = self.root_cert.clone().or(default_file);
+        let file = match &self.root_cert {
+            RootCerts::System => return Ok(Check::Full(system_roots()?)),
+            RootCerts::File(f) => Some(f.clone()),
+            RootCerts::Default => std::env::var_os("HOME")
+                .map(|h| Path::new(&h).join(".postgresql/root.crt"))
+                .filter(|p| p.is_file()),
+        };
         let roots = match &file {
             Some(f) => Some(roots_from(f)?),
             None => None,

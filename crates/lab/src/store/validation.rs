@@ -3,6 +3,9 @@
 //! produced is refused, naming the run and the field.
 //!
 //! The rules, each what the planner or the runner guarantees for a run it measured:
+//! - labels: a workload, name, variant, host name and tag keys and values of at most
+//!   [`MAX_LABEL_CHARS`] characters, parameter values and the command line of at most
+//!   [`MAX_COMMAND_CHARS`];
 //! - the plan: a workload name; points non-empty, strictly increasing, each 1..=[`MAX_TASKS`];
 //!   1..=[`MAX_RUNS`] runs and at most [`MAX_TRIALS`] trials; a duration of 1 ns..=
 //!   [`MAX_DURATION`] and a warm-up of at most that; finite, non-negative machine figures;
@@ -19,16 +22,23 @@
 use std::collections::HashSet;
 use std::fmt::Display;
 
-use crate::limits::{MAX_DURATION, MAX_RUNS, MAX_TASKS, MAX_TRIALS};
+use crate::limits::{
+    MAX_COMMAND_CHARS, MAX_DURATION, MAX_LABEL_CHARS, MAX_RUNS, MAX_TASKS, MAX_TRIALS, check_length,
+};
 use crate::record::{
     LockReport, ProfileRef, RunData, RunMeta, TrialMeasurement, TrialOutcome, TrialRecord, Usage,
 };
+use crate::safe_text::excerpt;
 
 /// `Err` names the run, the field and what is wrong with it.
 pub(crate) fn validate(run: &RunData) -> Result<(), String> {
     let meta = &run.meta;
     let at = |field: &dyn Display, problem: String| {
-        format!("run {} ({}): {field}: {problem}", meta.id, meta.workload)
+        format!(
+            "run {} ({}): {field}: {problem}",
+            meta.id,
+            excerpt(&meta.workload, 60)
+        )
     };
     check_meta(meta).map_err(|(field, problem)| at(&field, problem))?;
     let planned = u64::from(meta.runs) * meta.points.len() as u64;
@@ -64,6 +74,31 @@ fn check_meta(meta: &RunMeta) -> Result<(), Fault> {
     if meta.workload.trim().is_empty() {
         return Err(fault("workload", "empty"));
     }
+    let labels = [
+        ("workload", Some(&meta.workload)),
+        ("name", meta.name.as_ref()),
+        ("variant", meta.variant.as_ref()),
+        ("env.hostname", Some(&meta.env.hostname)),
+    ];
+    for (field, text) in labels {
+        if let Some(text) = text {
+            check_length(text, MAX_LABEL_CHARS).map_err(|why| fault(field, why))?;
+        }
+    }
+    for (key, value) in &meta.tags {
+        check_length(key, MAX_LABEL_CHARS)
+            .map_err(|why| fault("tags", format!("a key of {why}")))?;
+        check_length(value, MAX_LABEL_CHARS)
+            .map_err(|why| fault(&format!("tags.{}", excerpt(key, 40)), why))?;
+    }
+    for (key, value) in &meta.params {
+        check_length(key, MAX_LABEL_CHARS)
+            .map_err(|why| fault("params", format!("a key of {why}")))?;
+        check_length(value, MAX_COMMAND_CHARS)
+            .map_err(|why| fault(&format!("params.{}", excerpt(key, 40)), why))?;
+    }
+    check_length(&meta.command_line, MAX_COMMAND_CHARS)
+        .map_err(|why| fault("command_line", why))?;
     if meta.points.is_empty() {
         return Err(fault("points", "empty; a run measures at least one N"));
     }

@@ -34,11 +34,20 @@ pub struct PgServer {
 /// A server of its own (not the shared one) that also listens on 127.0.0.1 with TLS on, its
 /// certificate and key given as PEM; it lives as long as the test process.
 pub fn tls_server(cert_pem: &str, key_pem: &str) -> Result<PgServer, String> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
+    start_with(Some((free_port()?, Some((cert_pem, key_pem)))))
+}
+
+/// A server of its own that also listens on 127.0.0.1 (a free port, no TLS) besides its
+/// socket folder; it lives as long as the test process.
+pub fn tcp_server() -> Result<PgServer, String> {
+    start_with(Some((free_port()?, None)))
+}
+
+fn free_port() -> Result<u16, String> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map_err(|e| format!("finding a free port: {e}"))?
-        .port();
-    start_with(Some((port, cert_pem, key_pem)))
+        .port())
 }
 
 static SERVER: OnceLock<Result<PgServer, String>> = OnceLock::new();
@@ -71,6 +80,26 @@ pub fn server_or_skip() -> Option<&'static PgServer> {
 }
 
 impl PgServer {
+    /// The folder of its Unix socket.
+    pub fn socket_dir(&self) -> &Path {
+        &self.socket_dir
+    }
+
+    /// Its `psql`.
+    pub fn psql_bin(&self) -> PathBuf {
+        self.bin.join("psql")
+    }
+
+    /// The port it listens on (its socket file's number too).
+    pub fn port_number(&self) -> u16 {
+        self.port.unwrap_or(5432)
+    }
+
+    /// The superuser's name.
+    pub fn superuser(&self) -> &'static str {
+        SUPERUSER
+    }
+
     /// The URL of database `db` on this server.
     pub fn url(&self, db: &str) -> String {
         format!(
@@ -156,9 +185,9 @@ fn start() -> Result<PgServer, String> {
 
 static NEXT_SERVER: AtomicU32 = AtomicU32::new(0);
 
-/// Starts a server; with `tls`, (port, certificate PEM, key PEM), it also listens on
-/// 127.0.0.1:port with TLS.
-fn start_with(tls: Option<(u16, &str, &str)>) -> Result<PgServer, String> {
+/// Starts a server; with `tcp`, (port, TLS), it also listens on 127.0.0.1:port, with TLS when
+/// given (certificate PEM, key PEM).
+fn start_with(tcp: Option<(u16, Option<(&str, &str)>)>) -> Result<PgServer, String> {
     let bin = find_bin()?;
     let tmp = std::env::temp_dir();
     let k = NEXT_SERVER.fetch_add(1, Ordering::Relaxed);
@@ -230,11 +259,19 @@ fn start_with(tls: Option<(u16, &str, &str)>) -> Result<PgServer, String> {
         .arg("-k")
         .arg(&socket_dir)
         .args(["-c", "fsync=off", "-c", "max_connections=100"]);
-    match tls {
+    match tcp {
         None => {
             server.args(["-c", "listen_addresses="]);
         }
-        Some((port, cert, key)) => {
+        Some((port, None)) => {
+            server.args([
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                &format!("port={port}"),
+            ]);
+        }
+        Some((port, Some((cert, key)))) => {
             use std::os::unix::fs::PermissionsExt;
             let (cert_file, key_file) = (data.join("server.crt"), data.join("server.key"));
             std::fs::write(&cert_file, cert).map_err(|e| e.to_string())?;
@@ -282,7 +319,7 @@ fn start_with(tls: Option<(u16, &str, &str)>) -> Result<PgServer, String> {
     let pg = PgServer {
         bin,
         socket_dir,
-        port: tls.map(|(p, _, _)| p),
+        port: tcp.map(|(p, _)| p),
     };
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {

@@ -129,6 +129,9 @@ pub const NO_KALLSYMS_NOTE: &str = symbols::NO_KALLSYMS;
 /// `sample_check`), and a panic in the parsing crates, should one remain, is caught here and
 /// reported the same way instead of taking the process down.
 pub fn read_profile(path: &Path, options: &ProfileOptions) -> Result<Profile, PerfError> {
+    if let Some(kallsyms) = &options.kallsyms {
+        sys::check_input(kallsyms, sys::InputKind::Kallsyms)?;
+    }
     let read = || -> Result<Profile, PerfError> {
         let raw = records::read(
             path,
@@ -163,9 +166,10 @@ pub fn read_profile(path: &Path, options: &ProfileOptions) -> Result<Profile, Pe
 
 /// True when a kallsyms file shows real addresses (`kernel.kptr_restrict` hides them as zeros).
 pub fn kallsyms_has_addresses(path: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(path) else {
+    let Ok(bytes) = sys::read_input(path, sys::InputKind::Kallsyms) else {
         return false;
     };
+    let text = String::from_utf8_lossy(&bytes);
     text.lines()
         .take(1000)
         .filter_map(|l| l.split_whitespace().next())

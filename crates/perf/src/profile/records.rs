@@ -13,7 +13,6 @@
 //! MMAP/FORK/exec records, and the unwound frames continue the sample's kernel chain.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::{BufReader, ErrorKind, Read, Seek};
 use std::path::Path;
 
@@ -124,11 +123,9 @@ pub(super) fn read(
         path: path.display().to_string(),
         cause,
     };
-    let file = File::open(path).map_err(|e| fail(format!("opening: {e}")))?;
-    let len = file
-        .metadata()
-        .map_err(|e| fail(format!("reading its size: {e}")))?
-        .len();
+    let input = sys::InputFile::open(path, sys::InputKind::PerfData)?;
+    let len = input.size().unwrap_or(0);
+    let file = input.into_file();
     read_from(
         BufReader::with_capacity(1 << 20, file),
         len,

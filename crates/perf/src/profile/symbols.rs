@@ -190,7 +190,16 @@ pub(super) fn elf_file(
     build_id: Option<&[u8]>,
     notes: &mut Vec<String>,
 ) -> Option<PathBuf> {
-    let on_disk = Path::new(path).is_file();
+    // Only a regular file within the ELF limit is read (a profile may name /dev/zero, a FIFO
+    // or a file of any size).
+    let on_disk = match sys::check_input(Path::new(path), sys::InputKind::Elf) {
+        Ok(()) => true,
+        Err(e) if Path::new(path).exists() => {
+            notes.push(format!("{e} — its functions show as [unknown]"));
+            return None;
+        }
+        Err(_) => false,
+    };
     let Some(want) = build_id.filter(|b| !b.is_empty()) else {
         if !on_disk {
             notes.push(format!(
@@ -214,7 +223,7 @@ pub(super) fn elf_file(
         .join(&hex[..2])
         .join(&hex[2..])
         .join("elf");
-    if cached.is_file() {
+    if sys::check_input(&cached, sys::InputKind::Elf).is_ok() {
         return Some(cached);
     }
     notes.push(format!(
@@ -227,9 +236,10 @@ pub(super) fn elf_file(
 /// sizes, so a function's size (for the normalized load) is the gap to the next one, as
 /// readprofile computed it from System.map.
 fn text_starts(path: &Path) -> Vec<u64> {
-    let Ok(text) = std::fs::read_to_string(path) else {
+    let Ok(bytes) = sys::read_input(path, sys::InputKind::Kallsyms) else {
         return Vec::new();
     };
+    let text = String::from_utf8_lossy(&bytes);
     let mut v: Vec<u64> = text
         .lines()
         .filter_map(|l| {

@@ -62,6 +62,7 @@ impl ElfUnwindInfo {
     /// Reads the sections of the ELF file at `path`, or `None` when it is not a readable
     /// 64-bit ELF file or has no unwind information.
     pub(crate) fn read(path: &Path) -> Option<ElfUnwindInfo> {
+        sys::check_input(path, sys::InputKind::Elf).ok()?;
         let file = File::open(path).ok()?;
         let cache = ReadCache::new(file);
         let elf = ElfFile64::<Endianness, _>::parse(&cache).ok()?;

@@ -3,7 +3,7 @@
 //! change points marked, and the change points' table (one line when there are none).
 
 use lab::analysis::history::History;
-use lab::number_text::si;
+use lab::number_text::{relative_change, si};
 
 use super::page::{HistorySection, Table};
 use super::plot::{self, Chart, Series, Style};
@@ -35,7 +35,7 @@ pub(super) fn history_chart(h: &History) -> Chart {
         markers: h
             .changes
             .iter()
-            .map(|c| (c.index as f64 + 0.5, format!("{:+.1}%", c.relative * 100.0)))
+            .map(|c| (c.index as f64 + 0.5, relative_change(c.relative)))
             .collect(),
         y_from_zero: true,
         x_ticks: h
@@ -56,7 +56,7 @@ pub(super) fn history_section(h: &History) -> Result<HistorySection, PresentErro
         .map(|c| {
             vec![
                 c.run.to_string(),
-                format!("{:+.2}%", c.relative * 100.0),
+                relative_change(c.relative),
                 format!("{:.2e}", c.p_value),
                 format!("{} ± {}", si(c.mean_before), si(c.sd_before)),
                 format!("{} ± {}", si(c.mean_after), si(c.sd_after)),
@@ -80,7 +80,9 @@ pub(super) fn history_section(h: &History) -> Result<HistorySection, PresentErro
             } else {
                 "points"
             },
-            if h.newest_regressed {
+            if !h.judged {
+                "cannot be judged: too few runs"
+            } else if h.newest_regressed {
                 "is a REGRESSION"
             } else {
                 "is not a regression"

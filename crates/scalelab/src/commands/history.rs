@@ -1,6 +1,8 @@
 //! `scalelab history`: the series of one metric at one N over every stored run of a workload
-//! and its parameters, with change points; `--check` exits 1 when the newest segment regressed.
-//! `--host NAME` keeps one host's runs; `--host-class` makes one series per machine class.
+//! and its parameters, with change points; `--check` exits 1 when the newest segment regressed,
+//! and 2 when a series is too short to judge (it never reads "no regression" there). An `--at N`
+//! no run measured is an error naming the N measured. `--host NAME` keeps one host's runs;
+//! `--host-class` makes one series per machine class.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -11,6 +13,7 @@ use std::io::Write;
 use lab::Params;
 use lab::analysis::{history, series};
 use lab::env::MachineClass;
+use lab::number_text::plural;
 use lab::store::RunFilter;
 use stats::ChangePointOptions;
 
@@ -27,7 +30,7 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
         Some(file) => {
             let shown = file.display();
             let text =
-                std::fs::read_to_string(file).with_context(|| format!("reading --csv {shown}"))?;
+                lab::read_csv_file(file).with_context(|| format!("reading --csv {shown}"))?;
             let points = history::parse_csv(&text).with_context(|| format!("--csv {shown}"))?;
             vec![(None, history::from_points("csv", 0, metric, points, &opts))]
         }
@@ -65,6 +68,10 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
                 bail!(
                     "no stored runs of `{workload}` with these parameters (see `scalelab ls --workload {workload}`)"
                 );
+            }
+            if let Some(at) = args.at {
+                history::check_measured(workload, &runs, at)
+                    .with_context(|| format!("--at {at}"))?;
             }
             let groups: Vec<(Option<String>, Vec<_>)> = if args.host_class {
                 let mut by_class: std::collections::BTreeMap<String, Vec<_>> = Default::default();
@@ -114,6 +121,27 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
                 writeln!(out, "machine class: {}", lab::safe_text::printable(class))?;
             }
             present::history_table::write_history(&mut out, h)?;
+        }
+    }
+    if args.check && !regressed {
+        let unjudged: Vec<String> = series
+            .iter()
+            .filter(|(_, h)| !h.judged)
+            .map(|(class, h)| {
+                let of = class
+                    .as_ref()
+                    .map(|c| format!(" of machine class {}", lab::safe_text::printable(c)))
+                    .unwrap_or_default();
+                format!("{} at N={}{of}", plural(h.points.len(), "run"), h.at)
+            })
+            .collect();
+        if !unjudged.is_empty() {
+            bail!(
+                "--check cannot judge: {}, and change-point detection needs at least {} (two segments of --min-segment {}) — no verdict, neither regressed nor clear; measure more runs, or lower --min-segment",
+                unjudged.join("; "),
+                opts.fewest_values(),
+                opts.min_segment
+            );
         }
     }
     Ok(if args.check && regressed {

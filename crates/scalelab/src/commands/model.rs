@@ -16,7 +16,7 @@ pub fn run(db: Option<&Path>, args: &ModelArgs) -> Result<ExitCode> {
         (Some(path), _) => {
             let shown = path.display().to_string();
             let text =
-                std::fs::read_to_string(path).with_context(|| format!("reading --csv {shown}"))?;
+                lab::read_csv_file(path).with_context(|| format!("reading --csv {shown}"))?;
             let points =
                 scaling_model::parse_csv(&text).with_context(|| format!("--csv {shown}"))?;
             scaling_model::fit_csv(&shown, &points, &args.predict)?

@@ -191,6 +191,56 @@ fn a_dangling_db_link_is_not_followed_even_by_ls() {
     assert_eq!(std::fs::read_dir(&private).unwrap().count(), 0);
 }
 
+/// Was: a new database whose `-shm` path was another user's link failed with "unable to open
+/// database file", left a stray `lab.db` and `lab.db-wal`, and SQLite deleted that user's
+/// `-journal` and `-wal` links.
+#[test]
+fn a_new_database_whose_side_files_are_another_users_links_is_refused_before_sqlite() {
+    let Some(lab) = hostile_lab(
+        "a_new_database_whose_side_files_are_another_users_links_is_refused_before_sqlite",
+    ) else {
+        return;
+    };
+    lab.short_spin(&[]);
+    let export = lab.path("run.json");
+    std::fs::write(&export, lab.ok(&["export", "last"])).unwrap();
+    let shared = sticky_dir(&lab, "shared");
+    let victim = victim(&lab);
+    for side in ["-shm", "-wal", "-journal"] {
+        let link = shared.join(format!("lab.db{side}"));
+        as_nobody(&format!("ln -s '{}' '{}'", s(&victim), s(&link)));
+    }
+    let db = shared.join("lab.db");
+    for cmd in [
+        &["import", s(&export)][..],
+        &["run", "spin", "--tasks", "1", "--runs", "1"],
+    ] {
+        let mut args = vec!["--db", s(&db)];
+        args.extend_from_slice(cmd);
+        let err = lab.fails(&args);
+        assert!(
+            err.contains(&format!("{}-journal: a symbolic link", s(&db))),
+            "{cmd:?}: {err}"
+        );
+        assert!(!db.exists(), "{cmd:?} left {}", db.display());
+    }
+    for side in ["-shm", "-wal", "-journal"] {
+        let link = shared.join(format!("lab.db{side}"));
+        let meta = std::fs::symlink_metadata(&link).unwrap();
+        assert!(meta.file_type().is_symlink(), "{side} was replaced");
+    }
+    assert_eq!(std::fs::read(&victim).unwrap(), PRECIOUS);
+    // A plain file another user left where a new database's write-ahead log goes is refused too.
+    let db = shared.join("other.db");
+    as_nobody(&format!("printf x > '{}-wal'", s(&db)));
+    let err = lab.fails(&["--db", s(&db), "import", s(&export)]);
+    assert!(
+        err.contains("other.db-wal: a file of another user"),
+        "{err}"
+    );
+    assert!(!db.exists());
+}
+
 #[test]
 fn report_output_is_not_written_through_a_planted_link() {
     let Some(lab) = hostile_lab("report_output_is_not_written_through_a_planted_link") else {

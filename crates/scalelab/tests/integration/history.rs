@@ -148,6 +148,55 @@ fn history_follows_stored_runs_of_the_same_workload_and_parameters() {
     assert_eq!(none.status.code(), Some(2));
 }
 
+/// Was: `history spin --at 7 --check` with N=7 never measured exited 0 with "0 runs", and a
+/// `--check` over too few runs for any change point read as no regression: a CI job set up
+/// so could never fail.
+#[test]
+fn check_over_an_unmeasured_n_or_too_few_runs_never_passes() {
+    let lab = Lab::new();
+    lab.ok(&[
+        "run",
+        "spin",
+        "--tasks",
+        "1,2",
+        "--runs",
+        "1",
+        "--duration",
+        "50ms",
+        "--warmup",
+        "0",
+        "--quiet",
+    ]);
+    let out = lab.run(&["history", "spin", "--at", "7", "--check"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr
+            .contains("--at 7: no stored run of `spin` measured N=7; these runs measured N = 1, 2"),
+        "{stderr}"
+    );
+    let out = lab.run(&["history", "spin", "--check"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "--check cannot judge: 1 run at N=2, and change-point detection needs at least 6"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("no verdict"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // Without --check the series is shown and the command succeeds.
+    lab.ok(&["history", "spin"]);
+    let file = csv(&lab, "short.csv", "1\n2\n3\n4\n5\n");
+    let out = lab.run(&["history", "--csv", &file, "--check", "--min-segment", "3"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("5 runs"));
+}
+
 /// Writes `text` to `name` in the lab and returns its path.
 fn csv(lab: &Lab, name: &str, text: &str) -> String {
     let file = lab.path(name);

@@ -430,6 +430,14 @@ fn the_dashboard_renders_in_headless_chromium_escaped_with_plots_and_verdicts() 
     ] {
         assert_eq!(get(&server.base, &path).0, expected, "{path}");
     }
+    // An N no run measured is an error naming those measured (was: an empty series, "no
+    // regression").
+    let (status, page) = get(&server.base, "/history/spin?at=0");
+    assert_eq!(status, 400, "{page}");
+    assert!(
+        page.contains("measured N=0; these runs measured N = "),
+        "{page}"
+    );
 
     let pages = [
         ("/".to_owned(), "Runs", false),

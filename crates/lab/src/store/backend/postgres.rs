@@ -15,6 +15,7 @@ use postgres::{Client, IsolationLevel, NoTls, Statement};
 
 use super::{Row, Tx, Value, dollar_placeholders};
 use crate::store::address::PgUrl;
+use crate::store::error::connect_detail;
 use crate::store::pg_schema::{CREATE_VERSION_TABLE, PG_MIGRATIONS};
 use crate::store::pg_tls::Connector;
 use crate::store::schema::APPLICATION_ID;
@@ -44,16 +45,43 @@ impl Pg {
             db: at.to_string(),
             detail: e.to_string(),
         };
-        let (mut config, tls) = pg_config::config(url).map_err(bad_config)?;
-        let (mode, connector) = tls.connector(config.get_hosts()).map_err(bad_config)?;
-        config.ssl_mode(mode);
-        let connected = match connector {
-            Connector::Plain => config.connect(NoTls),
-            Connector::Tls(rustls) => config.connect(rustls),
-        };
-        let client = connected.map_err(|source| StoreError::Connect {
+        let targets = pg_config::config(url).map_err(bad_config)?;
+        // Every host's connector first: a URL scalelab refuses is refused before any attempt.
+        let mut plans = Vec::with_capacity(targets.hosts.len());
+        for mut target in targets.hosts {
+            let host =
+                target
+                    .config
+                    .get_hosts()
+                    .first()
+                    .cloned()
+                    .ok_or_else(|| StoreError::PgConfig {
+                        db: at.to_string(),
+                        detail: "no host to connect to".into(),
+                    })?;
+            let (mode, connector) = targets.tls.connector(&host).map_err(bad_config)?;
+            target.config.ssl_mode(mode);
+            plans.push((target, connector));
+        }
+        // Tried in order, as libpq tries its host list: the first that connects is used.
+        let mut failures = Vec::new();
+        let mut client = None;
+        for (target, connector) in plans {
+            let connected = match connector {
+                Connector::Plain => target.config.connect(NoTls),
+                Connector::Tls(rustls) => target.config.connect(rustls),
+            };
+            match connected {
+                Ok(c) => {
+                    client = Some(c);
+                    break;
+                }
+                Err(e) => failures.push(format!("{}: {}", target.shown, connect_detail(&e))),
+            }
+        }
+        let client = client.ok_or_else(|| StoreError::Connect {
             db: at.to_string(),
-            source,
+            detail: failures.join("; "),
         })?;
         let mut pg = Pg {
             client,

@@ -7,8 +7,14 @@
 //! `/history/WORKLOAD` its series per machine class with `history --check`'s verdict, and
 //! `/history/WORKLOAD?class=C[&at=N][&metric=M][&p=KEY=VAL]` one class's series with its change
 //! points. The store is read under one lock in a blocking task; finished runs are kept in
-//! memory once loaded (a run changes only while `running`). Every page carries a
-//! Content-Security-Policy that allows no external resource at all.
+//! memory once loaded (a run changes only while `running`).
+//!
+//! Around the pages: `listener` (connections bounded in number and time, so that idle or slow
+//! clients cannot starve the rest) and `request_guard` (only the `Host`s it listens as are
+//! answered — no DNS rebinding — and every response carries the security headers).
+
+mod listener;
+mod request_guard;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -44,6 +50,9 @@ struct Dashboard {
 }
 
 pub fn run(db: Option<&Path>, args: &ServeArgs) -> Result<ExitCode> {
+    if args.timeout.0 == 0 {
+        anyhow::bail!("--timeout 0: a client needs some time to send a request (e.g. 10s)");
+    }
     let location = db_path::resolve(db)?;
     let store = db_path::open_location(&location, false)?;
     let state = Arc::new(Dashboard {
@@ -56,20 +65,60 @@ pub fn run(db: Option<&Path>, args: &ServeArgs) -> Result<ExitCode> {
         .build()
         .context("starting the web server's runtime")?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(args.listen)
-            .await
-            .with_context(|| format!("--listen {}: cannot listen there", args.listen))?;
-        let bound = listener.local_addr().context("reading the bound address")?;
+        let listen = args.listen.as_str();
+        let (listeners, bound, failures) = listener::bind(listen).await?;
+        let shown: Vec<String> = bound.iter().map(|a| format!("http://{a}/")).collect();
         eprintln!(
-            "serving {} on http://{bound}/ (read-only; Ctrl-C stops)",
-            location
+            "serving {location} on {} (read-only; Ctrl-C stops)",
+            shown.join(" and ")
         );
-        axum::serve(listener, router(state))
-            .with_graceful_shutdown(async {
+        for f in &failures {
+            eprintln!("{} --listen {listen}: not listening on {f}", crate::output::stderr().warning());
+        }
+        // The names a request's Host may carry (see `request_guard`).
+        let mut names: Vec<String> = args.allowed_hosts.clone();
+        let (host_part, _) = listen.rsplit_once(':').unwrap_or((listen, ""));
+        let host_part = host_part.trim_start_matches('[').trim_end_matches(']');
+        if host_part.parse::<std::net::IpAddr>().is_err() && !host_part.is_empty() {
+            names.push(host_part.to_owned());
+        }
+        let exposed: Vec<String> = bound
+            .iter()
+            .filter(|a| !a.ip().is_loopback())
+            .map(ToString::to_string)
+            .collect();
+        if !exposed.is_empty() {
+            names.extend(listener::machine_host_name());
+            eprintln!(
+                "{} the dashboard is unauthenticated: anyone who can reach {} reads every run in {location}; put it behind your own authentication, or listen on 127.0.0.1",
+                crate::output::stderr().warning(),
+                exposed.join(", ")
+            );
+        }
+        let wanted = usize::try_from(args.max_connections).unwrap_or(usize::MAX);
+        let limits = listener::Limits {
+            max_connections: listener::connection_limit(wanted),
+            timeout: std::time::Duration::from_nanos(args.timeout.0),
+        };
+        if limits.max_connections < wanted {
+            eprintln!(
+                "{} --max-connections {}: only {} (the open-file limit, ulimit -n, leaves room for no more)",
+                crate::output::stderr().warning(),
+                args.max_connections,
+                limits.max_connections
+            );
+        }
+        listener::serve(
+            listeners,
+            router(state),
+            request_guard::AllowedHosts::new(names),
+            limits,
+            async {
                 let _ = tokio::signal::ctrl_c().await;
-            })
-            .await
-            .context("serving the dashboard")
+            },
+        )
+        .await;
+        Ok::<(), anyhow::Error>(())
     })?;
     Ok(ExitCode::SUCCESS)
 }
@@ -94,27 +143,10 @@ fn page(status: StatusCode, html: Html) -> Response {
         Err((status, body)) => (status, body),
     };
     let mut r = (status, body).into_response();
-    let h = r.headers_mut();
-    h.insert(
+    // The security headers are added to every response, this one too, by `request_guard`.
+    r.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    // The report's flame graph is an inline script in a srcdoc frame; nothing is ever loaded
-    // from elsewhere.
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(
-            "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; \
-             img-src data:; frame-src 'self' data:; form-action 'self'; base-uri 'none'",
-        ),
-    );
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
     );
     r
 }
@@ -442,8 +474,13 @@ async fn history_page(
             })
             .map(|m| m.id)
             .collect();
+        let loaded = d.runs(&store, &ids)?;
+        if let Some(at) = at {
+            history::check_measured(&workload, &loaded, at)
+                .map_err(|e| bad_request(&format!("at={at}: {e}")))?;
+        }
         let mut by_class: BTreeMap<String, Vec<Arc<RunData>>> = BTreeMap::new();
-        for run in d.runs(&store, &ids)? {
+        for run in loaded {
             by_class
                 .entry(MachineClass::of(&run.meta.env).to_string())
                 .or_default()
@@ -485,7 +522,9 @@ async fn history_page(
                             runs: n,
                             hosts: hosts.join(", "),
                             verdict: check_verdict(&h).into(),
-                            verdict_class: if h.newest_regressed {
+                            verdict_class: if !h.judged {
+                                "INCONCLUSIVE"
+                            } else if h.newest_regressed {
                                 "REGRESSED"
                             } else {
                                 "ok"
@@ -517,7 +556,9 @@ async fn history_page(
 
 /// `history --check`'s verdict on the newest segment, in words.
 fn check_verdict(h: &history::History) -> &'static str {
-    if h.newest_regressed {
+    if !h.judged {
+        "cannot judge — too few runs for change-point detection (exit 2)"
+    } else if h.newest_regressed {
         "REGRESSED — the newest segment is a regression (exit 1)"
     } else {
         "no regression in the newest segment (exit 0)"
