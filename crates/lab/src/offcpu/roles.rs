@@ -5,7 +5,9 @@
 //! - **supervising**: the thread started threads or processes of the tree (they descend from
 //!   it), was blocked for at least half of its life, and at least half of that blocked time was
 //!   spent waiting for them — in `wait4`/`waitid`, woken by one of them (its exit ending a
-//!   `pthread_join`, a condition it signalled), or woken by a timer while they ran (a progress
+//!   `pthread_join`, a condition it signalled), ended within [`EXIT_SLACK_NS`] of one of them
+//!   exiting (a join whose wake-up the kernel recorded on the joiner's CPU, in the interrupt
+//!   that queued it there, without its waker), or woken by a timer while they ran (a progress
 //!   reporter's sleeps). The shell wrapper of `--cmd`, a `main` joining its workers, dbench's
 //!   parent and `make` are such threads.
 //! - **idle**: blocked for at least 90% of its life, never woken in the window, and under 1% of
@@ -19,6 +21,11 @@ use std::collections::HashMap;
 use super::wake::WakeCause;
 use crate::thread_account::ThreadRole;
 
+/// How soon after a started thread's exit a wait that ends counts as waiting for it: a
+/// wake-up queued to another CPU runs there within microseconds (sysbench's `main` joining
+/// its workers: woken 3-40 µs after each exit, seen as an interrupt's wake-up).
+pub(crate) const EXIT_SLACK_NS: u64 = 2_000_000;
+
 /// One thread's life inside the window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Life {
@@ -28,6 +35,8 @@ pub(crate) struct Life {
     pub on_cpu: u64,
     pub blocked: u64,
     pub life: u64,
+    /// When it exited, if it did while traced.
+    pub end: Option<u64>,
 }
 
 /// One blocked episode inside the window, as the rule reads it.
@@ -43,6 +52,8 @@ pub(crate) struct Wait {
     pub child_wait: bool,
     /// Ended inside the window (woken or switched in).
     pub ended: bool,
+    /// When it ended (`u64::MAX` if it had not).
+    pub end: u64,
 }
 
 /// A thread's role, and for a supervisor the time it spent waiting for what it started.
@@ -82,6 +93,16 @@ pub(crate) fn assign(lives: &[Life], waits: &[Wait]) -> HashMap<u32, Assigned> {
         .map(|l| {
             let mine = by_tid.get(&l.tid).map_or(&[][..], Vec::as_slice);
             let started = descendants(l.tid);
+            let exits: Vec<u64> = lives
+                .iter()
+                .filter(|o| started.contains(&o.tid))
+                .filter_map(|o| o.end)
+                .collect();
+            let after_an_exit = |w: &Wait| {
+                exits
+                    .iter()
+                    .any(|&x| x <= w.end && w.end - x <= EXIT_SLACK_NS)
+            };
             let waiting: u64 = if started.is_empty() {
                 0
             } else {
@@ -90,6 +111,7 @@ pub(crate) fn assign(lives: &[Life], waits: &[Wait]) -> HashMap<u32, Assigned> {
                         w.child_wait
                             || w.cause == WakeCause::Timer
                             || w.waker.is_some_and(|t| started.contains(&t))
+                            || after_an_exit(w)
                     })
                     .map(|w| w.blocked)
                     .sum()
@@ -136,6 +158,7 @@ mod tests {
             on_cpu,
             blocked,
             life: on_cpu + blocked,
+            end: None,
         }
     }
 
@@ -147,6 +170,7 @@ mod tests {
             cause,
             child_wait: false,
             ended: true,
+            end: u64::MAX,
         }
     }
 
@@ -169,6 +193,29 @@ mod tests {
         assert_eq!(roles[&1].waiting_for_started, 985);
         assert_eq!(roles[&2].role, ThreadRole::Worker);
         assert_eq!(roles[&3].role, ThreadRole::Worker);
+    }
+
+    #[test]
+    fn a_join_woken_in_another_cpus_interrupt_just_after_an_exit_is_waiting_for_it() {
+        // sysbench: main (1) joins workers 2 and 3; its wake-up is recorded on its own CPU, in
+        // the interrupt that queued it there, 30 µs after worker 3 exits. A wait that ends
+        // long after any exit (a lock it took) is not waiting for them.
+        let mut lives = [
+            life(1, None, 5, 995),
+            life(2, Some(1), 400, 600),
+            life(3, Some(1), 420, 580),
+        ];
+        lives[2].end = Some(1_000_000_000);
+        let mut join = wait(1, 985, None, WakeCause::Interrupt);
+        join.end = 1_000_030_000;
+        let waits = [join, wait(2, 600, Some(3), WakeCause::FutexWake)];
+        let roles = assign(&lives, &waits);
+        assert_eq!(roles[&1].role, ThreadRole::Supervisor);
+        assert_eq!(roles[&1].waiting_for_started, 985);
+        let mut late = wait(1, 985, None, WakeCause::Interrupt);
+        late.end = 1_000_000_000 + 2 * EXIT_SLACK_NS;
+        let roles = assign(&lives, &[late]);
+        assert_eq!(roles[&1].role, ThreadRole::Worker);
     }
 
     #[test]

@@ -81,6 +81,7 @@ impl TreeThreads {
                 cause: cause.clone(),
                 child_wait,
                 ended: e.end <= window.end.0,
+                end: e.end,
             });
             causes.insert((e.tid, e.begin), cause);
         }
@@ -93,6 +94,7 @@ impl TreeThreads {
                 on_cpu: t.on_cpu,
                 blocked: t.blocked,
                 life: t.life(),
+                end: t.end,
             })
             .collect();
         let roles = roles::assign(&lives, &waits);

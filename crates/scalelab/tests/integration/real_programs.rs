@@ -214,25 +214,61 @@ fn dbench_is_explained_per_mb_by_its_file_system_waits_and_its_parent_only_super
         assert_eq!(supervising_wait(&c), None, "a supervisor's wait as a cause");
     }
     assert_agreement(&e, 0.15);
-    // Beyond noise, the top cause is the file system's: fsync, the journal, block I/O.
+    // Beyond noise, the top cause is the file system's: fsync, the journal, block I/O, ext4's
+    // own code (its inode allocator's `find_inode_bit` → `recently_deleted` reading the inode
+    // table's buffers, under the block device's mapping lock, was the top one in a run here),
+    // or the VFS taking a directory's lock.
     let top = workload_causes(&e);
-    if let Some(first) = top.first() {
-        let c = first["cause"].to_string();
+    let delta = e["growth"]["delta_ns"].as_f64().unwrap_or(0.0);
+    let noise = e["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            p["accounting"]["cv"].as_f64().unwrap()
+                * p["accounting"]["ns_per_op_task"].as_f64().unwrap()
+        })
+        .fold(0.0, f64::max);
+    if delta <= noise {
+        // dbench scales on this VM's unjournalled ext4 (1.94 of 2 in a run here: a MB cost
+        // 11.1 ms of task time at N=1, 9.75 ms at N=2): nothing grew beyond the trials' spread.
+        println!("dbench's cost per MB grew {delta:.0} ns, within CV × ns/op/task ({noise:.0} ns)");
+    } else if let Some(first) = top.first() {
+        let cause = &first["cause"];
+        let mut text = vec![
+            cause["what"].as_str().unwrap_or_default().to_string(),
+            cause["caller"].as_str().unwrap_or_default().to_string(),
+        ];
+        text.extend(
+            cause["evidence"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.as_str().map(str::to_string)),
+        );
+        let file_system = [
+            "fsync",
+            "jbd2",
+            "ext4",
+            "blk_",
+            "bio_",
+            "folio",
+            "writeback",
+            "journal",
+            "I/O",
+            "find_get_block",
+            "find_inode_bit",
+            "recently_deleted",
+            "vfs_",
+            "do_unlinkat",
+            "path_openat",
+            "do_renameat",
+            "filename_create",
+        ];
         assert!(
-            [
-                "fsync",
-                "jbd2",
-                "ext4",
-                "io",
-                "blk",
-                "folio",
-                "writeback",
-                "journal",
-                "I/O"
-            ]
-            .iter()
-            .any(|w| c.contains(w)),
-            "the top cause of dbench's growth: {c}"
+            text.iter()
+                .any(|t| file_system.iter().any(|w| t.contains(w))),
+            "the top cause of dbench's growth: {cause}"
         );
         let unexplained = e["growth"]["unexplained_pct"].as_f64().unwrap_or(0.0);
         assert!(unexplained.abs() <= 30.0, "{unexplained}% unexplained");
