@@ -71,6 +71,10 @@ pub(crate) enum SchedEvent {
     /// waker's context — the interrupted task when it ran in an interrupt, 0 for a wake-up
     /// taken while the CPU idled — and `chain` the interned kernel chain of the wake-up).
     Wakeup { tid: u32, chain: u32 },
+    /// Thread `tid` is being woken (`sched_waking`, in `try_to_wake_up` itself): the record's
+    /// pid, `tid` and `chain` are the real waker's, also where the wake-up is then queued to
+    /// another CPU and its `Wakeup` record written there, in an interrupt, without them.
+    Waking { tid: u32, chain: u32 },
     /// The record's task was switched in (written after the switch and perf's own work for
     /// it: it counts only where the switch-out record naming the task is missing).
     SwitchIn,

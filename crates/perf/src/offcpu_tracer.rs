@@ -24,6 +24,13 @@
 //!   `futex_wake`, a timer, an I/O completion, an exit), kept only for threads with an open
 //!   episode; before that, every one is counted in [`IdleTally`] (a CPU that records no wake-up
 //!   in its idle task's context is one whose kernel traces nothing while it idles);
+//! - `sched:sched_waking` of the whole CPU, with its kernel chain: written in
+//!   `try_to_wake_up` itself, so in the real waker's context, where `sched_wakeup` is written
+//!   on the woken task's CPU when the wake-up is queued there (`sched_ttwu_pending`, in an
+//!   interrupt: a lock handed to a thread on another CPU, a join of a thread exiting on
+//!   another, read as "an interrupt"). The episode still ends at the `sched_wakeup` (a CPU
+//!   that traces nothing while idle misses the wakings it takes there; the wake-ups are then
+//!   written on the woken task's CPU), and takes its waker from the waking before it;
 //! - a counter (no ring buffer) of `sched:sched_switch` to the idle task (`next_pid == 0`, any
 //!   task): how often the CPU went idle, the other half of that check.
 //!
@@ -100,6 +107,9 @@ enum Kind {
     Wakeup {
         pid: Field,
     },
+    Waking {
+        pid: Field,
+    },
     /// The CPU's context switches.
     Cpu,
 }
@@ -156,14 +166,14 @@ fn field(format: &TracepointFormat, name: &str) -> Result<Field, PerfError> {
     })
 }
 
-/// Each CPU's ring sizes (blocking switches, wake-ups, context switches): locked memory stays
-/// bounded on big machines, the blocking switches (with stack copies) sharing half of
-/// [`TRACER_BUDGET_BYTES`], the wake-ups (with kernel chains) and the context switches a
-/// quarter each ([`ring_bytes`]).
+/// Each CPU's ring sizes (blocking switches, wake-ups and wakings, context switches): locked
+/// memory stays bounded on big machines, the blocking switches (with stack copies) sharing half
+/// of [`TRACER_BUDGET_BYTES`], the wake-ups and the wakings (with kernel chains) an eighth
+/// each, the context switches a quarter ([`ring_bytes`]).
 fn ring_sizes(config: &OffCpuTraceConfig, cpus: usize) -> (usize, usize, usize) {
     (
         ring_bytes(config.buffer_bytes, cpus, TRACER_BUDGET_BYTES / 2),
-        ring_bytes(4 << 20, cpus, TRACER_BUDGET_BYTES / 4),
+        ring_bytes(2 << 20, cpus, TRACER_BUDGET_BYTES / 8),
         ring_bytes(4 << 20, cpus, TRACER_BUDGET_BYTES / 4),
     )
 }
@@ -173,7 +183,7 @@ impl OffCpuTracer {
     /// in bytes, its side-band mapping records' rings included.
     pub fn locked_bytes(config: &OffCpuTraceConfig, cpus: usize) -> usize {
         let (switch, wakeup, context) = ring_sizes(config, cpus);
-        cpus.max(1) * (switch + wakeup + context) + MappingStream::locked_bytes(cpus)
+        cpus.max(1) * (switch + 2 * wakeup + context) + MappingStream::locked_bytes(cpus)
     }
 
     /// Checks, without opening anything, that the scheduler tracepoints exist and their
@@ -181,6 +191,7 @@ impl OffCpuTracer {
     pub fn check() -> Result<(), PerfError> {
         TracepointFormat::read("sched", "sched_switch")?.field("prev_state")?;
         TracepointFormat::read("sched", "sched_wakeup")?.field("pid")?;
+        TracepointFormat::read("sched", "sched_waking")?.field("pid")?;
         Ok(())
     }
 
@@ -192,6 +203,8 @@ impl OffCpuTracer {
         let next_pid = field(&switch, "next_pid")?;
         let wakeup = TracepointFormat::read("sched", "sched_wakeup")?;
         let pid = field(&wakeup, "pid")?;
+        let waking = TracepointFormat::read("sched", "sched_waking")?;
+        let waking_pid = field(&waking, "pid")?;
         let cpus = online_cpus();
         let mappings = MappingStream::open(&cpus)?;
         let stack_size = config.stack_size.min(crate::MAX_STACK_SIZE) & !7;
@@ -267,6 +280,34 @@ impl OffCpuTracer {
                 sampler,
             });
 
+            let mut builder = Builder::new(Tracepoint::with_id(waking.id));
+            builder
+                .any_pid()
+                .one_cpu(cpu)
+                .include_kernel()
+                .exclude_hv(true)
+                .sample_period(1)
+                .sample(
+                    SampleFlag::TID
+                        | SampleFlag::TIME
+                        | SampleFlag::CPU
+                        | SampleFlag::CALLCHAIN
+                        | SampleFlag::RAW,
+                )
+                .exclude_callchain_user(true)
+                .sample_max_stack(WAKER_STACK)
+                .clockid(Clock::MONOTONIC)
+                .enabled(true);
+            let name = "sched:sched_waking";
+            let counter = builder.build().map_err(|e| PerfError::open(name, &e))?;
+            let sampler = counter
+                .sampled(wakeup_bytes)
+                .map_err(|e| PerfError::open(name, &e))?;
+            streams.push(Stream {
+                kind: Kind::Waking { pid: waking_pid },
+                sampler,
+            });
+
             let mut builder = Builder::new(perf_event::events::Software::DUMMY);
             builder
                 .any_pid()
@@ -290,7 +331,7 @@ impl OffCpuTracer {
         }
         let idle_entries = open_idle_counters(switch.id, &cpus);
         // Every switch buffer before any wake-up buffer (see `traced`).
-        streams.sort_by_key(|s| matches!(s.kind, Kind::Wakeup { .. }));
+        streams.sort_by_key(|s| matches!(s.kind, Kind::Wakeup { .. } | Kind::Waking { .. }));
         Ok(OffCpuTracer {
             streams,
             pending: Vec::new(),
@@ -365,7 +406,12 @@ impl OffCpuTracer {
         let new: Vec<(u32, u32)> = self
             .pending
             .iter()
-            .filter(|e| matches!(e.event, SchedEvent::Wakeup { .. }))
+            .filter(|e| {
+                matches!(
+                    e.event,
+                    SchedEvent::Wakeup { .. } | SchedEvent::Waking { .. }
+                )
+            })
             .filter(|e| e.tid != 0 && !self.seen.contains(&e.tid))
             .filter(|e| !self.wakers.contains_key(&e.tid))
             .map(|e| (e.pid, e.tid))
@@ -529,7 +575,11 @@ impl OffCpuTracer {
                     self.fresh_user_chains.push((event.pid, user_chain));
                 }
             }
-            SchedEvent::Wakeup { tid, .. } if !self.traced.contains(&tid) => return,
+            SchedEvent::Wakeup { tid, .. } | SchedEvent::Waking { tid, .. }
+                if !self.traced.contains(&tid) =>
+            {
+                return;
+            }
             _ => {}
         }
         self.pending.push(event);
@@ -620,6 +670,13 @@ fn decode_sample(
         }
         Kind::Wakeup { pid } => match pid.read(s.raw) {
             Some(tid) => SchedEvent::Wakeup {
+                tid: tid as u32,
+                chain: chains.intern(split_chain(&s.callchain).0.into_iter()),
+            },
+            None => return Decoded::Malformed,
+        },
+        Kind::Waking { pid } => match pid.read(s.raw) {
+            Some(tid) => SchedEvent::Waking {
                 tid: tid as u32,
                 chain: chains.intern(split_chain(&s.callchain).0.into_iter()),
             },

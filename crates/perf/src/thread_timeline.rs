@@ -85,6 +85,9 @@ struct Open {
     user_chain: u32,
     /// The wake-up, once seen: the episode has ended, the thread waits for a CPU.
     woken: Option<(u64, Waker)>,
+    /// The waking record's waker, seen before the wake-up (the real waker where the wake-up
+    /// is then written on another CPU, in an interrupt).
+    waking: Option<Waker>,
 }
 
 #[derive(Debug, Clone)]
@@ -188,6 +191,7 @@ impl Timeline {
                     kernel_chain,
                     user_chain,
                     woken: None,
+                    waking: None,
                 });
                 self.named(e.cpu, next_tid, t);
                 self.switch_in(next_tid, t);
@@ -207,11 +211,11 @@ impl Timeline {
                 if let State::Blocked(o) = th.state
                     && o.woken.is_none()
                 {
-                    let waker = Waker {
+                    let waker = o.waking.unwrap_or(Waker {
                         pid: e.pid,
                         tid: e.tid,
                         chain,
-                    };
+                    });
                     let blocked = self.span(o.begin, t);
                     let (pid, ended) = (
                         th.life.pid,
@@ -224,6 +228,18 @@ impl Timeline {
                     let th = self.thread(pid, tid, t);
                     th.life.blocked += blocked;
                     th.state = State::Runnable(t);
+                }
+            }
+            SchedEvent::Waking { tid, chain } => {
+                if let Some(th) = self.threads.get_mut(&tid)
+                    && let State::Blocked(o) = &mut th.state
+                    && o.woken.is_none()
+                {
+                    o.waking = Some(Waker {
+                        pid: e.pid,
+                        tid: e.tid,
+                        chain,
+                    });
                 }
             }
             SchedEvent::SwitchIn => self.own_switch_in(e.cpu, e.tid, t),
@@ -305,6 +321,7 @@ impl Timeline {
                 kernel_chain: u32::MAX,
                 user_chain: u32::MAX,
                 woken: None,
+                waking: None,
             })
         };
     }
@@ -384,7 +401,7 @@ fn episode(pid: u32, tid: u32, o: &Open, switch_in: Option<u64>) -> BlockedEpiso
         begin: o.begin,
         end: o.woken.map(|(t, _)| t).or(switch_in).unwrap_or(u64::MAX),
         woken: o.woken.is_some(),
-        waker: o.woken.map(|(_, w)| w),
+        waker: o.woken.map(|(_, w)| w).or(o.waking),
         kernel_chain: o.kernel_chain,
         user_chain: o.user_chain,
     }
@@ -477,6 +494,34 @@ mod tests {
         assert_eq!(eps[2].blocked_within(0, 100), 20);
         assert_eq!(eps[0].blocked_within(20, 100), 5);
         assert_eq!(eps[0].blocked_within(30, 100), 0);
+    }
+
+    #[test]
+    fn the_waker_is_the_wakings_and_the_episode_ends_at_the_wakeup() {
+        // Thread 7 is woken by 42 on another CPU: the waking is written in 42's context, the
+        // wake-up later on 7's CPU, in the interrupt that queued it (context 0, chain 9).
+        let waking = SchedEvent::Waking { tid: 7, chain: 3 };
+        let queued = SchedEvent::Wakeup { tid: 7, chain: 9 };
+        let (eps, _) = run(
+            &[
+                ev(10, 7, BLOCKED),
+                ev(20, 42, waking),
+                ev(24, 0, queued),
+                ev(30, 7, IN),
+                ev(40, 7, BLOCKED),
+                ev(50, 42, waking),
+                ev(60, 7, IN), // no wake-up recorded: to the switch-in, the waker still known
+            ],
+            1_000,
+        );
+        let spans: Vec<(u32, u64, u64)> = eps.iter().map(|e| (e.tid, e.begin, e.end)).collect();
+        assert_eq!(spans, [(7, 10, 24), (7, 40, 60)]);
+        let wakers: Vec<Option<(u32, u32)>> = eps
+            .iter()
+            .map(|e| e.waker.map(|w| (w.tid, w.chain)))
+            .collect();
+        assert_eq!(wakers, [Some((42, 3)), Some((42, 3))]);
+        assert!(eps[0].woken && !eps[1].woken);
     }
 
     #[test]

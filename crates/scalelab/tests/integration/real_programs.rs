@@ -332,6 +332,37 @@ fn sysbench_is_explained_by_its_hot_mutex_from_a_named_call_site_never_by_its_jo
         hot["caller"].as_str().unwrap().starts_with("sysbench+0x"),
         "the hot mutex's caller: {hot}"
     );
+    // The hot mutex's waits at N=2 are named by what ended them: most by the other worker
+    // handing the lock over (its futex wake, recorded where it ran: `sched_waking`), not "an
+    // interrupt" (the wake-up written on the waiter's CPU when it was queued there).
+    let at2 = e["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["n"] == 2)
+        .unwrap();
+    let mutex = at2["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| {
+            p["cause"]["kind"] == "user_lock"
+                && p["cause"]["caller"]
+                    .as_str()
+                    .is_some_and(|c| c.starts_with("sysbench+0x"))
+        })
+        .unwrap_or_else(|| panic!("no futex wait from sysbench's hot mutex at N=2: {at2}"));
+    let ended_by = mutex["cause"]["ended_by"].as_array().unwrap();
+    let all: f64 = ended_by.iter().map(|b| b["ns"].as_f64().unwrap()).sum();
+    let hand_off: f64 = ended_by
+        .iter()
+        .filter(|b| b["by"].as_str().unwrap().contains("lock hand-off"))
+        .map(|b| b["ns"].as_f64().unwrap())
+        .sum();
+    assert!(
+        hand_off >= 0.5 * all,
+        "the hot mutex's waits were ended by: {ended_by:?}"
+    );
     // Beyond noise, the top cause is the mutex (its waits, or CPU on its path) or the yields.
     if let Some(first) = workload_causes(&e).first() {
         let c = first["cause"].to_string();
