@@ -357,9 +357,11 @@ pub struct RunArgs {
     /// what tracing costs (it is not one of the run's trials).
     #[arg(long)]
     pub explain: bool,
-    /// Trace when the tasks block (sched:sched_switch/sched_wakeup, with kernel and user
-    /// call chains) in every trial: blocked time by cause (futex, rwsem, mutex, fsync, io,
-    /// pipe, sleep). Needs root and tracefs, as --locks does.
+    /// Trace when the tasks block (sched:sched_switch, sched_waking/sched_wakeup and the
+    /// CPUs' context switches, with kernel and user call chains) in every trial: blocked time
+    /// by cause (futex, rwsem, mutex, fsync, io, pipe, sleep) and by what ended it; for a
+    /// command, every thread's life (workers and supervisors apart). Needs root and tracefs,
+    /// as --locks does.
     #[arg(long)]
     pub offcpu: bool,
     /// Name the side of a comparison this run belongs to (stock, patched…).
