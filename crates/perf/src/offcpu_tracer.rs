@@ -178,6 +178,37 @@ fn ring_sizes(config: &OffCpuTraceConfig, cpus: usize) -> (usize, usize, usize) 
     )
 }
 
+/// One CPU's ring of a wake-up tracepoint (`id`), every record with its kernel call chain.
+fn open_wake_stream(
+    id: u64,
+    cpu: usize,
+    bytes: usize,
+    name: &'static str,
+) -> Result<Sampler, PerfError> {
+    let mut builder = Builder::new(Tracepoint::with_id(id));
+    builder
+        .any_pid()
+        .one_cpu(cpu)
+        .include_kernel()
+        .exclude_hv(true)
+        .sample_period(1)
+        .sample(
+            SampleFlag::TID
+                | SampleFlag::TIME
+                | SampleFlag::CPU
+                | SampleFlag::CALLCHAIN
+                | SampleFlag::RAW,
+        )
+        .exclude_callchain_user(true)
+        .sample_max_stack(WAKER_STACK)
+        .clockid(Clock::MONOTONIC)
+        .enabled(true);
+    let counter = builder.build().map_err(|e| PerfError::open(name, &e))?;
+    counter
+        .sampled(bytes)
+        .map_err(|e| PerfError::open(name, &e))
+}
+
 impl OffCpuTracer {
     /// The ring buffer memory a tracer of `config` locks on a machine of `cpus` online CPUs,
     /// in bytes, its side-band mapping records' rings included.
@@ -252,61 +283,19 @@ impl OffCpuTracer {
                 sampler,
             });
 
-            let mut builder = Builder::new(Tracepoint::with_id(wakeup.id));
-            builder
-                .any_pid()
-                .one_cpu(cpu)
-                .include_kernel()
-                .exclude_hv(true)
-                .sample_period(1)
-                .sample(
-                    SampleFlag::TID
-                        | SampleFlag::TIME
-                        | SampleFlag::CPU
-                        | SampleFlag::CALLCHAIN
-                        | SampleFlag::RAW,
-                )
-                .exclude_callchain_user(true)
-                .sample_max_stack(WAKER_STACK)
-                .clockid(Clock::MONOTONIC)
-                .enabled(true);
-            let name = "sched:sched_wakeup";
-            let counter = builder.build().map_err(|e| PerfError::open(name, &e))?;
-            let sampler = counter
-                .sampled(wakeup_bytes)
-                .map_err(|e| PerfError::open(name, &e))?;
-            streams.push(Stream {
-                kind: Kind::Wakeup { pid },
-                sampler,
-            });
-
-            let mut builder = Builder::new(Tracepoint::with_id(waking.id));
-            builder
-                .any_pid()
-                .one_cpu(cpu)
-                .include_kernel()
-                .exclude_hv(true)
-                .sample_period(1)
-                .sample(
-                    SampleFlag::TID
-                        | SampleFlag::TIME
-                        | SampleFlag::CPU
-                        | SampleFlag::CALLCHAIN
-                        | SampleFlag::RAW,
-                )
-                .exclude_callchain_user(true)
-                .sample_max_stack(WAKER_STACK)
-                .clockid(Clock::MONOTONIC)
-                .enabled(true);
-            let name = "sched:sched_waking";
-            let counter = builder.build().map_err(|e| PerfError::open(name, &e))?;
-            let sampler = counter
-                .sampled(wakeup_bytes)
-                .map_err(|e| PerfError::open(name, &e))?;
-            streams.push(Stream {
-                kind: Kind::Waking { pid: waking_pid },
-                sampler,
-            });
+            for (id, kind, name) in [
+                (wakeup.id, Kind::Wakeup { pid }, "sched:sched_wakeup"),
+                (
+                    waking.id,
+                    Kind::Waking { pid: waking_pid },
+                    "sched:sched_waking",
+                ),
+            ] {
+                streams.push(Stream {
+                    kind,
+                    sampler: open_wake_stream(id, cpu, wakeup_bytes, name)?,
+                });
+            }
 
             let mut builder = Builder::new(perf_event::events::Software::DUMMY);
             builder

@@ -374,7 +374,7 @@ fn sysbench_is_explained_by_its_hot_mutex_from_a_named_call_site_never_by_its_jo
 }
 
 #[test]
-fn zstd_does_not_grow_and_the_thread_that_starts_its_pool_only_supervises() {
+fn zstd_is_never_explained_by_a_wait_and_the_thread_that_starts_its_pool_only_supervises() {
     if !installed("zstd") || !perf_available() {
         return;
     }
@@ -418,11 +418,21 @@ fn zstd_does_not_grow_and_the_thread_that_starts_its_pool_only_supervises() {
     let g = &e["growth"];
     let grew = g["delta_ns"].as_f64().unwrap();
     let from = g["from_ns"].as_f64().unwrap();
-    // The cost of a compression does not grow from 1 to 2 threads, or by no more than noise.
-    assert!(
-        grew <= 0.0 || workload_causes(&e).is_empty(),
-        "zstd's cost per run grew {grew:.0} ns of {from:.0} with named causes:\n{first_lines}"
-    );
+    // The cost of a compression does not grow from 1 to 2 threads here (3.30 s → 2.89 s of
+    // task time in a bench run), but it may: a fresh-clone CI run had +18% (2.56 s → 3.02 s),
+    // 62% of it CPU in zstd itself (-T2 splits the input into jobs with overlapping windows,
+    // and this VM's two vCPUs run slower together). Where it grows, what explain names is
+    // zstd's own CPU (or the run queue), never a wait: its workers hand jobs over through
+    // condition variables, and the thread feeding them only supervises.
+    if grew > 0.0 {
+        for c in workload_causes(&e) {
+            let kind = c["cause"]["kind"].as_str().unwrap_or_default();
+            assert!(
+                matches!(kind, "function" | "user_cpu" | "system_cpu"),
+                "zstd's cost per run grew {grew:.0} ns of {from:.0}, a named cause not CPU: {c}\n{first_lines}"
+            );
+        }
+    }
     // The thread that starts the pool and waits for it supervises, at both N; none of its
     // waiting is a cause, nor in the blocked time the accounting leaves to the workers.
     assert!(
