@@ -767,6 +767,10 @@ impl TrialMeasurement {
         if let Some(rate) = self.reported.as_ref().and_then(Reported::rate) {
             return rate;
         }
+        self.ops_over_window()
+    }
+    /// Total ops / window seconds, whatever the command reported (the CSV's `ops_per_sec`).
+    pub(crate) fn ops_over_window(&self) -> f64 {
         let secs = self.window.as_secs_f64();
         if secs > 0.0 {
             self.ops() as f64 / secs

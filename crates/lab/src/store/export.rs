@@ -93,7 +93,7 @@ pub fn export_csv(data: &RunData, out: &mut dyn Write) -> Result<(), StoreError>
                         .iter()
                         .fold(0u64, |a, &b| a.saturating_add(b))
                         .to_string(),
-                    m.ops_per_sec().to_string(),
+                    m.ops_over_window().to_string(),
                     u.user.as_secs_f64().to_string(),
                     u.sys.as_secs_f64().to_string(),
                     u.minor_faults.to_string(),
