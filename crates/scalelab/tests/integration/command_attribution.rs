@@ -10,7 +10,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::Lab;
+use crate::common::{Lab, perf_available};
 
 const PROGRAM: &str = "tests/integration/programs/mutex_worker.c";
 
@@ -44,17 +44,6 @@ impl Lab {
         }
         stderr
     }
-}
-
-fn perf_available() -> bool {
-    let ok = Command::new("perf")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        println!("skipped: `perf` is not installed (Debian: apt-get install linux-perf)");
-    }
-    ok
 }
 
 /// False (and why, printed) when the run's warnings say lock tracing is unavailable here.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{Lab, euid_is_root};
+use crate::common::{Lab, euid_is_root, perf_available};
 
 const PRECIOUS: &[u8] = b"root's file: scalelab must not touch it\n";
 const NOBODY: u32 = 65534;
@@ -77,17 +77,6 @@ fn victim(lab: &Lab) -> PathBuf {
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
-}
-
-fn perf_available() -> bool {
-    let ok = Command::new("perf")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        println!("skipped: `perf` is not installed (Debian: apt-get install linux-perf)");
-    }
-    ok
 }
 
 const SHORT_PROFILED_SPIN: &[&str] = &[

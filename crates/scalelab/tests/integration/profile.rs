@@ -9,7 +9,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::Lab;
+use crate::common::{Lab, perf_available};
 
 impl Lab {
     /// Run `run`'s profile folder: `profiles/<db file>/<run uuid>` beside the database.
@@ -18,17 +18,6 @@ impl Lab {
         let uuid = shown["run"]["uuid"].as_str().unwrap();
         self.dir.path().join("profiles/lab.db").join(uuid)
     }
-}
-
-fn perf_available() -> bool {
-    let ok = Command::new("perf")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        println!("skipped: `perf` is not installed (Debian: apt-get install linux-perf)");
-    }
-    ok
 }
 
 /// A short profiled page_fault sweep at N=1,2.

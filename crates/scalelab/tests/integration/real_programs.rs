@@ -17,7 +17,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::Lab;
+use crate::common::{Lab, perf_available};
 
 /// True when `program` runs here; in CI (`CI=true`) a missing program fails the test.
 fn installed(program: &str) -> bool {
@@ -31,18 +31,6 @@ fn installed(program: &str) -> bool {
             "{program} is not installed: .ci/run installs it (apt-get install {program})"
         );
         println!("skipped: {program} is not installed (Debian: apt-get install {program})");
-    }
-    ok
-}
-
-/// True when perf is installed (the profile of `--explain`); skips otherwise, saying so.
-fn perf_available() -> bool {
-    let ok = Command::new("perf")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        println!("skipped: `perf` is not installed (Debian: apt-get install linux-perf)");
     }
     ok
 }

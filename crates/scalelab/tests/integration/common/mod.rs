@@ -139,3 +139,15 @@ impl Lab {
 pub fn parse(args: &[&str], text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {text}"))
 }
+
+/// True when perf is installed (profiles, `--explain`); says so when a test skips for it.
+pub fn perf_available() -> bool {
+    let ok = Command::new("perf")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        println!("skipped: `perf` is not installed (Debian: apt-get install linux-perf)");
+    }
+    ok
+}
