@@ -259,7 +259,9 @@ mod tests {
     fn this_process_unwinds_through_its_own_eh_frame() {
         let names = unwind_from_here();
         let capture = names.iter().position(|n| n.ends_with("tests::capture"));
-        let caller = names.iter().position(|n| n.ends_with("tests::unwind_from_here"));
+        let caller = names
+            .iter()
+            .position(|n| n.ends_with("tests::unwind_from_here"));
         assert!(
             matches!((capture, caller), (Some(a), Some(b)) if b == a + 1),
             "{names:?}"
