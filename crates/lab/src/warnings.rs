@@ -317,6 +317,7 @@ mod tests {
             side: crate::analysis::comparison::Side::B,
             run: 7,
             n: 2,
+            metric: "throughput".into(),
             cv: 0.2,
             command: true,
         }

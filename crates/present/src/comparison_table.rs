@@ -25,7 +25,12 @@ pub fn write_compare(
 ) -> io::Result<()> {
     write_header(out, comparison)?;
     writeln!(out)?;
-    table(&comparison.points, comparison.paired).write_terminal(out, opts)?;
+    table(
+        &comparison.points,
+        comparison.paired,
+        comparison.metric.label(),
+    )
+    .write_terminal(out, opts)?;
     write_summary(out, comparison, opts.palette)?;
     let (notes, warnings) = notes_and_warnings(comparison);
     if !notes.is_empty() || !warnings.is_empty() {
@@ -52,7 +57,14 @@ pub fn write_compare_markdown(out: &mut dyn Write, comparison: &Comparison) -> i
     let mut head = Vec::new();
     write_header(&mut head, comparison)?;
     markdown::write_paragraphs(out, &lines(head))?;
-    markdown::write_table(out, &table(&comparison.points, comparison.paired))?;
+    markdown::write_table(
+        out,
+        &table(
+            &comparison.points,
+            comparison.paired,
+            comparison.metric.label(),
+        ),
+    )?;
     let mut summary = Vec::new();
     write_summary(&mut summary, comparison, Palette::plain())?;
     markdown::write_paragraphs(out, &lines(summary))?;
@@ -83,13 +95,22 @@ fn write_header(out: &mut dyn Write, comparison: &Comparison) -> io::Result<()> 
         Direction::HigherIsBetter => "higher is better",
         Direction::LowerIsBetter => "lower is better",
     };
-    writeln!(
-        out,
-        "metric: {} in {} ({direction}); op: {}",
-        comparison.metric.name,
-        comparison.metric.unit,
-        printable(&comparison.metric.op)
-    )?;
+    let metric = &comparison.metric;
+    let name = printable(&metric.name);
+    if metric.unit.is_empty() {
+        writeln!(
+            out,
+            "metric: {name} ({direction}); op: {}",
+            printable(&metric.op)
+        )?;
+    } else {
+        writeln!(
+            out,
+            "metric: {name} in {} ({direction}); op: {}",
+            printable(&metric.unit),
+            printable(&metric.op)
+        )?;
+    }
     let method = if comparison.paired {
         "paired: each trial of B against the trial of A it ran back to back with, the \
          Hodges-Lehmann median of the per-pair changes B/A with its {level} interval, Wilcoxon \
@@ -100,7 +121,7 @@ fn write_header(out: &mut dyn Write, comparison: &Comparison) -> io::Result<()> 
     writeln!(
         out,
         "B against A, per N: median of per-trial {}, {}; a change counts past ±{} at alpha {}",
-        comparison.metric.unit,
+        printable(comparison.metric.label()),
         method.replace(
             "{level}",
             &format!("{:.0}%", comparison.options.level * 100.0)
@@ -112,7 +133,8 @@ fn write_header(out: &mut dyn Write, comparison: &Comparison) -> io::Result<()> 
 
 /// Left out first at a narrow width: the trial counts, p, what the runs could detect, the runs
 /// a decision needs, then the medians; N, change, shift and verdict always stay.
-fn table(points: &[PointComparison], paired: bool) -> Grid {
+fn table(points: &[PointComparison], paired: bool, label: &str) -> Grid {
+    let label = printable(label);
     let mut t = Grid::default();
     t.keep("N", Align::Right)
         .optional(
@@ -120,8 +142,8 @@ fn table(points: &[PointComparison], paired: bool) -> Grid {
             Align::Right,
             1,
         )
-        .optional("A ops/s", Align::Right, 5)
-        .optional("B ops/s", Align::Right, 6)
+        .optional(&format!("A {label}"), Align::Right, 5)
+        .optional(&format!("B {label}"), Align::Right, 6)
         .keep("change", Align::Right)
         .keep("shift [95% CI]", Align::Right)
         .optional("p", Align::Right, 2)

@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
-use lab::analysis::history::Metric;
 use lab::record::{Membind, Nanos, Pin};
 use lab::{Field, LabError, LockRequest, TaskSpec, parse_duration};
 
@@ -478,9 +477,11 @@ pub struct HistoryArgs {
     #[arg(long, conflicts_with = "csv")]
     pub at: Option<u32>,
     /// throughput | ops_per_cpu_sec | ns_per_op | speedup | efficiency | cycles_per_op |
-    /// instructions_per_op | cache_misses_per_op | cpu_pct
-    #[arg(long, default_value = "throughput", value_parser = Metric::parse)]
-    pub metric: Metric,
+    /// instructions_per_op | cache_misses_per_op | cpu_pct, or the name of a figure the
+    /// command printed (`run --metric NAME=…`; `metric.NAME` where it is also a built-in's
+    /// name), followed as printed, in its own direction
+    #[arg(long, value_name = "METRIC", default_value = "throughput")]
+    pub metric: String,
     /// Exit 1 when the newest segment is a regression (for a weekly job or CI); exit 2, no
     /// verdict, while the series is shorter than two segments of --min-segment.
     #[arg(long)]
@@ -586,6 +587,12 @@ pub struct CompareArgs {
     /// Compare even when the workloads, parameters or task counts differ (only N in both).
     #[arg(long)]
     pub force: bool,
+    /// What each trial contributes: throughput (X(N): ops/s, or the run's primary `--metric`
+    /// as a rate), ops_per_cpu_sec, or the name of a figure the command printed (`run
+    /// --metric NAME=…`, also `metric.NAME`), compared as printed in the direction its
+    /// `--metric` gave (a latency: lower is better).
+    #[arg(long, value_name = "NAME", default_value = "throughput")]
+    pub metric: String,
     /// Print the comparison as JSON on stdout (the same as --format json).
     #[arg(long)]
     pub json: bool,

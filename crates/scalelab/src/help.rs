@@ -205,6 +205,7 @@ EXAMPLES:
   scalelab compare last~1 last                # A = baseline, B = candidate
   scalelab compare 12 15 --threshold 2% --alpha 0.01
   scalelab compare stock.json last --json     # exported runs work too
+  scalelab compare last~1 last --metric latency   # a figure run --metric read
   scalelab compare last~1 last || echo regression   # a CI gate
 
 A verdict is REGRESSED or IMPROVED only when p < alpha and the whole 95%

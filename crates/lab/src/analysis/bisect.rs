@@ -35,7 +35,7 @@ pub struct BisectView {
     /// What was measured: the command, or the built-in workload.
     pub measured: String,
     /// What each trial contributes (`ops_per_cpu_sec`, `throughput`).
-    pub metric: &'static str,
+    pub metric: String,
     /// Smallest change that matters (a fraction): the ends are judged at it.
     pub threshold: f64,
     /// The threshold the steps judged commits at: `threshold`, or half the gap between the ends
@@ -241,7 +241,7 @@ impl BisectView {
             measured,
             threshold: spec.threshold,
             step_threshold,
-            metric: spec.metric.name(),
+            metric: spec.metric.name().to_string(),
             alpha: spec.alpha,
             at,
             skips: steps

@@ -16,8 +16,7 @@ use crate::limits::{MAX_LABEL_CHARS, check_length};
 use crate::record::RunData;
 
 /// A metric a series can follow, and which way is better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Metric {
     /// The median throughput, ops/s (higher is better).
     Throughput,
@@ -37,6 +36,21 @@ pub enum Metric {
     CacheMissesPerOp,
     /// CPU use, (user + sys) / wall × 100 (lower is better).
     CpuPct,
+    /// A figure the command printed itself (`run --metric NAME=…`): its median over a run's
+    /// trials, as printed, better in the direction its `--metric` gave.
+    Reported {
+        /// The figure's name.
+        name: String,
+        /// Its `--metric` said `higher` (the default) rather than `lower`.
+        higher_is_better: bool,
+    },
+}
+
+/// The JSON spells a metric by its name, as `--metric` takes it.
+impl Serialize for Metric {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
 }
 
 impl Metric {
@@ -53,7 +67,7 @@ impl Metric {
     ];
 
     /// The metric's name, as `--metric` takes it and the JSON spells it.
-    pub fn name(self) -> &'static str {
+    pub fn name(&self) -> &str {
         match self {
             Metric::Throughput => "throughput",
             Metric::OpsPerCpuSec => "ops_per_cpu_sec",
@@ -64,10 +78,12 @@ impl Metric {
             Metric::InstructionsPerOp => "instructions_per_op",
             Metric::CacheMissesPerOp => "cache_misses_per_op",
             Metric::CpuPct => "cpu_pct",
+            Metric::Reported { name, .. } => name,
         }
     }
 
-    /// The metric called `text` (see [`Metric::name`]); the error lists the valid names.
+    /// The built-in metric called `text` (see [`Metric::name`]); the error lists the valid
+    /// names. A figure a command printed is found with [`Metric::resolve`].
     pub fn parse(text: &str) -> Result<Metric, LabError> {
         Metric::ALL
             .into_iter()
@@ -75,19 +91,72 @@ impl Metric {
             .ok_or_else(|| {
                 LabError::BadOption(format!(
                     "`{text}` is not a metric; use one of: {}",
-                    Metric::ALL.map(Metric::name).join(", ")
+                    Metric::ALL.map(|m| m.name().to_string()).join(", ")
                 ))
             })
     }
 
-    pub(crate) fn higher_is_better(self) -> bool {
-        matches!(
-            self,
-            Metric::Throughput | Metric::OpsPerCpuSec | Metric::Speedup | Metric::Efficiency
-        )
+    /// The metric called `text` for a series of `runs`: a built-in one, or a figure their
+    /// command printed (`run --metric NAME=…`; also written `metric.NAME`, which a built-in's
+    /// name never shadows), its direction from the newest run that has it. The error lists
+    /// what the runs offer.
+    pub fn resolve<R: std::borrow::Borrow<RunData>>(
+        text: &str,
+        runs: &[R],
+    ) -> Result<Metric, LabError> {
+        let reported = text.strip_prefix(crate::record::METRIC_PARAM);
+        if reported.is_none()
+            && let Ok(m) = Metric::parse(text)
+        {
+            return Ok(m);
+        }
+        let name = reported.unwrap_or(text);
+        let spec = runs.iter().rev().find_map(|r| {
+            r.borrow()
+                .meta
+                .metrics()
+                .into_iter()
+                .find(|m| m.name == name)
+        });
+        if let Some(spec) = spec {
+            return Ok(Metric::Reported {
+                name: spec.name,
+                higher_is_better: spec.direction == crate::record::Direction::Higher,
+            });
+        }
+        let mut printed: Vec<String> = runs
+            .iter()
+            .flat_map(|r| r.borrow().meta.metrics().into_iter().map(|m| m.name))
+            .collect();
+        printed.sort();
+        printed.dedup();
+        let figures = if printed.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; or a figure these runs' command printed: {}",
+                printed.join(", ")
+            )
+        };
+        Err(LabError::BadOption(format!(
+            "`{text}` is not a metric of this series; use one of: {}{figures}",
+            Metric::ALL.map(|m| m.name().to_string()).join(", ")
+        )))
     }
 
-    fn value(self, p: &PointSummary) -> Option<f64> {
+    pub(crate) fn higher_is_better(&self) -> bool {
+        match self {
+            Metric::Reported {
+                higher_is_better, ..
+            } => *higher_is_better,
+            m => matches!(
+                m,
+                Metric::Throughput | Metric::OpsPerCpuSec | Metric::Speedup | Metric::Efficiency
+            ),
+        }
+    }
+
+    fn value(&self, p: &PointSummary) -> Option<f64> {
         match self {
             Metric::Throughput => p.throughput.map(|e| e.point),
             Metric::OpsPerCpuSec => p.ops_per_cpu_sec,
@@ -98,6 +167,7 @@ impl Metric {
             Metric::InstructionsPerOp => p.instructions_per_op,
             Metric::CacheMissesPerOp => p.cache_misses_per_op,
             Metric::CpuPct => p.cpu_pct,
+            Metric::Reported { name, .. } => p.reported.get(name).map(|e| e.point),
         }
     }
 }

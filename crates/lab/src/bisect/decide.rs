@@ -82,7 +82,7 @@ pub(crate) fn bisected(ends: &Comparison) -> Option<Bisected> {
 
 /// Why the ends do not make a regression to bisect: each N's verdict and interval, and what to
 /// try when CPU time was compared.
-pub(crate) fn not_regressed_reason(ends: &Comparison, metric: TrialMetric) -> String {
+pub(crate) fn not_regressed_reason(ends: &Comparison, metric: &TrialMetric) -> String {
     let points: Vec<String> = ends
         .points
         .iter()
@@ -107,7 +107,7 @@ pub(crate) fn not_regressed_reason(ends: &Comparison, metric: TrialMetric) -> St
             "; CPU time was compared: if the slowdown is waiting (locks, I/O, sleep), bisect \
              with --metric throughput"
         }
-        TrialMetric::Throughput => "",
+        TrialMetric::Throughput | TrialMetric::Reported(_) => "",
     };
     // An interval that spans the threshold is not "no change": the noise hid it.
     let hidden: Vec<String> = ends
@@ -300,7 +300,7 @@ mod tests {
         let same = run(2, &[(1, 1000.2)]);
         let ends = compare_runs(&good, &same, &opts, false);
         assert!(bisected(&ends).is_none());
-        let why = not_regressed_reason(&ends, TrialMetric::Throughput);
+        let why = not_regressed_reason(&ends, &TrialMetric::Throughput);
         assert!(why.contains("N=1: NO CHANGE"), "{why}");
         assert!(why.contains("beyond ±1%"), "{why}");
         assert!(!why.contains("noise hid"), "NO CHANGE is an answer: {why}");
@@ -319,7 +319,7 @@ mod tests {
             ends.points[0].change.unwrap().verdict,
             Verdict::Inconclusive
         );
-        let why = not_regressed_reason(&ends, TrialMetric::CpuThroughput);
+        let why = not_regressed_reason(&ends, &TrialMetric::CpuThroughput);
         assert!(why.contains("N=1: INCONCLUSIVE"), "{why}");
         assert!(
             why.contains(

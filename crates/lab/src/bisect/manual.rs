@@ -219,7 +219,7 @@ pub fn mark(
                 row.finished_at = Some(now_rfc3339());
                 if decide::bisected(&ends).is_none() {
                     row.verdict = StepVerdict::NotRegressed;
-                    row.reason = Some(decide::not_regressed_reason(&ends, spec.metric));
+                    row.reason = Some(decide::not_regressed_reason(&ends, &spec.metric));
                 } else {
                     row.verdict = StepVerdict::Regressed;
                 }

@@ -112,7 +112,7 @@ impl BisectSpec {
     /// Candidate `b` against baseline `a` as the bisection judges it: its metric and alpha,
     /// at `threshold`, paired when the runs were measured together.
     pub(crate) fn compare(&self, a: &RunData, b: &RunData, threshold: f64) -> Comparison {
-        compare_runs_on(a, b, &self.options_at(threshold), true, self.metric)
+        compare_runs_on(a, b, &self.options_at(threshold), true, self.metric.clone())
     }
 
     /// The settings as stored.

@@ -123,7 +123,7 @@ pub(super) fn confirmed_points(
     match &bisected {
         None => {
             row.verdict = StepVerdict::NotRegressed;
-            row.reason = Some(decide::not_regressed_reason(&ends, spec.metric));
+            row.reason = Some(decide::not_regressed_reason(&ends, &spec.metric));
         }
         Some(b) => {
             row.verdict = StepVerdict::Regressed;
@@ -314,7 +314,7 @@ fn measure(
         seed: spec.step_seed(step),
         max_runs: spec.max_runs,
         options: spec.options_at(threshold),
-        metric: spec.metric,
+        metric: spec.metric.clone(),
     };
     let sides = Sides {
         name: "bisect",

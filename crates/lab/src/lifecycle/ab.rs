@@ -22,7 +22,7 @@ use crate::plan::Plan;
 use crate::runner::Executor;
 
 /// How an A/B experiment is scheduled and when it grows.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AbPolicy {
     /// Seed of the random pair order.
     pub seed: u64,

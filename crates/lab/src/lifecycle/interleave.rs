@@ -138,7 +138,7 @@ pub(crate) fn interleave(
                     &session.store.load_run(ids[candidate])?,
                     &policy.options,
                     true,
-                    policy.metric,
+                    policy.metric.clone(),
                 );
                 more = more.max(extension(&so_far, planned, policy.max_runs));
                 open.extend(undecided(&so_far));

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use lab::analysis::comparison::{Comparison, compare_runs};
+use lab::analysis::comparison::{Comparison, TrialMetric, compare_runs_on};
 use lab::record::RunData;
 use present::comparison_csv::write_compare_csv;
 use present::comparison_table::{write_compare, write_compare_markdown};
@@ -33,14 +33,58 @@ pub fn run(db: Option<&Path>, args: &CompareArgs) -> Result<ExitCode> {
         show::load(db, &args.run_a).with_context(|| format!("loading run A (`{}`)", args.run_a))?;
     let b =
         show::load(db, &args.run_b).with_context(|| format!("loading run B (`{}`)", args.run_b))?;
-    let comparison = build(&a, &b, &args.verdict, args.force)?;
+    let metric = trial_metric(&args.metric, &a, &b)?;
+    let comparison = build_on(&a, &b, &args.verdict, args.force, metric)?;
     print(&comparison, CompareFormat::chosen(args.format, args.json))
 }
 
-/// Compares the runs (paired for the two runs of one `ab` unless `--unpaired`), refusing runs
-/// that measure different things unless `force`.
+/// What `--metric NAME` compares: throughput, ops per CPU-second, or a figure both runs'
+/// command printed; the error lists the figures run A has.
+fn trial_metric(name: &str, a: &RunData, b: &RunData) -> Result<TrialMetric> {
+    match name {
+        "throughput" => return Ok(TrialMetric::Throughput),
+        "ops_per_cpu_sec" => return Ok(TrialMetric::CpuThroughput),
+        _ => {}
+    }
+    let name = name.strip_prefix(lab::record::METRIC_PARAM).unwrap_or(name);
+    let figures =
+        |r: &RunData| -> Vec<String> { r.meta.metrics().into_iter().map(|m| m.name).collect() };
+    for (side, run) in [("A", a), ("B", b)] {
+        let have = figures(run);
+        if !have.iter().any(|m| m == name) {
+            bail!(
+                "--metric {name}: run {side} ({}) has no figure `{name}`; {}",
+                run.meta.id,
+                if have.is_empty() {
+                    "it printed none (`run --cmd … --metric NAME=REGEX` reads one); compare                      throughput or ops_per_cpu_sec"
+                        .to_string()
+                } else {
+                    format!(
+                        "its figures: {} (or throughput, ops_per_cpu_sec)",
+                        have.join(", ")
+                    )
+                }
+            );
+        }
+    }
+    Ok(TrialMetric::Reported(name.to_string()))
+}
+
+/// Compares the runs on throughput (paired for the two runs of one `ab` unless
+/// `--unpaired`), refusing runs that measure different things unless `force`.
 pub fn build(a: &RunData, b: &RunData, verdict: &VerdictArgs, force: bool) -> Result<Comparison> {
-    let comparison = compare_runs(a, b, &verdict.options(), !verdict.unpaired);
+    build_on(a, b, verdict, force, TrialMetric::Throughput)
+}
+
+/// [`build`] on the per-trial value `metric` gives.
+fn build_on(
+    a: &RunData,
+    b: &RunData,
+    verdict: &VerdictArgs,
+    force: bool,
+    metric: TrialMetric,
+) -> Result<Comparison> {
+    let comparison = compare_runs_on(a, b, &verdict.options(), !verdict.unpaired, metric);
     if !force && !comparison.mismatches.is_empty() {
         let reasons: Vec<String> = comparison
             .mismatches

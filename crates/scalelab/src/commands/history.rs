@@ -21,7 +21,6 @@ use crate::cli::HistoryArgs;
 use crate::db_path;
 
 pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
-    let metric = args.metric;
     let opts = ChangePointOptions {
         max_p: args.max_p,
         min_segment: args.min_segment.max(2),
@@ -32,6 +31,7 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
             let text =
                 lab::read_csv_file(file).with_context(|| format!("reading --csv {shown}"))?;
             let points = history::parse_csv(&text).with_context(|| format!("--csv {shown}"))?;
+            let metric = history::Metric::parse(&args.metric).context("--metric")?;
             vec![(None, history::from_points("csv", 0, metric, points, &opts))]
         }
         None => {
@@ -69,6 +69,7 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
                     "no stored runs of `{workload}` with these parameters (see `scalelab ls --workload {workload}`)"
                 );
             }
+            let metric = history::Metric::resolve(&args.metric, &runs).context("--metric")?;
             if let Some(at) = args.at {
                 history::check_measured(workload, &runs, at)
                     .with_context(|| format!("--at {at}"))?;
@@ -95,6 +96,7 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
                             .and_then(|r| r.meta.points.iter().max().copied())
                             .unwrap_or(1),
                     };
+                    let metric = metric.clone();
                     (class, history::build(workload, &runs, at, metric, &opts))
                 })
                 .collect()

@@ -711,3 +711,65 @@ fn model_csv_refuses_a_typo_in_the_first_row_instead_of_dropping_it_as_a_header(
         "{err}"
     );
 }
+
+/// `run --cmd … --metric` of a command that prints a rate and a latency, `runs` trials at N=1.
+fn printed_figures(lab: &Lab, latency_ms: &str) {
+    let cmd = format!("echo 'rate 100 MB/sec'; echo 'latency {latency_ms} ms'");
+    lab.ok(&[
+        "run",
+        "--cmd",
+        &cmd,
+        "--tasks",
+        "1",
+        "--runs",
+        "5",
+        "--metric",
+        "rate=rate ([0-9.]+) MB/sec",
+        "--metric",
+        "latency=lower:latency ([0-9.]+) ms",
+        "-q",
+    ]);
+}
+
+#[test]
+fn compare_metric_judges_a_printed_figure_in_its_own_direction() {
+    let lab = Lab::new();
+    printed_figures(&lab, "5.0");
+    printed_figures(&lab, "6.0");
+    // X(N) is the rate, which did not move; the latency rose 20%, and lower is better.
+    let x = lab.json(&["compare", "last~1", "last", "--json"]);
+    assert_eq!(x["points"][0]["change"]["verdict"], "no_change", "{x}");
+    let lat = lab.json_exit(
+        1,
+        &["compare", "last~1", "last", "--metric", "latency", "--json"],
+    );
+    assert_eq!(lat["metric"]["name"], "latency");
+    assert_eq!(lat["metric"]["unit"], "ms");
+    assert_eq!(lat["metric"]["direction"], "lower_is_better");
+    let at1 = &lat["points"][0];
+    assert_eq!(at1["change"]["verdict"], "regressed", "{lat}");
+    assert!(
+        (at1["change"]["median_a"].as_f64().unwrap() - 5.0).abs() < 1e-9,
+        "{at1}"
+    );
+    assert!(
+        (at1["change"]["median_b"].as_f64().unwrap() - 6.0).abs() < 1e-9,
+        "{at1}"
+    );
+    // The parameter's spelling works too, and the text names the figure and its unit.
+    let text = lab.expect(
+        1,
+        &["compare", "last~1", "last", "--metric", "metric.latency"],
+    );
+    assert!(
+        text.contains("metric: latency in ms (lower is better)"),
+        "{text}"
+    );
+    assert!(text.contains("A ms"), "{text}");
+    // A figure the runs do not have is refused, naming the ones they have.
+    let err = lab.fails(&["compare", "last~1", "last", "--metric", "tps"]);
+    assert!(
+        err.contains("no figure `tps`") && err.contains("its figures: rate, latency"),
+        "{err}"
+    );
+}

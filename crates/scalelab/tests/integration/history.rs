@@ -297,3 +297,40 @@ fn history_finds_the_same_change_points_at_any_scale() {
         );
     }
 }
+
+#[test]
+fn history_follows_a_figure_the_command_printed_in_its_own_direction() {
+    let lab = Lab::new();
+    let cmd = "echo 'latency 7.5 ms'";
+    for _ in 0..3 {
+        lab.ok(&[
+            "run",
+            "--cmd",
+            cmd,
+            "--tasks",
+            "1",
+            "--runs",
+            "2",
+            "--metric",
+            "latency=lower:latency ([0-9.]+) ms",
+            "-q",
+        ]);
+    }
+    for spelling in ["latency", "metric.latency"] {
+        let h = lab.json(&["history", "--cmd", cmd, "--metric", spelling, "--json"]);
+        assert_eq!(h["metric"], "latency");
+        assert_eq!(h["higher_is_better"], false);
+        let values: Vec<f64> = h["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["value"].as_f64().unwrap())
+            .collect();
+        assert_eq!(values, [7.5, 7.5, 7.5]);
+    }
+    let err = lab.fails(&["history", "--cmd", cmd, "--metric", "tps"]);
+    assert!(
+        err.contains("`tps` is not a metric of this series") && err.contains("printed: latency"),
+        "{err}"
+    );
+}

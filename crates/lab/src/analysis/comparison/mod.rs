@@ -75,7 +75,7 @@ pub struct RunRef {
 }
 
 /// The value each trial contributes to a comparison.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TrialMetric {
     /// Ops per second of the trial's window (for a command, of its wall time).
@@ -86,37 +86,56 @@ pub enum TrialMetric {
     /// time-sharing with other work on a busy machine does not move it; waiting for locks,
     /// I/O or sleep does not count either, so a slowdown made of waiting does not show.
     CpuThroughput,
+    /// A figure the command printed itself (`run --metric NAME=…`), by name: its value as
+    /// printed (a latency in ms, not its reciprocal), judged in the direction its `--metric`
+    /// gave.
+    Reported(String),
 }
 
 impl TrialMetric {
-    /// The metric's name.
-    pub fn name(self) -> &'static str {
+    /// The metric's name: `throughput`, `ops_per_cpu_sec`, or the reported figure's.
+    pub fn name(&self) -> &str {
         match self {
             TrialMetric::Throughput => "throughput",
             TrialMetric::CpuThroughput => "ops_per_cpu_sec",
+            TrialMetric::Reported(name) => name,
         }
     }
 
-    fn unit(self) -> &'static str {
+    /// The unit, and which way is better: a reported figure's as run A's `--metric` gave them.
+    fn unit_and_direction(&self, a: &RunMeta) -> (String, Option<Direction>) {
         match self {
-            TrialMetric::Throughput => "ops/s",
-            TrialMetric::CpuThroughput => "ops/CPU-s",
+            TrialMetric::Throughput => ("ops/s".into(), None),
+            TrialMetric::CpuThroughput => ("ops/CPU-s".into(), None),
+            TrialMetric::Reported(name) => {
+                let spec = a.metrics().into_iter().find(|m| &m.name == name);
+                let unit = spec.as_ref().map(|m| m.unit.clone()).unwrap_or_default();
+                let direction = spec.map(|m| match m.direction {
+                    crate::record::Direction::Higher => Direction::HigherIsBetter,
+                    crate::record::Direction::Lower => Direction::LowerIsBetter,
+                });
+                (unit, direction)
+            }
         }
     }
 
-    fn per_trial(self) -> &'static str {
+    fn per_trial(&self) -> String {
         match self {
             TrialMetric::Throughput => {
-                "ops / measurement window of each trial; a point's value is the median"
+                "ops / measurement window of each trial; a point's value is the median".into()
             }
             TrialMetric::CpuThroughput => {
-                "ops / (user + system CPU time) of each trial; a point's value is the median"
+                "ops / (user + system CPU time) of each trial; a point's value is the median".into()
             }
+            TrialMetric::Reported(name) => format!(
+                "{name} as the command printed it in each trial; a point's value is the median"
+            ),
         }
     }
 
-    /// The trial's value; not finite when it has none (no window, no CPU time recorded).
-    pub(crate) fn of(self, m: &crate::record::TrialMeasurement) -> f64 {
+    /// The trial's value; not finite when it has none (no window, no CPU time recorded, no
+    /// such reported figure).
+    pub(crate) fn of(&self, m: &crate::record::TrialMeasurement) -> f64 {
         match self {
             TrialMetric::Throughput => m.ops_per_sec(),
             TrialMetric::CpuThroughput => {
@@ -127,6 +146,11 @@ impl TrialMetric {
                     f64::NAN
                 }
             }
+            TrialMetric::Reported(name) => m
+                .reported
+                .as_ref()
+                .and_then(|r| r.values.get(name).copied())
+                .unwrap_or(f64::NAN),
         }
     }
 }
@@ -134,16 +158,28 @@ impl TrialMetric {
 /// What is compared, and which way is good.
 #[derive(Debug, Clone, Serialize)]
 pub struct ComparedMetric {
-    /// The metric's name (`throughput`).
-    pub name: &'static str,
-    /// Its unit (`ops/s`).
-    pub unit: &'static str,
+    /// The metric's name (`throughput`, or a figure the command reported).
+    pub name: String,
+    /// Its unit (`ops/s`; a reported figure's as its `--metric` read it, maybe empty).
+    pub unit: String,
     /// The workload's op (from A).
     pub op: String,
     /// The value each trial contributes.
-    pub per_trial: &'static str,
+    pub per_trial: String,
     /// Whether higher or lower is better.
     pub direction: Direction,
+}
+
+impl ComparedMetric {
+    /// What a value is, for a column or a sentence: the unit (`ops/s`), or the metric's name
+    /// where its figure has none.
+    pub fn label(&self) -> &str {
+        if self.unit.is_empty() {
+            &self.name
+        } else {
+            &self.unit
+        }
+    }
 }
 
 /// Everything `compare` shows: run B against run A.
@@ -240,6 +276,9 @@ pub fn compare_runs(a: &RunData, b: &RunData, opts: &CompareOptions, pair: bool)
 }
 
 /// [`compare_runs`] on the per-trial value `metric` gives.
+///
+/// A reported figure is judged in its own direction (a latency: lower is better), whatever
+/// `opts.direction` says.
 pub fn compare_runs_on(
     a: &RunData,
     b: &RunData,
@@ -247,6 +286,11 @@ pub fn compare_runs_on(
     pair: bool,
     metric: TrialMetric,
 ) -> Comparison {
+    let (unit, own_direction) = metric.unit_and_direction(&a.meta);
+    let opts = &CompareOptions {
+        direction: own_direction.unwrap_or(opts.direction),
+        ..*opts
+    };
     let paired = pair && ab_partners(&a.meta, &b.meta);
     let mismatches = mismatches(&a.meta, &b.meta);
     let (ns_a, ns_b) = (measured(a), measured(b));
@@ -312,10 +356,17 @@ pub fn compare_runs_on(
 
     let mut points = Vec::new();
     for &n in &common {
-        let (sa, sb) = (trials_at(a, n, metric), trials_at(b, n, metric));
+        let (sa, sb) = (trials_at(a, n, &metric), trials_at(b, n, &metric));
         for (side, data, s) in [(Side::A, a, &sa), (Side::B, b, &sb)] {
             let command = data.meta.workload == "cmd";
-            warnings.extend(side_warnings(side, data.meta.id, command, n, s));
+            warnings.extend(side_warnings(
+                side,
+                data.meta.id,
+                command,
+                n,
+                s,
+                (metric.name(), &unit),
+            ));
         }
         let point = compare_point(n, &sa, &sb, opts, paired);
         if let Some(pairs) = point.pairs {
@@ -337,8 +388,8 @@ pub fn compare_runs_on(
         a: run_ref(a),
         b: run_ref(b),
         metric: ComparedMetric {
-            name: metric.name(),
-            unit: metric.unit(),
+            name: metric.name().to_string(),
+            unit,
             op: a.meta.op_unit.clone(),
             per_trial: metric.per_trial(),
             direction: opts.direction,
@@ -362,7 +413,7 @@ struct Trials {
     first_failure: Option<String>,
 }
 
-fn trials_at(data: &RunData, n: u32, metric: TrialMetric) -> Trials {
+fn trials_at(data: &RunData, n: u32, metric: &TrialMetric) -> Trials {
     let mut t = Trials {
         values: Vec::new(),
         index: Vec::new(),
@@ -453,6 +504,7 @@ fn side_warnings(
     command: bool,
     n: u32,
     t: &Trials,
+    (metric, unit): (&str, &str),
 ) -> Vec<ComparisonWarning> {
     let mut out = Vec::new();
     if t.failed > 0 {
@@ -476,6 +528,7 @@ fn side_warnings(
             side,
             run,
             n,
+            metric: metric.to_string(),
             cv,
             command,
         });
@@ -490,6 +543,7 @@ fn side_warnings(
                 trial: t.index[o.index],
                 started_at: t.started_at[o.index].clone(),
                 value: o.value,
+                unit: unit.to_string(),
                 score: o.score,
             });
         }

@@ -88,7 +88,7 @@ pub enum ComparisonWarning {
         /// The smallest relative change that matters (0.02 = 2%).
         threshold: f64,
     },
-    /// One side's throughput varies too much between trials to show small changes.
+    /// One side's metric varies too much between trials to show small changes.
     HighVariance {
         /// The run concerned, A or B.
         side: Side,
@@ -96,13 +96,15 @@ pub enum ComparisonWarning {
         run: i64,
         /// The task count.
         n: u32,
-        /// The coefficient of variation of its trials' throughputs.
+        /// The metric compared (`throughput`, or a figure the command reported).
+        metric: String,
+        /// The coefficient of variation of its trials' values.
         cv: f64,
         /// Its run measures an external command (no `--duration` to lengthen).
         #[serde(skip)]
         command: bool,
     },
-    /// A trial whose throughput stands far from the others of its point.
+    /// A trial whose value stands far from the others of its point.
     Outlier {
         /// The run concerned, A or B.
         side: Side,
@@ -114,8 +116,10 @@ pub enum ComparisonWarning {
         trial: u32,
         /// When the trial started, RFC 3339 UTC.
         started_at: String,
-        /// Its throughput, ops/s.
+        /// Its value, in `unit`.
         value: f64,
+        /// The compared metric's unit (`ops/s`), empty for a figure printed without one.
+        unit: String,
         /// Its modified z-score (infinite when most trials are identical).
         score: f64,
     },
@@ -267,11 +271,12 @@ impl fmt::Display for ComparisonWarning {
                 side,
                 run,
                 n,
+                metric,
                 cv,
                 command,
             } => write!(
                 f,
-                "{side} (run {run}) N={n}: throughput varies by {:.1}% (CV) between trials, which \
+                "{side} (run {run}) N={n}: {metric} varies by {:.1}% (CV) between trials, which \
                  hides small changes; run `scalelab doctor`, {}",
                 cv * 100.0,
                 crate::warnings::more_data_hint(*command)
@@ -283,13 +288,15 @@ impl fmt::Display for ComparisonWarning {
                 trial,
                 started_at,
                 value,
+                unit,
                 score,
             } => write!(
                 f,
                 "{side} (run {run}) N={n}: trial #{trial} (started {started_at}) is an outlier at \
-                 {} ops/s (modified z = {}); the rank test resists it, but look for what else ran \
-                 then",
+                 {}{}{unit} (modified z = {}); the rank test resists it, but look for what else \
+                 ran then",
                 si(*value),
+                if unit.is_empty() { "" } else { " " },
                 z_score(*score)
             ),
             ComparisonWarning::FailedTrials {

@@ -429,10 +429,7 @@ async fn history_page(
                 .find(|(key, _)| key == k)
                 .map(|(_, v)| v.clone())
         };
-        let metric = match get("metric") {
-            Some(m) => Metric::parse(&m).map_err(|e| bad_request(&e.to_string()))?,
-            None => Metric::Throughput,
-        };
+        let metric_name = get("metric");
         let at: Option<u32> = match get("at") {
             Some(n) => Some(n.parse().map_err(|_| bad_request("at: a task count"))?),
             None => None,
@@ -475,6 +472,11 @@ async fn history_page(
             .map(|m| m.id)
             .collect();
         let loaded = d.runs(&store, &ids)?;
+        // A built-in metric, or a figure these runs' command printed (`run --metric`).
+        let metric = match &metric_name {
+            Some(m) => Metric::resolve(m, &loaded).map_err(|e| bad_request(&e.to_string()))?,
+            None => Metric::Throughput,
+        };
         if let Some(at) = at {
             history::check_measured(&workload, &loaded, at)
                 .map_err(|e| bad_request(&format!("at={at}: {e}")))?;
@@ -495,7 +497,13 @@ async fn history_page(
             });
             (
                 runs.len(),
-                history::build(&workload, runs, at, metric, &ChangePointOptions::default()),
+                history::build(
+                    &workload,
+                    runs,
+                    at,
+                    metric.clone(),
+                    &ChangePointOptions::default(),
+                ),
             )
         };
         let params: String = wanted
