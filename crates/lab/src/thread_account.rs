@@ -67,7 +67,8 @@ pub struct ThreadGroup {
     pub runq: Nanos,
     /// Blocked.
     pub blocked: Nanos,
-    /// For supervisors: the part of `blocked` spent waiting for the threads they started.
+    /// The part of `blocked` spent waiting for the threads they started: a supervisor's (its
+    /// progress timer's sleeps too), a worker's waits for them alone — neither is task time.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub waiting_for_started: Nanos,
     /// The first few thread ids, to find them in a profile or trace.
@@ -108,9 +109,10 @@ impl RoleTotals {
             t.on_cpu += g.on_cpu.0;
             match g.role {
                 ThreadRole::Worker => {
+                    // A worker's waits for what it started are the started threads' time.
                     t.workers += g.threads;
-                    t.worker_life += g.life.0;
-                    t.worker_blocked += g.blocked.0;
+                    t.worker_life += g.life.0 - g.waiting_for_started.0.min(g.life.0);
+                    t.worker_blocked += g.blocked.0 - g.waiting_for_started.0.min(g.blocked.0);
                 }
                 ThreadRole::Supervisor | ThreadRole::Idle => {
                     t.others += g.threads;

@@ -68,7 +68,7 @@ pub fn write(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Re
                 duration(g.on_cpu.0 as f64),
                 duration(g.runq.0 as f64),
                 duration(g.blocked.0 as f64),
-                if g.role == ThreadRole::Worker {
+                if g.role == ThreadRole::Worker && g.waiting_for_started.0 == 0 {
                     String::new()
                 } else {
                     duration(g.waiting_for_started.0 as f64)
@@ -85,6 +85,6 @@ pub fn write(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Re
     }
     writeln!(
         out,
-        "  a worker's waits are causes; a supervising or idle thread's waiting is shown here only, never a cause, and its CPU stays in the accounting"
+        "  a worker's waits are causes, except its waits for what it started (their own time holds those); a supervising or idle thread's waiting is shown here only, never a cause, and its CPU stays in the accounting"
     )
 }

@@ -152,10 +152,10 @@ fn summarise(
         .filter(|e| e.blocked_within(start, end) > 0)
         .collect();
     // A command's threads: what ended each wait, who worked; only the workers' waits are
-    // causes.
+    // causes, and not their waits for what they started.
     let tree = tree.map(|t| t.assign(trace, &episodes, window, &kallsyms));
     if let Some(t) = &tree {
-        episodes.retain(|e| t.is_worker(e.tid));
+        episodes.retain(|e| t.is_cause(e));
     }
     let chain = |i: u32| trace.chains.get(i as usize).map_or(&[][..], Vec::as_slice);
     // User addresses per process, named through the mappings the tracer recorded.

@@ -14,7 +14,11 @@
 //!   it on a CPU (a parked pool thread): it did nothing.
 //! - every other thread is a **worker**, however long it waited: a worker starved by a lock is
 //!   the scaling problem, not a bystander. Peers handing a lock to each other are siblings, not
-//!   descendants, so they stay workers.
+//!   descendants, so they stay workers. A worker's waits for what it started (in
+//!   `wait4`/`waitid`, woken by one of them, or ended as one exited) are not its work either:
+//!   the started threads' own time holds them (a gcc driver that waits for `cc1`, then spends
+//!   1.7 s in `unlink` of its temporary file on an ext4 mounted with `discard`, works in the
+//!   unlink, not in the `wait4`).
 
 use std::collections::HashMap;
 
@@ -56,15 +60,17 @@ pub(crate) struct Wait {
     pub end: u64,
 }
 
-/// A thread's role, and for a supervisor the time it spent waiting for what it started.
+/// A thread's role, and the time it spent waiting for what it started: for a supervisor every
+/// such wait (its progress timer's too), for a worker its waits for them alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Assigned {
     pub role: ThreadRole,
     pub waiting_for_started: u64,
 }
 
-/// Every thread's role ([`Assigned`]) by thread id.
-pub(crate) fn assign(lives: &[Life], waits: &[Wait]) -> HashMap<u32, Assigned> {
+/// Every thread's role ([`Assigned`]) by thread id, and for each of `waits` (in order) whether
+/// it was waiting for what its thread started ([`Assigned::waiting_for_started`]'s waits).
+pub(crate) fn assign(lives: &[Life], waits: &[Wait]) -> (HashMap<u32, Assigned>, Vec<bool>) {
     let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
     for l in lives {
         if let Some(p) = l.parent {
@@ -84,11 +90,12 @@ pub(crate) fn assign(lives: &[Life], waits: &[Wait]) -> HashMap<u32, Assigned> {
         }
         out
     };
-    let mut by_tid: HashMap<u32, Vec<&Wait>> = HashMap::new();
-    for w in waits {
-        by_tid.entry(w.tid).or_default().push(w);
+    let mut by_tid: HashMap<u32, Vec<usize>> = HashMap::new();
+    for (i, w) in waits.iter().enumerate() {
+        by_tid.entry(w.tid).or_default().push(i);
     }
-    lives
+    let mut for_started = vec![false; waits.len()];
+    let roles = lives
         .iter()
         .map(|l| {
             let mine = by_tid.get(&l.tid).map_or(&[][..], Vec::as_slice);
@@ -103,19 +110,22 @@ pub(crate) fn assign(lives: &[Life], waits: &[Wait]) -> HashMap<u32, Assigned> {
                     .iter()
                     .any(|&x| x <= w.end && w.end - x <= EXIT_SLACK_NS)
             };
-            let waiting: u64 = if started.is_empty() {
-                0
-            } else {
-                mine.iter()
-                    .filter(|w| {
-                        w.child_wait
-                            || w.cause == WakeCause::Timer
-                            || w.waker.is_some_and(|t| started.contains(&t))
-                            || after_an_exit(w)
-                    })
-                    .map(|w| w.blocked)
-                    .sum()
+            // Waiting for them: in wait4/waitid, woken by one, or ended as one exited.
+            let for_them = |w: &Wait| {
+                !started.is_empty()
+                    && (w.child_wait
+                        || w.waker.is_some_and(|t| started.contains(&t))
+                        || after_an_exit(w))
             };
+            // A supervisor's progress timer counts too: it sleeps while they run.
+            let supervising_wait =
+                |w: &Wait| for_them(w) || (!started.is_empty() && w.cause == WakeCause::Timer);
+            let waiting: u64 = mine
+                .iter()
+                .map(|&i| &waits[i])
+                .filter(|w| supervising_wait(w))
+                .map(|w| w.blocked)
+                .sum();
             let role = if !started.is_empty()
                 && 2 * l.blocked >= l.life
                 && 2 * waiting >= l.blocked
@@ -125,17 +135,24 @@ pub(crate) fn assign(lives: &[Life], waits: &[Wait]) -> HashMap<u32, Assigned> {
             } else if l.life > 0
                 && 10 * l.blocked >= 9 * l.life
                 && 100 * l.on_cpu < l.life
-                && !mine.iter().any(|w| w.ended)
+                && !mine.iter().any(|&i| waits[i].ended)
             {
                 ThreadRole::Idle
             } else {
                 ThreadRole::Worker
             };
-            let waiting_for_started = if role == ThreadRole::Supervisor {
-                waiting
-            } else {
-                0
+            let counted = |w: &Wait| match role {
+                ThreadRole::Supervisor => supervising_wait(w),
+                ThreadRole::Worker => for_them(w),
+                ThreadRole::Idle => false,
             };
+            let mut waiting_for_started = 0;
+            for &i in mine {
+                if counted(&waits[i]) {
+                    for_started[i] = true;
+                    waiting_for_started += waits[i].blocked;
+                }
+            }
             (
                 l.tid,
                 Assigned {
@@ -144,7 +161,8 @@ pub(crate) fn assign(lives: &[Life], waits: &[Wait]) -> HashMap<u32, Assigned> {
                 },
             )
         })
-        .collect()
+        .collect();
+    (roles, for_started)
 }
 
 #[cfg(test)]
@@ -188,7 +206,7 @@ mod tests {
             wait(2, 600, Some(3), WakeCause::FutexWake),
             wait(3, 580, Some(2), WakeCause::FutexWake),
         ];
-        let roles = assign(&lives, &waits);
+        let roles = assign(&lives, &waits).0;
         assert_eq!(roles[&1].role, ThreadRole::Supervisor);
         assert_eq!(roles[&1].waiting_for_started, 985);
         assert_eq!(roles[&2].role, ThreadRole::Worker);
@@ -209,12 +227,12 @@ mod tests {
         let mut join = wait(1, 985, None, WakeCause::Interrupt);
         join.end = 1_000_030_000;
         let waits = [join, wait(2, 600, Some(3), WakeCause::FutexWake)];
-        let roles = assign(&lives, &waits);
+        let roles = assign(&lives, &waits).0;
         assert_eq!(roles[&1].role, ThreadRole::Supervisor);
         assert_eq!(roles[&1].waiting_for_started, 985);
         let mut late = wait(1, 985, None, WakeCause::Interrupt);
         late.end = 1_000_000_000 + 2 * EXIT_SLACK_NS;
-        let roles = assign(&lives, &[late]);
+        let roles = assign(&lives, &[late]).0;
         assert_eq!(roles[&1].role, ThreadRole::Worker);
     }
 
@@ -233,7 +251,7 @@ mod tests {
             wait(11, 80, Some(12), WakeCause::Exit),
             wait(12, 300, None, WakeCause::IoCompletion),
         ];
-        let roles = assign(&lives, &waits);
+        let roles = assign(&lives, &waits).0;
         assert_eq!(roles[&10].role, ThreadRole::Supervisor);
         assert_eq!(roles[&11].role, ThreadRole::Supervisor);
         assert_eq!(roles[&12].role, ThreadRole::Worker);
@@ -244,11 +262,11 @@ mod tests {
         // No descendants: sleeping is its own cost, not supervision.
         let lives = [life(5, None, 100, 900)];
         let waits = [wait(5, 900, None, WakeCause::Timer)];
-        assert_eq!(assign(&lives, &waits)[&5].role, ThreadRole::Worker);
+        assert_eq!(assign(&lives, &waits).0[&5].role, ThreadRole::Worker);
         // A thread that starts helpers but computes most of the time works.
         let lives = [life(1, None, 800, 200), life(2, Some(1), 900, 100)];
         let waits = [wait(1, 200, Some(2), WakeCause::Exit)];
-        assert_eq!(assign(&lives, &waits)[&1].role, ThreadRole::Worker);
+        assert_eq!(assign(&lives, &waits).0[&1].role, ThreadRole::Worker);
     }
 
     #[test]
@@ -258,8 +276,30 @@ mod tests {
         let lives = [life(7, Some(1), 1, 999), life(8, Some(1), 5, 995)];
         // 8 waits almost all the time too, but its waits end: a lock it keeps losing.
         let waits = [parked, wait(8, 995, Some(9), WakeCause::FutexWake)];
-        let roles = assign(&lives, &waits);
+        let roles = assign(&lives, &waits).0;
         assert_eq!(roles[&7].role, ThreadRole::Idle);
         assert_eq!(roles[&8].role, ThreadRole::Worker);
+    }
+
+    #[test]
+    fn a_worker_that_waits_for_its_child_works_in_its_other_waits_only() {
+        // A gcc driver (1) waits 400 ms for cc1 (2) in wait4, then 1.7 s in unlink on a
+        // discard (woken by the disk's interrupt): it worked, and only the unlink is its own
+        // wait.
+        const MS: u64 = 1_000_000;
+        let mut lives = [
+            life(1, None, 4 * MS, 2_100 * MS),
+            life(2, Some(1), 390 * MS, 10 * MS),
+        ];
+        lives[1].end = Some(500 * MS);
+        let mut child = wait(1, 400 * MS, Some(2), WakeCause::Exit);
+        child.child_wait = true;
+        child.end = 500 * MS;
+        let mut unlink = wait(1, 1_700 * MS, Some(0), WakeCause::Interrupt);
+        unlink.end = 2_300 * MS;
+        let (roles, for_started) = assign(&lives, &[child, unlink]);
+        assert_eq!(roles[&1].role, ThreadRole::Worker);
+        assert_eq!(roles[&1].waiting_for_started, 400 * MS);
+        assert_eq!(for_started, [true, false]);
     }
 }

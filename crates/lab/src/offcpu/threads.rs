@@ -2,7 +2,7 @@
 //! ([`super::wake`]), which of them worked ([`super::roles`]), and their time summed by role and
 //! name as [`ThreadGroup`]s.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::roles::{self, Assigned, Life, Wait};
 use super::wake::{WakeCause, WakerIdentity, wake_cause};
@@ -97,11 +97,18 @@ impl TreeThreads {
                 end: t.end,
             })
             .collect();
-        let roles = roles::assign(&lives, &waits);
+        let (roles, for_started) = roles::assign(&lives, &waits);
+        let for_started = episodes
+            .iter()
+            .zip(for_started)
+            .filter(|(_, yes)| *yes)
+            .map(|(e, _)| (e.tid, e.begin))
+            .collect();
         AssignedThreads {
             lives: self.lives,
             roles,
             causes,
+            for_started,
         }
     }
 
@@ -129,14 +136,21 @@ pub(crate) struct AssignedThreads {
     roles: HashMap<u32, Assigned>,
     /// By (thread, episode begin).
     causes: HashMap<(u32, u64), WakeCause>,
+    /// The episodes, by (thread, begin), that waited for what their thread started.
+    for_started: HashSet<(u32, u64)>,
 }
 
 impl AssignedThreads {
     /// Whether thread `tid` worked (a thread without a life, never switched, counts as one).
-    pub(crate) fn is_worker(&self, tid: u32) -> bool {
+    fn is_worker(&self, tid: u32) -> bool {
         self.roles
             .get(&tid)
             .is_none_or(|a| a.role == ThreadRole::Worker)
+    }
+
+    /// Whether episode `e` can be a cause: a worker's wait, not for what it started.
+    pub(crate) fn is_cause(&self, e: &perf::BlockedEpisode) -> bool {
+        self.is_worker(e.tid) && !self.for_started.contains(&(e.tid, e.begin))
     }
 
     /// What ended episode `e`.
