@@ -94,8 +94,27 @@ pub fn answer(e: &Explanation) -> String {
         ));
         return parts.join(" · ");
     };
+    // A growth within the trials' own spread may be the machine's drift: say so beside it.
+    let spread = if g.delta_ns > 0.0 && !g.noise.beyond && g.noise.rule != NoiseRule::Unmeasured {
+        let cv = |n: u32| {
+            e.points
+                .iter()
+                .find(|p| p.n == n)
+                .and_then(|p| p.accounting.cv)
+                .map_or_else(|| "—".into(), |cv| format!("{:.0}%", cv * 100.0))
+        };
+        format!(
+            ", within the trials' spread: CV {} at N={}, {} at N={}",
+            cv(g.from_n),
+            g.from_n,
+            cv(g.to_n),
+            g.to_n
+        )
+    } else {
+        String::new()
+    };
     parts.push(format!(
-        "{} costs {} of task time at N={} and {} at N={} ({})",
+        "{} costs {} of task time at N={} and {} at N={} ({}{spread})",
         one(&e.per),
         duration(g.from_ns),
         g.from_n,

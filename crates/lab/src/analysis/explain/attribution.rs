@@ -60,6 +60,10 @@ pub struct GrowthAccount {
     /// Causes whose growth is within noise (counted in `unexplained_ns`), largest first, at
     /// most 10.
     pub within_noise: Vec<CauseGrowth>,
+    /// Whether the growth as a whole is beyond the trials' noise, by the rule causes are
+    /// named by (per-trial `ns/op/task` at the two N): a growth within it may be the VM's
+    /// drift, and the answer says so.
+    pub noise: NoiseVerdict,
     /// Growth no named cause accounts for: `delta_ns − Σ named`.
     pub unexplained_ns: f64,
     /// Its share of the growth, in % (`None` when the total did not grow).
@@ -292,7 +296,15 @@ pub(crate) fn attribute(a: &PointExplain, b: &PointExplain) -> GrowthAccount {
     within.sort_by(|x, y| y.delta_ns.abs().total_cmp(&x.delta_ns.abs()));
     within.truncate(10);
     let unexplained = delta - named.iter().map(|g| g.delta_ns).sum::<f64>();
+    let noise = decide(
+        delta,
+        delta,
+        &a.trial_total,
+        &b.trial_total,
+        (noise_a, noise_b),
+    );
     GrowthAccount {
+        noise,
         from_n: a.n,
         to_n: b.n,
         from_ns: a.accounting.ns_per_op_task,

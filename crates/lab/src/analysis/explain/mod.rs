@@ -111,6 +111,9 @@ pub struct PointExplain {
     /// ([`attribution`]).
     #[serde(skip)]
     pub(crate) trial_cpu: Vec<(f64, f64)>,
+    /// Each trial's `ns/op/task`, for the noise rule of the growth as a whole.
+    #[serde(skip)]
+    pub(crate) trial_total: Vec<f64>,
     /// Per kernel function of the profile, the system calls its samples were taken under
     /// (`None`: outside any), with their sample counts.
     #[serde(skip)]
@@ -320,6 +323,7 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
         cpu_profiled_ns: profiled,
         measuring_pct,
         trial_cpu: per_trial.iter().map(|t| (t.user, t.sys)).collect(),
+        trial_total: per_trial.iter().map(|t| t.total).collect(),
         syscalls: profile.map(syscalls_of).unwrap_or_default(),
     })
 }

@@ -76,6 +76,9 @@ fn growth_is_attributed_largest_first_and_the_rest_is_unexplained() {
     let g = e.growth.expect("a growth");
     assert_eq!((g.from_n, g.to_n), (1, 2));
     assert!(close(g.delta_ns, 600.0), "{}", g.delta_ns);
+    // Every trial at N=2 costs more per op than every trial at N=1.
+    assert_eq!(g.noise.rule, NoiseRule::TrialsSeparate);
+    assert!(g.noise.beyond);
     let top = &g.named[0];
     assert_eq!(top.cause.kind, CauseKind::UserLock);
     assert_eq!(top.cause.caller, "worker_lock");
@@ -101,6 +104,23 @@ fn growth_is_attributed_largest_first_and_the_rest_is_unexplained() {
         .find(|c| c.cause.kind == CauseKind::UserCpu)
         .expect("user CPU named");
     assert!(user.delta_ns < 0.0 && user.share_pct.unwrap() < 0.0);
+}
+
+#[test]
+fn a_growth_whose_trials_overlap_is_within_the_noise_as_a_whole() {
+    let mut data = explained_run();
+    // One trial at N=2 did three times the ops: its cost per op falls below N=1's.
+    for t in &mut data.trials {
+        if let (2, 0, TrialOutcome::Ok(m)) = (t.n, t.index, &mut t.outcome) {
+            for ops in &mut m.task_ops {
+                *ops *= 3;
+            }
+        }
+    }
+    let g = explain(&data, &[]).unwrap().growth.unwrap();
+    assert!(g.delta_ns > 0.0, "the medians still grew: {}", g.delta_ns);
+    assert_eq!(g.noise.rule, NoiseRule::TrialsSeparate);
+    assert!(!g.noise.beyond, "{:?}", g.noise);
 }
 
 #[test]
