@@ -590,7 +590,7 @@ fn decode(
 mod tests {
     use super::*;
 
-    /// The figures the README gives: a lock tracer's locked memory (kernel and user, 16 KiB
+    /// The figures docs/locks.md gives: a lock tracer's locked memory (kernel and user, 16 KiB
     /// stacks) and an off-CPU tracer's, by CPU count, never above their budgets (64 MiB each
     /// plus the side band's 8 MiB) up to 1024 CPUs; beyond, rings reach their one-page floor
     /// and the memory grows with the CPUs (4096 CPUs: 96 MiB for --locks).

@@ -40,7 +40,12 @@ EXIT STATUS:
   2    a usage or runtime error, said on stderr with its fix; also a run in
        which every trial failed (it is stored: `scalelab show RUN --json`)
   130  interrupted by Ctrl-C or SIGTERM (finished trials are kept)
-  A closed output pipe (`scalelab ls | head -1`) ends scalelab quietly, 0.";
+  A closed output pipe (`scalelab ls | head -1`) ends scalelab quietly, 0.
+
+READING THE RESULTS:
+  README.md (a five-minute tour) and docs/ in scalelab's sources: one page
+  per subject - docs/reading-results.md, docs/explain.md, docs/compare.md,
+  docs/commands.md (--cmd, --metric), docs/team-lab.md and more.";
 
 /// `scalelab run --help`.
 pub const RUN: &str = "\
@@ -413,17 +418,37 @@ mod tests {
         lines
     }
 
-    /// Every `scalelab` command line in the README's code blocks, continuation lines (` \`)
+    /// The README and every page of `docs/`, by name: what a user reads beside `--help`.
+    fn documents() -> Vec<(String, String)> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut pages = vec![root.join("README.md")];
+        let mut docs: Vec<_> = std::fs::read_dir(root.join("docs"))
+            .expect("the docs/ folder")
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "md"))
+            .collect();
+        docs.sort();
+        assert!(docs.len() >= 10, "the reference pages: {docs:?}");
+        pages.extend(docs);
+        pages
+            .into_iter()
+            .map(|p| {
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                (name, std::fs::read_to_string(&p).unwrap())
+            })
+            .collect()
+    }
+
+    /// Every `scalelab` command line in a document's code blocks, continuation lines (` \`)
     /// joined.
-    fn readme_lines() -> Vec<String> {
-        let readme = include_str!("../../../README.md");
+    fn document_lines(readme: &str) -> Vec<String> {
         let mut in_block = false;
         let mut lines = Vec::new();
         let mut pending: Option<String> = None;
         for line in readme.lines() {
             if line.starts_with("```") {
                 in_block = !in_block;
-                assert!(pending.is_none(), "a continuation ends a README block");
+                assert!(pending.is_none(), "a continuation ends a code block");
             } else if in_block {
                 let line = line.strip_prefix("$ ").unwrap_or(line);
                 let line = match pending.take() {
@@ -458,7 +483,7 @@ mod tests {
     }
 
     #[test]
-    fn every_example_in_the_help_and_the_readme_parses() {
+    fn every_example_in_the_help_the_readme_and_the_docs_parses() {
         let mut commands = Vec::new();
         let mut all = Vec::new();
         all_commands(&command(), "scalelab", &mut all);
@@ -477,17 +502,19 @@ mod tests {
             }
         }
         assert!(pages >= 14, "only {pages} pages with examples");
-        let readme = readme_lines();
-        assert!(readme.len() >= 7, "the README's examples: {readme:?}");
-        for line in readme {
-            let found = scalelab_commands(&line);
-            assert!(!found.is_empty(), "README: no scalelab command in `{line}`");
-            commands.extend(
-                found
-                    .into_iter()
-                    .map(|c| ("README".into(), line.clone(), c)),
-            );
+        let mut documented = 0;
+        for (name, text) in documents() {
+            for line in document_lines(&text) {
+                let found = scalelab_commands(&line);
+                assert!(!found.is_empty(), "{name}: no scalelab command in `{line}`");
+                documented += 1;
+                commands.extend(found.into_iter().map(|c| (name.clone(), line.clone(), c)));
+            }
         }
+        assert!(
+            documented >= 25,
+            "only {documented} command lines in the README and docs/"
+        );
         for (place, line, words) in &commands {
             if let Err(e) = parses(words) {
                 panic!("{place}: `{line}` does not parse ({words:?}):\n{e}");

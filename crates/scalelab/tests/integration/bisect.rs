@@ -291,7 +291,7 @@ fn bisect_finds_a_10_percent_slower_loop_in_64_commits() {
 /// The figure the issue asks for: ten seeds of the 3% history. Run with
 /// `cargo test -p scalelab --test integration -- --ignored bisect_ten_seeds --nocapture`.
 #[test]
-#[ignore = "about 3 minutes: the ten-seed figure for the README"]
+#[ignore = "about 3 minutes: the ten-seed figure for docs/bisect.md"]
 fn bisect_ten_seeds() {
     if !tools() {
         return;
