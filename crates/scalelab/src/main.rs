@@ -3,6 +3,7 @@
 //! 130 for a run stopped by Ctrl-C or SIGTERM; `help::TOP` lists them).
 
 mod cli;
+mod command_line;
 mod commands;
 mod db_path;
 mod help;
@@ -18,10 +19,10 @@ use clap::FromArgMatches;
 fn main() -> ExitCode {
     // clap's own errors and help come before `--color` is parsed: it is read from argv first.
     let color = output::clap_color(std::env::args_os());
-    let matches = help::command().color(color).get_matches();
+    let matches = command_line::command().color(color).get_matches();
     let cli = match cli::Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
-        Err(err) => err.format(&mut help::command().color(color)).exit(),
+        Err(err) => err.format(&mut command_line::command().color(color)).exit(),
     };
     output::init(cli.color.into(), cli.wide);
     match commands::dispatch(cli) {

@@ -9,12 +9,10 @@
 //! one line `run`, `show` and `doctor` print.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use super::cpu::format_cpu_list;
-use super::host_fs::HostFs;
 
 /// One online CPU's place. Domain numbers (`node`, `l2`, `l3`) are the kernel's for nodes and
 /// dense indices in first-seen order for caches.
@@ -57,16 +55,6 @@ pub struct CpuTopology {
 }
 
 impl CpuTopology {
-    /// Reads this machine's topology.
-    pub fn read() -> CpuTopology {
-        super::topology_reader::read(&HostFs::real())
-    }
-
-    /// Reads the topology of a fake tree whose `sys/` and `proc/` stand in for the real ones.
-    pub fn read_at(root: &Path) -> CpuTopology {
-        super::topology_reader::read(&HostFs::at(root))
-    }
-
     /// Online CPUs this process may run on: in the cpuset and the affinity mask, ascending.
     pub fn usable(&self) -> Vec<usize> {
         let allowed = |list: &Option<Vec<usize>>, cpu: usize| {

@@ -14,6 +14,18 @@ use super::host_fs::HostFs;
 use super::process::parse_status;
 use super::topology::{CpuPlace, CpuTopology};
 
+impl CpuTopology {
+    /// Reads this machine's topology.
+    pub fn read() -> CpuTopology {
+        read(&HostFs::real())
+    }
+
+    /// Reads the topology of a fake tree whose `sys/` and `proc/` stand in for the real ones.
+    pub fn read_at(root: &std::path::Path) -> CpuTopology {
+        read(&HostFs::at(root))
+    }
+}
+
 const CPU_DIR: &str = "/sys/devices/system/cpu";
 const NODE_DIR: &str = "/sys/devices/system/node";
 

@@ -10,47 +10,13 @@
 //! and runs, repeats the order) and `ab_order` (the side that went first in each pair, in
 //! execution order). A stop between trials leaves both runs `interrupted` with what finished.
 
-use stats::CompareOptions;
-
-use crate::analysis::comparison::TrialMetric;
-
+use super::ab_policy::AbPolicy;
 use super::ab_schedule::AB_LETTERS;
 use super::interleave::{Sides, interleave};
 use super::{Session, SweepEnd};
-use crate::error::{Field, LabError};
+use crate::error::LabError;
 use crate::plan::Plan;
 use crate::runner::Executor;
-
-/// How an A/B experiment is scheduled and when it grows.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AbPolicy {
-    /// Seed of the random pair order.
-    pub seed: u64,
-    /// Pairs per point to grow to while some N cannot decide (at least the plans' runs).
-    pub max_runs: u32,
-    /// The statistics the growth rule reads (the threshold; pairs are judged paired).
-    pub options: CompareOptions,
-    /// The per-trial value the growth rule compares (`ab`: throughput).
-    pub metric: TrialMetric,
-}
-
-impl AbPolicy {
-    /// Refuses a cap below the plan's first pairs.
-    pub fn check(&self, plan: &Plan) -> Result<(), LabError> {
-        if self.max_runs < plan.runs {
-            return Err(LabError::invalid(
-                Field::MaxRuns,
-                format!(
-                    "{} is below the {} planned first: it is the most pairs ab may grow to \
-                     when the first ones cannot decide; raise it or drop it",
-                    self.max_runs,
-                    crate::number_text::plural(plan.runs as usize, "pair")
-                ),
-            ));
-        }
-        Ok(())
-    }
-}
 
 /// How an A/B experiment ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

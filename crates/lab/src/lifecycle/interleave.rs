@@ -17,8 +17,8 @@
 //! a commit sits at — at least three thresholds apart — and looking again only settles a
 //! commit whose interval straddles a threshold, never moves it to the other level.
 
-use super::ab::AbPolicy;
 use super::ab_extension::{extension, undecided};
+use super::ab_policy::AbPolicy;
 use super::ab_schedule::{self, Slot as AbSlot};
 use super::progress::Replan;
 use super::sweep::{Slot, Underway, run_slots};

@@ -11,6 +11,7 @@
 
 mod ab;
 pub(crate) mod ab_extension;
+mod ab_policy;
 pub(crate) mod ab_schedule;
 pub(crate) mod interleave;
 mod progress;
@@ -19,7 +20,8 @@ mod sweep;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
-pub use ab::{AbOutcome, AbPolicy, ab};
+pub use ab::{AbOutcome, ab};
+pub use ab_policy::AbPolicy;
 pub use progress::{Progress, Replan, TrialLabel, failure};
 pub use sweep::SweepEnd;
 

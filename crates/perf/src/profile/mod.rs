@@ -10,6 +10,7 @@
 //! stacks are folded into functions ([`aggregate`]).
 
 mod aggregate;
+mod elf_file;
 mod layout;
 #[cfg(test)]
 mod mutation_tests;

@@ -382,7 +382,7 @@ impl Builder {
                     let build_id = self.raw.build_ids.get(&path).map(Vec::as_slice);
                     let mut ignored = Vec::new();
                     path.starts_with('/')
-                        .then(|| super::symbols::elf_file(&path, build_id, &mut ignored))
+                        .then(|| super::elf_file::elf_file(&path, build_id, &mut ignored))
                         .flatten()
                 })
                 .clone();

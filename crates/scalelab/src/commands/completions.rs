@@ -12,10 +12,10 @@ use clap_complete::Shell;
 use clap_mangen::Man;
 
 use crate::cli::CompletionTarget;
-use crate::{help, stdout};
+use crate::{command_line, stdout};
 
 pub fn run(target: CompletionTarget, dir: Option<&Path>) -> Result<ExitCode> {
-    let mut cmd = help::command();
+    let mut cmd = command_line::command();
     let shell = match (target, dir) {
         (CompletionTarget::Man, Some(dir)) => {
             cmd.build();
