@@ -91,7 +91,7 @@ impl Metric {
             .ok_or_else(|| {
                 LabError::BadOption(format!(
                     "`{text}` is not a metric; use one of: {}",
-                    Metric::ALL.map(|m| m.name().to_string()).join(", ")
+                    builtin_names()
                 ))
             })
     }
@@ -140,7 +140,7 @@ impl Metric {
         };
         Err(LabError::BadOption(format!(
             "`{text}` is not a metric of this series; use one of: {}{figures}",
-            Metric::ALL.map(|m| m.name().to_string()).join(", ")
+            builtin_names()
         )))
     }
 
@@ -170,6 +170,11 @@ impl Metric {
             Metric::Reported { name, .. } => p.reported.get(name).map(|e| e.point),
         }
     }
+}
+
+/// The built-in metrics' names, comma-separated, for an error.
+fn builtin_names() -> String {
+    Metric::ALL.map(|m| m.name().to_string()).join(", ")
 }
 
 /// One run's value in the series.

@@ -33,41 +33,9 @@ pub fn run(db: Option<&Path>, args: &CompareArgs) -> Result<ExitCode> {
         show::load(db, &args.run_a).with_context(|| format!("loading run A (`{}`)", args.run_a))?;
     let b =
         show::load(db, &args.run_b).with_context(|| format!("loading run B (`{}`)", args.run_b))?;
-    let metric = trial_metric(&args.metric, &a, &b)?;
+    let metric = TrialMetric::resolve(&args.metric, &a.meta, &b.meta).context("--metric")?;
     let comparison = build_on(&a, &b, &args.verdict, args.force, metric)?;
     print(&comparison, CompareFormat::chosen(args.format, args.json))
-}
-
-/// What `--metric NAME` compares: throughput, ops per CPU-second, or a figure both runs'
-/// command printed; the error lists the figures run A has.
-fn trial_metric(name: &str, a: &RunData, b: &RunData) -> Result<TrialMetric> {
-    match name {
-        "throughput" => return Ok(TrialMetric::Throughput),
-        "ops_per_cpu_sec" => return Ok(TrialMetric::CpuThroughput),
-        _ => {}
-    }
-    let name = name.strip_prefix(lab::record::METRIC_PARAM).unwrap_or(name);
-    let figures =
-        |r: &RunData| -> Vec<String> { r.meta.metrics().into_iter().map(|m| m.name).collect() };
-    for (side, run) in [("A", a), ("B", b)] {
-        let have = figures(run);
-        if !have.iter().any(|m| m == name) {
-            bail!(
-                "--metric {name}: run {side} ({}) has no figure `{name}`; {}",
-                run.meta.id,
-                if have.is_empty() {
-                    "it printed none (`run --cmd … --metric NAME=REGEX` reads one); compare                      throughput or ops_per_cpu_sec"
-                        .to_string()
-                } else {
-                    format!(
-                        "its figures: {} (or throughput, ops_per_cpu_sec)",
-                        have.join(", ")
-                    )
-                }
-            );
-        }
-    }
-    Ok(TrialMetric::Reported(name.to_string()))
 }
 
 /// Compares the runs on throughput (paired for the two runs of one `ab` unless

@@ -29,6 +29,7 @@ pub use self::curve::{Crossing, CurveSummary, PointComparison, WorstPoint};
 pub use self::side::Side;
 pub use self::warning::{ComparisonWarning, Mismatch};
 use crate::analysis::summary::{self, HIGH_CV, ScalesTo};
+use crate::error::LabError;
 use crate::record::{Mode, Pin, RunData, RunMeta, RunStatus, TrialOutcome};
 
 /// Fingerprint fields expected to differ when two runs are compared on purpose (a kernel or a
@@ -100,6 +101,40 @@ impl TrialMetric {
             TrialMetric::CpuThroughput => "ops_per_cpu_sec",
             TrialMetric::Reported(name) => name,
         }
+    }
+
+    /// What `--metric NAME` compares between runs `a` and `b`: `throughput`, `ops_per_cpu_sec`,
+    /// or a figure both runs' command printed (`NAME` or `metric.NAME`); the error names the
+    /// run that lacks it and lists the figures it has.
+    pub fn resolve(name: &str, a: &RunMeta, b: &RunMeta) -> Result<TrialMetric, LabError> {
+        match name {
+            "throughput" => return Ok(TrialMetric::Throughput),
+            "ops_per_cpu_sec" => return Ok(TrialMetric::CpuThroughput),
+            _ => {}
+        }
+        let name = name
+            .strip_prefix(crate::record::METRIC_PARAM)
+            .unwrap_or(name);
+        for (side, run) in [("A", a), ("B", b)] {
+            let have: Vec<String> = run.metrics().into_iter().map(|m| m.name).collect();
+            if !have.iter().any(|m| m == name) {
+                let offer = if have.is_empty() {
+                    "it printed none (`run --cmd … --metric NAME=REGEX` reads one); compare \
+                     throughput or ops_per_cpu_sec"
+                        .to_string()
+                } else {
+                    format!(
+                        "its figures: {} (or throughput, ops_per_cpu_sec)",
+                        have.join(", ")
+                    )
+                };
+                return Err(LabError::BadOption(format!(
+                    "run {side} ({}) has no figure `{name}`; {offer}",
+                    run.id
+                )));
+            }
+        }
+        Ok(TrialMetric::Reported(name.to_string()))
     }
 
     /// The unit, and which way is better: a reported figure's as run A's `--metric` gave them.
