@@ -14,39 +14,9 @@ pub enum LabError {
         /// `; did you mean …?` with the nearest names, or empty.
         suggestion: String,
     },
-    /// A `-p KEY=VAL` whose key the workload does not declare.
-    #[error("workload `{workload}` has no parameter `{key}`; valid: {valid}")]
-    UnknownParam {
-        /// The workload's name.
-        workload: String,
-        /// The key given.
-        key: String,
-        /// The workload's parameters as `name=kind`, comma-separated.
-        valid: String,
-    },
-    /// A `-p KEY=VAL` whose value does not parse as the parameter's kind.
-    #[error("workload `{workload}`: `{key}={value}` is not valid; expected {expected}")]
-    BadParamValue {
-        /// The workload's name.
-        workload: String,
-        /// The parameter's name.
-        key: String,
-        /// The value given.
-        value: String,
-        /// What the parameter accepts (its kind, as `scalelab list` shows it).
-        expected: String,
-    },
-    /// A `KEY=VALUE` argument without `=` or with an empty key.
-    #[error("`{0}` is not KEY=VALUE")]
-    MalformedPair(String),
-    /// A `--tasks` value that is not one of the accepted forms, or out of range.
-    #[error("`{spec}`: {reason}; accepted forms: 1,2,4 | 1..8 | 1..16:2 | pow2 | all")]
-    BadTasks {
-        /// The value given.
-        spec: String,
-        /// What is wrong with it.
-        reason: String,
-    },
+    /// A value the user gave that does not parse (`--tasks`, `-p KEY=VAL`, a CSV file).
+    #[error(transparent)]
+    Spec(#[from] model::SpecError),
     /// A field of a run's configuration is out of its range or does not apply; the CLI names
     /// the flag that set it.
     #[error("{field}: {reason}")]

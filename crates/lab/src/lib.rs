@@ -25,46 +25,38 @@
 
 pub mod analysis;
 pub mod bisect;
-mod csv_rows;
-pub mod env;
 mod error;
 pub mod lifecycle;
-mod limits;
 mod locks;
-pub mod number_text;
 mod offcpu;
 mod owned_dir;
-mod params;
 #[cfg(test)]
 #[path = "../tests/support/pg_server.rs"]
 mod pg_server;
 mod plan;
 mod process;
 mod profile_files;
-pub mod record;
 pub mod runner;
-pub mod safe_text;
 mod scratch;
 pub mod store;
-mod task_spec;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_runs;
-mod thread_account;
-mod timestamp;
 mod traced_processes;
 mod warnings;
 mod workloads;
 
-pub use csv_rows::read_file as read_csv_file;
 pub use error::{Field, LabError};
-pub use limits::{MAX_COMMAND_CHARS, MAX_DURATION, MAX_LABEL_CHARS};
 pub use locks::LockRequest;
+pub use model::csv_rows::read_file as read_csv_file;
+pub use model::limits::{MAX_COMMAND_CHARS, MAX_DURATION, MAX_LABEL_CHARS};
+pub use model::params::{ParamKind, ParamSpec, Params, split_pair};
+pub use model::task_spec::TaskSpec;
+pub use model::{SpecError, env, number_text, record, safe_text};
+use model::{csv_rows, limits, params, task_spec, thread_account, timestamp};
 pub use offcpu::OffCpuRequest;
 pub use owned_dir::{PathError, create_output};
-pub use params::{ParamKind, ParamSpec, Params, split_pair};
 pub use plan::{Plan, RunConfig, check_runs, parse_duration};
-pub use process::{die_with_owner, serve_guard};
+pub use process::{die_with_owner, perf_checks, serve_guard};
 pub use profile_files::{FilesCopied, MAX_FILE_BYTES, fetch_profiles};
-pub use task_spec::TaskSpec;
 pub use warnings::Warning;
 pub use workloads::{WorkloadInfo, workload_info, workload_infos};

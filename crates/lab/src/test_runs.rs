@@ -326,3 +326,32 @@ pub fn explained_run() -> RunData {
     meta.params.insert("shared".into(), "true".into());
     RunData { meta, trials }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::meta;
+
+    /// Issue 13 (a record's description, tested here where runs are made): a command run's header said `threads, pin auto`, which mean nothing for a
+    /// command (it runs with its affinity limited to N CPUs), and `1 trials per point`.
+    #[test]
+    fn a_command_run_is_described_as_a_command_with_its_affinity() {
+        let mut m = meta(4, "cmd", &[1, 2]);
+        m.params.insert("cmd".into(), "make -j{n}".into());
+        let d = m.description();
+        assert!(
+            d.contains("cmd=make -j{n} · command, affinity N CPUs · 1 trial per point ·"),
+            "{d}"
+        );
+        assert!(!d.contains("threads") && !d.contains("pin"), "{d}");
+        m.runs = 3;
+        assert!(m.description().contains(" · 3 trials per point ·"));
+        let builtin = meta(5, "spin", &[1]);
+        assert!(
+            builtin
+                .description()
+                .contains("spin · threads, pin cores · 1×1.000s"),
+            "{}",
+            builtin.description()
+        );
+    }
+}

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use lab::record::{Membind, Nanos, Pin};
-use lab::{Field, LabError, LockRequest, TaskSpec, parse_duration};
+use lab::{Field, LockRequest, TaskSpec, parse_duration};
 
 use crate::help;
 
@@ -891,7 +891,7 @@ fn parse_membind(text: &str) -> Result<Membind, String> {
     text.parse()
 }
 
-fn parse_pair(text: &str) -> Result<(String, String), LabError> {
+fn parse_pair(text: &str) -> Result<(String, String), lab::SpecError> {
     lab::split_pair(text)
 }
 

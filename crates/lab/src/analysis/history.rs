@@ -367,13 +367,19 @@ pub fn parse_csv(text: &str) -> Result<Vec<HistoryPoint>, LabError> {
         let (label, index) = match row.fields.len() {
             1 => (String::new(), 0),
             2 => (row.fields[0].to_string(), 1),
-            k => return Err(row.error(format!("{k} fields, expected 1 or 2"), FORMAT)),
+            k => {
+                return Err(row
+                    .error(format!("{k} fields, expected 1 or 2"), FORMAT)
+                    .into());
+            }
         };
         check_length(&label, MAX_LABEL_CHARS)
             .map_err(|why| row.error(format!("the label has {why}"), FORMAT))?;
         let value = row.number(index, "value", FORMAT)?;
         if !value.is_finite() {
-            return Err(row.error(format!("value = {value}: it must be finite"), FORMAT));
+            return Err(row
+                .error(format!("value = {value}: it must be finite"), FORMAT)
+                .into());
         }
         points.push(HistoryPoint {
             run: points.len() as i64 + 1,

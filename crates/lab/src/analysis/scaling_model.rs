@@ -352,18 +352,24 @@ pub fn parse_csv(text: &str) -> Result<Vec<(f64, f64)>, LabError> {
     let mut points = Vec::new();
     for row in csv_rows::rows(text) {
         if row.fields.len() != 2 {
-            return Err(row.error(format!("{} fields, expected 2", row.fields.len()), FORMAT));
+            return Err(row
+                .error(format!("{} fields, expected 2", row.fields.len()), FORMAT)
+                .into());
         }
         let n = row.number(0, "N", FORMAT)?;
         let x = row.number(1, "throughput", FORMAT)?;
         if !(n.is_finite() && n >= 1.0) {
-            return Err(row.error(format!("N = {n}: task counts are at least 1"), FORMAT));
+            return Err(row
+                .error(format!("N = {n}: task counts are at least 1"), FORMAT)
+                .into());
         }
         if !(x.is_finite() && x > 0.0) {
-            return Err(row.error(
-                format!("throughput = {x}: it must be greater than 0"),
-                FORMAT,
-            ));
+            return Err(row
+                .error(
+                    format!("throughput = {x}: it must be greater than 0"),
+                    FORMAT,
+                )
+                .into());
         }
         points.push((n, x));
     }

@@ -4,9 +4,21 @@
 //! ([`guard`]), and `/proc` is read for all of it ([`proc_table`]).
 
 pub(crate) mod guard;
+mod idle_tracing;
 pub(crate) mod leftovers;
 pub(crate) mod owner;
 pub(crate) mod proc_table;
 
 pub use guard::serve_guard;
 pub use owner::die_with_owner;
+
+/// `doctor`'s probes of `perf` and tracefs ([`model::env::perf_checks`], the `perf` child they
+/// start made to die with scalelab like every other), and whether the kernel traces wake-ups
+/// taken while a CPU idles (a 0.2 s probe).
+pub fn perf_checks() -> Vec<model::env::Check> {
+    let mut checks = model::env::perf_checks(|command| {
+        owner::adopt(command);
+    });
+    checks.push(idle_tracing::probe_and_judge());
+    checks
+}

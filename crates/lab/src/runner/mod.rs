@@ -9,7 +9,7 @@ mod counter_window;
 pub(crate) mod executor;
 #[cfg(any(test, feature = "test-support"))]
 mod fake_executor;
-pub mod metric;
+pub use model::metric;
 mod ops_regex;
 pub(crate) mod perf_record;
 pub(crate) mod placement;

@@ -13,20 +13,14 @@
 //! first match starts (which may itself span lines, and is then not taken). `\A` and `\z`
 //! anchor to the whole run, not a line, so a pattern that has them is tested line by line.
 
-use regex::bytes::{Regex, RegexBuilder};
+use regex::bytes::Regex;
 
 use super::child_io::Sink;
 
 /// The longest line matched in full, in bytes.
 pub(super) const MAX_LINE: usize = 64 * 1024;
 
-/// Compiles `--ops-regex` (multi-line: `^`/`$` at line edges).
-pub(super) fn compile(pattern: &str) -> Result<Regex, String> {
-    RegexBuilder::new(pattern)
-        .multi_line(true)
-        .build()
-        .map_err(|e| format!("--ops-regex `{pattern}`: {e}"))
-}
+pub(super) use model::metric::compile_pattern as compile;
 
 /// Watches one step's stdout for the first line the regex matches; keeps that match and the
 /// line in progress, nothing else.

@@ -12,7 +12,7 @@ pub fn run(json: bool) -> Result<ExitCode> {
     let cwd = std::env::current_dir()?;
     let fp = Fingerprint::capture(&cwd);
     let mut checks = env::checks(&fp);
-    checks.extend(env::perf_checks());
+    checks.extend(lab::perf_checks());
     if json {
         let value = serde_json::json!({ "fingerprint": fp, "checks": checks });
         lab::safe_text::write_json(&mut crate::stdout::stdout(), &value)?;

@@ -4,7 +4,7 @@ use super::*;
 
 fn fixture(machine: &str) -> CpuTopology {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/topology")
+        .join("../model/tests/fixtures/topology")
         .join(machine);
     assert!(root.is_dir(), "fixture {} is missing", root.display());
     CpuTopology::read_at(&root)

@@ -265,7 +265,9 @@ fn doctor_on_this_machine_gives_a_finding_for_every_check() {
     let fp = Fingerprint::capture(std::path::Path::new("."));
     let all: Vec<Check> = checks(&fp)
         .into_iter()
-        .chain(crate::env::perf_checks())
+        .chain(crate::env::perf_checks(|c| {
+            sys::die_with_parent(c);
+        }))
         .collect();
     for check in &all {
         // Visible with --nocapture: what doctor would print here.
@@ -337,7 +339,9 @@ fn no_finding_repeats_its_check_name() {
         }
     }
     use super::super::perf_support::{PerfProbe, TracefsProbe, judge_perf, judge_tracefs};
-    let mut probed = crate::env::perf_checks();
+    let mut probed = crate::env::perf_checks(|c| {
+        sys::die_with_parent(c);
+    });
     for probe in [
         PerfProbe::Version("perf version 6.1.187".into()),
         PerfProbe::NotFound,

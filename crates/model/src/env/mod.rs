@@ -15,7 +15,6 @@ mod checks;
 mod cpu;
 mod fingerprint;
 mod host_fs;
-mod idle_tracing;
 mod kernel;
 mod machine_class;
 mod mount;
@@ -23,7 +22,7 @@ mod perf_support;
 mod process;
 mod system_load;
 mod topology;
-#[cfg(test)]
+#[cfg(any(test, feature = "test-support"))]
 mod topology_fake;
 mod topology_reader;
 
@@ -34,5 +33,5 @@ pub use kernel::MitigationState;
 pub use machine_class::MachineClass;
 pub use perf_support::perf_checks;
 pub use topology::{CpuPlace, CpuTopology};
-#[cfg(test)]
-pub(crate) use topology_fake::topology_512;
+#[cfg(any(test, feature = "test-support"))]
+pub use topology_fake::topology_512;

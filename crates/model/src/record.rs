@@ -12,7 +12,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::env::Fingerprint;
-pub use crate::runner::metric::{Direction, MetricSpec, OutputStream};
+pub use crate::metric::{Direction, MetricSpec, OutputStream};
 pub use crate::thread_account::{RoleTotals, ThreadGroup, ThreadRole};
 
 /// A command run's parameter holding one `--metric`: `metric.NAME` = `[stderr:]higher:REGEX`.
@@ -32,14 +32,16 @@ mod outcome_json;
 pub struct Nanos(pub u64);
 
 impl Nanos {
-    pub(crate) fn from_duration(d: std::time::Duration) -> Nanos {
+    /// A duration in nanoseconds, saturating at `u64::MAX` (584 years).
+    pub fn from_duration(d: std::time::Duration) -> Nanos {
         Nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
     }
     /// The duration in seconds, as a float (for rates and display).
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 / 1e9
     }
-    pub(crate) fn as_duration(self) -> std::time::Duration {
+    /// As a [`std::time::Duration`].
+    pub fn as_duration(self) -> std::time::Duration {
         std::time::Duration::from_nanos(self.0)
     }
 }
@@ -236,7 +238,8 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
-    pub(crate) fn as_str(self) -> &'static str {
+    /// The status as stored and shown.
+    pub fn as_str(self) -> &'static str {
         match self {
             RunStatus::Running => "running",
             RunStatus::Complete => "complete",
@@ -244,7 +247,8 @@ impl RunStatus {
             RunStatus::Incomplete => "incomplete",
         }
     }
-    pub(crate) fn parse(text: &str) -> Option<RunStatus> {
+    /// The status stored as `text`, or `None` for a word no status is stored as.
+    pub fn parse(text: &str) -> Option<RunStatus> {
         Some(match text {
             "running" => RunStatus::Running,
             "complete" => RunStatus::Complete,
@@ -741,14 +745,15 @@ pub struct StepRecord {
 }
 
 impl TrialMeasurement {
-    pub(crate) fn ops(&self) -> u64 {
+    /// Operations done by all tasks together.
+    pub fn ops(&self) -> u64 {
         self.task_ops.iter().sum()
     }
     /// The work the trial did, in the units its X(N) counts: its ops, or for a command that
     /// reports a rate (`--metric`, higher is better) the rate times the window (MB for MB/sec).
     /// What `explain` and `profile` divide by for a cost per op (per MB). A lower-is-better
     /// figure (a time) is not a rate of work: such a trial's work is its ops (completions).
-    pub(crate) fn work(&self) -> f64 {
+    pub fn work(&self) -> f64 {
         match self
             .reported
             .as_ref()
@@ -763,14 +768,14 @@ impl TrialMeasurement {
     }
     /// The trial's X: the command's primary `--metric` as a rate when it reported one (see
     /// [`Reported`]), else throughput over the window, total ops / window seconds.
-    pub(crate) fn ops_per_sec(&self) -> f64 {
+    pub fn ops_per_sec(&self) -> f64 {
         if let Some(rate) = self.reported.as_ref().and_then(Reported::rate) {
             return rate;
         }
         self.ops_over_window()
     }
     /// Total ops / window seconds, whatever the command reported (the CSV's `ops_per_sec`).
-    pub(crate) fn ops_over_window(&self) -> f64 {
+    pub fn ops_over_window(&self) -> f64 {
         let secs = self.window.as_secs_f64();
         if secs > 0.0 {
             self.ops() as f64 / secs
@@ -778,7 +783,8 @@ impl TrialMeasurement {
             0.0
         }
     }
-    pub(crate) fn counter(&self, event: &str) -> Option<u64> {
+    /// The total of counter `event` over the trial, where it was counted.
+    pub fn counter(&self, event: &str) -> Option<u64> {
         self.counters
             .iter()
             .find(|c| c.event == event)
@@ -814,10 +820,12 @@ pub struct Usage {
 }
 
 impl Usage {
-    pub(crate) fn cpu(&self) -> Nanos {
+    /// CPU time: user plus system.
+    pub fn cpu(&self) -> Nanos {
         Nanos(self.user.0 + self.sys.0)
     }
-    pub(crate) fn add(&self, o: &Usage) -> Usage {
+    /// The sum of two usages, field by field.
+    pub fn add(&self, o: &Usage) -> Usage {
         Usage {
             user: Nanos(self.user.0 + o.user.0),
             sys: Nanos(self.sys.0 + o.sys.0),
@@ -879,30 +887,3 @@ pub struct RunExport {
 
 /// Version of the export JSON layout; bump on any incompatible change and teach `import` the old one.
 pub const EXPORT_SCHEMA_VERSION: u32 = 1;
-
-#[cfg(test)]
-mod tests {
-    /// Issue 13: a command run's header said `threads, pin auto`, which mean nothing for a
-    /// command (it runs with its affinity limited to N CPUs), and `1 trials per point`.
-    #[test]
-    fn a_command_run_is_described_as_a_command_with_its_affinity() {
-        let mut m = crate::test_runs::meta(4, "cmd", &[1, 2]);
-        m.params.insert("cmd".into(), "make -j{n}".into());
-        let d = m.description();
-        assert!(
-            d.contains("cmd=make -j{n} · command, affinity N CPUs · 1 trial per point ·"),
-            "{d}"
-        );
-        assert!(!d.contains("threads") && !d.contains("pin"), "{d}");
-        m.runs = 3;
-        assert!(m.description().contains(" · 3 trials per point ·"));
-        let builtin = crate::test_runs::meta(5, "spin", &[1]);
-        assert!(
-            builtin
-                .description()
-                .contains("spin · threads, pin cores · 1×1.000s"),
-            "{}",
-            builtin.description()
-        );
-    }
-}

@@ -53,7 +53,7 @@ fn write_512_cpu_tree(root: &std::path::Path) {
 
 /// The 512-CPU tree's topology, written and read once per test process (writing the ~2,600
 /// files is what takes the time in a debug build).
-pub(crate) fn topology_512() -> super::CpuTopology {
+pub fn topology_512() -> super::CpuTopology {
     static TOPOLOGY: std::sync::OnceLock<super::CpuTopology> = std::sync::OnceLock::new();
     TOPOLOGY
         .get_or_init(|| {

@@ -15,19 +15,20 @@ use super::kernel::{parse_os_release_field, read_os_release};
 use super::mount::parse_mountinfo;
 
 /// Checks `perf` and the tracepoints on this machine, one entry per piece, each with its fix,
-/// and whether the kernel traces wake-ups taken while a CPU idles (a 0.2 s probe).
-pub fn perf_checks() -> Vec<Check> {
+/// `adopt`
+/// prepares the `perf --version` child before it starts: the engine passes the hook that makes
+/// its children die with it.
+pub fn perf_checks(adopt: fn(&mut Command)) -> Vec<Check> {
     let host = HostFs::real();
     let kernel_release = host
         .read_trimmed("/proc/sys/kernel/osrelease")
         .unwrap_or_default();
     let os_release = read_os_release(&host);
     let mut checks = vec![judge_perf(
-        &probe_perf(),
+        &probe_perf(adopt),
         &install_hint(os_release.as_deref(), &kernel_release),
     )];
     checks.extend(judge_tracefs(&probe_tracefs(&host)));
-    checks.push(super::idle_tracing::probe_and_judge());
     checks
 }
 
@@ -42,10 +43,10 @@ pub(crate) enum PerfProbe {
     Failed(String),
 }
 
-fn probe_perf() -> PerfProbe {
+fn probe_perf(adopt: fn(&mut Command)) -> PerfProbe {
     let mut perf = Command::new("perf");
     perf.arg("--version");
-    crate::process::owner::adopt(&mut perf);
+    adopt(&mut perf);
     match perf.output() {
         Err(error) if error.kind() == ErrorKind::NotFound => PerfProbe::NotFound,
         Err(error) => PerfProbe::Failed(error.to_string()),

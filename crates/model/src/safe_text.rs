@@ -82,7 +82,7 @@ fn escape(text: &str, keep_newlines: bool) -> Cow<'_, str> {
 /// spreadsheet would run as a formula — starting with `=`, `+`, `-` or `@` — gets a leading `'`
 /// and quotes (OWASP). Numbers are not text cells: a numeric column writes its numbers as they
 /// are, `-3.5` included.
-pub(crate) fn csv_text(text: &str) -> String {
+pub fn csv_text(text: &str) -> String {
     let text = printable_lines(text);
     let formula = text.starts_with(['=', '+', '-', '@']);
     if formula {

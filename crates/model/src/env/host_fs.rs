@@ -8,55 +8,55 @@ use std::path::{Path, PathBuf};
 
 /// The host's pseudo-filesystems, seen from `root` (`/` in production).
 #[derive(Debug, Clone)]
-pub(crate) struct HostFs {
+pub struct HostFs {
     root: PathBuf,
 }
 
 impl HostFs {
     /// The real machine.
-    pub(crate) fn real() -> HostFs {
+    pub fn real() -> HostFs {
         HostFs::at(Path::new("/"))
     }
 
     /// A tree whose `proc/`, `sys/` and `etc/` stand in for the real ones.
-    pub(crate) fn at(root: &Path) -> HostFs {
+    pub fn at(root: &Path) -> HostFs {
         HostFs {
             root: root.to_path_buf(),
         }
     }
 
     /// Where the absolute path `abs` (e.g. `/proc/cpuinfo`) lives under the root.
-    pub(crate) fn path(&self, abs: &str) -> PathBuf {
+    pub fn path(&self, abs: &str) -> PathBuf {
         self.root.join(abs.trim_start_matches('/'))
     }
 
     /// The whole file, or `None` when it is absent or unreadable.
-    pub(crate) fn read(&self, abs: &str) -> Option<String> {
+    pub fn read(&self, abs: &str) -> Option<String> {
         std::fs::read_to_string(self.path(abs)).ok()
     }
 
     /// The file with surrounding whitespace removed (sysfs values end in a newline).
-    pub(crate) fn read_trimmed(&self, abs: &str) -> Option<String> {
+    pub fn read_trimmed(&self, abs: &str) -> Option<String> {
         self.read(abs).map(|text| text.trim().to_string())
     }
 
     /// The file parsed as one integer.
-    pub(crate) fn read_int<T: std::str::FromStr>(&self, abs: &str) -> Option<T> {
+    pub fn read_int<T: std::str::FromStr>(&self, abs: &str) -> Option<T> {
         self.read_trimmed(abs)?.parse().ok()
     }
 
     /// Whether the path exists (file or directory).
-    pub(crate) fn exists(&self, abs: &str) -> bool {
+    pub fn exists(&self, abs: &str) -> bool {
         self.path(abs).exists()
     }
 
     /// The names in a directory, sorted; empty when it is absent.
-    pub(crate) fn list(&self, abs: &str) -> Vec<String> {
+    pub fn list(&self, abs: &str) -> Vec<String> {
         self.try_list(abs).unwrap_or_default()
     }
 
     /// The names in a directory, sorted, or why it could not be listed (absent, denied).
-    pub(crate) fn try_list(&self, abs: &str) -> std::io::Result<Vec<String>> {
+    pub fn try_list(&self, abs: &str) -> std::io::Result<Vec<String>> {
         let mut names: Vec<String> = std::fs::read_dir(self.path(abs))?
             .filter_map(Result::ok)
             .filter_map(|entry| entry.file_name().into_string().ok())
@@ -66,7 +66,7 @@ impl HostFs {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "test-support"))]
 pub(crate) mod fake {
     //! Builds a fake host tree for tests.
 

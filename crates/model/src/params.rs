@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::error::LabError;
+use crate::SpecError;
 
 /// What values a parameter accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +69,7 @@ impl Params {
         workload: &str,
         specs: &[ParamSpec],
         given: &[(String, String)],
-    ) -> Result<Params, LabError> {
+    ) -> Result<Params, SpecError> {
         let mut values: BTreeMap<String, String> = specs
             .iter()
             .map(|s| (s.name.to_string(), s.default.to_string()))
@@ -80,7 +80,7 @@ impl Params {
                     .iter()
                     .map(|s| format!("{}={}", s.name, s.kind))
                     .collect();
-                return Err(LabError::UnknownParam {
+                return Err(SpecError::UnknownParam {
                     workload: workload.to_string(),
                     key: key.clone(),
                     valid: if valid.is_empty() {
@@ -97,7 +97,7 @@ impl Params {
     }
 
     /// Rebuilds parameters that were validated before (e.g. read back in a trial child).
-    pub(crate) fn from_map(values: BTreeMap<String, String>) -> Params {
+    pub fn from_map(values: BTreeMap<String, String>) -> Params {
         Params { values }
     }
 
@@ -106,30 +106,34 @@ impl Params {
         &self.values
     }
 
-    pub(crate) fn text(&self, key: &str) -> Result<&str, LabError> {
+    /// Parameter `key`'s text (validated when the parameters were made).
+    pub fn text(&self, key: &str) -> Result<&str, SpecError> {
         self.values.get(key).map(String::as_str).ok_or_else(|| {
-            LabError::Internal(format!("parameter `{key}` missing after validation"))
+            SpecError::Internal(format!("parameter `{key}` missing after validation"))
         })
     }
 
-    pub(crate) fn size(&self, key: &str) -> Result<u64, LabError> {
+    /// Parameter `key` as a size in bytes (`4k`, `1M`).
+    pub fn size(&self, key: &str) -> Result<u64, SpecError> {
         let text = self.text(key)?;
         parse_size(text)
-            .ok_or_else(|| LabError::Internal(format!("parameter `{key}`={text} is not a size")))
+            .ok_or_else(|| SpecError::Internal(format!("parameter `{key}`={text} is not a size")))
     }
 
-    pub(crate) fn count(&self, key: &str) -> Result<u64, LabError> {
+    /// Parameter `key` as a whole number.
+    pub fn count(&self, key: &str) -> Result<u64, SpecError> {
         let text = self.text(key)?;
         text.parse()
-            .map_err(|_| LabError::Internal(format!("parameter `{key}`={text} is not a number")))
+            .map_err(|_| SpecError::Internal(format!("parameter `{key}`={text} is not a number")))
     }
 
-    pub(crate) fn flag(&self, key: &str) -> Result<bool, LabError> {
+    /// Parameter `key` as a flag (`true` or `false`).
+    pub fn flag(&self, key: &str) -> Result<bool, SpecError> {
         Ok(self.text(key)? == "true")
     }
 }
 
-fn check_value(workload: &str, spec: &ParamSpec, value: &str) -> Result<(), LabError> {
+fn check_value(workload: &str, spec: &ParamSpec, value: &str) -> Result<(), SpecError> {
     let ok = match spec.kind {
         ParamKind::Choice(words) => words.contains(&value),
         ParamKind::Size { min, max } => parse_size(value).is_some_and(|v| v >= min && v <= max),
@@ -139,7 +143,7 @@ fn check_value(workload: &str, spec: &ParamSpec, value: &str) -> Result<(), LabE
     if ok {
         Ok(())
     } else {
-        Err(LabError::BadParamValue {
+        Err(SpecError::BadParamValue {
             workload: workload.to_string(),
             key: spec.name.to_string(),
             value: value.to_string(),
@@ -156,7 +160,7 @@ fn canonical(spec: &ParamSpec, value: &str) -> String {
 }
 
 /// Parses `4096`, `4K`, `64k`, `128M`, `1G`, `2T` (binary multiples; a trailing `B`/`iB` is allowed).
-pub(crate) fn parse_size(text: &str) -> Option<u64> {
+pub fn parse_size(text: &str) -> Option<u64> {
     let t = text.trim();
     let t = t
         .strip_suffix("iB")
@@ -174,7 +178,7 @@ pub(crate) fn parse_size(text: &str) -> Option<u64> {
 }
 
 /// Formats bytes with the largest exact binary unit: 134217728 -> "128M".
-pub(crate) fn format_size(bytes: u64) -> String {
+pub fn format_size(bytes: u64) -> String {
     for (shift, unit) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
         if bytes >= 1 << shift && bytes % (1 << shift) == 0 {
             return format!("{}{unit}", bytes >> shift);
@@ -184,10 +188,10 @@ pub(crate) fn format_size(bytes: u64) -> String {
 }
 
 /// Splits a `KEY=VAL` argument.
-pub fn split_pair(text: &str) -> Result<(String, String), LabError> {
+pub fn split_pair(text: &str) -> Result<(String, String), SpecError> {
     match text.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
-        _ => Err(LabError::MalformedPair(text.to_string())),
+        _ => Err(SpecError::MalformedPair(text.to_string())),
     }
 }
 

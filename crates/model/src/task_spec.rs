@@ -11,7 +11,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::error::LabError;
+use crate::SpecError;
 use crate::limits::MAX_TASKS;
 
 /// A checked `--tasks` value; the plan turns it into task counts once the online CPUs are known.
@@ -19,9 +19,9 @@ use crate::limits::MAX_TASKS;
 pub struct TaskSpec(String);
 
 impl FromStr for TaskSpec {
-    type Err = LabError;
+    type Err = SpecError;
 
-    fn from_str(text: &str) -> Result<TaskSpec, LabError> {
+    fn from_str(text: &str) -> Result<TaskSpec, SpecError> {
         // `pow2` and `all` are checked against one CPU: their form, not their size.
         parse_tasks(text, 1)?;
         Ok(TaskSpec(text.to_string()))
@@ -36,13 +36,13 @@ impl fmt::Display for TaskSpec {
 
 impl TaskSpec {
     /// The task counts on a machine with `cpus` online CPUs, sorted and deduplicated.
-    pub(crate) fn points(&self, cpus: u32) -> Result<Vec<u32>, LabError> {
+    pub fn points(&self, cpus: u32) -> Result<Vec<u32>, SpecError> {
         parse_tasks(&self.0, cpus)
     }
 }
 
 /// The default sweep: powers of two up to `cpus`, plus `cpus` itself.
-pub(crate) fn default_points(cpus: u32) -> Vec<u32> {
+pub fn default_points(cpus: u32) -> Vec<u32> {
     pow2_points(cpus.max(1))
 }
 
@@ -63,8 +63,8 @@ fn pow2_points(limit: u32) -> Vec<u32> {
 }
 
 /// Parses a `--tasks` value against the number of online CPUs.
-pub(crate) fn parse_tasks(spec: &str, cpus: u32) -> Result<Vec<u32>, LabError> {
-    let bad = |reason: &str| LabError::BadTasks {
+pub fn parse_tasks(spec: &str, cpus: u32) -> Result<Vec<u32>, SpecError> {
+    let bad = |reason: &str| SpecError::BadTasks {
         spec: spec.to_string(),
         reason: reason.to_string(),
     };

@@ -122,7 +122,7 @@ pub struct Fingerprint {
 
 /// One fingerprint field that differs between two runs, both sides rendered as text.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub(crate) struct Difference {
+pub struct Difference {
     /// The field name; mitigations are per vulnerability (`mitigations.spectre_v2`).
     pub field: String,
     /// The value in the first fingerprint ("unknown" when not read, "absent" when missing).
@@ -139,7 +139,7 @@ impl Fingerprint {
 
     /// Reads the environment from `host`; the working directory is resolved on the real
     /// filesystem.
-    pub(crate) fn capture_from(host: &HostFs, workdir: &Path) -> Fingerprint {
+    pub fn capture_from(host: &HostFs, workdir: &Path) -> Fingerprint {
         let cpuinfo = parse_cpuinfo(&host.read("/proc/cpuinfo").unwrap_or_default());
         let online = host
             .read("/sys/devices/system/cpu/online")
@@ -215,7 +215,7 @@ impl Fingerprint {
     /// compared). `hostname` is compared: a different host is a different machine even when
     /// every other reading matches (another chip, another cooling, other neighbours), and a
     /// reader comparing runs should see that first. Mitigations compare per vulnerability.
-    pub(crate) fn differences(&self, other: &Fingerprint) -> Vec<Difference> {
+    pub fn differences(&self, other: &Fingerprint) -> Vec<Difference> {
         let (ours, theirs) = (self.comparable(), other.comparable());
         let mut differences: Vec<Difference> = ours
             .iter()

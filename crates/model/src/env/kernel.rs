@@ -30,7 +30,7 @@ pub enum MitigationState {
 
 impl MitigationState {
     /// Classifies one vulnerabilities line.
-    pub(crate) fn of(status: &str) -> MitigationState {
+    pub fn of(status: &str) -> MitigationState {
         let status = status.trim();
         if status.starts_with("Not affected") {
             MitigationState::NotAffected

@@ -4,7 +4,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Now, as `2026-11-22T02:28:43Z`.
-pub(crate) fn now_rfc3339() -> String {
+pub fn now_rfc3339() -> String {
     let secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -13,7 +13,7 @@ pub(crate) fn now_rfc3339() -> String {
 }
 
 /// Formats seconds since the Unix epoch as RFC 3339 UTC.
-pub(crate) fn format_unix(secs: i64) -> String {
+pub fn format_unix(secs: i64) -> String {
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);

@@ -15,7 +15,16 @@
 //! kept beside it. A trial whose output has no line a metric matches, or whose match is not a
 //! number, fails with the pattern and the line.
 
+use regex::bytes::{Regex, RegexBuilder};
 use serde::{Deserialize, Serialize};
+
+/// Compiles an `--ops-regex` or a `--metric`'s pattern (multi-line: `^`/`$` at line edges).
+pub fn compile_pattern(pattern: &str) -> Result<Regex, String> {
+    RegexBuilder::new(pattern)
+        .multi_line(true)
+        .build()
+        .map_err(|e| format!("--ops-regex `{pattern}`: {e}"))
+}
 
 /// Which way a metric is better.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -87,7 +96,7 @@ impl MetricSpec {
         if pattern.is_empty() {
             return Err(format!("--metric `{arg}`: the regex is empty; {form}"));
         }
-        super::ops_regex::compile(pattern)
+        compile_pattern(pattern)
             .map_err(|e| format!("--metric {name}: {}", e.replace("--ops-regex ", "")))?;
         Ok(MetricSpec {
             name: name.to_string(),
@@ -193,7 +202,7 @@ pub fn parse_value(text: &str) -> Result<f64, String> {
 /// What a trial read for each metric, in `specs` order; an error names the first metric that
 /// had no match or no number, with the pattern and the line. `found[i]` is `(the captured
 /// text, the whole line)` of `specs[i]`'s first match over the steps.
-pub(crate) fn values(
+pub fn values(
     specs: &[MetricSpec],
     found: &[Option<(String, String)>],
 ) -> Result<Vec<f64>, String> {

@@ -13,17 +13,17 @@
 use std::fmt;
 use std::path::Path;
 
-use crate::error::LabError;
+use crate::SpecError;
 use crate::safe_text::excerpt;
 
 /// The most characters of a bad line an error quotes (a 50 MB line is cut in the middle).
 const QUOTED_LINE: usize = 200;
 
 /// The text of a CSV file the user named, within [`sys::InputKind::Csv`]'s limit.
-pub fn read_file(path: &Path) -> Result<String, LabError> {
+pub fn read_file(path: &Path) -> Result<String, SpecError> {
     let bytes = sys::read_input(path, sys::InputKind::Csv)?;
     String::from_utf8(bytes).map_err(|e| {
-        LabError::BadOption(format!(
+        SpecError::BadFile(format!(
             "{}: not UTF-8 text (byte {} is not): a CSV file is text",
             path.display(),
             e.utf8_error().valid_up_to()
@@ -33,18 +33,19 @@ pub fn read_file(path: &Path) -> Result<String, LabError> {
 
 /// One data row: its fields and where it came from.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct CsvRow<'a> {
+pub struct CsvRow<'a> {
     /// 1-based line number in the file.
     pub line: usize,
     /// The line as written (trimmed).
     pub text: &'a str,
+    /// Its fields, split as the rules above say.
     pub fields: Vec<&'a str>,
 }
 
 impl CsvRow<'_> {
     /// An error about this row: `line 4: `3,2688,01`: 3 fields, expected 2; {format}`.
-    pub(crate) fn error(&self, reason: impl fmt::Display, format: &str) -> LabError {
-        LabError::BadOption(format!(
+    pub fn error(&self, reason: impl fmt::Display, format: &str) -> SpecError {
+        SpecError::BadFile(format!(
             "line {}: `{}`: {reason}; {format}",
             self.line,
             excerpt(self.text, QUOTED_LINE)
@@ -52,7 +53,7 @@ impl CsvRow<'_> {
     }
 
     /// Field `index` as a number, or an error naming it as `what`.
-    pub(crate) fn number(&self, index: usize, what: &str, format: &str) -> Result<f64, LabError> {
+    pub fn number(&self, index: usize, what: &str, format: &str) -> Result<f64, SpecError> {
         let field = self.fields[index];
         field.parse().map_err(|_| {
             self.error(
@@ -64,7 +65,7 @@ impl CsvRow<'_> {
 }
 
 /// The data rows of `text`, the header (if any) left out. Empty when there are none.
-pub(crate) fn rows(text: &str) -> Vec<CsvRow<'_>> {
+pub fn rows(text: &str) -> Vec<CsvRow<'_>> {
     let mut rows = Vec::new();
     let mut first = true;
     for (i, raw) in text.lines().enumerate() {
