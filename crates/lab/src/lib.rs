@@ -23,7 +23,6 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
-pub mod analysis;
 pub mod bisect;
 mod error;
 pub mod lifecycle;
@@ -42,21 +41,21 @@ pub mod store;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_runs;
 mod traced_processes;
-mod warnings;
 mod workloads;
 
+pub use analysis;
 pub use error::{Field, LabError};
 pub use locks::LockRequest;
 pub use model::csv_rows::read_file as read_csv_file;
 pub use model::limits::{MAX_COMMAND_CHARS, MAX_DURATION, MAX_LABEL_CHARS};
 pub use model::params::{ParamKind, ParamSpec, Params, split_pair};
 pub use model::task_spec::TaskSpec;
+pub use model::warnings::Warning;
 pub use model::{SpecError, env, number_text, record, safe_text};
-use model::{csv_rows, limits, params, task_spec, thread_account, timestamp};
+use model::{limits, params, task_spec, thread_account, timestamp, warnings};
 pub use offcpu::OffCpuRequest;
 pub use owned_dir::{PathError, create_output};
 pub use plan::{Plan, RunConfig, check_runs, parse_duration};
 pub use process::{die_with_owner, perf_checks, serve_guard};
 pub use profile_files::{FilesCopied, MAX_FILE_BYTES, fetch_profiles};
-pub use warnings::Warning;
 pub use workloads::{WorkloadInfo, workload_info, workload_infos};

@@ -63,7 +63,7 @@ pub struct RunConfig {
 
 /// What `scalelab list` and stored runs say about an external command.
 pub(crate) static COMMAND_INFO: WorkloadInfo = WorkloadInfo {
-    name: "cmd",
+    name: crate::record::COMMAND_WORKLOAD,
     op: "one completion of the command (or --ops N per trial, or the count --ops-regex reads from its output)",
     stresses: "whatever the command does; it runs with its CPU affinity limited to N CPUs",
     params: &[],

@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod bisection;
 pub mod csv_rows;
 pub mod env;
 mod error;
@@ -20,10 +21,14 @@ pub mod limits;
 pub mod metric;
 pub mod number_text;
 pub mod params;
+pub mod placement;
 pub mod record;
 pub mod safe_text;
 pub mod task_spec;
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_runs;
 pub mod thread_account;
 pub mod timestamp;
+pub mod warnings;
 
 pub use error::SpecError;

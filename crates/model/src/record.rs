@@ -885,5 +885,12 @@ pub struct RunExport {
     pub run: RunData,
 }
 
+/// The file name of the `/proc/kallsyms` snapshot kept beside a profiled trial's perf.data
+/// (kernel symbols are read from it, not from the machine that reads the profile).
+pub const KALLSYMS: &str = "kallsyms";
+
+/// The workload name of a run that measured an external command (`run --cmd`).
+pub const COMMAND_WORKLOAD: &str = "cmd";
+
 /// Version of the export JSON layout; bump on any incompatible change and teach `import` the old one.
 pub const EXPORT_SCHEMA_VERSION: u32 = 1;

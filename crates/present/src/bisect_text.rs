@@ -6,11 +6,11 @@
 
 use std::io::{self, Write};
 
-use lab::analysis::bisect::{BisectView, PointChange, StepView};
-use lab::bisect::short;
-use lab::number_text::{comma_list, percent, plural, signed_percent};
-use lab::safe_text::printable;
-use lab::store::{BisectStatus, StepVerdict};
+use analysis::bisect::{BisectView, PointChange, StepView};
+use model::bisection::short;
+use model::bisection::{BisectStatus, StepVerdict};
+use model::number_text::{comma_list, percent, plural, signed_percent};
+use model::safe_text::printable;
 
 use crate::number_format::duration;
 use crate::palette::{Palette, Role};

@@ -4,8 +4,8 @@
 
 use std::io::{self, Write};
 
-use lab::analysis::comparison::Comparison;
-use lab::safe_text::printable;
+use analysis::comparison::Comparison;
+use model::safe_text::printable;
 use stats::Verdict;
 
 /// The header row, in column order.
@@ -71,7 +71,7 @@ fn verdict_name(verdict: Verdict) -> String {
 
 #[cfg(test)]
 mod tests {
-    use lab::analysis::comparison::compare_runs;
+    use analysis::comparison::compare_runs;
     use lab::test_runs::{around, run};
     use stats::CompareOptions;
 

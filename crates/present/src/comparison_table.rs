@@ -6,9 +6,9 @@
 
 use std::io::{self, Write};
 
-use lab::analysis::comparison::{Comparison, PointComparison, RunRef, Side};
-use lab::number_text::{comma_list, percent, si, signed_percent};
-use lab::safe_text::printable;
+use analysis::comparison::{Comparison, PointComparison, RunRef, Side};
+use model::number_text::{comma_list, percent, si, signed_percent};
+use model::safe_text::printable;
 use stats::{Direction, Verdict};
 
 use crate::grid::{Align, Grid, GridCell};
@@ -296,7 +296,7 @@ fn p_value(p: f64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use lab::analysis::comparison::compare_runs;
+    use analysis::comparison::compare_runs;
     use lab::test_runs::{ab_runs, around, run};
     use stats::CompareOptions;
 
@@ -308,7 +308,7 @@ mod tests {
         String::from_utf8(out).unwrap()
     }
 
-    fn compare(a: &lab::record::RunData, b: &lab::record::RunData) -> Comparison {
+    fn compare(a: &model::record::RunData, b: &model::record::RunData) -> Comparison {
         compare_runs(a, b, &CompareOptions::default(), true)
     }
 
@@ -391,7 +391,7 @@ mod tests {
     fn a_point_not_compared_says_why() {
         let a = run(1, "spin", &[(1, &[1.0, 2.0])]);
         let mut b = run(2, "spin", &[(1, &[1.0])]);
-        b.trials[0].outcome = lab::record::TrialOutcome::Failed {
+        b.trials[0].outcome = model::record::TrialOutcome::Failed {
             reason: "boom".into(),
         };
         assert!(text(&compare(&a, &b)).contains("no successful trial in B"));

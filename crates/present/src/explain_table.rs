@@ -1,14 +1,14 @@
 //! Terminal text for `scalelab explain`: the ranked answer first, then the accounting per N,
 //! the growth by cause, the evidence behind the top causes, the USL reading, what evidence is
 //! missing (with the command that gets it), and how noise was decided. Formats what
-//! `lab::analysis::explain` derived; computes nothing but shares and labels.
+//! `analysis::explain` derived; computes nothing but shares and labels.
 
 use std::io::{self, Write};
 
-use lab::analysis::explain::{
+use analysis::explain::{
     Cause, CauseGrowth, CauseKind, Explanation, Mechanism, NoiseRule, TRACE_COST_NOTABLE,
 };
-use lab::safe_text::printable;
+use model::safe_text::printable;
 
 use crate::explain_threads;
 use crate::grid::Grid;
@@ -586,7 +586,7 @@ pub fn write(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Re
 
 #[cfg(test)]
 mod tests {
-    use lab::analysis::explain::explain;
+    use analysis::explain::explain;
     use lab::test_runs::explained_run;
 
     use super::*;
@@ -644,7 +644,7 @@ mod tests {
     fn the_traces_cost_is_shown_per_n_and_read_as_a_caveat_above_the_bound() {
         let mut e = explain(&explained_run(), &[]).expect("an explanation");
         assert_eq!(trace_cost_note(&e), None, "no reference, no note");
-        let cost = |slowdown: f64| lab::analysis::explain::TraceCost {
+        let cost = |slowdown: f64| analysis::explain::TraceCost {
             trial: 1,
             traced_ns: 2000.0 * slowdown,
             untraced_ns: 2000.0,
@@ -672,7 +672,7 @@ mod tests {
         let mut e = explain(&explained_run(), &[]).expect("an explanation");
         let g = e.growth.as_mut().expect("a growth");
         let mut measuring = g.named[0].clone();
-        measuring.cause.kind = lab::analysis::explain::CauseKind::Measurement;
+        measuring.cause.kind = analysis::explain::CauseKind::Measurement;
         measuring.cause.what = "measuring: CPU in perf_swevent_event".into();
         measuring.delta_ns = 2.0 * g.named[0].delta_ns;
         measuring.share_pct = measuring.share_pct.map(|p| 2.0 * p);
@@ -691,11 +691,11 @@ mod tests {
         e.per = "MB".into();
         let g = e.growth.as_mut().expect("growth");
         g.named[0].cause.ended_by = vec![
-            lab::analysis::explain::EndedBy {
+            analysis::explain::EndedBy {
                 by: "the journal (jbd2)".into(),
                 ns: 90.0,
             },
-            lab::analysis::explain::EndedBy {
+            analysis::explain::EndedBy {
                 by: "an I/O completion".into(),
                 ns: 10.0,
             },

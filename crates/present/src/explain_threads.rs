@@ -4,9 +4,9 @@
 
 use std::io::{self, Write};
 
-use lab::analysis::explain::Explanation;
-use lab::record::ThreadRole;
-use lab::safe_text::printable;
+use analysis::explain::Explanation;
+use model::record::ThreadRole;
+use model::safe_text::printable;
 
 use crate::grid::Grid;
 use crate::number_format::duration;

@@ -4,9 +4,9 @@
 
 use std::io::{self, Write};
 
+use analysis::profile::PointProfile;
 use inferno::flamegraph::color::{MultiPalette, Palette};
 use inferno::flamegraph::{self, Options};
-use lab::analysis::profile::PointProfile;
 
 fn folded_text(p: &PointProfile) -> String {
     let mut s = String::new();

@@ -3,9 +3,9 @@
 
 use std::io::{self, Write};
 
-use lab::analysis::history::History;
-use lab::number_text::{plural, relative_change, si};
-use lab::safe_text::printable;
+use analysis::history::History;
+use model::number_text::{plural, relative_change, si};
+use model::safe_text::printable;
 
 /// Writes the series, its change points and the verdict on the newest segment.
 pub fn write_history(out: &mut dyn Write, h: &History) -> io::Result<()> {
@@ -91,7 +91,7 @@ pub fn write_history(out: &mut dyn Write, h: &History) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use lab::analysis::history::{Metric, from_points, parse_csv};
+    use analysis::history::{Metric, from_points, parse_csv};
     use stats::ChangePointOptions;
 
     fn table(csv: &str) -> String {

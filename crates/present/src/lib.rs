@@ -1,7 +1,8 @@
-//! scalelab's presentation layer: renders the typed results of `lab`'s analysis for people —
-//! terminal tables, flame graphs, the self-contained HTML report. It computes no statistic and
-//! loads nothing: every figure it shows comes from `lab::analysis`, and `lab` never imports
-//! this crate (as ripgrep's searcher never imports its printer).
+//! scalelab's presentation layer: renders the typed results of the analysis (the `analysis`
+//! crate) for people — terminal tables, flame graphs, the self-contained HTML report. It
+//! computes no statistic and loads nothing: every figure it shows comes from `analysis`, on the
+//! records of `model`. It does not depend on the engine (`lab`), and neither the engine nor the
+//! analysis imports this crate (as ripgrep's searcher never imports its printer).
 //!
 //! - [`run_table`]: one run (`scalelab show`, `run`).
 //! - [`comparison_table`]: run B against run A (`compare`, `ab`).
@@ -21,7 +22,7 @@
 //!   in (`--wide`, `COLUMNS`, the terminal); Markdown renderings sit beside each table's text.
 //!
 //! JSON needs no renderer: the binary writes the analysis results themselves with
-//! `lab::safe_text::write_json`.
+//! `model::safe_text::write_json`.
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 

@@ -1,12 +1,12 @@
 //! Terminal tables for `scalelab locks`: the `lock_stat`-like table at one N, and "what grows"
 //! (lock wait per op at each N, ranked by growth), each followed by the losses and notes.
-//! Formats what `lab::analysis::lock_contention` derived; computes nothing.
+//! Formats what `analysis::lock_contention` derived; computes nothing.
 
 use std::io::{self, Write};
 
-use lab::analysis::lock_contention::{LockGrowth, LockSide, PointLocks};
-use lab::number_text::{plural, sig3};
-use lab::safe_text::printable;
+use analysis::lock_contention::{LockGrowth, LockSide, PointLocks};
+use model::number_text::{plural, sig3};
+use model::safe_text::printable;
 
 use crate::grid::Grid;
 use crate::number_format::duration;
@@ -200,7 +200,7 @@ fn write_footer(
 
 #[cfg(test)]
 mod tests {
-    use lab::analysis::lock_contention::LockRow;
+    use analysis::lock_contention::LockRow;
 
     use super::*;
 

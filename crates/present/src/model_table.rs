@@ -4,11 +4,11 @@
 
 use std::io::{self, Write};
 
+use analysis::scaling_model::{ModelSource, ScalingModel};
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, ContentArrangement, Table};
-use lab::analysis::scaling_model::{ModelSource, ScalingModel};
-use lab::number_text::{si, signed_percent};
-use lab::safe_text::printable;
+use model::number_text::{si, signed_percent};
+use model::safe_text::printable;
 use stats::Estimate;
 
 /// Writes the model as text (its tables are narrow; `opts` colours the warnings).
@@ -173,7 +173,7 @@ fn number(n: f64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use lab::analysis::scaling_model::{fit_csv, fit_run, parse_csv};
+    use analysis::scaling_model::{fit_csv, fit_run, parse_csv};
     use lab::test_runs::{cisco_csv, run};
 
     use super::*;

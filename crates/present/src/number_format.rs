@@ -1,9 +1,9 @@
 //! How figures read in tables, beyond the number text the engine's warnings share with them
-//! (`lab::number_text`: `1.23M`, `+1.23%`, `1,2,4`): `n/a` for a missing figure, durations with
+//! (`model::number_text`: `1.23M`, `+1.23%`, `1,2,4`): `n/a` for a missing figure, durations with
 //! a unit (`12.5µs`), and the csh `time` line people have read for decades
 //! (`101.320u 78.930s 5:39.94 53.0%`).
 
-use lab::number_text::{si, sig3};
+use model::number_text::{si, sig3};
 
 /// [`si`], or `n/a` for a missing figure.
 pub(crate) fn opt_si(x: Option<f64>) -> String {

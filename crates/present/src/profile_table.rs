@@ -4,11 +4,11 @@
 
 use std::io::{self, Write};
 
-use lab::analysis::profile::PointProfile;
-use lab::analysis::profile::{FunctionDiff, Presence};
-use lab::analysis::profile::{GrowthReport, MIN_SHARE};
-use lab::number_text::{plural, si, sig3};
-use lab::safe_text::printable;
+use analysis::profile::PointProfile;
+use analysis::profile::{FunctionDiff, Presence};
+use analysis::profile::{GrowthReport, MIN_SHARE};
+use model::number_text::{plural, si, sig3};
+use model::safe_text::printable;
 
 use crate::grid::Grid;
 use crate::number_format::opt_sig3;
@@ -278,7 +278,7 @@ pub fn write_diff(
 
 #[cfg(test)]
 mod tests {
-    use lab::analysis::profile::{DsoRow, FunctionRow};
+    use analysis::profile::{DsoRow, FunctionRow};
 
     use super::*;
 

@@ -6,8 +6,8 @@
 
 use std::io::{self, Write};
 
-use lab::record::RunMeta;
-use lab::safe_text::printable;
+use model::record::RunMeta;
+use model::safe_text::printable;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use crate::text_options::TextOptions;

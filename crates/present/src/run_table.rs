@@ -5,10 +5,10 @@
 
 use std::io::{self, Write};
 
-use lab::analysis::summary::RunSummary;
-use lab::number_text::si;
-use lab::record::RunMeta;
-use lab::safe_text::printable;
+use analysis::summary::RunSummary;
+use model::number_text::si;
+use model::record::RunMeta;
+use model::safe_text::printable;
 
 use crate::grid::{Align, Grid};
 use crate::markdown;
@@ -101,7 +101,7 @@ fn warnings(meta: &RunMeta, summary: &RunSummary) -> Vec<String> {
 /// column), per CPU-second and per task only for a rate, and the other metrics follow S/N.
 fn throughput_table(s: &RunSummary) -> Grid {
     let primary = s.primary.as_ref();
-    let rate = primary.is_none_or(|m| m.direction == lab::record::Direction::Higher);
+    let rate = primary.is_none_or(|m| m.direction == model::record::Direction::Higher);
     let x_label = primary.map_or_else(
         || "ops/s".to_string(),
         |m| printable(&m.label()).into_owned(),
@@ -120,7 +120,7 @@ fn throughput_table(s: &RunSummary) -> Grid {
             .optional(per_task, Align::Right, 6)
             .optional(per_op, Align::Right, 3);
     }
-    let others: Vec<&lab::record::MetricSpec> = s
+    let others: Vec<&model::record::MetricSpec> = s
         .metrics
         .iter()
         .filter(|m| primary.is_none_or(|p| p.name != m.name))
@@ -283,7 +283,7 @@ fn steps_table(s: &RunSummary) -> Grid {
 
 #[cfg(test)]
 mod tests {
-    use lab::analysis::summary::summarize;
+    use analysis::summary::summarize;
     use lab::test_runs::swept_run;
 
     use super::*;
@@ -341,7 +341,7 @@ mod tests {
         assert!(text.contains("S/N"), "{text}");
     }
 
-    fn shown(data: &lab::record::RunData) -> String {
+    fn shown(data: &model::record::RunData) -> String {
         let mut out = Vec::new();
         write_run(
             &mut out,
@@ -378,7 +378,7 @@ mod tests {
     fn the_topology_summary_is_shown_when_recorded() {
         let mut data = lab::test_runs::run(1, "spin", &[(1, &[100.0]), (2, &[190.0])]);
         assert!(!shown(&data).contains("topology:"));
-        let place = |cpu: usize| lab::env::CpuPlace {
+        let place = |cpu: usize| model::env::CpuPlace {
             cpu,
             package: 0,
             die: 0,
@@ -388,7 +388,7 @@ mod tests {
             l2: None,
             l3: Some(0),
         };
-        data.meta.env.topology = Some(lab::env::CpuTopology {
+        data.meta.env.topology = Some(model::env::CpuTopology {
             cpus: vec![place(0), place(1)],
             nodes: vec![0],
             ..Default::default()
@@ -404,7 +404,7 @@ mod tests {
     #[test]
     fn the_throughput_table_marks_the_first_n_past_a_boundary() {
         let mut data = lab::test_runs::run(1, "spin", &[(1, &[100.0]), (2, &[150.0])]);
-        let place = |cpu: usize, package: u32| lab::env::CpuPlace {
+        let place = |cpu: usize, package: u32| model::env::CpuPlace {
             cpu,
             package,
             die: 0,
@@ -414,7 +414,7 @@ mod tests {
             l2: None,
             l3: Some(package),
         };
-        data.meta.env.topology = Some(lab::env::CpuTopology {
+        data.meta.env.topology = Some(model::env::CpuTopology {
             cpus: vec![place(0, 0), place(1, 1)],
             nodes: vec![0, 1],
             ..Default::default()

@@ -16,7 +16,8 @@
 //! Its parts: `git` (the range and the worktrees), `build` (the bisection's folder and its
 //! builds), `search` (the binary search, pure), `decide` (a step's verdict from its
 //! comparisons, pure), `spec` (the settings, stored as JSON), `drive` (the automatic
-//! bisection), `step` (one of its steps), `manual` (`--no-build`).
+//! bisection), `step` (one of its steps), `manual` (`--no-build`), `view` (a bisection read
+//! back, pure).
 
 mod build;
 mod decide;
@@ -26,15 +27,16 @@ mod manual;
 mod search;
 mod spec;
 mod step;
+mod view;
 
 use std::path::PathBuf;
 
 pub use drive::{resume, start};
 pub use manual::{Pending, mark, next};
+pub use model::bisection::short;
 pub use spec::{BisectSpec, Measure};
 
 pub(crate) use decide::bisected;
-pub(crate) use search::{Next, Search};
 
 use std::collections::BTreeMap;
 
@@ -84,7 +86,7 @@ pub fn view(store: &Store, id: i64) -> Result<BisectView, BisectError> {
             }
         }
     }
-    BisectView::build(&record, &runs)
+    view::build(&record, &runs)
 }
 
 /// Everything that can stop a bisection, each naming the cause and the fix.
@@ -197,9 +199,4 @@ impl BisectError {
             source,
         }
     }
-}
-
-/// A hash shortened as git shows it.
-pub fn short(hash: &str) -> &str {
-    &hash[..hash.len().min(10)]
 }

@@ -15,6 +15,8 @@ mod ab_policy;
 pub(crate) mod ab_schedule;
 pub(crate) mod interleave;
 mod progress;
+#[cfg(test)]
+mod summary_of_sweeps;
 mod sweep;
 
 use std::path::{Path, PathBuf};

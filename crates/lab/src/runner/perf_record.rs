@@ -237,8 +237,7 @@ pub(crate) fn profiles_of(db: &Path) -> Result<OwnedDir, LabError> {
         .private_subdir(&db_name)?)
 }
 
-/// The kallsyms snapshot's name in a run's profile folder.
-pub(crate) const KALLSYMS: &str = "kallsyms";
+pub(crate) use model::record::KALLSYMS;
 
 /// The `perf record` argument list that runs `program args…` as a profiled trial.
 pub(crate) fn perf_args(req: &ProfileRequest, program: &Path, args: &[String]) -> Vec<String> {

@@ -2,10 +2,10 @@
 //! waited: top functions, what grows, the flame graph, and the lock_stat-like kernel and user
 //! lock tables.
 
-use lab::analysis::lock_contention::{LockSide, PointLocks};
-use lab::analysis::profile::GrowthReport;
-use lab::analysis::profile::PointProfile;
-use lab::number_text::si;
+use analysis::lock_contention::{LockSide, PointLocks};
+use analysis::profile::GrowthReport;
+use analysis::profile::PointProfile;
+use model::number_text::si;
 
 use super::page::{Flame, Table};
 use crate::flame_graph::write_flamegraph;
@@ -149,7 +149,7 @@ pub(super) fn lock_tables(point: &PointLocks, tables: &mut Vec<Table>, warnings:
                 ]
             })
             .collect();
-        let trials = lab::number_text::plural(point.trials, "traced trial");
+        let trials = model::number_text::plural(point.trials, "traced trial");
         let caption = format!(
             "{} locks at N={n}: most wait first ({trials})",
             capitalized(side.as_str())

@@ -4,10 +4,10 @@
 //! red bad, grey skipped, the bad end as measured in step 0 — the first bad commit marked; then
 //! the steps' table. Every figure comes from the [`BisectView`].
 
-use lab::analysis::bisect::{BisectView, PointChange, StepView};
-use lab::bisect::short;
-use lab::number_text::{comma_list, percent, plural, signed_percent};
-use lab::store::StepVerdict;
+use analysis::bisect::{BisectView, PointChange, StepView};
+use model::bisection::StepVerdict;
+use model::bisection::short;
+use model::number_text::{comma_list, percent, plural, signed_percent};
 use serde::Serialize;
 
 use super::page::Table;
@@ -103,11 +103,11 @@ fn answer(v: &BisectView) -> (String, Vec<String>) {
             )
         }
         None => match v.status {
-            lab::store::BisectStatus::NotRegression => (
+            model::bisection::BisectStatus::NotRegression => (
                 "not a regression: nothing to bisect".into(),
                 v.ends.iter().filter_map(|e| e.reason.clone()).collect(),
             ),
-            lab::store::BisectStatus::Unresolved => (
+            model::bisection::BisectStatus::Unresolved => (
                 "only skipped commits are left: the first bad commit is one of".into(),
                 v.candidates
                     .iter()

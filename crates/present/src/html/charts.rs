@@ -1,12 +1,12 @@
 //! The charts of a run in the HTML report: throughput with every trial, its interval, the ideal
 //! line and the USL fit with its band; speedup and efficiency, each with a tick at every
-//! measured N. Draws the figures `lab::analysis::report_data` derived; fits nothing.
+//! measured N. Draws the figures `analysis::report_data` derived; fits nothing.
 
 use std::collections::BTreeSet;
 
-use lab::analysis::report_data::RunReport;
-use lab::analysis::summary::RunSummary;
-use lab::number_text::sig3;
+use analysis::report_data::RunReport;
+use analysis::summary::RunSummary;
+use model::number_text::sig3;
 
 use super::plot::{Band, Chart, ErrorBars, Series, Style};
 

@@ -2,9 +2,9 @@
 //! chart (medians with their intervals), then each comparison's verdict line, warnings and
 //! per-N table (verdict, change and its interval).
 
-use lab::analysis::comparison::{Comparison, RunRef};
-use lab::analysis::report_data::RunReport;
-use lab::number_text::si;
+use analysis::comparison::{Comparison, RunRef};
+use analysis::report_data::RunReport;
+use model::number_text::si;
 
 use super::charts::n_ticks;
 use super::page::{ComparisonSection, Table};
@@ -168,7 +168,7 @@ pub(super) fn comparison_section(comparison: &Comparison) -> ComparisonSection {
 
 #[cfg(test)]
 mod tests {
-    use lab::analysis::report_data::ReportData;
+    use analysis::report_data::ReportData;
     use lab::test_runs::run;
     use stats::CompareOptions;
 

@@ -2,8 +2,8 @@
 //! (so a change too small to matter is not drawn as a cliff) with a tick per run and the
 //! change points marked, and the change points' table (one line when there are none).
 
-use lab::analysis::history::History;
-use lab::number_text::{relative_change, si};
+use analysis::history::History;
+use model::number_text::{relative_change, si};
 
 use super::page::{HistorySection, Table};
 use super::plot::{self, Chart, Series, Style};
@@ -107,7 +107,7 @@ pub(super) fn history_section(h: &History) -> Result<HistorySection, PresentErro
 
 #[cfg(test)]
 mod tests {
-    use lab::analysis::history::{self, Metric};
+    use analysis::history::{self, Metric};
     use lab::test_runs::run;
     use stats::ChangePointOptions;
 

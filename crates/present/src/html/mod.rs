@@ -1,7 +1,7 @@
 //! The self-contained HTML report (`scalelab report`): one file, no network, no external
 //! scripts or fonts.
 //!
-//! [`render`] turns a [`ReportData`] — assembled by `lab::analysis::report_data`, which loaded
+//! [`render`] turns a [`ReportData`] — assembled by `analysis::report_data`, which loaded
 //! the profiles and computed every statistic — into a page of strings, tables and inline SVG
 //! charts, then fills the `minijinja` templates with it, escaping every string (auto-escape
 //! for `.html` templates); only chart SVG drawn by `plot.rs` from numbers is inserted as markup.
@@ -28,8 +28,8 @@ mod plot;
 mod run_section;
 mod ticks;
 
-use lab::analysis::bisect::BisectView;
-use lab::analysis::report_data::ReportData;
+use analysis::bisect::BisectView;
+use analysis::report_data::ReportData;
 use minijinja::Environment;
 
 use self::comparison_section::{comparison_section, runs_chart};
@@ -75,7 +75,7 @@ pub fn default_title(data: &ReportData) -> String {
             Some(command) if meta.workload == "cmd" => command.clone(),
             _ => meta.workload.clone(),
         };
-        let subject = lab::safe_text::printable(&subject).into_owned();
+        let subject = model::safe_text::printable(&subject).into_owned();
         let subject = if subject.chars().count() > TITLE_SUBJECT_CHARS {
             let cut: String = subject.chars().take(TITLE_SUBJECT_CHARS - 1).collect();
             format!("{cut}…")
@@ -137,7 +137,7 @@ fn environment() -> Result<Environment<'static>, PresentError> {
 
 #[cfg(test)]
 mod tests {
-    use lab::analysis::history::{self, Metric};
+    use analysis::history::{self, Metric};
     use lab::test_runs::run;
     use stats::{ChangePointOptions, CompareOptions};
 
@@ -185,7 +185,7 @@ mod tests {
         let mut data = lab::test_runs::explained_run();
         // A hostile caller name is escaped like every user string.
         for t in &mut data.trials {
-            if let lab::record::TrialOutcome::Ok(m) = &mut t.outcome {
+            if let model::record::TrialOutcome::Ok(m) = &mut t.outcome {
                 for s in &mut m.offcpu.as_mut().unwrap().sites {
                     if s.caller == "worker_lock" {
                         s.caller = "<b>worker_lock</b>".into();
@@ -215,7 +215,7 @@ mod tests {
         assert!(!page.contains("<b>worker_lock"));
     }
 
-    fn two_runs() -> Vec<lab::record::RunData> {
+    fn two_runs() -> Vec<model::record::RunData> {
         let rows: Vec<(u32, Vec<f64>)> = [1u32, 2, 4]
             .iter()
             .map(|&n| {
@@ -269,7 +269,7 @@ mod tests {
     #[test]
     fn the_throughput_plot_marks_topology_boundaries() {
         let mut runs = vec![run(1, "spin", &[(1, &[1.0, 1.1]), (2, &[1.9, 2.0])])];
-        let place = |cpu: usize| lab::env::CpuPlace {
+        let place = |cpu: usize| model::env::CpuPlace {
             cpu,
             package: cpu as u32,
             die: 0,
@@ -279,7 +279,7 @@ mod tests {
             l2: None,
             l3: None,
         };
-        runs[0].meta.env.topology = Some(lab::env::CpuTopology {
+        runs[0].meta.env.topology = Some(model::env::CpuTopology {
             cpus: vec![place(0), place(1)],
             ..Default::default()
         });
@@ -336,7 +336,7 @@ mod tests {
         );
         assert!(h.changes.is_empty());
         let mut data = ReportData::from_runs(&runs, Some(h), &CompareOptions::default());
-        data.runs[0].locks = Some(lab::analysis::lock_contention::PointLocks {
+        data.runs[0].locks = Some(analysis::lock_contention::PointLocks {
             n: 4,
             trials: 3,
             ops: 1000,

@@ -3,10 +3,10 @@
 //! the profile and lock tables with the flame graph when the run recorded them; first of all,
 //! why it stops scaling (`scalelab explain`).
 
-use lab::analysis::explain::Explanation;
-use lab::analysis::report_data::RunReport;
-use lab::analysis::summary::RunSummary;
-use lab::number_text::si;
+use analysis::explain::Explanation;
+use analysis::report_data::RunReport;
+use analysis::summary::RunSummary;
+use model::number_text::si;
 
 use super::page::{ExplainSection, RunSection, Table};
 use super::{attribution, charts, plot};

@@ -3,7 +3,7 @@
 //! read alike (not ten `12.0M`); axes of counted things (N, runs) get ticks only at the values
 //! measured, thinned where their labels would collide.
 
-/// SI prefixes by power of 1000, as `lab::number_text::si` writes them.
+/// SI prefixes by power of 1000, as `model::number_text::si` writes them.
 const PREFIXES: [(f64, &str); 4] = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
 
 /// A step of 1, 2 or 5 × 10^k that cuts `span` into at most `max_ticks - 1` intervals.

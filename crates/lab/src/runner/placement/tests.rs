@@ -1,6 +1,7 @@
 use std::path::Path;
 
 use super::*;
+use crate::env::CpuPlace;
 
 fn fixture(machine: &str) -> CpuTopology {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))

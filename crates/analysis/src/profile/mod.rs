@@ -15,7 +15,7 @@ use std::path::{Component, Path, PathBuf};
 use perf::{Profile, ProfileOptions, read_profile};
 use serde::Serialize;
 
-use crate::error::LabError;
+use crate::AnalysisError;
 use crate::record::{RunData, RunMeta};
 
 pub use self::diff::{FunctionDiff, Presence, diff};
@@ -146,9 +146,7 @@ impl PointProfile {
 
 /// The kallsyms snapshot kept beside a run's profiles (never through a link).
 pub(crate) fn kallsyms_for(perf_data: &Path) -> Option<PathBuf> {
-    let p = perf_data
-        .parent()?
-        .join(crate::runner::perf_record::KALLSYMS);
+    let p = perf_data.parent()?.join(crate::record::KALLSYMS);
     std::fs::symlink_metadata(&p)
         .is_ok_and(|m| m.is_file())
         .then_some(p)
@@ -158,12 +156,12 @@ pub(crate) fn kallsyms_for(perf_data: &Path) -> Option<PathBuf> {
 /// link) in the run's folder, the one named after its UUID. Profiles recorded before runs had
 /// UUIDs lived in `profiles/run<ID>`, shared by every database of a folder, so they cannot be
 /// told apart from another database's and are refused too.
-pub(crate) fn check_own_profile(
+pub fn check_own_profile(
     meta: &RunMeta,
     n: u32,
     index: u32,
     stored: &str,
-) -> Result<(), LabError> {
+) -> Result<(), AnalysisError> {
     let path = Path::new(stored);
     let trial = format!("run {}: the profile of N={n} trial {}", meta.id, index + 1);
     let folder = path
@@ -183,24 +181,24 @@ pub(crate) fn check_own_profile(
         } else {
             "belongs to another run or database"
         };
-        return Err(LabError::BadOption(format!(
+        return Err(AnalysisError::Input(format!(
             "{trial} is {stored}, outside the run's own folder (…/{}/): it {why}; not read — record the run again with --profile",
             meta.uuid
         )));
     }
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.is_file() => Ok(()),
-        Ok(_) => Err(LabError::BadOption(format!(
+        Ok(_) => Err(AnalysisError::Input(format!(
             "{trial} ({stored}) is not a regular file (a link?); not read"
         ))),
-        Err(_) => Err(LabError::BadOption(format!(
+        Err(_) => Err(AnalysisError::Input(format!(
             "{trial} is gone ({stored}); profiles live beside the database they were recorded with"
         ))),
     }
 }
 
 /// Reads every profiled trial of `run`, merged per N in the run's point order.
-pub fn load_run(run: &RunData) -> Result<Vec<PointProfile>, LabError> {
+pub fn load_run(run: &RunData) -> Result<Vec<PointProfile>, AnalysisError> {
     let mut points = Vec::new();
     for &n in &run.meta.points {
         let mut parts = Vec::new();
@@ -243,7 +241,7 @@ pub fn load_run(run: &RunData) -> Result<Vec<PointProfile>, LabError> {
 }
 
 /// One perf.data on its own (no run, no ops): `scalelab profile --perf-data FILE`.
-pub fn load_file(path: &Path, kallsyms: Option<&Path>) -> Result<PointProfile, LabError> {
+pub fn load_file(path: &Path, kallsyms: Option<&Path>) -> Result<PointProfile, AnalysisError> {
     let options = ProfileOptions {
         kallsyms: kallsyms.map(Path::to_path_buf),
         window: None,

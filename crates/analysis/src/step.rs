@@ -4,7 +4,7 @@
 //! command trial's own profile and lock report are its main command's (`cmd`), so no selection
 //! means the main command.
 
-use crate::error::LabError;
+use crate::AnalysisError;
 use crate::record::{RunData, TrialOutcome};
 
 /// The name of the main command's step (`--cmd` itself).
@@ -42,16 +42,16 @@ pub fn step_names(run: &RunData) -> Vec<String> {
 
 /// `run` with every trial's profile and lock report replaced by those of its step `name`.
 /// Refused, naming the steps there are, for an unknown step or a built-in workload's run.
-pub fn select(run: &RunData, name: &str) -> Result<RunData, LabError> {
+pub fn select(run: &RunData, name: &str) -> Result<RunData, AnalysisError> {
     let names = step_names(run);
     if names.is_empty() {
-        return Err(LabError::BadOption(format!(
+        return Err(AnalysisError::Input(format!(
             "--step {name}: run {} is a built-in workload ({}), which has no steps; --step selects a step of a `run --cmd … --step NAME=CMD` run",
             run.meta.id, run.meta.workload
         )));
     }
     if !names.iter().any(|n| n == name) {
-        return Err(LabError::BadOption(format!(
+        return Err(AnalysisError::Input(format!(
             "--step {name}: run {} has no step `{name}`; its steps are: {}",
             run.meta.id,
             names.join(", ")

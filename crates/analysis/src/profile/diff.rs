@@ -95,7 +95,7 @@ pub fn diff(a: &PointProfile, b: &PointProfile) -> Vec<FunctionDiff> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::profile::FunctionRow;
+    use crate::profile::FunctionRow;
 
     fn point(funcs: &[(&str, f64, f64)]) -> PointProfile {
         PointProfile {

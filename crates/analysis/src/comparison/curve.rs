@@ -34,7 +34,8 @@ pub struct PointComparison {
 }
 
 impl PointComparison {
-    pub(crate) fn verdict(&self) -> Option<Verdict> {
+    /// The verdict at this N, or `None` where there is no `change` (`note` says why).
+    pub fn verdict(&self) -> Option<Verdict> {
         self.change.map(|c| c.verdict)
     }
 }

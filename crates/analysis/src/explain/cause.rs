@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::analysis::profile::{FunctionRow, PointProfile};
+use crate::profile::{FunctionRow, PointProfile};
 use crate::record::{LockContention, LockReport, OffCpuSite, TrialMeasurement};
 
 /// What kind of cause, and so which part of the accounting it lives in.

@@ -312,3 +312,20 @@ fn a_lead_within_the_noise_is_not_ahead() {
     assert_eq!(better.summary.improved, vec![1]);
     assert_eq!(better.summary.ahead_everywhere, Some(Side::B));
 }
+
+/// A command's high-variance advice names flags `ab` accepts (a command has no --duration),
+/// as a run's own warning does (`model::warnings`).
+#[test]
+fn high_variance_advice_for_a_compared_command_names_flags_it_accepts() {
+    let compared = ComparisonWarning::HighVariance {
+        side: Side::B,
+        run: 7,
+        n: 2,
+        metric: "throughput".into(),
+        cv: 0.2,
+        command: true,
+    }
+    .to_string();
+    assert!(!compared.contains("--duration"), "{compared}");
+    assert!(compared.contains("--max-runs"), "{compared}");
+}

@@ -104,7 +104,7 @@ pub fn what_grows(points: &[PointProfile]) -> Option<GrowthReport> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::profile::FunctionRow;
+    use crate::profile::FunctionRow;
 
     fn point(n: u32, funcs: &[(&str, f64)]) -> PointProfile {
         PointProfile {

@@ -9,11 +9,11 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use stats::{ChangePoint, ChangePointOptions};
 
-use crate::analysis::summary::{PointSummary, summarize};
+use crate::AnalysisError;
 use crate::csv_rows;
-use crate::error::LabError;
 use crate::limits::{MAX_LABEL_CHARS, check_length};
 use crate::record::RunData;
+use crate::summary::{PointSummary, summarize};
 
 /// A metric a series can follow, and which way is better.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,12 +84,12 @@ impl Metric {
 
     /// The built-in metric called `text` (see [`Metric::name`]); the error lists the valid
     /// names. A figure a command printed is found with [`Metric::resolve`].
-    pub fn parse(text: &str) -> Result<Metric, LabError> {
+    pub fn parse(text: &str) -> Result<Metric, AnalysisError> {
         Metric::ALL
             .into_iter()
             .find(|m| m.name() == text)
             .ok_or_else(|| {
-                LabError::BadOption(format!(
+                AnalysisError::Input(format!(
                     "`{text}` is not a metric; use one of: {}",
                     builtin_names()
                 ))
@@ -103,7 +103,7 @@ impl Metric {
     pub fn resolve<R: std::borrow::Borrow<RunData>>(
         text: &str,
         runs: &[R],
-    ) -> Result<Metric, LabError> {
+    ) -> Result<Metric, AnalysisError> {
         let reported = text.strip_prefix(crate::record::METRIC_PARAM);
         if reported.is_none()
             && let Ok(m) = Metric::parse(text)
@@ -138,7 +138,7 @@ impl Metric {
                 printed.join(", ")
             )
         };
-        Err(LabError::BadOption(format!(
+        Err(AnalysisError::Input(format!(
             "`{text}` is not a metric of this series; use one of: {}{figures}",
             builtin_names()
         )))
@@ -245,7 +245,7 @@ pub struct History {
 }
 
 /// Builds the series of `metric` at `at` tasks over `runs` (in the order given, oldest first;
-/// one series, as [`crate::analysis::series::series_runs`] picks them). Runs without a
+/// one series, as [`crate::series::series_runs`] picks them). Runs without a
 /// successful `at` point are skipped. `runs` may be borrowed or shared (`&[Arc<RunData>]`).
 pub fn build<R: std::borrow::Borrow<RunData>>(
     workload: &str,
@@ -342,7 +342,7 @@ pub fn check_measured<R: std::borrow::Borrow<RunData>>(
     workload: &str,
     runs: &[R],
     at: u32,
-) -> Result<(), LabError> {
+) -> Result<(), AnalysisError> {
     let measured = measured_points(runs);
     if measured.contains(&at) {
         return Ok(());
@@ -352,7 +352,7 @@ pub fn check_measured<R: std::borrow::Borrow<RunData>>(
         .map(u32::to_string)
         .collect::<Vec<_>>()
         .join(", ");
-    Err(LabError::BadOption(format!(
+    Err(AnalysisError::Input(format!(
         "no stored run of `{workload}` measured N={at}; these runs measured N = {list}"
     )))
 }
@@ -360,7 +360,7 @@ pub fn check_measured<R: std::borrow::Borrow<RunData>>(
 /// Reads a series from `history --csv` text by the rules of `csv_rows` (those of
 /// `model --csv`): one value per row, or `label,value`; an optional header; `#` comments and
 /// blank lines anywhere. A bad row is an error naming its line.
-pub fn parse_csv(text: &str) -> Result<Vec<HistoryPoint>, LabError> {
+pub fn parse_csv(text: &str) -> Result<Vec<HistoryPoint>, AnalysisError> {
     const FORMAT: &str = "each row is `value` or `label,value` (e.g. `build-20,1043.5`)";
     let mut points = Vec::new();
     for row in csv_rows::rows(text) {
@@ -390,7 +390,7 @@ pub fn parse_csv(text: &str) -> Result<Vec<HistoryPoint>, LabError> {
         });
     }
     if points.is_empty() {
-        return Err(LabError::BadOption(
+        return Err(AnalysisError::Input(
             "no data rows: expected one value per line, or `label,value` lines".into(),
         ));
     }

@@ -35,7 +35,7 @@ pub(crate) fn read(data: &RunData, top: Option<Mechanism>) -> Option<UslReading>
     if ns.len() < stats::USL_MIN_DISTINCT_N {
         return None;
     }
-    let model = crate::analysis::scaling_model::fit_run(data, &[], true).ok()?;
+    let model = crate::scaling_model::fit_run(data, &[], true).ok()?;
     let n = *ns.last()? as f64;
     let sigma = model.fit.sigma.point;
     let kappa = model.fit.kappa.point;

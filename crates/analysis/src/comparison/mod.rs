@@ -28,9 +28,9 @@ use stats::{CompareOptions, Direction, Sample, Verdict};
 pub use self::curve::{Crossing, CurveSummary, PointComparison, WorstPoint};
 pub use self::side::Side;
 pub use self::warning::{ComparisonWarning, Mismatch};
-use crate::analysis::summary::{self, HIGH_CV, ScalesTo};
-use crate::error::LabError;
+use crate::AnalysisError;
 use crate::record::{Mode, Pin, RunData, RunMeta, RunStatus, TrialOutcome};
+use crate::summary::{self, HIGH_CV, ScalesTo};
 
 /// Fingerprint fields expected to differ when two runs are compared on purpose (a kernel or a
 /// scalelab build is often the very thing compared): shown as notes, not warnings.
@@ -106,7 +106,7 @@ impl TrialMetric {
     /// What `--metric NAME` compares between runs `a` and `b`: `throughput`, `ops_per_cpu_sec`,
     /// or a figure both runs' command printed (`NAME` or `metric.NAME`); the error names the
     /// run that lacks it and lists the figures it has.
-    pub fn resolve(name: &str, a: &RunMeta, b: &RunMeta) -> Result<TrialMetric, LabError> {
+    pub fn resolve(name: &str, a: &RunMeta, b: &RunMeta) -> Result<TrialMetric, AnalysisError> {
         match name {
             "throughput" => return Ok(TrialMetric::Throughput),
             "ops_per_cpu_sec" => return Ok(TrialMetric::CpuThroughput),
@@ -128,7 +128,7 @@ impl TrialMetric {
                         have.join(", ")
                     )
                 };
-                return Err(LabError::BadOption(format!(
+                return Err(AnalysisError::Input(format!(
                     "run {side} ({}) has no figure `{name}`; {offer}",
                     run.id
                 )));

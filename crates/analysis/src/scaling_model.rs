@@ -18,8 +18,8 @@ use std::fmt;
 use serde::Serialize;
 use stats::{Prediction, Sample, StatsError, UslFit, UslWarning, fit_usl};
 
+use crate::AnalysisError;
 use crate::csv_rows;
-use crate::error::LabError;
 use crate::number_text::{comma_list, plural};
 use crate::record::RunData;
 use crate::task_spec;
@@ -182,7 +182,11 @@ pub(crate) fn run_points(data: &RunData) -> (Vec<(f64, f64)>, usize) {
 /// Fits the USL to a run's trials and predicts at `predict` (default: twice the largest N).
 /// Task counts past the run's online CPUs are left out unless `all_n`; either way a warning
 /// names them.
-pub fn fit_run(data: &RunData, predict: &[f64], all_n: bool) -> Result<ScalingModel, LabError> {
+pub fn fit_run(
+    data: &RunData,
+    predict: &[f64],
+    all_n: bool,
+) -> Result<ScalingModel, AnalysisError> {
     let (mut points, zero) = run_points(data);
     let m = &data.meta;
     let cpus = u32::try_from(m.env.online_cpus).ok().filter(|&c| c > 0);
@@ -217,7 +221,7 @@ pub fn fit_run(data: &RunData, predict: &[f64], all_n: bool) -> Result<ScalingMo
     };
     let mut model = fit(source, &points, predict).map_err(|e| {
         let mut err = refusal(e, &points, cpus);
-        if let (LabError::BadOption(msg), Some(cpus), false) = (&mut err, cpus, all_n) {
+        if let (AnalysisError::Input(msg), Some(cpus), false) = (&mut err, cpus, all_n) {
             if !past.is_empty() {
                 msg.push_str(&format!(
                     "; N={} are past the run's {} and were left out (--all-n fits them, \
@@ -244,7 +248,7 @@ pub fn fit_csv(
     path: &str,
     points: &[(f64, f64)],
     predict: &[f64],
-) -> Result<ScalingModel, LabError> {
+) -> Result<ScalingModel, AnalysisError> {
     let source = ModelSource::Csv {
         path: path.to_string(),
     };
@@ -309,9 +313,9 @@ fn fit(
 
 /// Turns a refused fit into an error that explains itself; with too few task counts, says why
 /// four are needed and, for a run, what to do on a machine this small.
-fn refusal(e: StatsError, points: &[(f64, f64)], cpus: Option<u32>) -> LabError {
+fn refusal(e: StatsError, points: &[(f64, f64)], cpus: Option<u32>) -> AnalysisError {
     let StatsError::TooFewTaskCounts { got, needed } = e else {
-        return LabError::BadOption(format!("cannot fit the USL: {e}"));
+        return AnalysisError::Input(format!("cannot fit the USL: {e}"));
     };
     let mut ns: Vec<f64> = points.iter().map(|p| p.0).collect();
     ns.sort_by(f64::total_cmp);
@@ -341,13 +345,13 @@ fn refusal(e: StatsError, points: &[(f64, f64)], cpus: Option<u32>) -> LabError 
         Some(_) => msg.push_str(" — sweep more task counts, e.g. --tasks 1,2,4,8 (or --tasks all)"),
         None => msg.push_str(" — add rows for more task counts"),
     }
-    LabError::BadOption(msg)
+    AnalysisError::Input(msg)
 }
 
 /// Parses `N,throughput` rows by the rules of `csv_rows` (commas, tabs, semicolons or
 /// spaces between two numbers; an optional header; `#` comments and blank lines skipped). A bad
 /// row is an error naming its line.
-pub fn parse_csv(text: &str) -> Result<Vec<(f64, f64)>, LabError> {
+pub fn parse_csv(text: &str) -> Result<Vec<(f64, f64)>, AnalysisError> {
     const FORMAT: &str = "each row is `N,throughput` (e.g. `4,3548.68`)";
     let mut points = Vec::new();
     for row in csv_rows::rows(text) {
@@ -374,7 +378,7 @@ pub fn parse_csv(text: &str) -> Result<Vec<(f64, f64)>, LabError> {
         points.push((n, x));
     }
     if points.is_empty() {
-        return Err(LabError::BadOption(
+        return Err(AnalysisError::Input(
             "no data rows: expected `N,throughput` lines (e.g. `1,955.16`)".into(),
         ));
     }

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::error::LabError;
+use crate::AnalysisError;
 use crate::number_text::plural;
 use crate::record::RunMeta;
 use crate::safe_text::printable;
@@ -23,7 +23,7 @@ pub fn series_runs(
     workload: &str,
     wanted: &BTreeMap<String, String>,
     runs: Vec<RunMeta>,
-) -> Result<Vec<RunMeta>, LabError> {
+) -> Result<Vec<RunMeta>, AnalysisError> {
     let command = workload == "cmd";
     let runs: Vec<RunMeta> = runs
         .into_iter()
@@ -47,7 +47,7 @@ pub fn series_runs(
             .iter()
             .map(|(params, ids)| format!("  {}  ({})", picking_flags(params), run_ids(ids)))
             .collect();
-        return Err(LabError::BadOption(format!(
+        return Err(AnalysisError::Input(format!(
             "runs of {} match: a history follows one command, so pick it with --cmd (and \
              -p KEY=VAL for its other settings):\n{}",
             plural(keys.len(), "command"),

@@ -2,7 +2,7 @@
 //! runs built with chosen usage, lock and off-CPU reports.
 
 use super::*;
-use crate::analysis::profile::{FunctionRow, PointProfile, TrialProfile};
+use crate::profile::{FunctionRow, PointProfile, TrialProfile};
 use crate::record::{LockReport, RunData, TrialOutcome};
 use crate::test_runs::{
     accounted_trial, explained_run, lock_wait, meta, offcpu_report, offcpu_site,

@@ -3,7 +3,7 @@
 //! land on those boundaries.
 //!
 //! Computed from the topology stored with the run's fingerprint and its `--pin` strategy (the
-//! same order [`runner::placement`](crate::runner) pins by), so a knee in the curve can be read
+//! same order [`model::placement`] gives the engine to pin by), so a knee in the curve can be read
 //! against what changed at that N. Presentation only renders these marks (`↑ 2nd socket`).
 
 use std::collections::{BTreeSet, HashSet};
@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::env::CpuTopology;
 use crate::record::Pin;
-use crate::runner::placement::order_for;
+use model::placement::order_for;
 
 /// A boundary a sweep crosses, named by what the first task past it gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

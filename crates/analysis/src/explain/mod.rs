@@ -31,9 +31,9 @@ pub use self::cause::{Cause, CauseKind, EndedBy, Mechanism, Part};
 pub use self::noise::{MATERIAL_SHARE, NOISE_RULE, NoiseRule, NoiseVerdict};
 pub use self::usl_reading::UslReading;
 
-use crate::analysis::profile::PointProfile;
-use crate::analysis::summary::{ScalesTo, summarize};
+use crate::profile::PointProfile;
 use crate::record::{RunData, TrialMeasurement};
+use crate::summary::{ScalesTo, summarize};
 
 /// One N: its accounting and its parts by cause.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -567,7 +567,7 @@ fn missing(data: &RunData, points: &[PointExplain], profiles: &[PointProfile]) -
         );
     }
     if points.iter().any(|p| !p.accounting.runq_measured) {
-        if data.meta.workload == crate::plan::COMMAND_INFO.name {
+        if data.meta.workload == crate::record::COMMAND_WORKLOAD {
             add(
                 "run-queue wait not measured: it is counted inside off-CPU, and every thread of the command is task time (the shell wrapper's and a main thread's waiting for their workers too)",
                 "run with --offcpu (or --explain): the command's threads are traced, each accounted, supervisors apart",
@@ -599,7 +599,7 @@ fn missing(data: &RunData, points: &[PointExplain], profiles: &[PointProfile]) -
     out
 }
 
-/// Explains `data` with its profiles as [`crate::analysis::profile::load_run`] reads them
+/// Explains `data` with its profiles as [`crate::profile::load_run`] reads them
 /// (empty when the run has none or they cannot be read); `None` without a measured trial.
 pub fn explain(data: &RunData, profiles: &[PointProfile]) -> Option<Explanation> {
     let mut ns = data.meta.points.clone();
