@@ -28,7 +28,7 @@ mod error;
 pub mod lifecycle;
 mod locks;
 mod offcpu;
-mod owned_dir;
+
 #[cfg(test)]
 #[path = "../tests/support/pg_server.rs"]
 mod pg_server;
@@ -54,8 +54,9 @@ pub use model::warnings::Warning;
 pub use model::{SpecError, env, number_text, record, safe_text};
 use model::{limits, params, task_spec, thread_account, timestamp, warnings};
 pub use offcpu::OffCpuRequest;
-pub use owned_dir::{PathError, create_output};
 pub use plan::{Plan, RunConfig, check_runs, parse_duration};
 pub use process::{die_with_owner, perf_checks, serve_guard};
 pub use profile_files::{FilesCopied, MAX_FILE_BYTES, fetch_profiles};
+use sys::owned_dir;
+pub use sys::owned_dir::{PathError, create_output};
 pub use workloads::{WorkloadInfo, workload_info, workload_infos};

@@ -16,12 +16,12 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::Path;
 
-use crate::analysis::profile::check_own_profile;
 use crate::error::LabError;
 use crate::owned_dir::{NewEntryError, OwnedDir};
 use crate::record::RunData;
 use crate::runner::perf_record::{self, KALLSYMS};
 use crate::store::{Store, StoreError};
+use model::profile_path::check_own_profile;
 
 /// The largest file `push --with-profiles` stores (PostgreSQL's `bytea` holds at most 1 GB).
 pub const MAX_FILE_BYTES: u64 = 512 << 20;

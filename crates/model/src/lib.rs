@@ -22,6 +22,7 @@ pub mod metric;
 pub mod number_text;
 pub mod params;
 pub mod placement;
+pub mod profile_path;
 pub mod record;
 pub mod safe_text;
 pub mod task_spec;

@@ -12,6 +12,10 @@
 //! is as unsafe as libc's) and the clock reads the `clock` workload measures through the C library
 //! on purpose.
 //!
+//! Two safe modules live here too, as the bottom layer every crate above may use:
+//! [`owned_dir`] (files and folders created as root without following links) and
+//! [`proc_table`] (what `/proc` says about other processes).
+//!
 //! This crate and `scalelab-perf` hold all of the project's `unsafe` code. Every `unsafe` block
 //! carries a `// SAFETY:` comment, every resource is owned by a type whose `Drop` releases it,
 //! and every failure is a [`SysError`] naming the system call, the errno and the fix.
@@ -26,7 +30,9 @@ mod futex;
 mod input_file;
 mod mapping;
 mod mempolicy;
+pub mod owned_dir;
 mod pipe;
+pub mod proc_table;
 mod process;
 mod rusage;
 mod scheduling;

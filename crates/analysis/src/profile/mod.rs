@@ -10,13 +10,14 @@ mod diff;
 mod grows;
 
 use std::collections::HashMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use perf::{Profile, ProfileOptions, read_profile};
 use serde::Serialize;
 
 use crate::AnalysisError;
-use crate::record::{RunData, RunMeta};
+use crate::record::RunData;
+use model::profile_path::check_own_profile;
 
 pub use self::diff::{FunctionDiff, Presence, diff};
 pub use self::grows::{Growth, GrowthReport, MIN_SHARE, what_grows};
@@ -152,51 +153,6 @@ pub(crate) fn kallsyms_for(perf_data: &Path) -> Option<PathBuf> {
         .then_some(p)
 }
 
-/// Refuses a trial's perf.data that is not the run's own: it must be a regular file (not a
-/// link) in the run's folder, the one named after its UUID. Profiles recorded before runs had
-/// UUIDs lived in `profiles/run<ID>`, shared by every database of a folder, so they cannot be
-/// told apart from another database's and are refused too.
-pub fn check_own_profile(
-    meta: &RunMeta,
-    n: u32,
-    index: u32,
-    stored: &str,
-) -> Result<(), AnalysisError> {
-    let path = Path::new(stored);
-    let trial = format!("run {}: the profile of N={n} trial {}", meta.id, index + 1);
-    let folder = path
-        .parent()
-        .and_then(Path::file_name)
-        .and_then(|f| f.to_str())
-        .unwrap_or_default();
-    let plain = path
-        .components()
-        .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
-    if !plain || folder != meta.uuid.hyphenated().to_string() {
-        let legacy = folder
-            .strip_prefix("run")
-            .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()));
-        let why = if legacy {
-            "was recorded by an older scalelab, whose profiles folders two databases could share, so it may be another run's"
-        } else {
-            "belongs to another run or database"
-        };
-        return Err(AnalysisError::Input(format!(
-            "{trial} is {stored}, outside the run's own folder (…/{}/): it {why}; not read — record the run again with --profile",
-            meta.uuid
-        )));
-    }
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if m.is_file() => Ok(()),
-        Ok(_) => Err(AnalysisError::Input(format!(
-            "{trial} ({stored}) is not a regular file (a link?); not read"
-        ))),
-        Err(_) => Err(AnalysisError::Input(format!(
-            "{trial} is gone ({stored}); profiles live beside the database they were recorded with"
-        ))),
-    }
-}
-
 /// Reads every profiled trial of `run`, merged per N in the run's point order.
 pub fn load_run(run: &RunData) -> Result<Vec<PointProfile>, AnalysisError> {
     let mut points = Vec::new();
@@ -207,7 +163,7 @@ pub fn load_run(run: &RunData) -> Result<Vec<PointProfile>, AnalysisError> {
                 continue;
             };
             let Some(pr) = &m.profile else { continue };
-            check_own_profile(&run.meta, n, t.index, &pr.path)?;
+            check_own_profile(&run.meta, n, t.index, &pr.path).map_err(AnalysisError::Input)?;
             let path = Path::new(&pr.path);
             let options = ProfileOptions {
                 kallsyms: kallsyms_for(path),

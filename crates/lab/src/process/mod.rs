@@ -7,7 +7,7 @@ pub(crate) mod guard;
 mod idle_tracing;
 pub(crate) mod leftovers;
 pub(crate) mod owner;
-pub(crate) mod proc_table;
+pub(crate) use sys::proc_table;
 
 pub use guard::serve_guard;
 pub use owner::die_with_owner;

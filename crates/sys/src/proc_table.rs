@@ -9,23 +9,26 @@ use std::collections::BTreeSet;
 
 /// The fields of `/proc/PID/stat` scalelab uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ProcStat {
+pub struct ProcStat {
     /// `R`, `S`, `D`, `Z` (zombie), `T`, …
     pub state: char,
+    /// The parent's pid.
     pub ppid: i32,
+    /// The process group.
     pub pgrp: i32,
     /// Start time in clock ticks after boot: with the pid, it names one process for good.
     pub start: u64,
 }
 
 impl ProcStat {
-    pub(crate) fn is_zombie(&self) -> bool {
+    /// Whether it has exited and waits to be reaped (`Z`), or is being reaped (`X`).
+    pub fn is_zombie(&self) -> bool {
         self.state == 'Z' || self.state == 'X'
     }
 }
 
 /// `/proc/PID/stat`, or `None` when the process is gone.
-pub(crate) fn stat(pid: i32) -> Option<ProcStat> {
+pub fn stat(pid: i32) -> Option<ProcStat> {
     parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
 
@@ -44,7 +47,7 @@ fn parse_stat(text: &str) -> Option<ProcStat> {
 }
 
 /// Every process id in /proc.
-pub(crate) fn all_pids() -> Vec<i32> {
+pub fn all_pids() -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -57,7 +60,7 @@ pub(crate) fn all_pids() -> Vec<i32> {
 /// orphans re-parented to a subreaper to one of its threads). Read from
 /// `/proc/PID/task/*/children`, or by scanning every process's parent where the kernel lacks
 /// that file (CONFIG_PROC_CHILDREN).
-pub(crate) fn children(pid: i32) -> Vec<i32> {
+pub fn children(pid: i32) -> Vec<i32> {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return Vec::new();
     };
@@ -82,7 +85,7 @@ pub(crate) fn children(pid: i32) -> Vec<i32> {
 }
 
 /// `pid`'s descendants (children, their children, …), at most `limit` of them.
-pub(crate) fn descendants(pid: i32, limit: usize) -> Vec<i32> {
+pub fn descendants(pid: i32, limit: usize) -> Vec<i32> {
     let mut seen = BTreeSet::new();
     let mut queue = vec![pid];
     while let Some(p) = queue.pop() {
@@ -100,7 +103,7 @@ pub(crate) fn descendants(pid: i32, limit: usize) -> Vec<i32> {
 
 /// The value of `name` in `pid`'s environment as it was at its `exec` (`/proc/PID/environ`);
 /// `None` when unset, unreadable, or the process is a zombie (whose environment is empty).
-pub(crate) fn env_var(pid: i32, name: &str) -> Option<String> {
+pub fn env_var(pid: i32, name: &str) -> Option<String> {
     let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
     let prefix = format!("{name}=");
     environ
@@ -111,7 +114,7 @@ pub(crate) fn env_var(pid: i32, name: &str) -> Option<String> {
 
 /// `pid`'s command line with its arguments joined by spaces (at most `max` characters, then
 /// `…`), or `[name]` for a process without one (a kernel thread, a zombie).
-pub(crate) fn cmdline(pid: i32, max: usize) -> String {
+pub fn cmdline(pid: i32, max: usize) -> String {
     let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     let text = String::from_utf8_lossy(&raw)
         .trim_end_matches('\0')
@@ -128,7 +131,7 @@ pub(crate) fn cmdline(pid: i32, max: usize) -> String {
 }
 
 /// This process's pid namespace: the inode of `/proc/self/ns/pid` (`pid:[4026531836]`).
-pub(crate) fn pid_namespace() -> Option<u64> {
+pub fn pid_namespace() -> Option<u64> {
     let link = std::fs::read_link("/proc/self/ns/pid").ok()?;
     link.to_str()?
         .strip_prefix("pid:[")?

@@ -69,7 +69,7 @@ const OUTPUT_MODE: u32 = 0o644;
 const MAX_LINKS: usize = 40;
 
 /// The effective user id.
-pub(crate) fn euid() -> u32 {
+pub fn euid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
 
@@ -96,7 +96,7 @@ enum Walk {
 /// An open directory and the path it was reached by (for messages and for tools that take
 /// names, such as `perf record -o`).
 #[derive(Debug)]
-pub(crate) struct OwnedDir {
+pub struct OwnedDir {
     fd: std::os::fd::OwnedFd,
     path: PathBuf,
 }
@@ -112,34 +112,34 @@ impl Eq for OwnedDir {}
 impl OwnedDir {
     /// Opens the directory `path`, under which scalelab will make its own storage; refused
     /// unless every directory from `/` down to it is trusted (see the module doc).
-    pub(crate) fn open_anchor(path: &Path) -> Result<OwnedDir, PathError> {
+    pub fn open_anchor(path: &Path) -> Result<OwnedDir, PathError> {
         walk(path, Walk::Anchor)
     }
 
     /// Opens the directory `path`, following only trusted links, without checking owners.
-    pub(crate) fn open(path: &Path) -> Result<OwnedDir, PathError> {
+    pub fn open(path: &Path) -> Result<OwnedDir, PathError> {
         walk(path, Walk::Links)
     }
 
     /// Opens the directory `path`, making the missing ones (0700); only trusted links are
     /// followed.
-    pub(crate) fn open_or_create(path: &Path) -> Result<OwnedDir, PathError> {
+    pub fn open_or_create(path: &Path) -> Result<OwnedDir, PathError> {
         walk(path, Walk::Create)
     }
 
     /// The path this directory was reached by, with trusted links resolved.
-    pub(crate) fn path(&self) -> &Path {
+    pub fn path(&self) -> &Path {
         &self.path
     }
 
     /// The path of entry `name`.
-    pub(crate) fn join(&self, name: &str) -> PathBuf {
+    pub fn join(&self, name: &str) -> PathBuf {
         self.path.join(name)
     }
 
     /// The subdirectory `name`, made (0700) when missing. An existing one must be a real
     /// directory owned by you (or root) that nobody else can write to.
-    pub(crate) fn private_subdir(&self, name: &str) -> Result<OwnedDir, PathError> {
+    pub fn private_subdir(&self, name: &str) -> Result<OwnedDir, PathError> {
         let path = self.join(check_name(name)?);
         match rustix::fs::mkdirat(&self.fd, name, Mode::from_raw_mode(DIR_MODE)) {
             Ok(()) | Err(Errno::EXIST) => {}
@@ -172,7 +172,7 @@ impl OwnedDir {
 
     /// Makes the new subdirectory `name` (0700); an existing entry of that name is an error
     /// with `Errno::EXIST` as its cause, so callers can pick another name.
-    pub(crate) fn new_subdir(&self, name: &str) -> Result<OwnedDir, NewEntryError> {
+    pub fn new_subdir(&self, name: &str) -> Result<OwnedDir, NewEntryError> {
         let path = self.join(check_name(name)?);
         rustix::fs::mkdirat(&self.fd, name, Mode::from_raw_mode(DIR_MODE)).map_err(|e| {
             if e == Errno::EXIST {
@@ -185,7 +185,7 @@ impl OwnedDir {
     }
 
     /// Makes the new file `name` (0600, `O_EXCL|O_NOFOLLOW`), open for writing.
-    pub(crate) fn create_file(&self, name: &str) -> Result<File, NewEntryError> {
+    pub fn create_file(&self, name: &str) -> Result<File, NewEntryError> {
         let path = self.join(check_name(name)?);
         let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW;
         match rustix::fs::openat(
@@ -201,7 +201,7 @@ impl OwnedDir {
     }
 
     /// Renames entry `from` of this directory to `to`, failing with `Exists` when `to` is taken.
-    pub(crate) fn rename_new(&self, from: &str, to: &str) -> Result<(), NewEntryError> {
+    pub fn rename_new(&self, from: &str, to: &str) -> Result<(), NewEntryError> {
         let path = self.join(check_name(to)?);
         check_name(from)?;
         let fd = &self.fd;
@@ -220,7 +220,7 @@ impl OwnedDir {
     }
 
     /// Opens the existing regular file `name` for reading, not through a link.
-    pub(crate) fn open_file(&self, name: &str) -> Result<File, PathError> {
+    pub fn open_file(&self, name: &str) -> Result<File, PathError> {
         let path = self.join(check_name(name)?);
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
         let fd = rustix::fs::openat(&self.fd, name, flags, Mode::empty())
@@ -233,7 +233,7 @@ impl OwnedDir {
     }
 
     /// What entry `name` is, without following a link; `None` when there is none.
-    pub(crate) fn entry(&self, name: &str) -> Result<Option<Stat>, PathError> {
+    pub fn entry(&self, name: &str) -> Result<Option<Stat>, PathError> {
         let path = self.join(check_name(name)?);
         match rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => Ok(Some(st)),
@@ -243,7 +243,7 @@ impl OwnedDir {
     }
 
     /// Opens the existing subdirectory `name`, never through a link.
-    pub(crate) fn subdir(&self, name: &str) -> Result<OwnedDir, PathError> {
+    pub fn subdir(&self, name: &str) -> Result<OwnedDir, PathError> {
         let path = self.join(check_name(name)?);
         let fd = open_dir_at(&self.fd, OsStr::new(name))
             .map_err(|e| refuse_link_or(&path, "cannot open directory", e))?;
@@ -253,9 +253,11 @@ impl OwnedDir {
 
 /// Why a new file or directory was not made: the name is taken, or anything else.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum NewEntryError {
+pub enum NewEntryError {
+    /// Something of that name is there already.
     #[error("{}: already exists", .0.display())]
     Exists(PathBuf),
+    /// The folder or the name was refused, or the call failed.
     #[error(transparent)]
     Refused(#[from] PathError),
 }
@@ -312,7 +314,7 @@ pub fn create_output(path: &Path) -> Result<File, PathError> {
 /// Resolves `path` to a directory path without links, following only trusted ones; the
 /// missing tail is kept as written. The database's location is resolved this way before SQLite
 /// opens it with `SQLITE_OPEN_NOFOLLOW`.
-pub(crate) fn resolve_dir(path: &Path) -> Result<PathBuf, PathError> {
+pub fn resolve_dir(path: &Path) -> Result<PathBuf, PathError> {
     let (existing, missing) = walk_existing(path, Walk::Links)?;
     let mut out = existing.path;
     for c in missing {
@@ -322,7 +324,7 @@ pub(crate) fn resolve_dir(path: &Path) -> Result<PathBuf, PathError> {
 }
 
 /// `path` split into its directory (`.` when none) and a plain file name.
-pub(crate) fn split(path: &Path) -> Result<(PathBuf, String), PathError> {
+pub fn split(path: &Path) -> Result<(PathBuf, String), PathError> {
     let name = path
         .file_name()
         .and_then(OsStr::to_str)
