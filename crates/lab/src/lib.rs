@@ -29,15 +29,10 @@ pub mod lifecycle;
 mod locks;
 mod offcpu;
 
-#[cfg(test)]
-#[path = "../tests/support/pg_server.rs"]
-mod pg_server;
 mod plan;
 mod process;
-mod profile_files;
 pub mod runner;
 mod scratch;
-pub mod store;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_runs;
 mod traced_processes;
@@ -56,7 +51,8 @@ use model::{limits, params, task_spec, thread_account, timestamp, warnings};
 pub use offcpu::OffCpuRequest;
 pub use plan::{Plan, RunConfig, check_runs, parse_duration};
 pub use process::{die_with_owner, perf_checks, serve_guard};
-pub use profile_files::{FilesCopied, MAX_FILE_BYTES, fetch_profiles};
+pub use store;
+pub use store::profile_files::{FilesCopied, MAX_FILE_BYTES, fetch_profiles};
 use sys::owned_dir;
 pub use sys::owned_dir::{PathError, create_output};
 pub use workloads::{WorkloadInfo, workload_info, workload_infos};

@@ -223,19 +223,7 @@ pub(crate) fn prepare_dir(db: &Path, run: uuid::Uuid) -> Result<OwnedDir, LabErr
     Ok(dir)
 }
 
-/// The folder holding the run folders of the database `db`, `<db dir>/profiles/<db file
-/// name>/`, made (0700) when missing, with the checks of [`prepare_dir`].
-pub(crate) fn profiles_of(db: &Path) -> Result<OwnedDir, LabError> {
-    let (folder, db_name) = owned_dir::split(db)?;
-    // A PostgreSQL store's profiles go beside the default local database, whose folder a host
-    // that never used SQLite does not have yet (made 0700, through trusted links only).
-    if !folder.exists() {
-        OwnedDir::open_or_create(&folder)?;
-    }
-    Ok(OwnedDir::open_anchor(&folder)?
-        .private_subdir("profiles")?
-        .private_subdir(&db_name)?)
-}
+pub(crate) use store::profile_files::profiles_of;
 
 pub(crate) use model::record::KALLSYMS;
 

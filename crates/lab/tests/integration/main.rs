@@ -5,5 +5,4 @@ mod command_processes;
 mod pg_tls;
 mod store_api;
 
-#[path = "../support/pg_server.rs"]
-mod pg_server;
+use store::pg_server;

@@ -2,8 +2,7 @@
 //! shared harness in [`common`]): they drive the real CLI on real, short workloads.
 
 mod common;
-#[path = "../../../lab/tests/support/pg_server.rs"]
-mod pg_server;
+use store::pg_server;
 
 mod bisect;
 mod cli;

@@ -18,8 +18,8 @@
 use std::collections::HashSet;
 use std::fs;
 
-use crate::process::proc_table::{self, ProcStat};
 use crate::record::RunStatus;
+use sys::proc_table::{self, ProcStat};
 
 /// The process that owns a run, as recorded in its row.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

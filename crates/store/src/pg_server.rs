@@ -9,7 +9,8 @@
 //! test returns early; CI installs the package, so there the tests run. Set
 //! `SCALELAB_REQUIRE_PG=1` to make a missing server a failure instead.
 //!
-//! Shared by source (`#[path]`) between the test binaries of `lab` and `scalelab`: std only.
+//! Built for this crate's tests and, with the `test-support` feature, for the integration tests
+//! of `lab` and `scalelab`: std only.
 
 #![allow(dead_code, unreachable_pub)]
 

@@ -74,7 +74,7 @@ impl<T: Into<Value>> From<Option<T>> for Value {
 
 /// Builds a `&[Value]` parameter list: `vals![id, name]`.
 macro_rules! vals {
-    ($($v:expr),* $(,)?) => { &[$($crate::store::backend::Value::from($v)),*][..] };
+    ($($v:expr),* $(,)?) => { &[$($crate::backend::Value::from($v)),*][..] };
 }
 pub(crate) use vals;
 

@@ -186,7 +186,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::store::{Location, Store};
+    use crate::{Location, Store};
 
     /// A database left at every older version (with a run stored as that version wrote it)
     /// opens migrated to the newest, its run readable and given a UUID.

@@ -5,7 +5,7 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Transaction, TransactionBehavior, params_from_iter};
 
 use super::{Row, Tx, Value};
-use crate::store::{Location, StoreError};
+use crate::{Location, StoreError};
 
 /// An open SQLite database.
 pub(crate) struct Lite {

@@ -14,12 +14,12 @@ use postgres::types::{ToSql, Type};
 use postgres::{Client, IsolationLevel, NoTls, Statement};
 
 use super::{Row, Tx, Value, dollar_placeholders};
-use crate::store::address::PgUrl;
-use crate::store::error::connect_detail;
-use crate::store::pg_schema::{CREATE_VERSION_TABLE, PG_MIGRATIONS};
-use crate::store::pg_tls::Connector;
-use crate::store::schema::APPLICATION_ID;
-use crate::store::{Location, SCHEMA_VERSION, StoreError, pg_config};
+use crate::address::PgUrl;
+use crate::error::connect_detail;
+use crate::pg_schema::{CREATE_VERSION_TABLE, PG_MIGRATIONS};
+use crate::pg_tls::Connector;
+use crate::schema::APPLICATION_ID;
+use crate::{Location, SCHEMA_VERSION, StoreError, pg_config};
 
 /// The first key of every run lock ("SCLB"); the second is the run id modulo 2^31.
 pub(crate) const RUN_LOCK_CLASS: i32 = APPLICATION_ID;

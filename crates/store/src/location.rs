@@ -1,5 +1,5 @@
 //! Where the database file really is, and whether it may be opened, decided before SQLite sees
-//! it: links are followed only when trusted (see [`crate::owned_dir`]), the file itself is never
+//! it: links are followed only when trusted (see [`sys::owned_dir`]), the file itself is never
 //! a link, a new one is made private, and only creating commands make one. SQLite's side files
 //! (`-journal`, `-wal`, `-shm`) are looked at first too: a link there is refused (SQLite would
 //! fail on it, or delete it), and so, for a new database, is a file another user left there
@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::FileType;
 
 use super::StoreError;
-use crate::owned_dir::{self, NewEntryError, OwnedDir, PathError};
+use sys::owned_dir::{self, NewEntryError, OwnedDir, PathError};
 
 /// Where the database file really is, checked before SQLite sees it: links in its folder's
 /// path are followed only when yours or root's, the file itself is never a link, and a

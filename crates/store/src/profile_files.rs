@@ -16,12 +16,11 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::Path;
 
-use crate::error::LabError;
-use crate::owned_dir::{NewEntryError, OwnedDir};
+use crate::record::KALLSYMS;
 use crate::record::RunData;
-use crate::runner::perf_record::{self, KALLSYMS};
-use crate::store::{Store, StoreError};
+use crate::{Store, StoreError};
 use model::profile_path::check_own_profile;
+use sys::owned_dir::{NewEntryError, OwnedDir};
 
 /// The largest file `push --with-profiles` stores (PostgreSQL's `bytea` holds at most 1 GB).
 pub const MAX_FILE_BYTES: u64 = 512 << 20;
@@ -66,7 +65,7 @@ fn profile_files(run: &RunData) -> Vec<ProfileFile> {
 /// Reads the file `path` of this host: a regular file, not through a link, at most
 /// [`MAX_FILE_BYTES`].
 fn read_local(path: &Path) -> Result<Vec<u8>, String> {
-    let (folder, name) = crate::owned_dir::split(path).map_err(|e| e.to_string())?;
+    let (folder, name) = sys::owned_dir::split(path).map_err(|e| e.to_string())?;
     let mut file = OwnedDir::open(&folder)
         .and_then(|d| d.open_file(&name))
         .map_err(|e| e.to_string())?;
@@ -178,21 +177,17 @@ pub fn fetch_profiles(
     store: &Store,
     run: &mut RunData,
     local_db_file: &Path,
-) -> Result<usize, LabError> {
+) -> Result<usize, StoreError> {
     let absent = |p: &str| std::fs::symlink_metadata(p).is_err();
     if !profile_files(run).iter().any(|f| absent(&f.path)) {
         return Ok(0);
     }
-    let stored: HashMap<String, u64> = store
-        .run_file_names(run.meta.id)
-        .map_err(|e| LabError::BadOption(e.to_string()))?
-        .into_iter()
-        .collect();
+    let stored: HashMap<String, u64> = store.run_file_names(run.meta.id)?.into_iter().collect();
     if stored.is_empty() {
         return Ok(0);
     }
-    let dir = perf_record::profiles_of(local_db_file)?
-        .private_subdir(&run.meta.uuid.hyphenated().to_string())?;
+    let dir =
+        profiles_of(local_db_file)?.private_subdir(&run.meta.uuid.hyphenated().to_string())?;
     let mut written: HashMap<String, String> = HashMap::new();
     let mut pointed = 0;
     for t in &mut run.trials {
@@ -213,7 +208,7 @@ pub fn fetch_profiles(
             continue;
         };
         if !plain_name(&name) {
-            return Err(LabError::BadOption(format!(
+            return Err(StoreError::Files(format!(
                 "run {}: a stored profile is named {:?}, not a plain file name; not written",
                 run.meta.id, name
             )));
@@ -241,31 +236,33 @@ fn materialise(
     dir: &OwnedDir,
     name: &str,
     size: u64,
-) -> Result<String, LabError> {
+) -> Result<String, StoreError> {
     let path = dir.join(name);
     if let Some(st) = dir.entry(name)? {
         let regular = rustix::fs::FileType::from_raw_mode(st.st_mode).is_file();
         if regular && st.st_size as u64 == size {
             return Ok(path.display().to_string());
         }
-        return Err(LabError::BadOption(format!(
+        return Err(StoreError::Files(format!(
             "{} is there but is not the stored copy ({} bytes; a link or a file of another size); remove it and try again",
             path.display(),
             size
         )));
     }
     let data = store
-        .run_file(id, name)
-        .map_err(|e| LabError::BadOption(e.to_string()))?
-        .ok_or_else(|| LabError::BadOption(format!("run {id}: {name} left the store")))?;
+        .run_file(id, name)?
+        .ok_or_else(|| StoreError::Files(format!("run {id}: {name} left the store")))?;
     let partial = format!(".{name}.{}.partial", std::process::id());
     let mut file = dir
         .create_file(&partial)
-        .map_err(crate::owned_dir::PathError::from)?;
+        .map_err(sys::owned_dir::PathError::from)?;
     let written = file
         .write_all(&data)
         .and_then(|()| file.sync_all())
-        .map_err(|e| LabError::io(format!("writing {}", dir.join(&partial).display()), e));
+        .map_err(|source| StoreError::FileIo {
+            context: format!("writing {}", dir.join(&partial).display()),
+            source,
+        });
     let placed = written.and_then(|()| match dir.rename_new(&partial, name) {
         // Another reader placed it meanwhile: theirs is the same file.
         Ok(()) | Err(NewEntryError::Exists(_)) => Ok(()),
@@ -273,6 +270,21 @@ fn materialise(
     });
     let _ = std::fs::remove_file(dir.join(&partial));
     placed.map(|()| path.display().to_string())
+}
+
+/// The folder holding the run folders of the database `db`, `<db dir>/profiles/<db file
+/// name>/`, made (0700) when missing; every step through trusted links only
+/// ([`sys::owned_dir`]).
+pub fn profiles_of(db: &Path) -> Result<OwnedDir, StoreError> {
+    let (folder, db_name) = sys::owned_dir::split(db)?;
+    // A PostgreSQL store's profiles go beside the default local database, whose folder a host
+    // that never used SQLite does not have yet (made 0700, through trusted links only).
+    if !folder.exists() {
+        OwnedDir::open_or_create(&folder)?;
+    }
+    Ok(OwnedDir::open_anchor(&folder)?
+        .private_subdir("profiles")?
+        .private_subdir(&db_name)?)
 }
 
 #[cfg(test)]

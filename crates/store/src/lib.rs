@@ -28,7 +28,13 @@
 //! profile files, stored for other hosts), `bisect` (bisections: their
 //! range, steps and verdicts), `export` (JSON/CSV export,
 //! reading exports), `validation` (refusing runs no measurement could produce, before import),
-//! `error` (what can go wrong).
+//! `error` (what can go wrong); and `profile_files` (a run's profile files between hosts: where
+//! they are, copied into a store, fetched from it).
+//!
+//! A layer of its own: it depends on the model (`model`) and `sys`, never on the engine or the
+//! analysis; its errors are [`StoreError`], which the engine wraps unchanged.
+#![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
 
 mod address;
 mod backend;
@@ -42,8 +48,11 @@ mod pg_config;
 mod pg_files;
 mod pg_hosts;
 mod pg_schema;
+#[cfg(any(test, feature = "test-support"))]
+pub mod pg_server;
 mod pg_tls;
 mod pg_uri;
+pub mod profile_files;
 mod push;
 mod query;
 mod run_files;
@@ -52,6 +61,11 @@ mod schema;
 mod validation;
 
 use std::cell::RefCell;
+
+// The model's modules under the names this crate has always used (`crate::record::RunData`).
+#[cfg(test)]
+use model::test_runs;
+use model::{env, limits, number_text, record, safe_text};
 use std::path::Path;
 
 pub use address::{Location, PgUrl, UnknownScheme, redact_secrets};

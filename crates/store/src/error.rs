@@ -45,7 +45,19 @@ pub enum StoreError {
 
     /// The database's path is unsafe (a link another user made, a link as the file).
     #[error(transparent)]
-    Path(#[from] crate::owned_dir::PathError),
+    Path(#[from] sys::owned_dir::PathError),
+    /// A run's profile file that cannot be fetched from the store or placed here; the message
+    /// names the file and the fix.
+    #[error("{0}")]
+    Files(String),
+    /// Writing a profile file fetched from the store failed.
+    #[error("{context}: {source}")]
+    FileIo {
+        /// What was being written.
+        context: String,
+        /// The error.
+        source: std::io::Error,
+    },
 
     /// The database (or its directory) cannot be written.
     #[error("database {} is read-only — make it (and its directory) writable, or pass --db PATH", path.display())]
