@@ -14,5 +14,5 @@ pub enum AnalysisError {
     Spec(#[from] model::SpecError),
     /// A profile that cannot be read.
     #[error(transparent)]
-    Perf(#[from] perf::PerfError),
+    Perf(#[from] perf_read::PerfError),
 }

@@ -8,10 +8,10 @@
 
 use std::time::Duration;
 
-use crate::error::PerfError;
 use crate::offcpu_events::IdleCpu;
 use crate::offcpu_tracer::{OffCpuTraceConfig, OffCpuTracer};
 use crate::trace_ring::online_cpus;
+use perf_read::error::PerfError;
 
 /// What one CPU's napping thread saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

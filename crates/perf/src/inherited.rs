@@ -14,9 +14,9 @@ use std::sync::Mutex;
 use perf_event::events::Event;
 use perf_event::{Builder, Counter};
 
-use crate::error::{PerfError, kernel_exclusion_reason};
 use crate::event::{CounterReading, HwEvent};
 use crate::inherited_group::InheritedGroup;
+use perf_read::error::{PerfError, kernel_exclusion_reason};
 
 /// One inherited counter fd; `Drop` closes it.
 #[derive(Debug)]

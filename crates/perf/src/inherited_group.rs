@@ -15,8 +15,8 @@ use std::sync::Mutex;
 
 use perf_event::{Builder, Counter, Group, ReadFormat};
 
-use crate::error::PerfError;
 use crate::event::CounterReading;
+use perf_read::error::PerfError;
 
 /// One group of inherited counters; `Drop` closes the fds.
 pub(crate) struct InheritedGroup {

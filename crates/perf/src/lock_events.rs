@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use crate::unwind::{MappedFile, UserRegs};
+use perf_read::unwind::{MappedFile, UserRegs};
 
 /// `PERF_CONTEXT_MAX`: call chain entries at or above it are context markers, not addresses.
 const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
@@ -239,7 +239,7 @@ pub(crate) struct Sample<'a> {
     pub cpu: u32,
     pub callchain: Vec<u64>,
     pub raw: &'a [u8],
-    /// The user registers ([`crate::unwind::REGS_MASK`]), absent when the sample was taken
+    /// The user registers ([`perf_read::unwind::REGS_MASK`]), absent when the sample was taken
     /// with no user context (a kernel thread).
     pub regs: Option<UserRegs>,
     /// The valid part of the user stack copy, starting at `regs.sp`.

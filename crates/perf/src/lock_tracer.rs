@@ -13,7 +13,7 @@
 //! Frame-pointer chains stop at the first code built without frame pointers (Debian's glibc,
 //! where every contended `pthread_mutex_lock` waits), so `sys_enter_futex` also takes the user
 //! registers and a copy of the user stack (`REGS_USER | STACK_USER`, [`LockTraceConfig::stack_size`]),
-//! unwound at drain time with the binaries' `.eh_frame` ([`crate::unwind`]). A process's
+//! unwound at drain time with the binaries' `.eh_frame` ([`perf_read::unwind`]). A process's
 //! mappings come from its exec, fork and mmap records ([`crate::mapping_stream`]), so that it
 //! unwinds after it exits; one that existed before the tracer opened has its `/proc/PID/maps`
 //! read when it is first seen (and again when an address falls outside them).
@@ -25,7 +25,6 @@
 use perf_event::events::Tracepoint;
 use perf_event::{Builder, Clock, Counter, SampleFlag, Sampler};
 
-use crate::error::PerfError;
 use crate::lock_events::{
     ChainTable, Field, LockEvent, LockTrace, Pairing, TimedEvent, parse_sample,
 };
@@ -36,7 +35,8 @@ use crate::trace_ring::{
     lost_records, online_cpus, ring_bytes, set_filter,
 };
 use crate::tracefs::TracepointFormat;
-use crate::unwind::{DEFAULT_STACK_SIZE, REGS_MASK, Unwinder};
+use perf_read::error::PerfError;
+use perf_read::unwind::{DEFAULT_STACK_SIZE, REGS_MASK, Unwinder};
 
 /// Records newer than this (relative to the drain) wait for the next drain, so that a record
 /// another CPU has stamped but not yet committed can still be merged in order.
@@ -710,8 +710,8 @@ mod tests {
         use std::io::Write;
         use std::panic::{AssertUnwindSafe, catch_unwind};
 
-        use crate::mutation::Mutator;
         use crate::tracefs::parse_format;
+        use perf_read::mutation::Mutator;
 
         const CASES: u64 = 2_000;
         const SEED: u64 = 0x10c5_7ace;

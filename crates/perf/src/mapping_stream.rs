@@ -21,9 +21,9 @@ use perf_event::data::Record as Parsed;
 use perf_event::events::Software;
 use perf_event::{Builder, Clock, SampleFlag, Sampler};
 
-use crate::error::PerfError;
 use crate::trace_ring::{lost_records, ring_bytes};
-use crate::unwind::{MappedFile, Unwinder};
+use perf_read::error::PerfError;
+use perf_read::unwind::{MappedFile, Unwinder};
 
 /// Ring buffer data size per CPU wanted: an exec and its libraries are a few dozen records.
 const BUFFER_BYTES: usize = 64 << 10;

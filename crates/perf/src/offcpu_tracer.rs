@@ -46,7 +46,6 @@ use std::collections::{HashMap, HashSet};
 use perf_event::events::Tracepoint;
 use perf_event::{Builder, Clock, Counter, SampleFlag, Sampler};
 
-use crate::error::PerfError;
 use crate::lock_events::{ChainTable, Field, parse_sample};
 use crate::mapping_stream::{MappingStream, TaskChange, TaskRecord};
 use crate::offcpu_events::{
@@ -58,7 +57,8 @@ use crate::trace_ring::{
     cached_user_chain, lost_records, online_cpus, ring_bytes, set_filter,
 };
 use crate::tracefs::TracepointFormat;
-use crate::unwind::{DEFAULT_STACK_SIZE, REGS_MASK, Unwinder};
+use perf_read::error::PerfError;
+use perf_read::unwind::{DEFAULT_STACK_SIZE, REGS_MASK, Unwinder};
 
 /// Records newer than this (relative to the drain) wait for the next drain.
 const HOLD_BACK_NS: u64 = 2_000_000;

@@ -5,7 +5,7 @@
 use std::os::unix::io::AsRawFd;
 
 use crate::lock_events::Sample;
-use crate::unwind::Unwinder;
+use perf_read::unwind::Unwinder;
 
 pub(crate) const PERF_RECORD_LOST: u32 = 2;
 pub(crate) const PERF_RECORD_SAMPLE: u32 = 9;

@@ -17,6 +17,25 @@ use crate::palette::{Palette, Role};
 
 /// Writes the bisection (see the module doc).
 pub fn write_bisect(out: &mut dyn Write, v: &BisectView, palette: Palette) -> io::Result<()> {
+    write_header(out, v, palette)?;
+    if !v.steps.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{:>4}  {:<10}  {:<7}  {:>4}  {:<40}  {:<40}  {:>6}  {:>7}",
+            "step", "commit", "verdict", "N", "against good", "against bad", "groups", "time"
+        )?;
+        for s in &v.steps {
+            write_step(out, s, palette)?;
+        }
+    }
+    writeln!(out)?;
+    write_answer(out, v, palette)?;
+    write_footer(out, v, palette)
+}
+
+/// The settings, the range and the ends' comparison.
+fn write_header(out: &mut dyn Write, v: &BisectView, palette: Palette) -> io::Result<()> {
     let good = &v.commits[0];
     let bad = &v.commits[v.commits.len() - 1];
     let steps_at = if v.step_threshold > v.threshold {
@@ -61,18 +80,11 @@ pub fn write_bisect(out: &mut dyn Write, v: &BisectView, palette: Palette) -> io
             )?;
         }
     }
-    if !v.steps.is_empty() {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "{:>4}  {:<10}  {:<7}  {:>4}  {:<40}  {:<40}  {:>6}  {:>7}",
-            "step", "commit", "verdict", "N", "against good", "against bad", "groups", "time"
-        )?;
-        for s in &v.steps {
-            write_step(out, s, palette)?;
-        }
-    }
-    writeln!(out)?;
+    Ok(())
+}
+
+/// The first bad commit with the change at it and its neighbours, or why there is none.
+fn write_answer(out: &mut dyn Write, v: &BisectView, palette: Palette) -> io::Result<()> {
     match (&v.first_bad, v.status) {
         (Some(answer), _) => {
             writeln!(
@@ -129,6 +141,11 @@ pub fn write_bisect(out: &mut dyn Write, v: &BisectView, palette: Palette) -> io
         }
         (None, status) => writeln!(out, "bisection {status}")?,
     }
+    Ok(())
+}
+
+/// The steps taken, skipped, the time spent, and verdicts that contradict each other.
+fn write_footer(out: &mut dyn Write, v: &BisectView, palette: Palette) -> io::Result<()> {
     let skipped: Vec<String> = v
         .steps
         .iter()

@@ -6,7 +6,8 @@
 use std::io::{self, Write};
 
 use analysis::explain::{
-    Cause, CauseGrowth, CauseKind, Explanation, Mechanism, NoiseRule, TRACE_COST_NOTABLE,
+    Cause, CauseGrowth, CauseKind, Explanation, GrowthAccount, Mechanism, NoiseRule,
+    TRACE_COST_NOTABLE,
 };
 use model::safe_text::printable;
 
@@ -366,13 +367,52 @@ pub fn unwoken_note(e: &Explanation) -> Option<String> {
     })
 }
 
-/// The whole explanation as terminal text.
+/// The whole explanation as terminal text: the answer, the accounting per N, the traces
+/// against it, the growth by cause with its evidence, the USL reading, what evidence is
+/// missing, and which trials each part came from.
 pub fn write(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Result<()> {
-    let pal = opts.palette;
     writeln!(out, "{}", e.description)?;
     writeln!(out, "{}", answer(e))?;
-
     writeln!(out)?;
+    write_accounting(out, e, opts)?;
+    explain_threads::write(out, e, opts)?;
+    write_agreement(out, e, opts)?;
+    if let Some(g) = &e.growth {
+        write_growth(out, e, g, opts)?;
+    }
+    if let Some(u) = &e.usl {
+        writeln!(out)?;
+        let agree = match u.agrees {
+            Some(true) => "the top named cause agrees",
+            Some(false) => "the top named cause does NOT agree: read the causes with care",
+            None => "no cause was named to compare",
+        };
+        writeln!(
+            out,
+            "USL: σ = {:.4}, κ = {:.5}; at N={} σ(N−1) = {:.3} vs κN(N−1) = {:.3}: {} dominates; {agree}",
+            u.sigma,
+            u.kappa,
+            e.points.last().map_or(0, |p| p.n),
+            u.sigma_term,
+            u.kappa_term,
+            mechanism(u.dominant)
+        )?;
+    }
+
+    if !e.missing.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "missing evidence")?;
+        for m in &e.missing {
+            writeln!(out, "  {} — {}", m.what, m.fix)?;
+        }
+    }
+
+    write_sources(out, e, opts)
+}
+
+/// The accounting table: ns per op per task, split into user, system, run queue and off-CPU
+/// (and supervising/workers for a command's threads), with the trials' spread.
+fn write_accounting(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Result<()> {
     writeln!(out, "{}", explain_threads::accounting_header(e))?;
     let threads = e.points.iter().any(|p| !p.accounting.workers.is_empty());
     let mut headers = vec!["N", "ns/op/task", "user", "system", "run queue", "off-CPU"];
@@ -406,6 +446,12 @@ pub fn write(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Re
     t.write_terminal(out, opts)?;
     explain_threads::write(out, e, opts)?;
 
+    Ok(())
+}
+
+/// The traces against the accounting on the same trials, and the notes on what the traces
+/// cost and missed.
+fn write_agreement(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Result<()> {
     let (headers, rows) = agreement_rows(e);
     if !rows.is_empty() {
         writeln!(out)?;
@@ -433,118 +479,105 @@ pub fn write(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Re
         writeln!(out, "{note}")?;
     }
 
-    if let Some(g) = &e.growth {
-        writeln!(out)?;
+    Ok(())
+}
+
+/// The growth from the first to the last N by cause, what stayed within noise, and the top
+/// causes' evidence.
+fn write_growth(
+    out: &mut dyn Write,
+    e: &Explanation,
+    g: &GrowthAccount,
+    opts: &TextOptions,
+) -> io::Result<()> {
+    writeln!(out)?;
+    writeln!(
+        out,
+        "growth from N={} to N={}: {} per op, by cause (named only beyond trial-to-trial noise)",
+        g.from_n,
+        g.to_n,
+        signed(g.delta_ns)
+    )?;
+    let h_from = format!("N={}", g.from_n);
+    let h_to = format!("N={}", g.to_n);
+    let mut t = Grid::plain(
+        &[&h_from, &h_to, "growth", "share", "source", "cause"],
+        4,
+        &[],
+        Some("cause"),
+    );
+    for c in &g.named {
+        t.add_row(vec![
+            duration(c.from_ns),
+            duration(c.to_ns),
+            signed(c.delta_ns),
+            pct(c.share_pct),
+            c.cause.source.into(),
+            cause_label(&c.cause),
+        ]);
+    }
+    t.add_row(vec![
+        String::new(),
+        String::new(),
+        signed(g.unexplained_ns),
+        pct(g.unexplained_pct),
+        String::new(),
+        "unexplained".into(),
+    ]);
+    t.write_terminal(out, opts)?;
+    if g.named
+        .first()
+        .is_some_and(|c| c.cause.kind == CauseKind::RunQueue && c.delta_ns > 0.0)
+        && e.scales_to
+            .and_then(|s| s.cpus)
+            .is_some_and(|cpus| g.to_n <= cpus)
+    {
         writeln!(
             out,
-            "growth from N={} to N={}: {} per op, by cause (named only beyond trial-to-trial noise)",
-            g.from_n,
-            g.to_n,
-            signed(g.delta_ns)
+            "  note: waiting for a CPU is not the workload's own cost while N fits the CPUs — other work competed (see `scalelab doctor`, rerun on a quiet machine); the causes below it are the workload's"
         )?;
-        let h_from = format!("N={}", g.from_n);
-        let h_to = format!("N={}", g.to_n);
-        let mut t = Grid::plain(
-            &[&h_from, &h_to, "growth", "share", "source", "cause"],
-            4,
-            &[],
-            Some("cause"),
-        );
-        for c in &g.named {
-            t.add_row(vec![
-                duration(c.from_ns),
-                duration(c.to_ns),
-                signed(c.delta_ns),
-                pct(c.share_pct),
-                c.cause.source.into(),
-                cause_label(&c.cause),
-            ]);
-        }
-        t.add_row(vec![
-            String::new(),
-            String::new(),
-            signed(g.unexplained_ns),
-            pct(g.unexplained_pct),
-            String::new(),
-            "unexplained".into(),
-        ]);
-        t.write_terminal(out, opts)?;
-        if g.named
-            .first()
-            .is_some_and(|c| c.cause.kind == CauseKind::RunQueue && c.delta_ns > 0.0)
-            && e.scales_to
-                .and_then(|s| s.cpus)
-                .is_some_and(|cpus| g.to_n <= cpus)
-        {
-            writeln!(
-                out,
-                "  note: waiting for a CPU is not the workload's own cost while N fits the CPUs — other work competed (see `scalelab doctor`, rerun on a quiet machine); the causes below it are the workload's"
-            )?;
-        }
-        if !g.within_noise.is_empty() {
-            let sum: f64 = g.within_noise.iter().map(|c| c.delta_ns).sum();
-            writeln!(
-                out,
-                "  within noise (in unexplained): {} ({} in all{})",
-                g.within_noise
-                    .iter()
-                    .take(TOP)
-                    .map(|c| format!("{} {}", cause_label(&c.cause), signed(c.delta_ns)))
-                    .collect::<Vec<_>>()
-                    .join("; "),
-                signed(sum),
-                if g.within_noise.len() > TOP {
-                    ", …"
-                } else {
-                    ""
-                }
-            )?;
-        }
-        let top: Vec<&CauseGrowth> = g
-            .named
-            .iter()
-            .filter(|c| c.delta_ns > 0.0 && !c.cause.evidence.is_empty())
-            .take(TOP)
-            .collect();
-        if !top.is_empty() {
-            writeln!(out)?;
-            writeln!(out, "evidence")?;
-            for c in top {
-                writeln!(out, "  {} ({}):", cause_label(&c.cause), c.cause.source)?;
-                for line in &c.cause.evidence {
-                    writeln!(out, "    {}", printable(line))?;
-                }
+    }
+    if !g.within_noise.is_empty() {
+        let sum: f64 = g.within_noise.iter().map(|c| c.delta_ns).sum();
+        writeln!(
+            out,
+            "  within noise (in unexplained): {} ({} in all{})",
+            g.within_noise
+                .iter()
+                .take(TOP)
+                .map(|c| format!("{} {}", cause_label(&c.cause), signed(c.delta_ns)))
+                .collect::<Vec<_>>()
+                .join("; "),
+            signed(sum),
+            if g.within_noise.len() > TOP {
+                ", …"
+            } else {
+                ""
+            }
+        )?;
+    }
+    let top: Vec<&CauseGrowth> = g
+        .named
+        .iter()
+        .filter(|c| c.delta_ns > 0.0 && !c.cause.evidence.is_empty())
+        .take(TOP)
+        .collect();
+    if !top.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "evidence")?;
+        for c in top {
+            writeln!(out, "  {} ({}):", cause_label(&c.cause), c.cause.source)?;
+            for line in &c.cause.evidence {
+                writeln!(out, "    {}", printable(line))?;
             }
         }
     }
+    Ok(())
+}
 
-    if let Some(u) = &e.usl {
-        writeln!(out)?;
-        let agree = match u.agrees {
-            Some(true) => "the top named cause agrees",
-            Some(false) => "the top named cause does NOT agree: read the causes with care",
-            None => "no cause was named to compare",
-        };
-        writeln!(
-            out,
-            "USL: σ = {:.4}, κ = {:.5}; at N={} σ(N−1) = {:.3} vs κN(N−1) = {:.3}: {} dominates; {agree}",
-            u.sigma,
-            u.kappa,
-            e.points.last().map_or(0, |p| p.n),
-            u.sigma_term,
-            u.kappa_term,
-            mechanism(u.dominant)
-        )?;
-    }
-
-    if !e.missing.is_empty() {
-        writeln!(out)?;
-        writeln!(out, "missing evidence")?;
-        for m in &e.missing {
-            writeln!(out, "  {} — {}", m.what, m.fix)?;
-        }
-    }
-
+/// Which trials each part came from, and the noise rule the causes were judged by.
+fn write_sources(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Result<()> {
+    let pal = opts.palette;
     writeln!(out)?;
     let mut sources = Vec::new();
     for p in &e.points {

@@ -40,9 +40,8 @@ pub struct Cli {
 pub enum Command {
     /// Built-in workloads: their op, parameters and the kernel path they stress.
     List {
-        /// Print the workloads as JSON on stdout.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        output: Output,
     },
     /// Sweep a workload over task counts, repeated, and store every trial.
     #[command(after_help = help::RUN)]
@@ -99,9 +98,8 @@ pub enum Command {
     },
     /// What on this machine will make numbers noisy, with a fix for each.
     Doctor {
-        /// Print the fingerprint and the checks as JSON on stdout.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        output: Output,
     },
     /// One metric at one N across every stored run of a workload, with change points.
     #[command(after_help = help::HISTORY)]
@@ -213,6 +211,32 @@ impl CompareFormat {
         } else {
             format.unwrap_or(CompareFormat::Text)
         }
+    }
+}
+
+/// `--format` of a command whose results read as text or JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TextFormat {
+    Text,
+    Json,
+}
+
+/// `--format text|json`, with `--json` as its alias: the one output switch of every command
+/// whose results read as tables or as JSON (`show`, `compare` and `ab` add markdown and csv).
+#[derive(Debug, Clone, Copy, Args)]
+pub struct Output {
+    /// text (tables, the default) or json (the figures as JSON on stdout).
+    #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
+    pub format: Option<TextFormat>,
+    /// Print the results as JSON on stdout (the same as --format json).
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl Output {
+    /// Whether the results are printed as JSON.
+    pub fn json(&self) -> bool {
+        self.json || self.format == Some(TextFormat::Json)
     }
 }
 
@@ -372,9 +396,8 @@ pub struct RunArgs {
     /// A free-text name for the run.
     #[arg(long)]
     pub name: Option<String>,
-    /// Print the results as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: Output,
     /// No progress, no tables: only the run id on stdout, and errors (the run is still stored).
     #[arg(long, short)]
     pub quiet: bool,
@@ -391,9 +414,8 @@ pub struct LsArgs {
     /// Only runs of this variant (`run --variant`; `a` and `b` for `ab`).
     #[arg(long)]
     pub variant: Option<String>,
-    /// Print the runs as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: Output,
     /// Only runs of external commands whose command line contains TEXT.
     #[arg(long, value_name = "TEXT")]
     pub cmd: Option<String>,
@@ -423,9 +445,8 @@ pub struct PushArgs {
     /// other hosts can read its profiles (also for runs pushed before without them).
     #[arg(long)]
     pub with_profiles: bool,
-    /// Print what was copied as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: Output,
 }
 
 #[derive(Debug, Args)]
@@ -495,9 +516,8 @@ pub struct HistoryArgs {
     /// Read the series from a file instead: one value per line, or `label,value`; an optional header, `#` comments (as `model --csv`).
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
-    /// Print the series and its change points as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: Output,
 }
 
 /// The command's own figures (`--metric`): shared by `run`, `ab` and `bisect`.
@@ -773,9 +793,8 @@ pub struct BisectArgs {
     #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "0",
           conflicts_with_all = ["repo", "good", "bad", "build", "no_build", "cmd", "workload"])]
     pub resume: Option<i64>,
-    /// Print the bisection as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: Output,
     /// No progress: the answer only (errors and warnings still go to stderr).
     #[arg(long, short)]
     pub quiet: bool,
@@ -829,9 +848,8 @@ pub enum BisectAction {
     Show {
         /// The bisection [default: the newest].
         id: Option<i64>,
-        /// Print it as JSON on stdout.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        output: Output,
     },
     /// The stored bisections, one line each.
     List,
@@ -853,9 +871,8 @@ pub struct ModelArgs {
     /// time-sharing, not scaling); a warning names them either way.
     #[arg(long, conflicts_with = "csv")]
     pub all_n: bool,
-    /// Print the model as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: Output,
 }
 
 /// The flag that sets a field of a run's configuration: the engine's errors name the field
@@ -976,18 +993,16 @@ pub struct LocksArgs {
     /// Rows per table.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
-    /// Print the figures as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: Output,
 }
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
     /// Run id, `last`, `last~K`, or an exported JSON file.
     pub run: String,
-    /// Print the figures as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: Output,
 }
 
 #[derive(Debug, Args)]
@@ -1038,9 +1053,8 @@ pub struct ProfileArgs {
     /// main command, `cmd`].
     #[arg(long, value_name = "NAME", conflicts_with = "perf_data")]
     pub step: Option<String>,
-    /// Print the results as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: Output,
     /// Read one perf.data file instead of a run (the whole file, no window, no per-op costs);
     /// also the way bench/profile-speed times scalelab's parse + symbolise + aggregate.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["diff", "at"])]

@@ -45,6 +45,7 @@ mod export;
 mod liveness;
 mod location;
 mod pg_config;
+mod pg_error;
 mod pg_files;
 mod pg_hosts;
 mod pg_schema;

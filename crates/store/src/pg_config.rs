@@ -24,62 +24,15 @@ use postgres::Config;
 use postgres::config::{ChannelBinding, SslNegotiation, TargetSessionAttrs};
 
 use super::address::PgUrl;
+use super::pg_error::{ConfigError, invalid, unsupported};
 use super::pg_files;
-use super::pg_hosts::{self, To};
+use super::pg_hosts::{self, Target, To};
 use super::pg_tls::{RootCerts, SslMode, TlsSettings, TlsVersions};
-use super::pg_uri::{self, KEYWORDS, Options};
+use super::pg_uri::{self, KEYWORDS, Options, set};
 
 /// How long a connection attempt to one host may take when nothing says (`connect_timeout`);
 /// libpq waits forever.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Why a URL cannot be made into servers to try (never quoting the password).
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum ConfigError {
-    /// The URL does not parse, or its parts do not fit together.
-    #[error(
-        "not a valid PostgreSQL URL: {0} — write it as postgres://USER@HOST[:PORT]/DATABASE (or postgres:///DATABASE?host=/socket/dir)"
-    )]
-    Url(String),
-    /// A query parameter libpq does not know.
-    #[error("`{0}` is not a PostgreSQL connection parameter (psql refuses it too)")]
-    Unknown(String),
-    /// A value a parameter cannot take.
-    #[error("{keyword}={value}: {expected}")]
-    Invalid {
-        /// The parameter.
-        keyword: &'static str,
-        /// Its value.
-        value: String,
-        /// What it may be.
-        expected: String,
-    },
-    /// A parameter (or value) scalelab does not support; psql would use it.
-    #[error(
-        "{keyword}={value}: {why} — scalelab does not support it; leave it out of the URL, service and PG… variables"
-    )]
-    Unsupported {
-        /// The parameter.
-        keyword: &'static str,
-        /// Its value (never a secret's).
-        value: String,
-        /// What it would do.
-        why: &'static str,
-    },
-    /// The service it names is in no service file.
-    #[error(
-        "service `{0}` is not defined in any service file (PGSERVICEFILE, ~/.pg_service.conf, PGSYSCONFDIR/pg_service.conf)"
-    )]
-    Service(String),
-}
-
-/// One server to try: its configuration and how it is shown in messages.
-#[derive(Debug)]
-pub(crate) struct Target {
-    pub(crate) config: Config,
-    /// `host:port`, or the socket file (`/run/pg/.s.PGSQL.5432`).
-    pub(crate) shown: String,
-}
 
 /// The servers a URL names, in the order to try them, and the TLS settings for all.
 #[derive(Debug)]
@@ -108,32 +61,6 @@ pub(crate) fn config(url: &PgUrl) -> Result<Targets, ConfigError> {
         options.insert("sslmode", "require".into());
     }
     build(&options)
-}
-
-/// The value of `key`, when set and not empty (an empty value means the default, in libpq).
-pub(crate) fn set<'a>(options: &'a Options, key: &str) -> Option<&'a str> {
-    options
-        .get(key)
-        .map(String::as_str)
-        .filter(|v| !v.is_empty())
-}
-
-/// A value `keyword` cannot take, and what it may be.
-pub(crate) fn invalid(keyword: &'static str, value: &str, expected: &str) -> ConfigError {
-    ConfigError::Invalid {
-        keyword,
-        value: value.to_owned(),
-        expected: expected.to_owned(),
-    }
-}
-
-/// A parameter scalelab does not support, and what it would do.
-pub(crate) fn unsupported(keyword: &'static str, value: &str, why: &'static str) -> ConfigError {
-    ConfigError::Unsupported {
-        keyword,
-        value: value.to_owned(),
-        why,
-    }
 }
 
 /// An integer parameter, as libpq's `parse_int_param` reads one (spaces around allowed).
@@ -165,6 +92,23 @@ fn build(options: &Options) -> Result<Targets, ConfigError> {
         common.options(o);
     }
     common.application_name(set(options, "application_name").unwrap_or("scalelab"));
+    connection_timeouts(&mut common, options)?;
+    session_settings(&mut common, options, &tls)?;
+    let random = match set(options, "load_balance_hosts") {
+        None | Some("disable") => false,
+        Some("random") => true,
+        Some(v) => return Err(invalid("load_balance_hosts", v, "one of disable, random")),
+    };
+    let mut hosts = host_targets(&common, options, &user, &dbname)?;
+    if random {
+        pg_hosts::shuffle(&mut hosts);
+    }
+    Ok(Targets { hosts, tls })
+}
+
+/// `connect_timeout` (as libpq reads it, with scalelab's default) and the keepalive and TCP
+/// timeouts, set on `common`.
+fn connection_timeouts(common: &mut Config, options: &Options) -> Result<(), ConfigError> {
     match int(options, "connect_timeout")? {
         None => {
             common.connect_timeout(CONNECT_TIMEOUT);
@@ -195,6 +139,16 @@ fn build(options: &Options) -> Result<Targets, ConfigError> {
     if let Some(ms) = int(options, "tcp_user_timeout")?.filter(|&v| v > 0) {
         common.tcp_user_timeout(Duration::from_millis(ms as u64));
     }
+    Ok(())
+}
+
+/// `channel_binding`, `target_session_attrs` and `sslnegotiation`, set on `common` (checked
+/// against the TLS settings where they depend on them).
+fn session_settings(
+    common: &mut Config,
+    options: &Options,
+    tls: &TlsSettings,
+) -> Result<(), ConfigError> {
     if let Some(v) = set(options, "channel_binding") {
         common.channel_binding(match v {
             "disable" => ChannelBinding::Disable,
@@ -251,12 +205,17 @@ fn build(options: &Options) -> Result<Targets, ConfigError> {
             _ => return Err(invalid("sslnegotiation", v, "one of postgres, direct")),
         });
     }
-    let random = match set(options, "load_balance_hosts") {
-        None | Some("disable") => false,
-        Some("random") => true,
-        Some(v) => return Err(invalid("load_balance_hosts", v, "one of disable, random")),
-    };
+    Ok(())
+}
 
+/// One target per entry of the host list, each `common` with its host, port and password
+/// (from the URL, else the password file).
+fn host_targets(
+    common: &Config,
+    options: &Options,
+    user: &str,
+    dbname: &str,
+) -> Result<Vec<Target>, ConfigError> {
     let password = set(options, "password").map(str::to_owned);
     let passfile = set(options, "passfile").map(PathBuf::from);
     let mut hosts = Vec::new();
@@ -284,8 +243,8 @@ fn build(options: &Options) -> Result<Targets, ConfigError> {
                 passfile.as_deref(),
                 &key,
                 &entry.port.to_string(),
-                &dbname,
-                &user,
+                dbname,
+                user,
             )
         });
         if let Some(pw) = secret {
@@ -293,10 +252,7 @@ fn build(options: &Options) -> Result<Targets, ConfigError> {
         }
         hosts.push(Target { config, shown });
     }
-    if random {
-        pg_hosts::shuffle(&mut hosts);
-    }
-    Ok(Targets { hosts, tls })
+    Ok(hosts)
 }
 
 /// Refuses what scalelab cannot do as libpq would; accepts what changes nothing of where or as

@@ -8,7 +8,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use super::pg_config::ConfigError;
+use super::pg_error::ConfigError;
 use super::pg_uri::{self, Options};
 
 /// The keywords of service `name`, from the first service file that defines it.

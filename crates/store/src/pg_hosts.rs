@@ -6,9 +6,11 @@
 
 use std::net::IpAddr;
 
-use super::pg_config::{ConfigError, Target, invalid, set, unsupported};
+use postgres::Config;
+
+use super::pg_error::{ConfigError, invalid, unsupported};
 use super::pg_files::DEFAULT_SOCKET_DIR;
-use super::pg_uri::Options;
+use super::pg_uri::{Options, set};
 
 /// Where one entry of the host list connects.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,6 +107,14 @@ pub(crate) fn entries(options: &Options) -> Result<Vec<Entry>, ConfigError> {
         entries.push(Entry { to, port });
     }
     Ok(entries)
+}
+
+/// One server to try: its configuration and how it is shown in messages.
+#[derive(Debug)]
+pub(crate) struct Target {
+    pub(crate) config: Config,
+    /// `host:port`, or the socket file (`/run/pg/.s.PGSQL.5432`).
+    pub(crate) shown: String,
 }
 
 /// `load_balance_hosts=random`: the order to try shuffled (Fisher-Yates over random bytes).

@@ -301,8 +301,18 @@ fn start_with(tcp: Option<(u16, Option<(&str, &str)>)>) -> Result<PgServer, Stri
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log);
-    // The thread that starts the server lives as long as the process, so the parent-death
-    // signal fires only when the whole test process ends.
+    spawn_for_the_process(server)?;
+    let pg = PgServer {
+        bin,
+        socket_dir,
+        port: tcp.map(|(p, _)| p),
+    };
+    wait_ready(pg, &base)
+}
+
+/// Spawns `server` from a thread that lives as long as the test process, so the parent-death
+/// signal fires only when the whole test process ends.
+fn spawn_for_the_process(mut server: Command) -> Result<(), String> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let started = server
@@ -316,12 +326,11 @@ fn start_with(tcp: Option<(u16, Option<(&str, &str)>)>) -> Result<PgServer, Stri
             }
         }
     });
-    rx.recv().map_err(|e| e.to_string())??;
-    let pg = PgServer {
-        bin,
-        socket_dir,
-        port: tcp.map(|(p, _)| p),
-    };
+    rx.recv().map_err(|e| e.to_string())?
+}
+
+/// Waits up to 60 s for `pg` to accept connections; the server's log (in `base`) says why not.
+fn wait_ready(pg: PgServer, base: &Path) -> Result<PgServer, String> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let ready = Command::new(pg.bin.join("pg_isready"))

@@ -30,7 +30,7 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::server::ParsedCertificate;
 use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 
-use super::pg_config::ConfigError;
+use super::pg_error::ConfigError;
 
 /// libpq's `sslmode`, less `allow`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use super::pg_config::ConfigError;
+use super::pg_error::ConfigError;
 
 /// libpq's connection keywords (PostgreSQL 17), with the environment variable that supplies
 /// each when nothing else does.
@@ -62,6 +62,14 @@ pub(crate) const KEYWORDS: &[(&str, Option<&str>)] = &[
 
 /// Connection keywords and their values, as libpq keeps them before defaults are added.
 pub(crate) type Options = BTreeMap<&'static str, String>;
+
+/// The value of `key`, when set and not empty (an empty value means the default, in libpq).
+pub(crate) fn set<'a>(options: &'a Options, key: &str) -> Option<&'a str> {
+    options
+        .get(key)
+        .map(String::as_str)
+        .filter(|v| !v.is_empty())
+}
 
 /// The keyword `name` as libpq spells it, when it is one.
 pub(crate) fn keyword(name: &str) -> Option<&'static str> {

@@ -12,7 +12,7 @@ mod grows;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use perf::{Profile, ProfileOptions, read_profile};
+use perf_read::{Profile, ProfileOptions, read_profile};
 use serde::Serialize;
 
 use crate::AnalysisError;
@@ -183,7 +183,7 @@ pub fn load_run(run: &RunData) -> Result<Vec<PointProfile>, AnalysisError> {
             for note in profile
                 .notes
                 .iter_mut()
-                .filter(|n| n.as_str() == perf::NO_KALLSYMS_NOTE)
+                .filter(|n| n.as_str() == perf_read::NO_KALLSYMS_NOTE)
             {
                 note.push_str(" (set kernel.kptr_restrict=0, or run as root, when recording)");
             }
@@ -209,7 +209,7 @@ pub fn load_file(path: &Path, kallsyms: Option<&Path>) -> Result<PointProfile, A
     for note in profile
         .notes
         .iter_mut()
-        .filter(|n| n.as_str() == perf::NO_KALLSYMS_NOTE)
+        .filter(|n| n.as_str() == perf_read::NO_KALLSYMS_NOTE)
     {
         note.push_str(
             " — give the recording machine's symbols with --kallsyms FILE (a copy of its \
@@ -387,7 +387,7 @@ pub(crate) fn is_lock_function(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use perf::{FunctionCost, StackCost};
+    use perf_read::{FunctionCost, StackCost};
 
     fn func(name: &str, self_period: u64, total_period: u64) -> FunctionCost {
         FunctionCost {

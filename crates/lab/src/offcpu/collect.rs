@@ -158,22 +158,7 @@ fn summarise(
         episodes.retain(|e| t.is_cause(e));
     }
     let chain = |i: u32| trace.chains.get(i as usize).map_or(&[][..], Vec::as_slice);
-    // User addresses per process, named through the mappings the tracer recorded.
-    let mut per_pid: HashMap<u32, Vec<u64>> = HashMap::new();
-    for e in &episodes {
-        per_pid
-            .entry(e.pid)
-            .or_default()
-            .extend(chain(e.user_chain));
-    }
-    let symbols: HashMap<u32, perf::UserSymbols> = per_pid
-        .into_iter()
-        .filter_map(|(pid, addrs)| match (trace.maps.get(&pid), resolved) {
-            (Some(maps), _) => Some((pid, perf::UserSymbols::resolve_mapped(maps, &addrs))),
-            (None, Some(_)) => None,
-            (None, None) => Some((pid, perf::UserSymbols::resolve(0, &addrs))),
-        })
-        .collect();
+    let symbols = user_symbols(trace, &episodes, resolved);
     let unknown = perf::UserFrame {
         function: None,
         offset: 0,
@@ -228,6 +213,58 @@ fn summarise(
             unwoken.total.0 += blocked;
         }
     }
+    let out = named_sites(sites, &chain, &kallsyms, &user_frame);
+    let silent: Vec<&perf::IdleCpu> = trace.idle_cpus.iter().filter(|c| c.silent()).collect();
+    notes.extend(trace_notes(trace, &unwoken, episodes.len(), &silent));
+    OffCpuReport {
+        total: Nanos(total),
+        sites: out,
+        threads: tree.map(|t| t.groups()).unwrap_or_default(),
+        lost_records: trace.lost,
+        unwoken: (unwoken.count > 0).then_some(unwoken),
+        // Named where they explain something: where episodes went unwoken.
+        silent_idle_cpus: if unwoken.count > 0 {
+            silent.iter().map(|c| c.cpu).collect()
+        } else {
+            Vec::new()
+        },
+        notes,
+    }
+}
+
+/// The user addresses of `episodes`' chains, per process, named through the mappings the
+/// tracer recorded (or, without them, this host's view of the process, unless `resolved`
+/// already named them).
+fn user_symbols(
+    trace: &perf::OffCpuTrace,
+    episodes: &[&perf::BlockedEpisode],
+    resolved: Option<&HashMap<(u32, u64), perf::UserFrame>>,
+) -> HashMap<u32, perf::UserSymbols> {
+    let chain = |i: u32| trace.chains.get(i as usize).map_or(&[][..], Vec::as_slice);
+    let mut per_pid: HashMap<u32, Vec<u64>> = HashMap::new();
+    for e in episodes {
+        per_pid
+            .entry(e.pid)
+            .or_default()
+            .extend(chain(e.user_chain));
+    }
+    per_pid
+        .into_iter()
+        .filter_map(|(pid, addrs)| match (trace.maps.get(&pid), resolved) {
+            (Some(maps), _) => Some((pid, perf::UserSymbols::resolve_mapped(maps, &addrs))),
+            (None, Some(_)) => None,
+            (None, None) => Some((pid, perf::UserSymbols::resolve(0, &addrs))),
+        })
+        .collect()
+}
+
+/// Each cause's site, its longest episode's stacks named, the most blocked time first.
+fn named_sites<'t>(
+    sites: HashMap<Cause, Site>,
+    chain: &dyn Fn(u32) -> &'t [u64],
+    kallsyms: &perf::Kallsyms,
+    user_frame: &dyn Fn(u32, u64) -> perf::UserFrame,
+) -> Vec<OffCpuSite> {
     let mut out: Vec<OffCpuSite> = sites
         .into_iter()
         .map(|(cause, site)| {
@@ -261,20 +298,30 @@ fn summarise(
             .then_with(|| a.kind.cmp(&b.kind))
             .then_with(|| a.caller.cmp(&b.caller))
     });
+    out
+}
+
+/// What the trace lost or could not read, and what unwoken episodes hold, as notes.
+fn trace_notes(
+    trace: &perf::OffCpuTrace,
+    unwoken: &UnwokenEpisodes,
+    episodes: usize,
+    silent: &[&perf::IdleCpu],
+) -> Vec<String> {
+    let mut notes = Vec::new();
     if trace.lost > 0 {
         notes.push(format!(
             "{} trace records were lost (ring buffer full): blocked time is low",
             trace.lost
         ));
     }
-    let silent: Vec<&perf::IdleCpu> = trace.idle_cpus.iter().filter(|c| c.silent()).collect();
     if unwoken.count > 0 {
         notes.push(format!(
             "{} of {} blocking episodes had no wake-up record (the kernel traced none): they end at the switch-in, so {:.1} ms of blocked time includes the wait for a CPU after the wake-up{}",
             unwoken.count,
-            episodes.len(),
+            episodes,
             unwoken.total.0 as f64 / 1e6,
-            silent_cpus_text(&silent)
+            silent_cpus_text(silent)
         ));
     }
     if trace.malformed > 0 {
@@ -289,20 +336,7 @@ fn summarise(
             trace.out_of_step
         ));
     }
-    OffCpuReport {
-        total: Nanos(total),
-        sites: out,
-        threads: tree.map(|t| t.groups()).unwrap_or_default(),
-        lost_records: trace.lost,
-        unwoken: (unwoken.count > 0).then_some(unwoken),
-        // Named where they explain something: where episodes went unwoken.
-        silent_idle_cpus: if unwoken.count > 0 {
-            silent.iter().map(|c| c.cpu).collect()
-        } else {
-            Vec::new()
-        },
-        notes,
-    }
+    notes
 }
 
 /// Why episodes went unwoken, when the tracer found CPUs that record nothing while idle:

@@ -33,6 +33,8 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use regex::bytes::Regex;
+
 use super::executor::{Execution, Executor};
 use super::metric;
 use super::ops_regex;
@@ -189,20 +191,8 @@ impl Executor for CommandExecutor {
             Ok(guard) => guard,
             Err(why) => return Execution::Finished(TrialOutcome::Failed { reason: why }),
         };
-        let ops_re = match &cmd.ops {
-            OpsSource::Regex(pattern) => match ops_regex::compile(pattern) {
-                Ok(re) => Some(re),
-                Err(reason) => return Execution::Finished(TrialOutcome::Failed { reason }),
-            },
-            _ => None,
-        };
-        let metric_res = match cmd
-            .metrics
-            .iter()
-            .map(|m| ops_regex::compile(&m.pattern))
-            .collect::<Result<Vec<_>, _>>()
-        {
-            Ok(res) => res,
+        let (ops_re, metric_res) = match output_patterns(cmd) {
+            Ok(patterns) => patterns,
             Err(reason) => return Execution::Finished(TrialOutcome::Failed { reason }),
         };
         let watched = Watched {
@@ -245,58 +235,17 @@ impl Executor for CommandExecutor {
         let mut found = Vec::new();
         let mut failure = None;
         for (i, (name, command)) in cmd.steps.iter().enumerate() {
-            let profile = spec
-                .profile
-                .as_ref()
-                .and_then(|req| req.steps.get(i).map(|path| (req, path.as_path())));
-            let mut tracer = spec
-                .locks
-                .map(|r| TraceSession::start_scoped(r, Scope::Command));
-            let mut offcpu = spec
-                .offcpu
-                .map(|r| OffCpuSession::start_scoped(r, Scope::Command));
-            let clock_start = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
-            if let Some(o) = offcpu.as_mut() {
-                o.account_from(clock_start);
-            }
-            let result = run_step(
-                &command.replace("{n}", &n),
-                cmd.dir.as_deref(),
-                left(),
-                stop,
-                &watched,
-                AfterStep::Kill,
-                Observe {
-                    profile,
-                    locks: tracer.as_mut(),
-                    offcpu: offcpu.as_mut(),
-                },
-            );
-            let clock_end = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
-            match result {
-                Ok(r) => {
-                    found.push(r.found);
+            let command = command.replace("{n}", &n);
+            match timed_step(spec, i, name, &command, left(), stop, &watched) {
+                Ok((step, op_match, metrics)) => {
+                    found.push(op_match);
                     // The first step whose output a metric matches gives its value.
-                    for (slot, m) in metric_found.iter_mut().zip(r.metrics) {
+                    for (slot, m) in metric_found.iter_mut().zip(metrics) {
                         if slot.is_none() {
                             *slot = m;
                         }
                     }
-                    let window = ClockWindow {
-                        start: Nanos(clock_start),
-                        end: Nanos(clock_end),
-                    };
-                    let locks = tracer.map(|t| t.finish(window));
-                    let offcpu = offcpu.map(|t| t.finish(window, None));
-                    steps.push(StepRecord {
-                        name: name.clone(),
-                        wall: Nanos::from_duration(r.wall),
-                        usage: r.usage,
-                        perf_record_cpu: r.perf_record_cpu,
-                        profile: profile.and_then(|(req, path)| recorded(req, path)),
-                        locks,
-                        offcpu,
-                    });
+                    steps.push(step);
                 }
                 Err(StepError::Interrupted) => {
                     cleanup_after_stop(cmd, &n, deadline, stop);
@@ -312,51 +261,137 @@ impl Executor for CommandExecutor {
         if let Some(reason) = failure {
             return Execution::Finished(TrialOutcome::Failed { reason });
         }
-        let ops = match &cmd.ops {
-            OpsSource::Completion => 1,
-            OpsSource::Fixed(k) => *k,
-            OpsSource::Regex(pattern) => match ops_regex::ops_from_matches(pattern, found) {
-                Ok(k) => k,
-                Err(reason) => return Execution::Finished(TrialOutcome::Failed { reason }),
-            },
-        };
-        let reported = match metric::values(&cmd.metrics, &metric_found) {
-            Ok(values) => (!cmd.metrics.is_empty()).then(|| crate::record::Reported {
-                values: cmd
-                    .metrics
-                    .iter()
-                    .map(|m| m.name.clone())
-                    .zip(values)
-                    .collect(),
-                primary: cmd.metrics.first().filter(|_| !cmd.ops_primary).cloned(),
-            }),
-            Err(reason) => return Execution::Finished(TrialOutcome::Failed { reason }),
-        };
-        let window = Nanos(steps.iter().map(|s| s.wall.0).sum());
-        let usage = steps
-            .iter()
-            .fold(Usage::default(), |acc, s| acc.add(&s.usage));
-        Execution::Finished(TrialOutcome::Ok(TrialMeasurement {
-            window,
-            task_ops: vec![ops],
-            usage,
-            counters: Vec::new(),
-            extras: Default::default(),
-            placement: cpus.iter().map(|&c| Some(c)).collect(),
-            samples: vec![SampleRecord {
-                t: window,
-                task_ops: vec![ops],
-            }],
-            clock_window: None,
-            // The main command's: what `profile RUN` and `locks RUN` read without `--step`.
-            profile: steps.first().and_then(|s| s.profile.clone()),
-            locks: steps.first().and_then(|s| s.locks.clone()),
-            offcpu: steps.first().and_then(|s| s.offcpu.clone()),
-            harness: None,
-            reported,
-            steps,
-        }))
+        Execution::Finished(command_measurement(cmd, steps, found, &metric_found, &cpus))
     }
+}
+
+/// The command's `--ops-regex` and `--metric` patterns, compiled (a pattern that does not
+/// compile fails the trial with the reason).
+fn output_patterns(cmd: &CommandSpec) -> Result<(Option<Regex>, Vec<Regex>), String> {
+    let ops = match &cmd.ops {
+        OpsSource::Regex(pattern) => Some(ops_regex::compile(pattern)?),
+        _ => None,
+    };
+    let metrics = cmd
+        .metrics
+        .iter()
+        .map(|m| ops_regex::compile(&m.pattern))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((ops, metrics))
+}
+
+/// A timed step's record, the op count's match in its output, and each metric's (text, line).
+type TimedStep = (StepRecord, Option<String>, Vec<Option<(String, String)>>);
+
+/// Timed step `i` of a trial (`command`, `{n}` already replaced) with the trial's observers:
+/// its record, the op count's match in its output and each metric's (text, line).
+fn timed_step(
+    spec: &TrialSpec,
+    i: usize,
+    name: &str,
+    command: &str,
+    limit: Duration,
+    stop: &AtomicBool,
+    watched: &Watched<'_>,
+) -> Result<TimedStep, StepError> {
+    let cmd_dir = spec.command().and_then(|c| c.dir.as_deref());
+    let profile = spec
+        .profile
+        .as_ref()
+        .and_then(|req| req.steps.get(i).map(|path| (req, path.as_path())));
+    let mut tracer = spec
+        .locks
+        .map(|r| TraceSession::start_scoped(r, Scope::Command));
+    let mut offcpu = spec
+        .offcpu
+        .map(|r| OffCpuSession::start_scoped(r, Scope::Command));
+    let clock_start = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
+    if let Some(o) = offcpu.as_mut() {
+        o.account_from(clock_start);
+    }
+    let r = run_step(
+        command,
+        cmd_dir,
+        limit,
+        stop,
+        watched,
+        AfterStep::Kill,
+        Observe {
+            profile,
+            locks: tracer.as_mut(),
+            offcpu: offcpu.as_mut(),
+        },
+    )?;
+    let clock_end = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
+    let window = ClockWindow {
+        start: Nanos(clock_start),
+        end: Nanos(clock_end),
+    };
+    let step = StepRecord {
+        name: name.to_string(),
+        wall: Nanos::from_duration(r.wall),
+        usage: r.usage,
+        perf_record_cpu: r.perf_record_cpu,
+        profile: profile.and_then(|(req, path)| recorded(req, path)),
+        locks: tracer.map(|t| t.finish(window)),
+        offcpu: offcpu.map(|t| t.finish(window, None)),
+    };
+    Ok((step, r.found, r.metrics))
+}
+
+/// The trial's measurement from its steps: the op count (one completion, `--ops N`, or what
+/// `--ops-regex` read), the metrics' values, and the steps' summed wall time and usage.
+fn command_measurement(
+    cmd: &CommandSpec,
+    steps: Vec<StepRecord>,
+    found: Vec<Option<String>>,
+    metric_found: &[Option<(String, String)>],
+    cpus: &[usize],
+) -> TrialOutcome {
+    let ops = match &cmd.ops {
+        OpsSource::Completion => 1,
+        OpsSource::Fixed(k) => *k,
+        OpsSource::Regex(pattern) => match ops_regex::ops_from_matches(pattern, found) {
+            Ok(k) => k,
+            Err(reason) => return TrialOutcome::Failed { reason },
+        },
+    };
+    let reported = match metric::values(&cmd.metrics, metric_found) {
+        Ok(values) => (!cmd.metrics.is_empty()).then(|| crate::record::Reported {
+            values: cmd
+                .metrics
+                .iter()
+                .map(|m| m.name.clone())
+                .zip(values)
+                .collect(),
+            primary: cmd.metrics.first().filter(|_| !cmd.ops_primary).cloned(),
+        }),
+        Err(reason) => return TrialOutcome::Failed { reason },
+    };
+    let window = Nanos(steps.iter().map(|s| s.wall.0).sum());
+    let usage = steps
+        .iter()
+        .fold(Usage::default(), |acc, s| acc.add(&s.usage));
+    TrialOutcome::Ok(TrialMeasurement {
+        window,
+        task_ops: vec![ops],
+        usage,
+        counters: Vec::new(),
+        extras: Default::default(),
+        placement: cpus.iter().map(|&c| Some(c)).collect(),
+        samples: vec![SampleRecord {
+            t: window,
+            task_ops: vec![ops],
+        }],
+        clock_window: None,
+        // The main command's: what `profile RUN` and `locks RUN` read without `--step`.
+        profile: steps.first().and_then(|s| s.profile.clone()),
+        locks: steps.first().and_then(|s| s.locks.clone()),
+        offcpu: steps.first().and_then(|s| s.offcpu.clone()),
+        harness: None,
+        reported,
+        steps,
+    })
 }
 
 /// The step's profile, when `perf record` wrote its file (made empty before the trial).

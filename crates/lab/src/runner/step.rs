@@ -21,7 +21,7 @@ use regex::bytes::Regex;
 
 use std::path::Path;
 
-use super::child_io::{Tail, read_in_background, tail};
+use super::child_io::{Reader, Tail, read_in_background, tail};
 use super::control::to_usage;
 use super::ops_regex::{FirstMatch, Watch};
 use super::perf_record::{ProfileRequest, perf_args_to};
@@ -141,23 +141,7 @@ pub(super) fn run_step(
         locks: mut tracer,
         mut offcpu,
     } = observe;
-    let mut sh = match profile {
-        Some((req, output)) => {
-            let mut perf = Command::new("perf");
-            perf.args(perf_args_to(
-                req,
-                output,
-                Path::new("sh"),
-                &["-c".to_string(), command.to_string()],
-            ));
-            perf
-        }
-        None => {
-            let mut sh = Command::new("sh");
-            sh.args(["-c", command]);
-            sh
-        }
-    };
+    let mut sh = step_command(command, profile);
     sh.stdin(Stdio::null())
         .stdout(if watched.stdout() {
             Stdio::piped()
@@ -199,6 +183,112 @@ pub(super) fn run_step(
         pgid: pid,
         mark,
     };
+    let (out, err) = watch_output(&mut child, watched);
+    let (tx, rx) = mpsc::channel();
+    // Under perf record, its own CPU (read before it is reaped) is not the command's.
+    let profiled = profile.is_some();
+    std::thread::spawn(move || {
+        let _ = tx.send(if profiled {
+            sys::wait_child_own_cpu(pid)
+        } else {
+            sys::wait_child(pid).map(|exit| (exit, None))
+        });
+    });
+    let ended = loop {
+        let mut wait = tick;
+        if let Some(t) = tracer.as_deref_mut()
+            && t.drain() > BUSY_DRAIN
+        {
+            wait = BUSY_DRAIN_EVERY;
+        }
+        if let Some(t) = offcpu.as_deref_mut() {
+            t.drain();
+        }
+        match rx.recv_timeout(wait) {
+            Ok(exit) => break Ok(exit),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                break Err(StepError::Failed("lost track of the command".into()));
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if let Some(why) = stopped_or_late(stop, started, limit) {
+                    break Err(why);
+                }
+            }
+        }
+    };
+    let wall = started.elapsed();
+    if ended.is_err() {
+        // ESRCH (the group is already gone) is fine.
+        let _ = sys::send_signal(-pid, libc::SIGKILL);
+        let _ = rx.recv_timeout(REAP_WAIT);
+    }
+    let keep = ended.as_ref().is_ok_and(|exit| {
+        after == AfterStep::KeepRunning && exit.as_ref().is_ok_and(|e| e.0.status.success())
+    });
+    if !keep {
+        leftovers.kill();
+    }
+    let wait = limit
+        .saturating_sub(started.elapsed())
+        .clamp(MIN_OUTPUT_WAIT, MAX_OUTPUT_WAIT);
+    let mut stderr_watch = err.finish(wait).unwrap_or_default();
+    let stderr = stderr_watch.tail.take().unwrap_or_default();
+    let stdout_firsts = out
+        .and_then(|r| r.finish(wait))
+        .map(|w| w.firsts)
+        .unwrap_or_default();
+    let (found, metrics) = matches_found(watched, stdout_firsts, stderr_watch.firsts);
+    let exit = match ended {
+        Ok(exit) => exit.map_err(|e| StepError::Failed(format!("waiting for the command: {e}")))?,
+        Err(StepError::Failed(why)) => {
+            return Err(StepError::Failed(format!("{why}{}", tail(stderr.bytes()))));
+        }
+        Err(interrupted) => return Err(interrupted),
+    };
+    let (exit, observer) = exit;
+    match exit.status {
+        sys::ExitKind::Exited(0) => Ok(StepResult {
+            wall,
+            usage: without_observer(to_usage(&exit.usage), observer),
+            perf_record_cpu: observer.map(|o| crate::record::Nanos(o.user_ns + o.sys_ns)),
+            found,
+            metrics,
+            running: keep.then_some(leftovers),
+        }),
+        status => Err(StepError::Failed(format!(
+            "`{command}` {status}{}",
+            tail(stderr.bytes())
+        ))),
+    }
+}
+
+/// `sh -c command`, under `perf record` when the step is profiled.
+fn step_command(command: &str, profile: Option<(&ProfileRequest, &Path)>) -> Command {
+    match profile {
+        Some((req, output)) => {
+            let mut perf = Command::new("perf");
+            perf.args(perf_args_to(
+                req,
+                output,
+                Path::new("sh"),
+                &["-c".to_string(), command.to_string()],
+            ));
+            perf
+        }
+        None => {
+            let mut sh = Command::new("sh");
+            sh.args(["-c", command]);
+            sh
+        }
+    }
+}
+
+/// Starts reading the child's stdout (when watched: the op count's regex, then the stdout
+/// metrics') and its stderr (its tail, and the stderr metrics') on helper threads.
+fn watch_output(
+    child: &mut std::process::Child,
+    watched: &Watched<'_>,
+) -> (Option<Reader<Watch>>, Reader<Watch>) {
     let first = |re: &Regex| FirstMatch::new(re);
     let out = watched.stdout().then(|| {
         let firsts = watched
@@ -227,73 +317,37 @@ pub(super) fn run_step(
                 .collect(),
         },
     );
-    let (tx, rx) = mpsc::channel();
-    // Under perf record, its own CPU (read before it is reaped) is not the command's.
-    let profiled = profile.is_some();
-    std::thread::spawn(move || {
-        let _ = tx.send(if profiled {
-            sys::wait_child_own_cpu(pid)
-        } else {
-            sys::wait_child(pid).map(|exit| (exit, None))
-        });
-    });
-    let ended = loop {
-        let mut wait = tick;
-        if let Some(t) = tracer.as_deref_mut()
-            && t.drain() > BUSY_DRAIN
-        {
-            wait = BUSY_DRAIN_EVERY;
-        }
-        if let Some(t) = offcpu.as_deref_mut() {
-            t.drain();
-        }
-        match rx.recv_timeout(wait) {
-            Ok(exit) => break Ok(exit),
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                break Err(StepError::Failed("lost track of the command".into()));
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                if stop.load(Ordering::SeqCst) {
-                    break Err(StepError::Interrupted);
-                }
-                if started.elapsed() >= limit {
-                    break Err(StepError::Failed(format!(
-                        "timed out after {:.1}s (--timeout); killed",
-                        limit.as_secs_f64()
-                    )));
-                }
-            }
-        }
-    };
-    let wall = started.elapsed();
-    if ended.is_err() {
-        // ESRCH (the group is already gone) is fine.
-        let _ = sys::send_signal(-pid, libc::SIGKILL);
-        let _ = rx.recv_timeout(REAP_WAIT);
+    (out, err)
+}
+
+/// Why the wait for a step ends early: Ctrl-C, or its `--timeout` passed.
+fn stopped_or_late(stop: &AtomicBool, started: Instant, limit: Duration) -> Option<StepError> {
+    if stop.load(Ordering::SeqCst) {
+        return Some(StepError::Interrupted);
     }
-    let keep = ended.as_ref().is_ok_and(|exit| {
-        after == AfterStep::KeepRunning && exit.as_ref().is_ok_and(|e| e.0.status.success())
-    });
-    if !keep {
-        leftovers.kill();
-    }
-    let wait = limit
-        .saturating_sub(started.elapsed())
-        .clamp(MIN_OUTPUT_WAIT, MAX_OUTPUT_WAIT);
-    let mut stderr_watch = err.finish(wait).unwrap_or_default();
-    let stderr = stderr_watch.tail.take().unwrap_or_default();
-    let mut stdout_firsts = out
-        .and_then(|r| r.finish(wait))
-        .map(|w| w.firsts)
-        .unwrap_or_default()
-        .into_iter();
+    (started.elapsed() >= limit).then(|| {
+        StepError::Failed(format!(
+            "timed out after {:.1}s (--timeout); killed",
+            limit.as_secs_f64()
+        ))
+    })
+}
+
+/// The op count's match and each metric's (text, line), from the first matches found in
+/// stdout (the op count's first, then the stdout metrics') and stderr, in `watched` order.
+fn matches_found(
+    watched: &Watched<'_>,
+    stdout_firsts: Vec<FirstMatch>,
+    stderr_firsts: Vec<FirstMatch>,
+) -> (Option<String>, Vec<Option<(String, String)>>) {
+    let mut stdout_firsts = stdout_firsts.into_iter();
     let found = if watched.ops.is_some() {
         stdout_firsts.next().and_then(FirstMatch::into_found)
     } else {
         None
     };
-    let mut stderr_firsts = stderr_watch.firsts.into_iter();
-    let metrics: Vec<Option<(String, String)>> = watched
+    let mut stderr_firsts = stderr_firsts.into_iter();
+    let metrics = watched
         .metrics
         .iter()
         .map(|(_, from_stderr)| {
@@ -305,26 +359,5 @@ pub(super) fn run_step(
             f.and_then(FirstMatch::into_found_with_line)
         })
         .collect();
-    let exit = match ended {
-        Ok(exit) => exit.map_err(|e| StepError::Failed(format!("waiting for the command: {e}")))?,
-        Err(StepError::Failed(why)) => {
-            return Err(StepError::Failed(format!("{why}{}", tail(stderr.bytes()))));
-        }
-        Err(interrupted) => return Err(interrupted),
-    };
-    let (exit, observer) = exit;
-    match exit.status {
-        sys::ExitKind::Exited(0) => Ok(StepResult {
-            wall,
-            usage: without_observer(to_usage(&exit.usage), observer),
-            perf_record_cpu: observer.map(|o| crate::record::Nanos(o.user_ns + o.sys_ns)),
-            found,
-            metrics,
-            running: keep.then_some(leftovers),
-        }),
-        status => Err(StepError::Failed(format!(
-            "`{command}` {status}{}",
-            tail(stderr.bytes())
-        ))),
-    }
+    (found, metrics)
 }

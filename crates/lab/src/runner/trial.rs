@@ -17,7 +17,7 @@ use super::task::{TaskPlace, run_task};
 use crate::error::LabError;
 use crate::params::Params;
 use crate::record::{
-    ClockWindow, CounterValue, HarnessCost, Mode, Nanos, SampleRecord, TrialMeasurement,
+    ClockWindow, CounterValue, HarnessCost, Mode, Nanos, SampleRecord, TrialMeasurement, Usage,
 };
 use crate::workloads::{self, PrepareContext, Prepared};
 
@@ -72,49 +72,15 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
 
     let created = Instant::now();
     let window = match work.mode {
-        Mode::Threads => std::thread::scope(|scope| {
-            let handles: Vec<_> = places
-                .iter()
-                .enumerate()
-                .map(|(i, &place)| {
-                    let (prepared, control) = (prepared.as_ref(), &control);
-                    scope.spawn(move || {
-                        run_task(prepared, control, i, place, Mode::Threads, extra_names)
-                    })
-                })
-                .collect();
-            let window = sample(
-                work,
-                &control,
-                counters.as_ref(),
-                &mut || Ok(()),
-                (drain_every, &mut drain),
-            );
-            control.set_phase(PHASE_STOP);
-            prepared.unblock();
-            let mut first_error = None;
-            for (i, h) in handles.into_iter().enumerate() {
-                match h.join() {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => {
-                        first_error.get_or_insert(LabError::Workload {
-                            workload: work.workload.clone(),
-                            message: format!("task {i}: {e}"),
-                        });
-                    }
-                    Err(_) => {
-                        first_error.get_or_insert(LabError::Workload {
-                            workload: work.workload.clone(),
-                            message: format!("task {i} panicked"),
-                        });
-                    }
-                }
-            }
-            match first_error {
-                Some(e) => Err(e),
-                None => window.map(|w| w.reaped()),
-            }
-        }),
+        Mode::Threads => run_threads(
+            work,
+            prepared.as_ref(),
+            &control,
+            &places,
+            counters.as_ref(),
+            extra_names,
+            (drain_every, &mut drain),
+        ),
         Mode::Processes => run_processes(
             work,
             prepared.as_ref(),
@@ -129,24 +95,7 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
     let task_tids: Vec<u32> = control.task_ids().iter().map(|&(_, tid)| tid).collect();
     let offcpu = offcpu_session.map(|s| s.finish(window.clock, Some(&task_tids)));
 
-    // CPU time from the window's exact edges, run-queue wait from each task's own span.
-    let own = (0..tasks)
-        .map(|i| {
-            control.window_usage(i).ok_or_else(|| {
-                LabError::Internal(format!(
-                    "task {i} did not record its resource usage for the window"
-                ))
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let usage = schedstat::account(&own, window.on_cpu.as_deref(), window.length);
-    let mut extras = BTreeMap::new();
-    for (k, name) in extra_names.iter().enumerate() {
-        extras.insert(
-            (*name).to_string(),
-            (0..tasks).map(|i| control.extras(i)[k]).sum(),
-        );
-    }
+    let (usage, extras) = window_accounting(&control, &window, extra_names)?;
     let task_ops = window
         .end
         .iter()
@@ -188,6 +137,83 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
             untraced: None,
         }),
     })
+}
+
+/// The tasks of a trial in `Mode::Threads`, on scoped threads of this process, sampled by
+/// this thread; every task joined before the window is returned.
+fn run_threads(
+    work: &BuiltinWork,
+    prepared: &dyn Prepared,
+    control: &Control,
+    places: &[TaskPlace<'_>],
+    counters: Option<&perf::InheritedCounters>,
+    extra_names: &[&'static str],
+    drain: Drain<'_>,
+) -> Result<Window, LabError> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = places
+            .iter()
+            .enumerate()
+            .map(|(i, &place)| {
+                scope.spawn(move || {
+                    run_task(prepared, control, i, place, Mode::Threads, extra_names)
+                })
+            })
+            .collect();
+        let window = sample(work, control, counters, &mut || Ok(()), drain);
+        control.set_phase(PHASE_STOP);
+        prepared.unblock();
+        let mut first_error = None;
+        for (i, h) in handles.into_iter().enumerate() {
+            match h.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    first_error.get_or_insert(LabError::Workload {
+                        workload: work.workload.clone(),
+                        message: format!("task {i}: {e}"),
+                    });
+                }
+                Err(_) => {
+                    first_error.get_or_insert(LabError::Workload {
+                        workload: work.workload.clone(),
+                        message: format!("task {i} panicked"),
+                    });
+                }
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => window.map(|w| w.reaped()),
+        }
+    })
+}
+
+/// The window's CPU time (from its exact edges) and run-queue wait (from each task's own
+/// span), and the workload's extra counts summed over the tasks.
+fn window_accounting(
+    control: &Control,
+    window: &Window,
+    extra_names: &[&'static str],
+) -> Result<(Usage, BTreeMap<String, u64>), LabError> {
+    // CPU time from the window's exact edges, run-queue wait from each task's own span.
+    let own = (0..control.tasks())
+        .map(|i| {
+            control.window_usage(i).ok_or_else(|| {
+                LabError::Internal(format!(
+                    "task {i} did not record its resource usage for the window"
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let usage = schedstat::account(&own, window.on_cpu.as_deref(), window.length);
+    let mut extras = BTreeMap::new();
+    for (k, name) in extra_names.iter().enumerate() {
+        extras.insert(
+            (*name).to_string(),
+            (0..control.tasks()).map(|i| control.extras(i)[k]).sum(),
+        );
+    }
+    Ok((usage, extras))
 }
 
 fn run_processes(

@@ -160,38 +160,7 @@ mod store {
                     })
                     .collect(),
                 // Steps only on odd trials, so both the empty and the full case are stored.
-                steps: (0..index % 2)
-                    .map(|i| StepRecord {
-                        perf_record_cpu: None,
-                        name: format!("build {i}"),
-                        wall: Nanos(7),
-                        usage: Usage {
-                            minor_faults: 1,
-                            ..Usage::default()
-                        },
-                        // A command step's own profile and lock report round-trip too.
-                        profile: Some(ProfileRef {
-                            path: format!("/x/n1-t0-s{i}.perf.data"),
-                            event: "cycles".into(),
-                            frequency: 997,
-                            ..ProfileRef::default()
-                        }),
-                        locks: Some(LockReport {
-                            user: vec![LockContention {
-                                lock: "0x7f00".into(),
-                                kind: "futex".into(),
-                                caller: "take_the_lock".into(),
-                                contentions: 9,
-                                wait_total: Nanos(90),
-                                wait_max: Nanos(30),
-                                wait_min: Nanos(1),
-                                call_sites: vec![],
-                            }],
-                            ..LockReport::default()
-                        }),
-                        offcpu: None,
-                    })
-                    .collect(),
+                steps: (0..index % 2).map(step_record).collect(),
                 // Profile, locks and clock edges on even trials only, for the same reason.
                 clock_window: (index % 2 == 0).then_some(ClockWindow {
                     start: Nanos(10),
@@ -223,41 +192,7 @@ mod store {
                     futex_waits_counted: None,
                     notes: vec!["frames lost".into()],
                 }),
-                offcpu: (index % 2 == 0).then(|| OffCpuReport {
-                    total: Nanos(5_000),
-                    sites: vec![OffCpuSite {
-                        kind: "io".into(),
-                        object: "fsync".into(),
-                        caller: "do_fsync".into(),
-                        stack: vec!["schedule".into(), "do_fsync".into()],
-                        user_stack: vec!["fsync".into(), "main".into()],
-                        count: 4,
-                        total: Nanos(5_000),
-                        max: Nanos(2_000),
-                        woken_by: vec![lab::record::WokenShare {
-                            by: "an I/O completion".into(),
-                            total: Nanos(5_000),
-                        }],
-                    }],
-                    threads: vec![lab::record::ThreadGroup {
-                        role: lab::record::ThreadRole::Supervisor,
-                        comm: "sh".into(),
-                        threads: 1,
-                        life: Nanos(9_000),
-                        on_cpu: Nanos(100),
-                        runq: Nanos(50),
-                        blocked: Nanos(8_850),
-                        waiting_for_started: Nanos(8_800),
-                        tids: vec![42],
-                    }],
-                    lost_records: 1,
-                    unwoken: Some(UnwokenEpisodes {
-                        count: 3,
-                        total: Nanos(4_000),
-                    }),
-                    silent_idle_cpus: vec![1],
-                    notes: vec!["stacks truncated".into()],
-                }),
+                offcpu: (index % 2 == 0).then(offcpu_report),
                 harness: (index % 2 == 1).then_some(HarnessCost {
                     sampler_cpu: Nanos(1_234),
                     start: Nanos(5_678),
@@ -281,6 +216,79 @@ mod store {
                     .ok(),
                 }),
             }),
+        }
+    }
+
+    /// Step `i` of a command trial, with its own profile and lock report: they round-trip too.
+    fn step_record(i: u32) -> StepRecord {
+        StepRecord {
+            perf_record_cpu: None,
+            name: format!("build {i}"),
+            wall: Nanos(7),
+            usage: Usage {
+                minor_faults: 1,
+                ..Usage::default()
+            },
+            // A command step's own profile and lock report round-trip too.
+            profile: Some(ProfileRef {
+                path: format!("/x/n1-t0-s{i}.perf.data"),
+                event: "cycles".into(),
+                frequency: 997,
+                ..ProfileRef::default()
+            }),
+            locks: Some(LockReport {
+                user: vec![LockContention {
+                    lock: "0x7f00".into(),
+                    kind: "futex".into(),
+                    caller: "take_the_lock".into(),
+                    contentions: 9,
+                    wait_total: Nanos(90),
+                    wait_max: Nanos(30),
+                    wait_min: Nanos(1),
+                    call_sites: vec![],
+                }],
+                ..LockReport::default()
+            }),
+            offcpu: None,
+        }
+    }
+
+    /// An off-CPU report with every field set, threads by role included.
+    fn offcpu_report() -> OffCpuReport {
+        OffCpuReport {
+            total: Nanos(5_000),
+            sites: vec![OffCpuSite {
+                kind: "io".into(),
+                object: "fsync".into(),
+                caller: "do_fsync".into(),
+                stack: vec!["schedule".into(), "do_fsync".into()],
+                user_stack: vec!["fsync".into(), "main".into()],
+                count: 4,
+                total: Nanos(5_000),
+                max: Nanos(2_000),
+                woken_by: vec![lab::record::WokenShare {
+                    by: "an I/O completion".into(),
+                    total: Nanos(5_000),
+                }],
+            }],
+            threads: vec![lab::record::ThreadGroup {
+                role: lab::record::ThreadRole::Supervisor,
+                comm: "sh".into(),
+                threads: 1,
+                life: Nanos(9_000),
+                on_cpu: Nanos(100),
+                runq: Nanos(50),
+                blocked: Nanos(8_850),
+                waiting_for_started: Nanos(8_800),
+                tids: vec![42],
+            }],
+            lost_records: 1,
+            unwoken: Some(UnwokenEpisodes {
+                count: 3,
+                total: Nanos(4_000),
+            }),
+            silent_idle_cpus: vec![1],
+            notes: vec!["stacks truncated".into()],
         }
     }
 

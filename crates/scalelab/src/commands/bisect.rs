@@ -23,7 +23,7 @@ pub fn run(db: Option<&Path>, args: BisectArgs) -> Result<ExitCode> {
     match &args.action {
         Some(BisectAction::Next { id }) => return next(db, *id),
         Some(BisectAction::Mark { id, skip, quiet }) => return mark(db, *id, *skip, *quiet),
-        Some(BisectAction::Show { id, json }) => return show(db, *id, *json),
+        Some(BisectAction::Show { id, output }) => return show(db, *id, output.json()),
         Some(BisectAction::List) => return list(db),
         None => {}
     }
@@ -38,7 +38,7 @@ pub fn run(db: Option<&Path>, args: BisectArgs) -> Result<ExitCode> {
     };
     progress.finish();
     let outcome = outcome?;
-    finished(&bench.store, outcome, args.json)
+    finished(&bench.store, outcome, args.output.json())
 }
 
 /// The bisection the flags ask for; every missing flag is named with its fix.

@@ -16,7 +16,7 @@ use crate::cli::ExplainArgs;
 
 pub fn run(db: Option<&Path>, args: &ExplainArgs) -> Result<ExitCode> {
     let data = show::load_with_profiles(db, &args.run)?;
-    print(&data, args.json)?;
+    print(&data, args.output.json())?;
     Ok(ExitCode::SUCCESS)
 }
 

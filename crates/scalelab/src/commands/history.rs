@@ -104,7 +104,7 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
     };
     let regressed = series.iter().any(|(_, h)| h.newest_regressed);
     let mut out = crate::stdout::stdout();
-    if args.json {
+    if args.output.json() {
         if args.host_class {
             let classes: Vec<_> = series
                 .iter()

@@ -75,7 +75,7 @@ pub fn run(db: Option<&Path>, args: &LocksArgs) -> Result<ExitCode> {
                     ns.join(", ")
                 );
             };
-            if args.json {
+            if args.output.json() {
                 lab::safe_text::write_json(&mut out, &point)?;
             } else {
                 lock_table::write_point(
@@ -92,7 +92,7 @@ pub fn run(db: Option<&Path>, args: &LocksArgs) -> Result<ExitCode> {
             let Some(growth) = lock_contention::what_grows(&data, sides) else {
                 bail!("run {} has no traced trial", data.meta.id);
             };
-            if args.json {
+            if args.output.json() {
                 lab::safe_text::write_json(&mut out, &growth)?;
             } else {
                 lock_table::write_growth(

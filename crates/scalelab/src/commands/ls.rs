@@ -26,7 +26,7 @@ pub fn run(db: Option<&Path>, args: &LsArgs) -> Result<ExitCode> {
     // One query for every run's counts (a run per query is slow over a network).
     let all_counts = store.all_trial_counts()?;
     let counts_of = |id: i64| all_counts.get(&id).copied().unwrap_or((0, 0));
-    if args.json {
+    if args.output.json() {
         let rows: Vec<_> = runs
             .iter()
             .map(|m| {

@@ -31,7 +31,7 @@ use crate::cli::{Cli, Command, ShowFormat};
 pub fn dispatch(cli: Cli) -> Result<ExitCode> {
     let db = cli.db.as_deref();
     match cli.command {
-        Command::List { json } => list::run(json),
+        Command::List { output } => list::run(output.json()),
         Command::Run(args) => run::run(db, args),
         Command::Ls(args) => ls::run(db, &args),
         Command::Show { run, json, format } => {
@@ -43,7 +43,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Model(args) => model::run(db, &args),
         Command::Export { run, format } => transfer::export(db, &run, format),
         Command::Import { files } => transfer::import(db, &files),
-        Command::Doctor { json } => doctor::run(json),
+        Command::Doctor { output } => doctor::run(output.json()),
         Command::History(args) => history::run(db, &args),
         Command::Explain(args) => explain::run(db, &args),
         Command::Locks(args) => locks::run(db, &args),

@@ -29,7 +29,7 @@ pub fn run(db: Option<&Path>, args: &ModelArgs) -> Result<ExitCode> {
         (None, None) => anyhow::bail!("give a RUN or --csv FILE"),
     };
     let mut out = crate::stdout::stdout();
-    if args.json {
+    if args.output.json() {
         lab::safe_text::write_json(&mut out, &model)?;
     } else {
         write_model(&mut out, &model, &crate::output::stdout())?;

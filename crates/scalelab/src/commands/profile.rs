@@ -65,7 +65,7 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
             format!("run {}", data.meta.id),
             format!("run {}", data_b.meta.id),
         );
-        if args.json {
+        if args.output.json() {
             let value = serde_json::json!({
                 "run_a": data.meta.id, "run_b": data_b.meta.id, "n": n, "unit": b.unit,
                 "functions": rows,
@@ -104,7 +104,7 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
         (None, Some(_)) => Vec::new(),
         (None, None) => points.iter().collect(),
     };
-    if args.json {
+    if args.output.json() {
         let value = serde_json::json!({
             "run": data.meta.id,
             "what_grows": grow,
@@ -200,7 +200,7 @@ fn one_file(file: &Path, args: &ProfileArgs) -> Result<ExitCode> {
     let p = profile::load_file(file, args.kallsyms.as_deref())?;
     let elapsed = started.elapsed();
     let mut out = crate::stdout::stdout();
-    if args.json {
+    if args.output.json() {
         lab::safe_text::write_json(&mut out, &p)?;
     } else {
         profile_table::write_top(&mut out, &p, args.top, args.load, &crate::output::stdout())?;

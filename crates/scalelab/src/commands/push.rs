@@ -41,7 +41,7 @@ pub fn run(db: Option<&Path>, args: &PushArgs) -> Result<ExitCode> {
             status = ExitCode::from(1);
         }
     }
-    if args.json {
+    if args.output.json() {
         let pairs = |v: &[(i64, i64)]| -> Vec<serde_json::Value> {
             v.iter()
                 .map(|(from, to)| serde_json::json!({"id": from, "target_id": to}))

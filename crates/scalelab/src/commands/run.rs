@@ -218,7 +218,7 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
         writeln!(out, "{id}")?;
         out.flush()?;
     } else if interrupted || measured.is_ok() {
-        show::print_run(&data, args.json)?;
+        show::print_run(&data, args.output.json())?;
         // A command with steps: each step has its own profile and lock report.
         let steps = lab::analysis::step::step_names(&data);
         let per_step = |what: &str| match steps.len() {
@@ -228,7 +228,7 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
                 lab::safe_text::printable(&steps.join(", "))
             ),
         };
-        if locks && !args.json {
+        if locks && !args.output.json() {
             eprintln!(
                 "lock contention: `scalelab locks {id}` (what grows with N), `scalelab locks {id} --at N` (one point){}",
                 per_step("locks")
@@ -257,7 +257,7 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
         }
     }
     if args.explain && !args.quiet && measured.is_ok() {
-        if args.json {
+        if args.output.json() {
             eprintln!("explanation: `scalelab explain {id} --json`");
         } else {
             writeln!(stdout::stdout())?;

@@ -55,6 +55,54 @@ fn examples_block(help: &str) -> Vec<String> {
         .collect()
 }
 
+/// One output seam (issue 30): every subcommand that prints results as JSON (`--json`) takes
+/// `--format` with `json` among its values, and `--format json` prints what `--json` prints.
+#[test]
+fn every_command_with_json_output_takes_format_json_as_its_alias() {
+    let lab = Lab::new();
+    let mut with_json = Vec::new();
+    for sub in subcommands(&lab) {
+        let help = help_at(&lab, &[sub.as_str(), "--help"], 200);
+        if !help.contains("--json") {
+            continue;
+        }
+        with_json.push(sub.clone());
+        let format = help
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with("--format <FORMAT>"))
+            .take(4)
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            format.contains("[possible values: text, json"),
+            "`{sub}` has --json but no --format json: {format:?}"
+        );
+    }
+    for expected in [
+        "list", "ls", "show", "compare", "history", "explain", "profile", "doctor",
+    ] {
+        assert!(with_json.iter().any(|s| s == expected), "{with_json:?}");
+    }
+    let by_flag = lab.cmd().args(["list", "--json"]).output().unwrap();
+    let by_format = lab
+        .cmd()
+        .args(["list", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(by_flag.status.success() && by_format.status.success());
+    assert_eq!(by_flag.stdout, by_format.stdout);
+    let both = lab
+        .cmd()
+        .args(["list", "--json", "--format", "text"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        both.status.code(),
+        Some(2),
+        "contradictory flags are refused"
+    );
+}
+
 #[test]
 fn help_shows_braces_n_literally_instead_of_a_line_break() {
     let lab = Lab::new();
@@ -126,8 +174,8 @@ fn every_argument_has_a_description() {
     }
     let list = help_at(&lab, &["list", "--help"], 200);
     assert!(
-        list.lines()
-            .any(|l| l.contains("--json ") && l.ends_with("Print the workloads as JSON on stdout")),
+        list.lines().any(|l| l.contains("--json ")
+            && l.ends_with("Print the results as JSON on stdout (the same as --format json)")),
         "{list}"
     );
 }

@@ -12,7 +12,7 @@ use crate::common::Lab;
 
 /// A perf.data recorded with call chains (`crates/perf`'s fixture).
 fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../perf/tests/fixtures/dd.perf.data")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../perf-read/tests/fixtures/dd.perf.data")
 }
 
 /// `scalelab ARGS` with at most 2 GiB of address space (`ulimit -v`).

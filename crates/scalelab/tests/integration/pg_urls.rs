@@ -246,47 +246,52 @@ fn urls_reach_the_server_psql_reaches_or_are_refused_naming_the_parameter() {
         ),
     ];
     for (i, (url, env, expect)) in rows.iter().enumerate() {
-        let by_psql = psql(a, url, env);
-        let by_scalelab = scalelab(&lab, url, env);
-        let shown = |r: &Reached| match r {
-            Reached::Server(s) => format!("server {s}"),
-            Reached::Error(e) => format!("refused: {}", e.lines().next().unwrap_or_default()),
-        };
-        eprintln!(
-            "{i:2} {url} {env:?}\n   psql: {}\n   scalelab: {}",
-            shown(&by_psql),
-            shown(&by_scalelab)
-        );
-        match *expect {
-            Expect::Same(server) => {
-                assert_eq!(
-                    by_psql,
-                    Reached::Server(server.into()),
-                    "psql, row {i}: {url}"
-                );
-                assert_eq!(by_scalelab, by_psql, "row {i}: {url} {env:?}");
-            }
-            Expect::Refused(keyword) => {
-                assert!(
-                    matches!(by_psql, Reached::Server(_)),
-                    "psql, row {i}: {by_psql:?}"
-                );
-                let Reached::Error(e) = &by_scalelab else {
-                    panic!("row {i}: scalelab connected: {url}");
-                };
-                assert!(e.contains(&format!("{keyword}=")), "row {i}: {e}");
-                assert!(!e.contains("cannot connect"), "row {i}: {e}");
-            }
-            Expect::BothRefuse(keyword) => {
-                assert!(
-                    matches!(by_psql, Reached::Error(_)),
-                    "psql, row {i}: {by_psql:?}"
-                );
-                let Reached::Error(e) = &by_scalelab else {
-                    panic!("row {i}: scalelab connected: {url}");
-                };
-                assert!(e.contains(&format!("`{keyword}`")), "row {i}: {e}");
-            }
+        check_row(i, url, env, expect, &lab, a);
+    }
+}
+
+/// Row `i`: where psql and scalelab reach with `url` and `env`, as `expect` says.
+fn check_row(i: usize, url: &str, env: &Env, expect: &Expect, lab: &Lab, a: &PgServer) {
+    let by_psql = psql(a, url, env);
+    let by_scalelab = scalelab(lab, url, env);
+    let shown = |r: &Reached| match r {
+        Reached::Server(s) => format!("server {s}"),
+        Reached::Error(e) => format!("refused: {}", e.lines().next().unwrap_or_default()),
+    };
+    eprintln!(
+        "{i:2} {url} {env:?}\n   psql: {}\n   scalelab: {}",
+        shown(&by_psql),
+        shown(&by_scalelab)
+    );
+    match *expect {
+        Expect::Same(server) => {
+            assert_eq!(
+                by_psql,
+                Reached::Server(server.into()),
+                "psql, row {i}: {url}"
+            );
+            assert_eq!(by_scalelab, by_psql, "row {i}: {url} {env:?}");
+        }
+        Expect::Refused(keyword) => {
+            assert!(
+                matches!(by_psql, Reached::Server(_)),
+                "psql, row {i}: {by_psql:?}"
+            );
+            let Reached::Error(e) = &by_scalelab else {
+                panic!("row {i}: scalelab connected: {url}");
+            };
+            assert!(e.contains(&format!("{keyword}=")), "row {i}: {e}");
+            assert!(!e.contains("cannot connect"), "row {i}: {e}");
+        }
+        Expect::BothRefuse(keyword) => {
+            assert!(
+                matches!(by_psql, Reached::Error(_)),
+                "psql, row {i}: {by_psql:?}"
+            );
+            let Reached::Error(e) = &by_scalelab else {
+                panic!("row {i}: scalelab connected: {url}");
+            };
+            assert!(e.contains(&format!("`{keyword}`")), "row {i}: {e}");
         }
     }
 }

@@ -394,7 +394,7 @@ fn a_corrupt_perf_data_is_a_clean_error_not_an_abort() {
     let lab = Lab::new();
     let fixture = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../perf/tests/fixtures/dd.perf.data"
+        "/../perf-read/tests/fixtures/dd.perf.data"
     );
     let mut data = std::fs::read(fixture).unwrap();
     let at = |o: usize| u64::from_le_bytes(data[o..o + 8].try_into().unwrap()) as usize;
@@ -417,7 +417,7 @@ fn a_foreign_perf_data_without_kallsyms_says_to_pass_kallsyms() {
     let lab = Lab::new();
     let fixture = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../perf/tests/fixtures/dd.perf.data"
+        "/../perf-read/tests/fixtures/dd.perf.data"
     );
     let (stdout, stderr) = lab.ok_with_stderr(&["profile", "--perf-data", fixture, "--top", "3"]);
     let said = format!("{stdout}{stderr}");

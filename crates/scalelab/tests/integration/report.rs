@@ -301,106 +301,112 @@ fn report_reads_well_in_headless_chromium_at_1280_and_800_px() {
     );
 
     for width in WIDTHS {
-        let png = artifacts().join(format!("report-{width}.png"));
-        let _ = std::fs::remove_file(&png);
-        let (_, log) = headless(
-            &lab,
-            width,
-            &[
-                format!("--screenshot={}", png.display()),
-                format!("file://{}", html.display()),
-            ],
-        );
-        let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
-        assert!(
-            console.is_empty(),
-            "{width} px: console messages: {console:#?}"
-        );
-        assert!(png.exists(), "{width} px: no screenshot: {log}");
-        assert_drawn(&png);
-
-        let m = probe(&lab, &html, width);
-        let sections: Vec<&str> = m["sections"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s.as_str().unwrap())
-            .collect();
-        assert_eq!(
-            sections,
-            ["comparison", "run-1", "run-3", "history"],
-            "{width} px: the comparison comes first"
-        );
-        assert!(
-            m["scroll_width"].as_f64() <= m["page_width"].as_f64(),
-            "{width} px: the page scrolls sideways: {m}"
-        );
-        let charts = m["charts"].as_array().unwrap();
-        assert!(charts.len() >= 8, "{width} px: charts {charts:#?}");
-        for chart in charts {
-            let title = chart["title"].as_str().unwrap();
-            assert_eq!(
-                chart["covered"], 0,
-                "{width} px: a legend covers a line: {chart}"
-            );
-            assert_eq!(
-                chart["legend_inside"], true,
-                "{width} px: legend clipped: {chart}"
-            );
-            assert!(chart["plotted"].as_u64() > Some(0), "{width} px: {chart}");
-            if title.contains("X(N)") || title.contains("S(N)") {
-                assert_eq!(
-                    chart["x_ticks"],
-                    serde_json::json!(["1", "2"]),
-                    "{width} px: the N axis ticks at the measured N: {chart}"
-                );
-            }
-        }
-        let comparison = charts
-            .iter()
-            .find(|c| c["title"] == "Throughput X(N) of every run")
-            .expect("the comparison's chart");
-        let legend = comparison["legend"].to_string();
-        assert!(
-            legend.contains("run 1 · stock") && legend.contains("run 3 · patched"),
-            "{legend}"
-        );
-        let history = charts
-            .iter()
-            .find(|c| c["title"].as_str().unwrap().contains("by run"))
-            .expect("the history's chart");
-        assert_eq!(
-            history["x_ticks"],
-            serde_json::json!(["1", "2", "3"]),
-            "the history ticks at each run: {history}"
-        );
-        assert_eq!(
-            m["tables_without_rows"], 0,
-            "{width} px: an empty table: {m}"
-        );
-        if page.contains("; 0 change points;") {
-            let empty = m["empty_lines"].to_string();
-            assert!(empty.contains("No change points"), "{width} px: {empty}");
-        }
-        let (flame, column) = (
-            m["flame_width"].as_f64().unwrap(),
-            m["column_width"].as_f64().unwrap(),
-        );
-        assert!(
-            (flame - column).abs() <= 1.0,
-            "{width} px: the flame graph's frame is {flame} px in a {column} px column"
-        );
-        let (svg, inner) = (
-            m["flame_svg_width"].as_f64().unwrap(),
-            m["flame_frame_inner"].as_f64().unwrap(),
-        );
-        assert!(
-            (svg - inner).abs() <= 1.0,
-            "{width} px: the flame graph is drawn {svg} px wide in its {inner} px frame"
-        );
-        assert!(
-            m["flame_svg_height"].as_f64() <= m["flame_frame_height"].as_f64().map(|h| h + 1.0),
-            "{width} px: the flame graph is cut off: {m}"
-        );
+        check_report_at(&lab, &html, &page, width);
     }
+}
+
+/// The report at `width` px in headless Chromium: no console message, drawn, sections in order,
+/// no sideways scroll, every chart legible, the flame graph fitting its frame.
+fn check_report_at(lab: &Lab, html: &Path, page: &str, width: u32) {
+    let png = artifacts().join(format!("report-{width}.png"));
+    let _ = std::fs::remove_file(&png);
+    let (_, log) = headless(
+        lab,
+        width,
+        &[
+            format!("--screenshot={}", png.display()),
+            format!("file://{}", html.display()),
+        ],
+    );
+    let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
+    assert!(
+        console.is_empty(),
+        "{width} px: console messages: {console:#?}"
+    );
+    assert!(png.exists(), "{width} px: no screenshot: {log}");
+    assert_drawn(&png);
+
+    let m = probe(lab, html, width);
+    let sections: Vec<&str> = m["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        sections,
+        ["comparison", "run-1", "run-3", "history"],
+        "{width} px: the comparison comes first"
+    );
+    assert!(
+        m["scroll_width"].as_f64() <= m["page_width"].as_f64(),
+        "{width} px: the page scrolls sideways: {m}"
+    );
+    let charts = m["charts"].as_array().unwrap();
+    assert!(charts.len() >= 8, "{width} px: charts {charts:#?}");
+    for chart in charts {
+        let title = chart["title"].as_str().unwrap();
+        assert_eq!(
+            chart["covered"], 0,
+            "{width} px: a legend covers a line: {chart}"
+        );
+        assert_eq!(
+            chart["legend_inside"], true,
+            "{width} px: legend clipped: {chart}"
+        );
+        assert!(chart["plotted"].as_u64() > Some(0), "{width} px: {chart}");
+        if title.contains("X(N)") || title.contains("S(N)") {
+            assert_eq!(
+                chart["x_ticks"],
+                serde_json::json!(["1", "2"]),
+                "{width} px: the N axis ticks at the measured N: {chart}"
+            );
+        }
+    }
+    let comparison = charts
+        .iter()
+        .find(|c| c["title"] == "Throughput X(N) of every run")
+        .expect("the comparison's chart");
+    let legend = comparison["legend"].to_string();
+    assert!(
+        legend.contains("run 1 · stock") && legend.contains("run 3 · patched"),
+        "{legend}"
+    );
+    let history = charts
+        .iter()
+        .find(|c| c["title"].as_str().unwrap().contains("by run"))
+        .expect("the history's chart");
+    assert_eq!(
+        history["x_ticks"],
+        serde_json::json!(["1", "2", "3"]),
+        "the history ticks at each run: {history}"
+    );
+    assert_eq!(
+        m["tables_without_rows"], 0,
+        "{width} px: an empty table: {m}"
+    );
+    if page.contains("; 0 change points;") {
+        let empty = m["empty_lines"].to_string();
+        assert!(empty.contains("No change points"), "{width} px: {empty}");
+    }
+    let (flame, column) = (
+        m["flame_width"].as_f64().unwrap(),
+        m["column_width"].as_f64().unwrap(),
+    );
+    assert!(
+        (flame - column).abs() <= 1.0,
+        "{width} px: the flame graph's frame is {flame} px in a {column} px column"
+    );
+    let (svg, inner) = (
+        m["flame_svg_width"].as_f64().unwrap(),
+        m["flame_frame_inner"].as_f64().unwrap(),
+    );
+    assert!(
+        (svg - inner).abs() <= 1.0,
+        "{width} px: the flame graph is drawn {svg} px wide in its {inner} px frame"
+    );
+    assert!(
+        m["flame_svg_height"].as_f64() <= m["flame_frame_height"].as_f64().map(|h| h + 1.0),
+        "{width} px: the flame graph is cut off: {m}"
+    );
 }

@@ -41,7 +41,7 @@ impl Pg {
     /// Connects to `url` and brings its schema to [`SCHEMA_VERSION`]; when `!create`, a
     /// database without scalelab's tables is refused instead.
     pub(crate) fn open(url: &PgUrl, at: &Location, create: bool) -> Result<Pg, StoreError> {
-        let bad_config = |e: pg_config::ConfigError| StoreError::PgConfig {
+        let bad_config = |e: crate::pg_error::ConfigError| StoreError::PgConfig {
             db: at.to_string(),
             detail: e.to_string(),
         };

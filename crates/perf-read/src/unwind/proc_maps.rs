@@ -4,7 +4,7 @@ use super::MappedFile;
 
 /// The executable, file-backed mappings of process `pid`, or `None` when its maps cannot be
 /// read (the process is gone, or belongs to another user without CAP_SYS_PTRACE).
-pub(crate) fn read_proc_maps(pid: i32) -> Option<Vec<MappedFile>> {
+pub fn read_proc_maps(pid: i32) -> Option<Vec<MappedFile>> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
     Some(parse_maps(&text))
 }

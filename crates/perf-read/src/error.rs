@@ -74,7 +74,7 @@ fn fix_suffix(fix: Option<&str>) -> String {
 
 impl PerfError {
     /// Classifies a failed `perf_event_open` for `event`.
-    pub(crate) fn open(event: &'static str, error: &io::Error) -> PerfError {
+    pub fn open(event: &'static str, error: &io::Error) -> PerfError {
         let Some(code) = error.raw_os_error() else {
             // perf-event2 turns E2BIG (attr layout newer than the kernel) into a custom error.
             return PerfError::Open {
@@ -94,7 +94,7 @@ impl PerfError {
     }
 
     /// True when the failure was a permission check (`EACCES`/`EPERM`).
-    pub(crate) fn is_permission_denied(&self) -> bool {
+    pub fn is_permission_denied(&self) -> bool {
         matches!(
             self,
             PerfError::Open {
@@ -126,7 +126,7 @@ fn open_fix(errno: Errno) -> Option<String> {
 }
 
 /// The current `kernel.perf_event_paranoid`, if readable.
-pub(crate) fn paranoid_level() -> Option<i32> {
+pub fn paranoid_level() -> Option<i32> {
     std::fs::read_to_string(PARANOID_PATH)
         .ok()?
         .trim()
@@ -142,7 +142,7 @@ fn permission_fix(paranoid: Option<i32>) -> String {
 }
 
 /// Why kernel-mode counting was dropped, for the run record.
-pub(crate) fn kernel_exclusion_reason() -> String {
+pub fn kernel_exclusion_reason() -> String {
     let now = paranoid_level()
         .map(|p| format!(" = {p}"))
         .unwrap_or_default();

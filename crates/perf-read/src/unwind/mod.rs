@@ -18,11 +18,11 @@ use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{FrameAddress, Unwinder as _};
 
 use elf_unwind_info::{ElfUnwindInfo, SectionBytes};
-pub(crate) use proc_maps::read_proc_maps;
+pub use proc_maps::read_proc_maps;
 
 /// The registers `PERF_SAMPLE_REGS_USER` is asked for (x86_64 `perf_regs.h`: BP 6, SP 7, IP 8),
 /// in the order the kernel writes them (lowest bit first).
-pub(crate) const REGS_MASK: u64 = (1 << 6) | (1 << 7) | (1 << 8);
+pub const REGS_MASK: u64 = (1 << 6) | (1 << 7) | (1 << 8);
 /// Default bytes of user stack copied per sample (`--stack-size`).
 pub const DEFAULT_STACK_SIZE: u32 = 16 << 10;
 /// The largest stack copy the kernel accepts: a sample's size is a u16, so perf limits the
@@ -63,9 +63,12 @@ impl MappedFile {
 
 /// A sample's user registers (instruction, stack and frame pointer) and stack copy.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct UserRegs {
+pub struct UserRegs {
+    /// The instruction pointer.
     pub ip: u64,
+    /// The stack pointer.
     pub sp: u64,
+    /// The frame pointer.
     pub bp: u64,
 }
 
@@ -99,7 +102,7 @@ impl AddressSpace {
 
 /// Unwinds user stacks of many processes, each file's unwind information read once.
 #[derive(Default)]
-pub(crate) struct Unwinder {
+pub struct Unwinder {
     files: HashMap<PathBuf, Option<Arc<ElfUnwindInfo>>>,
     spaces: HashMap<i32, AddressSpace>,
     cache: Option<CacheX86_64>,
@@ -117,7 +120,7 @@ impl std::fmt::Debug for Unwinder {
 impl Unwinder {
     /// Adds an executable mapping of `file` (read from `elf`, which may be a copy of the
     /// mapped file such as perf's build-id cache) to process `pid`.
-    pub(crate) fn add_mapping(&mut self, pid: i32, map: MappedFile, elf: &Path) {
+    pub fn add_mapping(&mut self, pid: i32, map: MappedFile, elf: &Path) {
         let info = self
             .files
             .entry(elf.to_path_buf())
@@ -147,7 +150,7 @@ impl Unwinder {
     /// Replaces process `pid`'s mappings with its current `/proc/PID/maps`; false, the
     /// mappings kept, when that cannot be read or maps nothing executable (the process is gone,
     /// or a zombie not yet reaped, whose maps read empty).
-    pub(crate) fn load_process(&mut self, pid: i32) -> bool {
+    pub fn load_process(&mut self, pid: i32) -> bool {
         let Some(maps) = read_proc_maps(pid).filter(|m| !m.is_empty()) else {
             return false;
         };
@@ -161,24 +164,24 @@ impl Unwinder {
     }
 
     /// True when process `pid` has an address space with a mapping holding `addr`.
-    pub(crate) fn covers(&self, pid: i32, addr: u64) -> bool {
+    pub fn covers(&self, pid: i32, addr: u64) -> bool {
         self.spaces.get(&pid).is_some_and(|s| s.covers(addr))
     }
 
     /// Process `child` starts as a copy of `parent` (fork).
-    pub(crate) fn fork(&mut self, parent: i32, child: i32) {
+    pub fn fork(&mut self, parent: i32, child: i32) {
         if let Some(space) = self.spaces.get(&parent).cloned() {
             self.spaces.insert(child, space);
         }
     }
 
     /// Process `pid` forgets its mappings (exec).
-    pub(crate) fn forget(&mut self, pid: i32) {
+    pub fn forget(&mut self, pid: i32) {
         self.spaces.remove(&pid);
     }
 
     /// The mappings of process `pid`.
-    pub(crate) fn maps(&self, pid: i32) -> &[MappedFile] {
+    pub fn maps(&self, pid: i32) -> &[MappedFile] {
         self.spaces.get(&pid).map_or(&[], |s| s.maps.as_slice())
     }
 
@@ -187,13 +190,7 @@ impl Unwinder {
     /// the call instruction, as perf and addr2line look callers up: a call that is its
     /// function's last instruction still names that function), at most `max` frames. Stops where the unwind information or the stack copy
     /// ends; empty when the process is unknown.
-    pub(crate) fn unwind(
-        &mut self,
-        pid: i32,
-        regs: UserRegs,
-        stack: &[u8],
-        max: usize,
-    ) -> Vec<u64> {
+    pub fn unwind(&mut self, pid: i32, regs: UserRegs, stack: &[u8], max: usize) -> Vec<u64> {
         let Some(space) = self.spaces.get(&pid) else {
             return Vec::new();
         };

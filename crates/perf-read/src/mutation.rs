@@ -34,17 +34,18 @@ const INTERESTING: [u64; 16] = [
 
 /// The mutated inputs of one seeded campaign.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Mutator {
+pub struct Mutator {
     seed: u64,
 }
 
 impl Mutator {
-    pub(crate) fn new(seed: u64) -> Mutator {
+    /// The mutator of run `seed`: every case is seeded from (seed, case).
+    pub fn new(seed: u64) -> Mutator {
         Mutator { seed }
     }
 
     /// Case `case`'s mutated copy of `input`.
-    pub(crate) fn mutate(&self, case: u64, input: &[u8], hot: &[Range<usize>]) -> Vec<u8> {
+    pub fn mutate(&self, case: u64, input: &[u8], hot: &[Range<usize>]) -> Vec<u8> {
         let mut rng =
             ChaCha8Rng::seed_from_u64(self.seed ^ case.wrapping_mul(0x9e37_79b9_7f4a_7c15));
         let mut data = input.to_vec();

@@ -205,59 +205,7 @@ pub(super) fn read_from<R: Read + Seek>(
             continue;
         };
         match parsed {
-            EventRecord::Sample(s) => {
-                if let (Some((lo, hi)), Some(t)) = (window, s.timestamp) {
-                    if t < lo || t > hi {
-                        b.raw.outside_window += 1;
-                        continue;
-                    }
-                }
-                let period = s.period.unwrap_or(fixed_period);
-                if s.tid
-                    .is_some_and(|t| partners.binary_search(&(t as u32)).is_ok())
-                {
-                    b.raw.partner_samples += 1;
-                    b.raw.partner_period += period;
-                    continue;
-                }
-                if let (Some(threads), Some(tid)) = (threads, s.tid) {
-                    if threads.binary_search(&(tid as u32)).is_err() {
-                        b.raw.other_threads += 1;
-                        continue;
-                    }
-                }
-                let pid = s.pid.unwrap_or(-1);
-                b.sample_frames(&s);
-                b.scratch.clear();
-                for i in 0..b.chain.len() {
-                    let (addr, kernel) = b.chain[i];
-                    let addr = if i == 0 { addr } else { addr.saturating_sub(1) };
-                    let id = b.frame(pid, addr, kernel);
-                    b.scratch.push(id);
-                }
-                if b.scratch.is_empty() {
-                    continue;
-                }
-                b.raw.samples += 1;
-                b.raw.period = b.raw.period.saturating_add(period);
-                let stack = match b.stack_ids.get(b.scratch.as_slice()) {
-                    Some(&id) => id,
-                    None => {
-                        let frames: Box<[u32]> = b.scratch.clone().into_boxed_slice();
-                        let id = b.raw.stacks.len() as u32;
-                        b.raw.stacks.push(RawStack {
-                            frames: frames.clone(),
-                            samples: 0,
-                            period: 0,
-                        });
-                        b.stack_ids.insert(frames, id);
-                        id
-                    }
-                };
-                let st = &mut b.raw.stacks[stack as usize];
-                st.samples += 1;
-                st.period = st.period.saturating_add(period);
-            }
+            EventRecord::Sample(s) => b.sample(&s, window, threads, partners, fixed_period),
             EventRecord::Mmap(m) if m.cpu_mode != CpuMode::Kernel && m.is_executable => {
                 let path = String::from_utf8_lossy(&m.path.as_slice()).into_owned();
                 b.map(m.pid, m.address, m.length, m.page_offset, path);
@@ -293,6 +241,74 @@ pub(super) fn read_from<R: Read + Seek>(
 }
 
 impl Builder {
+    /// Counts sample `s`: outside the window, a partner's, or another thread's are counted
+    /// apart; else its frames' stack gets its period.
+    fn sample(
+        &mut self,
+        s: &SampleRecord<'_>,
+        window: Option<(u64, u64)>,
+        threads: Option<&[u32]>,
+        partners: &[u32],
+        fixed_period: u64,
+    ) {
+        if let (Some((lo, hi)), Some(t)) = (window, s.timestamp) {
+            if t < lo || t > hi {
+                self.raw.outside_window += 1;
+                return;
+            }
+        }
+        let period = s.period.unwrap_or(fixed_period);
+        if s.tid
+            .is_some_and(|t| partners.binary_search(&(t as u32)).is_ok())
+        {
+            self.raw.partner_samples += 1;
+            self.raw.partner_period += period;
+            return;
+        }
+        if let (Some(threads), Some(tid)) = (threads, s.tid) {
+            if threads.binary_search(&(tid as u32)).is_err() {
+                self.raw.other_threads += 1;
+                return;
+            }
+        }
+        let pid = s.pid.unwrap_or(-1);
+        self.sample_frames(s);
+        self.scratch.clear();
+        for i in 0..self.chain.len() {
+            let (addr, kernel) = self.chain[i];
+            let addr = if i == 0 { addr } else { addr.saturating_sub(1) };
+            let id = self.frame(pid, addr, kernel);
+            self.scratch.push(id);
+        }
+        if self.scratch.is_empty() {
+            return;
+        }
+        self.raw.samples += 1;
+        self.raw.period = self.raw.period.saturating_add(period);
+        let stack = self.stack_id();
+        let st = &mut self.raw.stacks[stack as usize];
+        st.samples += 1;
+        st.period = st.period.saturating_add(period);
+    }
+
+    /// The id of the stack in `scratch`, added when new.
+    fn stack_id(&mut self) -> u32 {
+        match self.stack_ids.get(self.scratch.as_slice()) {
+            Some(&id) => id,
+            None => {
+                let frames: Box<[u32]> = self.scratch.clone().into_boxed_slice();
+                let id = self.raw.stacks.len() as u32;
+                self.raw.stacks.push(RawStack {
+                    frames: frames.clone(),
+                    samples: 0,
+                    period: 0,
+                });
+                self.stack_ids.insert(frames, id);
+                id
+            }
+        }
+    }
+
     fn frame(&mut self, pid: i32, addr: u64, kernel: bool) -> u32 {
         if let Some(&id) = self.address_ids.get(&(pid, addr, kernel)) {
             return id;
