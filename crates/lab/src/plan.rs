@@ -32,8 +32,8 @@ pub struct RunConfig {
     pub pin: Pin,
     /// Where the tasks' memory comes from.
     pub membind: Membind,
-    /// Trials per point.
-    pub runs: u32,
+    /// Trials per point (`--runs`; a "run" is the stored sweep they make up).
+    pub trials_per_point: u32,
     /// Each trial's measurement window.
     pub duration: Nanos,
     /// Each trial's warm-up before the window.
@@ -105,7 +105,7 @@ impl RunConfig {
             mode: Mode::Threads,
             pin: Pin::Cores,
             membind: Membind::FirstTouch,
-            runs: 3,
+            trials_per_point: 3,
             duration: Nanos(5_000_000_000),
             warmup: Nanos(1_000_000_000),
             counters: true,
@@ -131,8 +131,8 @@ pub struct Plan {
     pub params: Params,
     /// The task counts, in sweep order.
     pub points: Vec<u32>,
-    /// Trials per point.
-    pub runs: u32,
+    /// Trials per point (`--runs`; a "run" is the stored sweep they make up).
+    pub trials_per_point: u32,
     /// Each trial's measurement window.
     pub duration: Nanos,
     /// Each trial's warm-up before the window.
@@ -247,7 +247,7 @@ impl Plan {
             Some(spec) => spec.points(cpus)?,
             None => task_spec::default_points(cpus),
         };
-        if cfg.runs == 0 {
+        if cfg.trials_per_point == 0 {
             return Err(LabError::invalid(
                 Field::Runs,
                 "0: a point needs at least one trial (3 or more to compare runs)",
@@ -271,7 +271,7 @@ impl Plan {
                 ));
             }
         }
-        check_runs(Field::Runs, cfg.runs, points.len())?;
+        check_runs(Field::Runs, cfg.trials_per_point, points.len())?;
         if let Some(p) = cfg.profile.as_ref().filter(|p| p.trials > MAX_RUNS) {
             return Err(LabError::invalid(
                 Field::ProfileTrials,
@@ -326,7 +326,7 @@ impl Plan {
             info,
             params,
             points,
-            runs: cfg.runs,
+            trials_per_point: cfg.trials_per_point,
             duration: cfg.duration,
             warmup: cfg.warmup,
             mode: cfg.mode,
@@ -348,7 +348,7 @@ impl Plan {
 
     /// (N, repetition) in execution order: round-robin over the points.
     pub(crate) fn trial_order(&self) -> Vec<(u32, u32)> {
-        (0..self.runs)
+        (0..self.trials_per_point)
             .flat_map(|k| self.points.iter().map(move |&n| (n, k)))
             .collect()
     }
@@ -453,7 +453,7 @@ impl Plan {
             pin: self.pin.clone(),
             membind: self.membind,
             points: self.points.clone(),
-            runs: self.runs,
+            runs: self.trials_per_point,
             duration: self.duration,
             warmup: self.warmup,
             variant: self.variant.clone(),
@@ -556,7 +556,7 @@ mod tests {
     #[test]
     fn bad_plans_are_refused() {
         let mut cfg = RunConfig::new("spin");
-        cfg.runs = 0;
+        cfg.trials_per_point = 0;
         assert!(
             Plan::new(cfg, 2)
                 .unwrap_err()
@@ -598,10 +598,10 @@ mod tests {
             let err = Plan::new(cfg, 2).unwrap_err().to_string();
             assert!(err.contains(needle), "{err}");
         };
-        refused(&|c| c.runs = u32::MAX, "runs: 4294967295");
+        refused(&|c| c.trials_per_point = u32::MAX, "runs: 4294967295");
         refused(&|c| c.warmup = Nanos(u64::MAX), "warmup: longer");
         refused(&|c| c.timeout = Some(Nanos(u64::MAX)), "timeout: longer");
-        refused(&|c| c.runs = MAX_RUNS + 1, "at most 10000");
+        refused(&|c| c.trials_per_point = MAX_RUNS + 1, "at most 10000");
         refused(
             &|c| c.tasks = Some("1..40000".parse().unwrap()),
             "at most 100000 trials",
@@ -618,7 +618,7 @@ mod tests {
         assert!(check_runs(Field::MaxRuns, u32::MAX, 1).is_err());
         assert!(check_runs(Field::MaxRuns, 100, 4).is_ok());
         let mut fine = RunConfig::new("spin");
-        fine.runs = MAX_RUNS;
+        fine.trials_per_point = MAX_RUNS;
         fine.tasks = Some("1,2,4,8,16,32,64,128,256,512".parse().unwrap());
         assert!(Plan::new(fine, 2).is_ok());
     }

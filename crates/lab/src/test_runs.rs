@@ -19,7 +19,7 @@ pub fn swept_run() -> RunData {
 
     let mut cfg = RunConfig::new("page_fault");
     cfg.tasks = Some("1,2,4".parse().expect("a valid task spec"));
-    cfg.runs = 3;
+    cfg.trials_per_point = 3;
     cfg.duration = Nanos(2_000_000_000);
     let plan = Plan::new(cfg, 4).expect("a valid plan");
     let mut exec = FakeExecutor::new(250_000.0, 0.2);

@@ -98,7 +98,7 @@ pub fn command_config(command: CommandRun<'_>, labels: Labels<'_>) -> RunConfig 
 /// Sets the task counts, trials per point and labels of `cfg`.
 pub fn label(cfg: &mut RunConfig, labels: Labels<'_>) {
     cfg.tasks = labels.tasks.cloned();
-    cfg.runs = labels.runs;
+    cfg.trials_per_point = labels.runs;
     cfg.variant = labels.variant.map(str::to_string);
     cfg.tags = labels.tags.to_vec();
     cfg.name = labels.name.map(str::to_string);

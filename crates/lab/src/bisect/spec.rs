@@ -172,7 +172,7 @@ impl BisectSpec {
             None => m.tasks.clone(),
         };
         cfg.tasks = tasks.map(|t| t.parse::<TaskSpec>()).transpose()?;
-        cfg.runs = self.runs;
+        cfg.trials_per_point = self.runs;
         cfg.variant = Some(side.role.name().to_string());
         cfg.tags = m.tags.clone();
         cfg.tags.extend([

@@ -23,14 +23,14 @@ pub struct AbPolicy {
 impl AbPolicy {
     /// Refuses a cap below the plan's first pairs.
     pub fn check(&self, plan: &Plan) -> Result<(), LabError> {
-        if self.max_runs < plan.runs {
+        if self.max_runs < plan.trials_per_point {
             return Err(LabError::invalid(
                 Field::MaxRuns,
                 format!(
                     "{} is below the {} planned first: it is the most pairs ab may grow to \
                      when the first ones cannot decide; raise it or drop it",
                     self.max_runs,
-                    crate::number_text::plural(plan.runs as usize, "pair")
+                    crate::number_text::plural(plan.trials_per_point as usize, "pair")
                 ),
             ));
         }

@@ -76,7 +76,7 @@ pub(crate) fn interleave(
     }
     policy.check(&plans[0])?;
     let points = plans[0].points.clone();
-    let mut planned = plans[0].runs;
+    let mut planned = plans[0].trials_per_point;
     let mut order = ab_schedule::groups(&points, planned, policy.seed, k);
     for p in plans.iter_mut() {
         p.tags.insert("ab_seed".into(), policy.seed.to_string());

@@ -288,7 +288,7 @@ mod tests {
     fn plan(tasks: &str, runs: u32) -> Plan {
         let mut cfg = RunConfig::new("spin");
         cfg.tasks = Some(tasks.parse().unwrap());
-        cfg.runs = runs;
+        cfg.trials_per_point = runs;
         Plan::new(cfg, 2).unwrap()
     }
 
@@ -476,7 +476,7 @@ mod tests {
             });
             cfg.warmup = crate::record::Nanos(0);
             cfg.tasks = Some("1,2".parse().unwrap());
-            cfg.runs = 4;
+            cfg.trials_per_point = 4;
             cfg.variant = Some(variant.into());
             Plan::new(cfg, 2).unwrap()
         };

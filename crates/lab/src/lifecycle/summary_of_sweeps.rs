@@ -15,7 +15,7 @@ use model::warnings::Warning;
 fn fake_run(tasks: &str, contention: f64) -> RunData {
     let mut cfg = RunConfig::new("spin");
     cfg.tasks = Some(tasks.parse().unwrap());
-    cfg.runs = 5;
+    cfg.trials_per_point = 5;
     cfg.duration = Nanos(1_000_000_000);
     let plan = Plan::new(cfg, 64).unwrap();
     let mut exec = FakeExecutor::new(1000.0, contention);

@@ -159,7 +159,11 @@ enum Reference {
 /// first trial when every trial is profiled.
 fn reference_index(plan: &Plan) -> u32 {
     let profiled = plan.profile.as_ref().map_or(0, |p| p.trials);
-    if profiled < plan.runs { profiled } else { 0 }
+    if profiled < plan.trials_per_point {
+        profiled
+    } else {
+        0
+    }
 }
 
 /// Before one trial at each N of a built-in run with lock or off-CPU traces: the same
