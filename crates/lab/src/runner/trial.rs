@@ -71,25 +71,17 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
     };
 
     let created = Instant::now();
+    let trial_tasks = Tasks {
+        work,
+        prepared: prepared.as_ref(),
+        control: &control,
+        places: &places,
+        counters: counters.as_ref(),
+        extra_names,
+    };
     let window = match work.mode {
-        Mode::Threads => run_threads(
-            work,
-            prepared.as_ref(),
-            &control,
-            &places,
-            counters.as_ref(),
-            extra_names,
-            (drain_every, &mut drain),
-        ),
-        Mode::Processes => run_processes(
-            work,
-            prepared.as_ref(),
-            &control,
-            &places,
-            counters.as_ref(),
-            extra_names,
-            (drain_every, &mut drain),
-        ),
+        Mode::Threads => run_threads(trial_tasks, (drain_every, &mut drain)),
+        Mode::Processes => run_processes(trial_tasks, (drain_every, &mut drain)),
     }?;
     let locks = lock_session.map(|s| s.finish(window.clock));
     let task_tids: Vec<u32> = control.task_ids().iter().map(|&(_, tid)| tid).collect();
@@ -139,17 +131,28 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
     })
 }
 
+/// What a trial's tasks run with, in either mode.
+#[derive(Clone, Copy)]
+struct Tasks<'a> {
+    work: &'a BuiltinWork,
+    prepared: &'a dyn Prepared,
+    control: &'a Control,
+    places: &'a [TaskPlace<'a>],
+    counters: Option<&'a perf::InheritedCounters>,
+    extra_names: &'a [&'static str],
+}
+
 /// The tasks of a trial in `Mode::Threads`, on scoped threads of this process, sampled by
 /// this thread; every task joined before the window is returned.
-fn run_threads(
-    work: &BuiltinWork,
-    prepared: &dyn Prepared,
-    control: &Control,
-    places: &[TaskPlace<'_>],
-    counters: Option<&perf::InheritedCounters>,
-    extra_names: &[&'static str],
-    drain: Drain<'_>,
-) -> Result<Window, LabError> {
+fn run_threads(tasks: Tasks<'_>, drain: Drain<'_>) -> Result<Window, LabError> {
+    let Tasks {
+        work,
+        prepared,
+        control,
+        places,
+        counters,
+        extra_names,
+    } = tasks;
     std::thread::scope(|scope| {
         let handles: Vec<_> = places
             .iter()
@@ -216,15 +219,15 @@ fn window_accounting(
     Ok((usage, extras))
 }
 
-fn run_processes(
-    work: &BuiltinWork,
-    prepared: &dyn Prepared,
-    control: &Control,
-    places: &[TaskPlace<'_>],
-    counters: Option<&perf::InheritedCounters>,
-    extra_names: &[&'static str],
-    drain: Drain<'_>,
-) -> Result<Window, LabError> {
+fn run_processes(tasks: Tasks<'_>, drain: Drain<'_>) -> Result<Window, LabError> {
+    let Tasks {
+        work,
+        prepared,
+        control,
+        places,
+        counters,
+        extra_names,
+    } = tasks;
     let mut children = Vec::with_capacity(places.len());
     let trial_child = std::process::id() as i32;
     for (i, &place) in places.iter().enumerate() {
