@@ -443,10 +443,7 @@ fn write_accounting(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) ->
         row.push(a.trials.len().to_string());
         t.add_row(row);
     }
-    t.write_terminal(out, opts)?;
-    explain_threads::write(out, e, opts)?;
-
-    Ok(())
+    t.write_terminal(out, opts)
 }
 
 /// The traces against the accounting on the same trials, and the notes on what the traces
@@ -741,6 +738,31 @@ mod tests {
         assert!(
             line.contains("from worker_lock, ended by the journal (jbd2) (90%)"),
             "{line}"
+        );
+    }
+
+    #[test]
+    fn a_commands_threads_by_role_are_shown_once() {
+        let mut e = explain(&explained_run(), &[]).expect("an explanation");
+        e.points[0].threads = vec![model::thread_account::ThreadGroup {
+            role: model::thread_account::ThreadRole::Supervisor,
+            comm: "dbench".into(),
+            threads: 1,
+            life: model::record::Nanos(3_000_000_000),
+            on_cpu: model::record::Nanos(3_000_000),
+            runq: model::record::Nanos(1_000_000),
+            blocked: model::record::Nanos(2_996_000_000),
+            waiting_for_started: model::record::Nanos(2_990_000_000),
+            tids: vec![42],
+        }];
+        let mut out = Vec::new();
+        write(&mut out, &e, &TextOptions::plain()).expect("written");
+        let text = String::from_utf8(out).expect("utf-8");
+        assert_eq!(text.matches("threads by role").count(), 1, "{text}");
+        assert_eq!(
+            text.matches("supervising: started threads").count(),
+            1,
+            "{text}"
         );
     }
 

@@ -23,7 +23,7 @@ use serde::Serialize;
 
 use super::PointExplain;
 use super::cause::{Cause, CauseKind, Part, is_kernel_function, key};
-use super::noise::{MATERIAL_SHARE, NoiseRule, NoiseVerdict, decide, whole_noise};
+use super::noise::{NoiseRule, NoiseVerdict, decide, is_material, whole_noise};
 
 /// One cause's growth.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -130,7 +130,7 @@ fn spread_cpu(
         if let Some(k) = mine.iter().position(|g| {
             g.delta_ns.signum() == grew.signum()
                 && g.delta_ns.abs() >= DOMINANT_SHARE * moved.abs()
-                && g.delta_ns.abs() >= MATERIAL_SHARE * delta.abs()
+                && is_material(g.delta_ns, delta, noise)
         }) {
             let mut one = mine.remove(k);
             one.noise = verdict;
@@ -140,7 +140,7 @@ fn spread_cpu(
             .iter()
             .fold((0.0, 0.0), |(f, t), g| (f + g.from_ns, t + g.to_ns));
         let d = to - from;
-        let material = d.abs() >= MATERIAL_SHARE * delta.abs();
+        let material = is_material(d, delta, noise);
         // Named only when it moves the way the accounting's CPU did, and matters.
         if !material || d.signum() != (to_cpu - from_cpu).signum() {
             left.extend(mine);

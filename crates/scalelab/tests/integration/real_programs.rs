@@ -225,8 +225,10 @@ fn dbench_is_explained_per_mb_by_its_file_system_waits_and_its_parent_only_super
         && journalled.is_some()
     {
         // On a journalled ext4 dbench's clients wait in fsync for the journal's commit, and
-        // more of them wait longer (runs here: scales 1.26–1.54 of 2, fsync ended by jbd2
-        // 60–78% of the growth, the run queue 11–17%, 6–25% unexplained).
+        // more of them wait longer (runs here: scales 1.26–1.55 of 2, fsync ended by jbd2
+        // 70–90% of the growth, the run queue 0–13%, 0–12% unexplained; before the trace's
+        // sites were carried to the median trial, 19–21% of the same runs and 39% of a CI
+        // run read as unexplained).
         let cause = &first["cause"];
         assert_eq!(
             cause["what"], "fsync",
