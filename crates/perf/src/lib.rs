@@ -14,6 +14,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod event;
+mod held_back;
 mod idle_probe;
 mod inherited;
 mod inherited_group;

@@ -33,6 +33,12 @@ pub(crate) struct TimedEvent {
     pub event: LockEvent,
 }
 
+impl crate::held_back::Stamped for TimedEvent {
+    fn time(&self) -> u64 {
+        self.time
+    }
+}
+
 /// A kernel lock wait: from `contention_begin` to `contention_end` of one thread on one lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KernelWait {

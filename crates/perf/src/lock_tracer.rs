@@ -25,6 +25,7 @@
 use perf_event::events::Tracepoint;
 use perf_event::{Builder, Clock, Counter, SampleFlag, Sampler};
 
+use crate::held_back::HeldBack;
 use crate::lock_events::{
     ChainTable, Field, LockEvent, LockTrace, Pairing, TimedEvent, parse_sample,
 };
@@ -38,9 +39,6 @@ use crate::tracefs::TracepointFormat;
 use perf_read::error::PerfError;
 use perf_read::unwind::{DEFAULT_STACK_SIZE, REGS_MASK, Unwinder};
 
-/// Records newer than this (relative to the drain) wait for the next drain, so that a record
-/// another CPU has stamped but not yet committed can still be merged in order.
-const HOLD_BACK_NS: u64 = 2_000_000;
 /// Frames kept per call chain.
 const MAX_STACK: u16 = 48;
 
@@ -118,7 +116,7 @@ impl std::fmt::Debug for Stream {
 #[derive(Debug)]
 pub struct LockTracer {
     streams: Vec<Stream>,
-    pending: Vec<TimedEvent>,
+    pending: HeldBack<TimedEvent>,
     pairing: Pairing,
     chains: ChainTable,
     lost: u64,
@@ -374,7 +372,7 @@ impl LockTracer {
         };
         Ok(LockTracer {
             streams,
-            pending: Vec::new(),
+            pending: HeldBack::default(),
             pairing: Pairing::default(),
             chains: ChainTable::default(),
             lost: 0,
@@ -399,7 +397,8 @@ impl LockTracer {
         self.reloaded.clear();
         self.mappings.apply(&mut self.unwinder);
         self.read_all();
-        self.pair_until(now.saturating_sub(HOLD_BACK_NS));
+        let pairing = &mut self.pairing;
+        self.pending.release_settled(now, |e| pairing.feed(e));
         self.futex_seen - before
     }
 
@@ -422,7 +421,8 @@ impl LockTracer {
         self.mappings.disable();
         self.mappings.apply(&mut self.unwinder);
         self.read_all();
-        self.pair_until(u64::MAX);
+        let pairing = &mut self.pairing;
+        self.pending.release_before(u64::MAX, |e| pairing.feed(e));
         let unpaired = self.pairing.still_open() + self.pairing.unmatched_ends;
         let pairing = std::mem::take(&mut self.pairing);
         let mut pids: Vec<u32> = pairing.futex.iter().map(|w| w.pid).collect();
@@ -509,14 +509,6 @@ impl LockTracer {
             }
         }
         self.pending.push(e);
-    }
-
-    fn pair_until(&mut self, cutoff: u64) {
-        self.pending.sort_by_key(|e| e.time);
-        let ready = self.pending.partition_point(|e| e.time < cutoff);
-        for e in self.pending.drain(..ready) {
-            self.pairing.feed(&e);
-        }
     }
 }
 

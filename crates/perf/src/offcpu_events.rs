@@ -108,6 +108,12 @@ pub(crate) struct TimedSched {
     pub event: SchedEvent,
 }
 
+impl crate::held_back::Stamped for TimedSched {
+    fn time(&self) -> u64 {
+        self.time
+    }
+}
+
 /// One blocked episode of one thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockedEpisode {

@@ -46,6 +46,7 @@ use std::collections::{HashMap, HashSet};
 use perf_event::events::Tracepoint;
 use perf_event::{Builder, Clock, Counter, SampleFlag, Sampler};
 
+use crate::held_back::HeldBack;
 use crate::lock_events::{ChainTable, Field, parse_sample};
 use crate::mapping_stream::{MappingStream, TaskChange, TaskRecord};
 use crate::offcpu_events::{
@@ -60,8 +61,6 @@ use crate::tracefs::TracepointFormat;
 use perf_read::error::PerfError;
 use perf_read::unwind::{DEFAULT_STACK_SIZE, REGS_MASK, Unwinder};
 
-/// Records newer than this (relative to the drain) wait for the next drain.
-const HOLD_BACK_NS: u64 = 2_000_000;
 /// Frames kept per call chain (kernel and user together).
 const MAX_STACK: u16 = 64;
 /// Records read from one ring buffer per drain, at most: a drain must end while tasks keep
@@ -129,7 +128,7 @@ impl std::fmt::Debug for Stream {
 #[derive(Debug)]
 pub struct OffCpuTracer {
     streams: Vec<Stream>,
-    pending: Vec<TimedSched>,
+    pending: HeldBack<TimedSched>,
     timeline: Timeline,
     chains: ChainTable,
     /// Threads the switch event has recorded (traced ones), so that wakers outside them are
@@ -323,7 +322,7 @@ impl OffCpuTracer {
         streams.sort_by_key(|s| matches!(s.kind, Kind::Wakeup { .. } | Kind::Waking { .. }));
         Ok(OffCpuTracer {
             streams,
-            pending: Vec::new(),
+            pending: HeldBack::default(),
             timeline: Timeline::default(),
             chains: ChainTable::default(),
             seen: HashSet::new(),
@@ -351,7 +350,8 @@ impl OffCpuTracer {
         self.apply_side_band();
         self.read_all(MAX_RECORDS_PER_DRAIN);
         self.name_wakers();
-        self.pair_until(now.saturating_sub(HOLD_BACK_NS));
+        let timeline = &mut self.timeline;
+        self.pending.release_settled(now, |e| timeline.feed(e));
     }
 
     /// Accounts the threads' time only from `from` on (CLOCK_MONOTONIC ns: the window's
@@ -394,6 +394,7 @@ impl OffCpuTracer {
     fn name_wakers(&mut self) {
         let new: Vec<(u32, u32)> = self
             .pending
+            .held()
             .iter()
             .filter(|e| {
                 matches!(
@@ -438,7 +439,8 @@ impl OffCpuTracer {
         self.apply_side_band();
         self.read_all(usize::MAX);
         self.name_wakers();
-        self.pair_until(until);
+        let timeline = &mut self.timeline;
+        self.pending.release_before(until, |e| timeline.feed(e));
         let out_of_step = self.timeline.out_of_step;
         let late_switch_ins = self.timeline.late_switch_ins;
         let (episodes, threads) = std::mem::take(&mut self.timeline).close(until);
@@ -572,14 +574,6 @@ impl OffCpuTracer {
             _ => {}
         }
         self.pending.push(event);
-    }
-
-    fn pair_until(&mut self, cutoff: u64) {
-        self.pending.sort_by_key(|e| e.time);
-        let ready = self.pending.partition_point(|e| e.time < cutoff);
-        for e in self.pending.drain(..ready) {
-            self.timeline.feed(&e);
-        }
     }
 }
 
