@@ -58,17 +58,17 @@ pub enum LabError {
     },
     /// A path scalelab would create or write is unsafe or unusable.
     #[error(transparent)]
-    Path(#[from] crate::owned_dir::PathError),
+    Path(#[from] sys::owned_dir::PathError),
     /// The database refused an operation.
     #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
+    Store(#[from] store::StoreError),
     /// A perf_event, tracepoint or profile operation failed.
     #[error(transparent)]
     Perf(#[from] perf::PerfError),
     /// A run ended early on an error; the trials it stored are kept.
     #[error(
         "run {runs} stopped after {} (kept, marked interrupted): {source}",
-        crate::number_text::plural(*.stored, "trial")
+        model::number_text::plural(*.stored, "trial")
     )]
     Stopped {
         /// The run id, or `A and B` for an A/B experiment.

@@ -14,7 +14,9 @@
 //! - [`lifecycle`]: the owner of a run ([`lifecycle::run`], [`lifecycle::ab`]).
 //! - [`bisect`]: the commit that made it slower ([`bisect::start`], [`bisect::resume`], and
 //!   [`bisect::next`] / [`bisect::mark`] for `--no-build`).
-//! - [`runner`]: what one trial is ([`runner::TrialSpec`]) and who executes it.
+//! - [`runner`]: what one trial is ([`runner::TrialSpec`]) and who executes it; the tracers
+//!   that watch its tasks (`--locks`, `--offcpu`) plug into it through one seam (`observer`,
+//!   `observers`).
 //! - [`record`]: the data model of runs, trials and samples.
 //! - [`store`]: the results database, export and import.
 //! - [`env`](mod@env): the machine's fingerprint and `doctor`'s checks.
@@ -27,8 +29,9 @@ pub mod bisect;
 mod error;
 pub mod lifecycle;
 mod locks;
+mod observer;
+mod observers;
 mod offcpu;
-
 mod plan;
 mod process;
 pub mod runner;
@@ -47,12 +50,10 @@ pub use model::params::{ParamKind, ParamSpec, Params, split_pair};
 pub use model::task_spec::TaskSpec;
 pub use model::warnings::Warning;
 pub use model::{SpecError, env, number_text, record, safe_text};
-use model::{limits, params, task_spec, thread_account, timestamp, warnings};
 pub use offcpu::OffCpuRequest;
 pub use plan::{Plan, RunConfig, check_runs, parse_duration};
 pub use process::{die_with_owner, perf_checks, serve_guard};
 pub use store;
 pub use store::profile_files::{FilesCopied, MAX_FILE_BYTES, fetch_profiles};
-use sys::owned_dir;
 pub use sys::owned_dir::{PathError, create_output};
 pub use workloads::{WorkloadInfo, workload_info, workload_infos};

@@ -5,17 +5,17 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::env::{Fingerprint, Severity};
 use crate::error::{Field, LabError};
-use crate::limits::{
+use crate::runner::spec::{BuiltinWork, CommandSpec, OpsSource, TrialSpec, Work};
+use crate::workloads::{self, WorkloadInfo};
+use model::env::{Fingerprint, Severity};
+use model::limits::{
     MAX_DURATION, MAX_LABEL_CHARS, MAX_READINGS, MAX_RUNS, MAX_TRIALS, check_length,
 };
-use crate::params::Params;
-use crate::record::{Membind, Mode, Nanos, Pin, RunMeta, RunStatus};
-use crate::runner::spec::{BuiltinWork, CommandSpec, OpsSource, TrialSpec, Work};
-use crate::task_spec::{self, TaskSpec};
-use crate::warnings::Warning;
-use crate::workloads::{self, WorkloadInfo};
+use model::params::Params;
+use model::record::{Membind, Mode, Nanos, Pin, RunMeta, RunStatus};
+use model::task_spec::{self, TaskSpec};
+use model::warnings::Warning;
 
 /// What the user asked for, already split into typed fields but not yet validated.
 #[derive(Debug, Clone)]
@@ -63,7 +63,7 @@ pub struct RunConfig {
 
 /// What `scalelab list` and stored runs say about an external command.
 pub(crate) static COMMAND_INFO: WorkloadInfo = WorkloadInfo {
-    name: crate::record::COMMAND_WORKLOAD,
+    name: model::record::COMMAND_WORKLOAD,
     op: "one completion of the command (or --ops N per trial, or the count --ops-regex reads from its output)",
     stresses: "whatever the command does; it runs with its CPU affinity limited to N CPUs",
     params: &[],
@@ -195,25 +195,25 @@ fn command_params(c: &CommandSpec) -> BTreeMap<String, String> {
     }
     for m in &c.metrics {
         let direction = match m.direction {
-            crate::record::Direction::Higher => "higher",
-            crate::record::Direction::Lower => "lower",
+            model::record::Direction::Higher => "higher",
+            model::record::Direction::Lower => "lower",
         };
         let from = match m.from {
-            crate::record::OutputStream::Stdout => "",
-            crate::record::OutputStream::Stderr => "stderr:",
+            model::record::OutputStream::Stdout => "",
+            model::record::OutputStream::Stderr => "stderr:",
         };
         p.insert(
-            format!("{}{}", crate::record::METRIC_PARAM, m.name),
+            format!("{}{}", model::record::METRIC_PARAM, m.name),
             format!("{from}{direction}:{}", m.pattern),
         );
     }
     if c.ops_primary && !c.metrics.is_empty() {
         p.insert(
-            crate::record::PRIMARY_PARAM.into(),
-            crate::record::PRIMARY_OPS.into(),
+            model::record::PRIMARY_PARAM.into(),
+            model::record::PRIMARY_OPS.into(),
         );
     } else if let Some(primary) = c.metrics.first() {
-        p.insert(crate::record::PRIMARY_PARAM.into(), primary.name.clone());
+        p.insert(model::record::PRIMARY_PARAM.into(), primary.name.clone());
     }
     p
 }
@@ -403,7 +403,7 @@ impl Plan {
         extra: Vec<String>,
         command_line: String,
     ) -> RunMeta {
-        let mut warnings: Vec<String> = crate::env::checks(&env)
+        let mut warnings: Vec<String> = model::env::checks(&env)
             .into_iter()
             .filter(|c| c.severity == Severity::Warn)
             .map(|c| match c.fix {
@@ -439,12 +439,12 @@ impl Plan {
                     "the command's own figure {}, {} is better (--metric; X(N) is it{}), read from each trial's output",
                     m.label(),
                     match m.direction {
-                        crate::record::Direction::Higher => "higher",
-                        crate::record::Direction::Lower => "lower",
+                        model::record::Direction::Higher => "higher",
+                        model::record::Direction::Lower => "lower",
                     },
                     match m.direction {
-                        crate::record::Direction::Higher => "",
-                        crate::record::Direction::Lower => "s reciprocal, a rate",
+                        model::record::Direction::Higher => "",
+                        model::record::Direction::Lower => "s reciprocal, a rate",
                     }
                 ),
                 None => self.info.op.to_string(),
@@ -458,7 +458,7 @@ impl Plan {
             warmup: self.warmup,
             variant: self.variant.clone(),
             tags: self.tags.clone(),
-            started_at: crate::timestamp::now_rfc3339(),
+            started_at: model::timestamp::now_rfc3339(),
             finished_at: None,
             status: RunStatus::Running,
             env,

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{FileType, FlockOperation};
 
 use crate::error::LabError;
-use crate::owned_dir::{self, NewEntryError, OwnedDir, PathError};
+use sys::owned_dir::{self, NewEntryError, OwnedDir, PathError};
 
 const PREFIX: &str = "scalelab-scratch.";
 /// An area not yet locked: never swept.

@@ -35,7 +35,7 @@ pub fn swept_run() -> RunData {
         op_unit: plan.info.op.into(),
         mode: Mode::Threads,
         pin: Pin::Cores,
-        membind: crate::record::Membind::FirstTouch,
+        membind: model::record::Membind::FirstTouch,
         points: plan.points.clone(),
         runs: 3,
         duration: Nanos(2_000_000_000),

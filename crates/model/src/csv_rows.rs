@@ -13,7 +13,7 @@
 use std::fmt;
 use std::path::Path;
 
-use crate::SpecError;
+use crate::error::SpecError;
 use crate::safe_text::excerpt;
 
 /// The most characters of a bad line an error quotes (a 50 MB line is cut in the middle).

@@ -19,6 +19,7 @@ pub mod env;
 mod error;
 pub mod limits;
 pub mod metric;
+mod nanos;
 pub mod number_text;
 pub mod params;
 pub mod placement;

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::SpecError;
+use crate::error::SpecError;
 
 /// What values a parameter accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

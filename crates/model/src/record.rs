@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::env::Fingerprint;
 pub use crate::metric::{Direction, MetricSpec, OutputStream};
+pub use crate::nanos::Nanos;
 pub use crate::thread_account::{RoleTotals, ThreadGroup, ThreadRole};
 
 /// A command run's parameter holding one `--metric`: `metric.NAME` = `[stderr:]higher:REGEX`.
@@ -23,28 +24,6 @@ pub const PRIMARY_PARAM: &str = "primary";
 pub const PRIMARY_OPS: &str = "ops";
 
 mod outcome_json;
-
-/// Nanoseconds, the unit of every duration and timestamp in the data model.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
-)]
-#[serde(transparent)]
-pub struct Nanos(pub u64);
-
-impl Nanos {
-    /// A duration in nanoseconds, saturating at `u64::MAX` (584 years).
-    pub fn from_duration(d: std::time::Duration) -> Nanos {
-        Nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-    }
-    /// The duration in seconds, as a float (for rates and display).
-    pub fn as_secs_f64(self) -> f64 {
-        self.0 as f64 / 1e9
-    }
-    /// As a [`std::time::Duration`].
-    pub fn as_duration(self) -> std::time::Duration {
-        std::time::Duration::from_nanos(self.0)
-    }
-}
 
 /// How tasks are created: threads of one process, or one process each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -11,7 +11,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::SpecError;
+use crate::error::SpecError;
 use crate::limits::MAX_TASKS;
 
 /// A checked `--tasks` value; the plan turns it into task counts once the online CPUs are known.

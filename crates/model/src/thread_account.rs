@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::Nanos;
+use crate::nanos::Nanos;
 
 /// What a thread was to the work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

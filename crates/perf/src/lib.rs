@@ -25,6 +25,7 @@ mod offcpu_events;
 mod offcpu_tracer;
 mod thread_timeline;
 mod trace_ring;
+mod trace_stream;
 mod tracefs;
 
 pub use event::{CounterReading, HwEvent};
@@ -32,9 +33,8 @@ pub use idle_probe::{IdleProbe, probe_idle_tracing};
 pub use inherited::InheritedCounters;
 pub use lock_events::{FutexWait, KernelWait, LockTrace};
 pub use lock_tracer::{FUTEX_FLAG_BITS, LockTraceConfig, LockTracer};
-pub use offcpu_events::{BlockedEpisode, IdleCpu, OffCpuTrace, Waker, WakerName};
+pub use offcpu_events::{BlockedEpisode, IdleCpu, OffCpuTrace, ThreadLife, Waker, WakerName};
 pub use offcpu_tracer::{OffCpuTraceConfig, OffCpuTracer};
-pub use thread_timeline::ThreadLife;
 pub use trace_ring::record_ring_bytes;
 // The offline side, re-exported so that the engine names one `perf` (the analysis depends on
 // `perf_read` alone).

@@ -23,7 +23,7 @@
 //! milliseconds in case another CPU's earlier record is not yet committed, and pairs them.
 
 use perf_event::events::Tracepoint;
-use perf_event::{Builder, Clock, Counter, SampleFlag, Sampler};
+use perf_event::{Builder, Clock, Counter, SampleFlag};
 
 use crate::held_back::HeldBack;
 use crate::lock_events::{
@@ -33,8 +33,9 @@ use crate::mapping_stream::MappingStream;
 use crate::offcpu_events::split_chain;
 use crate::trace_ring::{
     PERF_RECORD_SAMPLE, TRACER_BUDGET_BYTES, UnwindCache, UnwindState, cached_user_chain,
-    lost_records, online_cpus, ring_bytes, set_filter,
+    online_cpus, ring_bytes, set_filter,
 };
+use crate::trace_stream::{FreshChains, Stream, read_streams};
 use crate::tracefs::TracepointFormat;
 use perf_read::error::PerfError;
 use perf_read::unwind::{DEFAULT_STACK_SIZE, REGS_MASK, Unwinder};
@@ -101,30 +102,18 @@ impl Kind {
     }
 }
 
-struct Stream {
-    kind: Kind,
-    sampler: Sampler,
-}
-
-impl std::fmt::Debug for Stream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Stream").field("kind", &self.kind).finish()
-    }
-}
-
 /// Open lock/futex tracepoint events with their ring buffers; `Drop` unmaps and closes them.
 #[derive(Debug)]
 pub struct LockTracer {
-    streams: Vec<Stream>,
+    streams: Vec<Stream<Kind>>,
     pending: HeldBack<TimedEvent>,
     pairing: Pairing,
     chains: ChainTable,
     lost: u64,
     malformed: u64,
-    /// (pid, chain) of every futex wait entry seen, and those not yet handed out by
-    /// [`LockTracer::new_user_chains`].
-    user_chains: std::collections::HashSet<(u32, u32)>,
-    fresh_user_chains: Vec<(u32, u32)>,
+    /// The user chains of futex wait entries, those not yet handed out by
+    /// [`LockTracer::new_user_chains`] apart.
+    user_chains: FreshChains,
     unwinder: Unwinder,
     /// Processes whose maps were re-read during this drain (at most once each).
     reloaded: Vec<i32>,
@@ -158,7 +147,7 @@ struct RingSizes {
 impl RingSizes {
     fn new(config: &LockTraceConfig, kinds: &[Kind], cpus: usize) -> RingSizes {
         let cpus = cpus.max(1);
-        let stack_size = config.stack_size.min(crate::MAX_STACK_SIZE) & !7;
+        let stack_size = config.stack_size.min(perf_read::MAX_STACK_SIZE) & !7;
         let stack_rings = cpus * kinds.iter().filter(|k| has_stack(k)).count();
         let plain_rings = cpus * kinds.len() - stack_rings;
         RingSizes {
@@ -300,7 +289,7 @@ impl LockTracer {
         let filter = futex_wait_filter();
         let cpus = online_cpus();
         let mappings = MappingStream::open(&cpus)?;
-        let stack_size = config.stack_size.min(crate::MAX_STACK_SIZE) & !7;
+        let stack_size = config.stack_size.min(perf_read::MAX_STACK_SIZE) & !7;
         let kinds: Vec<Kind> = specs.iter().map(|(_, _, k)| *k).collect();
         let sizes = RingSizes::new(config, &kinds, cpus.len());
         let (buffer_bytes, stack_bytes) = (sizes.plain, sizes.stack);
@@ -377,8 +366,7 @@ impl LockTracer {
             chains: ChainTable::default(),
             lost: 0,
             malformed: 0,
-            user_chains: Default::default(),
-            fresh_user_chains: Vec::new(),
+            user_chains: FreshChains::default(),
             unwinder: Unwinder::default(),
             reloaded: Vec::new(),
             mappings,
@@ -407,16 +395,13 @@ impl LockTracer {
     /// processes may be gone by [`finish`](LockTracer::finish): their addresses must be
     /// symbolised while they live (`UserSymbols::resolve(pid, …)`), so call this after each drain.
     pub fn new_user_chains(&mut self) -> Vec<(u32, Vec<u64>)> {
-        std::mem::take(&mut self.fresh_user_chains)
-            .into_iter()
-            .filter_map(|(pid, i)| Some((pid, self.chains.get(i)?.to_vec())))
-            .collect()
+        self.user_chains.take(&self.chains)
     }
 
     /// Stops tracing and returns every wait seen.
     pub fn finish(mut self) -> LockTrace {
         for s in &mut self.streams {
-            let _ = s.sampler.as_counter_mut().disable();
+            s.disable();
         }
         self.mappings.disable();
         self.mappings.apply(&mut self.unwinder);
@@ -452,30 +437,22 @@ impl LockTracer {
         let mut deferred: Vec<(Kind, Vec<u8>)> = Vec::new();
         // Out of `self` while read, so that each record can be handed to `self.accept`.
         let mut streams = std::mem::take(&mut self.streams);
-        for stream in &mut streams {
-            let kind = stream.kind;
-            while let Some(record) = stream.sampler.next_record() {
-                match record.ty() {
-                    PERF_RECORD_SAMPLE => {
-                        let body = record.to_contiguous();
-                        let unwind = UnwindState {
-                            unwinder: &mut self.unwinder,
-                            reloaded: &mut self.reloaded,
-                            defer: true,
-                        };
-                        let cache = &mut self.unwound;
-                        match decode(kind, &body, &mut self.chains, Some(unwind), cache) {
-                            Decoded::Event(e) => self.accept(e),
-                            Decoded::Defer => deferred.push((kind, body.into_owned())),
-                            Decoded::Malformed => self.malformed += 1,
-                        }
-                    }
-                    ty => {
-                        self.lost += lost_records(ty, &record.to_contiguous());
-                    }
-                }
+        self.lost += read_streams(&mut streams, usize::MAX, |kind, record| {
+            if record.ty != PERF_RECORD_SAMPLE {
+                return;
             }
-        }
+            let unwind = UnwindState {
+                unwinder: &mut self.unwinder,
+                reloaded: &mut self.reloaded,
+                defer: true,
+            };
+            let cache = &mut self.unwound;
+            match decode(kind, record.body, &mut self.chains, Some(unwind), cache) {
+                Decoded::Event(e) => self.accept(e),
+                Decoded::Defer => deferred.push((kind, record.body.to_vec())),
+                Decoded::Malformed => self.malformed += 1,
+            }
+        });
         self.streams = streams;
         if deferred.is_empty() {
             return;
@@ -504,9 +481,7 @@ impl LockTracer {
     fn accept(&mut self, e: TimedEvent) {
         if let LockEvent::FutexEnter { chain, .. } = e.event {
             self.futex_seen += 1;
-            if self.user_chains.insert((e.pid, chain)) {
-                self.fresh_user_chains.push((e.pid, chain));
-            }
+            self.user_chains.note(e.pid, chain);
         }
         self.pending.push(e);
     }
@@ -589,10 +564,10 @@ mod tests {
     #[test]
     fn tracer_memory_is_bounded_whatever_the_cpu_count() {
         let locks = LockTraceConfig::default();
-        let offcpu = crate::OffCpuTraceConfig::default();
+        let offcpu = crate::offcpu_tracer::OffCpuTraceConfig::default();
         for cpus in [1usize, 2, 64, 512, 1024] {
             let l = LockTracer::locked_bytes(&locks, cpus);
-            let o = crate::OffCpuTracer::locked_bytes(&offcpu, cpus);
+            let o = crate::offcpu_tracer::OffCpuTracer::locked_bytes(&offcpu, cpus);
             eprintln!(
                 "{cpus} CPUs: --locks {:.1} MiB, --offcpu {:.1} MiB",
                 l as f64 / (1 << 20) as f64,

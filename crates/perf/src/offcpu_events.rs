@@ -157,7 +157,7 @@ pub struct OffCpuTrace {
     /// Call chains, innermost frame first, context markers removed.
     pub chains: Vec<Vec<u64>>,
     /// The executable mappings of each process with episodes, as read while tracing.
-    pub maps: HashMap<u32, Vec<crate::MappedFile>>,
+    pub maps: HashMap<u32, Vec<perf_read::MappedFile>>,
     /// Records the kernel dropped because a ring buffer was full.
     pub lost: u64,
     /// Samples that could not be decoded.
@@ -167,7 +167,7 @@ pub struct OffCpuTrace {
     pub idle_cpus: Vec<IdleCpu>,
     /// Every traced thread's time: on a CPU, waiting for one, blocked, from its creation (or
     /// first record) to its exit (or the end).
-    pub threads: Vec<crate::ThreadLife>,
+    pub threads: Vec<ThreadLife>,
     /// The name of each thread that woke a traced one and is not traced itself (a kernel
     /// thread such as `jbd2/vda1-8` or `kworker/1:2`, another program), read while it lived.
     pub wakers: HashMap<u32, WakerName>,
@@ -242,6 +242,37 @@ impl IdleTally {
                 idle_wakeups: self.idle_wakeups.get(&cpu).copied().unwrap_or(0),
             })
             .collect()
+    }
+}
+
+/// One thread's time while traced.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ThreadLife {
+    /// Its process (thread group).
+    pub pid: u32,
+    /// The thread.
+    pub tid: u32,
+    /// The thread that created it (its `fork`/`clone`), when that was traced.
+    pub parent: Option<u32>,
+    /// Its name: the last `comm` recorded for it (empty when none was).
+    pub comm: String,
+    /// When it was first traced (its creation, or its first record), CLOCK_MONOTONIC ns.
+    pub begin: u64,
+    /// When it exited; `None` when it was alive when tracing stopped.
+    pub end: Option<u64>,
+    /// Nanoseconds on a CPU.
+    pub on_cpu: u64,
+    /// Nanoseconds runnable, waiting for a CPU (preempted, yielded, woken or new).
+    pub runq: u64,
+    /// Nanoseconds blocked (from the blocking switch to the wake-up, or to the switch-in when
+    /// no wake-up was recorded).
+    pub blocked: u64,
+}
+
+impl ThreadLife {
+    /// Its traced life: the three parts together.
+    pub fn life(&self) -> u64 {
+        self.on_cpu + self.runq + self.blocked
     }
 }
 

@@ -55,8 +55,9 @@ use crate::offcpu_events::{
 use crate::thread_timeline::Timeline;
 use crate::trace_ring::{
     PERF_RECORD_SAMPLE, PERF_RECORD_SWITCH_CPU_WIDE, TRACER_BUDGET_BYTES, UnwindCache, UnwindState,
-    cached_user_chain, lost_records, online_cpus, ring_bytes, set_filter,
+    cached_user_chain, online_cpus, ring_bytes, set_filter,
 };
+use crate::trace_stream::{FreshChains, Stream, read_streams};
 use crate::tracefs::TracepointFormat;
 use perf_read::error::PerfError;
 use perf_read::unwind::{DEFAULT_STACK_SIZE, REGS_MASK, Unwinder};
@@ -113,21 +114,10 @@ enum Kind {
     Cpu,
 }
 
-struct Stream {
-    kind: Kind,
-    sampler: Sampler,
-}
-
-impl std::fmt::Debug for Stream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Stream").field("kind", &self.kind).finish()
-    }
-}
-
 /// Open scheduler tracepoint events with their ring buffers; `Drop` unmaps and closes them.
 #[derive(Debug)]
 pub struct OffCpuTracer {
-    streams: Vec<Stream>,
+    streams: Vec<Stream<Kind>>,
     pending: HeldBack<TimedSched>,
     timeline: Timeline,
     chains: ChainTable,
@@ -145,8 +135,7 @@ pub struct OffCpuTracer {
     /// Per CPU, the counter of its switches to the idle task; `None` when the kernel refused
     /// the filter (a count of every switch would say nothing).
     idle_entries: Option<Vec<(u32, Counter)>>,
-    user_chains: HashSet<(u32, u32)>,
-    fresh_user_chains: Vec<(u32, u32)>,
+    user_chains: FreshChains,
     unwinder: Unwinder,
     reloaded: Vec<i32>,
     /// Exec, fork and mmap records: mappings of processes gone before their samples drain.
@@ -237,7 +226,7 @@ impl OffCpuTracer {
         let waking_pid = field(&waking, "pid")?;
         let cpus = online_cpus();
         let mappings = MappingStream::open(&cpus)?;
-        let stack_size = config.stack_size.min(crate::MAX_STACK_SIZE) & !7;
+        let stack_size = config.stack_size.min(perf_read::MAX_STACK_SIZE) & !7;
         let (switch_bytes, wakeup_bytes, context_bytes) = ring_sizes(config, cpus.len());
         let mut streams = Vec::new();
         for &cpu in &cpus {
@@ -332,8 +321,7 @@ impl OffCpuTracer {
             malformed: 0,
             idle: IdleTally::default(),
             idle_entries,
-            user_chains: HashSet::new(),
-            fresh_user_chains: Vec::new(),
+            user_chains: FreshChains::default(),
             unwinder: Unwinder::default(),
             reloaded: Vec::new(),
             mappings,
@@ -417,10 +405,7 @@ impl OffCpuTracer {
     /// call, as `(pid, addresses)`: a command's processes may be gone by
     /// [`finish`](OffCpuTracer::finish), so name them while they live.
     pub fn new_user_chains(&mut self) -> Vec<(u32, Vec<u64>)> {
-        std::mem::take(&mut self.fresh_user_chains)
-            .into_iter()
-            .filter_map(|(pid, i)| Some((pid, self.chains.get(i)?.to_vec())))
-            .collect()
+        self.user_chains.take(&self.chains)
     }
 
     /// Stops tracing and returns every episode seen, and every thread's life up to now.
@@ -433,7 +418,7 @@ impl OffCpuTracer {
     /// (CLOCK_MONOTONIC ns, the window's end: later records are not accounted).
     pub fn finish_at(mut self, until: u64) -> OffCpuTrace {
         for s in &mut self.streams {
-            let _ = s.sampler.as_counter_mut().disable();
+            s.disable();
         }
         self.mappings.disable();
         self.apply_side_band();
@@ -485,54 +470,41 @@ impl OffCpuTracer {
         let mut deferred: Vec<(Kind, Vec<u8>)> = Vec::new();
         // Out of `self` while read, so that each record can be handed to `self.accept`.
         let mut streams = std::mem::take(&mut self.streams);
-        for stream in &mut streams {
-            let kind = stream.kind;
-            let mut budget = max_records;
-            while budget > 0 {
-                budget -= 1;
-                let Some(record) = stream.sampler.next_record() else {
-                    break;
-                };
-                let ty = record.ty();
-                let body = record.to_contiguous();
-                let event = match ty {
-                    PERF_RECORD_SAMPLE => {
-                        let unwind = UnwindState {
-                            unwinder: &mut self.unwinder,
-                            reloaded: &mut self.reloaded,
-                            defer: true,
-                        };
-                        let cache = &mut self.unwound;
-                        match decode_sample(kind, &body, &mut self.chains, unwind, cache) {
-                            Decoded::Event(e) => e,
-                            Decoded::Skip => continue,
-                            Decoded::Defer { tid } => {
-                                // Known as blocking now, so that its wake-up is kept.
-                                self.traced.insert(tid);
-                                deferred.push((kind, body.into_owned()));
-                                continue;
-                            }
-                            Decoded::Malformed => {
-                                self.malformed += 1;
-                                continue;
-                            }
+        self.lost += read_streams(&mut streams, max_records, |kind, record| {
+            let event = match record.ty {
+                PERF_RECORD_SAMPLE => {
+                    let unwind = UnwindState {
+                        unwinder: &mut self.unwinder,
+                        reloaded: &mut self.reloaded,
+                        defer: true,
+                    };
+                    let cache = &mut self.unwound;
+                    match decode_sample(kind, record.body, &mut self.chains, unwind, cache) {
+                        Decoded::Event(e) => e,
+                        Decoded::Skip => return,
+                        Decoded::Defer { tid } => {
+                            // Known as blocking now, so that its wake-up is kept.
+                            self.traced.insert(tid);
+                            deferred.push((kind, record.body.to_vec()));
+                            return;
                         }
-                    }
-                    PERF_RECORD_SWITCH_CPU_WIDE => match decode_switch(&body, record.misc()) {
-                        Some(e) => e,
-                        None => {
+                        Decoded::Malformed => {
                             self.malformed += 1;
-                            continue;
+                            return;
                         }
-                    },
-                    ty => {
-                        self.lost += lost_records(ty, &body);
-                        continue;
                     }
-                };
-                self.accept(event);
-            }
-        }
+                }
+                PERF_RECORD_SWITCH_CPU_WIDE => match decode_switch(record.body, record.misc) {
+                    Some(e) => e,
+                    None => {
+                        self.malformed += 1;
+                        return;
+                    }
+                },
+                _ => return,
+            };
+            self.accept(event);
+        });
         self.streams = streams;
         if deferred.is_empty() {
             return;
@@ -562,9 +534,7 @@ impl OffCpuTracer {
             SchedEvent::Blocked { user_chain, .. } => {
                 self.traced.insert(event.tid);
                 self.seen.insert(event.tid);
-                if self.user_chains.insert((event.pid, user_chain)) {
-                    self.fresh_user_chains.push((event.pid, user_chain));
-                }
+                self.user_chains.note(event.pid, user_chain);
             }
             SchedEvent::Wakeup { tid, .. } | SchedEvent::Waking { tid, .. }
                 if !self.traced.contains(&tid) =>
@@ -779,7 +749,7 @@ mod tests {
         assert!(life.on_cpu < life.blocked, "{life:?}");
         // Each sleep was ended by its timer, and the wake-up's chain says so (where the
         // kernel recorded the wake-up: a CPU idle at that moment may record none).
-        let kallsyms = crate::Kallsyms::load().expect("kallsyms");
+        let kallsyms = perf_read::Kallsyms::load().expect("kallsyms");
         let woken: Vec<_> = long.iter().filter_map(|e| e.waker).collect();
         for w in &woken {
             let names: Vec<String> = trace.chains[w.chain as usize]

@@ -29,42 +29,11 @@
 
 use std::collections::HashMap;
 
-use crate::offcpu_events::{BlockedEpisode, SchedEvent, TimedSched, Waker};
+use crate::offcpu_events::{BlockedEpisode, SchedEvent, ThreadLife, TimedSched, Waker};
 
 /// `TASK_REPORT` bits of an exiting task (`EXIT_DEAD`, `EXIT_ZOMBIE`): its last switch, not a
 /// wait.
 const EXIT_STATES: u64 = 0x30;
-
-/// One thread's time while traced.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ThreadLife {
-    /// Its process (thread group).
-    pub pid: u32,
-    /// The thread.
-    pub tid: u32,
-    /// The thread that created it (its `fork`/`clone`), when that was traced.
-    pub parent: Option<u32>,
-    /// Its name: the last `comm` recorded for it (empty when none was).
-    pub comm: String,
-    /// When it was first traced (its creation, or its first record), CLOCK_MONOTONIC ns.
-    pub begin: u64,
-    /// When it exited; `None` when it was alive when tracing stopped.
-    pub end: Option<u64>,
-    /// Nanoseconds on a CPU.
-    pub on_cpu: u64,
-    /// Nanoseconds runnable, waiting for a CPU (preempted, yielded, woken or new).
-    pub runq: u64,
-    /// Nanoseconds blocked (from the blocking switch to the wake-up, or to the switch-in when
-    /// no wake-up was recorded).
-    pub blocked: u64,
-}
-
-impl ThreadLife {
-    /// Its traced life: the three parts together.
-    pub fn life(&self) -> u64 {
-        self.on_cpu + self.runq + self.blocked
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {

@@ -17,7 +17,8 @@
 use super::backend::{Row, vals};
 use super::columns::{u64_from_sql, u64_to_sql};
 use super::liveness::{self, Owner};
-use super::{Store, StoreError};
+use crate::error::StoreError;
+use crate::handle::Store;
 
 pub use model::bisection::{BisectCommit, BisectRecord, BisectStatus, BisectStep, StepVerdict};
 

@@ -7,8 +7,8 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::StoreError;
-use crate::record::{Mode, Pin};
+use crate::error::StoreError;
+use model::record::{Mode, Pin};
 
 /// A u64 as the i64 with the same bits.
 pub(crate) fn u64_to_sql(v: u64) -> i64 {

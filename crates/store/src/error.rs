@@ -3,9 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::Location;
-#[cfg(doc)]
-use super::SCHEMA_VERSION;
+use crate::address::Location;
 
 /// Everything that can go wrong with the results database, each message naming the file or run
 /// and, where one exists, the fix.
@@ -82,7 +80,7 @@ pub enum StoreError {
         path: PathBuf,
         /// Its schema version.
         found: i64,
-        /// The newest schema this build knows ([`SCHEMA_VERSION`]).
+        /// The newest schema this build knows (`SCHEMA_VERSION` in `schema`).
         supported: i64,
     },
 
@@ -253,7 +251,7 @@ pub enum StoreError {
         db: String,
         /// Its schema version.
         found: i64,
-        /// The newest schema this build knows ([`SCHEMA_VERSION`]).
+        /// The newest schema this build knows (`SCHEMA_VERSION` in `schema`).
         supported: i64,
     },
 
@@ -274,7 +272,7 @@ pub enum StoreError {
     /// `last~K` reaches before the first stored run.
     #[error(
         "`{spec}`: only {} stored (see `scalelab ls`)",
-        crate::number_text::plural(*.stored, "run")
+        model::number_text::plural(*.stored, "run")
     )]
     NotEnoughRuns {
         /// The run as given.
@@ -334,7 +332,7 @@ pub enum StoreError {
         /// Its export format version.
         found: u64,
         /// The newest this build reads
-        /// ([`EXPORT_SCHEMA_VERSION`](crate::record::EXPORT_SCHEMA_VERSION)).
+        /// ([`EXPORT_SCHEMA_VERSION`](model::record::EXPORT_SCHEMA_VERSION)).
         supported: u32,
     },
 }

@@ -2,22 +2,22 @@
 //! `import` reads back), CSV export (one row per trial, for spreadsheets and scripts).
 //!
 //! The JSON is a [`RunExport`] envelope, its strings' control characters `\u`-escaped
-//! ([`crate::safe_text::write_json`]); [`read_export`] refuses a newer `schema_version` before
+//! ([`model::safe_text::write_json`]); [`read_export`] refuses a newer `schema_version` before
 //! looking at anything else, so the error names both versions instead of a missing field, and
 //! refuses a run no measurement could produce ([`super::validation`]). CSV
 //! quoting is hand-rolled (RFC 4180: a field holding a comma, quote, CR or LF is quoted, quotes
 //! doubled); no CSV crate is needed for one writer. Its text cells (workload, variant, status,
 //! failure) are neutralised against spreadsheet formulas and control characters
-//! ([`crate::safe_text::csv_text`]); its numeric cells are our own numbers, written as they are.
+//! ([`model::safe_text::csv_text`]); its numeric cells are our own numbers, written as they are.
 
 use std::io::Write;
 use std::path::Path;
 
 use serde::Serialize;
 
-use super::StoreError;
-use crate::record::{EXPORT_SCHEMA_VERSION, RunData, RunExport, TrialOutcome};
-use crate::safe_text::csv_text;
+use crate::error::StoreError;
+use model::record::{EXPORT_SCHEMA_VERSION, RunData, RunExport, TrialOutcome};
+use model::safe_text::csv_text;
 
 /// Writes `data` as a pretty-printed [`RunExport`] with the current `schema_version`.
 pub fn export_json(data: &RunData, out: &mut dyn Write) -> Result<(), StoreError> {
@@ -33,7 +33,7 @@ pub fn export_json(data: &RunData, out: &mut dyn Write) -> Result<(), StoreError
         tool_version: env!("CARGO_PKG_VERSION"),
         run: data,
     };
-    crate::safe_text::write_json(out, &envelope)
+    model::safe_text::write_json(out, &envelope)
         .and_then(|()| out.flush())
         .map_err(|source| StoreError::Write { source })
 }
@@ -165,13 +165,13 @@ fn parse_export(path: &Path, text: &[u8]) -> Result<RunExport, StoreError> {
         _ => {
             return Err(bad(format!(
                 "`schema_version` {} is not an export format version; this scalelab reads {}",
-                crate::safe_text::excerpt(raw, 60),
+                model::safe_text::excerpt(raw, 60),
                 readable_versions()
             )));
         }
     }
     let export: RunExport = serde_json::from_slice(text).map_err(|e| bad(e.to_string()))?;
-    super::validate(&export.run).map_err(|detail| StoreError::ImpossibleRun {
+    crate::validation::validate(&export.run).map_err(|detail| StoreError::ImpossibleRun {
         origin: path.display().to_string(),
         detail,
     })?;
@@ -209,7 +209,7 @@ mod tests {
     /// Was accepted, then shown and stored: data no measurement can produce.
     #[test]
     fn impossible_runs_are_refused_naming_the_run_and_the_field() {
-        use crate::test_runs::importable_export;
+        use model::test_runs::importable_export;
         use serde_json::{Value, json};
         type Edit = fn(&mut Value);
         let cases: &[(&str, Edit, &str)] = &[

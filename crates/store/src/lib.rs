@@ -42,6 +42,7 @@ mod bisect;
 mod columns;
 mod error;
 mod export;
+mod handle;
 mod liveness;
 mod location;
 mod pg_config;
@@ -61,87 +62,14 @@ mod runs;
 mod schema;
 mod validation;
 
-use std::cell::RefCell;
-
-// The model's modules under the names this crate has always used (`crate::record::RunData`).
-#[cfg(test)]
-use model::test_runs;
-use model::{env, limits, number_text, record, safe_text};
-use std::path::Path;
-
 pub use address::{Location, PgUrl, UnknownScheme, redact_secrets};
 pub use bisect::{BisectCommit, BisectRecord, BisectStatus, BisectStep, StepVerdict};
 pub use error::StoreError;
 pub use export::{export_csv, export_json, read_export};
+pub use handle::Store;
 pub use push::{PushReport, push};
 pub use query::RunFilter;
 pub use schema::SCHEMA_VERSION;
 
-use backend::{Db, Lite, Pg};
-use validation::validate;
-
 #[cfg(doc)]
-use crate::record::{RunData, RunStatus};
-
-/// An open results database.
-#[derive(Debug)]
-pub struct Store {
-    db: Db,
-    location: Location,
-    /// This process as a run owner, read once at open.
-    me: liveness::Owner,
-}
-
-impl Store {
-    /// Opens (creating it and its parent directories when missing) the SQLite database at
-    /// `path`, migrating an older schema forward: for the commands that store runs.
-    ///
-    /// Refused, with the file left untouched: a file that is not a SQLite database, a SQLite
-    /// database of another application, a database written by a newer scalelab, a path through
-    /// a link another user made, a database file that is a link. A location that cannot be
-    /// created or written is an error too. A new file is 0600, new folders 0700.
-    pub fn open(path: &Path) -> Result<Store, StoreError> {
-        Store::open_at(&Location::File(path.to_path_buf()), true)
-    }
-
-    /// Opens the existing SQLite database at `path`, as [`Store::open`] does, for the commands
-    /// that only read: a missing or empty file is refused and nothing is created.
-    pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
-        Store::open_at(&Location::File(path.to_path_buf()), false)
-    }
-
-    /// Opens the store at `location`, a file or a PostgreSQL server. When `create`, a missing
-    /// database (file, or scalelab's tables on the server) is created and an older schema
-    /// migrated; otherwise a missing one is refused. A server that cannot be reached is an
-    /// error naming the URL without its password.
-    pub fn open_at(location: &Location, create: bool) -> Result<Store, StoreError> {
-        let db = match location {
-            Location::File(path) => Db::Sqlite(Lite {
-                conn: schema::open(path, create)?,
-            }),
-            Location::Postgres(url) => {
-                Db::Postgres(Box::new(RefCell::new(Pg::open(url, location, create)?)))
-            }
-        };
-        Ok(Store {
-            db,
-            location: location.clone(),
-            me: liveness::Owner::current(),
-        })
-    }
-
-    /// Where the store is.
-    pub fn location(&self) -> &Location {
-        &self.location
-    }
-
-    /// The database file, for a SQLite store.
-    pub fn path(&self) -> Option<&Path> {
-        self.location.path()
-    }
-
-    /// The store as shown in messages (a URL without its password).
-    fn shown(&self) -> String {
-        self.location.to_string()
-    }
-}
+use model::record::{RunData, RunStatus};

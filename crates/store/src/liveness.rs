@@ -18,7 +18,7 @@
 use std::collections::HashSet;
 use std::fs;
 
-use crate::record::RunStatus;
+use model::record::RunStatus;
 use sys::proc_table::{self, ProcStat};
 
 /// The process that owns a run, as recorded in its row.

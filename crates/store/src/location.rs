@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::FileType;
 
-use super::StoreError;
+use crate::error::StoreError;
 use sys::owned_dir::{self, NewEntryError, OwnedDir, PathError};
 
 /// Where the database file really is, checked before SQLite sees it: links in its folder's

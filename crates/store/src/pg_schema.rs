@@ -13,8 +13,8 @@
 //! transaction under an advisory lock, so two hosts opening a fresh database at once apply each
 //! step exactly once.
 
-use super::SCHEMA_VERSION;
 use super::schema::{V2, V3, V6, V7, V8, V10, V12};
+use crate::schema::SCHEMA_VERSION;
 
 /// Step `i` takes the schema from version `i` to `i + 1`. Append only; never edit a shipped step.
 pub(crate) const PG_MIGRATIONS: &[&str] = &[
@@ -186,7 +186,8 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::{Location, Store};
+    use crate::address::Location;
+    use crate::handle::Store;
 
     /// A database left at every older version (with a run stored as that version wrote it)
     /// opens migrated to the newest, its run readable and given a UUID.
@@ -195,7 +196,7 @@ mod tests {
         let Some(server) = crate::pg_server::server_or_skip() else {
             return;
         };
-        let env = serde_json::to_string(&crate::env::Fingerprint::default()).unwrap();
+        let env = serde_json::to_string(&model::env::Fingerprint::default()).unwrap();
         for version in 0..PG_MIGRATIONS.len() {
             let url = server.create_database();
             let db = url

@@ -16,10 +16,11 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::Path;
 
-use crate::record::KALLSYMS;
-use crate::record::RunData;
-use crate::{Store, StoreError};
+use crate::error::StoreError;
+use crate::handle::Store;
 use model::profile_path::check_own_profile;
+use model::record::KALLSYMS;
+use model::record::RunData;
 use sys::owned_dir::{NewEntryError, OwnedDir};
 
 /// The largest file `push --with-profiles` stores (PostgreSQL's `bytea` holds at most 1 GB).

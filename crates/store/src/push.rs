@@ -12,9 +12,11 @@
 //! a later push: it would arrive without its last trials.
 
 use super::backend::vals;
-use super::{RunFilter, Store, StoreError};
+use crate::error::StoreError;
+use crate::handle::Store;
 use crate::profile_files::{self, FilesCopied};
-use crate::record::RunStatus;
+use crate::query::RunFilter;
+use model::record::RunStatus;
 
 /// What a push did, run by run.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -92,7 +94,7 @@ pub fn push(
 
 fn copy_files(
     from: &Store,
-    run: &crate::record::RunData,
+    run: &model::record::RunData,
     to: &mut Store,
     to_id: i64,
     report: &mut PushReport,

@@ -8,8 +8,9 @@ use std::collections::HashMap;
 use super::backend::{Row, Tx, Value, vals};
 use super::columns::{from_json, mode_from_sql, optional_json, pin_from_sql, u64_from_sql};
 use super::liveness::{Liveness, Owner};
-use super::{Store, StoreError};
-use crate::record::{
+use crate::error::StoreError;
+use crate::handle::Store;
+use model::record::{
     Membind, Nanos, RunData, RunMeta, RunStatus, SampleRecord, TrialMeasurement, TrialOutcome,
     TrialRecord, Usage,
 };
@@ -29,7 +30,7 @@ pub struct RunFilter {
     pub command_contains: Option<String>,
     /// Only runs measured on this host (its fingerprint's host name).
     pub host: Option<String>,
-    /// Only runs measured on a machine of this class (see [`crate::env::MachineClass`]).
+    /// Only runs measured on a machine of this class (see [`model::env::MachineClass`]).
     pub host_class: Option<String>,
 }
 
@@ -261,7 +262,7 @@ impl RunFilter {
             && self
                 .host_class
                 .as_ref()
-                .is_none_or(|c| *c == crate::env::MachineClass::of(&meta.env).to_string())
+                .is_none_or(|c| *c == model::env::MachineClass::of(&meta.env).to_string())
             && command()
     }
 }

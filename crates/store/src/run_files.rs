@@ -5,7 +5,8 @@
 //! under a run's name is never replaced (a run's files do not change once it is recorded).
 
 use super::backend::vals;
-use super::{Store, StoreError};
+use crate::error::StoreError;
+use crate::handle::Store;
 
 impl Store {
     /// The names and sizes (bytes) of the files stored for run `id`, by name.

@@ -9,8 +9,9 @@
 use super::backend::{Tx, vals};
 use super::columns::{legacy_pin_name, to_json, u64_to_sql};
 use super::liveness::Owner;
-use super::{Store, StoreError};
-use crate::record::{RunExport, RunMeta, RunStatus, TrialOutcome, TrialRecord};
+use crate::error::StoreError;
+use crate::handle::Store;
+use model::record::{RunExport, RunMeta, RunStatus, TrialOutcome, TrialRecord};
 
 impl Store {
     /// Stores a new run as `running`, owned by this process, and returns its id. `meta.id`,
@@ -133,7 +134,7 @@ impl Store {
     ///
     /// A run no measurement could produce (`validate`) is refused and nothing stored.
     pub fn import(&mut self, export: &RunExport) -> Result<i64, StoreError> {
-        super::validate(&export.run).map_err(|detail| StoreError::ImpossibleRun {
+        crate::validation::validate(&export.run).map_err(|detail| StoreError::ImpossibleRun {
             origin: "import".into(),
             detail,
         })?;
@@ -185,7 +186,7 @@ impl Writer<'_, '_> {
 
     /// Stores `run` (already validated) as a copy: its status, end time and UUID kept, its id
     /// becoming `origin_id`, no owner here. Returns the new id.
-    pub(super) fn insert_copy(&mut self, run: &crate::record::RunData) -> Result<i64, StoreError> {
+    pub(super) fn insert_copy(&mut self, run: &model::record::RunData) -> Result<i64, StoreError> {
         let meta = &run.meta;
         let origin_id = if meta.id > 0 {
             Some(meta.id)

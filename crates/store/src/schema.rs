@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::{StoreError, location};
+use crate::error::StoreError;
+use crate::location;
 
 /// The schema version this build writes (the length of `MIGRATIONS`).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -462,7 +463,7 @@ mod tests {
 
     #[test]
     fn version_1_database_is_migrated_keeping_its_runs() {
-        use crate::record::TrialOutcome;
+        use model::record::TrialOutcome;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("v1.db");
         {
@@ -471,7 +472,7 @@ mod tests {
             conn.pragma_update(None, "application_id", APPLICATION_ID)
                 .unwrap();
             conn.pragma_update(None, "user_version", 1).unwrap();
-            let env = serde_json::to_string(&crate::env::Fingerprint::default()).unwrap();
+            let env = serde_json::to_string(&model::env::Fingerprint::default()).unwrap();
             conn.execute(
                 "INSERT INTO runs (workload, params, op_unit, mode, pin, points, runs, duration_ns,
                      warmup_ns, tags, started_at, status, env, warnings, command_line)
@@ -489,7 +490,7 @@ mod tests {
             )
             .unwrap();
         }
-        let store = super::super::Store::open(&path).unwrap();
+        let store = crate::handle::Store::open(&path).unwrap();
         let version: i64 = Connection::open(&path)
             .unwrap()
             .pragma_query_value(None, "user_version", |r| r.get(0))
@@ -515,7 +516,7 @@ mod tests {
             conn.pragma_update(None, "application_id", APPLICATION_ID)
                 .unwrap();
             conn.pragma_update(None, "user_version", 4).unwrap();
-            let env = serde_json::to_string(&crate::env::Fingerprint::default()).unwrap();
+            let env = serde_json::to_string(&model::env::Fingerprint::default()).unwrap();
             for _ in 0..3 {
                 conn.execute(
                     "INSERT INTO runs (workload, params, op_unit, mode, pin, points, runs,
@@ -528,7 +529,7 @@ mod tests {
                 .unwrap();
             }
         }
-        let store = super::super::Store::open(&path).unwrap();
+        let store = crate::handle::Store::open(&path).unwrap();
         let version: i64 = Connection::open(&path)
             .unwrap()
             .pragma_query_value(None, "user_version", |r| r.get(0))
@@ -547,7 +548,7 @@ mod tests {
     /// The same as `pg_schema`'s test: from every older version to the newest, runs kept.
     #[test]
     fn every_older_version_migrates_to_the_newest_keeping_its_runs() {
-        let env = serde_json::to_string(&crate::env::Fingerprint::default()).unwrap();
+        let env = serde_json::to_string(&model::env::Fingerprint::default()).unwrap();
         for version in 0..MIGRATIONS.len() {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("old.db");
@@ -580,7 +581,7 @@ mod tests {
                 conn.pragma_update(None, "user_version", version as i64)
                     .unwrap();
             }
-            let store = super::super::Store::open(&path).unwrap();
+            let store = crate::handle::Store::open(&path).unwrap();
             let now: i64 = Connection::open(&path)
                 .unwrap()
                 .pragma_query_value(None, "user_version", |r| r.get(0))

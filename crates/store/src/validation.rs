@@ -22,13 +22,13 @@
 use std::collections::HashSet;
 use std::fmt::Display;
 
-use crate::limits::{
+use model::limits::{
     MAX_COMMAND_CHARS, MAX_DURATION, MAX_LABEL_CHARS, MAX_RUNS, MAX_TASKS, MAX_TRIALS, check_length,
 };
-use crate::record::{
+use model::record::{
     LockReport, ProfileRef, RunData, RunMeta, TrialMeasurement, TrialOutcome, TrialRecord, Usage,
 };
-use crate::safe_text::excerpt;
+use model::safe_text::excerpt;
 
 /// `Err` names the run, the field and what is wrong with it.
 pub(crate) fn validate(run: &RunData) -> Result<(), String> {
@@ -227,7 +227,7 @@ fn check_measurement(m: &TrialMeasurement, n: u32, builtin: bool) -> Result<(), 
             ),
         ));
     }
-    let mut previous: Option<&crate::record::SampleRecord> = None;
+    let mut previous: Option<&model::record::SampleRecord> = None;
     for (i, s) in m.samples.iter().enumerate() {
         let field = format!("samples[{i}]");
         if s.task_ops.len() != m.task_ops.len() {

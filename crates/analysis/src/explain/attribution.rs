@@ -21,9 +21,9 @@
 
 use serde::Serialize;
 
-use super::PointExplain;
 use super::cause::{Cause, CauseKind, Part, is_kernel_function, key};
 use super::noise::{NoiseRule, NoiseVerdict, decide, is_material, whole_noise};
+use super::point::PointExplain;
 
 /// One cause's growth.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use super::PointProfile;
+use super::point::PointProfile;
 
 /// Whether a function is in both profiles or only one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

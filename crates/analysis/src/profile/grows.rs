@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use super::{PointProfile, is_lock_function};
+use super::point::{PointProfile, is_lock_function};
 
 /// Below this share at the largest N a function is noise, left out of the ratio ranking.
 pub const MIN_SHARE: f64 = 0.5;

@@ -28,11 +28,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use super::BisectError;
+use super::error::BisectError;
 use super::git;
-use crate::owned_dir::{self, NewEntryError, OwnedDir};
 use crate::process::leftovers::Leftovers;
 use crate::process::owner::adopt;
+use sys::owned_dir::{self, NewEntryError, OwnedDir};
 
 /// How often the stop flag and the limit are checked while a build runs.
 const TICK: Duration = Duration::from_millis(50);

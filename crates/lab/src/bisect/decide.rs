@@ -39,8 +39,8 @@
 
 use stats::Verdict;
 
-use crate::analysis::comparison::{Comparison, TrialMetric};
-use crate::number_text::{comma_list, signed_percent};
+use analysis::comparison::{Comparison, TrialMetric};
+use model::number_text::{comma_list, signed_percent};
 
 /// A commit's class.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,13 +125,13 @@ pub(crate) fn not_regressed_reason(ends: &Comparison, metric: &TrialMetric) -> S
         format!(
             "; the noise hid whether it changed by more than {} at {}: measure more groups (a \
              larger --max-runs) or longer trials, on a quieter machine, and bisect again",
-            crate::number_text::percent(ends.options.threshold),
+            model::number_text::percent(ends.options.threshold),
             hidden.join(", ")
         )
     };
     format!(
         "the bad end is not REGRESSED against the good end beyond ±{} ({}){noise}{hint}",
-        crate::number_text::percent(ends.options.threshold),
+        model::number_text::percent(ends.options.threshold),
         points.join("; ")
     )
 }
@@ -180,16 +180,16 @@ pub(crate) fn classify(vs_good: &Comparison, vs_bad: &Comparison, at: &[u32]) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::comparison::compare_runs;
+    use analysis::comparison::compare_runs;
     use stats::CompareOptions;
 
     /// A run of ten trials per N around `level` thousand ops/s, each within ±0.2%.
-    fn run(id: i64, levels: &[(u32, f64)]) -> crate::record::RunData {
+    fn run(id: i64, levels: &[(u32, f64)]) -> model::record::RunData {
         noisy_run(id, levels, 1.0)
     }
 
     /// [`run`] with its trials' spread times `scale`.
-    fn noisy_run(id: i64, levels: &[(u32, f64)], scale: f64) -> crate::record::RunData {
+    fn noisy_run(id: i64, levels: &[(u32, f64)], scale: f64) -> model::record::RunData {
         let spread = [0.1, -0.2, 0.05, -0.1, 0.2, 0.0, -0.05, 0.15, -0.15, 0.1];
         let points: Vec<(u32, Vec<f64>)> = levels
             .iter()
@@ -199,7 +199,7 @@ mod tests {
             })
             .collect();
         let borrowed: Vec<(u32, &[f64])> = points.iter().map(|(n, v)| (*n, &v[..])).collect();
-        crate::test_runs::run(id, "spin", &borrowed)
+        model::test_runs::run(id, "spin", &borrowed)
     }
 
     #[test]
@@ -223,7 +223,7 @@ mod tests {
         let like_good = run(3, &[(1, 1000.5), (2, 1999.0)]);
         let like_bad = run(4, &[(1, 969.0), (2, 1941.0)]);
         let between = run(5, &[(1, 985.0), (2, 1970.0)]);
-        let class = |c: &crate::record::RunData| {
+        let class = |c: &model::record::RunData| {
             classify(
                 &compare_runs(&good, c, &opts, false),
                 &compare_runs(&bad, c, &opts, false),
@@ -261,14 +261,14 @@ mod tests {
             threshold: b.threshold,
             ..opts
         };
-        let verdicts = |c: &crate::record::RunData| {
-            let v = |end: &crate::record::RunData| {
+        let verdicts = |c: &model::record::RunData| {
+            let v = |end: &model::record::RunData| {
                 let cmp = compare_runs(end, c, &opts, false);
                 cmp.points[0].change.unwrap().verdict
             };
             (v(&good), v(&bad))
         };
-        let class = |c: &crate::record::RunData| {
+        let class = |c: &model::record::RunData| {
             classify(
                 &compare_runs(&good, c, &opts, false),
                 &compare_runs(&bad, c, &opts, false),

@@ -9,15 +9,17 @@
 //! that one, with the same step number and fresh runs.
 
 use super::build::{self, Area, Built};
+use super::error::BisectError;
 use super::git::{self, Commit};
 use super::search::{Mark, Next, Search};
 use super::spec::BisectSpec;
+use super::state::{BisectEnd, BisectOutcome, latest_unfinished};
 use super::step::{Builds, Confirmation, confirmed_points, decided, run_build, test_commit};
-use super::{BisectEnd, BisectError, BisectOutcome, short};
 use crate::lifecycle::Session;
-use crate::number_text::plural;
-use crate::store::{BisectCommit, BisectRecord, BisectStatus, StepVerdict};
-use crate::timestamp::now_rfc3339;
+use model::bisection::short;
+use model::number_text::plural;
+use model::timestamp::now_rfc3339;
+use store::{BisectCommit, BisectRecord, BisectStatus, StepVerdict};
 
 /// Checks the range of `spec` (resolving its repository to the top folder), stores the
 /// bisection and drives it (with `--no-build`: stores it and waits for the first mark).
@@ -70,7 +72,7 @@ pub fn start(
 pub fn resume(id: Option<i64>, session: &mut Session<'_>) -> Result<BisectOutcome, BisectError> {
     let id = match id {
         Some(id) => id,
-        None => super::latest_unfinished(session.store)?.ok_or_else(|| {
+        None => latest_unfinished(session.store)?.ok_or_else(|| {
             BisectError::Nothing(
                 "no unfinished bisection to resume in this database (`scalelab bisect --list` \
                  lists them)"

@@ -22,7 +22,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::BisectError;
+use super::error::BisectError;
 use crate::process::owner::adopt;
 
 /// A commit of the range: its full hash and subject.

@@ -11,15 +11,17 @@
 //! this way. Every run keeps the kernel it measured in its fingerprint for the reader to check.
 
 use super::decide::{self, Class};
+use super::error::BisectError;
 use super::git::Commit;
 use super::search::{Next, Search};
 use super::spec::{BisectSpec, Role, SideOf};
-use super::{BisectEnd, BisectError, BisectOutcome, short};
+use super::state::{BisectEnd, BisectOutcome, latest_unfinished};
 use crate::lifecycle::{self, Session, SweepEnd};
-use crate::number_text::plural;
-use crate::record::RunData;
-use crate::store::{BisectCommit, BisectRecord, BisectStatus, BisectStep, StepVerdict, Store};
-use crate::timestamp::now_rfc3339;
+use model::bisection::short;
+use model::number_text::plural;
+use model::record::RunData;
+use model::timestamp::now_rfc3339;
+use store::{BisectCommit, BisectRecord, BisectStatus, BisectStep, StepVerdict, Store};
 
 /// What a `--no-build` bisection waits for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,7 +100,7 @@ pub fn next(store: &Store, id: Option<i64>) -> Result<(i64, Pending), BisectErro
 fn manual_id(store: &Store, id: Option<i64>) -> Result<i64, BisectError> {
     let id = match id {
         Some(id) => id,
-        None => super::latest_unfinished(store)?.ok_or_else(|| {
+        None => latest_unfinished(store)?.ok_or_else(|| {
             BisectError::Nothing(
                 "no unfinished bisection in this database: start one with `scalelab bisect \
                  --no-build …`"

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::store::{BisectRecord, StepVerdict};
+use store::{BisectRecord, StepVerdict};
 
 /// What a step decided about a commit, as far as the search is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,13 +7,13 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use stats::{CompareOptions, Direction};
 
-use super::BisectError;
-use crate::analysis::comparison::{Comparison, TrialMetric, compare_runs_on};
+use super::error::BisectError;
 use crate::plan::{Plan, RunConfig};
-use crate::record::Nanos;
-use crate::record::RunData;
 use crate::runner::CommandSpec;
-use crate::task_spec::TaskSpec;
+use analysis::comparison::{Comparison, TrialMetric, compare_runs_on};
+use model::record::Nanos;
+use model::record::RunData;
+use model::task_spec::TaskSpec;
 
 /// What a bisection is asked to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -168,7 +168,7 @@ impl BisectSpec {
             }
         };
         let tasks = match points {
-            Some(ns) => Some(crate::number_text::comma_list(ns)),
+            Some(ns) => Some(model::number_text::comma_list(ns)),
             None => m.tasks.clone(),
         };
         cfg.tasks = tasks.map(|t| t.parse::<TaskSpec>()).transpose()?;
@@ -183,7 +183,7 @@ impl BisectSpec {
         ]);
         cfg.name = Some(format!(
             "bisect {id} step {step} {}",
-            super::short(side.hash)
+            model::bisection::short(side.hash)
         ));
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
         Plan::new(cfg, cpus)

@@ -8,15 +8,16 @@ use std::time::{Duration, Instant};
 
 use super::build::{self, Area, Built};
 use super::decide::{self, Bisected, Class};
+use super::error::BisectError;
 use super::spec::{BisectSpec, Role, SideOf};
-use super::{BisectError, short};
-use crate::analysis::comparison::Comparison;
 use crate::lifecycle::interleave::{Decided, Sides, interleave};
 use crate::lifecycle::{AbPolicy, Session, SweepEnd};
-use crate::number_text::{plural, signed_percent};
-use crate::record::{RunData, TrialOutcome};
-use crate::store::{BisectCommit, BisectRecord, BisectStep, StepVerdict};
-use crate::timestamp::now_rfc3339;
+use analysis::comparison::Comparison;
+use model::bisection::short;
+use model::number_text::{plural, signed_percent};
+use model::record::{RunData, TrialOutcome};
+use model::timestamp::now_rfc3339;
+use store::{BisectCommit, BisectRecord, BisectStep, StepVerdict};
 
 /// Whether a stored step has its verdict (a `measuring` one is redone).
 pub(super) fn decided(v: StepVerdict) -> bool {
@@ -161,8 +162,8 @@ fn ends_summary(ends: &Comparison, bisected: &Bisected) -> String {
     format!(
         "the bad end is slower: {}; bisecting at N={}, commits judged at ±{}",
         parts.join("; "),
-        crate::number_text::comma_list(at),
-        crate::number_text::percent(bisected.threshold)
+        model::number_text::comma_list(at),
+        model::number_text::percent(bisected.threshold)
     )
 }
 

@@ -11,11 +11,11 @@ use std::collections::BTreeMap;
 
 use analysis::bisect::{Answer, BisectView, PointChange, StepView};
 
-use super::BisectError;
+use super::error::BisectError;
 use super::search::{Next, Search};
 use super::spec::BisectSpec;
-use crate::record::RunData;
-use crate::store::{BisectRecord, BisectStatus, BisectStep, StepVerdict};
+use model::record::RunData;
+use store::{BisectRecord, BisectStatus, BisectStep, StepVerdict};
 
 /// Reads bisection `record` with its runs (every run a step names, by id).
 pub(super) fn build(
@@ -30,7 +30,7 @@ pub(super) fn build(
     let step0 = record.steps.iter().find(|s| s.step == 0);
     let bisected = step0
         .and_then(|s| pair(s.run_good, s.run_bad))
-        .and_then(|(g, b)| super::bisected(&spec.compare(g, b, spec.threshold)));
+        .and_then(|(g, b)| super::decide::bisected(&spec.compare(g, b, spec.threshold)));
     let step_threshold = bisected.as_ref().map_or(spec.threshold, |b| b.threshold);
     let compare = |a: Option<i64>, b: Option<i64>, threshold: f64| -> Vec<PointChange> {
         let Some((a, b)) = pair(a, b) else {

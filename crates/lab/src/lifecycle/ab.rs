@@ -13,7 +13,8 @@
 use super::ab_policy::AbPolicy;
 use super::ab_schedule::AB_LETTERS;
 use super::interleave::{Sides, interleave};
-use super::{Session, SweepEnd};
+use super::session::Session;
+use super::sweep::SweepEnd;
 use crate::error::LabError;
 use crate::plan::Plan;
 use crate::runner::Executor;

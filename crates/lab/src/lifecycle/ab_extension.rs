@@ -5,7 +5,7 @@
 
 use stats::Change;
 
-use crate::analysis::comparison::Comparison;
+use analysis::comparison::Comparison;
 
 /// An interval wider than this many thresholds is too imprecise to decide a change of
 /// ±threshold: a change the noise estimate (robust, so blind to a few wild pairs) says is

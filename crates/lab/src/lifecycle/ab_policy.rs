@@ -3,9 +3,9 @@
 
 use stats::CompareOptions;
 
-use crate::analysis::comparison::TrialMetric;
 use crate::error::{Field, LabError};
 use crate::plan::Plan;
+use analysis::comparison::TrialMetric;
 
 /// How an A/B experiment is scheduled and when it grows.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,7 +30,7 @@ impl AbPolicy {
                     "{} is below the {} planned first: it is the most pairs ab may grow to \
                      when the first ones cannot decide; raise it or drop it",
                     self.max_runs,
-                    crate::number_text::plural(plan.trials_per_point as usize, "pair")
+                    model::number_text::plural(plan.trials_per_point as usize, "pair")
                 ),
             ));
         }

@@ -21,13 +21,14 @@ use super::ab_extension::{extension, undecided};
 use super::ab_policy::AbPolicy;
 use super::ab_schedule::{self, Slot as AbSlot};
 use super::progress::Replan;
+use super::session::{Session, before_trials, executor_for};
 use super::sweep::{Slot, Underway, run_slots};
-use super::{Session, SweepEnd, before_trials, executor_for, finish};
-use crate::analysis::comparison::{Comparison, compare_runs_on};
-use crate::env::Fingerprint;
+use super::sweep::{SweepEnd, finish};
 use crate::error::LabError;
 use crate::plan::Plan;
 use crate::runner::Executor;
+use analysis::comparison::{Comparison, compare_runs_on};
+use model::env::Fingerprint;
 
 /// The sides of an interleaved experiment.
 #[derive(Clone, Copy)]

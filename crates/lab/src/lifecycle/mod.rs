@@ -15,16 +15,17 @@ mod ab_policy;
 pub(crate) mod ab_schedule;
 pub(crate) mod interleave;
 mod progress;
+mod session;
 #[cfg(test)]
 mod summary_of_sweeps;
 mod sweep;
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
+use std::path::PathBuf;
 
 pub use ab::{AbOutcome, ab};
 pub use ab_policy::AbPolicy;
 pub use progress::{Progress, Replan, TrialLabel, failure};
+pub use session::{Helpers, Session};
 pub use sweep::SweepEnd;
 
 #[cfg(test)]
@@ -32,57 +33,14 @@ pub(crate) use progress::Silent;
 #[cfg(any(test, feature = "test-support"))]
 pub(crate) use sweep::measure_unstored;
 
-use crate::env::Fingerprint;
 use crate::error::LabError;
 use crate::plan::Plan;
-use crate::process::{guard, owner};
-use crate::record::RunStatus;
-use crate::runner::{ChildExecutor, CommandExecutor, Executor, perf_record};
+use crate::runner::{Executor, perf_record};
 use crate::scratch::Scratch;
-use crate::store::Store;
-use crate::timestamp;
+use model::env::Fingerprint;
 
-use self::sweep::{Underway, round_robin, run_slots};
-
-/// How scalelab starts its own helper processes: this binary, with the hidden subcommands of
-/// the trial child and the guard.
-#[derive(Debug, Clone)]
-pub struct Helpers {
-    /// The scalelab binary to run (normally this process's own executable).
-    pub exe: PathBuf,
-    /// The hidden subcommand that makes it a trial child.
-    pub trial_subcommand: String,
-    /// The hidden subcommand that makes it the guard.
-    pub guard_subcommand: String,
-}
-
-/// What a run is measured with: where it is stored, the stop flag, who watches.
-pub struct Session<'a> {
-    /// The database each trial is committed to as it ends.
-    pub store: &'a mut Store,
-    /// Raised by Ctrl-C or SIGTERM: the trial in flight is killed, the run ends `interrupted`.
-    pub stop: &'a AtomicBool,
-    /// Who is told of each trial, warning and note.
-    pub progress: &'a mut dyn Progress,
-    /// The database file, or for a PostgreSQL store the local default one: profiles are kept
-    /// beside it.
-    pub db_file: &'a Path,
-    /// The command line stored with each run.
-    pub command_line: String,
-    /// The trial child and the guard. `None` starts no guard, and then an executor must be
-    /// given (tests with a fake one).
-    pub helpers: Option<&'a Helpers>,
-}
-
-impl std::fmt::Debug for Session<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session")
-            .field("store", self.store.location())
-            .field("db_file", &self.db_file)
-            .field("helpers", &self.helpers)
-            .finish_non_exhaustive()
-    }
-}
+use self::session::{before_trials, executor_for};
+use self::sweep::{Underway, finish, round_robin, run_slots};
 
 /// How a [`run`] ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,51 +113,6 @@ pub fn run(
     })
 }
 
-/// The executor a plan calls for: a trial child (this binary again) for a built-in workload,
-/// the command executor for `--cmd`.
-pub(crate) fn executor_for(
-    plan: &Plan,
-    helpers: Option<&Helpers>,
-) -> Result<Box<dyn Executor>, LabError> {
-    if plan.command.is_some() {
-        return Ok(Box::new(CommandExecutor));
-    }
-    let helpers = helpers.ok_or_else(|| {
-        LabError::Internal("a built-in workload needs the trial child's binary".into())
-    })?;
-    Ok(Box::new(ChildExecutor {
-        program: helpers.exe.clone(),
-        args: vec![helpers.trial_subcommand.clone()],
-    }))
-}
-
-/// Marks the runs finished: `complete`, or `interrupted` when stopped or failed; a failure
-/// becomes an error that says what was kept.
-fn finish(
-    store: &mut Store,
-    ids: &[i64],
-    stored: usize,
-    ended: Result<SweepEnd, LabError>,
-) -> Result<SweepEnd, LabError> {
-    let status = match &ended {
-        Ok(SweepEnd::Complete) => RunStatus::Complete,
-        Ok(SweepEnd::Interrupted) | Err(_) => RunStatus::Interrupted,
-    };
-    let now = timestamp::now_rfc3339();
-    for &id in ids {
-        store.finish_run(id, status, &now)?;
-    }
-    ended.map_err(|source| LabError::Stopped {
-        runs: ids
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(" and "),
-        stored,
-        source: Box::new(source),
-    })
-}
-
 /// `--locks` on a machine that cannot trace, or `--profile` without a usable perf: the run goes
 /// on without them, and says why (and the fix). Returns the warnings to store with the run.
 fn preflight(plan: &mut Plan, progress: &mut dyn Progress) -> Vec<String> {
@@ -239,26 +152,6 @@ fn preflight(plan: &mut Plan, progress: &mut dyn Progress) -> Vec<String> {
     warnings
 }
 
-/// Before the first trial, so that no process is left behind: report what an earlier, killed
-/// scalelab left running, then start this process's guard. Returns the warnings to store.
-fn before_trials(session: &mut Session<'_>) -> Vec<String> {
-    let mut warnings = Vec::new();
-    if let Some(w) = owner::left_running_warning() {
-        warnings.push(w.to_string());
-    }
-    if let Some(helpers) = session.helpers {
-        if let Err(why) = guard::start(&helpers.exe, &helpers.guard_subcommand) {
-            warnings.push(format!(
-                "no guard process ({why}): if scalelab is killed, what its commands started may keep running"
-            ));
-        }
-    }
-    for w in &warnings {
-        session.progress.warning(w);
-    }
-    warnings
-}
-
 /// The scratch area of a workload that uses files (under `--workdir`, else the system
 /// temporary directory), after removing the areas killed scalelabs left there.
 fn scratch_area(plan: &Plan, progress: &mut dyn Progress) -> Result<Option<Scratch>, LabError> {
@@ -280,10 +173,13 @@ fn scratch_area(plan: &Plan, progress: &mut dyn Progress) -> Result<Option<Scrat
 mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
 
+    use model::record::RunStatus;
+    use store::Store;
+
     use super::*;
     use crate::plan::RunConfig;
-    use crate::record::{TrialOutcome, TrialRecord};
     use crate::runner::{CommandSpec, FakeExecutor, OpsSource};
+    use model::record::{TrialOutcome, TrialRecord};
 
     fn plan(tasks: &str, runs: u32) -> Plan {
         let mut cfg = RunConfig::new("spin");
@@ -474,7 +370,7 @@ mod tests {
                 metrics: Vec::new(),
                 ops_primary: false,
             });
-            cfg.warmup = crate::record::Nanos(0);
+            cfg.warmup = model::record::Nanos(0);
             cfg.tasks = Some("1,2".parse().unwrap());
             cfg.trials_per_point = 4;
             cfg.variant = Some(variant.into());
@@ -484,7 +380,7 @@ mod tests {
             seed: 7,
             max_runs: 4,
             options: stats::CompareOptions::default(),
-            metric: crate::analysis::comparison::TrialMetric::Throughput,
+            metric: analysis::comparison::TrialMetric::Throughput,
         };
         let stop = AtomicBool::new(false);
         let mut seen = Recorder::default();
@@ -518,7 +414,7 @@ mod tests {
             seed: 1,
             max_runs: 2,
             options: stats::CompareOptions::default(),
-            metric: crate::analysis::comparison::TrialMetric::Throughput,
+            metric: analysis::comparison::TrialMetric::Throughput,
         };
         let err = policy.check(&plan("1", 3)).unwrap_err().to_string();
         assert!(err.contains("max_runs: 2 is below the 3 pairs"), "{err}");

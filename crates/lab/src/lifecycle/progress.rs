@@ -3,7 +3,7 @@
 //! A trait because there are two real watchers: the terminal (a progress bar, failure lines,
 //! warnings and notes on stderr) and the silent one that tests and `--quiet` scripts use.
 
-use crate::record::{TrialOutcome, TrialRecord};
+use model::record::{TrialOutcome, TrialRecord};
 
 /// Which trial: its side in an interleaved experiment, its N and repetition (0-based).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

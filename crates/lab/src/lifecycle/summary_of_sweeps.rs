@@ -6,9 +6,9 @@ use std::sync::atomic::AtomicBool;
 
 use crate::lifecycle::measure_unstored;
 use crate::plan::{Plan, RunConfig};
-use crate::record::{Mode, Nanos, Pin, RunMeta, RunStatus, TrialRecord};
 use crate::runner::FakeExecutor;
 use analysis::summary::*;
+use model::record::{Mode, Nanos, Pin, RunMeta, RunStatus, TrialRecord};
 use model::record::{RunData, TrialOutcome};
 use model::warnings::Warning;
 
@@ -38,7 +38,7 @@ fn meta(points: &[u32]) -> RunMeta {
         op_unit: "op".into(),
         mode: Mode::Threads,
         pin: Pin::Cores,
-        membind: crate::record::Membind::FirstTouch,
+        membind: model::record::Membind::FirstTouch,
         points: points.to_vec(),
         runs: 5,
         duration: Nanos(1_000_000_000),
@@ -125,7 +125,7 @@ fn a_sampler_at_ordinary_priority_among_more_tasks_than_cpus_is_flagged() {
     data.meta.env.online_cpus = 2;
     for t in &mut data.trials {
         if let TrialOutcome::Ok(m) = &mut t.outcome {
-            m.harness = Some(crate::record::HarnessCost {
+            m.harness = Some(model::record::HarnessCost {
                 sampler_cpu: Nanos(1),
                 start: Nanos(1),
                 stop: Nanos(1),
@@ -223,7 +223,7 @@ fn a_speedup_beyond_n_is_flagged_as_a_suspect_baseline() {
 /// (`14.0..14.0` beside 7.00 ops/s/task): a command trial measures no single task.
 #[test]
 fn a_command_run_has_no_per_task_rates() {
-    let data = crate::test_runs::run(1, "cmd", &[(1, &[7.0]), (2, &[14.0])]);
+    let data = model::test_runs::run(1, "cmd", &[(1, &[7.0]), (2, &[14.0])]);
     let s = summarize(&data);
     assert_eq!(s.points[1].ops_per_sec_per_task, Some(7.0));
     for p in &s.points {
@@ -236,7 +236,7 @@ fn a_command_run_has_no_per_task_rates() {
 /// Issue 13: `scales to 0.46 out of 4 CPUs` on a 2-CPU machine.
 #[test]
 fn scales_to_names_tasks_and_cpus_when_n_exceeds_the_cpus() {
-    let mut data = crate::test_runs::run(1, "spin", &[(1, &[100.0]), (4, &[46.0])]);
+    let mut data = model::test_runs::run(1, "spin", &[(1, &[100.0]), (4, &[46.0])]);
     data.meta.env.online_cpus = 2;
     let s = summarize(&data).scales_to.unwrap();
     assert_eq!((s.n, s.cpus), (4, Some(2)));

@@ -9,14 +9,15 @@
 
 use std::sync::atomic::Ordering;
 
-use super::Session;
 use super::progress::TrialLabel;
+use super::session::Session;
 use crate::error::LabError;
 use crate::plan::Plan;
-use crate::record::{TrialRecord, UntracedReference};
 use crate::runner::{Execution, Executor, TrialSpec};
 use crate::scratch::Scratch;
-use crate::timestamp;
+use model::record::{RunStatus, TrialRecord, UntracedReference};
+use model::timestamp;
+use store::Store;
 
 /// One trial to run: which of the session's runs it belongs to, its N and repetition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -235,4 +236,31 @@ pub(crate) fn measure_unstored(
         }
     }
     records
+}
+
+/// Marks the runs finished: `complete`, or `interrupted` when stopped or failed; a failure
+/// becomes an error that says what was kept.
+pub(super) fn finish(
+    store: &mut Store,
+    ids: &[i64],
+    stored: usize,
+    ended: Result<SweepEnd, LabError>,
+) -> Result<SweepEnd, LabError> {
+    let status = match &ended {
+        Ok(SweepEnd::Complete) => RunStatus::Complete,
+        Ok(SweepEnd::Interrupted) | Err(_) => RunStatus::Interrupted,
+    };
+    let now = timestamp::now_rfc3339();
+    for &id in ids {
+        store.finish_run(id, status, &now)?;
+    }
+    ended.map_err(|source| LabError::Stopped {
+        runs: ids
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(" and "),
+        stored,
+        source: Box::new(source),
+    })
 }

@@ -17,8 +17,9 @@
 use std::collections::HashMap;
 
 use super::{LockRequest, futex_kind, kernel_lock_kind};
-use crate::record::{ClockWindow, LockContention, LockReport, Nanos};
+use crate::observer::{Observed, Observer};
 use crate::traced_processes::{ResolvedFrames, Scope, TracedProcesses};
+use model::record::{ClockWindow, LockContention, LockReport, Nanos};
 
 /// How many deeper call sites a row keeps.
 const CALL_SITES: usize = 5;
@@ -37,6 +38,7 @@ pub(crate) struct TraceSession {
 impl TraceSession {
     /// Opens the tracer on the calling thread (inherited by the tasks it creates next). Never
     /// fails: when tracing is unavailable the report says why and the trial runs untraced.
+    #[cfg(test)]
     pub(crate) fn start(request: LockRequest) -> TraceSession {
         Self::start_scoped(request, Scope::Own)
     }
@@ -55,28 +57,8 @@ impl TraceSession {
         }
     }
 
-    /// Drops the waits of process `pid` (a `perf record` wrapping the command).
-    pub(crate) fn exclude(&mut self, pid: u32) {
-        self.processes.exclude(pid);
-    }
-
-    /// True when the tracer is open (and needs draining).
-    pub(crate) fn is_tracing(&self) -> bool {
-        self.tracer.is_some()
-    }
-
-    /// Empties the ring buffers; call it every few milliseconds while the tasks run. With
-    /// [`Scope::Command`], the new user call chains are symbolised in their (live) process.
-    /// Empties the ring buffers; returns the futex waits read (see `perf::LockTracer::drain`).
-    pub(crate) fn drain(&mut self) -> u64 {
-        let Some(t) = &mut self.tracer else { return 0 };
-        let read = t.drain();
-        self.processes.name_new_chains(t.new_user_chains());
-        read
-    }
-
     /// Stops tracing and summarises the waits that ended inside `window`.
-    pub(crate) fn finish(self, window: ClockWindow) -> LockReport {
+    pub(crate) fn report(self, window: ClockWindow) -> LockReport {
         let Some(tracer) = self.tracer else {
             return LockReport {
                 notes: self.notes,
@@ -89,6 +71,37 @@ impl TraceSession {
         let mut report = summarise(&trace, window, self.request, self.processes.resolved());
         report.notes.splice(0..0, self.notes);
         report
+    }
+}
+
+impl Observer for TraceSession {
+    fn is_observing(&self) -> bool {
+        self.tracer.is_some()
+    }
+
+    /// Drops the waits of process `pid` (a `perf record` wrapping the command).
+    fn exclude(&mut self, pid: u32) {
+        self.processes.exclude(pid);
+    }
+
+    /// Empties the ring buffers; returns the futex waits read (see `perf::LockTracer::drain`).
+    /// With [`Scope::Command`], the new user call chains are symbolised in their (live)
+    /// process.
+    fn drain(&mut self) -> u64 {
+        let Some(t) = &mut self.tracer else { return 0 };
+        let read = t.drain();
+        self.processes.name_new_chains(t.new_user_chains());
+        read
+    }
+
+    /// The lock report of every traced thread (the waits are the process's, not per task).
+    fn finish(
+        self: Box<Self>,
+        window: ClockWindow,
+        _tasks: Option<&[u32]>,
+        observed: &mut Observed,
+    ) {
+        observed.locks = Some(self.report(window));
     }
 }
 
@@ -385,7 +398,7 @@ mod tests {
     #[test]
     fn std_mutex_waits_are_attributed_to_the_function_taking_the_lock() {
         let session = TraceSession::start(LockRequest::ALL);
-        if !session.is_tracing() {
+        if !session.is_observing() {
             eprintln!("skipped: {:?}", session.notes);
             return;
         }
@@ -399,7 +412,7 @@ mod tests {
             session.drain();
         });
         let end = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
-        let report = session.finish(ClockWindow {
+        let report = session.report(ClockWindow {
             start: Nanos(start),
             end: Nanos(end),
         });
@@ -445,7 +458,7 @@ mod tests {
             ..LockRequest::ALL
         };
         let mut session = TraceSession::start(request);
-        if !session.is_tracing() {
+        if !session.is_observing() {
             eprintln!("skipped: {:?}", session.notes);
             return;
         }
@@ -462,7 +475,7 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         let end = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
-        let report = session.finish(ClockWindow {
+        let report = session.report(ClockWindow {
             start: Nanos(start),
             end: Nanos(end),
         });

@@ -1,7 +1,7 @@
 //! Lock contention: what `--locks` asks the trial child to trace ([`LockRequest`]), how the
-//! child turns the raw waits into a [`LockReport`](crate::record::LockReport) ([`collect`]).
+//! child turns the raw waits into a [`LockReport`](model::record::LockReport) ([`collect`]).
 //! How a run's reports aggregate per N and rank what grows with N is analysis
-//! ([`crate::analysis::lock_contention`]).
+//! ([`analysis::lock_contention`]).
 //!
 //! Kernel locks come from the `lock:contention_begin/end` tracepoints, user locks from futex
 //! waits (`syscalls:sys_enter/exit_futex`); both are read by `perf::LockTracer`.

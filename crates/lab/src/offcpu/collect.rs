@@ -1,5 +1,5 @@
 //! The tracing side of `--offcpu`: open the tracer before the tasks exist
-//! ([`OffCpuSession::start`]), drain it while the sampler runs, and at the end keep the blocked
+//! ([`OffCpuSession::start_scoped`]), drain it while the sampler runs, and at the end keep the blocked
 //! time of the trial's own tasks inside the measurement window, name each episode's cause
 //! ([`super::classify`]) and sum it per (kind, object, caller) as an [`OffCpuReport`].
 //!
@@ -18,8 +18,9 @@ use super::OffCpuRequest;
 use super::classify::{Cause, NamedFrame, classify};
 use super::threads::{TreeThreads, WokenBy};
 use crate::locks::collect::is_wrapper;
-use crate::record::{ClockWindow, Nanos, OffCpuReport, OffCpuSite, UnwokenEpisodes};
+use crate::observer::{Observed, Observer};
 use crate::traced_processes::{Scope, TracedProcesses};
+use model::record::{ClockWindow, Nanos, OffCpuReport, OffCpuSite, UnwokenEpisodes};
 
 /// Frames kept in a site's representative stack.
 const STACK_FRAMES: usize = 24;
@@ -43,21 +44,10 @@ struct Site {
 }
 
 impl OffCpuSession {
-    /// Accounts the traced threads' time from `from` on (CLOCK_MONOTONIC ns: the window's
-    /// start, taken after the tracer opened).
-    pub(crate) fn account_from(&mut self, from: u64) {
-        if let Some(t) = &mut self.tracer {
-            t.account_from(from);
-        }
-    }
-
-    /// Opens the tracer on the calling thread (inherited by the tasks it creates next). Never
-    /// fails: when tracing is unavailable the report says why and the trial runs untraced.
-    pub(crate) fn start(request: OffCpuRequest) -> OffCpuSession {
-        Self::start_scoped(request, Scope::Own)
-    }
-
-    /// [`start`](Self::start) with a scope: [`Scope::Command`] before spawning a command step.
+    /// Opens the tracer on the calling thread (inherited by the tasks it creates next), for a
+    /// built-in trial child's own tasks ([`Scope::Own`]) or a command step's tree
+    /// ([`Scope::Command`]). Never fails: when tracing is unavailable the report says why and
+    /// the trial runs untraced.
     pub(crate) fn start_scoped(request: OffCpuRequest, scope: Scope) -> OffCpuSession {
         let (tracer, notes) = match perf::OffCpuTracer::open(&request.trace_config()) {
             Ok(t) => (Some(t), Vec::new()),
@@ -70,27 +60,9 @@ impl OffCpuSession {
         }
     }
 
-    /// Drops the episodes of process `pid` (a `perf record` wrapping the command).
-    pub(crate) fn exclude(&mut self, pid: u32) {
-        self.processes.exclude(pid);
-    }
-
-    /// True when the tracer is open (and needs draining).
-    pub(crate) fn is_tracing(&self) -> bool {
-        self.tracer.is_some()
-    }
-
-    /// Empties the ring buffers; call it every few milliseconds while the tasks run. With
-    /// [`Scope::Command`], new user call chains are symbolised in their (live) process.
-    pub(crate) fn drain(&mut self) {
-        let Some(t) = &mut self.tracer else { return };
-        t.drain();
-        self.processes.name_new_chains(t.new_user_chains());
-    }
-
     /// Stops tracing and sums the blocked time inside `window` of the threads `tasks` (a
     /// built-in trial's task thread ids; `None`: every thread not excluded).
-    pub(crate) fn finish(self, window: ClockWindow, tasks: Option<&[u32]>) -> OffCpuReport {
+    pub(crate) fn report(self, window: ClockWindow, tasks: Option<&[u32]>) -> OffCpuReport {
         let Some(tracer) = self.tracer else {
             return OffCpuReport {
                 notes: self.notes,
@@ -112,6 +84,43 @@ impl OffCpuSession {
         let mut report = summarise(&trace, window, self.processes.resolved(), tree);
         report.notes.splice(0..0, self.notes);
         report
+    }
+}
+
+impl Observer for OffCpuSession {
+    fn is_observing(&self) -> bool {
+        self.tracer.is_some()
+    }
+
+    /// Drops the episodes of process `pid` (a `perf record` wrapping the command).
+    fn exclude(&mut self, pid: u32) {
+        self.processes.exclude(pid);
+    }
+
+    /// Accounts the traced threads' time from `at` on (the window's start, taken after the
+    /// tracer opened).
+    fn window_opens(&mut self, at: u64) {
+        if let Some(t) = &mut self.tracer {
+            t.account_from(at);
+        }
+    }
+
+    /// Empties the ring buffers. With [`Scope::Command`], new user call chains are symbolised
+    /// in their (live) process. Its records carry no stack copy: 0.
+    fn drain(&mut self) -> u64 {
+        let Some(t) = &mut self.tracer else { return 0 };
+        t.drain();
+        self.processes.name_new_chains(t.new_user_chains());
+        0
+    }
+
+    fn finish(
+        self: Box<Self>,
+        window: ClockWindow,
+        tasks: Option<&[u32]>,
+        observed: &mut Observed,
+    ) {
+        observed.offcpu = Some(self.report(window, tasks));
     }
 }
 

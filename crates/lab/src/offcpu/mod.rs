@@ -1,6 +1,6 @@
 //! Blocked time: what `--offcpu` asks a trial to trace ([`OffCpuRequest`]), how the call
 //! chain of a blocking switch names its cause ([`classify`]), and how a trial's episodes
-//! become an [`OffCpuReport`](crate::record::OffCpuReport) ([`collect`]).
+//! become an [`OffCpuReport`](model::record::OffCpuReport) ([`collect`]).
 //!
 //! The episodes come from `perf::OffCpuTracer` (the scheduler's `sched_switch` and
 //! `sched_wakeup` tracepoints): blocked from the switch out of a task that is not runnable to

@@ -23,7 +23,7 @@
 use std::collections::HashMap;
 
 use super::wake::WakeCause;
-use crate::thread_account::ThreadRole;
+use model::thread_account::ThreadRole;
 
 /// How soon after a started thread's exit a wait that ends counts as waiting for it: a
 /// wake-up queued to another CPU runs there within microseconds (sysbench's `main` joining

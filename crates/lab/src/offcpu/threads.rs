@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::roles::{self, Assigned, Life, Wait};
 use super::wake::{WakeCause, WakerIdentity, wake_cause};
-use crate::record::{ClockWindow, Nanos, WokenShare};
-use crate::thread_account::{ThreadGroup, ThreadRole};
+use model::record::{ClockWindow, Nanos, WokenShare};
+use model::thread_account::{ThreadGroup, ThreadRole};
 
 /// Thread ids kept per group, to find them in a profile or a trace.
 const GROUP_TIDS: usize = 8;

@@ -19,8 +19,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use super::owner::{Mark, OWNER_VAR, Owner};
-use super::proc_table;
 use crate::error::LabError;
+use sys::proc_table;
 
 /// How long the guard waits, after end of file, for its owner to be gone; a live owner's
 /// processes are never touched.

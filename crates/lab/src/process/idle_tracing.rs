@@ -131,7 +131,7 @@ pub(crate) fn judge(
         }
         Some((cpu, DeviceIrq { irq, name, count })) => format!(
             "route device interrupts to CPU {to}, first {name} ({} taken by CPU {cpu}): echo {to} > /proc/irq/{irq}/smp_affinity_list (a managed IRQ refuses)",
-            crate::number_text::si(count as f64)
+            model::number_text::si(count as f64)
         ),
         None => format!(
             "route device interrupts to CPU {to}: echo {to} > /proc/irq/IRQ/smp_affinity_list (a managed IRQ refuses)"

@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use super::owner::Mark;
-use super::proc_table;
+use sys::proc_table;
 
 /// How long the kill-and-reap rounds may take before giving up on a process that will not die
 /// (one stuck in uninterruptible sleep).

@@ -20,8 +20,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::proc_table;
-use crate::warnings::Warning;
+use model::warnings::Warning;
+use sys::proc_table;
 
 /// The environment variable that marks every process scalelab starts, and their descendants.
 pub(crate) const OWNER_VAR: &str = "SCALELAB_OWNER";

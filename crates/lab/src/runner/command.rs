@@ -36,20 +36,19 @@ use std::time::{Duration, Instant};
 use regex::bytes::Regex;
 
 use super::executor::{Execution, Executor};
-use super::metric;
 use super::ops_regex;
 use super::placement;
 use super::spec::{CommandSpec, OpsSource, TrialSpec};
 use super::step::{AfterStep, Observe, StepError, Watched, run_step};
 use crate::error::LabError;
-use crate::locks::collect::TraceSession;
-use crate::offcpu::collect::OffCpuSession;
+use crate::observers::Observers;
 use crate::process::leftovers::Leftovers;
 use crate::process::owner::adopt;
-use crate::record::{
+use crate::traced_processes::Scope;
+use model::metric;
+use model::record::{
     ClockWindow, Nanos, ProfileRef, SampleRecord, StepRecord, TrialMeasurement, TrialOutcome, Usage,
 };
-use crate::traced_processes::Scope;
 
 impl CommandSpec {
     /// Refuses, before any trial runs, what certainly cannot run: an empty command, a shell
@@ -299,16 +298,9 @@ fn timed_step(
         .profile
         .as_ref()
         .and_then(|req| req.steps.get(i).map(|path| (req, path.as_path())));
-    let mut tracer = spec
-        .locks
-        .map(|r| TraceSession::start_scoped(r, Scope::Command));
-    let mut offcpu = spec
-        .offcpu
-        .map(|r| OffCpuSession::start_scoped(r, Scope::Command));
+    let mut observers = Observers::open(spec.locks, spec.offcpu, Scope::Command);
     let clock_start = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
-    if let Some(o) = offcpu.as_mut() {
-        o.account_from(clock_start);
-    }
+    observers.window_opens(clock_start);
     let r = run_step(
         command,
         cmd_dir,
@@ -318,8 +310,7 @@ fn timed_step(
         AfterStep::Kill,
         Observe {
             profile,
-            locks: tracer.as_mut(),
-            offcpu: offcpu.as_mut(),
+            observers: Some(&mut observers),
         },
     )?;
     let clock_end = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
@@ -327,14 +318,15 @@ fn timed_step(
         start: Nanos(clock_start),
         end: Nanos(clock_end),
     };
+    let observed = observers.finish(window, None);
     let step = StepRecord {
         name: name.to_string(),
         wall: Nanos::from_duration(r.wall),
         usage: r.usage,
         perf_record_cpu: r.perf_record_cpu,
         profile: profile.and_then(|(req, path)| recorded(req, path)),
-        locks: tracer.map(|t| t.finish(window)),
-        offcpu: offcpu.map(|t| t.finish(window, None)),
+        locks: observed.locks,
+        offcpu: observed.offcpu,
     };
     Ok((step, r.found, r.metrics))
 }
@@ -357,7 +349,7 @@ fn command_measurement(
         },
     };
     let reported = match metric::values(&cmd.metrics, metric_found) {
-        Ok(values) => (!cmd.metrics.is_empty()).then(|| crate::record::Reported {
+        Ok(values) => (!cmd.metrics.is_empty()).then(|| model::record::Reported {
             values: cmd
                 .metrics
                 .iter()
@@ -395,7 +387,10 @@ fn command_measurement(
 }
 
 /// The step's profile, when `perf record` wrote its file (made empty before the trial).
-fn recorded(req: &super::ProfileRequest, path: &std::path::Path) -> Option<ProfileRef> {
+fn recorded(
+    req: &super::perf_record::ProfileRequest,
+    path: &std::path::Path,
+) -> Option<ProfileRef> {
     std::fs::symlink_metadata(path)
         .is_ok_and(|m| m.is_file() && m.len() > 0)
         .then(|| ProfileRef {

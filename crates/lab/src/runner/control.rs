@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::error::LabError;
-use crate::record::{Nanos, Usage};
+use model::record::{Nanos, Usage};
 
 pub(crate) const PHASE_GATE: u32 = 0;
 pub(crate) const PHASE_WARMUP: u32 = 1;

@@ -2,7 +2,7 @@
 //! window opens and one when it closes: deltas, scaled by enabled ÷ running time where the
 //! PMU multiplexed them (`perf stat`'s estimate, flagged), or the reason there is no value.
 
-use crate::record::CounterValue;
+use model::record::CounterValue;
 
 /// The hardware events a trial counts, as one group where the PMU allows.
 pub(crate) const COUNTED: [perf::HwEvent; 3] = [

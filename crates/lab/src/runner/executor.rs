@@ -19,7 +19,7 @@ use super::child_io::{Tail, read_in_background, tail};
 use super::spec::TrialSpec;
 use crate::process::leftovers::Leftovers;
 use crate::process::owner::adopt;
-use crate::record::{ProfileRef, TrialMeasurement, TrialOutcome};
+use model::record::{ProfileRef, TrialMeasurement, TrialOutcome};
 
 /// What became of one execution.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,7 +139,7 @@ impl Executor for ChildExecutor {
             return match serde_json::from_slice::<TrialMeasurement>(&out) {
                 Ok(mut m) => {
                     // The file was made empty before the trial: perf wrote it if it is not.
-                    let recorded = |r: &&super::ProfileRequest| {
+                    let recorded = |r: &&super::perf_record::ProfileRequest| {
                         std::fs::symlink_metadata(&r.path).is_ok_and(|m| m.is_file() && m.len() > 0)
                     };
                     // The child names its task and partner threads and the partners' CPU;
@@ -186,8 +186,8 @@ fn kill_group(pid: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::Nanos;
     use crate::runner::spec::{BuiltinWork, Work};
+    use model::record::Nanos;
 
     fn spin_trial() -> TrialSpec {
         TrialSpec {
@@ -195,9 +195,9 @@ mod tests {
             work: Work::Builtin(BuiltinWork {
                 workload: "spin".into(),
                 params: Default::default(),
-                mode: crate::record::Mode::Threads,
-                pin: crate::record::Pin::None,
-                membind: crate::record::Membind::FirstTouch,
+                mode: model::record::Mode::Threads,
+                pin: model::record::Pin::None,
+                membind: model::record::Membind::FirstTouch,
                 warmup: Nanos(0),
                 duration: Nanos(1_000_000),
                 sample_interval: Nanos(1_000_000),

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::executor::{Execution, Executor};
 use super::spec::{BuiltinWork, TrialSpec};
-use crate::record::{CounterValue, Nanos, SampleRecord, TrialMeasurement, TrialOutcome, Usage};
+use model::record::{CounterValue, Nanos, SampleRecord, TrialMeasurement, TrialOutcome, Usage};
 
 /// Deterministic measurements for tests: throughput `base × N / (1 + contention × (N − 1))`,
 /// perturbed by a fixed pattern per trial index, and optional failures.
@@ -92,7 +92,7 @@ impl Executor for FakeExecutor {
             steps: Vec::new(),
             clock_window: None,
             offcpu: None,
-            harness: self.harness.then(crate::record::HarnessCost::default),
+            harness: self.harness.then(model::record::HarnessCost::default),
             profile: None,
             locks: None,
         }))

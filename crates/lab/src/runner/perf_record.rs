@@ -9,7 +9,7 @@
 //! in one folder never share a profile.
 //!
 //! scalelab runs as root and perf.data files hold kernel addresses: every folder is 0700 and
-//! every file 0600, made with [`crate::owned_dir`] (never through a link, the database's folder
+//! every file 0600, made with [`sys::owned_dir`] (never through a link, the database's folder
 //! checked so that no other user can swap a folder for a link). The run's folder is new, and
 //! each perf.data is made empty (`O_EXCL`) before `perf record -o` opens it by name, so perf
 //! only ever writes a file scalelab has just made in a folder only scalelab can write.
@@ -21,7 +21,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::error::LabError;
-use crate::owned_dir::{self, OwnedDir};
+use sys::owned_dir::{self, OwnedDir};
 
 /// What the trial executor needs to profile one trial.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,7 +74,7 @@ impl ProfileSettings {
             dir: None,
             event: choose_event(),
             frequency: frequency(),
-            ring_pages: ring_pages(crate::env::CpuTopology::read().cpus.len()),
+            ring_pages: ring_pages(model::env::CpuTopology::read().cpus.len()),
         }
     }
 

@@ -10,10 +10,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::env::CpuTopology;
 use crate::error::{Field, LabError};
-use crate::record::{Membind, Pin};
+use model::env::CpuTopology;
 pub(crate) use model::placement::order_for;
+use model::record::{Membind, Pin};
 
 /// The CPU each of `tasks` tasks is pinned to (`None`: left to the scheduler).
 pub(crate) fn assign(pin: &Pin, tasks: usize, order: &[usize]) -> Vec<Option<usize>> {

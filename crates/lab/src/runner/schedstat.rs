@@ -30,7 +30,7 @@ use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 use super::control::OwnWindow;
-use crate::record::{Nanos, Usage};
+use model::record::{Nanos, Usage};
 
 /// One task's scheduler statistics at one instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

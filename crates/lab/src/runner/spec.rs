@@ -2,8 +2,8 @@
 //! built-in workload run by a trial child, or an external command: [`Work`]) and what observes
 //! it (lock tracing, a CPU profile).
 //!
-//! Pure data: the executors ([`ChildExecutor`](super::ChildExecutor),
-//! [`CommandExecutor`](super::CommandExecutor)) and the trial child read it; the plan writes it.
+//! Pure data: the executors ([`ChildExecutor`](super::executor::ChildExecutor),
+//! [`CommandExecutor`](super::command::CommandExecutor)) and the trial child read it; the plan writes it.
 //! Nothing here imports them, so dependencies run one way. A built-in trial travels to its child
 //! as JSON on stdin.
 
@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::perf_record::ProfileRequest;
 use crate::locks::LockRequest;
 use crate::offcpu::OffCpuRequest;
-use crate::record::{Membind, Mode, Nanos, Pin};
+use model::record::{Membind, Mode, Nanos, Pin};
 
 /// One trial: N tasks doing some work, maybe observed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -102,7 +102,7 @@ pub struct CommandSpec {
     pub dir: Option<PathBuf>,
     /// `--metric`s read from the output, the primary (X(N)) first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub metrics: Vec<super::metric::MetricSpec>,
+    pub metrics: Vec<model::metric::MetricSpec>,
     /// `--primary ops`: X(N) stays ops per second; the metrics are read and kept beside it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ops_primary: bool,

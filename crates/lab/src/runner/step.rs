@@ -8,8 +8,9 @@
 //!
 //! A timed step may be observed ([`Observe`]): `--profile` runs it as `perf record … -- sh -c
 //! CMD` (perf follows the whole tree across fork and exec, into a perf.data of the step's own),
-//! and `--locks` drains a lock tracer opened on this thread just before the spawn (inherited by
-//! the step from its first instruction) every few milliseconds while the step runs.
+//! and `--locks`/`--offcpu` drain the trial's observers ([`crate::observer`]), opened on this
+//! thread just before the spawn (inherited by the step from its first instruction), every few
+//! milliseconds while the step runs.
 
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
@@ -25,11 +26,10 @@ use super::child_io::{Reader, Tail, read_in_background, tail};
 use super::control::to_usage;
 use super::ops_regex::{FirstMatch, Watch};
 use super::perf_record::{ProfileRequest, perf_args_to};
-use crate::locks::collect::TraceSession;
-use crate::offcpu::collect::OffCpuSession;
+use crate::observers::Observers;
 use crate::process::leftovers::Leftovers;
 use crate::process::owner::adopt;
-use crate::record::Usage;
+use model::record::Usage;
 
 /// How often the stop flag and the limit are checked while a step runs.
 const TICK: Duration = Duration::from_millis(100);
@@ -42,15 +42,15 @@ const BUSY_DRAIN_EVERY: Duration = Duration::from_millis(2);
 /// Futex waits read by one drain that make the next one come sooner.
 const BUSY_DRAIN: u64 = 128;
 
-/// What watches a timed step: nothing, `perf record` into a file, a lock tracer, or both.
+/// What watches a timed step: nothing, `perf record` into a file, the trial's observers
+/// (tracers), or both.
 #[derive(Default)]
 pub(super) struct Observe<'a> {
     /// `--profile`: record the step's process tree into this file.
     pub profile: Option<(&'a ProfileRequest, &'a Path)>,
-    /// `--locks`: the tracer opened on this thread just before the step is spawned.
-    pub locks: Option<&'a mut TraceSession>,
-    /// `--offcpu`: the off-CPU tracer opened on this thread just before the step is spawned.
-    pub offcpu: Option<&'a mut OffCpuSession>,
+    /// `--locks`, `--offcpu`: the observers opened on this thread just before the step is
+    /// spawned.
+    pub observers: Option<&'a mut Observers>,
 }
 
 /// How long a killed shell may take to be reaped (it cannot block SIGKILL, but a process in
@@ -95,7 +95,7 @@ pub(super) struct StepResult {
     /// The step's tree; under `--profile` without `perf record`'s own CPU.
     pub usage: Usage,
     /// What `perf record` used itself, when the step was profiled.
-    pub perf_record_cpu: Option<crate::record::Nanos>,
+    pub perf_record_cpu: Option<model::record::Nanos>,
     /// The `--ops-regex` match in its stdout, when one was asked for and found.
     pub found: Option<String>,
     /// Each `--metric`'s first match (text, line), in [`Watched::metrics`] order.
@@ -138,8 +138,7 @@ pub(super) fn run_step(
 ) -> Result<StepResult, StepError> {
     let Observe {
         profile,
-        locks: mut tracer,
-        mut offcpu,
+        mut observers,
     } = observe;
     let mut sh = step_command(command, profile);
     sh.stdin(Stdio::null())
@@ -164,16 +163,13 @@ pub(super) fn run_step(
     })?;
     let started = Instant::now();
     let pid = child.id() as i32;
-    if profile.is_some() {
-        if let Some(t) = tracer.as_deref_mut() {
-            // perf record's own waits are not the command's.
-            t.exclude(child.id());
-        }
-        if let Some(t) = offcpu.as_deref_mut() {
-            t.exclude(child.id());
-        }
+    if profile.is_some()
+        && let Some(o) = observers.as_deref_mut()
+    {
+        // perf record's own waits are not the command's.
+        o.exclude(child.id());
     }
-    let tick = if tracer.is_some() || offcpu.is_some() {
+    let tick = if observers.as_ref().is_some_and(|o| !o.is_empty()) {
         LOCK_DRAIN_EVERY
     } else {
         TICK
@@ -196,13 +192,10 @@ pub(super) fn run_step(
     });
     let ended = loop {
         let mut wait = tick;
-        if let Some(t) = tracer.as_deref_mut()
-            && t.drain() > BUSY_DRAIN
+        if let Some(o) = observers.as_deref_mut()
+            && o.drain() > BUSY_DRAIN
         {
             wait = BUSY_DRAIN_EVERY;
-        }
-        if let Some(t) = offcpu.as_deref_mut() {
-            t.drain();
         }
         match rx.recv_timeout(wait) {
             Ok(exit) => break Ok(exit),
@@ -250,7 +243,7 @@ pub(super) fn run_step(
         sys::ExitKind::Exited(0) => Ok(StepResult {
             wall,
             usage: without_observer(to_usage(&exit.usage), observer),
-            perf_record_cpu: observer.map(|o| crate::record::Nanos(o.user_ns + o.sys_ns)),
+            perf_record_cpu: observer.map(|o| model::record::Nanos(o.user_ns + o.sys_ns)),
             found,
             metrics,
             running: keep.then_some(leftovers),

@@ -13,10 +13,11 @@ use std::sync::atomic::Ordering;
 
 use super::control::{Control, PHASE_MEASURE, PHASE_STOP, STATUS_DONE, STATUS_FAILED};
 use crate::error::LabError;
-use crate::record::{Mode, Nanos, Usage};
 use crate::runner::control::to_usage;
 use crate::runner::schedstat::SchedStat;
-use crate::workloads::{Prepared, steps_while};
+use crate::workloads::Prepared;
+use crate::workloads::workload::steps_while;
+use model::record::{Mode, Nanos, Usage};
 
 /// Runs task `index` to completion; the error (if any) is also marked in the control block.
 /// Where a task runs and where its memory comes from.

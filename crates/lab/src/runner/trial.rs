@@ -15,11 +15,13 @@ use super::schedstat::{self, TaskClocks};
 use super::spec::{BuiltinWork, TrialSpec};
 use super::task::{TaskPlace, run_task};
 use crate::error::LabError;
-use crate::params::Params;
-use crate::record::{
+use crate::observers::Observers;
+use crate::traced_processes::Scope;
+use crate::workloads::{self, PrepareContext, Prepared};
+use model::params::Params;
+use model::record::{
     ClockWindow, CounterValue, HarnessCost, Mode, Nanos, SampleRecord, TrialMeasurement, Usage,
 };
-use crate::workloads::{self, PrepareContext, Prepared};
 
 /// How often the sampler drains the lock and off-CPU tracers' ring buffers while tracing.
 const LOCK_DRAIN_EVERY: Duration = Duration::from_millis(10);
@@ -53,21 +55,11 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
         .counters
         .then(|| perf::InheritedCounters::open(&super::counter_window::COUNTED));
     let extra_names = prepared.extra_names();
-    // Like the counters, opened before any task exists so that every task inherits it.
-    let mut lock_session = spec.locks.map(crate::locks::collect::TraceSession::start);
-    let mut offcpu_session = spec
-        .offcpu
-        .map(crate::offcpu::collect::OffCpuSession::start);
-    let tracing = lock_session.as_ref().is_some_and(|s| s.is_tracing())
-        || offcpu_session.as_ref().is_some_and(|s| s.is_tracing());
-    let drain_every = tracing.then_some(LOCK_DRAIN_EVERY);
+    // Like the counters, opened before any task exists so that every task inherits them.
+    let mut observers = Observers::open(spec.locks, spec.offcpu, Scope::Own);
+    let drain_every = observers.is_observing().then_some(LOCK_DRAIN_EVERY);
     let mut drain = || {
-        if let Some(s) = lock_session.as_mut() {
-            s.drain();
-        }
-        if let Some(s) = offcpu_session.as_mut() {
-            s.drain();
-        }
+        observers.drain();
     };
 
     let created = Instant::now();
@@ -83,9 +75,8 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
         Mode::Threads => run_threads(trial_tasks, (drain_every, &mut drain)),
         Mode::Processes => run_processes(trial_tasks, (drain_every, &mut drain)),
     }?;
-    let locks = lock_session.map(|s| s.finish(window.clock));
     let task_tids: Vec<u32> = control.task_ids().iter().map(|&(_, tid)| tid).collect();
-    let offcpu = offcpu_session.map(|s| s.finish(window.clock, Some(&task_tids)));
+    let observed = observers.finish(window.clock, Some(&task_tids));
 
     let (usage, extras) = window_accounting(&control, &window, extra_names)?;
     let task_ops = window
@@ -106,7 +97,7 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
         steps: Vec::new(),
         clock_window: Some(window.clock),
         // Which threads a profile keeps: the parent fills in the rest once perf has written it.
-        profile: spec.profile.as_ref().map(|req| crate::record::ProfileRef {
+        profile: spec.profile.as_ref().map(|req| model::record::ProfileRef {
             path: String::new(),
             event: req.event.clone(),
             frequency: req.frequency,
@@ -114,8 +105,8 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
             partner_threads: control.partner_ids().iter().map(|&(_, tid)| tid).collect(),
             partner_on_cpu: window.partner_on_cpu,
         }),
-        locks,
-        offcpu,
+        locks: observed.locks,
+        offcpu: observed.offcpu,
         harness: Some(HarnessCost {
             sampler_cpu: window.sampler_cpu,
             start: Nanos::from_duration(window.released.saturating_duration_since(created)),

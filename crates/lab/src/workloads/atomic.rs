@@ -7,9 +7,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo, workload_error};
+use super::workload::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo, workload_error};
 use crate::error::LabError;
-use crate::params::{ParamKind, ParamSpec, Params};
+use model::params::{ParamKind, ParamSpec, Params};
 
 const BATCH: u64 = 64;
 /// Distance between private counters, in u64s: 256 bytes (two lines, against the adjacent-line prefetcher).

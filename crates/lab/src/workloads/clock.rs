@@ -3,9 +3,9 @@
 //! never go backwards. Each task checks every reading against its previous one and counts the
 //! times it went backwards (`time_backwards`, which must be 0).
 
-use super::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo};
+use super::workload::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo};
 use crate::error::LabError;
-use crate::params::{ParamKind, ParamSpec, Params};
+use model::params::{ParamKind, ParamSpec, Params};
 
 const BATCH: u64 = 64;
 

@@ -20,9 +20,9 @@ use std::fs::OpenOptions;
 use std::path::PathBuf;
 
 use super::owned_path::{OwnedPath, scratch_dir};
-use super::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo};
+use super::workload::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo};
 use crate::error::LabError;
-use crate::params::{ParamKind, ParamSpec, Params};
+use model::params::{ParamKind, ParamSpec, Params};
 
 const NAME: &str = "create_unlink";
 /// Creates+unlinks per step: tens of microseconds.

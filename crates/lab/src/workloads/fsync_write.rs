@@ -15,9 +15,9 @@ use std::io::Write;
 use std::os::unix::fs::FileExt;
 
 use super::owned_path::{BLOCK, OwnedPath, file_size, scratch_dir};
-use super::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo};
+use super::workload::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo};
 use crate::error::LabError;
-use crate::params::{ParamKind, ParamSpec, Params};
+use model::params::{ParamKind, ParamSpec, Params};
 
 const NAME: &str = "fsync_write";
 

@@ -23,9 +23,9 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
-use super::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo, workload_error};
+use super::workload::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo, workload_error};
 use crate::error::LabError;
-use crate::params::{ParamKind, ParamSpec, Params};
+use model::params::{ParamKind, ParamSpec, Params};
 
 const NAME: &str = "futex_mutex";
 /// Distance between private mutex words, in u32s: 256 bytes (two lines, against the

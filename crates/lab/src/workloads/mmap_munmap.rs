@@ -7,9 +7,9 @@
 //! TLBs of every CPU running the mm); with `--mode processes` each task has its own address
 //! space and shares only the page allocator.
 
-use super::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo};
+use super::workload::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo};
 use crate::error::LabError;
-use crate::params::{ParamKind, ParamSpec, Params};
+use model::params::{ParamKind, ParamSpec, Params};
 
 static INFO: WorkloadInfo = WorkloadInfo {
     name: "mmap_munmap",

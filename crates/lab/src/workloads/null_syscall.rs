@@ -3,9 +3,9 @@
 //! `getppid1` and every real program call it, so the two tools count the same op. The floor under
 //! every syscall-heavy workload.
 
-use super::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo};
+use super::workload::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo};
 use crate::error::LabError;
-use crate::params::Params;
+use model::params::Params;
 
 const BATCH: u64 = 64;
 

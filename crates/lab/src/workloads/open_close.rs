@@ -12,9 +12,9 @@ use std::fs::File;
 use std::path::PathBuf;
 
 use super::owned_path::{OwnedPath, scratch_dir};
-use super::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo};
+use super::workload::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo};
 use crate::error::LabError;
-use crate::params::{ParamKind, ParamSpec, Params};
+use model::params::{ParamKind, ParamSpec, Params};
 
 const NAME: &str = "open_close";
 /// Open+close pairs per step: a few tens of microseconds.

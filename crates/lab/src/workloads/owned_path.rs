@@ -8,9 +8,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{PrepareContext, workload_error};
+use super::workload::{PrepareContext, workload_error};
 use crate::error::LabError;
-use crate::params::Params;
+use model::params::Params;
 
 /// The unit file workloads read and write: one page.
 pub(super) const BLOCK: u64 = 4096;
@@ -103,7 +103,7 @@ mod tests {
     fn the_scratch_dir_is_made_absolute() {
         let ctx = PrepareContext {
             tasks: 1,
-            mode: crate::record::Mode::Threads,
+            mode: model::record::Mode::Threads,
             workdir: Some(PathBuf::from(".")),
         };
         let dir = scratch_dir(&ctx, "open_close").unwrap();
@@ -114,7 +114,7 @@ mod tests {
     fn a_missing_scratch_dir_is_an_error_naming_the_workload() {
         let ctx = PrepareContext {
             tasks: 1,
-            mode: crate::record::Mode::Threads,
+            mode: model::record::Mode::Threads,
             workdir: None,
         };
         let err = scratch_dir(&ctx, "open_close").unwrap_err().to_string();

@@ -7,11 +7,11 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
-use super::{
+use super::workload::{
     PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo, steps_while, workload_error,
 };
 use crate::error::LabError;
-use crate::params::{ParamKind, ParamSpec, Params};
+use model::params::{ParamKind, ParamSpec, Params};
 
 /// Pages touched per step: small enough to stop promptly, large enough to amortise the harness.
 const PAGES_PER_STEP: usize = 16;

@@ -25,10 +25,10 @@
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
 
-use super::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo, workload_error};
+use super::workload::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo, workload_error};
 use crate::error::LabError;
-use crate::params::{ParamKind, ParamSpec, Params};
-use crate::record::Mode;
+use model::params::{ParamKind, ParamSpec, Params};
+use model::record::Mode;
 
 const NAME: &str = "pipe_pingpong";
 /// Round trips per step: a few tens of microseconds.

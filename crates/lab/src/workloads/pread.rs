@@ -14,9 +14,9 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::owned_path::{BLOCK, OwnedPath, file_size, scratch_dir};
-use super::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo, workload_error};
+use super::workload::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo, workload_error};
 use crate::error::LabError;
-use crate::params::{ParamKind, ParamSpec, Params};
+use model::params::{ParamKind, ParamSpec, Params};
 
 const NAME: &str = "pread";
 /// Reads per step: ten-odd microseconds.

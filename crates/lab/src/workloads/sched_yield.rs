@@ -4,9 +4,9 @@
 //! (spin-then-yield locks, `std::thread::yield_now`), and a check that the run queues of
 //! different CPUs really are independent.
 
-use super::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo};
+use super::workload::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo};
 use crate::error::LabError;
-use crate::params::Params;
+use model::params::Params;
 
 const BATCH: u64 = 64;
 

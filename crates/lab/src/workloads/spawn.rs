@@ -13,9 +13,9 @@
 //! The child's own CPU time is not in the task's `user`/`sys` (the kernel charges it to the
 //! child); the task's side is the fork or spawn, the wait, and the reaping.
 
-use super::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo, workload_error};
+use super::workload::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo, workload_error};
 use crate::error::LabError;
-use crate::params::{ParamKind, ParamSpec, Params};
+use model::params::{ParamKind, ParamSpec, Params};
 
 const NAME: &str = "spawn";
 const PROGRAM: &str = "/bin/true";

@@ -2,9 +2,9 @@
 //! placement: if `spin` does not scale to N, nothing will (SMT siblings, turbo, a noisy
 //! neighbour or a hypervisor are taking CPU away).
 
-use super::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo};
+use super::workload::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo};
 use crate::error::LabError;
-use crate::params::Params;
+use model::params::Params;
 
 const BATCH: u64 = 4096;
 

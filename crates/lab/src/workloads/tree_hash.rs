@@ -17,9 +17,9 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use super::owned_path::{OwnedPath, scratch_dir};
-use super::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo};
+use super::workload::{PrepareContext, Prepared, TaskLoop, Workload, WorkloadInfo};
 use crate::error::LabError;
-use crate::params::{ParamKind, ParamSpec, Params};
+use model::params::{ParamKind, ParamSpec, Params};
 
 const NAME: &str = "tree_hash";
 const FILES_PER_DIR: usize = 32;

@@ -8,8 +8,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::Fingerprint;
 use super::cpu::{governor_counts, parse_cpu_list};
+use super::fingerprint::Fingerprint;
 use super::kernel::{FAST_CLOCKSOURCES, MitigationState, PARAVIRT_CLOCKSOURCES};
 use crate::number_text::plural;
 

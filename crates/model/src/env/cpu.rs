@@ -216,7 +216,7 @@ pub(crate) fn summarize_governors(governors: &[String]) -> Option<String> {
     }
 }
 
-/// Reads back a [`Fingerprint::governor`](super::Fingerprint::governor) summary: governor
+/// Reads back a [`Fingerprint::governor`](super::fingerprint::Fingerprint::governor) summary: governor
 /// names with their CPU counts. A single name stands for all `online` CPUs.
 pub(crate) fn governor_counts(summary: &str, online: usize) -> Vec<(String, usize)> {
     if !summary.contains('=') {

@@ -11,7 +11,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use super::Fingerprint;
+use super::fingerprint::Fingerprint;
 
 /// A machine class: displayed as `CPU model · N CPUs · M GiB · hypervisor`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

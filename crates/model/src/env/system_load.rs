@@ -1,7 +1,7 @@
 //! How busy the machine is when a fingerprint is taken: load average and available memory.
 //!
 //! These readings are volatile (they differ between any two captures), so
-//! [`Fingerprint::differences`](super::Fingerprint::differences) ignores them; [`checks`](super::checks)
+//! [`Fingerprint::differences`](super::fingerprint::Fingerprint::differences) ignores them; [`checks`](super::checks)
 //! uses them to warn that other work competes with the measurement.
 
 /// The 1, 5 and 15 minute load averages from `/proc/loadavg`.

@@ -53,13 +53,13 @@ fn write_512_cpu_tree(root: &std::path::Path) {
 
 /// The 512-CPU tree's topology, written and read once per test process (writing the ~2,600
 /// files is what takes the time in a debug build).
-pub fn topology_512() -> super::CpuTopology {
-    static TOPOLOGY: std::sync::OnceLock<super::CpuTopology> = std::sync::OnceLock::new();
+pub fn topology_512() -> super::topology::CpuTopology {
+    static TOPOLOGY: std::sync::OnceLock<super::topology::CpuTopology> = std::sync::OnceLock::new();
     TOPOLOGY
         .get_or_init(|| {
             let dir = tempfile::tempdir().expect("a temporary directory");
             write_512_cpu_tree(dir.path());
-            super::CpuTopology::read_at(dir.path())
+            super::topology::CpuTopology::read_at(dir.path())
         })
         .clone()
 }

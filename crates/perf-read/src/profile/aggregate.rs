@@ -7,9 +7,9 @@
 
 use std::collections::HashMap;
 
+use super::costs::{DsoCost, FunctionCost, Profile, StackCost};
 use super::records::RawProfile;
 use super::symbols::Names;
-use super::{DsoCost, FunctionCost, Profile, StackCost};
 
 pub(super) fn aggregate(raw: RawProfile, names: Names) -> Profile {
     let mut functions: Vec<FunctionCost> = names

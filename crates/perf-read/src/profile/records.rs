@@ -25,7 +25,7 @@ use rustc_hash::FxHashMap;
 use super::layout::{self, corrupt};
 use super::record_guard::RecordGuard;
 use super::sample_check::callchain_fits;
-use crate::PerfError;
+use crate::error::PerfError;
 use crate::unwind::{MappedFile, Unwinder, UserRegs};
 
 /// User frames unwound per sample, at most (perf's default `kernel.perf_event_max_stack`).

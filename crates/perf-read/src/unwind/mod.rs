@@ -18,7 +18,7 @@ use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{FrameAddress, Unwinder as _};
 
 use elf_unwind_info::{ElfUnwindInfo, SectionBytes};
-pub use proc_maps::read_proc_maps;
+pub use proc_maps::{MappedFile, read_proc_maps};
 
 /// The registers `PERF_SAMPLE_REGS_USER` is asked for (x86_64 `perf_regs.h`: BP 6, SP 7, IP 8),
 /// in the order the kernel writes them (lowest bit first).
@@ -39,26 +39,6 @@ pub fn check_stack_size(bytes: u32) -> Result<u32, String> {
         ));
     }
     Ok(bytes)
-}
-
-/// One executable file mapping of a process.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MappedFile {
-    /// First address of the mapping.
-    pub start: u64,
-    /// One past its last address.
-    pub end: u64,
-    /// The file offset mapped at `start`.
-    pub offset: u64,
-    /// The file's path as the kernel reports it.
-    pub path: String,
-}
-
-impl MappedFile {
-    /// The file offset of `addr`, when the mapping holds it.
-    pub fn file_offset(&self, addr: u64) -> Option<u64> {
-        (addr >= self.start && addr < self.end).then(|| addr - self.start + self.offset)
-    }
 }
 
 /// A sample's user registers (instruction, stack and frame pointer) and stack copy.
@@ -276,7 +256,7 @@ mod tests {
         assert!(u.load_process(pid));
         let (regs, stack) = capture();
         let chain = u.unwind(pid, regs, &stack, 64);
-        let syms = crate::UserSymbols::resolve(0, &chain);
+        let syms = crate::user_symbols::UserSymbols::resolve(0, &chain);
         let names: Vec<String> = chain
             .iter()
             .map(|&a| syms.frame(a).function.unwrap_or_default())

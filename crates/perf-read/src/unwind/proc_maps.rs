@@ -1,6 +1,24 @@
 //! A process's executable file mappings from `/proc/PID/maps`.
 
-use super::MappedFile;
+/// One executable file mapping of a process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MappedFile {
+    /// First address of the mapping.
+    pub start: u64,
+    /// One past its last address.
+    pub end: u64,
+    /// The file offset mapped at `start`.
+    pub offset: u64,
+    /// The file's path as the kernel reports it.
+    pub path: String,
+}
+
+impl MappedFile {
+    /// The file offset of `addr`, when the mapping holds it.
+    pub fn file_offset(&self, addr: u64) -> Option<u64> {
+        (addr >= self.start && addr < self.end).then(|| addr - self.start + self.offset)
+    }
+}
 
 /// The executable, file-backed mappings of process `pid`, or `None` when its maps cannot be
 /// read (the process is gone, or belongs to another user without CAP_SYS_PTRACE).

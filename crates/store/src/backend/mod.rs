@@ -1,4 +1,4 @@
-//! The two databases a [`Store`](super::Store) can sit on, behind one small SQL surface: the
+//! The two databases a [`Store`](crate::Store) can sit on, behind one small SQL surface: the
 //! bundled SQLite file (the default) and a PostgreSQL server (a team's shared store).
 //!
 //! Callers write portable SQL once — numbered placeholders `?1`, `?2` …, `RETURNING`,
@@ -18,7 +18,8 @@ use std::cell::RefCell;
 
 pub(crate) use self::postgres::{Pg, RUN_LOCK_CLASS, held_run_locks, is_locked};
 pub(crate) use self::sqlite::Lite;
-use super::{Location, StoreError};
+use crate::address::Location;
+use crate::error::StoreError;
 
 /// A value bound to or read from a column: the four kinds scalelab stores (bytes: the files of
 /// `run_files` only).

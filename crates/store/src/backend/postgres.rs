@@ -14,12 +14,15 @@ use postgres::types::{ToSql, Type};
 use postgres::{Client, IsolationLevel, NoTls, Statement};
 
 use super::{Row, Tx, Value, dollar_placeholders};
+use crate::address::Location;
 use crate::address::PgUrl;
+use crate::error::StoreError;
 use crate::error::connect_detail;
+use crate::pg_config;
 use crate::pg_schema::{CREATE_VERSION_TABLE, PG_MIGRATIONS};
 use crate::pg_tls::Connector;
 use crate::schema::APPLICATION_ID;
-use crate::{Location, SCHEMA_VERSION, StoreError, pg_config};
+use crate::schema::SCHEMA_VERSION;
 
 /// The first key of every run lock ("SCLB"); the second is the run id modulo 2^31.
 pub(crate) const RUN_LOCK_CLASS: i32 = APPLICATION_ID;

@@ -5,7 +5,8 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Transaction, TransactionBehavior, params_from_iter};
 
 use super::{Row, Tx, Value};
-use crate::{Location, StoreError};
+use crate::address::Location;
+use crate::error::StoreError;
 
 /// An open SQLite database.
 pub(crate) struct Lite {

@@ -1,7 +1,7 @@
 use std::path::Path;
 
 use super::*;
-use crate::env::CpuPlace;
+use model::env::CpuPlace;
 
 fn fixture(machine: &str) -> CpuTopology {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -159,7 +159,7 @@ fn an_explicit_list_is_kept_in_order_and_wraps() {
 
 #[test]
 fn a_512_cpu_machine_orders_every_strategy_as_a_permutation() {
-    let t = crate::env::topology_512();
+    let t = model::env::topology_512();
     for pin in [Pin::Cores, Pin::Compact, Pin::SpreadNodes] {
         let mut order = order_for(&pin, &t);
         order.sort_unstable();

@@ -1,0 +1,129 @@
+//! One N of an explanation ([`PointExplain`]): its accounting, its parts by cause, the traces
+//! against the accounting on the same trials, and what tracing cost ([`TraceCost`]).
+
+use serde::Serialize;
+
+use super::accounting::Accounting;
+use super::cause::{Cause, Part};
+
+/// One N: its accounting and its parts by cause.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PointExplain {
+    /// The task count.
+    pub n: u32,
+    /// The parts of `ns/op/task`, adding up exactly.
+    pub accounting: Accounting,
+    /// The finest split by cause the evidence allows, most first within each source.
+    pub parts: Vec<Part>,
+    /// Where blocked time's split comes from: `offcpu`, `locks` (sleeping lock waits), or
+    /// `None` (not split).
+    pub offcpu_source: Option<&'static str>,
+    /// The trials (0-based) that split blocked time.
+    pub offcpu_trials: Vec<u32>,
+    /// Blocked time the trace saw, per op, pooled over the traced trials.
+    pub offcpu_traced_ns: Option<f64>,
+    /// The same trials' residual, N·W − user − system − run-queue wait, per op, pooled: what
+    /// the trace should have seen. `offcpu_traced_ns` against it is the trace's agreement with
+    /// the accounting, measured on the same trials.
+    pub offcpu_residual_ns: Option<f64>,
+    /// The part of `offcpu_traced_ns` from episodes no wake-up record ended, per op, pooled over
+    /// the same trials: they run to the switch-in, so they include the wait for a CPU after
+    /// the wake-up, which the residual leaves out (`None` without such episodes).
+    pub offcpu_unwoken_ns: Option<f64>,
+    /// The CPUs that recorded nothing while idle in any of those trials
+    /// ([`OffCpuReport::silent_idle_cpus`](crate::record::OffCpuReport::silent_idle_cpus)):
+    /// why episodes went unwoken.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub offcpu_silent_idle_cpus: Vec<u32>,
+    /// Blocked time no trace accounts for: `accounting.offcpu_ns` less the traced sites carried
+    /// to the median trial (`offcpu_traced_ns × offcpu_ns ÷ offcpu_residual_ns`), i.e. the
+    /// median's blocked time times `1 − traced/residual` (negative when the trace saw more than
+    /// the residual).
+    pub offcpu_unexplained_ns: Option<f64>,
+    /// The trials (0-based) that traced locks.
+    pub lock_trials: Vec<u32>,
+    /// The perf.data files behind the CPU split.
+    pub profile_files: Vec<String>,
+    /// How many profiled trials give the functions per-trial values (0: one merged value).
+    #[serde(skip)]
+    pub(crate) profile_trial_values: usize,
+    /// CPU per op the profile saw in its own trials (its tasks' samples × period ÷ those
+    /// trials' ops); `None` for a `cycles` profile, whose period is not time (its shares still
+    /// split the CPU).
+    pub cpu_profiled_ns: Option<f64>,
+    /// The same trials' user + system CPU per op, pooled: `cpu_profiled_ns` against it is the
+    /// profile's agreement with the accounting, measured on the same trials (`None` for a
+    /// profile read without its trials, e.g. merged from elsewhere).
+    pub cpu_profiled_trials_ns: Option<f64>,
+    /// Where the tasks keep partner threads busy on their CPUs (pipe_pingpong's echo partners),
+    /// the tasks' and the partners' samples together, per op (`None` without partners): each
+    /// cpu-clock sample lands in whichever of the two runs when it fires, so a thread's own
+    /// share is a draw and the pair's sum is the exact check, against
+    /// `cpu_with_partners_trials_ns`.
+    pub cpu_profiled_with_partners_ns: Option<f64>,
+    /// The same trials' user + system CPU per op plus their partners' CPU (schedstat over the
+    /// window), pooled.
+    pub cpu_with_partners_trials_ns: Option<f64>,
+    /// User + system CPU per op (the medians) the split by function and spinning does not
+    /// account for. The functions' shares of the profile are applied to the point's median
+    /// CPU (a profiled trial runs beside `perf record` and may be slower or faster than the
+    /// rest), so what is left is the spin functions' share against the lock trace's spinning.
+    pub cpu_unexplained_ns: Option<f64>,
+    /// The profile's share of samples in the kernel's perf and tracing functions, in %: the
+    /// cost of measuring. The part of it the median trial carries too (the tracers', beyond the
+    /// profiled trials' excess CPU) is a cause of kind `measurement`; `None` without a profile.
+    pub measuring_pct: Option<f64>,
+    /// What the lock and off-CPU traces cost, measured at this N (`None` for a run without
+    /// them, a command, or one recorded before it was measured).
+    pub trace_cost: Option<TraceCost>,
+    /// A command's threads by role and name in its first traced trial at this N (empty for a
+    /// built-in and an untraced command): who worked, who supervised.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<crate::record::ThreadGroup>,
+    /// Each trial's (user, system) CPU per op, for the noise rule of CPU spread over functions
+    /// ([`attribution`]).
+    #[serde(skip)]
+    pub(crate) trial_cpu: Vec<(f64, f64)>,
+    /// Each trial's `ns/op/task`, for the noise rule of the growth as a whole.
+    #[serde(skip)]
+    pub(crate) trial_total: Vec<f64>,
+    /// Per kernel function of the profile, the system calls its samples were taken under
+    /// (`None`: outside any), with their sample counts.
+    #[serde(skip)]
+    pub(crate) syscalls: std::collections::HashMap<String, Vec<(Option<String>, u64)>>,
+}
+
+/// A traced trial's time per op against the untraced trial run at the same N just before it
+/// ([`crate::record::HarnessCost::untraced`]): one pair, adjacent in time, so the run's drift
+/// between them is small, but not its trial-to-trial noise (read it against the point's CV).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TraceCost {
+    /// The traced trial (0-based).
+    pub trial: u32,
+    /// Its ns/op/task.
+    pub traced_ns: f64,
+    /// The untraced reference's ns/op/task.
+    pub untraced_ns: f64,
+    /// `traced_ns ÷ untraced_ns`: 1.00 when tracing cost nothing measurable.
+    pub slowdown: f64,
+    /// Whether the traced trial was also profiled (every trial of the point was): then the
+    /// slowdown is the profiler's and the traces' together.
+    pub profiled: bool,
+}
+
+/// Above this slowdown the explanation describes the traced run more than the workload: the
+/// issue's bound for the off-CPU trace (1.3×).
+pub const TRACE_COST_NOTABLE: f64 = 1.3;
+
+impl PointExplain {
+    /// How many trials carry the evidence of `cause` at this point.
+    pub(crate) fn trace_trials(&self, cause: &Cause) -> usize {
+        match cause.source {
+            "offcpu" => self.offcpu_trials.len(),
+            "locks" => self.lock_trials.len(),
+            "accounting" => self.accounting.trials.len(),
+            "profile" => self.profile_trial_values,
+            _ => 0,
+        }
+    }
+}
