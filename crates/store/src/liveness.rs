@@ -21,6 +21,9 @@ use std::fs;
 use model::record::RunStatus;
 use sys::proc_table::{self, ProcStat};
 
+use crate::backend::{RUN_LOCK_CLASS, Tx, Value};
+use crate::error::StoreError;
+
 /// The process that owns a run, as recorded in its row.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct Owner {
@@ -56,7 +59,7 @@ impl Liveness {
         match self {
             Liveness::Processes(me) => derive_status(stored, owner, me),
             Liveness::Locks(held) => {
-                if stored == RunStatus::Running && !super::backend::is_locked(held, id) {
+                if stored == RunStatus::Running && !is_locked(held, id) {
                     RunStatus::Incomplete
                 } else {
                     stored
@@ -110,6 +113,26 @@ fn read_boot_id() -> Option<String> {
     let id = fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
     let id = id.trim();
     (!id.is_empty()).then(|| id.to_owned())
+}
+
+/// The second key of run `id`'s lock.
+fn lock_key(id: i64) -> i32 {
+    i32::try_from(id.rem_euclid(1 << 31)).unwrap_or(0)
+}
+
+/// The run locks some session holds now (as their second keys), read inside a transaction.
+pub(crate) fn held_run_locks(tx: &mut Tx<'_, '_>) -> Result<HashSet<i64>, StoreError> {
+    let rows = tx.query(
+        "SELECT objid::bigint FROM pg_locks
+         WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid::bigint = ?1",
+        &[Value::Int(i64::from(RUN_LOCK_CLASS))],
+    )?;
+    rows.iter().map(|r| r.int(0)).collect()
+}
+
+/// Whether run `id`'s lock is among `held`.
+pub(crate) fn is_locked(held: &HashSet<i64>, id: i64) -> bool {
+    held.contains(&i64::from(lock_key(id)))
 }
 
 #[cfg(test)]

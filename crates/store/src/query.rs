@@ -237,9 +237,9 @@ impl Store {
 
     /// How this reader tells whether a `running` run's owner is alive: by its process on
     /// SQLite, by its connection's lock on PostgreSQL (read in the same snapshot).
-    fn liveness(&self, tx: &mut Tx<'_>) -> Result<Liveness, StoreError> {
+    fn liveness(&self, tx: &mut Tx<'_, '_>) -> Result<Liveness, StoreError> {
         if tx.is_postgres() {
-            Ok(Liveness::Locks(super::backend::held_run_locks(tx)?))
+            Ok(Liveness::Locks(crate::liveness::held_run_locks(tx)?))
         } else {
             Ok(Liveness::Processes(self.me.clone()))
         }
@@ -379,7 +379,7 @@ impl RawRun {
 /// The trials of each run whose id is among `params` (bound to the placeholders `list`), each
 /// run's in the order they were added, each with its samples; by run id.
 fn load_trials(
-    tx: &mut Tx<'_>,
+    tx: &mut Tx<'_, '_>,
     list: &str,
     params: &[Value],
     shown: &str,

@@ -144,7 +144,7 @@ impl Store {
     /// Runs `f` in one write transaction, committed when `f` succeeds.
     pub(super) fn write<T>(
         &mut self,
-        f: impl FnOnce(&mut Writer<'_, '_>) -> Result<T, StoreError>,
+        f: impl FnOnce(&mut Writer<'_, '_, '_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let shown = self.location.to_string();
         self.db
@@ -162,12 +162,12 @@ struct RunRow<'a> {
 }
 
 /// An open write transaction on the store shown as `shown`.
-pub(super) struct Writer<'t, 'a> {
-    pub(super) tx: &'t mut Tx<'a>,
+pub(super) struct Writer<'t, 'x, 'c> {
+    pub(super) tx: &'t mut Tx<'x, 'c>,
     shown: &'t str,
 }
 
-impl Writer<'_, '_> {
+impl Writer<'_, '_, '_> {
     fn corrupt(&self, id: i64) -> impl Fn(&'static str, String) -> StoreError + '_ {
         move |what, detail| StoreError::Corrupt {
             db: self.shown.to_owned(),

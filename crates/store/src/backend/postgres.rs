@@ -8,12 +8,12 @@
 //! or its host went away (TCP keepalive) — and a reader derives `incomplete` for a `running` run
 //! whose lock nobody holds.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use postgres::types::{ToSql, Type};
 use postgres::{Client, IsolationLevel, NoTls, Statement};
 
-use super::{Row, Tx, Value, dollar_placeholders};
+use super::value::{Row, Value, dollar_placeholders};
 use crate::address::Location;
 use crate::address::PgUrl;
 use crate::error::StoreError;
@@ -165,7 +165,7 @@ impl Pg {
         &mut self,
         at: &Location,
         write: bool,
-        f: impl FnOnce(&mut Tx<'_>) -> Result<T, StoreError>,
+        f: impl FnOnce(&mut PgTx<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let pg_err = |source| StoreError::Postgres {
             db: at.to_string(),
@@ -179,34 +179,11 @@ impl Pg {
                 .read_only(true);
         }
         let tx = builder.start().map_err(pg_err)?;
-        let mut tx = Tx::Postgres(PgTx { tx, statements, at });
+        let mut tx = PgTx { tx, statements, at };
         let value = f(&mut tx)?;
-        let Tx::Postgres(PgTx { tx, .. }) = tx else {
-            unreachable!("a PostgreSQL transaction stays one")
-        };
-        tx.commit().map_err(pg_err)?;
+        tx.tx.commit().map_err(pg_err)?;
         Ok(value)
     }
-}
-
-/// The second key of run `id`'s lock.
-fn lock_key(id: i64) -> i32 {
-    i32::try_from(id.rem_euclid(1 << 31)).unwrap_or(0)
-}
-
-/// The run locks some session holds now (as their second keys), read inside a transaction.
-pub(crate) fn held_run_locks(tx: &mut Tx<'_>) -> Result<HashSet<i64>, StoreError> {
-    let rows = tx.query(
-        "SELECT objid::bigint FROM pg_locks
-         WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid::bigint = ?1",
-        &[Value::Int(i64::from(RUN_LOCK_CLASS))],
-    )?;
-    rows.iter().map(|r| r.int(0)).collect()
-}
-
-/// Whether run `id`'s lock is among `held`.
-pub(crate) fn is_locked(held: &HashSet<i64>, id: i64) -> bool {
-    held.contains(&i64::from(lock_key(id)))
 }
 
 impl PgTx<'_> {
@@ -225,7 +202,7 @@ impl PgTx<'_> {
         Ok(s)
     }
 
-    pub(super) fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, StoreError> {
+    pub(crate) fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, StoreError> {
         let stmt = self.statement(sql)?;
         let bound = bind(&stmt, params)?;
         let refs: Vec<&(dyn ToSql + Sync)> = bound.iter().map(|b| b.as_ref()).collect();
@@ -237,7 +214,7 @@ impl PgTx<'_> {
             })
     }
 
-    pub(super) fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Row>, StoreError> {
+    pub(crate) fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Row>, StoreError> {
         let stmt = self.statement(sql)?;
         let bound = bind(&stmt, params)?;
         let refs: Vec<&(dyn ToSql + Sync)> = bound.iter().map(|b| b.as_ref()).collect();

@@ -4,7 +4,7 @@
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Transaction, TransactionBehavior, params_from_iter};
 
-use super::{Row, Tx, Value};
+use super::value::{Row, Value};
 use crate::address::Location;
 use crate::error::StoreError;
 
@@ -26,7 +26,7 @@ impl Lite {
         &self,
         at: &Location,
         write: bool,
-        f: impl FnOnce(&mut Tx<'_>) -> Result<T, StoreError>,
+        f: impl FnOnce(&mut LiteTx<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let sql = |e| StoreError::sqlite_at(at, e);
         let tx = if write {
@@ -35,12 +35,9 @@ impl Lite {
             self.conn.unchecked_transaction()
         }
         .map_err(sql)?;
-        let mut tx = Tx::Sqlite(LiteTx { tx, at });
+        let mut tx = LiteTx { tx, at };
         let value = f(&mut tx)?;
-        let Tx::Sqlite(LiteTx { tx, .. }) = tx else {
-            unreachable!("a SQLite transaction stays one")
-        };
-        tx.commit().map_err(sql)?;
+        tx.tx.commit().map_err(sql)?;
         Ok(value)
     }
 }
@@ -55,7 +52,7 @@ impl LiteTx<'_> {
         })
     }
 
-    pub(super) fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, StoreError> {
+    pub(crate) fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, StoreError> {
         let changed = self
             .tx
             .prepare_cached(sql)
@@ -64,7 +61,7 @@ impl LiteTx<'_> {
         Ok(changed as u64)
     }
 
-    pub(super) fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Row>, StoreError> {
+    pub(crate) fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Row>, StoreError> {
         let at = self.at;
         let sql_err = |e| StoreError::sqlite_at(at, e);
         let mut stmt = self.tx.prepare_cached(sql).map_err(sql_err)?;
