@@ -8,6 +8,7 @@
 //! - [`comparison_table`]: run B against run A (`compare`, `ab`).
 //! - [`model_table`]: the USL fit (`model`).
 //! - [`profile_table`]: top functions, what grows, run against run (`profile`).
+//! - [`queue_table`]: the lab's job queue and its agents (`queue`).
 //! - [`lock_table`]: the lock table at one N and what grows (`locks`).
 //! - [`explain_table`] and [`explain_threads`]: the accounted answer (`explain`), and a
 //!   command's threads by role.
@@ -43,6 +44,7 @@ pub mod model_table;
 mod number_format;
 pub mod palette;
 pub mod profile_table;
+pub mod queue_table;
 pub mod run_list;
 pub mod run_table;
 mod text_options;

@@ -137,6 +137,18 @@ pub enum Command {
     /// per workload and machine class.
     #[command(after_help = help::SERVE)]
     Serve(ServeArgs),
+    /// Queue a run or an A/B for the lab's machines of a class, through a team's PostgreSQL
+    /// store; an agent of that class runs it (`scalelab agent`) and stores its runs there.
+    #[command(after_help = help::SUBMIT)]
+    Submit(SubmitArgs),
+    /// The lab's job queue: each job (queued, running where and since, done with its runs,
+    /// failed and why) and each agent; cancel a job, or wait for one to end.
+    #[command(after_help = help::QUEUE)]
+    Queue(QueueArgs),
+    /// Run the lab's queued jobs on this machine, one at a time, until stopped: the jobs its
+    /// class matches, each as `scalelab run`/`ab` would, on a quiet machine.
+    #[command(after_help = help::AGENT)]
+    Agent(AgentArgs),
     /// Print this help, or the help of the given subcommand (as `scalelab COMMAND --help`).
     Help {
         /// The subcommand (and its subcommands) to explain.
@@ -447,6 +459,93 @@ pub struct PushArgs {
     pub with_profiles: bool,
     #[command(flatten)]
     pub output: Output,
+}
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("target").args(["class", "host"])))]
+pub struct SubmitArgs {
+    /// The machines that may run it: `any`, or terms such as `cpus>=32,arch=x86_64`,
+    /// `mem>=64`, `cpu~EPYC`, `hypervisor=bare` (all must hold) [default: any].
+    #[arg(long, value_name = "CLASS", value_parser = parse_class)]
+    pub class: Option<lab::env::ClassFilter>,
+    /// Only the agent of this host.
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+    /// Attempts before a job whose agents keep dying (killed, cut off) is failed.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub attempts: u32,
+    #[command(flatten)]
+    pub output: Output,
+    /// The job, as typed after `scalelab`: `run …` or `ab …` (without --db: the agent stores
+    /// its runs in the queue's store).
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "JOB"
+    )]
+    pub job: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct QueueArgs {
+    #[command(subcommand)]
+    pub action: Option<QueueAction>,
+    /// Show only the newest N jobs.
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub limit: usize,
+    #[command(flatten)]
+    pub output: Output,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum QueueAction {
+    /// Cancel a job that has not ended; a running job's agent stops it at its next heartbeat
+    /// (the run keeps its finished trials, marked interrupted).
+    Cancel {
+        /// The job's id.
+        id: i64,
+    },
+    /// Wait until a job ends. Exit 0 when it is done, 1 when done and REGRESSED (an A/B), 2
+    /// when it failed, was cancelled, or the timeout came first.
+    Wait {
+        /// The job's id.
+        id: i64,
+        /// Give up after this long [default: wait for ever].
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        timeout: Option<Nanos>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// Also run jobs that carry a shell command (`run --cmd`, `ab`) when every command they
+    /// carry starts with PREFIX and uses no shell syntax (; | & $ ` < > ( ) * ? ~ \ or a new
+    /// line); repeatable. Without it (or --allow-any-cmd) only built-in workloads run.
+    #[arg(long = "allow-cmd", value_name = "PREFIX")]
+    pub allow_cmd: Vec<String>,
+    /// Run jobs carrying any command. Whoever can insert into the queue can then run any
+    /// command as this agent's user (see SECURITY.md).
+    #[arg(long, conflicts_with = "allow_cmd")]
+    pub allow_any_cmd: bool,
+    /// A running job's lease, renewed every quarter of it: a job whose agent misses it is
+    /// taken back and retried (an agent whose connection ends loses its job at once).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub lease: Nanos,
+    /// The longest pause between two looks at a queue with nothing for this machine.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub poll: Nanos,
+    /// How long a job waits for a busy machine (tasks runnable besides the agent, or doctor's
+    /// memory check) to quieten before it is given back to the queue.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+    pub busy_wait: Nanos,
+    /// Do not wait for the machine to be quiet: measure whatever else runs (the agents' table
+    /// in `scalelab queue` says so).
+    #[arg(long)]
+    pub ignore_load: bool,
+    /// Stop after this many jobs [default: run until stopped].
+    #[arg(long, value_name = "N")]
+    pub max_jobs: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -906,6 +1005,10 @@ fn parse_pin(text: &str) -> Result<Pin, String> {
 
 fn parse_membind(text: &str) -> Result<Membind, String> {
     text.parse()
+}
+
+fn parse_class(text: &str) -> Result<lab::env::ClassFilter, lab::env::ClassFilterError> {
+    lab::env::ClassFilter::parse(text)
 }
 
 fn parse_pair(text: &str) -> Result<(String, String), lab::SpecError> {

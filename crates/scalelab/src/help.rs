@@ -124,6 +124,49 @@ EXIT STATUS:
   2    a usage or runtime error (what was copied before it stays copied)";
 
 /// `scalelab serve --help`.
+pub const SUBMIT: &str = "\
+EXAMPLES:
+  scalelab submit --class 'cpus>=32,arch=x86_64' run page_fault --profile
+  scalelab submit --host lab-epyc-1 ab --a old/bench --b new/bench --tasks 1,8
+  scalelab submit run create_unlink -p shared=true --tasks all
+
+The queue lives in a team's PostgreSQL store (--db postgres://…, or
+SCALELAB_DB). The job is checked as `scalelab JOB` would check it before it is
+queued. Its runs carry the tags job=ID and job_attempt=K (`scalelab ls --tag
+job=ID`). An agent runs built-in workloads; a job carrying a command runs only
+on an agent started with --allow-cmd or --allow-any-cmd. The submitter
+(database role, OS user, host) is recorded.
+
+Classes: cpus, mem (GiB), arch, cpu (the CPU model), hypervisor (`bare`:
+none), host; numbers take = != >= <= > <, text = != and ~ (contains),
+case-insensitive.";
+
+pub const QUEUE: &str = "\
+EXAMPLES:
+  scalelab queue                   # jobs and agents
+  scalelab queue --json
+  scalelab queue cancel 42
+  scalelab queue wait 42 --timeout 2h && echo done
+
+A queued job nobody can take says why (no live agent of its class, or the
+agents of its class refuse its command). A running job shows its agent and
+lease; one whose agent died is retried (up to submit --attempts), its partial
+run kept as `incomplete`.";
+
+pub const AGENT: &str = "\
+EXAMPLES:
+  scalelab agent --db postgres://lab@db/perf
+  scalelab agent --db postgres://lab@db/perf --allow-cmd /opt/bench/
+
+A systemd unit is in contrib/scalelab-agent.service.
+
+One agent per host. It takes the oldest job its machine class matches, waits
+for the machine to be quiet (no task runnable besides it, memory available;
+--busy-wait), runs it as `scalelab JOB --tag job=ID`, renews its lease while
+it runs, and records done (with its runs) or failed (with why). SIGTERM or
+Ctrl-C stops the job in hand (its finished trials are kept), gives it back to
+the queue and exits.";
+
 pub const SERVE: &str = "\
 EXAMPLES:
   scalelab serve                              # http://127.0.0.1:8080/

@@ -7,6 +7,7 @@ mod command_line;
 mod commands;
 mod db_path;
 mod help;
+mod job_args;
 mod measure;
 mod output;
 mod progress;

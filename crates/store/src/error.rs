@@ -175,6 +175,29 @@ pub enum StoreError {
         detail: String,
     },
 
+    /// The job queue asked of a SQLite file.
+    #[error(
+        "{db} is a SQLite file; the job queue lives in a team's PostgreSQL store — pass --db postgres://USER@HOST/DB (or set SCALELAB_DB), the store the lab's agents use"
+    )]
+    QueueNeedsPostgres {
+        /// The database, as shown.
+        db: String,
+    },
+
+    /// Another agent of this host is alive.
+    #[error(
+        "an agent for host {host} is already running (pid {pid} there, last heartbeat {} s ago) — one agent per host measures; stop that one first",
+        seen_ms_ago / 1000
+    )]
+    AgentRunning {
+        /// The host.
+        host: String,
+        /// Its process id.
+        pid: i64,
+        /// How long ago it last renewed its heartbeat.
+        seen_ms_ago: i64,
+    },
+
     /// `last` asked of a database without runs.
     #[error("no runs stored yet in {db}")]
     NoRuns {

@@ -26,7 +26,7 @@
 //! `query` (reading), `columns` (model values ↔ SQL columns), `liveness` (is the owner alive),
 //! `push` (copying runs between stores, idempotently by UUID), `run_files` (a run's
 //! profile files, stored for other hosts), `bisect` (bisections: their
-//! range, steps and verdicts), `export` (JSON/CSV export,
+//! range, steps and verdicts), `queue` (the lab's job queue and its agents, PostgreSQL only), `export` (JSON/CSV export,
 //! reading exports), `validation` (refusing runs no measurement could produce, before import),
 //! `error` (what can go wrong); and `profile_files` (a run's profile files between hosts: where
 //! they are, copied into a store, fetched from it).
@@ -57,6 +57,7 @@ mod pg_uri;
 pub mod profile_files;
 mod push;
 mod query;
+mod queue;
 mod run_files;
 mod runs;
 mod schema;
@@ -69,6 +70,7 @@ pub use export::{export_csv, export_json, read_export};
 pub use handle::Store;
 pub use push::{PushReport, push};
 pub use query::RunFilter;
+pub use queue::{AgentRow, Candidate, Claimed, Job, JobRun, JobState, NewJob, Reaped, Verdict};
 pub use schema::SCHEMA_VERSION;
 
 #[cfg(doc)]

@@ -29,7 +29,7 @@ pub(crate) const APPLICATION_ID: i32 = 0x5343_4c42;
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Step `i` takes the schema from version `i` to `i + 1`. Append only; never edit a shipped step.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13];
 
 /// Version 1. u64 values (durations, counts) are stored in INTEGER columns as their two's
 /// complement bit pattern (see `columns`), so values past i64::MAX survive exactly.
@@ -167,6 +167,42 @@ ALTER TABLE runs ADD COLUMN membind TEXT;  -- Membind text; NULL before version 
 ";
 
 /// Version 12: a command trial's own figures (`--metric`) and which is X(N).
+/// Version 13: the lab's job queue (`scalelab submit`, `queue`, `agent`; see `store::queue`).
+/// The queue is a team store's (PostgreSQL): these tables exist in a SQLite file only so that
+/// both backends keep one schema. Times are the server's clock in ms since the epoch, so that
+/// every agent's lease is judged by one clock.
+const V13: &str = "
+CREATE TABLE jobs (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    args          TEXT NOT NULL,     -- JSON array: the scalelab arguments an agent runs (run …, ab …)
+    target        TEXT NOT NULL,     -- the machine class filter (`any`, `host=NAME`, `cpus>=32,…`)
+    carries_cmd   INTEGER NOT NULL,  -- 1 when the arguments carry a shell command
+    state         TEXT NOT NULL
+                  CHECK (state IN ('queued', 'running', 'done', 'failed', 'cancelled')),
+    attempts      INTEGER NOT NULL,  -- times an agent took it
+    max_attempts  INTEGER NOT NULL,
+    agent         TEXT,              -- host of the agent that holds (or last held) it
+    lease_until   INTEGER,           -- while running: the agent must renew it before then
+    submitted_at  INTEGER NOT NULL,
+    started_at    INTEGER,           -- the last attempt's start
+    finished_at   INTEGER,
+    submitter     TEXT NOT NULL,     -- JSON: database role, OS user, host
+    outcome       TEXT,              -- done: ok | regressed; failed, cancelled: why
+    log           TEXT NOT NULL      -- one line per event: taken, waited, refused, lost, ended
+);
+CREATE INDEX jobs_state ON jobs (state, id);
+CREATE TABLE agents (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,  -- the second key of its lock
+    host          TEXT NOT NULL UNIQUE,
+    class         TEXT NOT NULL,     -- JSON AgentClass
+    allow         TEXT NOT NULL,     -- which commands it runs: none, any, or its prefixes
+    pid           INTEGER NOT NULL,
+    started_at    INTEGER NOT NULL,
+    heartbeat_at  INTEGER NOT NULL,
+    job_id        INTEGER            -- the job it runs now
+);
+";
+
 pub(super) const V12: &str = "
 ALTER TABLE trials ADD COLUMN metrics TEXT;  -- JSON Reported; NULL without --metric
 ";

@@ -11,6 +11,7 @@
 //! contents; nothing here needs privileges or unsafe code, and nothing fails: what cannot be
 //! read is `None` or empty and shows up as an `Info` check.
 
+mod agent_class;
 mod checks;
 mod cpu;
 mod fingerprint;
@@ -26,6 +27,7 @@ mod topology;
 mod topology_fake;
 mod topology_reader;
 
+pub use agent_class::{AgentClass, ClassFilter, ClassFilterError};
 pub use checks::{Check, Severity, checks};
 pub use cpu::format_cpu_list;
 pub use fingerprint::Fingerprint;

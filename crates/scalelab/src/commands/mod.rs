@@ -1,6 +1,7 @@
 //! One module per subcommand; `dispatch` routes the parsed CLI to it.
 
 mod ab;
+mod agent;
 mod bisect;
 mod compare;
 mod completions;
@@ -15,10 +16,12 @@ mod ls;
 mod model;
 mod profile;
 mod push;
+mod queue;
 mod report;
 mod run;
 mod serve;
 mod show;
+mod submit;
 mod transfer;
 mod trial;
 
@@ -52,6 +55,9 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Completions { target, dir } => completions::run(target, dir.as_deref()),
         Command::Push(args) => push::run(db, &args),
         Command::Serve(args) => serve::run(db, &args),
+        Command::Submit(args) => submit::run(db, &args),
+        Command::Queue(args) => queue::run(db, &args),
+        Command::Agent(args) => agent::run(db, &args),
         Command::Help { command } => help::run(&command),
         Command::Trial => trial::run(),
         Command::Guard { owner } => guard::run(&owner),

@@ -13,6 +13,7 @@ mod conventions;
 mod dashboard_guard;
 mod explain;
 mod file_safety;
+mod fleet;
 mod history;
 mod hostile;
 mod input_limits;

@@ -1,0 +1,73 @@
+//! `scalelab submit [--class CLASS | --host HOST] JOB…`: checks the job as `scalelab JOB` would
+//! parse it, then queues it in the team's PostgreSQL store for an agent of its class, recording
+//! who submitted it.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use lab::env::ClassFilter;
+use lab::store::NewJob;
+
+use crate::cli::SubmitArgs;
+use crate::{db_path, job_args};
+
+pub fn run(db: Option<&Path>, args: &SubmitArgs) -> Result<ExitCode> {
+    let checked = job_args::check(&args.job)?;
+    let target = match (&args.host, &args.class) {
+        (Some(host), _) => ClassFilter::host(host),
+        (None, Some(class)) => class.clone(),
+        (None, None) => ClassFilter::any(),
+    };
+    let location = db_path::resolve(db)?;
+    let mut store = db_path::open_location(&location, true)?;
+    let id = store
+        .submit_job(&NewJob {
+            args: args.job.clone(),
+            target: target.to_string(),
+            carries_cmd: !checked.commands.is_empty(),
+            max_attempts: args.attempts,
+            user: os_user(),
+            host: host_name(),
+        })
+        .with_context(|| format!("queueing the job in {location}"))?;
+    let mut out = crate::stdout::stdout();
+    if args.output.json() {
+        lab::safe_text::write_json(
+            &mut out,
+            &serde_json::json!({"id": id, "class": target.to_string(), "args": args.job}),
+        )?;
+    } else {
+        writeln!(
+            out,
+            "queued job {id} for {}: scalelab {}",
+            lab::safe_text::printable(&target.to_string()),
+            lab::safe_text::printable(&args.job.join(" "))
+        )?;
+        writeln!(
+            out,
+            "(`scalelab queue` shows it; `scalelab queue wait {id}` waits for it)"
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The submitting OS user: `$USER`, else the uid.
+fn os_user() -> String {
+    std::env::var("USER")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata("/proc/self")
+                .map_or_else(|_| "unknown user".into(), |m| format!("uid {}", m.uid()))
+        })
+}
+
+/// This host's name, as the kernel has it.
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "unknown host".into())
+}

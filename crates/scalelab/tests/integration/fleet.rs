@@ -1,0 +1,333 @@
+//! A lab of many machines on one: the job queue in a real PostgreSQL (a throwaway server, see
+//! `pg_server`; skipped with the reason when none can be started, required in CI) and agent
+//! processes, each playing another host through the debug build's identity override. Jobs are
+//! taken exactly once by an agent of their class; agents killed with SIGKILL mid-job lose
+//! their job to a retry and no run is duplicated; a job carrying a command runs only on an
+//! agent that allows it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::Lab;
+use crate::pg_server;
+
+/// A short built-in job: one 100 ms trial of `spin` at N=1.
+const JOB: &[&str] = &[
+    "run",
+    "spin",
+    "--tasks",
+    "1",
+    "--runs",
+    "1",
+    "--duration",
+    "100ms",
+    "--warmup",
+    "0",
+    "--quiet",
+];
+
+/// `scalelab agent` on `db`, playing the host `identity` describes.
+fn agent(lab: &Lab, db: &str, identity: &str, extra: &[&str]) -> Child {
+    lab.cmd()
+        .args([
+            "--db",
+            db,
+            "agent",
+            "--lease",
+            "4s",
+            "--poll",
+            "300ms",
+            "--ignore-load",
+        ])
+        .args(extra)
+        .env("SCALELAB_TEST_AGENT_IDENTITY", identity)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn queue(lab: &Lab, db: &str) -> Value {
+    lab.json(&["--db", db, "queue", "--limit", "1000", "--json"])
+}
+
+fn jobs(q: &Value) -> Vec<Value> {
+    q["jobs"].as_array().unwrap().clone()
+}
+
+/// Waits until every job has ended (or `limit` passes); returns the last queue read.
+fn wait_all_final(lab: &Lab, db: &str, limit: Duration) -> Value {
+    let start = Instant::now();
+    loop {
+        let q = queue(lab, db);
+        let open = jobs(&q)
+            .iter()
+            .filter(|j| matches!(j["state"].as_str(), Some("queued" | "running")))
+            .count();
+        if open == 0 {
+            return q;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "{open} jobs still open after {limit:?}: {}",
+            serde_json::to_string_pretty(&q).unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+fn stop(mut agents: Vec<Child>) {
+    for a in &agents {
+        let _ = sys::send_signal(a.id() as i32, signal_hook::consts::SIGTERM);
+    }
+    for a in &mut agents {
+        let _ = a.wait();
+    }
+}
+
+/// Eight agents of three classes, 200 jobs across the classes, three agents killed with SIGKILL
+/// while each runs a job, two of them restarted: every job ends `done` exactly once, by an
+/// agent of its class; each done job has exactly one complete run in the store (tagged with
+/// it); the killed agents' jobs were retried; no run is left reading `running`.
+#[test]
+fn two_hundred_jobs_on_eight_agents_three_killed_mid_job_each_done_once() {
+    let Some(db) = pg_server::fresh_url() else {
+        return;
+    };
+    let lab = Lab::new();
+    let identities: Vec<String> = (1..=8)
+        .map(|i| match i {
+            1..=3 => format!("host=small-{i},cpus=2,arch=x86_64,mem=8"),
+            4..=6 => format!("host=big-{i},cpus=64,arch=x86_64,mem=256"),
+            _ => format!("host=arm-{i},cpus=16,arch=aarch64,mem=64"),
+        })
+        .collect();
+    let classes = ["cpus<=4", "cpus>=32,arch=x86_64", "arch=aarch64"];
+    let class_hosts = |class: &str| -> &'static str {
+        match class {
+            "cpus<=4" => "small-",
+            "cpus>=32,arch=x86_64" => "big-",
+            _ => "arm-",
+        }
+    };
+    // Queued before any agent runs, so that all eight compete for the same rows. The first
+    // three (one of each class) last 3 s: their agents are the ones killed mid-job.
+    for i in 0..200 {
+        let class = classes[i % 3];
+        let mut args = vec!["--db", &db, "submit", "--class", class];
+        args.extend(
+            JOB.iter()
+                .map(|a| if i < 3 && *a == "100ms" { "3s" } else { a }),
+        );
+        lab.ok(&args);
+    }
+    let mut agents: Vec<Option<Child>> = identities
+        .iter()
+        .map(|id| Some(agent(&lab, &db, id, &[])))
+        .collect();
+
+    // The agents of jobs 1, 2 and 3 killed (SIGKILL) while they run them; the first two
+    // restarted under the same identity (each registers again, its lock being gone), the third
+    // not: the other agent of its class takes its job back on seeing its lock gone.
+    let start = Instant::now();
+    let holders: Vec<(i64, String)> = loop {
+        let all = jobs(&queue(&lab, &db));
+        let running: Vec<(i64, String)> = all[..3]
+            .iter()
+            .filter(|j| j["state"] == "running")
+            .map(|j| {
+                (
+                    j["id"].as_i64().unwrap(),
+                    j["agent"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        if running.len() == 3 {
+            break running;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "jobs 1 to 3 never ran together: {all:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut killed: BTreeMap<String, i64> = BTreeMap::new();
+    for (job, host) in holders {
+        let index = identities
+            .iter()
+            .position(|i| i.contains(&format!("host={host},")))
+            .unwrap();
+        let mut child = agents[index].take().unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        killed.insert(host, job);
+        if job != 3 {
+            agents[index] = Some(agent(&lab, &db, &identities[index], &[]));
+        }
+    }
+
+    let q = wait_all_final(&lab, &db, Duration::from_secs(600));
+    stop(agents.into_iter().flatten().collect());
+    let all = jobs(&q);
+    assert_eq!(all.len(), 200);
+    let mut run_ids = BTreeSet::new();
+    for j in &all {
+        let id = j["id"].as_i64().unwrap();
+        assert_eq!(j["state"], "done", "job {id}: {j}");
+        let complete: Vec<i64> = j["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["status"] == "complete")
+            .map(|r| r["id"].as_i64().unwrap())
+            .collect();
+        assert_eq!(
+            complete.len(),
+            1,
+            "job {id} must have exactly one complete run: {j}"
+        );
+        assert!(
+            run_ids.insert(complete[0]),
+            "run {} claimed by two jobs",
+            complete[0]
+        );
+        let agent = j["agent"].as_str().unwrap();
+        let class = j["target"].as_str().unwrap();
+        assert!(
+            agent.starts_with(class_hosts(class)),
+            "job {id} of class {class} ran on {agent}"
+        );
+        let taken = j["log"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| l.as_str().unwrap().contains(" taken by "))
+            .count();
+        assert_eq!(
+            taken as u64,
+            j["attempts"].as_u64().unwrap(),
+            "job {id}: {j}"
+        );
+    }
+    for (host, job) in &killed {
+        let j = all.iter().find(|j| j["id"] == *job).unwrap();
+        assert!(
+            j["attempts"].as_u64().unwrap() >= 2,
+            "job {job}, whose agent {host} was killed, was not retried: {j}"
+        );
+        let log = j["log"].to_string();
+        // Job 3: another agent took it back on seeing the lock gone. Jobs 1 and 2: that, or
+        // their host's agent, restarted at once, on registering (whichever came first).
+        let gone = log.contains(&format!("the agent on {host} is gone"));
+        let restarted = log.contains(&format!("the agent on {host} restarted"));
+        assert!(gone || (*job != 3 && restarted), "{log}");
+    }
+    // The store holds each job's run once; nothing reads `running`.
+    let runs = lab.json(&["--db", &db, "ls", "--json"]);
+    let runs = runs.as_array().unwrap();
+    assert!(
+        runs.iter().all(|r| r["status"] != "running"),
+        "a run still reads running"
+    );
+    let complete: Vec<&Value> = runs.iter().filter(|r| r["status"] == "complete").collect();
+    assert_eq!(complete.len(), 200, "one complete run per job, no more");
+    let jobs_of_runs: BTreeSet<&str> = complete
+        .iter()
+        .map(|r| r["tags"]["job"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        jobs_of_runs.len(),
+        200,
+        "two complete runs carry the same job"
+    );
+}
+
+/// A job carrying a command: an agent without an allow-list refuses it (the reason in the job's
+/// log, the job left queued for another agent); an agent allowing its prefix runs it. Sent to
+/// the refusing host alone, it fails with the reason.
+#[test]
+fn a_command_job_is_refused_without_an_allow_list_and_runs_where_allowed() {
+    let Some(db) = pg_server::fresh_url() else {
+        return;
+    };
+    let lab = Lab::new();
+    let cmd_job = [
+        "run",
+        "--cmd",
+        "/bin/true",
+        "--tasks",
+        "1",
+        "--runs",
+        "1",
+        "--quiet",
+    ];
+    let mut args = vec!["--db", db.as_str(), "submit"];
+    args.extend_from_slice(&cmd_job);
+    lab.ok(&args);
+    let mut args = vec!["--db", db.as_str(), "submit", "--host", "strict"];
+    args.extend_from_slice(&cmd_job);
+    lab.ok(&args);
+
+    let strict = agent(&lab, &db, "host=strict", &[]);
+    let start = Instant::now();
+    let (first, second) = loop {
+        let all = jobs(&queue(&lab, &db));
+        let refused = |j: &Value| j["log"].to_string().contains("refused by strict");
+        if refused(&all[0]) && all[1]["state"] == "failed" {
+            break (all[0].clone(), all[1].clone());
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "{all:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(first["state"], "queued", "{first}");
+    assert!(first["log"].to_string().contains("--allow-cmd"), "{first}");
+    assert!(
+        second["outcome"]
+            .as_str()
+            .unwrap()
+            .contains("built-in workloads only"),
+        "{second}"
+    );
+    let text = lab.ok(&["--db", &db, "queue"]);
+    assert!(
+        text.contains("every live agent of its class refuses it"),
+        "{text}"
+    );
+
+    let open = agent(&lab, &db, "host=open", &["--allow-cmd", "/bin/"]);
+    let q = wait_all_final(&lab, &db, Duration::from_secs(60));
+    stop(vec![strict, open]);
+    let first = &jobs(&q)[0];
+    assert_eq!(first["state"], "done", "{first}");
+    assert_eq!(first["agent"], "open");
+    assert_eq!(first["runs"].as_array().unwrap().len(), 1, "{first}");
+}
+
+/// The queue is a team store's: on a SQLite file `submit` says so and names the fix, and a job
+/// that could not run anywhere is refused before it is queued.
+#[test]
+fn submit_refuses_a_sqlite_store_and_jobs_that_cannot_be_queued() {
+    let lab = Lab::new();
+    let mut args = vec!["submit"];
+    args.extend_from_slice(JOB);
+    let err = lab.fails(&args);
+    assert!(
+        err.contains("PostgreSQL") && err.contains("--db postgres://"),
+        "{err}"
+    );
+    for (job, needle) in [
+        (&["ls"][..], "only `run …` and `ab …`"),
+        (&["run", "spin", "--db", "/tmp/x.db"][..], "--db"),
+        (&["run", "spin", "--no-such-flag"][..], "does not parse"),
+    ] {
+        let mut args = vec!["submit"];
+        args.extend_from_slice(job);
+        let err = lab.fails(&args);
+        assert!(err.contains(needle), "{job:?}: {err}");
+    }
+    let err = lab.fails(&["submit", "--class", "cpus>>4", "run", "spin"]);
+    assert!(err.contains("cpus>>4"), "{err}");
+}
