@@ -49,7 +49,7 @@ pub use model::limits::{MAX_COMMAND_CHARS, MAX_DURATION, MAX_LABEL_CHARS};
 pub use model::params::{ParamKind, ParamSpec, Params, split_pair};
 pub use model::task_spec::TaskSpec;
 pub use model::warnings::Warning;
-pub use model::{SpecError, env, number_text, record, safe_text};
+pub use model::{SpecError, env, number_text, record, safe_text, schedule, timestamp};
 pub use offcpu::OffCpuRequest;
 pub use plan::{Plan, RunConfig, check_runs, parse_duration};
 pub use process::{die_with_owner, perf_checks, serve_guard};

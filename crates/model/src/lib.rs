@@ -26,6 +26,7 @@ pub mod placement;
 pub mod profile_path;
 pub mod record;
 pub mod safe_text;
+pub mod schedule;
 pub mod task_spec;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_runs;

@@ -1,5 +1,5 @@
 //! `scalelab queue` as text: the jobs (one line each: where it is, what it runs, and where or
-//! why) and the agents (class, what they allow, last heartbeat, current job). The command
+//! why), the recurring jobs (when, next, their jobs) and the agents (class, what they allow, last heartbeat, current job). The command
 //! builds the lines from the store's rows; this module only lays them out (`grid`), so that
 //! the presentation layer needs nothing of the store.
 
@@ -24,6 +24,23 @@ pub struct JobLine {
     pub detail: String,
 }
 
+/// One recurring job, as text.
+#[derive(Debug, Clone)]
+pub struct ScheduleLine {
+    /// Schedule id.
+    pub id: i64,
+    /// When it comes due (`mon 03:00 UTC`), or `stopped`.
+    pub every: String,
+    /// Its machine class filter.
+    pub class: String,
+    /// The scalelab arguments it runs.
+    pub job: String,
+    /// Its next occurrence.
+    pub next: String,
+    /// Its jobs so far and the last one's state.
+    pub jobs: String,
+}
+
 /// One agent, as text.
 #[derive(Debug, Clone)]
 pub struct AgentLine {
@@ -45,6 +62,7 @@ pub struct AgentLine {
 pub fn write_queue(
     out: &mut dyn Write,
     jobs: &[JobLine],
+    schedules: &[ScheduleLine],
     agents: &[AgentLine],
     opts: &TextOptions,
 ) -> io::Result<()> {
@@ -65,6 +83,27 @@ pub fn write_queue(
                 printable(&j.class).into_owned(),
                 printable(&j.job).into_owned(),
                 printable(&j.detail).into_owned(),
+            ]);
+        }
+        grid.write_terminal(out, opts)?;
+    }
+    if !schedules.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "Recurring")?;
+        let mut grid = Grid::plain(
+            &["ID", "EVERY", "CLASS", "JOB", "NEXT", "JOBS"],
+            1,
+            &["CLASS"],
+            Some("JOB"),
+        );
+        for r in schedules {
+            grid.add_row(vec![
+                r.id.to_string(),
+                printable(&r.every).into_owned(),
+                printable(&r.class).into_owned(),
+                printable(&r.job).into_owned(),
+                printable(&r.next).into_owned(),
+                printable(&r.jobs).into_owned(),
             ]);
         }
         grid.write_terminal(out, opts)?;
@@ -119,17 +158,29 @@ mod tests {
             job: "-".into(),
         }];
         let mut out = Vec::new();
-        write_queue(&mut out, &jobs, &agents, &TextOptions::plain()).unwrap();
+        let schedules = [ScheduleLine {
+            id: 2,
+            every: "mon 03:00 UTC".into(),
+            class: "any".into(),
+            job: "run create_unlink".into(),
+            next: "2026-11-30T03:00:00Z".into(),
+            jobs: "1 (last: 9, done)".into(),
+        }];
+        write_queue(&mut out, &jobs, &schedules, &agents, &TextOptions::plain()).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("run page_fault --tasks all"), "{text}");
         assert!(text.contains("lab-1") && text.contains("3 s ago"), "{text}");
+        assert!(
+            text.contains("Recurring") && text.contains("mon 03:00 UTC"),
+            "{text}"
+        );
         assert!(!text.contains('\x1b'), "{text}");
     }
 
     #[test]
     fn an_empty_queue_says_how_to_fill_it() {
         let mut out = Vec::new();
-        write_queue(&mut out, &[], &[], &TextOptions::plain()).unwrap();
+        write_queue(&mut out, &[], &[], &[], &TextOptions::plain()).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(
             text.contains("scalelab submit") && text.contains("scalelab agent"),

@@ -471,6 +471,14 @@ pub struct SubmitArgs {
     /// Only the agent of this host.
     #[arg(long, value_name = "HOST")]
     pub host: Option<String>,
+    /// Queue it again at every occurrence of this schedule, UTC: `mon 03:00`, `mon,thu 21:30`,
+    /// `daily 03:00`. Any agent queues an occurrence once it is due (once, however many see it).
+    #[arg(long, value_name = "WHEN", value_parser = parse_every)]
+    pub every: Option<lab::schedule::Every>,
+    /// After the job, run `history --check` on its series (the workload and parameters, or the
+    /// command, on the agent's host): a new change point marks the job REGRESSED.
+    #[arg(long)]
+    pub check_history: bool,
     /// Attempts before a job whose agents keep dying (killed, cut off) is failed.
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub attempts: u32,
@@ -504,6 +512,12 @@ pub enum QueueAction {
     /// (the run keeps its finished trials, marked interrupted).
     Cancel {
         /// The job's id.
+        id: i64,
+    },
+    /// Stop a recurring job (`submit --every`): no further occurrence is queued; the jobs it
+    /// queued stay.
+    Unschedule {
+        /// The schedule's id (`scalelab queue` lists them).
         id: i64,
     },
     /// Wait until a job ends. Exit 0 when it is done, 1 when done and REGRESSED (an A/B), 2
@@ -1005,6 +1019,10 @@ fn parse_pin(text: &str) -> Result<Pin, String> {
 
 fn parse_membind(text: &str) -> Result<Membind, String> {
     text.parse()
+}
+
+fn parse_every(text: &str) -> Result<lab::schedule::Every, lab::schedule::EveryError> {
+    lab::schedule::Every::parse(text)
 }
 
 fn parse_class(text: &str) -> Result<lab::env::ClassFilter, lab::env::ClassFilterError> {

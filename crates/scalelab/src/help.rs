@@ -128,7 +128,7 @@ pub const SUBMIT: &str = "\
 EXAMPLES:
   scalelab submit --class 'cpus>=32,arch=x86_64' run page_fault --profile
   scalelab submit --host lab-epyc-1 ab --a old/bench --b new/bench --tasks 1,8
-  scalelab submit run create_unlink -p shared=true --tasks all
+  scalelab submit --every 'mon 03:00' --check-history run create_unlink
 
 The queue lives in a team's PostgreSQL store (--db postgres://…, or
 SCALELAB_DB). The job is checked as `scalelab JOB` would check it before it is

@@ -16,6 +16,15 @@ pub const JOB_TAG: &str = "job";
 /// The attempt that stored a run.
 pub const ATTEMPT_TAG: &str = "job_attempt";
 
+/// `submit`'s own options, which a user may write after the job by mistake.
+const SUBMIT_OPTIONS: &[&str] = &[
+    "--every",
+    "--check-history",
+    "--class",
+    "--host",
+    "--attempts",
+];
+
 /// A job's arguments, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckedJob {
@@ -26,6 +35,9 @@ pub struct CheckedJob {
     pub commands: Vec<String>,
     /// The complete runs a finished job has stored: 1 for `run`, 2 for `ab` (A and B).
     pub runs: usize,
+    /// The `history` arguments that follow a `run` job's series (its workload and parameters,
+    /// or its command); `None` for an `ab`, which gives its own verdict.
+    pub series: Option<Vec<String>>,
 }
 
 /// Parses `args` (what follows `scalelab`) as the CLI would, and keeps only what may be queued.
@@ -43,19 +55,43 @@ pub fn check(args: &[String]) -> Result<CheckedJob> {
     let argv = std::iter::once("scalelab".to_owned()).chain(args.iter().cloned());
     let matches = match command_line::command().try_get_matches_from(argv) {
         Ok(m) => m,
-        Err(e) => bail!(
-            "the job does not parse as `scalelab {}`: {}",
-            args.join(" "),
-            e.render().to_string().trim()
-        ),
+        Err(e) => {
+            let misplaced = args
+                .iter()
+                .filter_map(|a| a.split('=').next())
+                .find(|a| SUBMIT_OPTIONS.contains(a));
+            match misplaced {
+                Some(option) => bail!(
+                    "`{option}` is submit's, not the job's: put it before the job (`scalelab submit {option} … {} …`)",
+                    args[0]
+                ),
+                None => bail!(
+                    "the job does not parse as `scalelab {}`: {}",
+                    args.join(" "),
+                    e.render().to_string().trim()
+                ),
+            }
+        }
     };
     let cli = Cli::from_arg_matches(&matches)?;
+    let mut series = None;
     let (kind, commands, tags) = match &cli.command {
         Command::Run(run) => {
             let mut commands: Vec<String> = run.cmd.iter().cloned().collect();
             commands.extend(run.steps.iter().map(|(_, c)| c.clone()));
             commands.extend(run.prepare.iter().cloned());
             commands.extend(run.cleanup.iter().cloned());
+            series = Some(match (&run.workload, &run.cmd) {
+                (_, Some(cmd)) => vec!["--cmd".to_owned(), cmd.clone()],
+                (Some(w), None) => std::iter::once(w.clone())
+                    .chain(
+                        run.params
+                            .iter()
+                            .flat_map(|(k, v)| ["-p".to_owned(), format!("{k}={v}")]),
+                    )
+                    .collect(),
+                (None, None) => Vec::new(),
+            });
             ("run", commands, &run.tags)
         }
         Command::Ab(ab) => {
@@ -76,6 +112,7 @@ pub fn check(args: &[String]) -> Result<CheckedJob> {
         kind,
         commands,
         runs: if kind == "ab" { 2 } else { 1 },
+        series,
     })
 }
 
@@ -167,6 +204,13 @@ mod tests {
         assert_eq!(ab.runs, 2);
         let cmd = check(&args("run --cmd /opt/b/x --prepare /opt/b/p --tasks 1")).unwrap();
         assert_eq!(cmd.commands, ["/opt/b/x", "/opt/b/p"]);
+        assert_eq!(cmd.series.unwrap(), ["--cmd", "/opt/b/x"]);
+        let params = check(&args("run create_unlink -p shared=true --tasks 1")).unwrap();
+        assert_eq!(
+            params.series.unwrap(),
+            ["create_unlink", "-p", "shared=true"]
+        );
+        assert!(ab.series.is_none());
     }
 
     #[test]
@@ -179,6 +223,8 @@ mod tests {
             ("run atomic --tag job_attempt=3", "the tag `job_attempt`"),
             ("run no_such_flag --bogus", "does not parse"),
             ("--json run atomic", "starts with its command"),
+            ("run atomic --check-history", "put it before the job"),
+            ("run atomic --every=mon 03:00", "`--every` is submit's"),
         ] {
             let err = check(&args(job)).unwrap_err().to_string();
             assert!(err.contains(needle), "{job}: {err}");

@@ -34,6 +34,7 @@ use crate::error::StoreError;
 use crate::handle::Store;
 use crate::schema::APPLICATION_ID;
 use model::record::RunStatus;
+use model::schedule::Every;
 
 /// The first key of every agent's lock; the second is its row id. (Run locks use
 /// `APPLICATION_ID`; this class is the next one.)
@@ -110,6 +111,8 @@ pub struct NewJob {
     pub carries_cmd: bool,
     /// Attempts before a job whose agents keep dying is failed.
     pub max_attempts: u32,
+    /// Run `history --check` on the job's series after it (`submit --check-history`).
+    pub check_history: bool,
     /// The submitting OS user and host (the database role is the server's `current_user`).
     pub user: String,
     /// The submitting host.
@@ -160,8 +163,35 @@ pub struct Job {
     pub outcome: Option<String>,
     /// What happened to it, one line per event (`<ms> text`).
     pub log: Vec<String>,
+    /// Whether `history --check` follows it.
+    pub check_history: bool,
+    /// The recurring job that queued it.
+    pub schedule_id: Option<i64>,
     /// The runs it stored.
     pub runs: Vec<JobRun>,
+}
+
+/// A recurring job (`submit --every`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Schedule {
+    /// Schedule id.
+    pub id: i64,
+    /// When it comes due (`mon 03:00`, UTC).
+    pub every: String,
+    /// The scalelab arguments each job runs.
+    pub args: Vec<String>,
+    /// Its machine class filter.
+    pub target: String,
+    /// Whether `history --check` follows each job.
+    pub check_history: bool,
+    /// Its next occurrence (ms since the epoch).
+    pub next_at_ms: i64,
+    /// False once stopped.
+    pub active: bool,
+    /// Who submitted it.
+    pub submitter: serde_json::Value,
+    /// The jobs it queued, oldest first.
+    pub jobs: Vec<i64>,
 }
 
 /// An agent as `queue` shows it.
@@ -219,6 +249,8 @@ pub struct Claimed {
     pub args: Vec<String>,
     /// Which attempt this is (1 for the first).
     pub attempt: u32,
+    /// Whether `history --check` follows it.
+    pub check_history: bool,
 }
 
 /// What [`Store::reap_jobs`] did to a job whose agent was lost.
@@ -296,6 +328,49 @@ fn take_back(
     Ok(state)
 }
 
+fn encode_args(args: &[String]) -> Result<String, StoreError> {
+    serde_json::to_string(args).map_err(|source| StoreError::Encode {
+        what: "a job's arguments",
+        source,
+    })
+}
+
+/// The submitter as stored (JSON: database role, OS user, host) and as shown.
+fn submitter(tx: &mut Tx<'_, '_>, job: &NewJob) -> Result<(String, String), StoreError> {
+    let role = tx.query_one("SELECT current_user::text", &[])?.text(0)?;
+    let stored = serde_json::json!({"role": role, "user": job.user, "host": job.host}).to_string();
+    Ok((stored, format!("{role} ({}@{})", job.user, job.host)))
+}
+
+/// Inserts a queued job; `None` when its schedule's occurrence is already queued.
+fn insert_job(
+    tx: &mut Tx<'_, '_>,
+    job: &NewJob,
+    args: &str,
+    submitter: &str,
+    now: i64,
+    occurrence: Option<(i64, i64)>,
+) -> Result<Option<i64>, StoreError> {
+    let row = tx.query_opt(
+        "INSERT INTO jobs (args, target, carries_cmd, state, attempts, max_attempts,
+             submitted_at, submitter, log, check_history, schedule_id, occurrence)
+         VALUES (?1, ?2, ?3, 'queued', 0, ?4, ?5, ?6, '', ?7, ?8, ?9)
+         ON CONFLICT (schedule_id, occurrence) DO NOTHING RETURNING id",
+        vals![
+            args,
+            job.target.as_str(),
+            i64::from(job.carries_cmd),
+            job.max_attempts,
+            now,
+            submitter,
+            i64::from(job.check_history),
+            occurrence.map(|o| o.0),
+            occurrence.map(|o| o.1)
+        ],
+    )?;
+    row.map(|r| r.int(0)).transpose()
+}
+
 fn json_args(text: &str) -> Result<Vec<String>, StoreError> {
     serde_json::from_str(text).map_err(|e| StoreError::Column {
         index: 0,
@@ -304,7 +379,8 @@ fn json_args(text: &str) -> Result<Vec<String>, StoreError> {
 }
 
 const JOB_COLUMNS: &str = "id, args, target, carries_cmd, state, attempts, max_attempts, agent,
-    lease_until, submitted_at, started_at, finished_at, submitter, outcome, log";
+    lease_until, submitted_at, started_at, finished_at, submitter, outcome, log, check_history,
+    schedule_id";
 
 fn job_from_row(r: &Row, now: i64) -> Result<Job, StoreError> {
     let state = JobState::parse(&r.text(4)?)?;
@@ -327,6 +403,8 @@ fn job_from_row(r: &Row, now: i64) -> Result<Job, StoreError> {
         submitter: serde_json::from_str(&r.text(12)?).unwrap_or(serde_json::Value::Null),
         outcome: r.opt_text(13)?,
         log: r.text(14)?.lines().map(str::to_owned).collect(),
+        check_history: r.int(15)? != 0,
+        schedule_id: r.opt_int(16)?,
         runs: Vec::new(),
     })
 }
@@ -361,33 +439,158 @@ impl Store {
 
     /// Queues `job`; returns its id.
     pub fn submit_job(&mut self, job: &NewJob) -> Result<i64, StoreError> {
-        let args = serde_json::to_string(&job.args).map_err(|source| StoreError::Encode {
-            what: "a job's arguments",
-            source,
-        })?;
+        let args = encode_args(&job.args)?;
         self.queue_write(|tx| {
             let now = now_ms(tx)?;
-            let role = tx.query_one("SELECT current_user::text", &[])?.text(0)?;
-            let submitter =
-                serde_json::json!({"role": role, "user": job.user, "host": job.host}).to_string();
+            let (submitter, who) = submitter(tx, job)?;
+            // Only a schedule's occurrence can conflict: a plain job always goes in.
+            let id = insert_job(tx, job, &args, &submitter, now, None)?.ok_or_else(|| {
+                StoreError::Column {
+                    index: 0,
+                    detail: "a job without a schedule was refused as a duplicate".into(),
+                }
+            })?;
+            log_line(tx, id, now, &format!("submitted by {who}"))?;
+            Ok(id)
+        })
+    }
+
+    /// Queues `job` at every occurrence of `every` (UTC), from the next one on; returns the
+    /// schedule's id. Any agent's loop queues each occurrence once it is due
+    /// ([`Store::queue_due`]).
+    pub fn schedule_job(&mut self, job: &NewJob, every: &Every) -> Result<(i64, i64), StoreError> {
+        let args = encode_args(&job.args)?;
+        self.queue_write(|tx| {
+            let now = now_ms(tx)?;
+            let (submitter, _) = submitter(tx, job)?;
+            let next = every.next_after(now);
             let id = tx
                 .query_one(
-                    "INSERT INTO jobs (args, target, carries_cmd, state, attempts, max_attempts,
-                         submitted_at, submitter, log)
-                     VALUES (?1, ?2, ?3, 'queued', 0, ?4, ?5, ?6, '') RETURNING id",
+                    "INSERT INTO schedules (every, args, target, carries_cmd, max_attempts,
+                         check_history, submitter, created_at, next_at, active)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1) RETURNING id",
                     vals![
+                        every.to_string(),
                         args,
                         job.target.as_str(),
                         i64::from(job.carries_cmd),
                         job.max_attempts,
+                        i64::from(job.check_history),
+                        submitter,
                         now,
-                        submitter
+                        next
                     ],
                 )?
                 .int(0)?;
-            let line = format!("submitted by {} ({}@{})", role, job.user, job.host);
-            log_line(tx, id, now, &line)?;
-            Ok(id)
+            Ok((id, next))
+        })
+    }
+
+    /// Queues one job for each active schedule whose next occurrence is at or before `now`
+    /// (ms since the epoch; `None`: the server's clock), and moves it to its first occurrence
+    /// after `now` (occurrences missed while no agent looked are queued once, not each).
+    /// Safe from every agent at once: a schedule another agent is queuing is skipped, and a
+    /// job per occurrence is unique. Returns `(schedule, job)` for each job queued.
+    pub fn queue_due(&mut self, now: Option<i64>) -> Result<Vec<(i64, i64)>, StoreError> {
+        self.queue_write(|tx| {
+            let now = match now {
+                Some(now) => now,
+                None => now_ms(tx)?,
+            };
+            let due = tx.query(
+                "SELECT id, every, args, target, carries_cmd, max_attempts, check_history,
+                     submitter, next_at FROM schedules
+                 WHERE active = 1 AND next_at <= ?1 ORDER BY id FOR UPDATE SKIP LOCKED",
+                vals![now],
+            )?;
+            let mut queued = Vec::new();
+            for r in &due {
+                let schedule = r.int(0)?;
+                let every = Every::parse(&r.text(1)?).map_err(|e| StoreError::Column {
+                    index: 1,
+                    detail: format!("schedule {schedule}: {e}"),
+                })?;
+                let occurrence = r.int(8)?;
+                tx.execute(
+                    "UPDATE schedules SET next_at = ?2 WHERE id = ?1",
+                    vals![schedule, every.next_after(now.max(occurrence))],
+                )?;
+                let job = NewJob {
+                    args: json_args(&r.text(2)?)?,
+                    target: r.text(3)?,
+                    carries_cmd: r.int(4)? != 0,
+                    max_attempts: r.u32(5)?,
+                    check_history: r.int(6)? != 0,
+                    user: String::new(),
+                    host: String::new(),
+                };
+                let Some(id) = insert_job(
+                    tx,
+                    &job,
+                    &r.text(2)?,
+                    &r.text(7)?,
+                    now,
+                    Some((schedule, occurrence)),
+                )?
+                else {
+                    continue;
+                };
+                log_line(
+                    tx,
+                    id,
+                    now,
+                    &format!(
+                        "queued by schedule {schedule} ({every} UTC), occurrence {occurrence}"
+                    ),
+                )?;
+                queued.push((schedule, id));
+            }
+            Ok(queued)
+        })
+    }
+
+    /// Every schedule, oldest first, with the jobs it queued (newest last).
+    pub fn schedules(&self) -> Result<Vec<Schedule>, StoreError> {
+        self.queue_read(|tx| {
+            let rows = tx.query(
+                "SELECT id, every, args, target, check_history, next_at, active, submitter
+                 FROM schedules ORDER BY id",
+                &[],
+            )?;
+            let mut out = Vec::new();
+            for r in &rows {
+                let id = r.int(0)?;
+                let jobs = tx
+                    .query(
+                        "SELECT id FROM jobs WHERE schedule_id = ?1 ORDER BY id",
+                        vals![id],
+                    )?
+                    .iter()
+                    .map(|j| j.int(0))
+                    .collect::<Result<_, _>>()?;
+                out.push(Schedule {
+                    id,
+                    every: r.text(1)?,
+                    args: json_args(&r.text(2)?)?,
+                    target: r.text(3)?,
+                    check_history: r.int(4)? != 0,
+                    next_at_ms: r.int(5)?,
+                    active: r.int(6)? != 0,
+                    submitter: serde_json::from_str(&r.text(7)?).unwrap_or(serde_json::Value::Null),
+                    jobs,
+                });
+            }
+            Ok(out)
+        })
+    }
+
+    /// Stops schedule `id` (its queued jobs stay); false when there is no active one.
+    pub fn unschedule(&mut self, id: i64) -> Result<bool, StoreError> {
+        self.queue_write(|tx| {
+            Ok(tx.execute(
+                "UPDATE schedules SET active = 0 WHERE id = ?1 AND active = 1",
+                vals![id],
+            )? == 1)
         })
     }
 
@@ -594,7 +797,8 @@ impl Store {
         self.queue_write(|tx| {
             let now = now_ms(tx)?;
             let rows = tx.query(
-                "SELECT id, args, target, carries_cmd, log FROM jobs WHERE state = 'queued'
+                "SELECT id, args, target, carries_cmd, log, check_history FROM jobs
+                 WHERE state = 'queued'
                  ORDER BY id LIMIT ?1",
                 vals![CLAIM_WINDOW],
             )?;
@@ -636,6 +840,7 @@ impl Store {
                             id,
                             args: candidate.args,
                             attempt,
+                            check_history: r.int(5)? != 0,
                         }));
                     }
                     Verdict::Refuse(why) => {
@@ -806,6 +1011,7 @@ mod tests {
             target: "any".into(),
             carries_cmd: false,
             max_attempts: 3,
+            check_history: false,
             user: "u".into(),
             host: "h".into(),
         };

@@ -188,9 +188,26 @@ CREATE TABLE jobs (
     finished_at   INTEGER,
     submitter     TEXT NOT NULL,     -- JSON: database role, OS user, host
     outcome       TEXT,              -- done: ok | regressed; failed, cancelled: why
-    log           TEXT NOT NULL      -- one line per event: taken, waited, refused, lost, ended
+    log           TEXT NOT NULL,     -- one line per event: taken, waited, refused, lost, ended
+    schedule_id   INTEGER,           -- the recurring job that queued it (`submit --every`)
+    occurrence    INTEGER,           -- which of its occurrences (its due time)
+    check_history INTEGER NOT NULL   -- 1: run `history --check` on its series after it
 );
 CREATE INDEX jobs_state ON jobs (state, id);
+CREATE UNIQUE INDEX jobs_occurrence ON jobs (schedule_id, occurrence);
+CREATE TABLE schedules (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    every         TEXT NOT NULL,     -- when it comes due (`mon 03:00`, UTC)
+    args          TEXT NOT NULL,     -- as in jobs
+    target        TEXT NOT NULL,
+    carries_cmd   INTEGER NOT NULL,
+    max_attempts  INTEGER NOT NULL,
+    check_history INTEGER NOT NULL,
+    submitter     TEXT NOT NULL,
+    created_at    INTEGER NOT NULL,
+    next_at       INTEGER NOT NULL,  -- its next occurrence; queued once the clock passes it
+    active        INTEGER NOT NULL   -- 0 once stopped (`queue unschedule`)
+);
 CREATE TABLE agents (
     id            INTEGER PRIMARY KEY AUTOINCREMENT,  -- the second key of its lock
     host          TEXT NOT NULL UNIQUE,

@@ -1,5 +1,6 @@
-//! `scalelab queue`: the lab's jobs and agents (`present::queue_table`, or JSON), with why a
-//! queued job waits; `queue cancel ID`; `queue wait ID` (its exit status is the job's end).
+//! `scalelab queue`: the lab's jobs, recurring jobs and agents (`present::queue_table`, or
+//! JSON), with why a queued job waits; `queue cancel ID`; `queue unschedule ID`; `queue wait ID`
+//! (its exit status is the job's end).
 
 use std::io::Write;
 use std::path::Path;
@@ -9,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use lab::env::{AgentClass, ClassFilter};
 use lab::store::{AgentRow, Job, JobState, Store};
-use present::queue_table::{AgentLine, JobLine, write_queue};
+use present::queue_table::{AgentLine, JobLine, ScheduleLine, write_queue};
 
 use crate::cli::{QueueAction, QueueArgs};
 use crate::db_path;
@@ -20,6 +21,13 @@ pub fn run(db: Option<&Path>, args: &QueueArgs) -> Result<ExitCode> {
     match &args.action {
         None => list(&store, args),
         Some(QueueAction::Cancel { id }) => cancel(&mut store, *id),
+        Some(QueueAction::Unschedule { id }) => {
+            if !store.unschedule(*id)? {
+                bail!("no active schedule {id} (`scalelab queue` lists the recurring jobs)");
+            }
+            println!("schedule {id} stopped; the jobs it queued stay");
+            Ok(ExitCode::SUCCESS)
+        }
         Some(QueueAction::Wait { id, timeout }) => {
             wait(&store, *id, timeout.map(|t| t.as_duration()))
         }
@@ -29,6 +37,7 @@ pub fn run(db: Option<&Path>, args: &QueueArgs) -> Result<ExitCode> {
 fn list(store: &Store, args: &QueueArgs) -> Result<ExitCode> {
     let jobs = store.jobs(Some(args.limit))?;
     let (agents, now) = store.agents()?;
+    let schedules = store.schedules()?;
     let mut out = crate::stdout::stdout();
     if args.output.json() {
         let jobs: Vec<serde_json::Value> = jobs
@@ -41,7 +50,7 @@ fn list(store: &Store, args: &QueueArgs) -> Result<ExitCode> {
             .collect();
         lab::safe_text::write_json(
             &mut out,
-            &serde_json::json!({"jobs": jobs, "agents": agents, "now_ms": now}),
+            &serde_json::json!({"jobs": jobs, "schedules": schedules, "agents": agents, "now_ms": now}),
         )?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -72,7 +81,40 @@ fn list(store: &Store, args: &QueueArgs) -> Result<ExitCode> {
                 .map_or_else(|| "-".into(), |id| id.to_string()),
         })
         .collect();
-    write_queue(&mut out, &job_lines, &agent_lines, &crate::output::stdout())?;
+    let state_of = |id: i64| {
+        jobs.iter()
+            .find(|j| j.id == id)
+            .map_or("not shown", |j| j.state.as_str())
+    };
+    let schedule_lines: Vec<ScheduleLine> = schedules
+        .iter()
+        .map(|r| ScheduleLine {
+            id: r.id,
+            every: if r.active {
+                format!("{} UTC", r.every)
+            } else {
+                "stopped".into()
+            },
+            class: r.target.clone(),
+            job: r.args.join(" "),
+            next: if r.active {
+                lab::timestamp::format_unix(r.next_at_ms / 1000)
+            } else {
+                "-".into()
+            },
+            jobs: match r.jobs.last() {
+                Some(&last) => format!("{} (last: {last}, {})", r.jobs.len(), state_of(last)),
+                None => "none yet".into(),
+            },
+        })
+        .collect();
+    write_queue(
+        &mut out,
+        &job_lines,
+        &schedule_lines,
+        &agent_lines,
+        &crate::output::stdout(),
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -15,6 +15,11 @@ use crate::{db_path, job_args};
 
 pub fn run(db: Option<&Path>, args: &SubmitArgs) -> Result<ExitCode> {
     let checked = job_args::check(&args.job)?;
+    if args.check_history && checked.series.is_none() {
+        anyhow::bail!(
+            "--check-history follows a `run` job's series; an `ab` gives its own verdict (REGRESSED) — leave it out"
+        );
+    }
     let target = match (&args.host, &args.class) {
         (Some(host), _) => ClassFilter::host(host),
         (None, Some(class)) => class.clone(),
@@ -22,17 +27,41 @@ pub fn run(db: Option<&Path>, args: &SubmitArgs) -> Result<ExitCode> {
     };
     let location = db_path::resolve(db)?;
     let mut store = db_path::open_location(&location, true)?;
-    let id = store
-        .submit_job(&NewJob {
-            args: args.job.clone(),
-            target: target.to_string(),
-            carries_cmd: !checked.commands.is_empty(),
-            max_attempts: args.attempts,
-            user: os_user(),
-            host: host_name(),
-        })
-        .with_context(|| format!("queueing the job in {location}"))?;
+    let job = NewJob {
+        args: args.job.clone(),
+        target: target.to_string(),
+        carries_cmd: !checked.commands.is_empty(),
+        max_attempts: args.attempts,
+        check_history: args.check_history,
+        user: os_user(),
+        host: host_name(),
+    };
     let mut out = crate::stdout::stdout();
+    if let Some(every) = &args.every {
+        let (id, next) = store
+            .schedule_job(&job, every)
+            .with_context(|| format!("scheduling the job in {location}"))?;
+        let next_text = lab::timestamp::format_unix(next / 1000);
+        if args.output.json() {
+            lab::safe_text::write_json(
+                &mut out,
+                &serde_json::json!({"schedule": id, "every": every.to_string(), "next": next_text,
+                    "class": target.to_string(), "args": args.job}),
+            )?;
+        } else {
+            writeln!(
+                out,
+                "scheduled {id}: scalelab {} for {}, {every} UTC; next {next_text}",
+                lab::safe_text::printable(&args.job.join(" ")),
+                lab::safe_text::printable(&target.to_string()),
+            )?;
+            writeln!(out, "(`scalelab queue unschedule {id}` stops it)")?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let id = store
+        .submit_job(&job)
+        .with_context(|| format!("queueing the job in {location}"))?;
     if args.output.json() {
         lab::safe_text::write_json(
             &mut out,

@@ -114,13 +114,14 @@ fn two_hundred_jobs_on_eight_agents_three_killed_mid_job_each_done_once() {
         }
     };
     // Queued before any agent runs, so that all eight compete for the same rows. The first
-    // three (one of each class) last 3 s: their agents are the ones killed mid-job.
+    // three (one of each class) last 10 s: their agents are the ones killed mid-job, while all
+    // three run.
     for i in 0..200 {
         let class = classes[i % 3];
         let mut args = vec!["--db", &db, "submit", "--class", class];
         args.extend(
             JOB.iter()
-                .map(|a| if i < 3 && *a == "100ms" { "3s" } else { a }),
+                .map(|a| if i < 3 && *a == "100ms" { "10s" } else { a }),
         );
         lab.ok(&args);
     }
@@ -330,4 +331,112 @@ fn submit_refuses_a_sqlite_store_and_jobs_that_cannot_be_queued() {
     }
     let err = lab.fails(&["submit", "--class", "cpus>>4", "run", "spin"]);
     assert!(err.contains("cpus>>4"), "{err}");
+}
+
+/// A recurring job (`submit --every 'mon 03:00'`) seen due by four agents on a fake clock: one
+/// job per occurrence, none before it, and occurrences missed while the clock jumped three
+/// weeks queued once, not each. Its jobs are for a host no agent plays, so they stay queued to
+/// be counted.
+#[test]
+fn a_recurring_job_is_queued_once_per_occurrence_with_four_agents_seeing_it_due() {
+    let Some(db) = pg_server::fresh_url() else {
+        return;
+    };
+    let lab = Lab::new();
+    let mut args = vec![
+        "--db",
+        db.as_str(),
+        "submit",
+        "--every",
+        "mon 03:00",
+        "--host",
+        "nobody",
+    ];
+    args.extend_from_slice(JOB);
+    let out = lab.ok(&args);
+    assert!(out.contains("mon 03:00 UTC"), "{out}");
+    let q = queue(&lab, &db);
+    let next = q["schedules"][0]["next_at_ms"].as_i64().unwrap();
+    let clock = lab.path("clock");
+    let set_clock = |ms: i64| std::fs::write(&clock, ms.to_string()).unwrap();
+    set_clock(next - 60_000);
+    let agents: Vec<Child> = (1..=4)
+        .map(|i| {
+            let mut c = lab.cmd();
+            c.args(["--db", &db, "agent", "--poll", "200ms", "--ignore-load"])
+                .env("SCALELAB_TEST_AGENT_IDENTITY", format!("host=watcher-{i}"))
+                .env("SCALELAB_TEST_CLOCK_FILE", &clock)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            c.spawn().unwrap()
+        })
+        .collect();
+    let jobs_now = || -> Vec<Value> { jobs(&queue(&lab, &db)) };
+    let settle = || std::thread::sleep(Duration::from_millis(1500));
+    settle();
+    assert!(jobs_now().is_empty(), "queued before its time");
+
+    let week = 7 * 86_400_000;
+    for (clock_at, expected) in [
+        (next + 30_000, 1),
+        (next + 60_000, 1),
+        (next + week + 60_000, 2),
+        (next + 4 * week + 60_000, 3),
+    ] {
+        set_clock(clock_at);
+        let start = Instant::now();
+        while jobs_now().len() < expected && start.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        settle();
+        let all = jobs_now();
+        assert_eq!(all.len(), expected, "at {clock_at}: {all:?}");
+    }
+    stop(agents);
+    let all = jobs_now();
+    let occurrences: BTreeSet<String> = all
+        .iter()
+        .map(|j| j["log"][0].as_str().unwrap().to_owned())
+        .map(|l| l.rsplit(' ').next().unwrap().to_owned())
+        .collect();
+    assert_eq!(occurrences.len(), 3, "one job per occurrence: {all:?}");
+    let s = &queue(&lab, &db)["schedules"][0];
+    assert_eq!(s["jobs"].as_array().unwrap().len(), 3);
+    assert_eq!(s["next_at_ms"].as_i64().unwrap(), next + 5 * week, "{s}");
+    lab.ok(&["--db", &db, "queue", "unschedule", "1"]);
+    let err = lab.fails(&["--db", &db, "queue", "unschedule", "1"]);
+    assert!(err.contains("no active schedule 1"), "{err}");
+}
+
+/// `--check-history` runs `history --check` on the job's series after it; with one run there is
+/// no history to judge, which the job's log says, and the job is done.
+#[test]
+fn a_job_with_check_history_says_when_its_history_cannot_be_judged_yet() {
+    let Some(db) = pg_server::fresh_url() else {
+        return;
+    };
+    let lab = Lab::new();
+    let mut args = vec!["--db", db.as_str(), "submit", "--check-history"];
+    args.extend_from_slice(JOB);
+    lab.ok(&args);
+    let a = agent(&lab, &db, "host=historian", &[]);
+    let q = wait_all_final(&lab, &db, Duration::from_secs(60));
+    stop(vec![a]);
+    let j = &jobs(&q)[0];
+    assert_eq!(j["state"], "done", "{j}");
+    assert_eq!(j["outcome"], "ok", "{j}");
+    let log = j["log"].to_string();
+    assert!(log.contains("history --check could not judge"), "{log}");
+    let err = lab.fails(&[
+        "--db",
+        &db,
+        "submit",
+        "--check-history",
+        "ab",
+        "--a",
+        "true",
+        "--b",
+        "true",
+    ]);
+    assert!(err.contains("own verdict"), "{err}");
 }

@@ -137,3 +137,36 @@ impl JobProcess {
         lab::safe_text::printable(line.trim()).into_owned()
     }
 }
+
+/// `scalelab ARGS…` on the store `db`, to its end: its exit status (`None`: killed) and the
+/// last line of its output that says what it found (an `error:` line, else its last line).
+pub fn run_to_end(args: &[String], db: &OsStr) -> Result<(Option<i32>, String)> {
+    let exe = std::env::current_exe().context("locating the scalelab binary")?;
+    let mut command = Command::new(exe);
+    command
+        .args(args)
+        .env("SCALELAB_DB", db)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null());
+    sys::die_with_parent(&mut command);
+    let out = command.output().context("running scalelab")?;
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("error:"))
+        .or_else(|| text.lines().rev().find(|l| !l.trim().is_empty()))
+        .unwrap_or("no output");
+    Ok((
+        out.status.code(),
+        lab::safe_text::printable(line.trim()).into_owned(),
+    ))
+}
+
+/// The host name this machine's runs are stored under (their fingerprint's).
+pub fn runs_host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_default()
+}

@@ -9,9 +9,14 @@
 //! Stopped by SIGTERM or Ctrl-C: the job in hand is stopped as `scalelab run` is by SIGTERM
 //! (its finished trials kept, the run marked interrupted) and given back to the queue.
 //!
+//! Each loop also queues the recurring jobs that came due (`Store::queue_due`: once per
+//! occurrence, however many agents see it due), and a done job submitted with
+//! `--check-history` is followed by `history --check` on its series.
+//!
 //! Its identity is its fingerprint's host name and machine class. Debug builds (the tests'
 //! only) read `SCALELAB_TEST_AGENT_IDENTITY` (`host=a1,cpus=32,…`) over it, so that one
-//! machine can play a lab of many; a release build has no such override.
+//! machine can play a lab of many, and `SCALELAB_TEST_CLOCK_FILE` (ms since the epoch) as the
+//! schedules' clock; a release build has neither.
 
 mod job_process;
 mod quiet;
@@ -113,6 +118,9 @@ pub fn run(db: Option<&Path>, args: &AgentArgs) -> Result<ExitCode> {
                 reaped.now.as_str()
             );
         }
+        for (schedule, job) in agent.store.queue_due(test_clock())? {
+            eprintln!("schedule {schedule} came due: queued job {job}");
+        }
         let me = agent.me.clone();
         let allow = agent.allow.clone();
         let lease_ms = agent.lease_ms();
@@ -152,6 +160,18 @@ fn identity() -> Result<AgentClass> {
             .context("SCALELAB_TEST_AGENT_IDENTITY");
     }
     Ok(me)
+}
+
+/// The clock schedules are judged by: the server's, except in a debug build whose
+/// `SCALELAB_TEST_CLOCK_FILE` holds ms since the epoch (the tests' fake clock).
+fn test_clock() -> Option<i64> {
+    #[cfg(debug_assertions)]
+    if let Some(path) = std::env::var_os("SCALELAB_TEST_CLOCK_FILE") {
+        return std::fs::read_to_string(path)
+            .ok()
+            .and_then(|t| t.trim().parse().ok());
+    }
+    None
 }
 
 /// Whether the agent of class `me`, allowing `allow`, takes `job`.
@@ -256,6 +276,10 @@ impl Agent {
             std::thread::sleep(Duration::from_millis(50));
         };
         let (state, outcome) = match ended {
+            Ended::Exit(0) if job.check_history => match &checked.series {
+                Some(series) => self.check_history(job, series)?,
+                None => (JobState::Done, "ok".to_owned()),
+            },
             Ended::Exit(0) => (JobState::Done, "ok".to_owned()),
             Ended::Exit(1) if checked.kind == "ab" => (JobState::Done, "regressed".to_owned()),
             Ended::Exit(code) => (
@@ -283,6 +307,35 @@ impl Agent {
             }
         );
         Ok(())
+    }
+
+    /// `history SERIES --host HOST --check` on the job's series, as measured on this host:
+    /// a new change point (exit 1) makes the job `regressed`; a history that cannot be judged
+    /// (too few runs) leaves it `ok`, with why in its log.
+    fn check_history(&mut self, job: &Claimed, series: &[String]) -> Result<(JobState, String)> {
+        let mut args = vec!["history".to_owned()];
+        args.extend(series.iter().cloned());
+        args.extend([
+            "--host".to_owned(),
+            job_process::runs_host(),
+            "--check".to_owned(),
+        ]);
+        let (code, last) = job_process::run_to_end(&args, &self.db)?;
+        Ok(match code {
+            Some(0) => (JobState::Done, "ok".to_owned()),
+            Some(1) => {
+                self.store
+                    .note_job(job.id, &format!("history --check: {last}"))?;
+                (JobState::Done, "regressed".to_owned())
+            }
+            _ => {
+                self.store.note_job(
+                    job.id,
+                    &format!("history --check could not judge the series: {last}"),
+                )?;
+                (JobState::Done, "ok".to_owned())
+            }
+        })
     }
 
     /// The earlier attempt that stored every run `job` makes (`runs` complete ones), if any:
