@@ -440,3 +440,105 @@ fn a_job_with_check_history_says_when_its_history_cannot_be_judged_yet() {
     ]);
     assert!(err.contains("own verdict"), "{err}");
 }
+
+/// `contrib/lab-roles.sql`'s least-privilege roles on a real server: a submitter queues and
+/// cancels jobs and reads the queue and the runs, but cannot store, change or delete a run
+/// (through scalelab or SQL); a reader cannot queue; an agent runs the submitter's job and
+/// stores its run.
+#[test]
+fn a_submitter_role_queues_jobs_and_cannot_touch_a_run() {
+    let Some(server) = pg_server::server_or_skip() else {
+        return;
+    };
+    let owner = server.create_database();
+    let db = owner
+        .split("///")
+        .nth(1)
+        .and_then(|rest| rest.split('?').next())
+        .unwrap()
+        .to_owned();
+    let lab = Lab::new();
+    // The owner creates the tables, with one run in them.
+    let mut args = vec!["--db", owner.as_str()];
+    args.extend_from_slice(JOB);
+    lab.ok(&args);
+    let script = include_str!("../../../../contrib/lab-roles.sql");
+    server.psql(&db, script);
+    let user = |group: &str| {
+        let name = format!("{group}_{db}");
+        server.psql(
+            &db,
+            &format!("CREATE ROLE {name} LOGIN IN ROLE scalelab_{group}"),
+        );
+        (
+            name.clone(),
+            owner.replace("user=scalelab_test", &format!("user={name}")),
+        )
+    };
+    let (submitter, as_submitter) = user("submitter");
+    let (_, as_reader) = user("reader");
+    let (_, as_agent) = user("agent");
+
+    let mut args = vec!["--db", as_submitter.as_str(), "submit"];
+    args.extend_from_slice(JOB);
+    lab.ok(&args);
+    lab.ok(&args);
+    lab.ok(&["--db", &as_submitter, "queue", "cancel", "2"]);
+    let q = queue(&lab, &as_submitter);
+    assert_eq!(jobs(&q)[0]["submitter"]["role"], submitter.as_str());
+    assert_eq!(jobs(&q)[1]["state"], "cancelled");
+    assert!(
+        lab.ok(&["--db", &as_submitter, "show", "1"])
+            .contains("spin")
+    );
+    let mut args = vec!["--db", as_submitter.as_str()];
+    args.extend_from_slice(JOB);
+    let err = lab.fails(&args);
+    assert!(
+        err.contains("permission denied"),
+        "a submitter stored a run: {err}"
+    );
+    for sql in [
+        "UPDATE runs SET name = 'forged'",
+        "DELETE FROM trials",
+        "INSERT INTO run_tags VALUES (1, 'k', 'v')",
+        "DROP TABLE jobs",
+    ] {
+        let out = std::process::Command::new(server.psql_bin())
+            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h"])
+            .arg(server.socket_dir())
+            .args([
+                "-p",
+                &server.port_number().to_string(),
+                "-U",
+                &submitter,
+                "-d",
+                &db,
+            ])
+            .args(["-c", sql])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "a submitter could run `{sql}`");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("permission denied") || err.contains("must be owner"),
+            "{sql}: {err}"
+        );
+    }
+
+    let mut args = vec!["--db", as_reader.as_str(), "submit"];
+    args.extend_from_slice(JOB);
+    let err = lab.fails(&args);
+    assert!(
+        err.contains("permission denied"),
+        "a reader queued a job: {err}"
+    );
+    assert_eq!(jobs(&queue(&lab, &as_reader)).len(), 2);
+
+    let a = agent(&lab, &as_agent, "host=least", &[]);
+    let q = wait_all_final(&lab, &as_reader, Duration::from_secs(60));
+    stop(vec![a]);
+    let first = &jobs(&q)[0];
+    assert_eq!(first["state"], "done", "{first}");
+    assert_eq!(first["runs"][0]["status"], "complete", "{first}");
+}
