@@ -10,7 +10,7 @@ use crate::text_options::TextOptions;
 use model::safe_text::printable;
 
 /// One job, as text.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct JobLine {
     /// Job id.
     pub id: i64,
@@ -25,7 +25,7 @@ pub struct JobLine {
 }
 
 /// One recurring job, as text.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct ScheduleLine {
     /// Schedule id.
     pub id: i64,
@@ -42,7 +42,7 @@ pub struct ScheduleLine {
 }
 
 /// One agent, as text.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct AgentLine {
     /// Its host.
     pub host: String,

@@ -70,7 +70,9 @@ pub use export::{export_csv, export_json, read_export};
 pub use handle::Store;
 pub use push::{PushReport, push};
 pub use query::RunFilter;
-pub use queue::{AgentRow, Candidate, Claimed, Job, JobRun, JobState, NewJob, Reaped, Verdict};
+pub use queue::{
+    AgentRow, Candidate, Claimed, Job, JobRun, JobState, NewJob, Reaped, Schedule, Verdict,
+};
 pub use schema::SCHEMA_VERSION;
 
 #[cfg(doc)]

@@ -43,8 +43,15 @@ const AGENT_LOCK_CLASS: i64 = APPLICATION_ID as i64 + 1;
 /// The longest log a job keeps (bytes): past it, the oldest lines go.
 const MAX_LOG_BYTES: usize = 64 * 1024;
 
-/// Candidates read per claim: the oldest queued jobs, judged in order.
-const CLAIM_WINDOW: i64 = 500;
+/// Candidates read per claim at most: the oldest queued jobs, judged in order.
+const CLAIM_WINDOW: i64 = 512;
+
+/// Candidates read per page of a claim.
+const CLAIM_PAGE: i64 = 64;
+
+/// Acceptable candidates that end the reading: one of them is free unless as many agents are
+/// claiming at this very moment.
+const ENOUGH_CANDIDATES: usize = 32;
 
 /// Where a job is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -369,6 +376,35 @@ fn insert_job(
         ],
     )?;
     row.map(|r| r.int(0)).transpose()
+}
+
+/// Notes in `job`'s log that the agent of `host` refuses it (once per agent: a job already
+/// carrying the line, or locked by another agent now, is left alone), and fails it when it was
+/// sent to `host` alone.
+fn refuse(
+    tx: &mut Tx<'_, '_>,
+    job: &Candidate,
+    host: &str,
+    why: &str,
+    now: i64,
+) -> Result<(), StoreError> {
+    let line = format!("refused by {host}: {why}");
+    let alone = job.target == format!("host={host}");
+    let fresh = tx.query_opt(
+        "SELECT id FROM jobs WHERE id = ?1 AND state = 'queued' AND (?3 = 1 OR strpos(log, ?2) = 0)
+         FOR UPDATE SKIP LOCKED",
+        vals![job.id, line.as_str(), i64::from(alone)],
+    )?;
+    if fresh.is_none() {
+        return Ok(());
+    }
+    if alone {
+        tx.execute(
+            "UPDATE jobs SET state = 'failed', outcome = ?2, finished_at = ?3 WHERE id = ?1",
+            vals![job.id, line.as_str(), now],
+        )?;
+    }
+    log_line(tx, job.id, now, &line)
 }
 
 fn json_args(text: &str) -> Result<Vec<String>, StoreError> {
@@ -796,71 +832,82 @@ impl Store {
     ) -> Result<Option<Claimed>, StoreError> {
         self.queue_write(|tx| {
             let now = now_ms(tx)?;
-            let rows = tx.query(
-                "SELECT id, args, target, carries_cmd, log, check_history FROM jobs
-                 WHERE state = 'queued'
-                 ORDER BY id LIMIT ?1",
-                vals![CLAIM_WINDOW],
-            )?;
-            for r in &rows {
-                let candidate = Candidate {
-                    id: r.int(0)?,
-                    args: json_args(&r.text(1)?)?,
-                    target: r.text(2)?,
-                    carries_cmd: r.int(3)? != 0,
-                };
-                let verdict = judge(&candidate);
-                if verdict == Verdict::Skip {
-                    continue;
-                }
-                // Ours to judge only if nobody else is taking it right now.
-                let Some(locked) = tx.query_opt(
-                    "SELECT attempts FROM jobs WHERE id = ?1 AND state = 'queued'
-                     FOR UPDATE SKIP LOCKED",
-                    vals![candidate.id],
-                )?
-                else {
-                    continue;
-                };
-                let id = candidate.id;
-                match verdict {
-                    Verdict::Take => {
-                        let attempt = locked.u32(0)? + 1;
-                        tx.execute(
-                            "UPDATE jobs SET state = 'running', agent = ?2, attempts = ?3,
-                                 lease_until = ?4, started_at = ?5 WHERE id = ?1",
-                            vals![id, host, attempt, now + lease_ms, now],
-                        )?;
-                        tx.execute(
-                            "UPDATE agents SET job_id = ?2, heartbeat_at = ?3 WHERE host = ?1",
-                            vals![host, id, now],
-                        )?;
-                        log_line(tx, id, now, &format!("attempt {attempt} taken by {host}"))?;
-                        return Ok(Some(Claimed {
-                            id,
-                            args: candidate.args,
-                            attempt,
-                            check_history: r.int(5)? != 0,
-                        }));
-                    }
-                    Verdict::Refuse(why) => {
-                        let line = format!("refused by {host}: {why}");
-                        let log = r.text(4)?;
-                        if candidate.target == format!("host={host}") {
-                            tx.execute(
-                                "UPDATE jobs SET state = 'failed', outcome = ?2, finished_at = ?3
-                                 WHERE id = ?1",
-                                vals![id, line.as_str(), now],
-                            )?;
-                            log_line(tx, id, now, &line)?;
-                        } else if !log.contains(&line) {
-                            log_line(tx, id, now, &line)?;
+            // Judged all at once, without locking (the partial index `jobs_queued` keeps this
+            // read to the queued rows); then one statement locks the oldest acceptable one no
+            // other agent is taking. Locking candidates one by one cost a round trip per job
+            // another agent had taken: 41 per claim with 50 agents (bench/queue-claim).
+            // Read a page at a time, oldest first, until enough are acceptable (or the window
+            // is read): a queue of one class's jobs is judged a page at a time, not 500 rows.
+            let mut acceptable: Vec<(i64, Vec<String>, bool)> = Vec::new();
+            let (mut after, mut read) = (0i64, 0i64);
+            while read < CLAIM_WINDOW && acceptable.len() < ENOUGH_CANDIDATES {
+                let rows = tx.query(
+                    "SELECT id, args, target, carries_cmd, check_history FROM jobs
+                     WHERE state = 'queued' AND id > ?1 ORDER BY id LIMIT ?2",
+                    vals![after, CLAIM_PAGE],
+                )?;
+                for r in &rows {
+                    let candidate = Candidate {
+                        id: r.int(0)?,
+                        args: json_args(&r.text(1)?)?,
+                        target: r.text(2)?,
+                        carries_cmd: r.int(3)? != 0,
+                    };
+                    after = candidate.id;
+                    match judge(&candidate) {
+                        Verdict::Skip => {}
+                        Verdict::Take => {
+                            acceptable.push((candidate.id, candidate.args, r.int(4)? != 0));
                         }
+                        Verdict::Refuse(why) => refuse(tx, &candidate, host, &why, now)?,
                     }
-                    Verdict::Skip => unreachable!("skipped above"),
+                }
+                read += rows.len() as i64;
+                if (rows.len() as i64) < CLAIM_PAGE {
+                    break;
                 }
             }
-            Ok(None)
+            if acceptable.is_empty() {
+                return Ok(None);
+            }
+            let ids =
+                serde_json::to_string(&acceptable.iter().map(|(id, _, _)| *id).collect::<Vec<_>>())
+                    .map_err(|source| StoreError::Encode {
+                        what: "job ids",
+                        source,
+                    })?;
+            let Some(locked) = tx.query_opt(
+                "SELECT id, attempts FROM jobs
+                 WHERE id IN (SELECT value::bigint FROM json_array_elements_text(?1::text::json))
+                   AND state = 'queued'
+                 ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED",
+                vals![ids],
+            )?
+            else {
+                return Ok(None);
+            };
+            let (id, attempt) = (locked.int(0)?, locked.u32(1)? + 1);
+            let Some((_, args, check_history)) =
+                acceptable.into_iter().find(|(job, _, _)| *job == id)
+            else {
+                return Ok(None);
+            };
+            tx.execute(
+                "UPDATE jobs SET state = 'running', agent = ?2, attempts = ?3,
+                     lease_until = ?4, started_at = ?5 WHERE id = ?1",
+                vals![id, host, attempt, now + lease_ms, now],
+            )?;
+            tx.execute(
+                "UPDATE agents SET job_id = ?2, heartbeat_at = ?3 WHERE host = ?1",
+                vals![host, id, now],
+            )?;
+            log_line(tx, id, now, &format!("attempt {attempt} taken by {host}"))?;
+            Ok(Some(Claimed {
+                id,
+                args,
+                attempt,
+                check_history,
+            }))
         })
     }
 

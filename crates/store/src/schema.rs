@@ -194,6 +194,7 @@ CREATE TABLE jobs (
     check_history INTEGER NOT NULL   -- 1: run `history --check` on its series after it
 );
 CREATE INDEX jobs_state ON jobs (state, id);
+CREATE INDEX jobs_queued ON jobs (id) WHERE state = 'queued';  -- what agents claim from
 CREATE UNIQUE INDEX jobs_occurrence ON jobs (schedule_id, occurrence);
 CREATE TABLE schedules (
     id            INTEGER PRIMARY KEY AUTOINCREMENT,

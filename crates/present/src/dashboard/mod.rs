@@ -1,5 +1,6 @@
 //! The pages of `scalelab serve` that the HTML report does not have: the list of runs (with
-//! its filter form), the index of a workload's history by machine class, an error page, and
+//! its filter form), the index of a workload's history by machine class, the lab's queue (jobs,
+//! recurring jobs with their history, agents), an error page, and
 //! the navigation bar and banners put on top of the report's own pages (one run, two compared,
 //! one history), which [`crate::html`] renders as for `scalelab report`.
 //!
@@ -11,6 +12,7 @@ use minijinja::Environment;
 use serde::Serialize;
 
 use crate::error::PresentError;
+use crate::queue_table::{AgentLine, JobLine, ScheduleLine};
 
 /// The runs page's filter, as given (shown back in the form).
 #[derive(Debug, Default, Clone, Serialize)]
@@ -75,6 +77,35 @@ pub struct ClassRow {
     pub verdict_class: String,
 }
 
+/// One job of the queue page: its line as `scalelab queue` prints it, and its runs' page.
+#[derive(Debug, Clone, Serialize)]
+pub struct QueueJobRow {
+    /// The job.
+    pub line: JobLine,
+    /// The runs page filtered to its runs (`/?tag=job=ID`), when it stored any.
+    pub runs_href: Option<String>,
+}
+
+/// One recurring job of the queue page, with its series' history page (change points).
+#[derive(Debug, Clone, Serialize)]
+pub struct QueueScheduleRow {
+    /// The recurring job.
+    pub line: ScheduleLine,
+    /// Its series' history page, for a `run` of a workload.
+    pub history_href: Option<String>,
+}
+
+/// The queue page's content.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct QueueView {
+    /// The newest jobs, oldest first.
+    pub jobs: Vec<QueueJobRow>,
+    /// The recurring jobs.
+    pub schedules: Vec<QueueScheduleRow>,
+    /// The agents.
+    pub agents: Vec<AgentLine>,
+}
+
 #[derive(Serialize)]
 struct Page<'a> {
     kind: &'a str,
@@ -86,6 +117,7 @@ struct Page<'a> {
     total: usize,
     classes: &'a [ClassRow],
     message: &'a str,
+    queue: Option<&'a QueueView>,
 }
 
 const NAV_STYLE: &str = "nav.dash { margin: 0 0 1em; padding: .4em 0; border-bottom: 1px solid #ddd; } nav.dash a { margin-right: 1em; }";
@@ -93,7 +125,7 @@ const NAV_STYLE: &str = "nav.dash { margin: 0 0 1em; padding: .4em 0; border-bot
 /// The navigation bar every page opens with (static text only).
 fn nav() -> String {
     format!(
-        "<style>{NAV_STYLE}</style><nav class=\"dash\"><a href=\"/\">runs</a><span class=\"muted\">scalelab dashboard · read-only</span></nav>"
+        "<style>{NAV_STYLE}</style><nav class=\"dash\"><a href=\"/\">runs</a><a href=\"/queue\">queue</a><span class=\"muted\">scalelab dashboard · read-only</span></nav>"
     )
 }
 
@@ -118,6 +150,7 @@ fn blank<'a>(kind: &'a str, title: &'a str) -> Page<'a> {
         total: 0,
         classes: &[],
         message: "",
+        queue: None,
     }
 }
 
@@ -142,6 +175,15 @@ pub fn history_index(workload: &str, classes: &[ClassRow]) -> Result<String, Pre
     render(&Page {
         classes,
         ..blank("history_index", &title)
+    })
+}
+
+/// The lab's queue; `message` (e.g. that a SQLite store has no queue) instead when given.
+pub fn queue_page(view: &QueueView, message: &str) -> Result<String, PresentError> {
+    render(&Page {
+        queue: Some(view),
+        message,
+        ..blank("queue", "Queue")
     })
 }
 
@@ -238,6 +280,43 @@ mod tests {
         );
         let page = with_nav("<html><body><p>x</p></body></html>", &[HOSTILE.into()]);
         assert!(!page.contains("<img"), "{page}");
+        let view = QueueView {
+            jobs: vec![QueueJobRow {
+                line: JobLine {
+                    id: 3,
+                    state: "queued".into(),
+                    class: HOSTILE.into(),
+                    job: HOSTILE.into(),
+                    detail: HOSTILE.into(),
+                },
+                runs_href: Some(format!("/?tag={}", url_part("job=3"))),
+            }],
+            schedules: vec![QueueScheduleRow {
+                line: ScheduleLine {
+                    id: 1,
+                    every: "mon 03:00 UTC".into(),
+                    class: "any".into(),
+                    job: HOSTILE.into(),
+                    next: "t".into(),
+                    jobs: "none yet".into(),
+                },
+                history_href: Some(format!("/history/{}", url_part(HOSTILE))),
+            }],
+            agents: vec![AgentLine {
+                host: HOSTILE.into(),
+                state: "alive".into(),
+                class: HOSTILE.into(),
+                allow: "built-ins".into(),
+                heartbeat: "1 s ago".into(),
+                job: "-".into(),
+            }],
+        };
+        let page = queue_page(&view, "").unwrap();
+        assert!(!page.contains("<img"), "{page}");
+        assert!(
+            page.contains("?tag=job%3D3") && page.contains("mon 03:00 UTC"),
+            "{page}"
+        );
         let page = error_page("t", HOSTILE).unwrap();
         assert!(!page.contains("<img"), "{page}");
         assert_eq!(url_part("a b/é"), "a%20b%2F%C3%A9");

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use lab::env::{AgentClass, ClassFilter};
-use lab::store::{AgentRow, Job, JobState, Store};
+use lab::store::{AgentRow, Job, JobState, Schedule, Store};
 use present::queue_table::{AgentLine, JobLine, ScheduleLine, write_queue};
 
 use crate::cli::{QueueAction, QueueArgs};
@@ -34,85 +34,118 @@ pub fn run(db: Option<&Path>, args: &QueueArgs) -> Result<ExitCode> {
     }
 }
 
+/// What the queue holds now, read in one go, and as the lines `queue` and the dashboard show.
+pub struct QueueRead {
+    pub jobs: Vec<Job>,
+    pub schedules: Vec<Schedule>,
+    pub agents: Vec<AgentRow>,
+    /// The server's clock when read (ms since the epoch).
+    pub now: i64,
+}
+
+impl QueueRead {
+    /// The newest `limit` jobs, every schedule and agent.
+    pub fn from(store: &Store, limit: usize) -> Result<QueueRead> {
+        let jobs = store.jobs(Some(limit))?;
+        let (agents, now) = store.agents()?;
+        let schedules = store.schedules()?;
+        Ok(QueueRead {
+            jobs,
+            schedules,
+            agents,
+            now,
+        })
+    }
+
+    pub fn job_lines(&self) -> Vec<JobLine> {
+        self.jobs
+            .iter()
+            .map(|j| JobLine {
+                id: j.id,
+                state: match (&j.state, j.outcome.as_deref()) {
+                    (JobState::Done, Some("regressed")) => "done: REGRESSED".into(),
+                    (state, _) => state.as_str().into(),
+                },
+                class: j.target.clone(),
+                job: j.args.join(" "),
+                detail: detail(j, &self.agents, self.now),
+            })
+            .collect()
+    }
+
+    pub fn agent_lines(&self) -> Vec<AgentLine> {
+        self.agents
+            .iter()
+            .map(|a| AgentLine {
+                host: a.host.clone(),
+                state: if a.alive { "alive" } else { "gone" }.into(),
+                class: class_of(a).map_or_else(|| "?".into(), |c| c.to_string()),
+                allow: a.allow.clone(),
+                heartbeat: format!("{} ago", age(self.now - a.heartbeat_at_ms)),
+                job: a
+                    .job_id
+                    .filter(|_| a.alive)
+                    .map_or_else(|| "-".into(), |id| id.to_string()),
+            })
+            .collect()
+    }
+
+    pub fn schedule_lines(&self) -> Vec<ScheduleLine> {
+        let state_of = |id: i64| {
+            self.jobs
+                .iter()
+                .find(|j| j.id == id)
+                .map_or("not shown", |j| j.state.as_str())
+        };
+        self.schedules
+            .iter()
+            .map(|r| ScheduleLine {
+                id: r.id,
+                every: if r.active {
+                    format!("{} UTC", r.every)
+                } else {
+                    "stopped".into()
+                },
+                class: r.target.clone(),
+                job: r.args.join(" "),
+                next: if r.active {
+                    lab::timestamp::format_unix(r.next_at_ms / 1000)
+                } else {
+                    "-".into()
+                },
+                jobs: match r.jobs.last() {
+                    Some(&last) => format!("{} (last: {last}, {})", r.jobs.len(), state_of(last)),
+                    None => "none yet".into(),
+                },
+            })
+            .collect()
+    }
+}
+
 fn list(store: &Store, args: &QueueArgs) -> Result<ExitCode> {
-    let jobs = store.jobs(Some(args.limit))?;
-    let (agents, now) = store.agents()?;
-    let schedules = store.schedules()?;
+    let read = QueueRead::from(store, args.limit)?;
     let mut out = crate::stdout::stdout();
     if args.output.json() {
-        let jobs: Vec<serde_json::Value> = jobs
+        let jobs: Vec<serde_json::Value> = read
+            .jobs
             .iter()
             .map(|j| {
                 let mut v = serde_json::to_value(j).unwrap_or_default();
-                v["why"] = serde_json::json!(detail(j, &agents, now));
+                v["why"] = serde_json::json!(detail(j, &read.agents, read.now));
                 v
             })
             .collect();
         lab::safe_text::write_json(
             &mut out,
-            &serde_json::json!({"jobs": jobs, "schedules": schedules, "agents": agents, "now_ms": now}),
+            &serde_json::json!({"jobs": jobs, "schedules": read.schedules, "agents": read.agents, "now_ms": read.now}),
         )?;
         return Ok(ExitCode::SUCCESS);
     }
-    let job_lines: Vec<JobLine> = jobs
-        .iter()
-        .map(|j| JobLine {
-            id: j.id,
-            state: match (&j.state, j.outcome.as_deref()) {
-                (JobState::Done, Some("regressed")) => "done: REGRESSED".into(),
-                (state, _) => state.as_str().into(),
-            },
-            class: j.target.clone(),
-            job: j.args.join(" "),
-            detail: detail(j, &agents, now),
-        })
-        .collect();
-    let agent_lines: Vec<AgentLine> = agents
-        .iter()
-        .map(|a| AgentLine {
-            host: a.host.clone(),
-            state: if a.alive { "alive" } else { "gone" }.into(),
-            class: class_of(a).map_or_else(|| "?".into(), |c| c.to_string()),
-            allow: a.allow.clone(),
-            heartbeat: format!("{} ago", age(now - a.heartbeat_at_ms)),
-            job: a
-                .job_id
-                .filter(|_| a.alive)
-                .map_or_else(|| "-".into(), |id| id.to_string()),
-        })
-        .collect();
-    let state_of = |id: i64| {
-        jobs.iter()
-            .find(|j| j.id == id)
-            .map_or("not shown", |j| j.state.as_str())
-    };
-    let schedule_lines: Vec<ScheduleLine> = schedules
-        .iter()
-        .map(|r| ScheduleLine {
-            id: r.id,
-            every: if r.active {
-                format!("{} UTC", r.every)
-            } else {
-                "stopped".into()
-            },
-            class: r.target.clone(),
-            job: r.args.join(" "),
-            next: if r.active {
-                lab::timestamp::format_unix(r.next_at_ms / 1000)
-            } else {
-                "-".into()
-            },
-            jobs: match r.jobs.last() {
-                Some(&last) => format!("{} (last: {last}, {})", r.jobs.len(), state_of(last)),
-                None => "none yet".into(),
-            },
-        })
-        .collect();
     write_queue(
         &mut out,
-        &job_lines,
-        &schedule_lines,
-        &agent_lines,
+        &read.job_lines(),
+        &read.schedule_lines(),
+        &read.agent_lines(),
         &crate::output::stdout(),
     )?;
     Ok(ExitCode::SUCCESS)

@@ -542,3 +542,63 @@ fn a_submitter_role_queues_jobs_and_cannot_touch_a_run() {
     assert_eq!(first["state"], "done", "{first}");
     assert_eq!(first["runs"][0]["status"], "complete", "{first}");
 }
+
+/// The dashboard's queue page: each job with a link to its runs, each recurring job with a link
+/// to its series' change points, each agent with its class and last heartbeat; on a SQLite
+/// store, why there is no queue.
+#[test]
+fn the_dashboard_shows_the_queue_the_recurring_jobs_and_the_agents() {
+    use crate::team_lab::{Server, get};
+    let Some(db) = pg_server::fresh_url() else {
+        return;
+    };
+    let lab = Lab::new();
+    let mut args = vec!["--db", db.as_str(), "submit"];
+    args.extend_from_slice(JOB);
+    lab.ok(&args);
+    lab.ok(&[
+        "--db",
+        &db,
+        "submit",
+        "--every",
+        "daily 03:00",
+        "run",
+        "create_unlink",
+        "-p",
+        "shared=true",
+    ]);
+    let a = agent(&lab, &db, "host=dash-agent,cpus=64", &[]);
+    wait_all_final(&lab, &db, Duration::from_secs(60));
+    let server = Server::start(&lab, &db);
+    let (status, page) = get(&server.base, "/queue");
+    stop(vec![a]);
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains("?tag=job%3D1"),
+        "no link to job 1's runs: {page}"
+    );
+    assert!(page.contains("daily 03:00 UTC"), "{page}");
+    assert!(
+        page.contains("&#x2f;history&#x2f;create_unlink?p=shared%3Dtrue"),
+        "no link to the series' change points: {page}"
+    );
+    assert!(
+        page.contains("dash-agent") && page.contains("64 CPUs"),
+        "{page}"
+    );
+    assert!(
+        page.contains("href=\"/queue\""),
+        "the navigation links the queue: {page}"
+    );
+    drop(server);
+
+    let sqlite = lab.db().to_str().unwrap().to_owned();
+    lab.short_spin(&[]);
+    let server = Server::start(&lab, &sqlite);
+    let (status, page) = get(&server.base, "/queue");
+    assert_eq!(status, 200);
+    assert!(
+        page.contains("team&#x27;s PostgreSQL store") || page.contains("team's PostgreSQL store"),
+        "{page}"
+    );
+}

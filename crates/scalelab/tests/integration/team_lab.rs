@@ -332,13 +332,13 @@ fn assert_plotted(png: &std::path::Path) {
 }
 
 /// `scalelab serve` on a port of its own, stopped when dropped.
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    base: String,
+    pub(crate) base: String,
 }
 
 impl Server {
-    fn start(lab: &Lab, db: &str) -> Server {
+    pub(crate) fn start(lab: &Lab, db: &str) -> Server {
         let mut child = lab
             .cmd()
             .args(["--db", db, "serve", "--listen", "127.0.0.1:0"])
@@ -368,7 +368,7 @@ impl Drop for Server {
 }
 
 /// `GET path` by hand over TCP (no HTTP client crate in the tests): status and body.
-fn get(base: &str, path: &str) -> (u16, String) {
+pub(crate) fn get(base: &str, path: &str) -> (u16, String) {
     use std::io::{Read, Write};
     let addr = base.trim_start_matches("http://");
     let mut s = std::net::TcpStream::connect(addr).unwrap();

@@ -33,7 +33,9 @@ use lab::analysis::series;
 use lab::env::MachineClass;
 use lab::record::{RunData, RunStatus};
 use lab::store::{RunFilter, Store};
-use present::dashboard::{self, ClassRow, RunRow, RunsFilter, url_part};
+use present::dashboard::{
+    self, ClassRow, QueueJobRow, QueueScheduleRow, QueueView, RunRow, RunsFilter, url_part,
+};
 use stats::{ChangePointOptions, CompareOptions};
 
 use crate::cli::ServeArgs;
@@ -129,6 +131,7 @@ fn router(state: Arc<Dashboard>) -> Router {
         .route("/run/{id}", get(run_page))
         .route("/compare/{a}/{b}", get(compare_page))
         .route("/history/{workload}", get(history_page))
+        .route("/queue", get(queue_page))
         .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .fallback(|| async { page(StatusCode::NOT_FOUND, Err(not_found("No such page."))) })
         .with_state(state)
@@ -365,6 +368,64 @@ async fn runs_page(State(state): State<Arc<Dashboard>>, RawQuery(q): RawQuery) -
         dashboard::runs_page(&shown, &rows, total).map_err(|e| internal(&e.to_string()))
     })
     .await
+}
+
+/// The lab's queue: jobs (with their runs), recurring jobs (with their series' change points)
+/// and agents; on a SQLite store, why there is none.
+async fn queue_page(State(state): State<Arc<Dashboard>>) -> Response {
+    with_store(state, move |d| {
+        let store = d.store()?;
+        let render = |view: &QueueView, message: &str| {
+            dashboard::queue_page(view, message).map_err(|e| internal(&e.to_string()))
+        };
+        let read = match crate::commands::queue::QueueRead::from(&store, PAGE_ROWS) {
+            Ok(read) => read,
+            Err(e) => return render(&QueueView::default(), &format!("{e:#}")),
+        };
+        let view = QueueView {
+            jobs: read
+                .job_lines()
+                .into_iter()
+                .zip(&read.jobs)
+                .map(|(line, j)| QueueJobRow {
+                    runs_href: (!j.runs.is_empty())
+                        .then(|| format!("/?tag={}", url_part(&format!("job={}", j.id)))),
+                    line,
+                })
+                .collect(),
+            schedules: read
+                .schedule_lines()
+                .into_iter()
+                .zip(&read.schedules)
+                .map(|(line, r)| QueueScheduleRow {
+                    history_href: series_href(&r.args),
+                    line,
+                })
+                .collect(),
+            agents: read.agent_lines(),
+        };
+        render(&view, "")
+    })
+    .await
+}
+
+/// The history page of a `run` job's series (a built-in workload and its parameters).
+fn series_href(args: &[String]) -> Option<String> {
+    let series = crate::job_args::check(args).ok()?.series?;
+    let (workload, rest) = series.split_first()?;
+    if workload == "--cmd" {
+        return None;
+    }
+    let params: String = rest
+        .chunks(2)
+        .filter_map(|kv| kv.get(1))
+        .map(|kv| format!("&p={}", url_part(kv)))
+        .collect();
+    Some(format!(
+        "/history/{}?{}",
+        url_part(workload),
+        params.trim_start_matches('&')
+    ))
 }
 
 fn report(
