@@ -602,3 +602,72 @@ fn the_dashboard_shows_the_queue_the_recurring_jobs_and_the_agents() {
         "{page}"
     );
 }
+
+/// An agent cut off without dying (SIGSTOP: its connection and lock stay, its heartbeat stops,
+/// as behind a network cut) loses its job when the lease runs out: another agent of the class
+/// takes it back and runs it; the stopped agent, resumed, finds the job no longer its own and
+/// stops its measurement. The job ends done once, with one complete run.
+#[test]
+fn an_agent_that_stops_renewing_its_lease_loses_its_job_to_another() {
+    let Some(db) = pg_server::fresh_url() else {
+        return;
+    };
+    let lab = Lab::new();
+    let mut args = vec!["--db", db.as_str(), "submit"];
+    args.extend(JOB.iter().map(|a| if *a == "100ms" { "6s" } else { a }));
+    lab.ok(&args);
+    let agent = |host: &str| {
+        lab.cmd()
+            .args([
+                "--db",
+                &db,
+                "agent",
+                "--poll",
+                "300ms",
+                "--ignore-load",
+                "--lease",
+                "2s",
+            ])
+            .env("SCALELAB_TEST_AGENT_IDENTITY", format!("host={host}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let first = agent("cut-off");
+    let start = Instant::now();
+    while jobs(&queue(&lab, &db))[0]["state"] != "running" {
+        assert!(start.elapsed() < Duration::from_secs(30), "never taken");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    sys::send_signal(first.id() as i32, signal_hook::consts::SIGSTOP).unwrap();
+    let second = agent("standby");
+    let start = Instant::now();
+    while jobs(&queue(&lab, &db))[0]["agent"] != "standby" {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "never taken back"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    sys::send_signal(first.id() as i32, signal_hook::consts::SIGCONT).unwrap();
+    let q = wait_all_final(&lab, &db, Duration::from_secs(60));
+    std::thread::sleep(Duration::from_secs(1));
+    stop(vec![first, second]);
+    let j = &jobs(&queue(&lab, &db))[0];
+    assert_eq!(j["state"], "done", "{j}");
+    assert_eq!(j["agent"], "standby", "{j}");
+    let log = j["log"].to_string();
+    assert!(
+        log.contains("the agent on cut-off stopped renewing its lease"),
+        "{log}"
+    );
+    assert!(log.contains("attempt 1 stopped on cut-off"), "{log}");
+    let complete = j["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["status"] == "complete")
+        .count();
+    assert_eq!(complete, 1, "{q}");
+}

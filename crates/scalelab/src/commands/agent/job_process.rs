@@ -127,15 +127,20 @@ impl JobProcess {
     /// last line), escaped.
     pub fn last_error(&self) -> String {
         let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
-        let text = String::from_utf8_lossy(&tail);
-        let line = text
-            .lines()
-            .rev()
-            .find(|l| l.starts_with("error:"))
-            .or_else(|| text.lines().rev().find(|l| !l.trim().is_empty()))
-            .unwrap_or("no output");
-        lab::safe_text::printable(line.trim()).into_owned()
+        telling_line(&String::from_utf8_lossy(&tail))
     }
+}
+
+/// The line of a scalelab's output that says what happened: its last `error:` line, else its
+/// last line; escaped.
+fn telling_line(text: &str) -> String {
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("error:"))
+        .or_else(|| text.lines().rev().find(|l| !l.trim().is_empty()))
+        .unwrap_or("no output");
+    lab::safe_text::printable(line.trim()).into_owned()
 }
 
 /// `scalelab ARGS…` on the store `db`, to its end: its exit status (`None`: killed) and the
@@ -152,16 +157,7 @@ pub fn run_to_end(args: &[String], db: &OsStr) -> Result<(Option<i32>, String)> 
     let out = command.output().context("running scalelab")?;
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
-    let line = text
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("error:"))
-        .or_else(|| text.lines().rev().find(|l| !l.trim().is_empty()))
-        .unwrap_or("no output");
-    Ok((
-        out.status.code(),
-        lab::safe_text::printable(line.trim()).into_owned(),
-    ))
+    Ok((out.status.code(), telling_line(&text)))
 }
 
 /// The host name this machine's runs are stored under (their fingerprint's).
@@ -169,4 +165,17 @@ pub fn runs_host() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_owned())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_telling_line_is_the_last_error_else_the_last_line_escaped() {
+        assert_eq!(telling_line("a\nerror: x\nb\n\n"), "error: x");
+        assert_eq!(telling_line("a\nb\n  \n"), "b");
+        assert_eq!(telling_line(""), "no output");
+        assert!(!telling_line("error: \u{1b}[31mred").contains('\u{1b}'));
+    }
 }
