@@ -34,6 +34,7 @@ mod observers;
 mod offcpu;
 mod plan;
 mod process;
+mod profile;
 pub mod runner;
 mod scratch;
 #[cfg(any(test, feature = "test-support"))]

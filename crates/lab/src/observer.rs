@@ -1,32 +1,41 @@
-//! The observer seam: what a tracer that watches a trial's tasks implements, so that the
-//! runner opens, drains and finishes every one of them through one list
-//! ([`crate::observers::Observers`]) without naming any.
+//! The observer seam: what watches a trial's tasks implements, so that the runner opens,
+//! drains and finishes every one of them through one list ([`crate::observers::Observers`])
+//! without naming any: the profile (`--profile`), the lock trace (`--locks`) and the off-CPU
+//! trace (`--offcpu`).
 //!
-//! An observer is opened on the thread that then creates the tasks (a built-in trial child
-//! before its tasks, a command's timed step just before its spawn), so that its events are
-//! inherited from their first instruction. While they run it is drained every few
-//! milliseconds; it is told which processes are not the workload's (a `perf record` wrapping
-//! a command); when the window closes it is finished, and leaves its report in [`Observed`],
-//! whose fields are the trial record's (`TrialMeasurement::locks`, `::offcpu`).
+//! Two ways to watch, one trait. A tracer is opened on the thread that then creates the tasks
+//! (a built-in trial child before its tasks, a command's timed step just before its spawn),
+//! so that its events are inherited from their first instruction; while they run it is
+//! drained every few milliseconds, and it is told which processes are not the workload's. The
+//! profile instead *wraps* the program that creates the tasks ([`Observer::wrap`]: `perf
+//! record … -- program`), so it is opened by whatever spawns that program (the executor for a
+//! trial child, the step for a command) and is never drained. When the window closes (or the
+//! wrapped program has ended) each is finished, and leaves its report in [`Observed`], whose
+//! fields are the trial record's (`TrialMeasurement::profile`, `::locks`, `::offcpu`).
 //!
 //! Adding an observer: its own module implements [`Observer`], [`Observed`] gets its report's
 //! field, and [`crate::observers::Observers::open`] opens it from the trial's request; the
 //! record type, the store's column and the renderer follow the report.
-//!
-//! The profile is not one: `perf record` wraps the program that is spawned (the trial child,
-//! or `sh -c CMD`) rather than being opened inside it, and its report is a file the parent
-//! reads after the child exits (`runner::perf_record`).
 
-use model::record::{ClockWindow, LockReport, OffCpuReport};
+use std::path::{Path, PathBuf};
+
+use model::record::{ClockWindow, LockReport, OffCpuReport, ProfileRef};
 
 /// A tracer of a trial's tasks (see the module doc).
 pub(crate) trait Observer: std::fmt::Debug {
-    /// True when it records (and needs draining); false when it could not be opened here, in
-    /// which case its report says why and the trial runs unobserved by it.
-    fn is_observing(&self) -> bool;
+    /// True when it records through rings this process must drain while the tasks run; false
+    /// for one that needs none (the profile), and for a tracer that could not be opened here,
+    /// whose report says why (the trial runs unobserved by it).
+    fn needs_draining(&self) -> bool;
 
     /// Leaves out process `pid`'s events: it belongs to the harness (`perf record`).
     fn exclude(&mut self, pid: u32);
+
+    /// The program to start instead of `program args…` when this observer wraps it (the
+    /// profile: `perf record … -- program args…`); `None` (a tracer) leaves it as it is.
+    fn wrap(&self, _program: &Path, _args: &[String]) -> Option<(PathBuf, Vec<String>)> {
+        None
+    }
 
     /// The measurement window opened at `at` (CLOCK_MONOTONIC ns): account from there on.
     fn window_opens(&mut self, _at: u64) {}
@@ -44,6 +53,8 @@ pub(crate) trait Observer: std::fmt::Debug {
 /// The reports the observers of a trial (or a step) left, one field per observer.
 #[derive(Debug, Default)]
 pub(crate) struct Observed {
+    /// `--profile`: the perf.data file, when perf wrote it.
+    pub profile: Option<ProfileRef>,
     /// `--locks`.
     pub locks: Option<LockReport>,
     /// `--offcpu`.

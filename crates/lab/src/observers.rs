@@ -1,45 +1,77 @@
 //! The observers of one trial (or one timed step), as one list: opened together from the
 //! trial's requests, drained together while the tasks run, finished together into
-//! [`Observed`]. The runner holds an [`Observers`] and never names a tracer.
+//! [`Observed`]. The runner holds an [`Observers`] and never names an observer.
+//!
+//! Where a list is opened follows from how each observer watches ([`crate::observer`]): a
+//! command's timed step opens all of them on the thread that spawns the step (the profile
+//! wraps its `sh -c`, the tracers inherit into it); a built-in trial opens the profile in the
+//! executor that spawns the trial child (which it wraps) and the tracers inside that child,
+//! before its tasks.
+
+use std::path::{Path, PathBuf};
 
 use crate::locks::LockRequest;
 use crate::locks::collect::TraceSession;
 use crate::observer::{Observed, Observer};
 use crate::offcpu::OffCpuRequest;
 use crate::offcpu::collect::OffCpuSession;
+use crate::profile::ProfileRequest;
+use crate::profile::session::ProfileSession;
 use crate::traced_processes::Scope;
 use model::record::ClockWindow;
+
+/// What a trial (or a step) asks to have watched.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Requests<'a> {
+    /// `--profile`: the request and the perf.data file to write.
+    pub profile: Option<(&'a ProfileRequest, &'a Path)>,
+    /// `--locks`.
+    pub locks: Option<LockRequest>,
+    /// `--offcpu`.
+    pub offcpu: Option<OffCpuRequest>,
+}
 
 /// The open observers of a trial.
 #[derive(Debug, Default)]
 pub(crate) struct Observers(Vec<Box<dyn Observer>>);
 
 impl Observers {
-    /// Opens every observer the trial asks for, on the calling thread (see
-    /// [`crate::observer`]); one that cannot be opened here says why in its report.
-    pub(crate) fn open(
-        locks: Option<LockRequest>,
-        offcpu: Option<OffCpuRequest>,
-        scope: Scope,
-    ) -> Observers {
+    /// Opens every observer asked for, on the calling thread (see [`crate::observer`]); a
+    /// tracer that cannot be opened here says why in its report. `scope` is whose events the
+    /// tracers keep.
+    pub(crate) fn open(requests: Requests<'_>, scope: Scope) -> Observers {
         let mut list: Vec<Box<dyn Observer>> = Vec::new();
-        if let Some(r) = locks {
+        if let Some((request, output)) = requests.profile {
+            list.push(Box::new(ProfileSession::new(request, output)));
+        }
+        if let Some(r) = requests.locks {
             list.push(Box::new(TraceSession::start_scoped(r, scope)));
         }
-        if let Some(r) = offcpu {
+        if let Some(r) = requests.offcpu {
             list.push(Box::new(OffCpuSession::start_scoped(r, scope)));
         }
         Observers(list)
     }
 
-    /// True when any of them records (and so needs draining).
-    pub(crate) fn is_observing(&self) -> bool {
-        self.0.iter().any(|o| o.is_observing())
+    /// True when any of them must be drained while the tasks run.
+    pub(crate) fn needs_draining(&self) -> bool {
+        self.0.iter().any(|o| o.needs_draining())
     }
 
-    /// True when the trial asked for none.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_empty()
+    /// The program to start for `program args…`: wrapped by each observer that wraps it, in
+    /// turn; `None` when none does.
+    pub(crate) fn wrap(&self, program: &Path, args: &[String]) -> Option<(PathBuf, Vec<String>)> {
+        let mut wrapped: Option<(PathBuf, Vec<String>)> = None;
+        for o in &self.0 {
+            let (p, a) = match &wrapped {
+                Some((p, a)) => (p.as_path(), a.as_slice()),
+                None => (program, args),
+            };
+            if let Some(w) = o.wrap(p, a) {
+                wrapped = Some(w);
+            }
+        }
+        wrapped
     }
 
     /// Leaves out process `pid` (the harness's) in every one.

@@ -35,7 +35,8 @@ pub(crate) use sweep::measure_unstored;
 
 use crate::error::LabError;
 use crate::plan::Plan;
-use crate::runner::{Executor, perf_record};
+use crate::profile::perf_record;
+use crate::runner::Executor;
 use crate::scratch::Scratch;
 use model::env::Fingerprint;
 

@@ -75,7 +75,7 @@ impl TraceSession {
 }
 
 impl Observer for TraceSession {
-    fn is_observing(&self) -> bool {
+    fn needs_draining(&self) -> bool {
         self.tracer.is_some()
     }
 
@@ -398,7 +398,7 @@ mod tests {
     #[test]
     fn std_mutex_waits_are_attributed_to_the_function_taking_the_lock() {
         let session = TraceSession::start(LockRequest::ALL);
-        if !session.is_observing() {
+        if !session.needs_draining() {
             eprintln!("skipped: {:?}", session.notes);
             return;
         }
@@ -458,7 +458,7 @@ mod tests {
             ..LockRequest::ALL
         };
         let mut session = TraceSession::start(request);
-        if !session.is_observing() {
+        if !session.needs_draining() {
             eprintln!("skipped: {:?}", session.notes);
             return;
         }

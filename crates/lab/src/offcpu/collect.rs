@@ -88,7 +88,7 @@ impl OffCpuSession {
 }
 
 impl Observer for OffCpuSession {
-    fn is_observing(&self) -> bool {
+    fn needs_draining(&self) -> bool {
         self.tracer.is_some()
     }
 

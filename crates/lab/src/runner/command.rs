@@ -39,15 +39,15 @@ use super::executor::{Execution, Executor};
 use super::ops_regex;
 use super::placement;
 use super::spec::{CommandSpec, OpsSource, TrialSpec};
-use super::step::{AfterStep, Observe, StepError, Watched, run_step};
+use super::step::{AfterStep, StepError, Watched, run_step};
 use crate::error::LabError;
-use crate::observers::Observers;
+use crate::observers::{Observers, Requests};
 use crate::process::leftovers::Leftovers;
 use crate::process::owner::adopt;
 use crate::traced_processes::Scope;
 use model::metric;
 use model::record::{
-    ClockWindow, Nanos, ProfileRef, SampleRecord, StepRecord, TrialMeasurement, TrialOutcome, Usage,
+    ClockWindow, Nanos, SampleRecord, StepRecord, TrialMeasurement, TrialOutcome, Usage,
 };
 
 impl CommandSpec {
@@ -216,7 +216,7 @@ impl Executor for CommandExecutor {
                 stop,
                 &Watched::default(),
                 AfterStep::KeepRunning,
-                Observe::default(),
+                None,
             ) {
                 Ok(r) => services.0 = r.running,
                 Err(StepError::Interrupted) => {
@@ -298,7 +298,12 @@ fn timed_step(
         .profile
         .as_ref()
         .and_then(|req| req.steps.get(i).map(|path| (req, path.as_path())));
-    let mut observers = Observers::open(spec.locks, spec.offcpu, Scope::Command);
+    let requests = Requests {
+        profile,
+        locks: spec.locks,
+        offcpu: spec.offcpu,
+    };
+    let mut observers = Observers::open(requests, Scope::Command);
     let clock_start = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
     observers.window_opens(clock_start);
     let r = run_step(
@@ -308,10 +313,7 @@ fn timed_step(
         stop,
         watched,
         AfterStep::Kill,
-        Observe {
-            profile,
-            observers: Some(&mut observers),
-        },
+        Some(&mut observers),
     )?;
     let clock_end = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
     let window = ClockWindow {
@@ -324,7 +326,7 @@ fn timed_step(
         wall: Nanos::from_duration(r.wall),
         usage: r.usage,
         perf_record_cpu: r.perf_record_cpu,
-        profile: profile.and_then(|(req, path)| recorded(req, path)),
+        profile: observed.profile,
         locks: observed.locks,
         offcpu: observed.offcpu,
     };
@@ -386,23 +388,6 @@ fn command_measurement(
     })
 }
 
-/// The step's profile, when `perf record` wrote its file (made empty before the trial).
-fn recorded(
-    req: &super::perf_record::ProfileRequest,
-    path: &std::path::Path,
-) -> Option<ProfileRef> {
-    std::fs::symlink_metadata(path)
-        .is_ok_and(|m| m.is_file() && m.len() > 0)
-        .then(|| ProfileRef {
-            path: path.display().to_string(),
-            event: req.event.clone(),
-            frequency: req.frequency,
-            threads: Vec::new(),
-            partner_threads: Vec::new(),
-            partner_on_cpu: None,
-        })
-}
-
 /// What `--prepare` left running (a server the timed steps use): killed when the trial ends,
 /// after cleanup, however the trial ends.
 struct PrepareServices(Option<Leftovers>);
@@ -426,7 +411,7 @@ fn run_cleanup(cmd: &CommandSpec, n: &str, limit: Duration, stop: &AtomicBool) {
             stop,
             &Watched::default(),
             AfterStep::Kill,
-            Observe::default(),
+            None,
         );
     }
 }

@@ -17,9 +17,11 @@ use std::time::{Duration, Instant};
 
 use super::child_io::{Tail, read_in_background, tail};
 use super::spec::TrialSpec;
+use crate::observers::{Observers, Requests};
 use crate::process::leftovers::Leftovers;
 use crate::process::owner::adopt;
-use model::record::{ProfileRef, TrialMeasurement, TrialOutcome};
+use crate::traced_processes::Scope;
+use model::record::{ClockWindow, Nanos, ProfileRef, TrialMeasurement, TrialOutcome};
 
 /// What became of one execution.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,14 +56,16 @@ impl Executor for ChildExecutor {
             Ok(v) => v,
             Err(e) => return failed(format!("could not encode the trial spec: {e}")),
         };
-        // `--profile`: perf record runs the trial child (stdin and stdout pass through to it).
-        let (program, args) = match &spec.profile {
-            Some(req) => (
-                PathBuf::from("perf"),
-                super::perf_record::perf_args(req, &self.program, &self.args),
-            ),
-            None => (self.program.clone(), self.args.clone()),
+        // The observers that wrap the trial child (`--profile`: perf record runs it, stdin and
+        // stdout passing through); the tracers are opened inside it, before its tasks.
+        let requests = Requests {
+            profile: spec.profile.as_ref().map(|r| (r, r.path.as_path())),
+            ..Requests::default()
         };
+        let observers = Observers::open(requests, Scope::Command);
+        let (program, args) = observers
+            .wrap(&self.program, &self.args)
+            .unwrap_or_else(|| (self.program.clone(), self.args.clone()));
         let mut command = Command::new(&program);
         command
             .args(&args)
@@ -138,22 +142,20 @@ impl Executor for ChildExecutor {
         if status.success() {
             return match serde_json::from_slice::<TrialMeasurement>(&out) {
                 Ok(mut m) => {
-                    // The file was made empty before the trial: perf wrote it if it is not.
-                    let recorded = |r: &&super::perf_record::ProfileRequest| {
-                        std::fs::symlink_metadata(&r.path).is_ok_and(|m| m.is_file() && m.len() > 0)
-                    };
+                    let window = m.clock_window.unwrap_or(ClockWindow {
+                        start: Nanos(0),
+                        end: Nanos(0),
+                    });
+                    let observed = observers.finish(window, None);
                     // The child names its task and partner threads and the partners' CPU;
-                    // the rest is the parent's.
-                    let child = m.profile.take();
-                    if let Some(req) = spec.profile.as_ref().filter(recorded) {
-                        let child = child.unwrap_or_default();
-                        m.profile = Some(ProfileRef {
-                            path: req.path.display().to_string(),
-                            event: req.event.clone(),
-                            frequency: req.frequency,
-                            ..child
-                        });
-                    }
+                    // the file and what was sampled are the profile's.
+                    let child = m.profile.take().unwrap_or_default();
+                    m.profile = observed.profile.map(|p| ProfileRef {
+                        path: p.path,
+                        event: p.event,
+                        frequency: p.frequency,
+                        ..child
+                    });
                     Execution::Finished(TrialOutcome::Ok(m))
                 }
                 Err(e) => failed(format!(

@@ -11,7 +11,6 @@ pub(crate) mod executor;
 mod fake_executor;
 pub use model::metric;
 mod ops_regex;
-pub(crate) mod perf_record;
 pub(crate) mod placement;
 mod schedstat;
 pub(crate) mod spec;
@@ -19,11 +18,11 @@ mod step;
 mod task;
 pub(crate) mod trial;
 
+pub use crate::profile::{ProfileRequest, ProfileSettings};
 pub use command::CommandExecutor;
 pub(crate) use executor::ChildExecutor;
 pub use executor::{Execution, Executor};
 #[cfg(any(test, feature = "test-support"))]
 pub(crate) use fake_executor::FakeExecutor;
-pub use perf_record::{ProfileRequest, ProfileSettings};
 pub use spec::{BuiltinWork, CommandSpec, OpsSource, TrialSpec, Work};
 pub use trial::run_trial;

@@ -12,9 +12,9 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::perf_record::ProfileRequest;
 use crate::locks::LockRequest;
 use crate::offcpu::OffCpuRequest;
+use crate::profile::ProfileRequest;
 use model::record::{Membind, Mode, Nanos, Pin};
 
 /// One trial: N tasks doing some work, maybe observed.

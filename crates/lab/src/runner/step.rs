@@ -6,11 +6,11 @@
 //! grandchild — and its output is collected within a bounded wait, so a process still holding
 //! the step's pipes cannot hang the run.
 //!
-//! A timed step may be observed ([`Observe`]): `--profile` runs it as `perf record … -- sh -c
-//! CMD` (perf follows the whole tree across fork and exec, into a perf.data of the step's own),
-//! and `--locks`/`--offcpu` drain the trial's observers ([`crate::observer`]), opened on this
-//! thread just before the spawn (inherited by the step from its first instruction), every few
-//! milliseconds while the step runs.
+//! A timed step may be observed by the trial's [`Observers`] ([`crate::observer`]), opened on
+//! this thread just before the spawn: one that wraps (`--profile`) runs it as `perf record …
+//! -- sh -c CMD` (perf follows the whole tree across fork and exec, into a perf.data of the
+//! step's own), and those that need draining (`--locks`, `--offcpu`: inherited by the step
+//! from its first instruction) are drained every few milliseconds while the step runs.
 
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
@@ -25,7 +25,6 @@ use std::path::Path;
 use super::child_io::{Reader, Tail, read_in_background, tail};
 use super::control::to_usage;
 use super::ops_regex::{FirstMatch, Watch};
-use super::perf_record::{ProfileRequest, perf_args_to};
 use crate::observers::Observers;
 use crate::process::leftovers::Leftovers;
 use crate::process::owner::adopt;
@@ -41,17 +40,6 @@ const LOCK_DRAIN_EVERY: Duration = Duration::from_millis(10);
 const BUSY_DRAIN_EVERY: Duration = Duration::from_millis(2);
 /// Futex waits read by one drain that make the next one come sooner.
 const BUSY_DRAIN: u64 = 128;
-
-/// What watches a timed step: nothing, `perf record` into a file, the trial's observers
-/// (tracers), or both.
-#[derive(Default)]
-pub(super) struct Observe<'a> {
-    /// `--profile`: record the step's process tree into this file.
-    pub profile: Option<(&'a ProfileRequest, &'a Path)>,
-    /// `--locks`, `--offcpu`: the observers opened on this thread just before the step is
-    /// spawned.
-    pub observers: Option<&'a mut Observers>,
-}
 
 /// How long a killed shell may take to be reaped (it cannot block SIGKILL, but a process in
 /// uninterruptible sleep dies only when the kernel lets it).
@@ -134,13 +122,9 @@ pub(super) fn run_step(
     stop: &AtomicBool,
     watched: &Watched<'_>,
     after: AfterStep,
-    observe: Observe<'_>,
+    mut observers: Option<&mut Observers>,
 ) -> Result<StepResult, StepError> {
-    let Observe {
-        profile,
-        mut observers,
-    } = observe;
-    let mut sh = step_command(command, profile);
+    let (mut sh, wrapped) = step_command(command, observers.as_deref());
     sh.stdin(Stdio::null())
         .stdout(if watched.stdout() {
             Stdio::piped()
@@ -156,20 +140,16 @@ pub(super) fn run_step(
     // parent-death signal fires when the spawning thread exits, so it must not be a helper.
     let mark = adopt(&mut sh);
     let mut child = sh.spawn().map_err(|e| {
-        StepError::Failed(match profile {
-            Some(_) => format!("could not start perf record: {e}"),
-            None => format!("could not start sh: {e}"),
-        })
+        let program = sh.get_program().to_string_lossy();
+        StepError::Failed(format!("could not start {program}: {e}"))
     })?;
     let started = Instant::now();
     let pid = child.id() as i32;
-    if profile.is_some()
-        && let Some(o) = observers.as_deref_mut()
-    {
-        // perf record's own waits are not the command's.
+    if wrapped && let Some(o) = observers.as_deref_mut() {
+        // A wrapper's (perf record's) own waits are not the command's.
         o.exclude(child.id());
     }
-    let tick = if observers.as_ref().is_some_and(|o| !o.is_empty()) {
+    let tick = if observers.as_ref().is_some_and(|o| o.needs_draining()) {
         LOCK_DRAIN_EVERY
     } else {
         TICK
@@ -181,10 +161,9 @@ pub(super) fn run_step(
     };
     let (out, err) = watch_output(&mut child, watched);
     let (tx, rx) = mpsc::channel();
-    // Under perf record, its own CPU (read before it is reaped) is not the command's.
-    let profiled = profile.is_some();
+    // A wrapper's (perf record's) own CPU, read before it is reaped, is not the command's.
     std::thread::spawn(move || {
-        let _ = tx.send(if profiled {
+        let _ = tx.send(if wrapped {
             sys::wait_child_own_cpu(pid)
         } else {
             sys::wait_child(pid).map(|exit| (exit, None))
@@ -255,23 +234,21 @@ pub(super) fn run_step(
     }
 }
 
-/// `sh -c command`, under `perf record` when the step is profiled.
-fn step_command(command: &str, profile: Option<(&ProfileRequest, &Path)>) -> Command {
-    match profile {
-        Some((req, output)) => {
-            let mut perf = Command::new("perf");
-            perf.args(perf_args_to(
-                req,
-                output,
-                Path::new("sh"),
-                &["-c".to_string(), command.to_string()],
-            ));
-            perf
+/// `sh -c command`, wrapped by the observers that wrap it (`perf record` when the step is
+/// profiled), and whether it is.
+fn step_command(command: &str, observers: Option<&Observers>) -> (Command, bool) {
+    let sh = Path::new("sh");
+    let args = ["-c".to_string(), command.to_string()];
+    match observers.and_then(|o| o.wrap(sh, &args)) {
+        Some((program, args)) => {
+            let mut wrapper = Command::new(program);
+            wrapper.args(args);
+            (wrapper, true)
         }
         None => {
-            let mut sh = Command::new("sh");
-            sh.args(["-c", command]);
-            sh
+            let mut plain = Command::new(sh);
+            plain.args(args);
+            (plain, false)
         }
     }
 }

@@ -15,7 +15,7 @@ use super::schedstat::{self, TaskClocks};
 use super::spec::{BuiltinWork, TrialSpec};
 use super::task::{TaskPlace, run_task};
 use crate::error::LabError;
-use crate::observers::Observers;
+use crate::observers::{Observers, Requests};
 use crate::traced_processes::Scope;
 use crate::workloads::{self, PrepareContext, Prepared};
 use model::params::Params;
@@ -55,9 +55,15 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
         .counters
         .then(|| perf::InheritedCounters::open(&super::counter_window::COUNTED));
     let extra_names = prepared.extra_names();
-    // Like the counters, opened before any task exists so that every task inherits them.
-    let mut observers = Observers::open(spec.locks, spec.offcpu, Scope::Own);
-    let drain_every = observers.is_observing().then_some(LOCK_DRAIN_EVERY);
+    // Like the counters, opened before any task exists so that every task inherits them. The
+    // profile, if any, wraps this process: the executor that spawned it opened that one.
+    let requests = Requests {
+        profile: None,
+        locks: spec.locks,
+        offcpu: spec.offcpu,
+    };
+    let mut observers = Observers::open(requests, Scope::Own);
+    let drain_every = observers.needs_draining().then_some(LOCK_DRAIN_EVERY);
     let mut drain = || {
         observers.drain();
     };

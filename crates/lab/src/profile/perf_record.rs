@@ -1,6 +1,7 @@
-//! `--profile`: wrapping a trial child in `perf record`, and what that needs before the run
-//! starts — perf on the PATH, the event the machine can sample (`cycles` where the PMU exists,
-//! else `cpu-clock`), a sampling rate perf will not be throttled at, and a kallsyms snapshot.
+//! `--profile`: the `perf record` command line that wraps a trial's program, and what that
+//! needs before the run starts — perf on the PATH, the event the machine can sample (`cycles`
+//! where the PMU exists, else `cpu-clock`), a sampling rate perf will not be throttled at, and
+//! a kallsyms snapshot.
 //!
 //! Files live beside the database, in a folder of the run's own:
 //! `<db dir>/profiles/<db file name>/<run uuid>/n<N>-t<K>.perf.data` and `…/kallsyms`, so
@@ -227,11 +228,6 @@ pub(crate) use store::profile_files::profiles_of;
 
 pub(crate) use model::record::KALLSYMS;
 
-/// The `perf record` argument list that runs `program args…` as a profiled trial.
-pub(crate) fn perf_args(req: &ProfileRequest, program: &Path, args: &[String]) -> Vec<String> {
-    perf_args_to(req, &req.path, program, args)
-}
-
 /// The `perf record` argument list that runs `program args…` writing `output`: the whole
 /// process tree (perf follows every thread and child, across exec), with call graphs.
 pub(crate) fn perf_args_to(
@@ -280,6 +276,11 @@ pub(crate) fn perf_args_to(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The `perf record` argument list that runs `program args…` as a profiled trial.
+    fn perf_args(req: &ProfileRequest, program: &Path, args: &[String]) -> Vec<String> {
+        perf_args_to(req, &req.path, program, args)
+    }
 
     #[test]
     fn only_the_first_k_trials_are_profiled_with_named_files() {
