@@ -14,7 +14,6 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod event;
-mod held_back;
 mod idle_probe;
 mod inherited;
 mod inherited_group;
@@ -23,6 +22,7 @@ mod lock_tracer;
 mod mapping_stream;
 mod offcpu_events;
 mod offcpu_tracer;
+mod pairing_engine;
 mod thread_timeline;
 mod trace_ring;
 mod trace_stream;

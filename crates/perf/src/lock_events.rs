@@ -33,7 +33,7 @@ pub(crate) struct TimedEvent {
     pub event: LockEvent,
 }
 
-impl crate::held_back::Stamped for TimedEvent {
+impl crate::pairing_engine::Stamped for TimedEvent {
     fn time(&self) -> u64 {
         self.time
     }
@@ -207,6 +207,14 @@ impl Pairing {
     /// Waits still open (begun, never ended).
     pub(crate) fn still_open(&self) -> u64 {
         (self.open_locks.len() + self.open_futex.len()) as u64
+    }
+}
+
+impl crate::pairing_engine::Pairing for Pairing {
+    type Record = TimedEvent;
+
+    fn feed(&mut self, record: &TimedEvent) {
+        Pairing::feed(self, record);
     }
 }
 

@@ -25,12 +25,12 @@
 use perf_event::events::Tracepoint;
 use perf_event::{Builder, Clock, Counter, SampleFlag};
 
-use crate::held_back::HeldBack;
 use crate::lock_events::{
     ChainTable, Field, LockEvent, LockTrace, Pairing, TimedEvent, parse_sample,
 };
 use crate::mapping_stream::MappingStream;
 use crate::offcpu_events::split_chain;
+use crate::pairing_engine::PairingEngine;
 use crate::trace_ring::{
     PERF_RECORD_SAMPLE, TRACER_BUDGET_BYTES, UnwindCache, UnwindState, cached_user_chain,
     online_cpus, ring_bytes, set_filter,
@@ -106,8 +106,7 @@ impl Kind {
 #[derive(Debug)]
 pub struct LockTracer {
     streams: Vec<Stream<Kind>>,
-    pending: HeldBack<TimedEvent>,
-    pairing: Pairing,
+    pending: PairingEngine<Pairing>,
     chains: ChainTable,
     lost: u64,
     malformed: u64,
@@ -361,8 +360,7 @@ impl LockTracer {
         };
         Ok(LockTracer {
             streams,
-            pending: HeldBack::default(),
-            pairing: Pairing::default(),
+            pending: PairingEngine::default(),
             chains: ChainTable::default(),
             lost: 0,
             malformed: 0,
@@ -385,8 +383,7 @@ impl LockTracer {
         self.reloaded.clear();
         self.mappings.apply(&mut self.unwinder);
         self.read_all();
-        let pairing = &mut self.pairing;
-        self.pending.release_settled(now, |e| pairing.feed(e));
+        self.pending.settle(now);
         self.futex_seen - before
     }
 
@@ -406,10 +403,8 @@ impl LockTracer {
         self.mappings.disable();
         self.mappings.apply(&mut self.unwinder);
         self.read_all();
-        let pairing = &mut self.pairing;
-        self.pending.release_before(u64::MAX, |e| pairing.feed(e));
-        let unpaired = self.pairing.still_open() + self.pairing.unmatched_ends;
-        let pairing = std::mem::take(&mut self.pairing);
+        let pairing = self.pending.finish(u64::MAX);
+        let unpaired = pairing.still_open() + pairing.unmatched_ends;
         let mut pids: Vec<u32> = pairing.futex.iter().map(|w| w.pid).collect();
         pids.sort_unstable();
         pids.dedup();

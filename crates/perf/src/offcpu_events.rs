@@ -108,7 +108,7 @@ pub(crate) struct TimedSched {
     pub event: SchedEvent,
 }
 
-impl crate::held_back::Stamped for TimedSched {
+impl crate::pairing_engine::Stamped for TimedSched {
     fn time(&self) -> u64 {
         self.time
     }

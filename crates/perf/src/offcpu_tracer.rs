@@ -46,12 +46,12 @@ use std::collections::{HashMap, HashSet};
 use perf_event::events::Tracepoint;
 use perf_event::{Builder, Clock, Counter, SampleFlag, Sampler};
 
-use crate::held_back::HeldBack;
 use crate::lock_events::{ChainTable, Field, parse_sample};
 use crate::mapping_stream::{MappingStream, TaskChange, TaskRecord};
 use crate::offcpu_events::{
     IdleCpu, IdleTally, OffCpuTrace, SchedEvent, TimedSched, WakerName, is_blocked, split_chain,
 };
+use crate::pairing_engine::PairingEngine;
 use crate::thread_timeline::Timeline;
 use crate::trace_ring::{
     PERF_RECORD_SAMPLE, PERF_RECORD_SWITCH_CPU_WIDE, TRACER_BUDGET_BYTES, UnwindCache, UnwindState,
@@ -118,8 +118,7 @@ enum Kind {
 #[derive(Debug)]
 pub struct OffCpuTracer {
     streams: Vec<Stream<Kind>>,
-    pending: HeldBack<TimedSched>,
-    timeline: Timeline,
+    pending: PairingEngine<Timeline>,
     chains: ChainTable,
     /// Threads the switch event has recorded (traced ones), so that wakers outside them are
     /// named while they live.
@@ -311,8 +310,7 @@ impl OffCpuTracer {
         streams.sort_by_key(|s| matches!(s.kind, Kind::Wakeup { .. } | Kind::Waking { .. }));
         Ok(OffCpuTracer {
             streams,
-            pending: HeldBack::default(),
-            timeline: Timeline::default(),
+            pending: PairingEngine::default(),
             chains: ChainTable::default(),
             seen: HashSet::new(),
             wakers: HashMap::new(),
@@ -338,14 +336,13 @@ impl OffCpuTracer {
         self.apply_side_band();
         self.read_all(MAX_RECORDS_PER_DRAIN);
         self.name_wakers();
-        let timeline = &mut self.timeline;
-        self.pending.release_settled(now, |e| timeline.feed(e));
+        self.pending.settle(now);
     }
 
     /// Accounts the threads' time only from `from` on (CLOCK_MONOTONIC ns: the window's
     /// start); by default from the first record.
     pub fn account_from(&mut self, from: u64) {
-        self.timeline.accrue_from(from);
+        self.pending.pairing.accrue_from(from);
     }
 
     /// Applies the side band's records to the unwinder, and queues its thread creations and
@@ -362,7 +359,7 @@ impl OffCpuTracer {
                 TaskChange::Fork { parent } => SchedEvent::Fork { parent },
                 TaskChange::Exit => SchedEvent::Exit,
                 TaskChange::Comm(comm) => {
-                    self.timeline.name(pid, tid, &comm, time);
+                    self.pending.pairing.name(pid, tid, &comm, time);
                     continue;
                 }
             };
@@ -424,11 +421,10 @@ impl OffCpuTracer {
         self.apply_side_band();
         self.read_all(usize::MAX);
         self.name_wakers();
-        let timeline = &mut self.timeline;
-        self.pending.release_before(until, |e| timeline.feed(e));
-        let out_of_step = self.timeline.out_of_step;
-        let late_switch_ins = self.timeline.late_switch_ins;
-        let (episodes, threads) = std::mem::take(&mut self.timeline).close(until);
+        let timeline = self.pending.finish(until);
+        let out_of_step = timeline.out_of_step;
+        let late_switch_ins = timeline.late_switch_ins;
+        let (episodes, threads) = timeline.close(until);
         let traced: HashSet<u32> = threads.iter().map(|t| t.tid).collect();
         self.wakers.retain(|tid, _| !traced.contains(tid));
         let mut pids: Vec<u32> = episodes.iter().map(|e| e.pid).collect();

@@ -92,6 +92,14 @@ pub(crate) struct Timeline {
     cpus: HashMap<u32, CpuSwitches>,
 }
 
+impl crate::pairing_engine::Pairing for Timeline {
+    type Record = TimedSched;
+
+    fn feed(&mut self, record: &TimedSched) {
+        Timeline::feed(self, record);
+    }
+}
+
 impl Timeline {
     /// Accrues time only from `from` on (CLOCK_MONOTONIC ns).
     pub(crate) fn accrue_from(&mut self, from: u64) {

@@ -6,7 +6,7 @@
 //!
 //! What stays each tracer's own: decoding its tracepoints' fields, and pairing what was decoded
 //! (lock waits: an enter with its exit; scheduler records: each thread's timeline), fed in
-//! time order through [`crate::held_back`].
+//! time order through [`crate::pairing_engine`].
 
 use std::collections::HashSet;
 
