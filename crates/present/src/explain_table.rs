@@ -14,7 +14,7 @@ use model::safe_text::printable;
 use crate::explain_threads;
 use crate::grid::Grid;
 use crate::number_format::duration;
-use crate::text_options::TextOptions;
+use crate::printer::Printer;
 
 /// Causes in the answer line and in the evidence.
 const TOP: usize = 3;
@@ -370,15 +370,15 @@ pub fn unwoken_note(e: &Explanation) -> Option<String> {
 /// The whole explanation as terminal text: the answer, the accounting per N, the traces
 /// against it, the growth by cause with its evidence, the USL reading, what evidence is
 /// missing, and which trials each part came from.
-pub fn write(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Result<()> {
+pub fn write(out: &mut Printer<'_>, e: &Explanation) -> io::Result<()> {
     writeln!(out, "{}", e.description)?;
     writeln!(out, "{}", answer(e))?;
     writeln!(out)?;
-    write_accounting(out, e, opts)?;
-    explain_threads::write(out, e, opts)?;
-    write_agreement(out, e, opts)?;
+    write_accounting(out, e)?;
+    explain_threads::write(out, e)?;
+    write_agreement(out, e)?;
     if let Some(g) = &e.growth {
-        write_growth(out, e, g, opts)?;
+        write_growth(out, e, g)?;
     }
     if let Some(u) = &e.usl {
         writeln!(out)?;
@@ -407,12 +407,12 @@ pub fn write(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Re
         }
     }
 
-    write_sources(out, e, opts)
+    write_sources(out, e)
 }
 
 /// The accounting table: ns per op per task, split into user, system, run queue and off-CPU
 /// (and supervising/workers for a command's threads), with the trials' spread.
-fn write_accounting(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Result<()> {
+fn write_accounting(out: &mut Printer<'_>, e: &Explanation) -> io::Result<()> {
     writeln!(out, "{}", explain_threads::accounting_header(e))?;
     let threads = e.points.iter().any(|p| !p.accounting.workers.is_empty());
     let mut headers = vec!["N", "ns/op/task", "user", "system", "run queue", "off-CPU"];
@@ -443,12 +443,12 @@ fn write_accounting(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) ->
         row.push(a.trials.len().to_string());
         t.add_row(row);
     }
-    t.write_terminal(out, opts)
+    out.table(&t)
 }
 
 /// The traces against the accounting on the same trials, and the notes on what the traces
 /// cost and missed.
-fn write_agreement(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Result<()> {
+fn write_agreement(out: &mut Printer<'_>, e: &Explanation) -> io::Result<()> {
     let (headers, rows) = agreement_rows(e);
     if !rows.is_empty() {
         writeln!(out)?;
@@ -461,7 +461,7 @@ fn write_agreement(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> 
         for r in rows {
             t.add_row(r);
         }
-        t.write_terminal(out, opts)?;
+        out.table(&t)?;
     }
     if let Some(note) = measuring_note(e) {
         writeln!(out, "{note}")?;
@@ -481,12 +481,7 @@ fn write_agreement(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> 
 
 /// The growth from the first to the last N by cause, what stayed within noise, and the top
 /// causes' evidence.
-fn write_growth(
-    out: &mut dyn Write,
-    e: &Explanation,
-    g: &GrowthAccount,
-    opts: &TextOptions,
-) -> io::Result<()> {
+fn write_growth(out: &mut Printer<'_>, e: &Explanation, g: &GrowthAccount) -> io::Result<()> {
     writeln!(out)?;
     writeln!(
         out,
@@ -521,7 +516,7 @@ fn write_growth(
         String::new(),
         "unexplained".into(),
     ]);
-    t.write_terminal(out, opts)?;
+    out.table(&t)?;
     if g.named
         .first()
         .is_some_and(|c| c.cause.kind == CauseKind::RunQueue && c.delta_ns > 0.0)
@@ -573,7 +568,8 @@ fn write_growth(
 }
 
 /// Which trials each part came from, and the noise rule the causes were judged by.
-fn write_sources(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Result<()> {
+fn write_sources(out: &mut Printer<'_>, e: &Explanation) -> io::Result<()> {
+    let opts = *out.options();
     let pal = opts.palette;
     writeln!(out)?;
     let mut sources = Vec::new();
@@ -620,12 +616,11 @@ mod tests {
     use lab::test_runs::explained_run;
 
     use super::*;
+    use crate::printer::{Format, printed};
 
     fn text() -> String {
         let e = explain(&explained_run(), &[]).expect("an explanation");
-        let mut out = Vec::new();
-        write(&mut out, &e, &TextOptions::plain()).expect("written");
-        String::from_utf8(out).expect("utf-8")
+        printed(Format::Text, |o| write(o, &e))
     }
 
     #[test]
@@ -642,9 +637,7 @@ mod tests {
             "{note}"
         );
         assert!(!note.contains("idle"), "no silent CPU, no cause: {note}");
-        let mut out = Vec::new();
-        write(&mut out, &e, &TextOptions::plain()).expect("written");
-        assert!(String::from_utf8(out).unwrap().contains(&note));
+        assert!(printed(Format::Text, |o| write(o, &e)).contains(&note));
         e.points[1].offcpu_silent_idle_cpus = vec![1];
         let note = unwoken_note(&e).expect("a note");
         assert!(
@@ -665,9 +658,7 @@ mod tests {
             "{note}"
         );
         assert!(!note.contains("N=1"), "{note}");
-        let mut out = Vec::new();
-        write(&mut out, &e, &TextOptions::plain()).expect("written");
-        assert!(String::from_utf8(out).unwrap().contains(&note));
+        assert!(printed(Format::Text, |o| write(o, &e)).contains(&note));
     }
 
     #[test]
@@ -692,9 +683,7 @@ mod tests {
         e.points[1].trace_cost = Some(cost(2.9));
         let heavy = trace_cost_note(&e).expect("a note");
         assert!(heavy.contains("(×2.90); above ×1.3, the times per op above and their split describe the traced run"), "{heavy}");
-        let mut out = Vec::new();
-        write(&mut out, &e, &TextOptions::plain()).expect("written");
-        assert!(String::from_utf8(out).unwrap().contains(&heavy));
+        assert!(printed(Format::Text, |o| write(o, &e)).contains(&heavy));
     }
 
     #[test]
@@ -755,9 +744,7 @@ mod tests {
             waiting_for_started: model::record::Nanos(2_990_000_000),
             tids: vec![42],
         }];
-        let mut out = Vec::new();
-        write(&mut out, &e, &TextOptions::plain()).expect("written");
-        let text = String::from_utf8(out).expect("utf-8");
+        let text = printed(Format::Text, |o| write(o, &e));
         assert_eq!(text.matches("threads by role").count(), 1, "{text}");
         assert_eq!(
             text.matches("supervising: started threads").count(),

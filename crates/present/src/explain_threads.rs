@@ -10,7 +10,7 @@ use model::safe_text::printable;
 
 use crate::grid::Grid;
 use crate::number_format::duration;
-use crate::text_options::TextOptions;
+use crate::printer::Printer;
 
 /// The header line of the accounting table: what `ns/op/task` is for this run.
 pub fn accounting_header(e: &Explanation) -> &'static str {
@@ -32,7 +32,7 @@ pub fn workers_cell(workers: &[u32]) -> String {
 }
 
 /// The threads table and the rule behind each role; nothing for a run without them.
-pub fn write(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Result<()> {
+pub fn write(out: &mut Printer<'_>, e: &Explanation) -> io::Result<()> {
     if e.points.iter().all(|p| p.threads.is_empty()) {
         return Ok(());
     }
@@ -78,7 +78,7 @@ pub fn write(out: &mut dyn Write, e: &Explanation, opts: &TextOptions) -> io::Re
             ]);
         }
     }
-    t.write_terminal(out, opts)?;
+    out.table(&t)?;
     roles.sort();
     for r in roles {
         writeln!(out, "  {}: {}", r.name(), r.rule())?;

@@ -1,14 +1,20 @@
-//! Terminal text for a [`History`] (`scalelab history`): the series in time order, change
-//! points marked with their size and significance, and the verdict on the newest segment.
+//! A [`History`] for people (`scalelab history`): the series in time order, change points
+//! marked with their size and significance, and the verdict on the newest segment. On a
+//! terminal the change points are lines between the runs; in Markdown and CSV the series is
+//! one table whose `change` column marks the first run after each change point (CSV: the
+//! values as plain numbers, the change as a fraction).
 
 use std::io::{self, Write};
+
+use crate::grid::{Align, Grid};
+use crate::printer::{Format, Printer};
 
 use analysis::history::History;
 use model::number_text::{plural, relative_change, si};
 use model::safe_text::printable;
 
 /// Writes the series, its change points and the verdict on the newest segment.
-pub fn write_history(out: &mut dyn Write, h: &History) -> io::Result<()> {
+pub fn write_history(out: &mut Printer<'_>, h: &History) -> io::Result<()> {
     let at = if h.at > 0 {
         format!(" at N={}", h.at)
     } else {
@@ -31,6 +37,66 @@ pub fn write_history(out: &mut dyn Write, h: &History) -> io::Result<()> {
         h.options.min_segment
     )?;
     writeln!(out)?;
+    if out.format() == Format::Text {
+        write_series_text(out, h)?;
+    } else {
+        out.table(&series_grid(h, out.format()))?;
+    }
+    writeln!(out)?;
+    write_verdict(out, h)
+}
+
+/// The series as a table, one row per run, the change point's size in the run it starts at.
+fn series_grid(h: &History, format: Format) -> Grid {
+    let mut g = Grid::default();
+    g.keep("run", Align::Right)
+        .keep("started", Align::Left)
+        .keep("value", Align::Right)
+        .keep("variant", Align::Left)
+        .keep("label", Align::Left)
+        .keep("change", Align::Left)
+        .keep("p", Align::Right);
+    let csv = format == Format::Csv;
+    for (i, p) in h.points.iter().enumerate() {
+        let change = h.changes.iter().find(|c| c.index == i);
+        let (size, p_value) = match change {
+            Some(c) if csv => (
+                c.relative.map(|r| r.to_string()).unwrap_or_default(),
+                c.p_value.to_string(),
+            ),
+            Some(c) => (
+                format!(
+                    "{} {}",
+                    relative_change(c.relative),
+                    if c.regression {
+                        "REGRESSION"
+                    } else {
+                        "improvement"
+                    }
+                ),
+                format!("{:.2e}", c.p_value),
+            ),
+            None => (String::new(), String::new()),
+        };
+        g.add_row(vec![
+            p.run.to_string(),
+            printable(&p.started_at).into_owned(),
+            if csv {
+                p.value.to_string()
+            } else {
+                si(p.value)
+            },
+            printable(p.variant.as_deref().unwrap_or("")).into_owned(),
+            printable(&p.label).into_owned(),
+            size,
+            p_value,
+        ]);
+    }
+    g
+}
+
+/// The series for a terminal: a line per run, a line before each change point's first run.
+fn write_series_text(out: &mut Printer<'_>, h: &History) -> io::Result<()> {
     writeln!(
         out,
         "{:>6}  {:<20}  {:>10}  {:<10}  label",
@@ -64,7 +130,11 @@ pub fn write_history(out: &mut dyn Write, h: &History) -> io::Result<()> {
             printable(&p.label)
         )?;
     }
-    writeln!(out)?;
+    Ok(())
+}
+
+/// The verdict on the newest segment.
+fn write_verdict(out: &mut Printer<'_>, h: &History) -> io::Result<()> {
     if !h.judged {
         writeln!(
             out,
@@ -92,6 +162,8 @@ pub fn write_history(out: &mut dyn Write, h: &History) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use analysis::history::{Metric, from_points, parse_csv};
+
+    use crate::printer::Format;
     use stats::ChangePointOptions;
 
     fn table(csv: &str) -> String {
@@ -103,9 +175,7 @@ mod tests {
             points,
             &ChangePointOptions::default(),
         );
-        let mut out = Vec::new();
-        super::write_history(&mut out, &h).unwrap();
-        String::from_utf8(out).unwrap()
+        crate::printer::printed(Format::Text, |p| super::write_history(p, &h))
     }
 
     fn series(before: &str, after: &str) -> String {
@@ -136,6 +206,42 @@ mod tests {
         assert!(
             text.contains("change from 0 (p = 0.00e0): mean 0 ± 0 → 5.00 ± 0"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn markdown_and_csv_put_the_series_in_one_table_with_the_change_in_its_first_run() {
+        let points = parse_csv(&series("100", "50")).unwrap();
+        let h = from_points(
+            "csv",
+            0,
+            Metric::Throughput,
+            points,
+            &ChangePointOptions::default(),
+        );
+        let md = crate::printer::printed(Format::Markdown, |p| super::write_history(p, &h));
+        let rows: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
+        assert_eq!(rows.len(), 12, "header, rule, ten runs:\n{md}");
+        assert!(
+            rows[0].contains("| run |") && rows[0].contains("| change |"),
+            "{md}"
+        );
+        assert!(
+            rows[7].contains("-50.0% REGRESSION"),
+            "the sixth run starts it:\n{md}"
+        );
+        assert!(md.contains("the newest segment is a REGRESSION"), "{md}");
+        let csv = crate::printer::printed(Format::Csv, |p| super::write_history(p, &h));
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines.len(), 11, "{csv}");
+        assert_eq!(lines[0], "run,started,value,variant,label,change,p");
+        assert!(
+            lines[6].contains(",50,") && lines[6].contains(",-0.5,"),
+            "{csv}"
+        );
+        assert!(
+            !csv.contains("REGRESSION"),
+            "the lines are left out:\n{csv}"
         );
     }
 }

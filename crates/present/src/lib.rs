@@ -19,6 +19,8 @@
 //! - [`dashboard`]: the pages of `serve` the report has not (runs, history index).
 //! - [`run_list`]: the stored runs, one line each (`ls`).
 //! - [`comparison_csv`]: a comparison as CSV, one row per N (`compare --format csv`).
+//! - [`Printer`]: the output seam — every table module above writes lines and tables to a
+//!   printer, which writes them as text, Markdown or CSV ([`Format`]).
 //! - [`palette`] and [`TextOptions`]: colour (`--color`, `NO_COLOR`) and the width tables fit
 //!   in (`--wide`, `COLUMNS`, the terminal); Markdown renderings sit beside each table's text.
 //!
@@ -43,6 +45,7 @@ mod markdown;
 pub mod model_table;
 mod number_format;
 pub mod palette;
+mod printer;
 pub mod profile_table;
 pub mod queue_table;
 pub mod run_list;
@@ -51,4 +54,5 @@ mod text_options;
 
 pub use error::PresentError;
 pub use palette::{ColorChoice, Palette};
+pub use printer::{Format, Printer};
 pub use text_options::{TextOptions, table_width};

@@ -10,7 +10,7 @@ use model::safe_text::printable;
 
 use crate::grid::Grid;
 use crate::number_format::duration;
-use crate::text_options::TextOptions;
+use crate::printer::Printer;
 
 /// Left out first at a narrow width (then the caller's name is cut).
 const OPTIONAL: [&str; 4] = ["min wait", "max wait", "avg wait", "total wait"];
@@ -25,12 +25,11 @@ fn side_title(side: LockSide) -> &'static str {
 /// The lock table at one N: per side, the `top` rows with the most wait, then the top call
 /// sites of the first rows, the losses and the notes.
 pub fn write_point(
-    out: &mut dyn Write,
+    out: &mut Printer<'_>,
     header: &str,
     p: &PointLocks,
     sides: &[LockSide],
     top: usize,
-    opts: &TextOptions,
 ) -> io::Result<()> {
     writeln!(out, "{header}")?;
     writeln!(
@@ -78,7 +77,7 @@ pub fn write_point(
                 printable(&r.caller).into_owned(),
             ]);
         }
-        t.write_terminal(out, opts)?;
+        out.table(&t)?;
         if rows.len() > top {
             writeln!(out, "  … {} more rows (--top)", rows.len() - top)?;
         }
@@ -97,17 +96,16 @@ pub fn write_point(
             }
         }
     }
-    write_footer(out, p.lost_records, &p.notes, sides, opts)
+    write_footer(out, p.lost_records, &p.notes, sides)
 }
 
 /// "What grows": wait per op at each N by lock and caller, most growth first.
 pub fn write_growth(
-    out: &mut dyn Write,
+    out: &mut Printer<'_>,
     header: &str,
     g: &LockGrowth,
     sides: &[LockSide],
     top: usize,
-    opts: &TextOptions,
 ) -> io::Result<()> {
     writeln!(out, "{header}")?;
     let (first, last) = (g.points.first(), g.points.last());
@@ -158,23 +156,23 @@ pub fn write_growth(
             cells.push(printable(&r.caller).into_owned());
             t.add_row(cells);
         }
-        t.write_terminal(out, opts)?;
+        out.table(&t)?;
         if rows.len() > top {
             writeln!(out, "  … {} more rows (--top)", rows.len() - top)?;
         }
     }
-    write_footer(out, g.lost_records, &g.notes, sides, opts)
+    write_footer(out, g.lost_records, &g.notes, sides)
 }
 
 /// The losses and the notes; a note about one side (`kernel locks: …`, `user locks: …`) only
 /// when that side is shown.
 fn write_footer(
-    out: &mut dyn Write,
+    out: &mut Printer<'_>,
     lost: u64,
     notes: &[String],
     sides: &[LockSide],
-    opts: &TextOptions,
 ) -> io::Result<()> {
+    let opts = *out.options();
     let notes: Vec<&String> = notes
         .iter()
         .filter(|n| {
@@ -203,6 +201,8 @@ mod tests {
     use analysis::lock_contention::LockRow;
 
     use super::*;
+    use crate::printer::{Format, printed, printed_with};
+    use crate::text_options::TextOptions;
 
     fn point(caller: &str) -> PointLocks {
         PointLocks {
@@ -238,13 +238,13 @@ mod tests {
             "std::sync::poison::mutex::Mutex<T>::lock::contend_on_a_std_mutex_with_a_long_name";
         let p = point(caller);
         let draw = |width| {
-            let mut out = Vec::new();
             let opts = TextOptions {
                 width,
                 ..TextOptions::plain()
             };
-            write_point(&mut out, "run 1", &p, &[LockSide::User], 10, &opts).unwrap();
-            String::from_utf8(out).unwrap()
+            printed_with(Format::Text, &opts, |o| {
+                write_point(o, "run 1", &p, &[LockSide::User], 10)
+            })
         };
         let narrow = draw(Some(80));
         let table: Vec<&str> = narrow
@@ -298,17 +298,8 @@ mod tests {
             lost_records: 3,
             notes: vec!["a note".into()],
         };
-        let mut out = Vec::new();
-        write_point(
-            &mut out,
-            "run 1",
-            &p,
-            &[LockSide::Kernel, LockSide::User],
-            10,
-            &TextOptions::plain(),
-        )
-        .unwrap();
-        let text = String::from_utf8(out).unwrap();
+        let sides = [LockSide::Kernel, LockSide::User];
+        let text = printed(Format::Text, |o| write_point(o, "run 1", &p, &sides, 10));
         for needle in [
             "contended",
             "133ms",

@@ -6,13 +6,15 @@ use std::io::{self, Write};
 
 use crate::grid::{Align, Grid};
 
-/// A cell or a line made safe for Markdown: `|` would end a table cell and `\` escapes it;
-/// line breaks would end the row.
+/// A cell or a line made safe for Markdown: `|` would end a table cell, `<` could open an HTML
+/// tag and `\` escapes them; line breaks would end the row.
 pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for ch in text.chars() {
         match ch {
             '|' => out.push_str("\\|"),
+            // `<T>` would be read as an HTML tag (and dropped): `Mutex<T>::lock`.
+            '<' => out.push_str("\\<"),
             '\\' => out.push_str("\\\\"),
             '\n' | '\r' => out.push(' '),
             c => out.push(c),

@@ -5,18 +5,16 @@
 use std::io::{self, Write};
 
 use analysis::scaling_model::{ModelSource, ScalingModel};
-use comfy_table::presets::UTF8_BORDERS_ONLY;
-use comfy_table::{CellAlignment, ContentArrangement, Table};
 use model::number_text::{si, signed_percent};
 use model::safe_text::printable;
 use stats::Estimate;
 
-/// Writes the model as text (its tables are narrow; `opts` colours the warnings).
-pub fn write_model(
-    out: &mut dyn Write,
-    model: &ScalingModel,
-    opts: &crate::text_options::TextOptions,
-) -> io::Result<()> {
+use crate::grid::{Align, Grid};
+use crate::printer::Printer;
+
+/// Writes the model (its tables are narrow: never fitted to a width).
+pub fn write_model(out: &mut Printer<'_>, model: &ScalingModel) -> io::Result<()> {
+    let opts = *out.options();
     let f = &model.fit;
     match &model.source {
         ModelSource::Run {
@@ -39,7 +37,7 @@ pub fn write_model(
         model.unit
     )?;
     writeln!(out)?;
-    let mut t = table(&["parameter", "estimate", "std. error", "95% CI"]);
+    let mut t = table(&["parameter", "estimate", "std. error", "95% CI"], 1);
     for (name, e, se) in [
         ("σ contention", f.sigma, f.sigma_se),
         ("κ coherency", f.kappa, f.kappa_se),
@@ -52,8 +50,7 @@ pub fn write_model(
             interval(&e),
         ]);
     }
-    align(&mut t, 1);
-    writeln!(out, "{t}")?;
+    out.table(&t)?;
     match (f.n_star, f.x_at_n_star) {
         (Some(n), Some(x)) => {
             let inside = n >= f.min_n && n <= f.max_n;
@@ -86,7 +83,10 @@ pub fn write_model(
     )?;
     writeln!(out)?;
 
-    let mut t = table(&["N", "points", "measured (median)", "model", "residual"]);
+    let mut t = table(
+        &["N", "points", "measured (median)", "model", "residual"],
+        0,
+    );
     for p in &model.measured {
         t.add_row(vec![
             number(p.n),
@@ -96,10 +96,9 @@ pub fn write_model(
             signed_percent(p.residual),
         ]);
     }
-    align(&mut t, 0);
-    writeln!(out, "{t}")?;
+    out.table(&t)?;
 
-    let mut t = table(&["predict N", "X(N)", "95% band", ""]);
+    let mut t = table(&["predict N", "X(N)", "95% band", ""], 0);
     for p in &model.predictions {
         t.add_row(vec![
             number(p.n),
@@ -112,8 +111,7 @@ pub fn write_model(
             },
         ]);
     }
-    align(&mut t, 0);
-    writeln!(out, "{t}")?;
+    out.table(&t)?;
     if !model.warnings.is_empty() {
         writeln!(out)?;
         for w in &model.warnings {
@@ -128,19 +126,13 @@ pub fn write_model(
     Ok(())
 }
 
-fn table(headers: &[&str]) -> Table {
-    let mut t = Table::new();
-    t.load_style(UTF8_BORDERS_ONLY)
-        .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(headers.to_vec());
-    t
-}
-
-/// Right-aligns every column from `from` on.
-fn align(t: &mut Table, from: usize) {
-    for col in t.column_iter_mut().skip(from) {
-        col.set_cell_alignment(CellAlignment::Right);
+/// A table whose columns from `from` on are right-aligned (figures).
+fn table(headers: &[&str], from: usize) -> Grid {
+    let mut g = Grid::default();
+    for (i, h) in headers.iter().enumerate() {
+        g.keep(h, if i < from { Align::Left } else { Align::Right });
     }
+    g
 }
 
 fn interval(e: &Estimate) -> String {
@@ -179,9 +171,7 @@ mod tests {
     use super::*;
 
     fn text(model: &ScalingModel) -> String {
-        let mut out = Vec::new();
-        write_model(&mut out, model, &crate::text_options::TextOptions::plain()).unwrap();
-        String::from_utf8(out).unwrap()
+        crate::printer::printed(crate::printer::Format::Text, |o| write_model(o, model))
     }
 
     #[test]

@@ -12,7 +12,7 @@ use model::safe_text::printable;
 
 use crate::grid::Grid;
 use crate::number_format::opt_sig3;
-use crate::text_options::TextOptions;
+use crate::printer::Printer;
 
 fn function_label(name: &str, kernel: bool) -> String {
     let mut n: String = name.chars().take(70).collect();
@@ -70,12 +70,12 @@ fn dropped(p: &PointProfile) -> String {
 
 /// The top functions of one point, kernel and user, by self share.
 pub fn write_top(
-    out: &mut dyn Write,
+    out: &mut Printer<'_>,
     p: &PointProfile,
     top: usize,
     load: bool,
-    opts: &TextOptions,
 ) -> io::Result<()> {
+    let opts = *out.options();
     let unit = &p.unit;
     writeln!(
         out,
@@ -118,7 +118,7 @@ pub fn write_top(
         row.push(label(&f.dso));
         t.add_row(row);
     }
-    t.write_terminal(out, opts)?;
+    out.table(&t)?;
     let mut d = Grid::plain(&["self %", "samples", "dso"], 2, &[], Some("dso"));
     for x in p.dsos.iter().filter(|x| x.samples > 0).take(6) {
         d.add_row(vec![
@@ -127,7 +127,7 @@ pub fn write_top(
             label(&x.dso),
         ]);
     }
-    d.write_terminal(out, opts)?;
+    out.table(&d)?;
     for w in warnings(p) {
         writeln!(out, "{} {}", opts.palette.warning(), label(&w))?;
     }
@@ -135,12 +135,7 @@ pub fn write_top(
 }
 
 /// "What grows": cost per op at every N, ranked by last N over first.
-pub fn write_grows(
-    out: &mut dyn Write,
-    r: &GrowthReport,
-    top: usize,
-    opts: &TextOptions,
-) -> io::Result<()> {
+pub fn write_grows(out: &mut Printer<'_>, r: &GrowthReport, top: usize) -> io::Result<()> {
     let (first, last) = (r.points[0], r.points[r.points.len() - 1]);
     writeln!(
         out,
@@ -181,7 +176,7 @@ pub fn write_grows(
         row.push(note.join(", "));
         t.add_row(row);
     }
-    t.write_terminal(out, opts)?;
+    out.table(&t)?;
     let mut by_growth: Vec<_> = r.rows.iter().collect();
     by_growth.sort_by(|a, b| b.growth.total_cmp(&a.growth));
     let names: Vec<String> = by_growth
@@ -211,13 +206,12 @@ pub fn write_grows(
 
 /// Two runs at one N, function by function (perf diff semantics).
 pub fn write_diff(
-    out: &mut dyn Write,
+    out: &mut Printer<'_>,
     rows: &[FunctionDiff],
     labels: (&str, &str),
     n: u32,
     unit: &str,
     top: usize,
-    opts: &TextOptions,
 ) -> io::Result<()> {
     let (a, b) = labels;
     writeln!(
@@ -256,7 +250,7 @@ pub fn write_diff(
             },
         ]);
     }
-    t.write_terminal(out, opts)?;
+    out.table(&t)?;
     let new: Vec<&str> = rows
         .iter()
         .filter(|r| r.presence == Presence::New && r.share_b >= MIN_SHARE)
@@ -281,6 +275,8 @@ mod tests {
     use analysis::profile::{DsoRow, FunctionRow};
 
     use super::*;
+    use crate::printer::{Format, printed_with};
+    use crate::text_options::TextOptions;
 
     fn function(name: &str, share: f64) -> FunctionRow {
         FunctionRow {
@@ -338,13 +334,11 @@ mod tests {
     fn the_top_functions_fit_80_columns_cutting_the_name_last() {
         let p = point();
         let draw = |width| {
-            let mut out = Vec::new();
             let opts = TextOptions {
                 width,
                 ..TextOptions::plain()
             };
-            write_top(&mut out, &p, 10, false, &opts).unwrap();
-            String::from_utf8(out).unwrap()
+            printed_with(Format::Text, &opts, |o| write_top(o, &p, 10, false))
         };
         let narrow = draw(Some(80));
         for line in narrow

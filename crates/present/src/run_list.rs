@@ -2,7 +2,8 @@
 //! measured, trials, and name/variant/tags. Columns stay aligned however long a command line
 //! is: each is as wide as its widest cell, and when a width limit applies (see
 //! [`TextOptions`]) the two free-text columns are cut with `…` to fit — what ran first (down
-//! to 12 columns), then the labels (down to 12) — and `ls --json` has the full text.
+//! to 12 columns), then the labels (down to 12) — and `ls --json` has the full text. In
+//! Markdown and CSV the list is one table with every cell whole.
 
 use std::io::{self, Write};
 
@@ -10,7 +11,8 @@ use model::record::RunMeta;
 use model::safe_text::printable;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-use crate::text_options::TextOptions;
+use crate::grid::Grid;
+use crate::printer::{Format, Printer};
 
 /// One stored run and its trial counts.
 #[derive(Debug, Clone, Copy)]
@@ -41,11 +43,16 @@ const LABELS_MIN: usize = 12;
 const GAP: &str = "  ";
 
 /// Writes the header line and one line per run.
-pub fn write_run_list(
-    out: &mut dyn Write,
-    entries: &[RunListEntry<'_>],
-    opts: &TextOptions,
-) -> io::Result<()> {
+pub fn write_run_list(out: &mut Printer<'_>, entries: &[RunListEntry<'_>]) -> io::Result<()> {
+    if out.format() != Format::Text {
+        // Markdown and CSV: one table, every cell whole.
+        let mut grid = Grid::plain(&HEADERS, 0, &[], None);
+        for entry in entries {
+            grid.add_row(cells(entry).to_vec());
+        }
+        return out.table(&grid);
+    }
+    let opts = *out.options();
     let mut lines: Vec<[String; 7]> = vec![HEADERS.map(str::to_owned)];
     lines.extend(entries.iter().map(cells));
     let mut widths = [0usize; 7];
@@ -135,6 +142,8 @@ mod tests {
     use lab::test_runs::run;
 
     use super::*;
+    use crate::printer::{Format, printed_with};
+    use crate::text_options::TextOptions;
 
     fn listed(width: Option<usize>) -> String {
         let mut short = run(1, "spin", &[(1, &[1.0])]).meta;
@@ -149,13 +158,11 @@ mod tests {
             trials_ok: 3,
             trials_failed: 0,
         });
-        let mut out = Vec::new();
         let opts = TextOptions {
             width,
             ..TextOptions::plain()
         };
-        write_run_list(&mut out, &entries, &opts).unwrap();
-        String::from_utf8(out).unwrap()
+        printed_with(Format::Text, &opts, |o| write_run_list(o, &entries))
     }
 
     /// Every line's `N` column starts at the header's `N`, in terminal columns.

@@ -54,12 +54,8 @@ pub enum Command {
     Show {
         /// Run id, `last`, `last~K`, or an exported JSON file.
         run: String,
-        /// Print the run's figures as JSON on stdout.
-        #[arg(long)]
-        json: bool,
-        /// text (tables), json (as --json) or markdown (tables to paste into a PR or a mail).
-        #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
-        format: Option<ShowFormat>,
+        #[command(flatten)]
+        output: DocOutput,
     },
     /// Compare two runs N by N: a verdict with its interval per point, the whole curve, and
     /// everything that weakens the answer. Exit 1 when any point REGRESSED.
@@ -187,70 +183,130 @@ impl From<ColorArg> for present::ColorChoice {
     }
 }
 
-/// `show --format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ShowFormat {
-    Text,
+/// The form `--format` and `--json` chose for a command's results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chosen {
+    /// The results themselves as JSON.
     Json,
-    Markdown,
+    /// For people: text, Markdown or CSV, through `present::Printer`.
+    Printed(present::Format),
 }
 
-impl ShowFormat {
-    /// `--format`, with `--json` as its alias.
-    pub fn chosen(format: Option<ShowFormat>, json: bool) -> ShowFormat {
-        if json {
-            ShowFormat::Json
-        } else {
-            format.unwrap_or(ShowFormat::Text)
-        }
-    }
-}
-
-/// `compare --format`, `ab --format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CompareFormat {
-    Text,
-    Json,
-    Markdown,
-    Csv,
-}
-
-impl CompareFormat {
-    /// `--format`, with `--json` as its alias.
-    pub fn chosen(format: Option<CompareFormat>, json: bool) -> CompareFormat {
-        if json {
-            CompareFormat::Json
-        } else {
-            format.unwrap_or(CompareFormat::Text)
-        }
-    }
-}
-
-/// `--format` of a command whose results read as text or JSON.
+/// `--format` of a command whose results read as tables or as JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TextFormat {
     Text,
     Json,
 }
 
-/// `--format text|json`, with `--json` as its alias: the one output switch of every command
-/// whose results read as tables or as JSON (`show`, `compare` and `ab` add markdown and csv).
-#[derive(Debug, Clone, Copy, Args)]
-pub struct Output {
-    /// text (tables, the default) or json (the figures as JSON on stdout).
-    #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
-    pub format: Option<TextFormat>,
-    /// Print the results as JSON on stdout (the same as --format json).
-    #[arg(long)]
-    pub json: bool,
+/// `--format` of a command whose results also read well as Markdown (a report of several
+/// tables and sentences).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DocFormat {
+    Text,
+    Json,
+    Markdown,
 }
 
-impl Output {
-    /// Whether the results are printed as JSON.
-    pub fn json(&self) -> bool {
-        self.json || self.format == Some(TextFormat::Json)
+/// `--format` of a command whose result is one table (CSV too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TableFormat {
+    Text,
+    Json,
+    Markdown,
+    Csv,
+}
+
+impl From<TextFormat> for Chosen {
+    fn from(f: TextFormat) -> Chosen {
+        match f {
+            TextFormat::Text => Chosen::Printed(present::Format::Text),
+            TextFormat::Json => Chosen::Json,
+        }
     }
 }
+
+impl From<DocFormat> for Chosen {
+    fn from(f: DocFormat) -> Chosen {
+        match f {
+            DocFormat::Text => Chosen::Printed(present::Format::Text),
+            DocFormat::Json => Chosen::Json,
+            DocFormat::Markdown => Chosen::Printed(present::Format::Markdown),
+        }
+    }
+}
+
+impl From<TableFormat> for Chosen {
+    fn from(f: TableFormat) -> Chosen {
+        match f {
+            TableFormat::Text => Chosen::Printed(present::Format::Text),
+            TableFormat::Json => Chosen::Json,
+            TableFormat::Markdown => Chosen::Printed(present::Format::Markdown),
+            TableFormat::Csv => Chosen::Printed(present::Format::Csv),
+        }
+    }
+}
+
+/// The one output switch of every command that prints results: `--format` with the formats
+/// that fit the command (`$format`), and `--json` as its alias. One struct per set of formats,
+/// so that each command's `--help` lists only its own.
+macro_rules! output_switch {
+    ($(#[$doc:meta])* $name:ident, $format:ident, $help:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, Args)]
+        pub struct $name {
+            #[doc = $help]
+            #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
+            pub format: Option<$format>,
+            /// Print the results as JSON on stdout (the same as --format json).
+            #[arg(long)]
+            pub json: bool,
+        }
+
+        impl $name {
+            /// The form chosen: `--json`, else `--format`, else text.
+            pub fn chosen(&self) -> Chosen {
+                if self.json {
+                    Chosen::Json
+                } else {
+                    self.format
+                        .map_or(Chosen::Printed(present::Format::Text), Chosen::from)
+                }
+            }
+        }
+    };
+}
+
+output_switch!(
+    /// `--format text|json`.
+    Output,
+    TextFormat,
+    "text (tables, the default) or json (the figures as JSON on stdout)."
+);
+
+impl Output {
+    /// Whether the results are printed as JSON (the only other form is text).
+    pub fn json(&self) -> bool {
+        self.chosen() == Chosen::Json
+    }
+}
+
+output_switch!(
+    /// `--format text|json|markdown`.
+    DocOutput,
+    DocFormat,
+    "text (tables, the default), json (the figures as JSON on stdout) or markdown (to paste \
+     into a pull request, an issue or a mail)."
+);
+
+output_switch!(
+    /// `--format text|json|markdown|csv`.
+    TableOutput,
+    TableFormat,
+    "text (tables, the default), json (the figures as JSON on stdout), markdown (to paste \
+     into a pull request, an issue or a mail) or csv (the table, for a spreadsheet or a \
+     script)."
+);
 
 /// What `scalelab completions` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -427,7 +483,7 @@ pub struct LsArgs {
     #[arg(long)]
     pub variant: Option<String>,
     #[command(flatten)]
-    pub output: Output,
+    pub output: TableOutput,
     /// Only runs of external commands whose command line contains TEXT.
     #[arg(long, value_name = "TEXT")]
     pub cmd: Option<String>,
@@ -630,7 +686,7 @@ pub struct HistoryArgs {
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
     #[command(flatten)]
-    pub output: Output,
+    pub output: TableOutput,
 }
 
 /// The command's own figures (`--metric`): shared by `run`, `ab` and `bisect`.
@@ -726,12 +782,8 @@ pub struct CompareArgs {
     /// `--metric` gave (a latency: lower is better).
     #[arg(long, value_name = "NAME", default_value = "throughput")]
     pub metric: String,
-    /// Print the comparison as JSON on stdout (the same as --format json).
-    #[arg(long)]
-    pub json: bool,
-    /// text (tables), json, markdown (to paste into a PR or a mail) or csv (one row per N).
-    #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
-    pub format: Option<CompareFormat>,
+    #[command(flatten)]
+    pub output: TableOutput,
 }
 
 #[derive(Debug, Args)]
@@ -796,12 +848,8 @@ pub struct AbArgs {
     /// A free-text name for both runs.
     #[arg(long)]
     pub name: Option<String>,
-    /// Print the comparison as JSON on stdout (the same as --format json).
-    #[arg(long)]
-    pub json: bool,
-    /// text (tables), json, markdown (to paste into a PR or a mail) or csv (one row per N).
-    #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
-    pub format: Option<CompareFormat>,
+    #[command(flatten)]
+    pub output: TableOutput,
     /// No progress and no comparison: only the two run ids (A B) on one line of stdout, and
     /// errors (the exit status still tells).
     #[arg(long, short)]
@@ -985,7 +1033,7 @@ pub struct ModelArgs {
     #[arg(long, conflicts_with = "csv")]
     pub all_n: bool,
     #[command(flatten)]
-    pub output: Output,
+    pub output: DocOutput,
 }
 
 /// The flag that sets a field of a run's configuration: the engine's errors name the field
@@ -1115,7 +1163,7 @@ pub struct LocksArgs {
     #[arg(long, default_value_t = 10)]
     pub top: usize,
     #[command(flatten)]
-    pub output: Output,
+    pub output: DocOutput,
 }
 
 #[derive(Debug, Args)]
@@ -1123,7 +1171,7 @@ pub struct ExplainArgs {
     /// Run id, `last`, `last~K`, or an exported JSON file.
     pub run: String,
     #[command(flatten)]
-    pub output: Output,
+    pub output: DocOutput,
 }
 
 #[derive(Debug, Args)]
@@ -1175,7 +1223,7 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "NAME", conflicts_with = "perf_data")]
     pub step: Option<String>,
     #[command(flatten)]
-    pub output: Output,
+    pub output: DocOutput,
     /// Read one perf.data file instead of a run (the whole file, no window, no per-op costs);
     /// also the way bench/profile-speed times scalelab's parse + symbolise + aggregate.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["diff", "at"])]

@@ -43,6 +43,12 @@ pub fn stdout() -> TextOptions {
     SETTINGS.get().map(|s| s.stdout).unwrap_or_default()
 }
 
+/// A printer of `format` on `out` ([`present::Printer`], the output seam), with this
+/// process's colour and width for text.
+pub fn printer(out: &mut dyn std::io::Write, format: present::Format) -> present::Printer<'_> {
+    present::Printer::new(out, format, &stdout())
+}
+
 /// The palette for stderr: `error:` and `warning:` labels (plain before [`init`]).
 pub fn stderr() -> Palette {
     SETTINGS.get().map(|s| s.stderr).unwrap_or_default()

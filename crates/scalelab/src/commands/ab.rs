@@ -74,10 +74,7 @@ pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
             ExitCode::SUCCESS
         });
     }
-    compare::print(
-        &view,
-        crate::cli::CompareFormat::chosen(args.format, args.json),
-    )
+    compare::print(&view, args.output.chosen())
 }
 
 /// One side: the command, its ops counted as `--ops`/`--ops-regex` say (both sides alike), no

@@ -9,12 +9,13 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use lab::analysis::comparison::{Comparison, TrialMetric, compare_runs_on};
 use lab::record::RunData;
+use present::Format;
 use present::comparison_csv::write_compare_csv;
 use present::comparison_table::{write_compare, write_compare_markdown};
 use stats::CompareOptions;
 
 use super::show;
-use crate::cli::{CompareArgs, CompareFormat, VerdictArgs};
+use crate::cli::{Chosen, CompareArgs, VerdictArgs};
 use crate::output;
 
 impl VerdictArgs {
@@ -35,7 +36,7 @@ pub fn run(db: Option<&Path>, args: &CompareArgs) -> Result<ExitCode> {
         show::load(db, &args.run_b).with_context(|| format!("loading run B (`{}`)", args.run_b))?;
     let metric = TrialMetric::resolve(&args.metric, &a.meta, &b.meta).context("--metric")?;
     let comparison = build_on(&a, &b, &args.verdict, args.force, metric)?;
-    print(&comparison, CompareFormat::chosen(args.format, args.json))
+    print(&comparison, args.output.chosen())
 }
 
 /// Compares the runs on throughput (paired for the two runs of one `ab` unless
@@ -73,13 +74,14 @@ fn build_on(
 }
 
 /// Prints the comparison; exit status 1 when any point REGRESSED.
-pub fn print(comparison: &Comparison, format: CompareFormat) -> Result<ExitCode> {
+pub fn print(comparison: &Comparison, format: Chosen) -> Result<ExitCode> {
     let mut out = crate::stdout::stdout();
     match format {
-        CompareFormat::Json => lab::safe_text::write_json(&mut out, comparison)?,
-        CompareFormat::Markdown => write_compare_markdown(&mut out, comparison)?,
-        CompareFormat::Csv => write_compare_csv(&mut out, comparison)?,
-        CompareFormat::Text => write_compare(&mut out, comparison, &output::stdout())?,
+        Chosen::Json => lab::safe_text::write_json(&mut out, comparison)?,
+        Chosen::Printed(Format::Markdown) => write_compare_markdown(&mut out, comparison)?,
+        // One row per N with the figures as numbers, not the table's text.
+        Chosen::Printed(Format::Csv) => write_compare_csv(&mut out, comparison)?,
+        Chosen::Printed(Format::Text) => write_compare(&mut out, comparison, &output::stdout())?,
     }
     out.flush()?;
     Ok(if comparison.regressed {

@@ -1,6 +1,6 @@
 //! `scalelab explain RUN`: why a run stops scaling — its cost per op accounted per N and the
 //! growth attributed to named causes, from the profile, lock and off-CPU evidence it carries
-//! (`lab::analysis::explain`), as text or JSON. `run --explain` prints the same after a run.
+//! (`lab::analysis::explain`), as text, Markdown or JSON. `run --explain` prints the same after a run.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -12,17 +12,17 @@ use lab::record::RunData;
 use present::explain_table;
 
 use super::show;
-use crate::cli::ExplainArgs;
+use crate::cli::{Chosen, ExplainArgs};
 
 pub fn run(db: Option<&Path>, args: &ExplainArgs) -> Result<ExitCode> {
     let data = show::load_with_profiles(db, &args.run)?;
-    print(&data, args.output.json())?;
+    print(&data, args.output.chosen())?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// Explains `data` on stdout; profiles that cannot be read are left out with a warning (the
 /// explanation then says CPU time is not split by function).
-pub(crate) fn print(data: &RunData, json: bool) -> Result<()> {
+pub(crate) fn print(data: &RunData, format: Chosen) -> Result<()> {
     let profiled = data
         .trials
         .iter()
@@ -48,10 +48,13 @@ pub(crate) fn print(data: &RunData, json: bool) -> Result<()> {
         );
     };
     let mut out = crate::stdout::stdout();
-    if json {
-        lab::safe_text::write_json(&mut out, &e)?;
-    } else {
-        explain_table::write(&mut out, &e, &crate::output::stdout())?;
+    match format {
+        Chosen::Json => lab::safe_text::write_json(&mut out, &e)?,
+        Chosen::Printed(format) => {
+            let mut p = crate::output::printer(&mut out, format);
+            explain_table::write(&mut p, &e)?;
+            p.finish()?;
+        }
     }
     Ok(())
 }

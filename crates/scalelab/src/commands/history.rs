@@ -17,6 +17,7 @@ use lab::number_text::plural;
 use lab::store::RunFilter;
 use stats::ChangePointOptions;
 
+use crate::cli::Chosen;
 use crate::cli::HistoryArgs;
 use crate::db_path;
 
@@ -104,7 +105,8 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
     };
     let regressed = series.iter().any(|(_, h)| h.newest_regressed);
     let mut out = crate::stdout::stdout();
-    if args.output.json() {
+    let chosen = args.output.chosen();
+    if let Chosen::Json = chosen {
         if args.host_class {
             let classes: Vec<_> = series
                 .iter()
@@ -114,16 +116,18 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
         } else if let Some((_, h)) = series.first() {
             lab::safe_text::write_json(&mut out, h)?;
         }
-    } else {
+    } else if let Chosen::Printed(format) = chosen {
+        let mut p = crate::output::printer(&mut out, format);
         for (i, (class, h)) in series.iter().enumerate() {
             if let Some(class) = class {
                 if i > 0 {
-                    writeln!(out)?;
+                    writeln!(p)?;
                 }
-                writeln!(out, "machine class: {}", lab::safe_text::printable(class))?;
+                writeln!(p, "machine class: {}", lab::safe_text::printable(class))?;
             }
-            present::history_table::write_history(&mut out, h)?;
+            present::history_table::write_history(&mut p, h)?;
         }
+        p.finish()?;
     }
     if args.check && !regressed {
         let unjudged: Vec<String> = series

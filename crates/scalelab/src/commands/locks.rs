@@ -10,7 +10,7 @@ use lab::analysis::lock_contention::{self, LockSide, LockSides};
 use present::lock_table;
 
 use super::show;
-use crate::cli::LocksArgs;
+use crate::cli::{Chosen, LocksArgs};
 
 pub fn run(db: Option<&Path>, args: &LocksArgs) -> Result<ExitCode> {
     let data = show::load(db, &args.run)?;
@@ -75,34 +75,26 @@ pub fn run(db: Option<&Path>, args: &LocksArgs) -> Result<ExitCode> {
                     ns.join(", ")
                 );
             };
-            if args.output.json() {
-                lab::safe_text::write_json(&mut out, &point)?;
-            } else {
-                lock_table::write_point(
-                    &mut out,
-                    &header,
-                    &point,
-                    &shown,
-                    args.top,
-                    &crate::output::stdout(),
-                )?;
+            match args.output.chosen() {
+                Chosen::Json => lab::safe_text::write_json(&mut out, &point)?,
+                Chosen::Printed(format) => {
+                    let mut p = crate::output::printer(&mut out, format);
+                    lock_table::write_point(&mut p, &header, &point, &shown, args.top)?;
+                    p.finish()?;
+                }
             }
         }
         None => {
             let Some(growth) = lock_contention::what_grows(&data, sides) else {
                 bail!("run {} has no traced trial", data.meta.id);
             };
-            if args.output.json() {
-                lab::safe_text::write_json(&mut out, &growth)?;
-            } else {
-                lock_table::write_growth(
-                    &mut out,
-                    &header,
-                    &growth,
-                    &shown,
-                    args.top,
-                    &crate::output::stdout(),
-                )?;
+            match args.output.chosen() {
+                Chosen::Json => lab::safe_text::write_json(&mut out, &growth)?,
+                Chosen::Printed(format) => {
+                    let mut p = crate::output::printer(&mut out, format);
+                    lock_table::write_growth(&mut p, &header, &growth, &shown, args.top)?;
+                    p.finish()?;
+                }
             }
         }
     }

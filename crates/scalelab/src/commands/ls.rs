@@ -8,7 +8,7 @@ use anyhow::Result;
 use lab::store::RunFilter;
 use present::run_list::{RunListEntry, write_run_list};
 
-use crate::cli::LsArgs;
+use crate::cli::{Chosen, LsArgs};
 use crate::{db_path, output};
 
 pub fn run(db: Option<&Path>, args: &LsArgs) -> Result<ExitCode> {
@@ -26,8 +26,10 @@ pub fn run(db: Option<&Path>, args: &LsArgs) -> Result<ExitCode> {
     // One query for every run's counts (a run per query is slow over a network).
     let all_counts = store.all_trial_counts()?;
     let counts_of = |id: i64| all_counts.get(&id).copied().unwrap_or((0, 0));
-    if args.output.json() {
-        let rows: Vec<_> = runs
+    let format = match args.output.chosen() {
+        Chosen::Printed(format) => format,
+        Chosen::Json => {
+            let rows: Vec<_> = runs
             .iter()
             .map(|m| {
                 let (ok, failed) = counts_of(m.id);
@@ -40,9 +42,10 @@ pub fn run(db: Option<&Path>, args: &LsArgs) -> Result<ExitCode> {
                 })
             })
             .collect();
-        lab::safe_text::write_json(&mut crate::stdout::stdout(), &rows)?;
-        return Ok(ExitCode::SUCCESS);
-    }
+            lab::safe_text::write_json(&mut crate::stdout::stdout(), &rows)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
     if runs.is_empty() {
         eprintln!(
             "no runs stored in {} (start with `scalelab run spin --tasks 1,2 --duration 1s`)",
@@ -60,6 +63,9 @@ pub fn run(db: Option<&Path>, args: &LsArgs) -> Result<ExitCode> {
             trials_failed: failed,
         })
         .collect();
-    write_run_list(&mut crate::stdout::stdout(), &entries, &output::stdout())?;
+    let mut out = crate::stdout::stdout();
+    let mut p = output::printer(&mut out, format);
+    write_run_list(&mut p, &entries)?;
+    p.finish()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -29,7 +29,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::cli::{Cli, Command, ShowFormat};
+use crate::cli::{Cli, Command};
 
 pub fn dispatch(cli: Cli) -> Result<ExitCode> {
     let db = cli.db.as_deref();
@@ -37,9 +37,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::List { output } => list::run(output.json()),
         Command::Run(args) => run::run(db, args),
         Command::Ls(args) => ls::run(db, &args),
-        Command::Show { run, json, format } => {
-            show::run(db, &run, ShowFormat::chosen(format, json))
-        }
+        Command::Show { run, output } => show::run(db, &run, output.chosen()),
         Command::Compare(args) => compare::run(db, &args),
         Command::Ab(args) => ab::run(db, args),
         Command::Bisect(args) => bisect::run(db, args),

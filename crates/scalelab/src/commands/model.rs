@@ -9,7 +9,7 @@ use lab::analysis::scaling_model;
 use present::model_table::write_model;
 
 use super::show;
-use crate::cli::ModelArgs;
+use crate::cli::{Chosen, ModelArgs};
 
 pub fn run(db: Option<&Path>, args: &ModelArgs) -> Result<ExitCode> {
     let model = match (&args.csv, &args.run) {
@@ -29,10 +29,13 @@ pub fn run(db: Option<&Path>, args: &ModelArgs) -> Result<ExitCode> {
         (None, None) => anyhow::bail!("give a RUN or --csv FILE"),
     };
     let mut out = crate::stdout::stdout();
-    if args.output.json() {
-        lab::safe_text::write_json(&mut out, &model)?;
-    } else {
-        write_model(&mut out, &model, &crate::output::stdout())?;
+    match args.output.chosen() {
+        Chosen::Json => lab::safe_text::write_json(&mut out, &model)?,
+        Chosen::Printed(format) => {
+            let mut p = crate::output::printer(&mut out, format);
+            write_model(&mut p, &model)?;
+            p.finish()?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

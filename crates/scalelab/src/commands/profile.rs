@@ -9,13 +9,13 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use lab::analysis::profile::{self, PointProfile};
+use lab::analysis::profile::{self, GrowthReport, PointProfile};
 use lab::record::RunData;
 use lab::safe_text::printable;
-use present::{flame_graph, profile_table};
+use present::{Printer, flame_graph, profile_table};
 
 use super::show;
-use crate::cli::ProfileArgs;
+use crate::cli::{Chosen, ProfileArgs};
 
 pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
     if let Some(file) = &args.perf_data {
@@ -65,22 +65,19 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
             format!("run {}", data.meta.id),
             format!("run {}", data_b.meta.id),
         );
-        if args.output.json() {
-            let value = serde_json::json!({
-                "run_a": data.meta.id, "run_b": data_b.meta.id, "n": n, "unit": b.unit,
-                "functions": rows,
-            });
-            lab::safe_text::write_json(&mut out, &value)?;
-        } else {
-            profile_table::write_diff(
-                &mut out,
-                &rows,
-                (&la, &lb),
-                n,
-                &b.unit,
-                args.top,
-                &crate::output::stdout(),
-            )?;
+        match args.output.chosen() {
+            Chosen::Json => {
+                let value = serde_json::json!({
+                    "run_a": data.meta.id, "run_b": data_b.meta.id, "n": n, "unit": b.unit,
+                    "functions": rows,
+                });
+                lab::safe_text::write_json(&mut out, &value)?;
+            }
+            Chosen::Printed(format) => {
+                let mut p = crate::output::printer(&mut out, format);
+                profile_table::write_diff(&mut p, &rows, (&la, &lb), n, &b.unit, args.top)?;
+                p.finish()?;
+            }
         }
         if let Some(svg) = &args.flamegraph {
             let title = format!(
@@ -104,44 +101,19 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
         (None, Some(_)) => Vec::new(),
         (None, None) => points.iter().collect(),
     };
-    if args.output.json() {
-        let value = serde_json::json!({
-            "run": data.meta.id,
-            "what_grows": grow,
-            "points": if shown.is_empty() { points.iter().collect() } else { shown.clone() },
-        });
-        lab::safe_text::write_json(&mut out, &value)?;
-    } else {
-        writeln!(out, "{}", data.meta.description())?;
-        writeln!(out, "op: {}", printable(&data.meta.op_unit))?;
-        let steps = lab::analysis::step::step_names(&data);
-        match &args.step {
-            Some(name) => writeln!(out, "step: {} (its own profile)", printable(name))?,
-            None if steps.len() > 1 => writeln!(
-                out,
-                "step: cmd, the main command (the others: --step {})",
-                printable(&steps[1..].join(" | --step "))
-            )?,
-            None => {}
+    match args.output.chosen() {
+        Chosen::Json => {
+            let value = serde_json::json!({
+                "run": data.meta.id,
+                "what_grows": grow,
+                "points": if shown.is_empty() { points.iter().collect() } else { shown.clone() },
+            });
+            lab::safe_text::write_json(&mut out, &value)?;
         }
-        writeln!(out)?;
-        if let Some(g) = &grow {
-            profile_table::write_grows(&mut out, g, args.top, &crate::output::stdout())?;
-            for p in &points {
-                for w in profile_table::warnings(p) {
-                    writeln!(
-                        out,
-                        "{} {}",
-                        crate::output::stdout().palette.warning(),
-                        printable(&w)
-                    )?;
-                }
-            }
-            writeln!(out, "(per point: scalelab profile {} --at N)", data.meta.id)?;
-        }
-        for p in &shown {
-            profile_table::write_top(&mut out, p, args.top, args.load, &crate::output::stdout())?;
-            writeln!(out)?;
+        Chosen::Printed(format) => {
+            let mut p = crate::output::printer(&mut out, format);
+            write_profiles(&mut p, &data, args, grow.as_ref(), &points, &shown)?;
+            p.finish()?;
         }
     }
     if let Some(svg) = &args.flamegraph {
@@ -154,6 +126,46 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
         eprintln!("flame graph of N={}: {}", p.n, svg.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The profiles of a run for people: its description, the step, what grows (with each
+/// point's warnings), then each point shown.
+fn write_profiles(
+    p: &mut Printer<'_>,
+    data: &RunData,
+    args: &ProfileArgs,
+    grow: Option<&GrowthReport>,
+    points: &[PointProfile],
+    shown: &[&PointProfile],
+) -> Result<()> {
+    writeln!(p, "{}", data.meta.description())?;
+    writeln!(p, "op: {}", printable(&data.meta.op_unit))?;
+    let steps = lab::analysis::step::step_names(data);
+    match &args.step {
+        Some(name) => writeln!(p, "step: {} (its own profile)", printable(name))?,
+        None if steps.len() > 1 => writeln!(
+            p,
+            "step: cmd, the main command (the others: --step {})",
+            printable(&steps[1..].join(" | --step "))
+        )?,
+        None => {}
+    }
+    writeln!(p)?;
+    if let Some(g) = grow {
+        profile_table::write_grows(p, g, args.top)?;
+        let warning = p.options().palette.warning();
+        for point in points {
+            for w in profile_table::warnings(point) {
+                writeln!(p, "{warning} {}", printable(&w))?;
+            }
+        }
+        writeln!(p, "(per point: scalelab profile {} --at N)", data.meta.id)?;
+    }
+    for point in shown {
+        profile_table::write_top(p, point, args.top, args.load)?;
+        writeln!(p)?;
+    }
+    Ok(())
 }
 
 /// The run itself, or its step `name` read as a run (`--step`).
@@ -200,10 +212,13 @@ fn one_file(file: &Path, args: &ProfileArgs) -> Result<ExitCode> {
     let p = profile::load_file(file, args.kallsyms.as_deref())?;
     let elapsed = started.elapsed();
     let mut out = crate::stdout::stdout();
-    if args.output.json() {
-        lab::safe_text::write_json(&mut out, &p)?;
-    } else {
-        profile_table::write_top(&mut out, &p, args.top, args.load, &crate::output::stdout())?;
+    match args.output.chosen() {
+        Chosen::Json => lab::safe_text::write_json(&mut out, &p)?,
+        Chosen::Printed(format) => {
+            let mut printer = crate::output::printer(&mut out, format);
+            profile_table::write_top(&mut printer, &p, args.top, args.load)?;
+            printer.finish()?;
+        }
     }
     eprintln!(
         "read, symbolised and aggregated {} samples ({} functions) in {:.3}s",

@@ -10,7 +10,7 @@ use lab::record::RunData;
 
 use present::run_table::{write_run, write_run_markdown};
 
-use crate::cli::ShowFormat;
+use crate::cli::Chosen;
 use crate::{db_path, output};
 
 /// Loads the run `spec` names, from a file when it is one, else from the database.
@@ -41,7 +41,7 @@ pub fn load_with_profiles(db: Option<&Path>, spec: &str) -> Result<RunData> {
     Ok(data)
 }
 
-pub fn run(db: Option<&Path>, spec: &str, format: ShowFormat) -> Result<ExitCode> {
+pub fn run(db: Option<&Path>, spec: &str, format: Chosen) -> Result<ExitCode> {
     let data = load(db, spec)?;
     print(&data, format)?;
     Ok(ExitCode::SUCCESS)
@@ -52,18 +52,18 @@ pub fn print_run(data: &RunData, json: bool) -> Result<()> {
     print(
         data,
         if json {
-            ShowFormat::Json
+            Chosen::Json
         } else {
-            ShowFormat::Text
+            Chosen::Printed(present::Format::Text)
         },
     )
 }
 
 /// Prints a run's summary as tables, JSON with the same figures, or Markdown tables.
-pub fn print(data: &RunData, format: ShowFormat) -> Result<()> {
+pub fn print(data: &RunData, format: Chosen) -> Result<()> {
     let summary = summarize(data);
     let mut out = crate::stdout::stdout();
-    if format == ShowFormat::Json {
+    if format == Chosen::Json {
         let warnings: Vec<String> = summary
             .warnings
             .iter()
@@ -86,7 +86,7 @@ pub fn print(data: &RunData, format: ShowFormat) -> Result<()> {
             "trials_failed": failed,
         });
         lab::safe_text::write_json(&mut out, &value)?;
-    } else if format == ShowFormat::Markdown {
+    } else if format != Chosen::Printed(present::Format::Text) {
         write_run_markdown(&mut out, &data.meta, &summary)?;
     } else {
         write_run(&mut out, &data.meta, &summary, &output::stdout())?;

@@ -270,6 +270,67 @@ fn compare_csv_has_one_row_per_n_and_json_stays_an_alias() {
     lab.fails(&["show", "last", "--format", "csv"]);
 }
 
+/// The output seam (issue 30): the commands whose results are one table offer csv, those
+/// whose results are a report of tables and sentences offer markdown; each --help lists only
+/// its own formats, and a format a command does not offer is refused.
+#[test]
+fn history_and_ls_print_csv_and_markdown_and_explain_prints_markdown() {
+    let lab = Lab::new();
+    lab.short_spin(&[]);
+    lab.short_spin(&["--name", "two, with a comma"]);
+    let csv = lab.ok(&["ls", "--format", "csv"]);
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        rows[0],
+        "id,started,status,workload,N,trials,name/variant/tags"
+    );
+    assert_eq!(rows.len(), 3, "{csv}");
+    assert!(
+        rows[2].starts_with("2,") && rows[2].ends_with(",\"\"\"two, with a comma\"\"\""),
+        "{csv}"
+    );
+    let md = lab.ok(&["ls", "--format", "markdown"]);
+    assert!(md.starts_with("| id | started |"), "{md}");
+    assert_eq!(md.lines().filter(|l| l.starts_with('|')).count(), 4, "{md}");
+
+    let history = lab.ok(&["history", "spin", "--format", "csv"]);
+    let rows: Vec<&str> = history.lines().collect();
+    assert_eq!(
+        rows[0], "run,started,value,variant,label,change,p",
+        "{history}"
+    );
+    assert_eq!(rows.len(), 3, "one row per run, no sentence:\n{history}");
+    let value: f64 = rows[1].split(',').nth(2).unwrap().parse().unwrap();
+    assert!(value > 0.0, "a plain number: {history}");
+    let history_md = lab.ok(&["history", "spin", "--format", "markdown"]);
+    assert!(
+        history_md.contains("| run | started | value |"),
+        "{history_md}"
+    );
+    assert!(history_md.contains("too few runs"), "{history_md}");
+
+    let explained = lab.ok(&["explain", "last", "--format", "markdown"]);
+    assert!(explained.contains("\n|"), "pipe tables:\n{explained}");
+    assert!(
+        !explained.contains('┌') && !explained.contains('\x1b'),
+        "{explained}"
+    );
+    assert_eq!(
+        lab.ok(&["explain", "last", "--json"]),
+        lab.ok(&["explain", "last", "--format", "json"])
+    );
+    let refused = lab.fails(&["explain", "last", "--format", "csv"]);
+    assert!(
+        refused.contains("[possible values: text, json, markdown]"),
+        "{refused}"
+    );
+    let help = lab.ok(&["history", "--help"]);
+    assert!(
+        help.contains("csv (the table, for a spreadsheet or a"),
+        "{help}"
+    );
+}
+
 #[test]
 fn report_to_stdout_with_dash() {
     let lab = Lab::new();
