@@ -19,7 +19,7 @@ mod user_symbols;
 pub use error::PerfError;
 pub use kallsyms::{Kallsyms, KernelSymbol};
 pub use profile::{
-    DsoCost, FunctionCost, NO_KALLSYMS_NOTE, Profile, ProfileOptions, StackCost,
+    DsoCost, FunctionCost, NO_KALLSYMS_NOTE, Profile, ProfileOptions, SampleTally, StackCost,
     kallsyms_has_addresses, read_profile,
 };
 pub use unwind::{DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MappedFile, check_stack_size};

@@ -215,7 +215,7 @@ fn record_dwarf(exe: &Path, dir: &Path) -> Option<PathBuf> {
 }
 
 fn share(p: &perf::Profile, period: u64) -> f64 {
-    100.0 * period as f64 / p.period.max(1) as f64
+    100.0 * period as f64 / p.tally.period.max(1) as f64
 }
 
 /// Was: user chains of a DWARF perf.data were not unwound (the hot function's callers were
@@ -368,6 +368,6 @@ fn a_fixed_period_cpu_clock_profile_counts_each_sample_as_its_period() {
     };
     drop(out);
     let p = perf::read_profile(&data, &perf::ProfileOptions::default()).unwrap();
-    assert!(p.samples > 100, "{} samples", p.samples);
-    assert_eq!(p.period, p.samples * 250_000);
+    assert!(p.tally.samples > 100, "{} samples", p.tally.samples);
+    assert_eq!(p.tally.period, p.tally.samples * 250_000);
 }

@@ -143,13 +143,13 @@ pub(crate) fn merge(n: u32, parts: Vec<(String, f64, Profile)>) -> PointProfile 
     for (file, ops, p) in parts {
         out.files.push(file);
         out.ops += ops;
-        out.samples += p.samples;
-        out.period += p.period;
-        out.outside_window += p.outside_window;
-        out.other_threads += p.other_threads;
-        out.partner_period += p.partner_period;
-        out.throttled += p.throttled;
-        out.lost += p.lost;
+        out.samples += p.tally.samples;
+        out.period += p.tally.period;
+        out.outside_window += p.tally.outside_window;
+        out.other_threads += p.tally.other_threads;
+        out.partner_period += p.tally.partner_period;
+        out.throttled += p.tally.throttled;
+        out.lost += p.tally.lost;
         for note in p.notes {
             if !out.notes.contains(&note) {
                 out.notes.push(note);
@@ -298,8 +298,11 @@ mod tests {
     fn merging_trials_sums_periods_and_ops_and_normalises() {
         let p = Profile {
             event: "cpu-clock".into(),
-            samples: 10,
-            period: 100,
+            tally: perf_read::SampleTally {
+                samples: 10,
+                period: 100,
+                ..perf_read::SampleTally::default()
+            },
             functions: vec![
                 func("clear_page_erms", 60, 60),
                 func("exc_page_fault", 40, 100),

@@ -100,14 +100,7 @@ pub(super) fn aggregate(raw: RawProfile, names: Names) -> Profile {
 
     Profile {
         event: raw.event,
-        samples: raw.samples,
-        period: raw.period,
-        outside_window: raw.outside_window,
-        other_threads: raw.other_threads,
-        partner_samples: raw.partner_samples,
-        partner_period: raw.partner_period,
-        throttled: raw.throttled,
-        lost: raw.lost,
+        tally: raw.tally,
         functions: sorted,
         dsos,
         stacks,
@@ -118,6 +111,7 @@ pub(super) fn aggregate(raw: RawProfile, names: Names) -> Profile {
 
 #[cfg(test)]
 mod tests {
+    use super::super::costs::SampleTally;
     use super::super::records::{Frame, RawStack};
     use super::super::symbols::Symbol;
     use super::*;
@@ -149,8 +143,11 @@ mod tests {
                     period: 10,
                 },
             ],
-            samples: 4,
-            period: 40,
+            tally: SampleTally {
+                samples: 4,
+                period: 40,
+                ..SampleTally::default()
+            },
             ..RawProfile::default()
         };
         let names = Names {

@@ -46,21 +46,20 @@ pub struct StackCost {
     pub period: u64,
 }
 
-/// A parsed, symbolised and aggregated profile.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Profile {
-    /// The sampled event as perf.data names it (`cpu-clock`, `cycles`).
-    pub event: String,
+/// How many samples a profile kept and how many it left out, and why: counted once, while the
+/// perf.data is read, and handed on whole to the aggregated [`Profile`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SampleTally {
     /// Samples kept (inside the window, when one was given).
     pub samples: u64,
     /// Their summed period.
     pub period: u64,
     /// Samples outside the window, dropped.
     pub outside_window: u64,
-    /// Samples in the window of threads other than `ProfileOptions::threads` and
-    /// `ProfileOptions::partners`, dropped.
+    /// Samples in the window of threads other than `crate::ProfileOptions::threads` and
+    /// `crate::ProfileOptions::partners`, dropped.
     pub other_threads: u64,
-    /// Samples in the window of `ProfileOptions::partners`, not aggregated.
+    /// Samples in the window of `crate::ProfileOptions::partners`, not aggregated.
     pub partner_samples: u64,
     /// Their summed period.
     pub partner_period: u64,
@@ -68,6 +67,15 @@ pub struct Profile {
     pub throttled: u64,
     /// Samples the kernel lost (ring buffer full), from PERF_RECORD_LOST.
     pub lost: u64,
+}
+
+/// A parsed, symbolised and aggregated profile.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Profile {
+    /// The sampled event as perf.data names it (`cpu-clock`, `cycles`).
+    pub event: String,
+    /// What the samples were, and those left out.
+    pub tally: SampleTally,
     /// Functions, most self period first.
     pub functions: Vec<FunctionCost>,
     /// DSOs, most self period first.

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::PerfError;
 
-pub use self::costs::{DsoCost, FunctionCost, Profile, StackCost};
+pub use self::costs::{DsoCost, FunctionCost, Profile, SampleTally, StackCost};
 
 /// What to read and which samples to keep.
 #[derive(Debug, Clone, Default)]
@@ -112,15 +112,18 @@ mod tests {
 
     fn share(p: &Profile, dso: &str) -> f64 {
         let d = p.dsos.iter().find(|d| d.dso == dso).map_or(0, |d| d.period);
-        100.0 * d as f64 / p.period as f64
+        100.0 * d as f64 / p.tally.period as f64
     }
 
     #[test]
     fn the_fixture_parses_with_perf_reports_counts_and_dso_shares() {
         let p = read_profile(Path::new(FIXTURE), &ProfileOptions::default()).unwrap();
         assert_eq!(p.event, "cpu-clock");
-        assert_eq!(p.samples, 306);
-        assert_eq!((p.throttled, p.lost, p.outside_window), (0, 0, 0));
+        assert_eq!(p.tally.samples, 306);
+        assert_eq!(
+            (p.tally.throttled, p.tally.lost, p.tally.outside_window),
+            (0, 0, 0)
+        );
         for (dso, want) in [
             ("[kernel]", 84.64),
             ("dd", 6.21),
@@ -139,7 +142,10 @@ mod tests {
             p.notes
         );
         let self_total: u64 = p.functions.iter().map(|f| f.self_period).sum();
-        assert_eq!(self_total, p.period, "every sample has exactly one leaf");
+        assert_eq!(
+            self_total, p.tally.period,
+            "every sample has exactly one leaf"
+        );
         assert!(p.stacks.iter().all(|s| !s.frames.is_empty()));
         assert!(p.functions.iter().all(|f| f.total_period >= f.self_period));
     }
@@ -154,10 +160,10 @@ mod tests {
             ..ProfileOptions::default()
         };
         let apart = read_profile(Path::new(FIXTURE), &options).unwrap();
-        assert_eq!(all.samples, 306);
-        assert_eq!(apart.partner_samples, all.samples);
-        assert_eq!(apart.partner_period, all.period);
-        assert_eq!((apart.samples, apart.other_threads), (0, 0));
+        assert_eq!(all.tally.samples, 306);
+        assert_eq!(apart.tally.partner_samples, all.tally.samples);
+        assert_eq!(apart.tally.partner_period, all.tally.period);
+        assert_eq!((apart.tally.samples, apart.tally.other_threads), (0, 0));
         assert!(apart.functions.is_empty());
         // As a kept thread, they are the profile's.
         let options = ProfileOptions {
@@ -166,7 +172,10 @@ mod tests {
             ..ProfileOptions::default()
         };
         let kept = read_profile(Path::new(FIXTURE), &options).unwrap();
-        assert_eq!((kept.samples, kept.partner_samples), (all.samples, 0));
+        assert_eq!(
+            (kept.tally.samples, kept.tally.partner_samples),
+            (all.tally.samples, 0)
+        );
     }
 
     #[test]
@@ -180,8 +189,11 @@ mod tests {
             partners: Vec::new(),
         };
         let part = read_profile(Path::new(FIXTURE), &options).unwrap();
-        assert!(part.samples > 0 && part.samples < all.samples);
-        assert_eq!(part.samples + part.outside_window, all.samples);
+        assert!(part.tally.samples > 0 && part.tally.samples < all.tally.samples);
+        assert_eq!(
+            part.tally.samples + part.tally.outside_window,
+            all.tally.samples
+        );
     }
 
     /// The fixture with each `(offset, bytes)` written over it, read from memory.
@@ -251,7 +263,7 @@ mod tests {
     fn a_call_chain_length_that_overflows_skips_the_sample_instead_of_panicking() {
         // The first sample is at 1008: IP, TID, TIME and PERIOD, then the chain's length.
         let raw = read_patched(&[(1008 + 8 + 32, &((1u64 << 61) + 1).to_le_bytes())]).unwrap();
-        assert_eq!((raw.samples, raw.malformed), (305, 1));
+        assert_eq!((raw.tally.samples, raw.malformed), (305, 1));
     }
 
     #[test]

@@ -22,6 +22,7 @@ use linux_perf_data::linux_perf_event_reader::{
 use linux_perf_data::{PerfFileReader, PerfFileRecord};
 use rustc_hash::FxHashMap;
 
+use super::costs::SampleTally;
 use super::layout::{self, corrupt};
 use super::record_guard::RecordGuard;
 use super::sample_check::callchain_fits;
@@ -69,17 +70,8 @@ pub(super) struct RawProfile {
     pub maps: Vec<String>,
     /// Build ids perf recorded for mapped files (its build-id header section), by path.
     pub build_ids: HashMap<String, Vec<u8>>,
-    pub samples: u64,
-    pub period: u64,
-    pub outside_window: u64,
-    /// Samples of threads the reader was not asked for.
-    pub other_threads: u64,
-    /// Samples in the window of the partner threads (kept apart, not aggregated), and their
-    /// summed period.
-    pub partner_samples: u64,
-    pub partner_period: u64,
-    pub throttled: u64,
-    pub lost: u64,
+    /// The samples kept and those left out.
+    pub tally: SampleTally,
     /// Records that could not be parsed (corrupt), skipped.
     pub malformed: u64,
 }
@@ -232,8 +224,8 @@ pub(super) fn read_from<R: Read + Seek>(
                     u.forget(c.pid);
                 }
             }
-            EventRecord::Throttle(_) => b.raw.throttled += 1,
-            EventRecord::Lost(l) => b.raw.lost = b.raw.lost.saturating_add(l.count),
+            EventRecord::Throttle(_) => b.raw.tally.throttled += 1,
+            EventRecord::Lost(l) => b.raw.tally.lost = b.raw.tally.lost.saturating_add(l.count),
             _ => {}
         }
     }
@@ -253,7 +245,7 @@ impl Builder {
     ) {
         if let (Some((lo, hi)), Some(t)) = (window, s.timestamp) {
             if t < lo || t > hi {
-                self.raw.outside_window += 1;
+                self.raw.tally.outside_window += 1;
                 return;
             }
         }
@@ -261,13 +253,13 @@ impl Builder {
         if s.tid
             .is_some_and(|t| partners.binary_search(&(t as u32)).is_ok())
         {
-            self.raw.partner_samples += 1;
-            self.raw.partner_period += period;
+            self.raw.tally.partner_samples += 1;
+            self.raw.tally.partner_period += period;
             return;
         }
         if let (Some(threads), Some(tid)) = (threads, s.tid) {
             if threads.binary_search(&(tid as u32)).is_err() {
-                self.raw.other_threads += 1;
+                self.raw.tally.other_threads += 1;
                 return;
             }
         }
@@ -283,8 +275,8 @@ impl Builder {
         if self.scratch.is_empty() {
             return;
         }
-        self.raw.samples += 1;
-        self.raw.period = self.raw.period.saturating_add(period);
+        self.raw.tally.samples += 1;
+        self.raw.tally.period = self.raw.tally.period.saturating_add(period);
         let stack = self.stack_id();
         let st = &mut self.raw.stacks[stack as usize];
         st.samples += 1;
