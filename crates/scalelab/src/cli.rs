@@ -8,6 +8,7 @@ use lab::record::{Membind, Nanos, Pin};
 use lab::{Field, LockRequest, TaskSpec, parse_duration};
 
 use crate::help;
+use crate::output::Chosen;
 
 #[derive(Debug, Parser)]
 #[command(name = "scalelab", version, about = "A Linux scalability lab: sweep a workload over task counts, find what stops it scaling, compare, track.", after_help = help::TOP, disable_help_subcommand = true)]
@@ -181,15 +182,6 @@ impl From<ColorArg> for present::ColorChoice {
             ColorArg::Never => present::ColorChoice::Never,
         }
     }
-}
-
-/// The form `--format` and `--json` chose for a command's results.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Chosen {
-    /// The results themselves as JSON.
-    Json,
-    /// For people: text, Markdown or CSV, through `present::Printer`.
-    Printed(present::Format),
 }
 
 /// `--format` of a command whose results read as tables or as JSON.

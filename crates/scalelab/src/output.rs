@@ -43,6 +43,34 @@ pub fn stdout() -> TextOptions {
     SETTINGS.get().map(|s| s.stdout).unwrap_or_default()
 }
 
+/// The form `--format` and `--json` chose for a command's results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chosen {
+    /// The results themselves as JSON.
+    Json,
+    /// For people: text, Markdown or CSV, through `present::Printer`.
+    Printed(present::Format),
+}
+
+/// Prints a command's result on stdout in the form chosen: `value` itself as JSON, or what
+/// `write` makes of it through a [`present::Printer`] (text, Markdown or CSV).
+pub fn print_result<T: serde::Serialize>(
+    chosen: Chosen,
+    value: &T,
+    write: impl FnOnce(&mut present::Printer<'_>) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    let mut out = crate::stdout::stdout();
+    match chosen {
+        Chosen::Json => lab::safe_text::write_json(&mut out, value)?,
+        Chosen::Printed(format) => {
+            let mut p = printer(&mut out, format);
+            write(&mut p)?;
+            p.finish()?;
+        }
+    }
+    Ok(())
+}
+
 /// A printer of `format` on `out` ([`present::Printer`], the output seam), with this
 /// process's colour and width for text.
 pub fn printer(out: &mut dyn std::io::Write, format: present::Format) -> present::Printer<'_> {

@@ -15,8 +15,9 @@ use present::comparison_table::{write_compare, write_compare_markdown};
 use stats::CompareOptions;
 
 use super::show;
-use crate::cli::{Chosen, CompareArgs, VerdictArgs};
+use crate::cli::{CompareArgs, VerdictArgs};
 use crate::output;
+use crate::output::Chosen;
 
 impl VerdictArgs {
     /// The statistics' options: throughput, higher is better, 95% intervals.

@@ -12,7 +12,8 @@ use lab::record::RunData;
 use present::explain_table;
 
 use super::show;
-use crate::cli::{Chosen, ExplainArgs};
+use crate::cli::ExplainArgs;
+use crate::output::Chosen;
 
 pub fn run(db: Option<&Path>, args: &ExplainArgs) -> Result<ExitCode> {
     let data = show::load_with_profiles(db, &args.run)?;
@@ -47,14 +48,5 @@ pub(crate) fn print(data: &RunData, format: Chosen) -> Result<()> {
             data.meta.id
         );
     };
-    let mut out = crate::stdout::stdout();
-    match format {
-        Chosen::Json => lab::safe_text::write_json(&mut out, &e)?,
-        Chosen::Printed(format) => {
-            let mut p = crate::output::printer(&mut out, format);
-            explain_table::write(&mut p, &e)?;
-            p.finish()?;
-        }
-    }
-    Ok(())
+    crate::output::print_result(format, &e, |p| explain_table::write(p, &e))
 }

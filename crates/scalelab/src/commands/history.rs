@@ -17,9 +17,9 @@ use lab::number_text::plural;
 use lab::store::RunFilter;
 use stats::ChangePointOptions;
 
-use crate::cli::Chosen;
 use crate::cli::HistoryArgs;
 use crate::db_path;
+use crate::output::Chosen;
 
 pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
     let opts = ChangePointOptions {

@@ -10,7 +10,8 @@ use lab::analysis::lock_contention::{self, LockSide, LockSides};
 use present::lock_table;
 
 use super::show;
-use crate::cli::{Chosen, LocksArgs};
+use crate::cli::LocksArgs;
+use crate::output::print_result;
 
 pub fn run(db: Option<&Path>, args: &LocksArgs) -> Result<ExitCode> {
     let data = show::load(db, &args.run)?;
@@ -64,7 +65,6 @@ pub fn run(db: Option<&Path>, args: &LocksArgs) -> Result<ExitCode> {
         ),
         None => data.meta.description(),
     };
-    let mut out = crate::stdout::stdout();
     match args.at {
         Some(n) => {
             let Some(point) = lock_contention::at_point(&data, n, sides) else {
@@ -75,27 +75,17 @@ pub fn run(db: Option<&Path>, args: &LocksArgs) -> Result<ExitCode> {
                     ns.join(", ")
                 );
             };
-            match args.output.chosen() {
-                Chosen::Json => lab::safe_text::write_json(&mut out, &point)?,
-                Chosen::Printed(format) => {
-                    let mut p = crate::output::printer(&mut out, format);
-                    lock_table::write_point(&mut p, &header, &point, &shown, args.top)?;
-                    p.finish()?;
-                }
-            }
+            print_result(args.output.chosen(), &point, |p| {
+                lock_table::write_point(p, &header, &point, &shown, args.top)
+            })?;
         }
         None => {
             let Some(growth) = lock_contention::what_grows(&data, sides) else {
                 bail!("run {} has no traced trial", data.meta.id);
             };
-            match args.output.chosen() {
-                Chosen::Json => lab::safe_text::write_json(&mut out, &growth)?,
-                Chosen::Printed(format) => {
-                    let mut p = crate::output::printer(&mut out, format);
-                    lock_table::write_growth(&mut p, &header, &growth, &shown, args.top)?;
-                    p.finish()?;
-                }
-            }
+            print_result(args.output.chosen(), &growth, |p| {
+                lock_table::write_growth(p, &header, &growth, &shown, args.top)
+            })?;
         }
     }
     Ok(ExitCode::SUCCESS)

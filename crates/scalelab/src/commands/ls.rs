@@ -8,7 +8,8 @@ use anyhow::Result;
 use lab::store::RunFilter;
 use present::run_list::{RunListEntry, write_run_list};
 
-use crate::cli::{Chosen, LsArgs};
+use crate::cli::LsArgs;
+use crate::output::Chosen;
 use crate::{db_path, output};
 
 pub fn run(db: Option<&Path>, args: &LsArgs) -> Result<ExitCode> {

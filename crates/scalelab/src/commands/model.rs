@@ -9,7 +9,7 @@ use lab::analysis::scaling_model;
 use present::model_table::write_model;
 
 use super::show;
-use crate::cli::{Chosen, ModelArgs};
+use crate::cli::ModelArgs;
 
 pub fn run(db: Option<&Path>, args: &ModelArgs) -> Result<ExitCode> {
     let model = match (&args.csv, &args.run) {
@@ -28,14 +28,6 @@ pub fn run(db: Option<&Path>, args: &ModelArgs) -> Result<ExitCode> {
         }
         (None, None) => anyhow::bail!("give a RUN or --csv FILE"),
     };
-    let mut out = crate::stdout::stdout();
-    match args.output.chosen() {
-        Chosen::Json => lab::safe_text::write_json(&mut out, &model)?,
-        Chosen::Printed(format) => {
-            let mut p = crate::output::printer(&mut out, format);
-            write_model(&mut p, &model)?;
-            p.finish()?;
-        }
-    }
+    crate::output::print_result(args.output.chosen(), &model, |p| write_model(p, &model))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -15,7 +15,8 @@ use lab::safe_text::printable;
 use present::{Printer, flame_graph, profile_table};
 
 use super::show;
-use crate::cli::{Chosen, ProfileArgs};
+use crate::cli::ProfileArgs;
+use crate::output::Chosen;
 
 pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
     if let Some(file) = &args.perf_data {

@@ -261,7 +261,7 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
             eprintln!("explanation: `scalelab explain {id} --json`");
         } else {
             writeln!(stdout::stdout())?;
-            super::explain::print(&data, crate::cli::Chosen::Printed(present::Format::Text))?;
+            super::explain::print(&data, crate::output::Chosen::Printed(present::Format::Text))?;
         }
     }
     if interrupted {

@@ -10,7 +10,7 @@ use lab::record::RunData;
 
 use present::run_table::{write_run, write_run_markdown};
 
-use crate::cli::Chosen;
+use crate::output::Chosen;
 use crate::{db_path, output};
 
 /// Loads the run `spec` names, from a file when it is one, else from the database.
