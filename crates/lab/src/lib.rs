@@ -51,7 +51,7 @@ pub use model::params::{ParamKind, ParamSpec, Params, split_pair};
 pub use model::task_spec::TaskSpec;
 pub use model::warnings::Warning;
 pub use model::{SpecError, env, number_text, record, safe_text, schedule, timestamp};
-pub use offcpu::OffCpuRequest;
+pub use offcpu::{OffCpuRequest, OffCpuTracerChoice};
 pub use plan::{Plan, RunConfig, check_runs, parse_duration};
 pub use process::{die_with_owner, perf_checks, serve_guard};
 pub use store;

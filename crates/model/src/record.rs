@@ -638,8 +638,39 @@ pub struct OffCpuReport {
     /// [`OffCpuReport::total`] and the sites are the workers' alone.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub threads: Vec<ThreadGroup>,
+    /// How the call chains were sampled, when the in-kernel tracer recorded a sample of the
+    /// episodes (`None`: every episode was recorded, or a record from before sampling).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<OffCpuSampling>,
     /// Caveats: missing tracepoints, truncated stacks, permission limits.
     pub notes: Vec<String>,
+}
+
+/// The in-kernel tracer's sampling over a trial: every thread's time is summed exactly; the
+/// call chains (which name the sites) are those of a sample of the blocking switches, each
+/// standing for as many as it was sampled from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OffCpuSampling {
+    /// Blocking switches of the traced threads, over the whole trace (warm-up included).
+    pub blocking_switches: u64,
+    /// Of them, those recorded with their call chains.
+    pub sampled: u64,
+    /// Sampled episodes whose record (or whose wake-up's) the kernel could not write: their
+    /// share is missing from the sites and widens their intervals.
+    pub lost: u64,
+    /// Threads created by traced ones that went untraced (the kernel's table was full).
+    #[serde(default)]
+    pub threads_untraced: u64,
+}
+
+/// A site's sampled part: how many of its episodes were recorded, and the sampling error of its
+/// blocked time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SiteSample {
+    /// Episodes recorded with their chains.
+    pub episodes: u64,
+    /// Half the 95% interval of [`OffCpuSite::total`] from sampling alone (the time ± this).
+    pub error: Nanos,
 }
 
 /// Blocking episodes whose wake-up the kernel traced no `sched_wakeup` record of (seen on this
@@ -683,6 +714,10 @@ pub struct OffCpuSite {
     /// exit…), most time first; empty for a built-in and in older records.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub woken_by: Vec<WokenShare>,
+    /// With sampled call chains: the episodes recorded and the sampling error of `total`
+    /// (`count` and `total` are then estimates; `None`: every episode was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<SiteSample>,
 }
 
 /// Part of a site's blocked time, by what ended it.

@@ -204,6 +204,7 @@ pub fn offcpu_site(kind: &str, object: &str, caller: &str, total: u64) -> OffCpu
         total: Nanos(total),
         max: Nanos(total / 10),
         woken_by: Vec::new(),
+        sampled: None,
     }
 }
 
@@ -216,6 +217,7 @@ pub fn offcpu_report(sites: Vec<OffCpuSite>) -> OffCpuReport {
         unwoken: None,
         silent_idle_cpus: Vec::new(),
         threads: Vec::new(),
+        sampling: None,
         notes: Vec::new(),
     }
 }

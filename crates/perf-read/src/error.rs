@@ -55,6 +55,16 @@ pub enum PerfError {
         /// What to do about it.
         fix: String,
     },
+    /// The in-kernel (BPF) off-CPU accounting is not in this build, or the kernel refused it.
+    #[error("in-kernel off-CPU accounting: {what}: {cause} — {fix}")]
+    Bpf {
+        /// The step that failed ("loading the program").
+        what: String,
+        /// What went wrong.
+        cause: String,
+        /// What to do about it.
+        fix: String,
+    },
     /// A file the user named (perf.data, kallsyms) is missing, a device, or past its limit.
     #[error(transparent)]
     Input(#[from] sys::SysError),

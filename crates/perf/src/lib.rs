@@ -4,6 +4,8 @@
 //! - [`LockTracer`]: the lock and futex tracepoints, paired into waits ([`LockTrace`]).
 //! - [`OffCpuTracer`]: the scheduler's switch and wake-up tracepoints, paired into blocked
 //!   episodes with their call chains ([`OffCpuTrace`]).
+//! - [`BpfOffCpuTracer`]: the same threads' time summed in the kernel by a BPF program, with
+//!   a sample of the blocking switches' call chains (the cheap path for `--offcpu`).
 //! - [`read_profile`]: a `perf record` file read, symbolised and aggregated ([`Profile`]), and
 //!   [`Kallsyms`], [`UserSymbols`] (kernel and user addresses to names): the offline side,
 //!   which lives in `perf_read` (the analysis reads profiles without linking this crate's live
@@ -13,6 +15,8 @@
 //! never silently zero: it carries a [`PerfError`] text naming the event, the errno and the fix.
 #![warn(missing_docs, unreachable_pub)]
 
+mod bpf_offcpu;
+mod bpf_offcpu_records;
 mod event;
 mod idle_probe;
 mod inherited;
@@ -28,6 +32,8 @@ mod trace_ring;
 mod trace_stream;
 mod tracefs;
 
+pub use bpf_offcpu::{BpfOffCpuConfig, BpfOffCpuTracer};
+pub use bpf_offcpu_records::SamplingTally;
 pub use event::{CounterReading, HwEvent};
 pub use idle_probe::{IdleProbe, probe_idle_tracing};
 pub use inherited::InheritedCounters;

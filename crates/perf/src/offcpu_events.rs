@@ -140,6 +140,9 @@ pub struct BlockedEpisode {
     /// Index of the user call chain (innermost first) in [`OffCpuTrace::chains`] (`u32::MAX`:
     /// none).
     pub user_chain: u32,
+    /// How many episodes this one stands for: 1 when every episode is recorded (the perf
+    /// tracer), `k` when its chains were sampled 1 in `k` (the in-kernel accounting).
+    pub weight: u32,
 }
 
 impl BlockedEpisode {
@@ -179,6 +182,9 @@ pub struct OffCpuTrace {
     /// project's VM), against all their switch-ins: those run from a little after the kernel
     /// starts charging them CPU.
     pub late_switch_ins: (u64, u64),
+    /// The in-kernel accounting's sampling counts (`None` from the perf tracer, which records
+    /// every episode).
+    pub sampling: Option<crate::bpf_offcpu_records::SamplingTally>,
 }
 
 /// A waker outside the traced threads, named.

@@ -446,6 +446,7 @@ impl OffCpuTracer {
             wakers: std::mem::take(&mut self.wakers),
             out_of_step,
             late_switch_ins,
+            sampling: None,
         }
     }
 
@@ -669,7 +670,7 @@ fn decode_switch(body: &[u8], misc: u16) -> Option<TimedSched> {
 
 /// Thread `tid` of process `pid` by its `comm`, and whether it is a kernel thread (`kthreadd`
 /// itself, pid 2, or one of its children); empty when it is gone.
-fn waker_name(pid: u32, tid: u32) -> WakerName {
+pub(crate) fn waker_name(pid: u32, tid: u32) -> WakerName {
     let comm = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
         .map(|c| c.trim_end().to_string())
         .unwrap_or_default();

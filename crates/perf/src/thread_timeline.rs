@@ -381,6 +381,7 @@ fn episode(pid: u32, tid: u32, o: &Open, switch_in: Option<u64>) -> BlockedEpiso
         waker: o.woken.map(|(_, w)| w).or(o.waking),
         kernel_chain: o.kernel_chain,
         user_chain: o.user_chain,
+        weight: 1,
     }
 }
 

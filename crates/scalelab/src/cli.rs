@@ -440,13 +440,20 @@ pub struct RunArgs {
     /// what tracing costs (it is not one of the run's trials).
     #[arg(long)]
     pub explain: bool,
-    /// Trace when the tasks block (sched:sched_switch, sched_waking/sched_wakeup and the
-    /// CPUs' context switches, with kernel and user call chains) in every trial: blocked time
-    /// by cause (futex, rwsem, mutex, fsync, io, pipe, sleep) and by what ended it; for a
-    /// command, every thread's life (workers and supervisors apart). Needs root and tracefs,
-    /// as --locks does.
+    /// Trace when the tasks block (the scheduler's switch and wake-up tracepoints, with kernel
+    /// and user call chains; see --offcpu-tracer) in every trial: blocked time by cause
+    /// (futex, rwsem, mutex, fsync, io, pipe, sleep) and by what ended it; for a command, every
+    /// thread's life (workers and supervisors apart). Needs root (and BTF, or tracefs for the
+    /// perf tracer).
     #[arg(long)]
     pub offcpu: bool,
+    /// How --offcpu (and --explain) traces: `kernel` sums every thread's time in the kernel
+    /// (BPF) and records the call chains of a sample of the blocking switches (each site's
+    /// time then carries its sampling error); `perf` records every switch and wake-up through
+    /// perf's ring buffers (every chain, at several times the cost where tasks block often).
+    /// `kernel` falls back to `perf`, with a note, where the kernel or this build cannot.
+    #[arg(long, value_enum, value_name = "TRACER", default_value_t = OffCpuTracerArg::Kernel)]
+    pub offcpu_tracer: OffCpuTracerArg,
     /// Name the side of a comparison this run belongs to (stock, patched…).
     #[arg(long)]
     pub variant: Option<String>,
@@ -1126,6 +1133,12 @@ mod verdict_arg_tests {
             parse_alpha("0.05").is_ok() && parse_alpha("1").is_err() && parse_alpha("0").is_err()
         );
     }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OffCpuTracerArg {
+    Kernel,
+    Perf,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -14,13 +14,16 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::OffCpuRequest;
 use super::classify::{Cause, NamedFrame, classify};
+use super::estimate::Estimator;
 use super::threads::{TreeThreads, WokenBy};
+use super::{OffCpuRequest, OffCpuTracerChoice};
 use crate::locks::collect::is_wrapper;
 use crate::observer::{Observed, Observer};
 use crate::traced_processes::{Scope, TracedProcesses};
-use model::record::{ClockWindow, Nanos, OffCpuReport, OffCpuSite, UnwokenEpisodes};
+use model::record::{
+    ClockWindow, Nanos, OffCpuReport, OffCpuSampling, OffCpuSite, SiteSample, UnwokenEpisodes,
+};
 
 /// Frames kept in a site's representative stack.
 const STACK_FRAMES: usize = 24;
@@ -28,15 +31,76 @@ const STACK_FRAMES: usize = 24;
 /// Off-CPU tracing for one trial: the open tracer, or why there is none.
 #[derive(Debug)]
 pub(crate) struct OffCpuSession {
-    tracer: Option<perf::OffCpuTracer>,
+    tracer: Option<Tracer>,
     notes: Vec<String>,
     processes: TracedProcesses,
 }
 
+/// The tracer `--offcpu-tracer` chose (or the perf one it fell back to).
+#[derive(Debug)]
+enum Tracer {
+    Kernel(Box<perf::BpfOffCpuTracer>),
+    Perf(Box<perf::OffCpuTracer>),
+}
+
+impl Tracer {
+    /// Opens the chosen tracer; the kernel one falls back to perf's, with a note saying why.
+    fn open(request: OffCpuRequest, notes: &mut Vec<String>) -> Option<Tracer> {
+        if request.tracer == OffCpuTracerChoice::Kernel {
+            match perf::BpfOffCpuTracer::open(&perf::BpfOffCpuConfig::default()) {
+                Ok(t) => return Some(Tracer::Kernel(Box::new(t))),
+                Err(e) => notes.push(format!(
+                    "off-CPU: traced through perf's ring buffers (every episode, at several times the cost), not in the kernel: {e}"
+                )),
+            }
+        }
+        match perf::OffCpuTracer::open(&request.trace_config()) {
+            Ok(t) => Some(Tracer::Perf(Box::new(t))),
+            Err(e) => {
+                notes.push(format!("off-CPU tracing unavailable: {e}"));
+                None
+            }
+        }
+    }
+
+    fn drain(&mut self) {
+        match self {
+            Tracer::Kernel(t) => t.drain(),
+            Tracer::Perf(t) => t.drain(),
+        }
+    }
+
+    fn account_from(&mut self, at: u64) {
+        match self {
+            Tracer::Kernel(t) => t.account_from(at),
+            Tracer::Perf(t) => t.account_from(at),
+        }
+    }
+
+    fn new_user_chains(&mut self) -> Vec<(u32, Vec<u64>)> {
+        match self {
+            Tracer::Kernel(t) => t.new_user_chains(),
+            Tracer::Perf(t) => t.new_user_chains(),
+        }
+    }
+
+    fn finish_at(self, until: u64) -> perf::OffCpuTrace {
+        match self {
+            Tracer::Kernel(t) => t.finish_at(until),
+            Tracer::Perf(t) => t.finish_at(until),
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct Site {
+    /// Episodes, each counted as many times as it stands for.
     count: u64,
     total: u64,
+    /// The episodes recorded with their chains.
+    sampled: u64,
+    /// The sampling variance of `total` (ns²), summed over the sampled episodes.
+    variance: f64,
     max: u64,
     /// The longest episode's chain: (pid, kernel chain, user chain).
     longest: (u32, u32, u32),
@@ -49,10 +113,8 @@ impl OffCpuSession {
     /// ([`Scope::Command`]). Never fails: when tracing is unavailable the report says why and
     /// the trial runs untraced.
     pub(crate) fn start_scoped(request: OffCpuRequest, scope: Scope) -> OffCpuSession {
-        let (tracer, notes) = match perf::OffCpuTracer::open(&request.trace_config()) {
-            Ok(t) => (Some(t), Vec::new()),
-            Err(e) => (None, vec![format!("off-CPU tracing unavailable: {e}")]),
-        };
+        let mut notes = Vec::new();
+        let tracer = Tracer::open(request, &mut notes);
         OffCpuSession {
             tracer,
             notes,
@@ -81,7 +143,8 @@ impl OffCpuSession {
         trace.episodes.retain(|e| {
             !self.processes.is_excluded(e.pid) && tasks.as_ref().is_none_or(|t| t.contains(&e.tid))
         });
-        let mut report = summarise(&trace, window, self.processes.resolved(), tree);
+        let estimator = Estimator::new(&trace, window);
+        let mut report = summarise(&trace, window, self.processes.resolved(), tree, &estimator);
         report.notes.splice(0..0, self.notes);
         report
     }
@@ -145,6 +208,7 @@ fn summarise(
     window: ClockWindow,
     resolved: Option<&HashMap<(u32, u64), perf::UserFrame>>,
     tree: Option<TreeThreads>,
+    estimator: &Estimator,
 ) -> OffCpuReport {
     let mut notes = Vec::new();
     let kallsyms = match perf::Kallsyms::load() {
@@ -162,7 +226,7 @@ fn summarise(
         .collect();
     // A command's threads: what ended each wait, who worked; only the workers' waits are
     // causes, and not their waits for what they started.
-    let tree = tree.map(|t| t.assign(trace, &episodes, window, &kallsyms));
+    let tree = tree.map(|t| t.assign(trace, &episodes, window, &kallsyms, estimator));
     if let Some(t) = &tree {
         episodes.retain(|e| t.is_cause(e));
     }
@@ -206,25 +270,35 @@ fn summarise(
             classify(&kernel, caller.as_deref())
         });
         let blocked = e.blocked_within(start, end);
+        let stands_for = estimator.blocked(e, blocked);
         let site = sites.entry(cause.clone()).or_default();
-        site.count += 1;
-        site.total += blocked;
+        site.count += estimator.count(e);
+        site.total += stands_for;
+        site.sampled += 1;
+        site.variance += estimator.variance(e, blocked);
         if let Some(t) = &tree {
-            site.woken_by.add(t.wake_cause(e), blocked);
+            site.woken_by.add(t.wake_cause(e), stands_for);
         }
-        if blocked > site.max || site.count == 1 {
+        if blocked > site.max || site.sampled == 1 {
             site.max = site.max.max(blocked);
             site.longest = key;
         }
-        total += blocked;
+        total += stands_for;
         if !e.woken {
-            unwoken.count += 1;
-            unwoken.total.0 += blocked;
+            unwoken.count += estimator.count(e);
+            unwoken.total.0 += stands_for;
         }
     }
-    let out = named_sites(sites, &chain, &kallsyms, &user_frame);
+    let sampling = trace.sampling.map(|t| OffCpuSampling {
+        blocking_switches: t.blocking_switches,
+        sampled: t.sampled,
+        lost: t.begin_lost + t.end_lost,
+        threads_untraced: t.threads_untraced,
+    });
+    let out = named_sites(sites, &chain, &kallsyms, &user_frame, sampling.is_some());
     let silent: Vec<&perf::IdleCpu> = trace.idle_cpus.iter().filter(|c| c.silent()).collect();
     notes.extend(trace_notes(trace, &unwoken, episodes.len(), &silent));
+    notes.extend(sampling.and_then(|s| sampling_note(&s, trace.sampling.unwrap_or_default())));
     OffCpuReport {
         total: Nanos(total),
         sites: out,
@@ -237,6 +311,7 @@ fn summarise(
         } else {
             Vec::new()
         },
+        sampling,
         notes,
     }
 }
@@ -273,6 +348,7 @@ fn named_sites<'t>(
     chain: &dyn Fn(u32) -> &'t [u64],
     kallsyms: &perf::Kallsyms,
     user_frame: &dyn Fn(u32, u64) -> perf::UserFrame,
+    sampled: bool,
 ) -> Vec<OffCpuSite> {
     let mut out: Vec<OffCpuSite> = sites
         .into_iter()
@@ -298,6 +374,11 @@ fn named_sites<'t>(
                 total: Nanos(site.total),
                 max: Nanos(site.max),
                 woken_by: site.woken_by.into_shares(),
+                sampled: sampled.then(|| SiteSample {
+                    episodes: site.sampled,
+                    // 1.96 standard errors: the 95% interval's half.
+                    error: Nanos((1.96 * site.variance.sqrt()).round() as u64),
+                }),
             }
         })
         .collect();
@@ -308,6 +389,41 @@ fn named_sites<'t>(
             .then_with(|| a.caller.cmp(&b.caller))
     });
     out
+}
+
+/// What the in-kernel tracer sampled, and what it lost, as one note (`None` when it sampled
+/// every episode and lost nothing).
+fn sampling_note(s: &OffCpuSampling, tally: perf::SamplingTally) -> Option<String> {
+    if s.sampled == s.blocking_switches && s.lost == 0 && s.threads_untraced == 0 {
+        return None;
+    }
+    let mut note = format!(
+        "off-CPU: each thread's blocked time summed exactly in the kernel, and shared out over its sites by the call chains of {} of {} blocking switches (1 in {:.0}): each site's count and time are estimates, with their 95% sampling error in the JSON (sites[].sampled.error)",
+        s.sampled,
+        s.blocking_switches,
+        s.blocking_switches as f64 / s.sampled.max(1) as f64
+    );
+    if s.lost > 0 {
+        let share = s.lost as f64 / (s.sampled + tally.begin_lost).max(1) as f64;
+        note.push_str(&format!(
+            "; {} sampled episodes ({:.1}%) lost (the kernel's ring buffer was full): the sites' shares rest on the rest",
+            s.lost,
+            100.0 * share
+        ));
+    }
+    if s.threads_untraced > 0 {
+        note.push_str(&format!(
+            "; {} threads went untraced (the kernel's thread table was full)",
+            s.threads_untraced
+        ));
+    }
+    if tally.exit_lost > 0 {
+        note.push_str(&format!(
+            "; {} thread exits lost (those threads' time is missing)",
+            tally.exit_lost
+        ));
+    }
+    Some(note)
 }
 
 /// What the trace lost or could not read, and what unwoken episodes hold, as notes.
@@ -398,6 +514,7 @@ mod tests {
             waker: None,
             kernel_chain: 0,
             user_chain: 0,
+            weight: 1,
         }
     }
 
@@ -417,7 +534,7 @@ mod tests {
             start: Nanos(0),
             end: Nanos(2_000),
         };
-        let report = summarise(&trace, window, None, None);
+        let report = summarise(&trace, window, None, None, &Estimator::new(&trace, window));
         assert_eq!(report.total, Nanos(300 + 750 + 200));
         assert_eq!(
             report.unwoken,
@@ -439,7 +556,17 @@ mod tests {
             chains: vec![Vec::new()],
             ..perf::OffCpuTrace::default()
         };
-        assert_eq!(summarise(&all_woken, window, None, None).unwoken, None);
+        assert_eq!(
+            summarise(
+                &all_woken,
+                window,
+                None,
+                None,
+                &Estimator::new(&all_woken, window)
+            )
+            .unwoken,
+            None
+        );
     }
 
     #[test]
@@ -468,7 +595,7 @@ mod tests {
             start: Nanos(0),
             end: Nanos(2_000),
         };
-        let report = summarise(&trace, window, None, None);
+        let report = summarise(&trace, window, None, None, &Estimator::new(&trace, window));
         assert_eq!(
             report.silent_idle_cpus,
             [1],
@@ -488,7 +615,7 @@ mod tests {
             episodes: vec![episode(8, 150, 900, true)],
             ..trace
         };
-        let report = summarise(&woken, window, None, None);
+        let report = summarise(&woken, window, None, None, &Estimator::new(&woken, window));
         assert!(report.silent_idle_cpus.is_empty());
         assert!(
             report.notes.iter().all(|n| !n.contains("idle")),

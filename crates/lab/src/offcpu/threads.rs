@@ -47,6 +47,7 @@ impl TreeThreads {
         episodes: &[&perf::BlockedEpisode],
         window: ClockWindow,
         kallsyms: &perf::Kallsyms,
+        estimator: &super::estimate::Estimator,
     ) -> AssignedThreads {
         let chain_names = |i: u32| -> Vec<String> {
             trace
@@ -76,7 +77,7 @@ impl TreeThreads {
             });
             waits.push(Wait {
                 tid: e.tid,
-                blocked: e.blocked_within(window.start.0, window.end.0),
+                blocked: estimator.blocked(e, e.blocked_within(window.start.0, window.end.0)),
                 waker: e.waker.map(|w| w.tid),
                 cause: cause.clone(),
                 child_wait,

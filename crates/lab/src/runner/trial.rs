@@ -64,8 +64,11 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
     };
     let mut observers = Observers::open(requests, Scope::Own);
     let drain_every = observers.needs_draining().then_some(LOCK_DRAIN_EVERY);
-    let mut drain = || {
-        observers.drain();
+    let mut drain = |window_opens: Option<u64>| match window_opens {
+        Some(at) => observers.window_opens(at),
+        None => {
+            observers.drain();
+        }
     };
 
     let created = Instant::now();
@@ -357,9 +360,10 @@ impl Window {
     }
 }
 
-/// A hook the sampler calls at least this often (`None`: never) between its samples: the lock
-/// tracer's drain.
-type Drain<'a> = (Option<Duration>, &'a mut dyn FnMut());
+/// The observers' hook: the sampler calls it with `None` at least this often (`None`: never)
+/// between its samples (the tracers' drain), and once with `Some(at)` as the window opens (at
+/// `at`, CLOCK_MONOTONIC ns: the in-kernel off-CPU tracer takes its threads' sums there).
+type Drain<'a> = (Option<Duration>, &'a mut dyn FnMut(Option<u64>));
 
 /// Waits for every task at the gate, opens it, and samples until the window closes.
 /// `check` is called every interval and aborts the trial when it fails (a task process died).
@@ -417,6 +421,7 @@ fn sample(
         start = Some((Instant::now(), control.read_counters(), snapshot(counters)));
         sched_start = clocks.read();
         sampler_start = sys::thread_cpu_time();
+        drain(Some(clock_start));
     } else {
         control.set_phase(PHASE_WARMUP);
     }
@@ -432,7 +437,7 @@ fn sample(
         if let Some(every) = drain_every {
             if now + every < wake {
                 std::thread::sleep(every);
-                drain();
+                drain(None);
                 continue;
             }
         }
@@ -454,6 +459,9 @@ fn sample(
                 start = Some((Instant::now(), control.read_counters(), snapshot(counters)));
                 sched_start = clocks.read();
                 sampler_start = sys::thread_cpu_time();
+                // After the figures of the window's start: the tracer's sums are closed at
+                // `clock_start` whenever they are read.
+                drain(Some(clock_start));
                 next_tick = Instant::now() + interval;
             }
             None => next_tick += interval,

@@ -270,6 +270,10 @@ mod store {
                     by: "an I/O completion".into(),
                     total: Nanos(5_000),
                 }],
+                sampled: Some(lab::record::SiteSample {
+                    episodes: 2,
+                    error: Nanos(1_500),
+                }),
             }],
             threads: vec![lab::record::ThreadGroup {
                 role: lab::record::ThreadRole::Supervisor,
@@ -288,6 +292,12 @@ mod store {
                 total: Nanos(4_000),
             }),
             silent_idle_cpus: vec![1],
+            sampling: Some(lab::record::OffCpuSampling {
+                blocking_switches: 40,
+                sampled: 20,
+                lost: 1,
+                threads_untraced: 0,
+            }),
             notes: vec!["stacks truncated".into()],
         }
     }

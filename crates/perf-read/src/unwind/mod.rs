@@ -42,7 +42,7 @@ pub fn check_stack_size(bytes: u32) -> Result<u32, String> {
 }
 
 /// A sample's user registers (instruction, stack and frame pointer) and stack copy.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UserRegs {
     /// The instruction pointer.
     pub ip: u64,

@@ -14,10 +14,10 @@ use anyhow::{Result, bail};
 use lab::lifecycle::{self, SweepEnd};
 use lab::record::{Mode, Pin};
 use lab::runner::ProfileSettings;
-use lab::{LockRequest, OffCpuRequest, Plan, RunConfig};
+use lab::{LockRequest, OffCpuRequest, OffCpuTracerChoice, Plan, RunConfig};
 
 use super::show;
-use crate::cli::{LocksArg, ModeArg, RunArgs};
+use crate::cli::{LocksArg, ModeArg, OffCpuTracerArg, RunArgs};
 use crate::measure::{
     Bench, CommandRun, INTERRUPTED, Labels, command_config, label, online_cpus, ops_source,
     some_trial_measured,
@@ -144,7 +144,13 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
         stack_size: args.stack_size,
     });
     if args.offcpu || args.explain {
-        cfg.offcpu = Some(OffCpuRequest::default());
+        cfg.offcpu = Some(OffCpuRequest {
+            tracer: match args.offcpu_tracer {
+                OffCpuTracerArg::Kernel => OffCpuTracerChoice::Kernel,
+                OffCpuTracerArg::Perf => OffCpuTracerChoice::Perf,
+            },
+            ..OffCpuRequest::default()
+        });
     }
     if args.profile || args.explain {
         // explain judges a function's growth by its per-trial values when two or more trials

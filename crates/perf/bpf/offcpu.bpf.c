@@ -1,0 +1,393 @@
+// SPDX-License-Identifier: GPL-2.0
+// scalelab's in-kernel off-CPU accounting (issue 32), loaded by crates/perf/src/bpf_offcpu.rs.
+//
+// Every traced thread's time is summed here, exactly: on a CPU, waiting for one (preempted,
+// woken, created), blocked (a switch out while not runnable, to the wake-up that ends it), and
+// its blocking switches counted. Nothing is written per event. A blocking switch's call chains
+// are the sampled part: one in `k` (chosen per CPU from the last 100 ms's rate of blocking
+// switches so that about `samples_per_cpu_s` a second are kept) writes a BEGIN record with the
+// kernel chain, the user frame-pointer chain, the user registers and a copy of the top of the
+// user stack (unwound in user space with the binaries' .eh_frame), and its wake-up an END record
+// with the waker and the waker's kernel chain. A thread's exit writes an EXIT record with its
+// sums; user space reads the live threads' sums from the `threads` map.
+//
+// Traced threads: the one user space puts in `threads` (the thread that then creates the
+// trial's tasks), and every thread and process created by a traced thread afterwards (as
+// perf's `inherit`). Other tasks cost one hash lookup per switch and wake-up.
+//
+// The struct layouts below are the records user space decodes (bpf_offcpu_records.rs);
+// change both together. Kernel structures are read through CO-RE (preserve_access_index):
+// only the fields named here, relocated against the running kernel's BTF at load time.
+#include <linux/types.h>
+#include <stdbool.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+struct task_struct {
+    int pid;
+    int tgid;
+    char comm[16];
+} __attribute__((preserve_access_index));
+
+struct pt_regs {
+    unsigned long bp;
+    unsigned long sp;
+    unsigned long ip;
+} __attribute__((preserve_access_index));
+
+#define KERNEL_FRAMES 48
+#define USER_FRAMES 32
+#define WAKER_FRAMES 32
+#define STACK_BYTES 4096
+
+#define REC_BEGIN 1
+#define REC_END 2
+#define REC_EXIT 3
+
+#define STATE_RUNNING 1
+#define STATE_RUNNABLE 2
+#define STATE_BLOCKED 3
+
+// Counters, per CPU (the `stats` array's slots).
+#define STAT_BLOCKING 0    // blocking switches of traced threads
+#define STAT_SAMPLED 1     // of them, BEGIN records written
+#define STAT_BEGIN_LOST 2  // sampled, but the ring buffer was full
+#define STAT_END_LOST 3    // END records the ring buffer had no room for
+#define STAT_EXIT_LOST 4   // EXIT records the ring buffer had no room for
+#define STAT_THREADS_FULL 5 // threads not traced: the map was full
+#define STAT_STACK_SHORT 6 // stack copies shorter than STACK_BYTES (the stack's top was near)
+#define STATS 8
+
+struct thread {
+    __u32 pid;
+    __u32 parent;
+    __u64 begin;
+    __u64 since;
+    __u64 on_cpu;
+    __u64 runq;
+    __u64 blocked;
+    __u64 episodes;
+    __u32 state;
+    __u32 sampled; // the open episode wrote a BEGIN record
+};
+
+struct begin_rec {
+    __u32 type;
+    __u32 tid;
+    __u32 pid;
+    __u32 weight;
+    __u64 time;
+    __u64 state;
+    __u64 ip, sp, bp;
+    __s32 kernel_bytes;
+    __s32 user_bytes;
+    __u32 stack_bytes;
+    __u32 pad;
+    __u64 kernel[KERNEL_FRAMES];
+    __u64 user[USER_FRAMES];
+    __u8 stack[STACK_BYTES];
+};
+
+struct end_rec {
+    __u32 type;
+    __u32 tid;
+    __u64 time;
+    __u32 waker_pid;
+    __u32 waker_tid;
+    __s32 kernel_bytes;
+    __u32 pad;
+    __u64 kernel[WAKER_FRAMES];
+};
+
+struct exit_rec {
+    __u32 type;
+    __u32 tid;
+    __u32 pid;
+    __u32 parent;
+    __u64 begin;
+    __u64 end;
+    __u64 on_cpu;
+    __u64 runq;
+    __u64 blocked;
+    __u64 episodes;
+    char comm[16];
+};
+
+struct rate {
+    __u64 window;
+    __u64 count;
+    __u64 k;
+};
+
+// Set by user space before loading.
+const volatile __u64 samples_per_cpu_s = 500;
+const volatile __u32 fixed_k = 0; // nonzero: sample 1 in fixed_k, whatever the rate
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 65536);
+    __type(key, __u32);
+    __type(value, struct thread);
+} threads SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_RINGBUF);
+    __uint(max_entries, 8 << 20);
+} records SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, STATS);
+    __type(key, __u32);
+    __type(value, __u64);
+} stats SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct rate);
+} rates SEC(".maps");
+
+char LICENSE[] SEC("license") = "GPL";
+
+static __always_inline void count(__u32 slot)
+{
+    __u64 *v = bpf_map_lookup_elem(&stats, &slot);
+    if (v)
+        *v += 1;
+}
+
+// Closes the thread's current span at `now`, adding it to the state's sum.
+static __always_inline void close_span(struct thread *t, __u64 now)
+{
+    __u64 d = now > t->since ? now - t->since : 0;
+    if (t->state == STATE_RUNNING)
+        t->on_cpu += d;
+    else if (t->state == STATE_RUNNABLE)
+        t->runq += d;
+    else if (t->state == STATE_BLOCKED)
+        t->blocked += d;
+    t->since = now;
+}
+
+// The sampling interval for this CPU: 1 in k blocking switches, k from the last 100 ms's count,
+// raised within a window as its count passes each multiple of the window's target (a burst, or
+// a CPU's first window, is not all sampled). k never depends on the episode it samples, so each
+// sampled episode stands for k.
+static __always_inline __u64 sampling_k(__u64 now)
+{
+    if (fixed_k)
+        return fixed_k;
+    __u32 zero = 0;
+    struct rate *r = bpf_map_lookup_elem(&rates, &zero);
+    if (!r)
+        return 1;
+    __u64 per_window = samples_per_cpu_s / 10;
+    if (per_window == 0)
+        per_window = 1;
+    if (now - r->window > 100000000ULL) {
+        __u64 k = r->count / per_window;
+        r->k = k > 1 ? k : 1;
+        r->window = now;
+        r->count = 0;
+    }
+    r->count += 1;
+    __u64 k = r->k ? r->k : 1;
+    __u64 burst = r->count / per_window + 1;
+    return burst > k ? burst : k;
+}
+
+static __always_inline void begin_episode(void *ctx, struct task_struct *prev, struct thread *t,
+                                          __u64 now, unsigned int state)
+{
+    __u64 k = sampling_k(now);
+    t->sampled = 0;
+    if (k > 1 && bpf_get_prandom_u32() % k != 0)
+        return;
+    struct begin_rec *r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
+    if (!r) {
+        count(STAT_BEGIN_LOST);
+        return;
+    }
+    r->type = REC_BEGIN;
+    r->tid = prev->pid;
+    r->pid = prev->tgid;
+    r->weight = k;
+    r->time = now;
+    r->state = state;
+    r->pad = 0;
+    r->kernel_bytes = bpf_get_stack(ctx, r->kernel, sizeof(r->kernel), 0);
+    r->user_bytes = bpf_get_stack(ctx, r->user, sizeof(r->user), BPF_F_USER_STACK);
+    struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs((struct task_struct *)bpf_get_current_task_btf());
+    r->ip = BPF_CORE_READ(regs, ip);
+    r->sp = BPF_CORE_READ(regs, sp);
+    r->bp = BPF_CORE_READ(regs, bp);
+    r->stack_bytes = 0;
+    if (bpf_probe_read_user(r->stack, STACK_BYTES, (void *)r->sp) == 0) {
+        r->stack_bytes = STACK_BYTES;
+    } else if (bpf_probe_read_user(r->stack, STACK_BYTES / 4, (void *)r->sp) == 0) {
+        r->stack_bytes = STACK_BYTES / 4;
+        count(STAT_STACK_SHORT);
+    } else if (bpf_probe_read_user(r->stack, 256, (void *)r->sp) == 0) {
+        r->stack_bytes = 256;
+        count(STAT_STACK_SHORT);
+    } else {
+        count(STAT_STACK_SHORT);
+    }
+    // The walks and the copy above took microseconds of this thread's time on the CPU, before
+    // it switched: that is on CPU (the kernel charges it as system time), and the episode
+    // begins after it. Begun at `now`, every sampled episode would be that much longer than
+    // the others (seen: pipe_pingpong's sampled reads ~5x longer), and its weight would
+    // multiply the difference.
+    __u64 after = bpf_ktime_get_ns();
+    r->time = after;
+    t->on_cpu += after - now;
+    t->since = after;
+    bpf_ringbuf_submit(r, 0);
+    t->sampled = 1;
+    count(STAT_SAMPLED);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+             unsigned int prev_state)
+{
+    __u64 now = bpf_ktime_get_ns();
+    __u32 tid = prev->pid;
+    struct thread *t = tid ? bpf_map_lookup_elem(&threads, &tid) : 0;
+    if (t) {
+        close_span(t, now);
+        // A dying task's last switch (TASK_DEAD, 0x80) is no wait; a preempted one still runs.
+        if (!preempt && (prev_state & 0x7f)) {
+            t->state = STATE_BLOCKED;
+            t->episodes += 1;
+            count(STAT_BLOCKING);
+            begin_episode(ctx, prev, t, now, prev_state);
+        } else {
+            t->state = STATE_RUNNABLE;
+        }
+    }
+    tid = next->pid;
+    t = tid ? bpf_map_lookup_elem(&threads, &tid) : 0;
+    if (t) {
+        // Blocked here means no wake-up was seen: the episode ends now (sampled, and its waking
+        // not seen either: an END with no waker).
+        if (t->state == STATE_BLOCKED && t->sampled) {
+            struct end_rec *e = bpf_ringbuf_reserve(&records, sizeof(*e), 0);
+            if (e) {
+                e->type = REC_END;
+                e->tid = tid;
+                e->time = now;
+                e->waker_pid = 0;
+                e->waker_tid = (__u32)-1;
+                e->kernel_bytes = 0;
+                e->pad = 0;
+                bpf_ringbuf_submit(e, 0);
+            } else {
+                count(STAT_END_LOST);
+            }
+            t->sampled = 0;
+        }
+        close_span(t, now);
+        t->state = STATE_RUNNING;
+    }
+    return 0;
+}
+
+// In try_to_wake_up, in the waker's context: who ends the wait (a sampled episode's END record
+// names the waker and its kernel chain). The wait itself ends at sched_wakeup below, as the
+// woken task is queued to run: for a task woken onto an idle CPU of this project's VM, the IPI
+// and the exit from idle between the two took several microseconds, which the kernel's own
+// run delay (schedstat) does not count either.
+SEC("tp_btf/sched_waking")
+int BPF_PROG(on_waking, struct task_struct *p)
+{
+    __u32 tid = p->pid;
+    struct thread *t = bpf_map_lookup_elem(&threads, &tid);
+    if (!t || t->state != STATE_BLOCKED || !t->sampled)
+        return 0;
+    t->sampled = 0;
+    struct end_rec *e = bpf_ringbuf_reserve(&records, sizeof(*e), 0);
+    if (!e) {
+        count(STAT_END_LOST);
+        return 0;
+    }
+    __u64 id = bpf_get_current_pid_tgid();
+    e->type = REC_END;
+    e->tid = tid;
+    e->time = bpf_ktime_get_ns();
+    e->waker_pid = id >> 32;
+    e->waker_tid = (__u32)id;
+    e->pad = 0;
+    e->kernel_bytes = bpf_get_stack(ctx, e->kernel, sizeof(e->kernel), 0);
+    bpf_ringbuf_submit(e, 0);
+    return 0;
+}
+
+// The woken task is queued to run: its wait ends, it waits for a CPU.
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(on_wakeup, struct task_struct *p)
+{
+    __u32 tid = p->pid;
+    struct thread *t = bpf_map_lookup_elem(&threads, &tid);
+    if (!t || t->state != STATE_BLOCKED)
+        return 0;
+    close_span(t, bpf_ktime_get_ns());
+    t->state = STATE_RUNNABLE;
+    return 0;
+}
+
+// A traced thread's new thread or process is traced from its creation, waiting for a CPU.
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+    __u32 me = (__u32)bpf_get_current_pid_tgid();
+    if (!bpf_map_lookup_elem(&threads, &me))
+        return 0;
+    __u64 now = bpf_ktime_get_ns();
+    struct thread t = {
+        .pid = child->tgid,
+        .parent = me,
+        .begin = now,
+        .since = now,
+        .state = STATE_RUNNABLE,
+    };
+    __u32 tid = child->pid;
+    if (bpf_map_update_elem(&threads, &tid, &t, BPF_NOEXIST) != 0)
+        count(STAT_THREADS_FULL);
+    return 0;
+}
+
+// do_exit, in the exiting thread: its sums go out as an EXIT record and it leaves the map.
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+    __u32 tid = p->pid;
+    struct thread *t = bpf_map_lookup_elem(&threads, &tid);
+    if (!t)
+        return 0;
+    __u64 now = bpf_ktime_get_ns();
+    close_span(t, now);
+    struct exit_rec *x = bpf_ringbuf_reserve(&records, sizeof(*x), 0);
+    if (x) {
+        x->type = REC_EXIT;
+        x->tid = tid;
+        x->pid = t->pid;
+        x->parent = t->parent;
+        x->begin = t->begin;
+        x->end = now;
+        x->on_cpu = t->on_cpu;
+        x->runq = t->runq;
+        x->blocked = t->blocked;
+        x->episodes = t->episodes;
+        bpf_get_current_comm(x->comm, sizeof(x->comm));
+        bpf_ringbuf_submit(x, 0);
+    } else {
+        count(STAT_EXIT_LOST);
+    }
+    bpf_map_delete_elem(&threads, &tid);
+    return 0;
+}

@@ -1,0 +1,501 @@
+//! [`BpfOffCpuTracer`]: the calling thread's and its descendants' time (on a CPU, waiting for
+//! one, blocked) summed in the kernel by a BPF program on the scheduler's BTF tracepoints, with
+//! the call chains of a sample of the blocking switches (`bpf/offcpu.bpf.c`, loaded with aya).
+//!
+//! Why (issue 32, `bench/offcpu-bpf-probe` on this project's 2-vCPU VM, `pipe_pingpong` N=2,
+//! ~600k blocking switches a second, traced/untraced throughput): the perf tracer
+//! ([`crate::OffCpuTracer`]), which writes every switch, wake-up and context switch with call
+//! chains and a user stack copy and pairs them in user space, kept 0.27 of the untraced
+//! throughput; the program on the tracepoint alone 0.97–1.04; per-thread sums in a BPF hash
+//! 0.87–0.91; plus a kernel chain for 1 in 16 blocking switches 0.85–0.89; a chain for every
+//! one 0.72. So time is summed exactly in the kernel, and chains are the sampled part: one
+//! blocking switch in `k` writes its chains and user stack, `k` chosen per CPU from the last
+//! 100 ms's rate so that about [`BpfOffCpuConfig::samples_per_cpu_s`] are written a second
+//! (every one at a low rate: `k` = 1). Each sampled episode stands for `k`
+//! ([`BlockedEpisode::weight`]); the sampling counts come back as a
+//! [`SamplingTally`](crate::SamplingTally).
+//!
+//! Differences from the perf tracer, by design:
+//! - a wait ends at `sched_wakeup` (the woken task queued to run), as the perf tracer's do, and
+//!   its waker is the task `sched_waking` ran in (`try_to_wake_up`, the real waker); a sampled
+//!   episode's own end is its waking, the few microseconds between the two being in its
+//!   thread's exact sum, which its sites share out ([`BlockedEpisode::weight`]);
+//! - the kernel runs the program whatever the CPU does (idle included), so no CPU is silent
+//!   and [`OffCpuTrace::idle_cpus`] is empty;
+//! - a thread's sums are closed at `until` from the kernel's state, not replayed from records,
+//!   so nothing is out of step.
+//!
+//! The side band (exec, mmap, fork, comm) still comes from perf's dummy event
+//! ([`MappingStream`]): user stacks unwind after their process is gone, and threads are named.
+//! It is opened for the whole of each CPU, not inherited by the tasks: an event on a task
+//! makes each of its context switches do perf's work, and that alone cost `pipe_pingpong` N=2
+//! a sixth of its throughput (0.78 against 0.94 of untraced, 200 samples a second per CPU).
+
+use std::collections::{HashMap, HashSet};
+
+use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
+use aya::programs::BtfTracePoint;
+use aya::{Btf, Ebpf, EbpfLoader};
+
+use crate::bpf_offcpu_records::{
+    Record, SampledEpisodes, SamplingTally, ThreadSums, decode, window_life,
+};
+use crate::lock_events::ChainTable;
+use crate::mapping_stream::{MappingStream, TaskChange, TaskRecord};
+use crate::offcpu_events::{OffCpuTrace, ThreadLife};
+use crate::offcpu_tracer::waker_name;
+use crate::trace_ring::{UnwindCache, UnwindState, cached_user_chain, online_cpus};
+use crate::trace_stream::FreshChains;
+use perf_read::error::PerfError;
+use perf_read::unwind::Unwinder;
+
+/// The compiled program (build.rs), when clang and libbpf's headers were there; aligned, as
+/// the ELF parser reads it in place (a byte array at an odd address fails to parse).
+#[cfg(offcpu_bpf)]
+const OBJECT: Option<&[u8]> = Some(aya::include_bytes_aligned!(concat!(
+    env!("OUT_DIR"),
+    "/offcpu.bpf.o"
+)));
+#[cfg(not(offcpu_bpf))]
+const OBJECT: Option<&[u8]> = None;
+
+/// Frames kept per user chain.
+const MAX_USER_FRAMES: usize = 64;
+/// The programs and the tracepoints they attach to.
+const PROGRAMS: [(&str, &str); 5] = [
+    ("on_switch", "sched_switch"),
+    ("on_waking", "sched_waking"),
+    ("on_wakeup", "sched_wakeup"),
+    ("on_fork", "sched_process_fork"),
+    ("on_exit", "sched_process_exit"),
+];
+/// BPF frames above the traced function in a kernel chain taken by the program.
+const BPF_FRAME_PREFIXES: [&str; 5] = [
+    "bpf_prog_",
+    "bpf_trace_run",
+    "__bpf_trace_",
+    "__traceiter_",
+    "bpf_get_stack",
+];
+
+/// How deep in a kernel chain the BPF frames can be.
+const BPF_FRAMES_AT_MOST: usize = 6;
+
+/// What to sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BpfOffCpuConfig {
+    /// Blocking switches a second, per CPU, whose call chains are written (about).
+    pub samples_per_cpu_s: u64,
+    /// Sample 1 in this many blocking switches whatever the rate (0: from the rate).
+    pub fixed_k: u32,
+}
+
+impl BpfOffCpuConfig {
+    /// Sampled episodes a second, the whole machine's: each costs the kernel two stack walks
+    /// and a 4 KiB copy, and user space a decode and (mostly cached) unwinding. Measured on
+    /// `pipe_pingpong` N=2 (2 vCPUs, traced/untraced throughput, 5 interleaved pairs): 0.94 at
+    /// 200 a second per CPU, 0.90 at 500, 0.84 at 2000. A 1 s trial then still holds ~1,000
+    /// chains: a share of 50% within ±3 points (95%).
+    pub const SAMPLES_PER_S: u64 = 1000;
+    /// The least per CPU, however many CPUs.
+    pub const MIN_PER_CPU_S: u64 = 10;
+
+    /// The sampling rate for a machine of `cpus` CPUs: [`Self::SAMPLES_PER_S`] shared out.
+    pub fn for_cpus(cpus: usize) -> BpfOffCpuConfig {
+        BpfOffCpuConfig {
+            samples_per_cpu_s: (Self::SAMPLES_PER_S / cpus.max(1) as u64).max(Self::MIN_PER_CPU_S),
+            fixed_k: 0,
+        }
+    }
+}
+
+impl Default for BpfOffCpuConfig {
+    /// [`BpfOffCpuConfig::for_cpus`] of this machine's online CPUs.
+    fn default() -> Self {
+        BpfOffCpuConfig::for_cpus(online_cpus().len())
+    }
+}
+
+/// The loaded, attached program with its maps; dropping it detaches everything.
+pub struct BpfOffCpuTracer {
+    bpf: Ebpf,
+    records: RingBuf<MapData>,
+    threads: BpfHashMap<MapData, u32, ThreadSums>,
+    mappings: MappingStream,
+    unwinder: Unwinder,
+    unwound: UnwindCache,
+    reloaded: Vec<i32>,
+    chains: ChainTable,
+    user_chains: FreshChains,
+    episodes: SampledEpisodes,
+    /// Threads that exited: their sums at the exit, the exit time and name.
+    exited: Vec<(u32, ThreadSums, u64, String)>,
+    /// Names from the side band (comm records), by thread.
+    names: HashMap<u32, String>,
+    /// Thread ids of traced threads seen (exits, sampled episodes).
+    traced: HashSet<u32>,
+    /// Waker thread ids to name while they live.
+    wakers_seen: HashSet<(u32, u32)>,
+    /// The live threads' sums at the window's start, and that start.
+    at_from: Option<(u64, HashMap<u32, ThreadSums>)>,
+    malformed: u64,
+}
+
+impl std::fmt::Debug for BpfOffCpuTracer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BpfOffCpuTracer")
+            .field("episodes", &self.episodes.episodes.len())
+            .finish_non_exhaustive()
+    }
+}
+
+// SAFETY: `ThreadSums` is `repr(C)`, plain integers with no padding (4+4+6×8+4+4 bytes), so
+// every bit pattern the kernel writes is a valid value.
+unsafe impl aya::Pod for ThreadSums {}
+
+fn bpf_error(what: &str, e: impl std::fmt::Display) -> PerfError {
+    PerfError::Bpf {
+        what: what.to_string(),
+        cause: e.to_string(),
+        fix: "run as root (or with CAP_BPF and CAP_PERFMON) on a kernel with BTF (/sys/kernel/btf/vmlinux); --offcpu-tracer perf uses perf's ring buffers instead".to_string(),
+    }
+}
+
+impl BpfOffCpuTracer {
+    /// Whether this build holds the BPF program (clang and libbpf's headers were there).
+    pub fn built() -> bool {
+        OBJECT.is_some()
+    }
+
+    /// Loads and attaches the program, tracing the calling thread and every thread and process
+    /// it creates from now on. Call it from the thread that then creates every task.
+    pub fn open(config: &BpfOffCpuConfig) -> Result<BpfOffCpuTracer, PerfError> {
+        let Some(object) = OBJECT else {
+            return Err(PerfError::Bpf {
+                what: "this scalelab was built without it".into(),
+                cause: "clang or libbpf's headers were missing when it was built".into(),
+                fix: "apt install clang libbpf-dev and rebuild, or use --offcpu-tracer perf".into(),
+            });
+        };
+        let btf = Btf::from_sys_fs().map_err(|e| bpf_error("reading the kernel's BTF", e))?;
+        let mut bpf = EbpfLoader::new()
+            .btf(Some(&btf))
+            .set_global("samples_per_cpu_s", &config.samples_per_cpu_s, true)
+            .set_global("fixed_k", &config.fixed_k, true)
+            .load(object)
+            .map_err(|e| bpf_error("loading the program", e))?;
+        let mut threads: BpfHashMap<MapData, u32, ThreadSums> = bpf
+            .take_map("threads")
+            .ok_or_else(|| bpf_error("the program", "no `threads` map"))?
+            .try_into()
+            .map_err(|e| bpf_error("the `threads` map", e))?;
+        let records: RingBuf<MapData> = bpf
+            .take_map("records")
+            .ok_or_else(|| bpf_error("the program", "no `records` map"))?
+            .try_into()
+            .map_err(|e| bpf_error("the `records` map", e))?;
+        let now = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
+        let me = sys::gettid() as u32;
+        let sums = ThreadSums {
+            pid: std::process::id(),
+            begin: now,
+            since: now,
+            state: 1,
+            ..ThreadSums::default()
+        };
+        threads
+            .insert(me, sums, 0)
+            .map_err(|e| bpf_error("tracing the calling thread", e))?;
+        let mappings = MappingStream::open_cpu_wide(&online_cpus(), std::process::id())?;
+        for (program, tracepoint) in PROGRAMS {
+            let p: &mut BtfTracePoint = bpf
+                .program_mut(program)
+                .ok_or_else(|| bpf_error("the program", format!("no `{program}`")))?
+                .try_into()
+                .map_err(|e| bpf_error(program, e))?;
+            p.load(tracepoint, &btf)
+                .map_err(|e| bpf_error(&format!("loading {program}"), e))?;
+            p.attach()
+                .map_err(|e| bpf_error(&format!("attaching to {tracepoint}"), e))?;
+        }
+        Ok(BpfOffCpuTracer {
+            bpf,
+            records,
+            threads,
+            mappings,
+            unwinder: Unwinder::default(),
+            unwound: UnwindCache::new(),
+            reloaded: Vec::new(),
+            chains: ChainTable::default(),
+            user_chains: FreshChains::default(),
+            episodes: SampledEpisodes::default(),
+            exited: Vec::new(),
+            names: HashMap::new(),
+            traced: HashSet::new(),
+            wakers_seen: HashSet::new(),
+            at_from: None,
+            malformed: 0,
+        })
+    }
+
+    /// Reads the records written since the last drain (call it every 10 ms or so; the ring
+    /// buffer holds 8 MiB, about 1,700 sampled episodes).
+    pub fn drain(&mut self) {
+        self.reloaded.clear();
+        self.apply_side_band();
+        self.read_records();
+    }
+
+    /// Accounts the threads' time only from `from` on (CLOCK_MONOTONIC ns: the window's
+    /// start): their sums now, closed at `from`, are taken off at the end.
+    pub fn account_from(&mut self, from: u64) {
+        let sums = self
+            .threads
+            .iter()
+            .filter_map(Result::ok)
+            .map(|(tid, s)| (tid, s.closed_at(from)))
+            .collect();
+        self.at_from = Some((from, sums));
+    }
+
+    /// The user call chains of sampled blocking switches first seen (per process) since the
+    /// last call, as `(pid, addresses)`, to name while the process lives.
+    pub fn new_user_chains(&mut self) -> Vec<(u32, Vec<u64>)> {
+        self.user_chains.take(&self.chains)
+    }
+
+    /// Stops tracing and returns the sampled episodes and every thread's life inside
+    /// `[from, until]` (CLOCK_MONOTONIC ns; `from` as given to
+    /// [`account_from`](Self::account_from), else the trace's start).
+    pub fn finish_at(mut self, until: u64) -> OffCpuTrace {
+        for (program, _) in PROGRAMS {
+            let p: Option<&mut BtfTracePoint> = self
+                .bpf
+                .program_mut(program)
+                .and_then(|p| p.try_into().ok());
+            if let Some(p) = p {
+                let _ = p.unload();
+            }
+        }
+        self.mappings.disable();
+        self.drain();
+        let tally = self.tally();
+        let (from, at_from) = self.at_from.take().unwrap_or_default();
+        let live: Vec<(u32, ThreadSums)> = self.threads.iter().filter_map(Result::ok).collect();
+        let mut threads: Vec<ThreadLife> = Vec::new();
+        for (tid, sums, end, comm) in &self.exited {
+            if let Some(mut life) = window_life(*tid, sums, Some(*end), at_from.get(tid), from) {
+                life.comm = comm.clone();
+                threads.push(life);
+            }
+        }
+        for (tid, sums) in live {
+            let closed = sums.closed_at(until);
+            if let Some(mut life) = window_life(tid, &closed, None, at_from.get(&tid), from) {
+                life.comm = self.names.get(&tid).cloned().unwrap_or_else(|| {
+                    std::fs::read_to_string(format!("/proc/{}/task/{tid}/comm", sums.pid))
+                        .map(|c| c.trim_end().to_string())
+                        .unwrap_or_default()
+                });
+                threads.push(life);
+            }
+        }
+        threads.sort_by_key(|t| (t.begin, t.tid));
+        let traced: HashSet<u32> = threads.iter().map(|t| t.tid).collect();
+        let wakers = std::mem::take(&mut self.wakers_seen)
+            .into_iter()
+            .filter(|(_, tid)| *tid != 0 && !traced.contains(tid))
+            .map(|(pid, tid)| (tid, waker_name(pid, tid)))
+            .collect();
+        let mut chains = std::mem::take(&mut self.chains).into_chains();
+        trim_bpf_frames(&mut chains);
+        let episodes = std::mem::take(&mut self.episodes).close();
+        let mut pids: Vec<u32> = episodes.iter().map(|e| e.pid).collect();
+        pids.sort_unstable();
+        pids.dedup();
+        let maps = pids
+            .into_iter()
+            .map(|pid| (pid, self.unwinder.maps(pid as i32).to_vec()))
+            .filter(|(_, m)| !m.is_empty())
+            .collect();
+        OffCpuTrace {
+            episodes,
+            chains,
+            maps,
+            lost: tally.lost() + self.mappings.lost,
+            malformed: self.malformed,
+            idle_cpus: Vec::new(),
+            threads,
+            wakers,
+            out_of_step: 0,
+            late_switch_ins: (0, 0),
+            sampling: Some(tally),
+        }
+    }
+
+    /// The kernel's counters, summed over the CPUs.
+    fn tally(&self) -> SamplingTally {
+        let Some(map) = self.bpf.map("stats") else {
+            return SamplingTally::default();
+        };
+        let Ok(stats) = PerCpuArray::<&MapData, u64>::try_from(map) else {
+            return SamplingTally::default();
+        };
+        let slots: Vec<u64> = stats
+            .iter()
+            .map(|v| v.map(|per_cpu| per_cpu.iter().sum()).unwrap_or(0))
+            .collect();
+        SamplingTally::from_slots(&slots)
+    }
+
+    /// Applies the side band's mappings to the unwinder and keeps its names.
+    fn apply_side_band(&mut self) {
+        for TaskRecord { tid, what, .. } in self.mappings.apply(&mut self.unwinder) {
+            if let TaskChange::Comm(comm) = what {
+                self.names.insert(tid, comm);
+            }
+        }
+    }
+
+    fn read_records(&mut self) {
+        while let Some(item) = self.records.next() {
+            match decode(&item) {
+                Some(Record::Begin(b)) => {
+                    let kernel = self.chains.intern(b.kernel.iter().copied());
+                    let sample = crate::lock_events::Sample {
+                        pid: b.pid,
+                        tid: b.tid,
+                        time: b.time,
+                        cpu: 0,
+                        callchain: Vec::new(),
+                        raw: &[],
+                        regs: Some(b.regs),
+                        stack: b.stack,
+                    };
+                    let mut unwind = UnwindState {
+                        unwinder: &mut self.unwinder,
+                        reloaded: &mut self.reloaded,
+                        defer: false,
+                    };
+                    let user = cached_user_chain(
+                        &sample,
+                        b.user.clone(),
+                        &mut unwind,
+                        &mut self.unwound,
+                        &mut self.chains,
+                        MAX_USER_FRAMES,
+                    )
+                    .unwrap_or(u32::MAX);
+                    self.user_chains.note(b.pid, user);
+                    self.traced.insert(b.tid);
+                    self.episodes.begin(&b, kernel, user);
+                }
+                Some(Record::End(e)) => {
+                    let chain = match &e.waker {
+                        Some((pid, tid, kernel)) => {
+                            if !self.traced.contains(tid) {
+                                self.wakers_seen.insert((*pid, *tid));
+                            }
+                            self.chains.intern(kernel.iter().copied())
+                        }
+                        None => u32::MAX,
+                    };
+                    self.episodes.end(&e, chain);
+                }
+                Some(Record::Exit(x)) => {
+                    let comm = self.names.get(&x.tid).cloned().unwrap_or(x.comm);
+                    self.traced.insert(x.tid);
+                    self.exited.push((x.tid, x.sums, x.end, comm));
+                }
+                None => self.malformed += 1,
+            }
+        }
+    }
+}
+
+/// Drops the BPF program's own frames (and the tracepoint's) from the top of kernel chains,
+/// so that a chain starts where the perf tracer's does (`__schedule`, `try_to_wake_up`): every
+/// frame down to the last one of [`BPF_FRAME_PREFIXES`] among the first [`BPF_FRAMES_AT_MOST`]
+/// (the program itself may be named by no symbol, or by the one before it: `_einittext`).
+fn trim_bpf_frames(chains: &mut [Vec<u64>]) {
+    let Ok(kallsyms) = perf_read::Kallsyms::load() else {
+        return;
+    };
+    for chain in chains {
+        let bpf = |ip: &u64| {
+            kallsyms
+                .function(*ip)
+                .is_some_and(|(s, _)| BPF_FRAME_PREFIXES.iter().any(|p| s.name.starts_with(p)))
+        };
+        // A user chain's addresses are no kernel symbols: nothing is dropped.
+        if let Some(last) = chain.iter().take(BPF_FRAMES_AT_MOST).rposition(bpf) {
+            chain.drain(..=last);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Needs root, BTF and a build with clang; says why it skipped otherwise (fails instead
+    /// with `SCALELAB_REQUIRE_BPF=1`, as CI sets).
+    #[test]
+    fn a_sleeping_thread_is_blocked_for_its_sleep_and_its_episodes_are_sampled() {
+        let mut tracer = match BpfOffCpuTracer::open(&BpfOffCpuConfig::default()) {
+            Ok(t) => t,
+            Err(e) if std::env::var_os("SCALELAB_REQUIRE_BPF").is_some() => {
+                panic!("SCALELAB_REQUIRE_BPF is set and the tracer cannot load: {e}")
+            }
+            Err(e) => {
+                eprintln!("skipped: {e}");
+                return;
+            }
+        };
+        let from = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
+        tracer.account_from(from);
+        let sleeper = std::thread::spawn(|| {
+            for _ in 0..5 {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            sys::gettid() as u32
+        });
+        let tid = sleeper.join().expect("sleeper");
+        tracer.drain();
+        let until = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
+        let trace = tracer.finish_at(until);
+        let life = trace
+            .threads
+            .iter()
+            .find(|t| t.tid == tid)
+            .unwrap_or_else(|| panic!("the sleeper {tid} is traced: {:?}", trace.threads));
+        assert!(
+            (95_000_000..200_000_000).contains(&life.blocked),
+            "five 20 ms sleeps: {life:?}"
+        );
+        assert!(life.end.is_some(), "it exited: {life:?}");
+        let sampling = trace.sampling.expect("a BPF trace counts its sampling");
+        assert!(sampling.blocking_switches >= 5, "{sampling:?}");
+        let sleeps: Vec<_> = trace.episodes.iter().filter(|e| e.tid == tid).collect();
+        // At this rate every blocking switch is sampled (k = 1).
+        assert!(sleeps.len() >= 5, "{sleeps:?}");
+        let chain = &trace.chains[sleeps[0].kernel_chain as usize];
+        let kallsyms = perf_read::Kallsyms::load().expect("kallsyms");
+        let names: Vec<String> = chain
+            .iter()
+            .filter_map(|&ip| kallsyms.function(ip).map(|(s, _)| s.name.clone()))
+            .collect();
+        assert!(
+            names.iter().any(|n| n.contains("nanosleep")),
+            "the sleep's kernel chain names nanosleep: {names:?}"
+        );
+        assert!(
+            !names.first().is_some_and(|n| n.starts_with("bpf_")),
+            "the program's own frames are trimmed: {names:?}"
+        );
+        assert!(
+            sleeps.iter().all(|e| e.woken && e.weight == 1),
+            "{sleeps:?}"
+        );
+    }
+}
