@@ -40,6 +40,10 @@ pub(crate) trait Observer: std::fmt::Debug {
     /// The measurement window opened at `at` (CLOCK_MONOTONIC ns): account from there on.
     fn window_opens(&mut self, _at: u64) {}
 
+    /// The measurement window closed at `at`, just now, before the tasks stop: account up to
+    /// there (what the tasks do once stopped is not the window's).
+    fn window_closes(&mut self, _at: u64) {}
+
     /// Empties its buffers. Returns how many records it read that each carry a stack copy
     /// (futex waits): many of them call for the next drain sooner.
     fn drain(&mut self) -> u64;

@@ -88,6 +88,13 @@ impl Observers {
         }
     }
 
+    /// Tells every one that the window closed at `at`, just now.
+    pub(crate) fn window_closes(&mut self, at: u64) {
+        for o in &mut self.0 {
+            o.window_closes(at);
+        }
+    }
+
     /// Drains every one; returns the records read that each carry a stack copy.
     pub(crate) fn drain(&mut self) -> u64 {
         self.0.iter_mut().map(|o| o.drain()).sum()

@@ -1,19 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
-// scalelab's in-kernel off-CPU accounting (issue 32), loaded by crates/perf/src/bpf_offcpu.rs.
+// scalelab's in-kernel off-CPU tracing (issue 32), loaded by crates/perf/src/bpf_offcpu.rs.
 //
-// Every traced thread's time is summed here, exactly: on a CPU, waiting for one (preempted,
-// woken, created), blocked (a switch out while not runnable, to the wake-up that ends it), and
-// its blocking switches counted. Nothing is written per event. A blocking switch's call chains
-// are the sampled part: one in `k` (chosen per CPU from the last 100 ms's rate of blocking
-// switches so that about `samples_per_cpu_s` a second are kept) writes a BEGIN record with the
-// kernel chain, the user frame-pointer chain, the user registers and a copy of the top of the
-// user stack (unwound in user space with the binaries' .eh_frame), and its wake-up an END record
-// with the waker and the waker's kernel chain. A thread's exit writes an EXIT record with its
-// sums; user space reads the live threads' sums from the `threads` map.
+// A thread's time is the kernel's own accounting: its CPU time (se.sum_exec_runtime) and its
+// wait for a CPU (sched_info.run_delay), read here at its exit and from /proc/PID/task/TID/
+// schedstat while it lives, so that on a CPU, waiting for one and blocked are the same figures
+// as the trial's accounting (time stamped in this program's own hooks read 10% more run-queue
+// wait than schedstat on pipe_pingpong: each hook runs after the kernel stamped the switch).
+// This program keeps what the kernel does not: which threads are traced, when they began, their
+// blocking switches counted, and the call chains of a sample of them. One in `k` (chosen per
+// CPU from the last 100 ms's rate of blocking switches, so that about `samples_per_cpu_s` a
+// second are kept) writes a BEGIN record with the kernel chain, the user frame-pointer chain,
+// the user registers and a copy of the top of the user stack (unwound in user space with the
+// binaries' .eh_frame); its waking an END record with the waker and the waker's kernel chain.
+// A thread's exit writes an EXIT record with its counters.
 //
 // Traced threads: the one user space puts in `threads` (the thread that then creates the
 // trial's tasks), and every thread and process created by a traced thread afterwards (as
-// perf's `inherit`). Other tasks cost one hash lookup per switch and wake-up.
+// perf's `inherit`). Other tasks cost one hash lookup per switch and waking.
 //
 // The struct layouts below are the records user space decodes (bpf_offcpu_records.rs);
 // change both together. Kernel structures are read through CO-RE (preserve_access_index):
@@ -25,10 +28,20 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+struct sched_entity {
+    unsigned long long sum_exec_runtime;
+} __attribute__((preserve_access_index));
+
+struct sched_info {
+    unsigned long long run_delay;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
     int pid;
     int tgid;
     char comm[16];
+    struct sched_entity se;
+    struct sched_info sched_info;
 } __attribute__((preserve_access_index));
 
 struct pt_regs {
@@ -46,10 +59,6 @@ struct pt_regs {
 #define REC_END 2
 #define REC_EXIT 3
 
-#define STATE_RUNNING 1
-#define STATE_RUNNABLE 2
-#define STATE_BLOCKED 3
-
 // Counters, per CPU (the `stats` array's slots).
 #define STAT_BLOCKING 0    // blocking switches of traced threads
 #define STAT_SAMPLED 1     // of them, BEGIN records written
@@ -64,13 +73,12 @@ struct thread {
     __u32 pid;
     __u32 parent;
     __u64 begin;
-    __u64 since;
-    __u64 on_cpu;
-    __u64 runq;
-    __u64 blocked;
     __u64 episodes;
-    __u32 state;
-    __u32 sampled; // the open episode wrote a BEGIN record
+    // Since when it waits for a CPU (woken or preempted; 0: it does not): the kernel adds a
+    // wait to run_delay only once it ends, so user space adds the one in progress at an edge.
+    __u64 queued_at;
+    __u32 sampled; // the open episode wrote a BEGIN record, and no END yet
+    __u32 pad;
 };
 
 struct begin_rec {
@@ -108,10 +116,10 @@ struct exit_rec {
     __u32 parent;
     __u64 begin;
     __u64 end;
-    __u64 on_cpu;
-    __u64 runq;
-    __u64 blocked;
+    __u64 on_cpu;    // se.sum_exec_runtime
+    __u64 run_delay; // sched_info.run_delay
     __u64 episodes;
+    __u64 pad;
     char comm[16];
 };
 
@@ -160,19 +168,6 @@ static __always_inline void count(__u32 slot)
         *v += 1;
 }
 
-// Closes the thread's current span at `now`, adding it to the state's sum.
-static __always_inline void close_span(struct thread *t, __u64 now)
-{
-    __u64 d = now > t->since ? now - t->since : 0;
-    if (t->state == STATE_RUNNING)
-        t->on_cpu += d;
-    else if (t->state == STATE_RUNNABLE)
-        t->runq += d;
-    else if (t->state == STATE_BLOCKED)
-        t->blocked += d;
-    t->since = now;
-}
-
 // The sampling interval for this CPU: 1 in k blocking switches, k from the last 100 ms's count,
 // raised within a window as its count passes each multiple of the window's target (a burst, or
 // a CPU's first window, is not all sampled). k never depends on the episode it samples, so each
@@ -201,8 +196,9 @@ static __always_inline __u64 sampling_k(__u64 now)
 }
 
 static __always_inline void begin_episode(void *ctx, struct task_struct *prev, struct thread *t,
-                                          __u64 now, unsigned int state)
+                                          unsigned int state)
 {
+    __u64 now = bpf_ktime_get_ns();
     __u64 k = sampling_k(now);
     t->sampled = 0;
     if (k > 1 && bpf_get_prandom_u32() % k != 0)
@@ -238,14 +234,10 @@ static __always_inline void begin_episode(void *ctx, struct task_struct *prev, s
         count(STAT_STACK_SHORT);
     }
     // The walks and the copy above took microseconds of this thread's time on the CPU, before
-    // it switched: that is on CPU (the kernel charges it as system time), and the episode
-    // begins after it. Begun at `now`, every sampled episode would be that much longer than
-    // the others (seen: pipe_pingpong's sampled reads ~5x longer), and its weight would
-    // multiply the difference.
-    __u64 after = bpf_ktime_get_ns();
-    r->time = after;
-    t->on_cpu += after - now;
-    t->since = after;
+    // it switched (the kernel charges them to it): the episode begins after them. Begun
+    // before, every sampled episode would be that much longer than the others (seen:
+    // pipe_pingpong's sampled reads ~5x longer).
+    r->time = bpf_ktime_get_ns();
     bpf_ringbuf_submit(r, 0);
     t->sampled = 1;
     count(STAT_SAMPLED);
@@ -255,59 +247,51 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
              unsigned int prev_state)
 {
-    __u64 now = bpf_ktime_get_ns();
     __u32 tid = prev->pid;
     struct thread *t = tid ? bpf_map_lookup_elem(&threads, &tid) : 0;
-    if (t) {
-        close_span(t, now);
-        // A dying task's last switch (TASK_DEAD, 0x80) is no wait; a preempted one still runs.
-        if (!preempt && (prev_state & 0x7f)) {
-            t->state = STATE_BLOCKED;
-            t->episodes += 1;
-            count(STAT_BLOCKING);
-            begin_episode(ctx, prev, t, now, prev_state);
-        } else {
-            t->state = STATE_RUNNABLE;
-        }
+    // A dying task's last switch (TASK_DEAD, 0x80) is no wait; a preempted one still runs.
+    if (t && !preempt && (prev_state & 0x7f)) {
+        t->episodes += 1;
+        count(STAT_BLOCKING);
+        begin_episode(ctx, prev, t, prev_state);
+    } else if (t) {
+        t->queued_at = bpf_ktime_get_ns();
     }
     tid = next->pid;
     t = tid ? bpf_map_lookup_elem(&threads, &tid) : 0;
-    if (t) {
-        // Blocked here means no wake-up was seen: the episode ends now (sampled, and its waking
-        // not seen either: an END with no waker).
-        if (t->state == STATE_BLOCKED && t->sampled) {
-            struct end_rec *e = bpf_ringbuf_reserve(&records, sizeof(*e), 0);
-            if (e) {
-                e->type = REC_END;
-                e->tid = tid;
-                e->time = now;
-                e->waker_pid = 0;
-                e->waker_tid = (__u32)-1;
-                e->kernel_bytes = 0;
-                e->pad = 0;
-                bpf_ringbuf_submit(e, 0);
-            } else {
-                count(STAT_END_LOST);
-            }
-            t->sampled = 0;
+    if (t)
+        t->queued_at = 0;
+    // A sampled episode still open as its thread gets a CPU: no waking was seen (an END with
+    // no waker).
+    if (t && t->sampled) {
+        t->sampled = 0;
+        struct end_rec *e = bpf_ringbuf_reserve(&records, sizeof(*e), 0);
+        if (!e) {
+            count(STAT_END_LOST);
+            return 0;
         }
-        close_span(t, now);
-        t->state = STATE_RUNNING;
+        e->type = REC_END;
+        e->tid = tid;
+        e->time = bpf_ktime_get_ns();
+        e->waker_pid = 0;
+        e->waker_tid = (__u32)-1;
+        e->kernel_bytes = 0;
+        e->pad = 0;
+        bpf_ringbuf_submit(e, 0);
     }
     return 0;
 }
 
-// In try_to_wake_up, in the waker's context: who ends the wait (a sampled episode's END record
-// names the waker and its kernel chain). The wait itself ends at sched_wakeup below, as the
-// woken task is queued to run: for a task woken onto an idle CPU of this project's VM, the IPI
-// and the exit from idle between the two took several microseconds, which the kernel's own
-// run delay (schedstat) does not count either.
+// In try_to_wake_up, in the waker's context: a sampled episode ends here, with its waker.
 SEC("tp_btf/sched_waking")
 int BPF_PROG(on_waking, struct task_struct *p)
 {
     __u32 tid = p->pid;
     struct thread *t = bpf_map_lookup_elem(&threads, &tid);
-    if (!t || t->state != STATE_BLOCKED || !t->sampled)
+    if (!t)
+        return 0;
+    t->queued_at = bpf_ktime_get_ns();
+    if (!t->sampled)
         return 0;
     t->sampled = 0;
     struct end_rec *e = bpf_ringbuf_reserve(&records, sizeof(*e), 0);
@@ -327,19 +311,6 @@ int BPF_PROG(on_waking, struct task_struct *p)
     return 0;
 }
 
-// The woken task is queued to run: its wait ends, it waits for a CPU.
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(on_wakeup, struct task_struct *p)
-{
-    __u32 tid = p->pid;
-    struct thread *t = bpf_map_lookup_elem(&threads, &tid);
-    if (!t || t->state != STATE_BLOCKED)
-        return 0;
-    close_span(t, bpf_ktime_get_ns());
-    t->state = STATE_RUNNABLE;
-    return 0;
-}
-
 // A traced thread's new thread or process is traced from its creation, waiting for a CPU.
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
@@ -352,8 +323,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
         .pid = child->tgid,
         .parent = me,
         .begin = now,
-        .since = now,
-        .state = STATE_RUNNABLE,
+        .queued_at = now,
     };
     __u32 tid = child->pid;
     if (bpf_map_update_elem(&threads, &tid, &t, BPF_NOEXIST) != 0)
@@ -361,7 +331,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
     return 0;
 }
 
-// do_exit, in the exiting thread: its sums go out as an EXIT record and it leaves the map.
+// do_exit, in the exiting thread: its counters go out as an EXIT record and it leaves the map.
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
@@ -369,8 +339,6 @@ int BPF_PROG(on_exit, struct task_struct *p)
     struct thread *t = bpf_map_lookup_elem(&threads, &tid);
     if (!t)
         return 0;
-    __u64 now = bpf_ktime_get_ns();
-    close_span(t, now);
     struct exit_rec *x = bpf_ringbuf_reserve(&records, sizeof(*x), 0);
     if (x) {
         x->type = REC_EXIT;
@@ -378,11 +346,11 @@ int BPF_PROG(on_exit, struct task_struct *p)
         x->pid = t->pid;
         x->parent = t->parent;
         x->begin = t->begin;
-        x->end = now;
-        x->on_cpu = t->on_cpu;
-        x->runq = t->runq;
-        x->blocked = t->blocked;
+        x->end = bpf_ktime_get_ns();
+        x->on_cpu = BPF_CORE_READ(p, se.sum_exec_runtime);
+        x->run_delay = BPF_CORE_READ(p, sched_info.run_delay);
         x->episodes = t->episodes;
+        x->pad = 0;
         bpf_get_current_comm(x->comm, sizeof(x->comm));
         bpf_ringbuf_submit(x, 0);
     } else {

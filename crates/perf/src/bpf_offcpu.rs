@@ -1,29 +1,34 @@
 //! [`BpfOffCpuTracer`]: the calling thread's and its descendants' time (on a CPU, waiting for
-//! one, blocked) summed in the kernel by a BPF program on the scheduler's BTF tracepoints, with
-//! the call chains of a sample of the blocking switches (`bpf/offcpu.bpf.c`, loaded with aya).
+//! one, blocked), with the call chains of a sample of their blocking switches, from a BPF
+//! program on the scheduler's BTF tracepoints (`bpf/offcpu.bpf.c`, loaded with aya).
 //!
 //! Why (issue 32, `bench/offcpu-bpf-probe` on this project's 2-vCPU VM, `pipe_pingpong` N=2,
 //! ~600k blocking switches a second, traced/untraced throughput): the perf tracer
 //! ([`crate::OffCpuTracer`]), which writes every switch, wake-up and context switch with call
 //! chains and a user stack copy and pairs them in user space, kept 0.27 of the untraced
-//! throughput; the program on the tracepoint alone 0.97–1.04; per-thread sums in a BPF hash
+//! throughput; a program on the tracepoint alone 0.97–1.04; per-thread sums in a BPF hash
 //! 0.87–0.91; plus a kernel chain for 1 in 16 blocking switches 0.85–0.89; a chain for every
-//! one 0.72. So time is summed exactly in the kernel, and chains are the sampled part: one
-//! blocking switch in `k` writes its chains and user stack, `k` chosen per CPU from the last
-//! 100 ms's rate so that about [`BpfOffCpuConfig::samples_per_cpu_s`] are written a second
-//! (every one at a low rate: `k` = 1). Each sampled episode stands for `k`
-//! ([`BlockedEpisode::weight`]); the sampling counts come back as a
-//! [`SamplingTally`](crate::SamplingTally).
+//! one 0.72. So chains are the sampled part: one blocking switch in `k` writes its chains and
+//! user stack, `k` chosen per CPU from the last 100 ms's rate so that about
+//! [`BpfOffCpuConfig::samples_per_cpu_s`] are written a second (every one at a low rate:
+//! `k` = 1). Each sampled episode stands for `k` ([`BlockedEpisode::weight`]); the sampling
+//! counts come back as a [`SamplingTally`](crate::SamplingTally).
+//!
+//! A thread's time is the kernel's own accounting: its CPU time and its wait for a CPU
+//! (`/proc/PID/task/TID/schedstat` while it lives, the same fields read by the program at its
+//! exit) at the window's start ([`account_from`](BpfOffCpuTracer::account_from)) and end
+//! ([`account_until`](BpfOffCpuTracer::account_until)), and blocked the rest of its life in the
+//! window: the figures the trial's accounting reads, so that the blocked time agrees with its
+//! residual. (Stamped in the program's own hooks instead, `pipe_pingpong`'s wait for a CPU read
+//! 10% more than schedstat's: a hook runs after the kernel's own stamp.)
 //!
 //! Differences from the perf tracer, by design:
-//! - a wait ends at `sched_wakeup` (the woken task queued to run), as the perf tracer's do, and
-//!   its waker is the task `sched_waking` ran in (`try_to_wake_up`, the real waker); a sampled
-//!   episode's own end is its waking, the few microseconds between the two being in its
-//!   thread's exact sum, which its sites share out ([`BlockedEpisode::weight`]);
+//! - a sampled episode ends at its waking (`try_to_wake_up`, in the waker's context, which
+//!   names the real waker); the few microseconds to its `sched_wakeup` are in its thread's
+//!   blocked time, which its sampled episodes share out;
 //! - the kernel runs the program whatever the CPU does (idle included), so no CPU is silent
-//!   and [`OffCpuTrace::idle_cpus`] is empty;
-//! - a thread's sums are closed at `until` from the kernel's state, not replayed from records,
-//!   so nothing is out of step.
+//!   and [`OffCpuTrace::idle_cpus`] is empty; nothing is replayed from records, so nothing is
+//!   out of step.
 //!
 //! The side band (exec, mmap, fork, comm) still comes from perf's dummy event
 //! ([`MappingStream`]): user stacks unwind after their process is gone, and threads are named.
@@ -38,7 +43,7 @@ use aya::programs::BtfTracePoint;
 use aya::{Btf, Ebpf, EbpfLoader};
 
 use crate::bpf_offcpu_records::{
-    Record, SampledEpisodes, SamplingTally, ThreadSums, decode, window_life,
+    Counters, Record, SampledEpisodes, SamplingTally, ThreadEntry, decode, window_life,
 };
 use crate::lock_events::ChainTable;
 use crate::mapping_stream::{MappingStream, TaskChange, TaskRecord};
@@ -62,10 +67,9 @@ const OBJECT: Option<&[u8]> = None;
 /// Frames kept per user chain.
 const MAX_USER_FRAMES: usize = 64;
 /// The programs and the tracepoints they attach to.
-const PROGRAMS: [(&str, &str); 5] = [
+const PROGRAMS: [(&str, &str); 4] = [
     ("on_switch", "sched_switch"),
     ("on_waking", "sched_waking"),
-    ("on_wakeup", "sched_wakeup"),
     ("on_fork", "sched_process_fork"),
     ("on_exit", "sched_process_exit"),
 ];
@@ -120,7 +124,7 @@ impl Default for BpfOffCpuConfig {
 pub struct BpfOffCpuTracer {
     bpf: Ebpf,
     records: RingBuf<MapData>,
-    threads: BpfHashMap<MapData, u32, ThreadSums>,
+    threads: BpfHashMap<MapData, u32, ThreadEntry>,
     mappings: MappingStream,
     unwinder: Unwinder,
     unwound: UnwindCache,
@@ -128,16 +132,18 @@ pub struct BpfOffCpuTracer {
     chains: ChainTable,
     user_chains: FreshChains,
     episodes: SampledEpisodes,
-    /// Threads that exited: their sums at the exit, the exit time and name.
-    exited: Vec<(u32, ThreadSums, u64, String)>,
+    /// Threads that exited: their entry, exit time, counters at the exit and name.
+    exited: Vec<(u32, ThreadEntry, u64, Counters, String)>,
     /// Names from the side band (comm records), by thread.
     names: HashMap<u32, String>,
     /// Thread ids of traced threads seen (exits, sampled episodes).
     traced: HashSet<u32>,
     /// Waker thread ids to name while they live.
     wakers_seen: HashSet<(u32, u32)>,
-    /// The live threads' sums at the window's start, and that start.
-    at_from: Option<(u64, HashMap<u32, ThreadSums>)>,
+    /// The live threads' counters at the window's start, and that start.
+    at_from: Option<(u64, HashMap<u32, Counters>)>,
+    /// The live threads' counters at the window's end, and that end.
+    at_until: Option<(u64, HashMap<u32, Counters>)>,
     malformed: u64,
 }
 
@@ -149,9 +155,9 @@ impl std::fmt::Debug for BpfOffCpuTracer {
     }
 }
 
-// SAFETY: `ThreadSums` is `repr(C)`, plain integers with no padding (4+4+6×8+4+4 bytes), so
+// SAFETY: `ThreadEntry` is `repr(C)`, plain integers with no padding (4+4+8+8+4+4 bytes), so
 // every bit pattern the kernel writes is a valid value.
-unsafe impl aya::Pod for ThreadSums {}
+unsafe impl aya::Pod for ThreadEntry {}
 
 fn bpf_error(what: &str, e: impl std::fmt::Display) -> PerfError {
     PerfError::Bpf {
@@ -184,7 +190,7 @@ impl BpfOffCpuTracer {
             .set_global("fixed_k", &config.fixed_k, true)
             .load(object)
             .map_err(|e| bpf_error("loading the program", e))?;
-        let mut threads: BpfHashMap<MapData, u32, ThreadSums> = bpf
+        let mut threads: BpfHashMap<MapData, u32, ThreadEntry> = bpf
             .take_map("threads")
             .ok_or_else(|| bpf_error("the program", "no `threads` map"))?
             .try_into()
@@ -196,15 +202,13 @@ impl BpfOffCpuTracer {
             .map_err(|e| bpf_error("the `records` map", e))?;
         let now = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
         let me = sys::gettid() as u32;
-        let sums = ThreadSums {
+        let entry = ThreadEntry {
             pid: std::process::id(),
             begin: now,
-            since: now,
-            state: 1,
-            ..ThreadSums::default()
+            ..ThreadEntry::default()
         };
         threads
-            .insert(me, sums, 0)
+            .insert(me, entry, 0)
             .map_err(|e| bpf_error("tracing the calling thread", e))?;
         let mappings = MappingStream::open_cpu_wide(&online_cpus(), std::process::id())?;
         for (program, tracepoint) in PROGRAMS {
@@ -234,6 +238,7 @@ impl BpfOffCpuTracer {
             traced: HashSet::new(),
             wakers_seen: HashSet::new(),
             at_from: None,
+            at_until: None,
             malformed: 0,
         })
     }
@@ -247,15 +252,33 @@ impl BpfOffCpuTracer {
     }
 
     /// Accounts the threads' time only from `from` on (CLOCK_MONOTONIC ns: the window's
-    /// start): their sums now, closed at `from`, are taken off at the end.
+    /// start): their counters now are taken off at the end.
     pub fn account_from(&mut self, from: u64) {
-        let sums = self
-            .threads
+        self.at_from = Some((from, self.live_counters(from)));
+    }
+
+    /// Accounts the threads' time only up to `until` (the window's end, just passed): their
+    /// counters now are those of the end (threads exiting later, as a built-in trial's tasks
+    /// do once stopped, would otherwise count their winding down).
+    pub fn account_until(&mut self, until: u64) {
+        self.drain();
+        self.at_until = Some((until, self.live_counters(until)));
+    }
+
+    /// The kernel's counters of every live traced thread as at `at` (just passed), a wait for
+    /// a CPU in progress included.
+    fn live_counters(&self, at: u64) -> HashMap<u32, Counters> {
+        self.threads
             .iter()
             .filter_map(Result::ok)
-            .map(|(tid, s)| (tid, s.closed_at(from)))
-            .collect();
-        self.at_from = Some((from, sums));
+            .filter_map(|(tid, t)| {
+                let c = Counters::read(t.pid, tid)?;
+                // The same wait before and after the read: it was in progress throughout.
+                let after = self.threads.get(&tid, 0).map_or(0, |now| now.queued_at);
+                let waiting = if after == t.queued_at { after } else { 0 };
+                Some((tid, c.with_wait_in_progress(waiting, at)))
+            })
+            .collect()
     }
 
     /// The user call chains of sampled blocking switches first seen (per process) since the
@@ -281,19 +304,36 @@ impl BpfOffCpuTracer {
         self.drain();
         let tally = self.tally();
         let (from, at_from) = self.at_from.take().unwrap_or_default();
-        let live: Vec<(u32, ThreadSums)> = self.threads.iter().filter_map(Result::ok).collect();
+        let (until, at_until) = self.at_until.take().unwrap_or((until, HashMap::new()));
+        let window = (from, until);
         let mut threads: Vec<ThreadLife> = Vec::new();
-        for (tid, sums, end, comm) in &self.exited {
-            if let Some(mut life) = window_life(*tid, sums, Some(*end), at_from.get(tid), from) {
+        for (tid, entry, end, counters, comm) in &self.exited {
+            // Exited after the window: as it was at the window's end, where that was read.
+            let (end, counters) = match at_until.get(tid) {
+                Some(c) if *end > until => (None, c),
+                _ => (Some(*end), counters),
+            };
+            if let Some(mut life) =
+                window_life(*tid, entry, end, window, at_from.get(tid), counters)
+            {
                 life.comm = comm.clone();
                 threads.push(life);
             }
         }
-        for (tid, sums) in live {
-            let closed = sums.closed_at(until);
-            if let Some(mut life) = window_life(tid, &closed, None, at_from.get(&tid), from) {
+        let live: Vec<(u32, ThreadEntry)> = self.threads.iter().filter_map(Result::ok).collect();
+        for (tid, entry) in live {
+            let Some(counters) = at_until
+                .get(&tid)
+                .copied()
+                .or_else(|| Counters::read(entry.pid, tid))
+            else {
+                continue;
+            };
+            if let Some(mut life) =
+                window_life(tid, &entry, None, window, at_from.get(&tid), &counters)
+            {
                 life.comm = self.names.get(&tid).cloned().unwrap_or_else(|| {
-                    std::fs::read_to_string(format!("/proc/{}/task/{tid}/comm", sums.pid))
+                    std::fs::read_to_string(format!("/proc/{}/task/{tid}/comm", entry.pid))
                         .map(|c| c.trim_end().to_string())
                         .unwrap_or_default()
                 });
@@ -405,7 +445,7 @@ impl BpfOffCpuTracer {
                 Some(Record::Exit(x)) => {
                     let comm = self.names.get(&x.tid).cloned().unwrap_or(x.comm);
                     self.traced.insert(x.tid);
-                    self.exited.push((x.tid, x.sums, x.end, comm));
+                    self.exited.push((x.tid, x.thread, x.end, x.counters, comm));
                 }
                 None => self.malformed += 1,
             }

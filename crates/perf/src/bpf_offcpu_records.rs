@@ -94,13 +94,50 @@ pub(crate) struct End {
     pub waker: Option<(u32, u32, Vec<u64>)>,
 }
 
-/// A traced thread's exit, with its sums.
+/// A traced thread's exit, with its counters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Exit {
-    pub sums: ThreadSums,
+    pub thread: ThreadEntry,
     pub tid: u32,
     pub end: u64,
+    pub counters: Counters,
     pub comm: String,
+}
+
+/// A thread's CPU time and wait for a CPU as the kernel accounts them (`se.sum_exec_runtime`,
+/// `sched_info.run_delay`: the first two fields of `/proc/PID/task/TID/schedstat`), ns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Counters {
+    pub on_cpu: u64,
+    pub run_delay: u64,
+}
+
+impl Counters {
+    /// Parses a `schedstat` line (`run_ns wait_ns slices`).
+    pub(crate) fn parse_schedstat(text: &str) -> Option<Counters> {
+        let mut f = text.split_whitespace().map(str::parse::<u64>);
+        Some(Counters {
+            on_cpu: f.next()?.ok()?,
+            run_delay: f.next()?.ok()?,
+        })
+    }
+
+    /// Thread `tid` of process `pid`'s counters now; `None` once it is gone.
+    pub(crate) fn read(pid: u32, tid: u32) -> Option<Counters> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/schedstat")).ok()?;
+        Counters::parse_schedstat(&text)
+    }
+
+    /// The counters as at `at`, with the wait for a CPU in progress since `queued_at` (0:
+    /// none) counted: the kernel adds a wait to `run_delay` only as it ends, so a thread
+    /// waiting at a window's edge would carry the part before the edge into the window (seen:
+    /// a pipe_pingpong pair that waited ~95 ms in the warm-up read 2.3x its run-queue wait).
+    pub(crate) fn with_wait_in_progress(mut self, queued_at: u64, at: u64) -> Counters {
+        if queued_at != 0 {
+            self.run_delay += at.saturating_sub(queued_at);
+        }
+        self
+    }
 }
 
 /// A decoded record.
@@ -111,38 +148,22 @@ pub(crate) enum Record<'a> {
     Exit(Exit),
 }
 
-/// A thread's sums (the `threads` map's value, `struct thread`), as read from the kernel.
+/// A traced thread as the kernel's `threads` map holds it (`struct thread`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[repr(C)]
-pub(crate) struct ThreadSums {
+pub(crate) struct ThreadEntry {
     pub pid: u32,
+    /// The thread that created it (0: the first, put there by user space).
     pub parent: u32,
+    /// Its creation (or the trace's start), CLOCK_MONOTONIC ns.
     pub begin: u64,
-    /// Start of the current state.
-    pub since: u64,
-    pub on_cpu: u64,
-    pub runq: u64,
-    pub blocked: u64,
+    /// Its blocking switches.
     pub episodes: u64,
-    /// 1 running, 2 runnable, 3 blocked.
-    pub state: u32,
+    /// Since when it waits for a CPU (woken or preempted), CLOCK_MONOTONIC ns; 0 when it does
+    /// not.
+    pub queued_at: u64,
     pub sampled: u32,
-}
-
-impl ThreadSums {
-    /// The sums with the current state's span closed at `at` (nothing added when the state
-    /// began later).
-    pub(crate) fn closed_at(mut self, at: u64) -> ThreadSums {
-        let d = at.saturating_sub(self.since);
-        match self.state {
-            1 => self.on_cpu += d,
-            2 => self.runq += d,
-            3 => self.blocked += d,
-            _ => {}
-        }
-        self.since = self.since.max(at);
-        self
-    }
+    pub pad: u32,
 }
 
 fn u32_at(b: &[u8], o: usize) -> u32 {
@@ -207,17 +228,18 @@ pub(crate) fn decode(b: &[u8]) -> Option<Record<'_>> {
                 tid: u32_at(b, 4),
                 end: u64_at(b, 24),
                 comm: String::from_utf8_lossy(&comm[..len]).into_owned(),
-                sums: ThreadSums {
+                thread: ThreadEntry {
                     pid: u32_at(b, 8),
                     parent: u32_at(b, 12),
                     begin: u64_at(b, 16),
-                    since: u64_at(b, 24),
-                    on_cpu: u64_at(b, 32),
-                    runq: u64_at(b, 40),
-                    blocked: u64_at(b, 48),
-                    episodes: u64_at(b, 56),
-                    state: 0,
+                    episodes: u64_at(b, 48),
+                    queued_at: 0,
                     sampled: 0,
+                    pad: 0,
+                },
+                counters: Counters {
+                    on_cpu: u64_at(b, 32),
+                    run_delay: u64_at(b, 40),
                 },
             }))
         }
@@ -320,30 +342,36 @@ impl SampledEpisodes {
     }
 }
 
-/// Thread `tid`'s life inside `[from, until]`: its sums at the end (`at_end`, closed at
-/// `until` or at its exit) less those at `from` (`at_from`, closed at `from`; `None` when the
-/// thread began after it). `None` for a thread that exited before `from`.
+/// Thread `tid`'s life inside the window `[from, until]`: from its creation (or `from`) to its
+/// exit (or `until`), its time on a CPU and waiting for one the kernel's counters at that end
+/// (`at_end`) less those at the start (`at_from`: `None` for a thread created since), and
+/// blocked the rest. `None` for a thread that exited before `from`.
 pub(crate) fn window_life(
     tid: u32,
-    at_end: &ThreadSums,
+    entry: &ThreadEntry,
     end: Option<u64>,
-    at_from: Option<&ThreadSums>,
-    from: u64,
+    (from, until): (u64, u64),
+    at_from: Option<&Counters>,
+    at_end: &Counters,
 ) -> Option<ThreadLife> {
     if end.is_some_and(|e| e < from) {
         return None;
     }
     let base = at_from.copied().unwrap_or_default();
+    let begin = entry.begin.max(from);
+    let life = end.unwrap_or(until).min(until).saturating_sub(begin);
+    let on_cpu = at_end.on_cpu.saturating_sub(base.on_cpu);
+    let runq = at_end.run_delay.saturating_sub(base.run_delay);
     Some(ThreadLife {
-        pid: at_end.pid,
+        pid: entry.pid,
         tid,
-        parent: (at_end.parent != 0).then_some(at_end.parent),
+        parent: (entry.parent != 0).then_some(entry.parent),
         comm: String::new(),
-        begin: at_end.begin.max(from),
+        begin,
         end,
-        on_cpu: at_end.on_cpu.saturating_sub(base.on_cpu),
-        runq: at_end.runq.saturating_sub(base.runq),
-        blocked: at_end.blocked.saturating_sub(base.blocked),
+        on_cpu,
+        runq,
+        blocked: life.saturating_sub(on_cpu + runq),
     })
 }
 
@@ -442,31 +470,61 @@ mod tests {
     }
 
     #[test]
-    fn a_threads_life_in_the_window_is_its_sums_at_the_end_less_those_at_the_start() {
-        let running_since_100 = ThreadSums {
+    fn a_threads_life_in_the_window_is_the_kernels_counters_across_it_and_blocked_the_rest() {
+        let entry = ThreadEntry {
             pid: 5,
             parent: 4,
             begin: 50,
-            since: 100,
+            ..ThreadEntry::default()
+        };
+        let at_from = Counters {
             on_cpu: 30,
-            runq: 10,
-            blocked: 10,
-            state: 1,
-            ..ThreadSums::default()
+            run_delay: 10,
         };
-        // At 200 it has run 100 more; at the end (1000) it has 500 on CPU, 100 runq, 400 blocked.
-        let at_from = running_since_100.closed_at(200);
-        assert_eq!(at_from.on_cpu, 130);
-        let at_end = ThreadSums {
-            on_cpu: 500,
-            runq: 100,
-            blocked: 400,
-            ..running_since_100
+        let at_end = Counters {
+            on_cpu: 530,
+            run_delay: 110,
         };
-        let life = window_life(6, &at_end, None, Some(&at_from), 200).expect("alive");
-        assert_eq!((life.on_cpu, life.runq, life.blocked), (370, 90, 390));
-        assert_eq!((life.begin, life.parent), (200, Some(4)));
-        assert_eq!(window_life(6, &at_end, Some(150), None, 200), None);
+        let life =
+            window_life(6, &entry, None, (200, 1_200), Some(&at_from), &at_end).expect("alive");
+        assert_eq!((life.on_cpu, life.runq, life.blocked), (500, 100, 400));
+        assert_eq!(
+            (life.begin, life.parent, life.life()),
+            (200, Some(4), 1_000)
+        );
+        // Created inside the window, exited before its end: from creation to exit.
+        let late = ThreadEntry {
+            begin: 700,
+            ..entry
+        };
+        let spent = Counters {
+            on_cpu: 200,
+            run_delay: 0,
+        };
+        let life = window_life(7, &late, Some(900), (200, 1_200), None, &spent).unwrap();
+        assert_eq!((life.on_cpu, life.blocked, life.end), (200, 0, Some(900)));
+        assert_eq!(
+            window_life(6, &entry, Some(150), (200, 1_200), None, &at_end),
+            None
+        );
+    }
+
+    #[test]
+    fn schedstat_gives_the_cpu_time_and_the_wait_for_a_cpu() {
+        assert_eq!(
+            Counters::parse_schedstat("123456 7890 42\n"),
+            Some(Counters {
+                on_cpu: 123_456,
+                run_delay: 7_890
+            })
+        );
+        assert_eq!(Counters::parse_schedstat("12"), None);
+        let c = Counters {
+            on_cpu: 5,
+            run_delay: 100,
+        };
+        assert_eq!(c.with_wait_in_progress(700, 1_000).run_delay, 400);
+        assert_eq!(c.with_wait_in_progress(0, 1_000).run_delay, 100);
     }
 
     #[test]

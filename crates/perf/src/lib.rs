@@ -30,6 +30,7 @@ mod pairing_engine;
 mod thread_timeline;
 mod trace_ring;
 mod trace_stream;
+mod trace_throughput;
 mod tracefs;
 
 pub use bpf_offcpu::{BpfOffCpuConfig, BpfOffCpuTracer};

@@ -170,6 +170,13 @@ impl Observer for OffCpuSession {
 
     /// Empties the ring buffers. With [`Scope::Command`], new user call chains are symbolised
     /// in their (live) process. Its records carry no stack copy: 0.
+    /// The in-kernel tracer reads its threads' counters at the window's end.
+    fn window_closes(&mut self, at: u64) {
+        if let Some(Tracer::Kernel(t)) = &mut self.tracer {
+            t.account_until(at);
+        }
+    }
+
     fn drain(&mut self) -> u64 {
         let Some(t) = &mut self.tracer else { return 0 };
         t.drain();

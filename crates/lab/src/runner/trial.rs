@@ -64,9 +64,10 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
     };
     let mut observers = Observers::open(requests, Scope::Own);
     let drain_every = observers.needs_draining().then_some(LOCK_DRAIN_EVERY);
-    let mut drain = |window_opens: Option<u64>| match window_opens {
-        Some(at) => observers.window_opens(at),
-        None => {
+    let mut drain = |edge: Edge| match edge {
+        Edge::Opens(at) => observers.window_opens(at),
+        Edge::Closes(at) => observers.window_closes(at),
+        Edge::None => {
             observers.drain();
         }
     };
@@ -360,10 +361,21 @@ impl Window {
     }
 }
 
-/// The observers' hook: the sampler calls it with `None` at least this often (`None`: never)
-/// between its samples (the tracers' drain), and once with `Some(at)` as the window opens (at
-/// `at`, CLOCK_MONOTONIC ns: the in-kernel off-CPU tracer takes its threads' sums there).
-type Drain<'a> = (Option<Duration>, &'a mut dyn FnMut(Option<u64>));
+/// The observers' hook: the sampler calls it with [`Edge::None`] at least this often (`None`:
+/// never) between its samples (the tracers' drain), and once at each of the window's edges
+/// (the in-kernel off-CPU tracer reads its threads' counters there).
+type Drain<'a> = (Option<Duration>, &'a mut dyn FnMut(Edge));
+
+/// What the sampler tells the observers.
+#[derive(Debug, Clone, Copy)]
+enum Edge {
+    /// Nothing: drain.
+    None,
+    /// The window opened at (CLOCK_MONOTONIC ns).
+    Opens(u64),
+    /// The window closed at, just now, before the tasks stop.
+    Closes(u64),
+}
 
 /// Waits for every task at the gate, opens it, and samples until the window closes.
 /// `check` is called every interval and aborts the trial when it fails (a task process died).
@@ -421,7 +433,7 @@ fn sample(
         start = Some((Instant::now(), control.read_counters(), snapshot(counters)));
         sched_start = clocks.read();
         sampler_start = sys::thread_cpu_time();
-        drain(Some(clock_start));
+        drain(Edge::Opens(clock_start));
     } else {
         control.set_phase(PHASE_WARMUP);
     }
@@ -437,7 +449,7 @@ fn sample(
         if let Some(every) = drain_every {
             if now + every < wake {
                 std::thread::sleep(every);
-                drain(None);
+                drain(Edge::None);
                 continue;
             }
         }
@@ -461,7 +473,7 @@ fn sample(
                 sampler_start = sys::thread_cpu_time();
                 // After the figures of the window's start: the tracer's sums are closed at
                 // `clock_start` whenever they are read.
-                drain(Some(clock_start));
+                drain(Edge::Opens(clock_start));
                 next_tick = Instant::now() + interval;
             }
             None => next_tick += interval,
@@ -472,6 +484,9 @@ fn sample(
                     let end_counters = snapshot(counters);
                     // Read as at the start: right after the counters, before the tasks stop.
                     let sched_end = clocks.read();
+                    drain(Edge::Closes(sys::clock_gettime_vdso(
+                        sys::ClockId::Monotonic,
+                    )));
                     control.set_phase(PHASE_STOP);
                     let stopped = Instant::now();
                     let clock_end = sys::clock_gettime_vdso(sys::ClockId::Monotonic);

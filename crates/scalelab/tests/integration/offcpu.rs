@@ -109,6 +109,63 @@ fn pipe_pingpong_blocks_in_pipe_reads_from_its_step() {
     assert_within_the_residual(m, "pipe_pingpong N=2");
 }
 
+/// The two tracers (`--offcpu-tracer kernel`, the default, and `perf`) on the same workload:
+/// the same top site, each within the residual. The kernel one says what it sampled (in CI,
+/// where clang and libbpf-dev are installed, it must not have fallen back).
+#[test]
+fn the_kernel_and_the_perf_tracer_name_the_same_pipe_read() {
+    let lab = Lab::new();
+    let Some(perf) = lab.run_offcpu(
+        "pipe_pingpong",
+        &["--tasks", "2", "--offcpu-tracer", "perf"],
+    ) else {
+        return;
+    };
+    let Some(kernel) = lab.run_offcpu("pipe_pingpong", &["--tasks", "2"]) else {
+        return;
+    };
+    let (p, k) = (&perf[0], &kernel[0]);
+    assert!(
+        p["offcpu"]["sampling"].is_null(),
+        "perf records every episode: {}",
+        p["offcpu"]
+    );
+    let notes = k["offcpu"]["notes"].to_string();
+    if k["offcpu"]["sampling"].is_null() {
+        assert!(
+            notes.contains("not in the kernel"),
+            "a fallback says why: {notes}"
+        );
+        assert!(
+            std::env::var_os("SCALELAB_REQUIRE_BPF").is_none(),
+            "SCALELAB_REQUIRE_BPF is set and the kernel tracer fell back: {notes}"
+        );
+        eprintln!("the kernel tracer fell back here: {notes}");
+    } else {
+        let sampling = &k["offcpu"]["sampling"];
+        assert!(
+            sampling["sampled"].as_u64().unwrap() > 0
+                && sampling["sampled"].as_u64() <= sampling["blocking_switches"].as_u64(),
+            "{sampling}"
+        );
+        let top = &sites(k)[0];
+        assert!(top["sampled"]["episodes"].as_u64().unwrap() > 0, "{top}");
+        assert!(
+            top["sampled"]["error"].as_u64().unwrap() < top["total"].as_u64().unwrap(),
+            "a site of thousands of episodes is known better than ±100%: {top}"
+        );
+    }
+    for (m, what) in [(p, "perf"), (k, "kernel")] {
+        let top = &sites(m)[0];
+        assert_eq!(
+            (top["kind"].as_str(), top["object"].as_str()),
+            (Some("pipe"), Some("pipe_read")),
+            "{what} tracer's top site: {top}"
+        );
+        assert_within_the_residual(m, &format!("pipe_pingpong N=2, {what} tracer"));
+    }
+}
+
 #[test]
 fn a_shared_futex_mutex_blocks_in_futex_waits_from_its_lock_function() {
     let lab = Lab::new();
