@@ -243,6 +243,26 @@ static __always_inline void begin_episode(void *ctx, struct task_struct *prev, s
     count(STAT_SAMPLED);
 }
 
+// Writes the END record of thread `tid`'s sampled episode: with the current task as its waker
+// and that task's kernel chain (`waker`: in sched_waking), or none (at the switch-in).
+static __always_inline void end_episode(void *ctx, __u32 tid, bool waker)
+{
+    struct end_rec *e = bpf_ringbuf_reserve(&records, sizeof(*e), 0);
+    if (!e) {
+        count(STAT_END_LOST);
+        return;
+    }
+    __u64 id = bpf_get_current_pid_tgid();
+    e->type = REC_END;
+    e->tid = tid;
+    e->time = bpf_ktime_get_ns();
+    e->waker_pid = waker ? id >> 32 : 0;
+    e->waker_tid = waker ? (__u32)id : (__u32)-1;
+    e->pad = 0;
+    e->kernel_bytes = waker ? bpf_get_stack(ctx, e->kernel, sizeof(e->kernel), 0) : 0;
+    bpf_ringbuf_submit(e, 0);
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
              unsigned int prev_state)
@@ -265,19 +285,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
     // no waker).
     if (t && t->sampled) {
         t->sampled = 0;
-        struct end_rec *e = bpf_ringbuf_reserve(&records, sizeof(*e), 0);
-        if (!e) {
-            count(STAT_END_LOST);
-            return 0;
-        }
-        e->type = REC_END;
-        e->tid = tid;
-        e->time = bpf_ktime_get_ns();
-        e->waker_pid = 0;
-        e->waker_tid = (__u32)-1;
-        e->kernel_bytes = 0;
-        e->pad = 0;
-        bpf_ringbuf_submit(e, 0);
+        end_episode(ctx, tid, false);
     }
     return 0;
 }
@@ -294,20 +302,7 @@ int BPF_PROG(on_waking, struct task_struct *p)
     if (!t->sampled)
         return 0;
     t->sampled = 0;
-    struct end_rec *e = bpf_ringbuf_reserve(&records, sizeof(*e), 0);
-    if (!e) {
-        count(STAT_END_LOST);
-        return 0;
-    }
-    __u64 id = bpf_get_current_pid_tgid();
-    e->type = REC_END;
-    e->tid = tid;
-    e->time = bpf_ktime_get_ns();
-    e->waker_pid = id >> 32;
-    e->waker_tid = (__u32)id;
-    e->pad = 0;
-    e->kernel_bytes = bpf_get_stack(ctx, e->kernel, sizeof(e->kernel), 0);
-    bpf_ringbuf_submit(e, 0);
+    end_episode(ctx, tid, true);
     return 0;
 }
 

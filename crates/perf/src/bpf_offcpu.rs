@@ -350,14 +350,8 @@ impl BpfOffCpuTracer {
         let mut chains = std::mem::take(&mut self.chains).into_chains();
         trim_bpf_frames(&mut chains);
         let episodes = std::mem::take(&mut self.episodes).close();
-        let mut pids: Vec<u32> = episodes.iter().map(|e| e.pid).collect();
-        pids.sort_unstable();
-        pids.dedup();
-        let maps = pids
-            .into_iter()
-            .map(|pid| (pid, self.unwinder.maps(pid as i32).to_vec()))
-            .filter(|(_, m)| !m.is_empty())
-            .collect();
+        let pids: std::collections::BTreeSet<u32> = episodes.iter().map(|e| e.pid).collect();
+        let maps = self.unwinder.maps_of(pids);
         OffCpuTrace {
             episodes,
             chains,

@@ -405,14 +405,8 @@ impl LockTracer {
         self.read_all();
         let pairing = self.pending.finish(u64::MAX);
         let unpaired = pairing.still_open() + pairing.unmatched_ends;
-        let mut pids: Vec<u32> = pairing.futex.iter().map(|w| w.pid).collect();
-        pids.sort_unstable();
-        pids.dedup();
-        let maps = pids
-            .into_iter()
-            .map(|pid| (pid, self.unwinder.maps(pid as i32).to_vec()))
-            .filter(|(_, m)| !m.is_empty())
-            .collect();
+        let pids: std::collections::BTreeSet<u32> = pairing.futex.iter().map(|w| w.pid).collect();
+        let maps = self.unwinder.maps_of(pids);
         LockTrace {
             maps,
             kernel: pairing.kernel,

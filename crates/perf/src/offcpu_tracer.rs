@@ -427,14 +427,8 @@ impl OffCpuTracer {
         let (episodes, threads) = timeline.close(until);
         let traced: HashSet<u32> = threads.iter().map(|t| t.tid).collect();
         self.wakers.retain(|tid, _| !traced.contains(tid));
-        let mut pids: Vec<u32> = episodes.iter().map(|e| e.pid).collect();
-        pids.sort_unstable();
-        pids.dedup();
-        let maps = pids
-            .into_iter()
-            .map(|pid| (pid, self.unwinder.maps(pid as i32).to_vec()))
-            .filter(|(_, m)| !m.is_empty())
-            .collect();
+        let pids: std::collections::BTreeSet<u32> = episodes.iter().map(|e| e.pid).collect();
+        let maps = self.unwinder.maps_of(pids);
         OffCpuTrace {
             episodes,
             chains: std::mem::take(&mut self.chains).into_chains(),

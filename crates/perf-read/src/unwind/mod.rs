@@ -165,6 +165,15 @@ impl Unwinder {
         self.spaces.get(&pid).map_or(&[], |s| s.maps.as_slice())
     }
 
+    /// The mappings of each of `pids` that has any, as a trace keeps them to name its user
+    /// addresses after the processes are gone.
+    pub fn maps_of(&self, pids: impl IntoIterator<Item = u32>) -> HashMap<u32, Vec<MappedFile>> {
+        pids.into_iter()
+            .map(|pid| (pid, self.maps(pid as i32).to_vec()))
+            .filter(|(_, m)| !m.is_empty())
+            .collect()
+    }
+
     /// Unwinds process `pid`'s user stack from `regs`, `stack` being the copy of the memory at
     /// `regs.sp`: the instruction pointer, then each caller's return address less one (inside
     /// the call instruction, as perf and addr2line look callers up: a call that is its
