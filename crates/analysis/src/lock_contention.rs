@@ -85,6 +85,10 @@ pub struct LockRow {
     pub wait_per_op_ns: f64,
     /// Further call sites with their contention counts, most frequent first (at most 5).
     pub call_sites: Vec<(String, u64)>,
+    /// Estimated from a sample of the waits (the in-kernel tracer): the waits sampled with
+    /// their chains, and half the 95% interval of `wait_total_ns` from sampling alone (the
+    /// trials' errors added in quadrature). `None`: every wait was traced.
+    pub sampled: Option<(u64, u64)>,
 }
 
 /// The lock table of one N.
@@ -114,6 +118,8 @@ struct Acc {
     min: Option<u64>,
     locks: BTreeSet<String>,
     sites: BTreeMap<String, u64>,
+    /// Sampled waits and the variance of `total` (ns²), when estimated.
+    sampled: Option<(u64, f64)>,
 }
 
 type Key = (LockSide, String, String, String);
@@ -169,6 +175,11 @@ pub fn at_point(data: &RunData, n: u32, sides: LockSides) -> Option<PointLocks> 
                 for (site, k) in &c.call_sites {
                     *acc.sites.entry(site.clone()).or_default() += k;
                 }
+                if let Some(s) = c.sampled {
+                    let (n, var) = acc.sampled.get_or_insert((0, 0.0));
+                    *n += s.episodes;
+                    *var += (s.error.0 as f64 / 1.96).powi(2);
+                }
             }
         }
     }
@@ -206,6 +217,9 @@ pub fn at_point(data: &RunData, n: u32, sides: LockSides) -> Option<PointLocks> 
                     0.0
                 },
                 call_sites: sites,
+                sampled: acc
+                    .sampled
+                    .map(|(n, var)| (n, (1.96 * var.sqrt()).round() as u64)),
             }
         })
         .collect();
@@ -380,6 +394,7 @@ mod tests {
             wait_max: Nanos(total / k.max(1) * 2),
             wait_min: Nanos(1),
             call_sites: vec![(format!("{caller}+0x10"), k)],
+            sampled: None,
         }
     }
 

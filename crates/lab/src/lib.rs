@@ -40,6 +40,7 @@ mod scratch;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_runs;
 mod traced_processes;
+mod tracer_choice;
 mod workloads;
 
 pub use analysis;
@@ -51,10 +52,11 @@ pub use model::params::{ParamKind, ParamSpec, Params, split_pair};
 pub use model::task_spec::TaskSpec;
 pub use model::warnings::Warning;
 pub use model::{SpecError, env, number_text, record, safe_text, schedule, timestamp};
-pub use offcpu::{OffCpuRequest, OffCpuTracerChoice};
+pub use offcpu::OffCpuRequest;
 pub use plan::{Plan, RunConfig, check_runs, parse_duration};
 pub use process::{die_with_owner, perf_checks, serve_guard};
 pub use store;
 pub use store::profile_files::{FilesCopied, MAX_FILE_BYTES, fetch_profiles};
 pub use sys::owned_dir::{PathError, create_output};
+pub use tracer_choice::TracerChoice;
 pub use workloads::{WorkloadInfo, workload_info, workload_infos};

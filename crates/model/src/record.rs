@@ -587,6 +587,26 @@ pub struct LockReport {
     pub futex_waits_counted: Option<u64>,
     /// Caveats: missing tracepoints, lost frames in user stacks, permission limits.
     pub notes: Vec<String>,
+    /// How the in-kernel tracer counted and sampled (`None`: the perf tracer, every wait).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<LockSampling>,
+}
+
+/// The in-kernel lock tracer's counts: every wait in the window summed, a sample with chains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct LockSampling {
+    /// Waits that ended inside the window, summed exactly.
+    pub waits: u64,
+    /// Of them, those recorded with their call chains.
+    pub sampled: u64,
+    /// Waits picked for a chain that the ring buffer had no room for (the sample is smaller;
+    /// the sums are whole).
+    pub lost: u64,
+    /// Waits inside the window not summed (the kernel's table of locks was full): missing
+    /// from every row.
+    pub unsummed: u64,
+    /// Threads created by traced ones that went untraced (the kernel's table was full).
+    pub threads_untraced: u64,
 }
 
 /// Contention on one lock from one caller, as close to `lock_stat` columns as the events allow.
@@ -609,6 +629,11 @@ pub struct LockContention {
     /// Further call sites with their contention counts, most frequent first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub call_sites: Vec<(String, u64)>,
+    /// Estimated from a sample of the lock's waits (the in-kernel tracer: the lock's sums are
+    /// exact, its callers' shares sampled): how many of this row's waits had their chain, and
+    /// the sampling error of `wait_total`. `None`: every wait was traced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<SiteSample>,
 }
 
 /// Time a trial's tasks spent off CPU and not runnable (blocked) inside the window, from the

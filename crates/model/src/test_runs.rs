@@ -233,6 +233,7 @@ pub fn lock_wait(lock: &str, kind: &str, caller: &str, total: u64) -> LockConten
         wait_max: Nanos(total / 10),
         wait_min: Nanos(1),
         call_sites: vec![(format!("{caller}+0x10"), 100)],
+        sampled: None,
     }
 }
 

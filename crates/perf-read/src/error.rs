@@ -56,7 +56,7 @@ pub enum PerfError {
         fix: String,
     },
     /// The in-kernel (BPF) off-CPU accounting is not in this build, or the kernel refused it.
-    #[error("in-kernel off-CPU accounting: {what}: {cause} — {fix}")]
+    #[error("in-kernel tracing (BPF): {what}: {cause} — {fix}")]
     Bpf {
         /// The step that failed ("loading the program").
         what: String,

@@ -79,7 +79,16 @@ struct thread {
     __u64 queued_at;
     __u32 sampled; // the open episode wrote a BEGIN record, and no END yet
     __u32 pad;
+    // Its switch-ins, and the sampling interval fixed at the last one: a blocking switch is
+    // sampled when hash(tid, ins) % k == 0, which its waking can tell too, whichever comes
+    // first (see on_waking).
+    __u64 ins;
+    __u64 k;
 };
+
+// A waking kept is its switch's only if it came this recently (a waking before the thread
+// calls schedule at all, which then does not block, is not).
+#define EARLY_WITHIN_NS 200000ULL
 
 struct begin_rec {
     __u32 type;
@@ -107,6 +116,13 @@ struct end_rec {
     __s32 kernel_bytes;
     __u32 pad;
     __u64 kernel[WAKER_FRAMES];
+};
+
+// A waking kept for its thread's sampled blocking switch, which had not been traced yet: the
+// END record, and the switch-in count it belongs to.
+struct early_wake {
+    __u64 ins;
+    struct end_rec end;
 };
 
 struct exit_rec {
@@ -159,6 +175,20 @@ struct {
     __type(value, struct rate);
 } rates SEC(".maps");
 
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 4096);
+    __type(key, __u32);
+    __type(value, struct early_wake);
+} early_wakes SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct early_wake);
+} scratch SEC(".maps");
+
 char LICENSE[] SEC("license") = "GPL";
 
 static __always_inline void count(__u32 slot)
@@ -168,7 +198,8 @@ static __always_inline void count(__u32 slot)
         *v += 1;
 }
 
-// The sampling interval for this CPU: 1 in k blocking switches, k from the last 100 ms's count,
+// The sampling interval for this CPU: 1 in k, k from the last 100 ms's count of traced switch-ins
+// (called at each, fixing the interval of the thread's next blocking switch),
 // raised within a window as its count passes each multiple of the window's target (a burst, or
 // a CPU's first window, is not all sampled). k never depends on the episode it samples, so each
 // sampled episode stands for k.
@@ -195,19 +226,39 @@ static __always_inline __u64 sampling_k(__u64 now)
     return burst > k ? burst : k;
 }
 
+// Whether thread `tid`'s blocking switch after its `ins`th switch-in is sampled, 1 in `k`:
+// a hash of the two, so that its waking, which can come before the switch is traced, decides
+// the same. (The hash does not depend on the episode, so each sampled one stands for k.)
+static __always_inline bool sampled_episode(__u32 tid, __u64 ins, __u64 k)
+{
+    if (k <= 1)
+        return true;
+    __u64 h = ((__u64)tid << 32 ^ ins) * 0x9E3779B97F4A7C15ULL;
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ULL;
+    h ^= h >> 32;
+    return h % k == 0;
+}
+
 static __always_inline void begin_episode(void *ctx, struct task_struct *prev, struct thread *t,
                                           unsigned int state)
 {
     __u64 now = bpf_ktime_get_ns();
-    __u64 k = sampling_k(now);
+    __u64 k = t->k ? t->k : 1;
+    __u32 tid = prev->pid;
     t->sampled = 0;
-    if (k > 1 && bpf_get_prandom_u32() % k != 0)
+    if (!sampled_episode(tid, t->ins, k)) {
+        bpf_map_delete_elem(&early_wakes, &tid);
         return;
+    }
     struct begin_rec *r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
     if (!r) {
         count(STAT_BEGIN_LOST);
         return;
     }
+    // Open as soon as its record is reserved (so that any END is read after it), before the
+    // walks and the copy below: a waking from another CPU while they run ends it.
+    t->sampled = 1;
     r->type = REC_BEGIN;
     r->tid = prev->pid;
     r->pid = prev->tgid;
@@ -239,8 +290,17 @@ static __always_inline void begin_episode(void *ctx, struct task_struct *prev, s
     // pipe_pingpong's sampled reads ~5x longer).
     r->time = bpf_ktime_get_ns();
     bpf_ringbuf_submit(r, 0);
-    t->sampled = 1;
     count(STAT_SAMPLED);
+    // Woken before this switch was traced: the waking kept its END, written now, after the
+    // BEGIN (unless the waking came since and wrote it itself).
+    struct early_wake *w = bpf_map_lookup_elem(&early_wakes, &tid);
+    if (w && w->ins == t->ins && now - w->end.time < EARLY_WITHIN_NS &&
+        __sync_val_compare_and_swap(&t->sampled, 1, 0) == 1) {
+        if (bpf_ringbuf_output(&records, &w->end, sizeof(w->end), 0) != 0)
+            count(STAT_END_LOST);
+    }
+    if (w)
+        bpf_map_delete_elem(&early_wakes, &tid);
 }
 
 // Writes the END record of thread `tid`'s sampled episode: with the current task as its waker
@@ -279,18 +339,26 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
     }
     tid = next->pid;
     t = tid ? bpf_map_lookup_elem(&threads, &tid) : 0;
-    if (t)
+    if (t) {
         t->queued_at = 0;
+        t->ins += 1;
+        t->k = sampling_k(bpf_ktime_get_ns());
+    }
     // A sampled episode still open as its thread gets a CPU: no waking was seen (an END with
     // no waker).
-    if (t && t->sampled) {
-        t->sampled = 0;
+    if (t && __sync_val_compare_and_swap(&t->sampled, 1, 0) == 1)
         end_episode(ctx, tid, false);
-    }
     return 0;
 }
 
 // In try_to_wake_up, in the waker's context: a sampled episode ends here, with its waker.
+//
+// The waking can come before the blocking switch is traced: __schedule dequeues the thread (or,
+// with delayed dequeue, leaves it queued) and only later fires sched_switch, while a waker on
+// another CPU already runs try_to_wake_up, which fires sched_waking first. A mutex handed off
+// within microseconds is woken so nearly every time (sysbench's hot mutex: 96% of its blocked
+// time ended "not seen" before this). Such a waking, of an episode the hash samples, keeps its
+// END (with the waker's chain) in `early_wakes` for the switch to write after its BEGIN.
 SEC("tp_btf/sched_waking")
 int BPF_PROG(on_waking, struct task_struct *p)
 {
@@ -298,11 +366,38 @@ int BPF_PROG(on_waking, struct task_struct *p)
     struct thread *t = bpf_map_lookup_elem(&threads, &tid);
     if (!t)
         return 0;
-    t->queued_at = bpf_ktime_get_ns();
-    if (!t->sampled)
+    __u64 now = bpf_ktime_get_ns();
+    t->queued_at = now;
+    if (__sync_val_compare_and_swap(&t->sampled, 1, 0) == 1) {
+        end_episode(ctx, tid, true);
         return 0;
-    t->sampled = 0;
-    end_episode(ctx, tid, true);
+    }
+    if (!sampled_episode(tid, t->ins, t->k ? t->k : 1))
+        return 0;
+    __u32 zero = 0;
+    struct early_wake *w = bpf_map_lookup_elem(&scratch, &zero);
+    if (!w)
+        return 0;
+    __u64 id = bpf_get_current_pid_tgid();
+    w->ins = t->ins;
+    w->end.type = REC_END;
+    w->end.tid = tid;
+    w->end.time = now;
+    w->end.waker_pid = id >> 32;
+    w->end.waker_tid = (__u32)id;
+    w->end.pad = 0;
+    w->end.kernel_bytes = bpf_get_stack(ctx, w->end.kernel, sizeof(w->end.kernel), 0);
+    if (bpf_map_update_elem(&early_wakes, &tid, w, BPF_ANY) != 0)
+        return 0;
+    // The switch may have opened the episode meanwhile, before it looked for this: end it here.
+    if (__sync_val_compare_and_swap(&t->sampled, 1, 0) == 1) {
+        struct early_wake *kept = bpf_map_lookup_elem(&early_wakes, &tid);
+        if (kept) {
+            if (bpf_ringbuf_output(&records, &kept->end, sizeof(kept->end), 0) != 0)
+                count(STAT_END_LOST);
+            bpf_map_delete_elem(&early_wakes, &tid);
+        }
+    }
     return 0;
 }
 
@@ -352,5 +447,6 @@ int BPF_PROG(on_exit, struct task_struct *p)
         count(STAT_EXIT_LOST);
     }
     bpf_map_delete_elem(&threads, &tid);
+    bpf_map_delete_elem(&early_wakes, &tid);
     return 0;
 }

@@ -155,7 +155,7 @@ impl std::fmt::Debug for BpfOffCpuTracer {
     }
 }
 
-// SAFETY: `ThreadEntry` is `repr(C)`, plain integers with no padding (4+4+8+8+4+4 bytes), so
+// SAFETY: `ThreadEntry` is `repr(C)`, plain integers with no padding (4+4+8+8+8+4+4+8+8 bytes), so
 // every bit pattern the kernel writes is a valid value.
 unsafe impl aya::Pod for ThreadEntry {}
 
@@ -163,7 +163,7 @@ fn bpf_error(what: &str, e: impl std::fmt::Display) -> PerfError {
     PerfError::Bpf {
         what: what.to_string(),
         cause: e.to_string(),
-        fix: "run as root (or with CAP_BPF and CAP_PERFMON) on a kernel with BTF (/sys/kernel/btf/vmlinux); --offcpu-tracer perf uses perf's ring buffers instead".to_string(),
+        fix: "run as root (or with CAP_BPF and CAP_PERFMON) on a kernel with BTF (/sys/kernel/btf/vmlinux); --tracer perf uses perf's ring buffers instead".to_string(),
     }
 }
 
@@ -180,7 +180,7 @@ impl BpfOffCpuTracer {
             return Err(PerfError::Bpf {
                 what: "this scalelab was built without it".into(),
                 cause: "clang or libbpf's headers were missing when it was built".into(),
-                fix: "apt install clang libbpf-dev and rebuild, or use --offcpu-tracer perf".into(),
+                fix: "apt install clang libbpf-dev and rebuild, or use --tracer perf".into(),
             });
         };
         let btf = Btf::from_sys_fs().map_err(|e| bpf_error("reading the kernel's BTF", e))?;
@@ -451,7 +451,7 @@ impl BpfOffCpuTracer {
 /// so that a chain starts where the perf tracer's does (`__schedule`, `try_to_wake_up`): every
 /// frame down to the last one of [`BPF_FRAME_PREFIXES`] among the first [`BPF_FRAMES_AT_MOST`]
 /// (the program itself may be named by no symbol, or by the one before it: `_einittext`).
-fn trim_bpf_frames(chains: &mut [Vec<u64>]) {
+pub(crate) fn trim_bpf_frames(chains: &mut [Vec<u64>]) {
     let Ok(kallsyms) = perf_read::Kallsyms::load() else {
         return;
     };

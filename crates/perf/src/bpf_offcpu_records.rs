@@ -164,6 +164,9 @@ pub(crate) struct ThreadEntry {
     pub queued_at: u64,
     pub sampled: u32,
     pub pad: u32,
+    /// Its switch-ins, and the sampling interval fixed at the last one.
+    pub ins: u64,
+    pub k: u64,
 }
 
 fn u32_at(b: &[u8], o: usize) -> u32 {
@@ -236,6 +239,8 @@ pub(crate) fn decode(b: &[u8]) -> Option<Record<'_>> {
                     queued_at: 0,
                     sampled: 0,
                     pad: 0,
+                    ins: 0,
+                    k: 0,
                 },
                 counters: Counters {
                     on_cpu: u64_at(b, 32),
@@ -306,7 +311,9 @@ impl SampledEpisodes {
             tid: e.tid,
             state: o.state,
             begin: o.begin,
-            end: e.time,
+            // Woken before its switch was traced (the END the waking kept), or while its BEGIN
+            // was being written (its time is taken after the walks): an episode of no time.
+            end: e.time.max(o.begin),
             woken: e.waker.is_some(),
             waker: e.waker.as_ref().map(|&(pid, tid, _)| Waker {
                 pid,

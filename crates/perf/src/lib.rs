@@ -6,6 +6,8 @@
 //!   episodes with their call chains ([`OffCpuTrace`]).
 //! - [`BpfOffCpuTracer`]: the same threads' time summed in the kernel by a BPF program, with
 //!   a sample of the blocking switches' call chains (the cheap path for `--offcpu`).
+//! - [`BpfLockTracer`]: lock and futex waits summed per lock in the kernel by a BPF program,
+//!   with a sample of their call chains (the cheap path for `--locks`).
 //! - [`read_profile`]: a `perf record` file read, symbolised and aggregated ([`Profile`]), and
 //!   [`Kallsyms`], [`UserSymbols`] (kernel and user addresses to names): the offline side,
 //!   which lives in `perf_read` (the analysis reads profiles without linking this crate's live
@@ -15,6 +17,7 @@
 //! never silently zero: it carries a [`PerfError`] text naming the event, the errno and the fix.
 #![warn(missing_docs, unreachable_pub)]
 
+mod bpf_locks;
 mod bpf_offcpu;
 mod bpf_offcpu_records;
 mod event;
@@ -33,12 +36,13 @@ mod trace_stream;
 mod trace_throughput;
 mod tracefs;
 
+pub use bpf_locks::{BpfLockConfig, BpfLockTracer};
 pub use bpf_offcpu::{BpfOffCpuConfig, BpfOffCpuTracer};
 pub use bpf_offcpu_records::SamplingTally;
 pub use event::{CounterReading, HwEvent};
 pub use idle_probe::{IdleProbe, probe_idle_tracing};
 pub use inherited::InheritedCounters;
-pub use lock_events::{FutexWait, KernelWait, LockTrace};
+pub use lock_events::{FutexWait, KernelWait, LockSamplingTally, LockTotal, LockTrace};
 pub use lock_tracer::{FUTEX_FLAG_BITS, LockTraceConfig, LockTracer};
 pub use offcpu_events::{BlockedEpisode, IdleCpu, OffCpuTrace, ThreadLife, Waker, WakerName};
 pub use offcpu_tracer::{OffCpuTraceConfig, OffCpuTracer};

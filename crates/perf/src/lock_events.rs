@@ -56,6 +56,9 @@ pub struct KernelWait {
     pub end: u64,
     /// Index of the kernel call chain in [`LockTrace::chains`].
     pub chain: u32,
+    /// How many waits it stands for: 1 when every wait is traced (the perf tracer), `k` when
+    /// it was sampled 1 in `k` (the in-kernel tracer, whose [`LockTrace::totals`] are exact).
+    pub weight: u32,
 }
 
 /// A futex wait: one `futex(FUTEX_WAIT…)` system call, entry to exit.
@@ -77,6 +80,51 @@ pub struct FutexWait {
     pub ret: i64,
     /// Index of the user call chain in [`LockTrace::chains`].
     pub chain: u32,
+    /// How many waits it stands for (see [`KernelWait::weight`]).
+    pub weight: u32,
+}
+
+/// The exact sums of one lock's waits inside the measurement window, counted in the kernel
+/// (the in-kernel tracer, [`crate::BpfLockTracer`]): every wait, sampled or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LockTotal {
+    /// The waiting threads' process.
+    pub pid: u32,
+    /// A kernel lock (`lock:contention_*`), else a futex.
+    pub kernel: bool,
+    /// The lock's kernel address, or the futex word's user address.
+    pub lock: u64,
+    /// A kernel lock's `LCB_F_*` flags, or the futex op as passed.
+    pub op: u32,
+    /// Waits that ended inside the window.
+    pub count: u64,
+    /// Their summed time, ns.
+    pub sum: u64,
+    /// The longest, ns.
+    pub max: u64,
+    /// The shortest, ns.
+    pub min: u64,
+}
+
+/// What the in-kernel tracer counted and sampled, over the whole trace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LockSamplingTally {
+    /// Waits of traced threads that ended (any time).
+    pub waits: u64,
+    /// Of them, those that ended inside the window and are in [`LockTrace::totals`].
+    pub counted: u64,
+    /// Waits recorded with their call chains.
+    pub sampled: u64,
+    /// Waits picked for a chain that the ring buffer had no room for.
+    pub sample_lost: u64,
+    /// Waits inside the window not summed: the kernel's table of locks was full.
+    pub totals_full: u64,
+    /// Threads created by traced ones but not traced: the kernel's table was full.
+    pub threads_untraced: u64,
+    /// Kernel waits not timed: more locks waited for at once than the program keeps.
+    pub nested_full: u64,
+    /// Sampled futex waits whose user stack copy was shorter than the full copy.
+    pub short_stacks: u64,
 }
 
 impl KernelWait {
@@ -119,6 +167,12 @@ pub struct LockTrace {
     /// sampled one, which no full ring buffer can lose): `futex_seen` against it is the share
     /// of the waits the trace saw. `None` when the counter could not be opened.
     pub futex_counted: Option<u64>,
+    /// The exact per-lock sums of the in-kernel tracer, whose [`kernel`](Self::kernel) and
+    /// [`futex`](Self::futex) waits are then a sample, each standing for its `weight`; `None`
+    /// from the perf tracer, whose waits are every one seen.
+    pub totals: Option<Vec<LockTotal>>,
+    /// The in-kernel tracer's counts; `None` from the perf tracer.
+    pub sampling: Option<LockSamplingTally>,
 }
 
 /// Interns call chains: equal chains share one index.
@@ -177,6 +231,7 @@ impl Pairing {
                     begin,
                     end: e.time,
                     chain,
+                    weight: 1,
                 }),
                 None => self.unmatched_ends += 1,
             },
@@ -198,6 +253,7 @@ impl Pairing {
                         end: e.time,
                         ret,
                         chain,
+                        weight: 1,
                     });
                 }
             }

@@ -419,6 +419,8 @@ impl LockTracer {
                 let _ = c.disable();
                 c.read().ok()
             }),
+            totals: None,
+            sampling: None,
         }
     }
 

@@ -67,7 +67,14 @@ pub fn write_point(
         for r in rows.iter().take(top) {
             t.add_row(vec![
                 r.contentions.to_string(),
-                duration(r.wait_total_ns as f64),
+                match r.sampled {
+                    Some((_, error)) if error > 0 => format!(
+                        "{} ±{}",
+                        duration(r.wait_total_ns as f64),
+                        duration(error as f64)
+                    ),
+                    _ => duration(r.wait_total_ns as f64),
+                },
                 duration(r.wait_max_ns as f64),
                 duration(r.wait_min_ns as f64),
                 duration(r.wait_avg_ns),
@@ -224,6 +231,7 @@ mod tests {
                 wait_per_trial_ns: 94_104_970.0,
                 wait_per_op_ns: 94_104_970.0,
                 call_sites: vec![],
+                sampled: None,
             }],
             lost_records: 0,
             notes: vec![],
@@ -294,6 +302,7 @@ mod tests {
                 wait_per_trial_ns: 133_250_000.0,
                 wait_per_op_ns: 133_250.0,
                 call_sites: vec![("do_unlinkat+0x134 ← __x64_sys_unlink+0x3b".into(), 42)],
+                sampled: Some((7, 20_000_000)),
             }],
             lost_records: 3,
             notes: vec!["a note".into()],
@@ -302,7 +311,7 @@ mod tests {
         let text = printed(Format::Text, |o| write_point(o, "run 1", &p, &sides, 10));
         for needle in [
             "contended",
-            "133ms",
+            "133ms ±20.0ms",
             "rwsem:write",
             "do_unlinkat",
             "133µs",

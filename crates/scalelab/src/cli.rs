@@ -418,11 +418,13 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_counters: bool,
     /// Trace lock contention in every trial: kernel locks (lock:contention_*) and user locks
-    /// (futex waits); `--locks=kernel` or `--locks=user` for one side. See `scalelab locks`.
+    /// (futex waits); `--locks=kernel` or `--locks=user` for one side. Every wait is timed and
+    /// summed per lock, with the call chains of a sample (see --tracer). See `scalelab locks`.
     #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "all", value_name = "WHICH")]
     pub locks: Option<LocksArg>,
     /// Bytes of user stack --locks copies with each futex wait to unwind its call chain
-    /// through code built without frame pointers (a multiple of 8, at most 65528).
+    /// through code built without frame pointers (a multiple of 8, at most 65528), with
+    /// `--tracer perf`; the kernel tracer copies 16384 with each sampled wait.
     #[arg(long, value_name = "BYTES", default_value_t = LockRequest::DEFAULT_STACK_SIZE,
           value_parser = LockRequest::parse_stack_size, requires = "locks")]
     pub stack_size: u32,
@@ -441,19 +443,20 @@ pub struct RunArgs {
     #[arg(long)]
     pub explain: bool,
     /// Trace when the tasks block (the scheduler's switch and wake-up tracepoints, with kernel
-    /// and user call chains; see --offcpu-tracer) in every trial: blocked time by cause
+    /// and user call chains; see --tracer) in every trial: blocked time by cause
     /// (futex, rwsem, mutex, fsync, io, pipe, sleep) and by what ended it; for a command, every
     /// thread's life (workers and supervisors apart). Needs root (and BTF, or tracefs for the
     /// perf tracer).
     #[arg(long)]
     pub offcpu: bool,
-    /// How --offcpu (and --explain) traces: `kernel` sums every thread's time in the kernel
-    /// (BPF) and records the call chains of a sample of the blocking switches (each site's
-    /// time then carries its sampling error); `perf` records every switch and wake-up through
-    /// perf's ring buffers (every chain, at several times the cost where tasks block often).
-    /// `kernel` falls back to `perf`, with a note, where the kernel or this build cannot.
-    #[arg(long, value_enum, value_name = "TRACER", default_value_t = OffCpuTracerArg::Kernel)]
-    pub offcpu_tracer: OffCpuTracerArg,
+    /// How --offcpu, --locks and --explain trace: `kernel` sums every thread's time and
+    /// every lock's waits in the kernel (BPF) and records the call chains of a sample (each
+    /// site's and caller's time then carries its sampling error); `perf` records every
+    /// switch, wake-up and wait through perf's ring buffers (every chain, at several times the
+    /// cost where tasks block or contend often). `kernel` falls back to `perf`, with a note,
+    /// where the kernel or this build cannot.
+    #[arg(long, alias = "offcpu-tracer", value_enum, value_name = "TRACER", default_value_t = TracerArg::Kernel)]
+    pub tracer: TracerArg,
     /// Name the side of a comparison this run belongs to (stock, patched…).
     #[arg(long)]
     pub variant: Option<String>,
@@ -1136,7 +1139,7 @@ mod verdict_arg_tests {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OffCpuTracerArg {
+pub enum TracerArg {
     Kernel,
     Perf,
 }

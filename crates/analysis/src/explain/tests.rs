@@ -449,6 +449,7 @@ fn without_an_offcpu_trace_lock_waits_split_blocked_time_and_spinning_splits_sys
                 futex_waits_seen: None,
                 futex_waits_counted: None,
                 notes: vec![],
+                sampling: None,
             };
             trials.push(accounted_trial(
                 n,

@@ -16,23 +16,72 @@
 
 use std::collections::HashMap;
 
+use super::rows::{self, Attributed, NamedTotal};
 use super::{LockRequest, futex_kind, kernel_lock_kind};
 use crate::observer::{Observed, Observer};
 use crate::traced_processes::{ResolvedFrames, Scope, TracedProcesses};
-use model::record::{ClockWindow, LockContention, LockReport, Nanos};
+use crate::tracer_choice::TracerChoice;
+use model::record::{ClockWindow, LockReport, LockSampling};
 
-/// How many deeper call sites a row keeps.
-const CALL_SITES: usize = 5;
 /// Frames in a call-site path (the caller and its callers).
 const PATH_FRAMES: usize = 3;
 
 /// Lock tracing for one trial: the open tracer, or why there is none.
 #[derive(Debug)]
 pub(crate) struct TraceSession {
-    tracer: Option<perf::LockTracer>,
+    tracer: Option<Tracer>,
     request: LockRequest,
     notes: Vec<String>,
     processes: TracedProcesses,
+}
+
+/// The tracer `--tracer` chose (or the perf one it fell back to).
+#[derive(Debug)]
+enum Tracer {
+    Kernel(Box<perf::BpfLockTracer>),
+    Perf(Box<perf::LockTracer>),
+}
+
+impl Tracer {
+    /// Opens the chosen tracer; the kernel one falls back to perf's, with a note saying why.
+    fn open(request: LockRequest, notes: &mut Vec<String>) -> Option<Tracer> {
+        if request.tracer == TracerChoice::Kernel {
+            match perf::BpfLockTracer::open(&request.bpf_config()) {
+                Ok(t) => return Some(Tracer::Kernel(Box::new(t))),
+                Err(e) => notes.push(format!(
+                    "locks: traced through perf's ring buffers (every wait with its chain, at several times the cost), not in the kernel: {e}"
+                )),
+            }
+        }
+        match perf::LockTracer::open(&request.trace_config()) {
+            Ok(t) => Some(Tracer::Perf(Box::new(t))),
+            Err(e) => {
+                notes.push(format!("lock tracing unavailable: {e}"));
+                None
+            }
+        }
+    }
+
+    fn drain(&mut self) -> u64 {
+        match self {
+            Tracer::Kernel(t) => t.drain(),
+            Tracer::Perf(t) => t.drain(),
+        }
+    }
+
+    fn new_user_chains(&mut self) -> Vec<(u32, Vec<u64>)> {
+        match self {
+            Tracer::Kernel(t) => t.new_user_chains(),
+            Tracer::Perf(t) => t.new_user_chains(),
+        }
+    }
+
+    fn finish(self) -> perf::LockTrace {
+        match self {
+            Tracer::Kernel(t) => t.finish(),
+            Tracer::Perf(t) => t.finish(),
+        }
+    }
 }
 
 impl TraceSession {
@@ -45,10 +94,8 @@ impl TraceSession {
 
     /// [`start`](Self::start) with a scope: [`Scope::Command`] before spawning a command step.
     pub(crate) fn start_scoped(request: LockRequest, scope: Scope) -> TraceSession {
-        let (tracer, notes) = match perf::LockTracer::open(&request.trace_config()) {
-            Ok(tracer) => (Some(tracer), Vec::new()),
-            Err(e) => (None, vec![format!("lock tracing unavailable: {e}")]),
-        };
+        let mut notes = Vec::new();
+        let tracer = Tracer::open(request, &mut notes);
         TraceSession {
             tracer,
             request,
@@ -68,6 +115,9 @@ impl TraceSession {
         let mut trace = tracer.finish();
         trace.kernel.retain(|w| !self.processes.is_excluded(w.pid));
         trace.futex.retain(|w| !self.processes.is_excluded(w.pid));
+        if let Some(totals) = &mut trace.totals {
+            totals.retain(|t| !self.processes.is_excluded(t.pid));
+        }
         let mut report = summarise(&trace, window, self.request, self.processes.resolved());
         report.notes.splice(0..0, self.notes);
         report
@@ -84,9 +134,23 @@ impl Observer for TraceSession {
         self.processes.exclude(pid);
     }
 
-    /// Empties the ring buffers; returns the futex waits read (see `perf::LockTracer::drain`).
-    /// With [`Scope::Command`], the new user call chains are symbolised in their (live)
-    /// process.
+    /// The in-kernel tracer sums the waits that end from here on.
+    fn window_opens(&mut self, at: u64) {
+        if let Some(Tracer::Kernel(t)) = &mut self.tracer {
+            t.window_opens(at);
+        }
+    }
+
+    /// The in-kernel tracer sums no wait that ends after this.
+    fn window_closes(&mut self, at: u64) {
+        if let Some(Tracer::Kernel(t)) = &mut self.tracer {
+            t.window_closes(at);
+        }
+    }
+
+    /// Empties the ring buffers; returns the futex waits read with their stacks (see
+    /// `perf::LockTracer::drain`). With [`Scope::Command`], the new user call chains are
+    /// symbolised in their (live) process.
     fn drain(&mut self) -> u64 {
         let Some(t) = &mut self.tracer else { return 0 };
         let read = t.drain();
@@ -105,57 +169,6 @@ impl Observer for TraceSession {
     }
 }
 
-/// Running totals of one (lock, kind, caller) row.
-#[derive(Debug, Default)]
-struct Row {
-    contentions: u64,
-    total: u64,
-    max: u64,
-    min: u64,
-    sites: HashMap<String, u64>,
-}
-
-impl Row {
-    fn add(&mut self, wait: u64, site: String) {
-        self.min = if self.contentions == 0 {
-            wait
-        } else {
-            self.min.min(wait)
-        };
-        self.contentions += 1;
-        self.total += wait;
-        self.max = self.max.max(wait);
-        *self.sites.entry(site).or_default() += 1;
-    }
-}
-
-fn rows_to_contentions(rows: HashMap<(String, String, String), Row>) -> Vec<LockContention> {
-    let mut out: Vec<LockContention> = rows
-        .into_iter()
-        .map(|((lock, kind, caller), row)| {
-            let mut sites: Vec<(String, u64)> = row.sites.into_iter().collect();
-            sites.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-            sites.truncate(CALL_SITES);
-            LockContention {
-                lock,
-                kind,
-                caller,
-                contentions: row.contentions,
-                wait_total: Nanos(row.total),
-                wait_max: Nanos(row.max),
-                wait_min: Nanos(row.min),
-                call_sites: sites,
-            }
-        })
-        .collect();
-    out.sort_by(|a, b| {
-        b.wait_total
-            .cmp(&a.wait_total)
-            .then_with(|| a.caller.cmp(&b.caller))
-    });
-    out
-}
-
 fn in_window(end: u64, window: ClockWindow) -> bool {
     end >= window.start.0 && end <= window.end.0
 }
@@ -172,16 +185,87 @@ fn summarise(
     frames: Option<&ResolvedFrames>,
 ) -> LockReport {
     let mut report = LockReport::default();
+    let kallsyms = if request.kernel {
+        match perf::Kallsyms::load() {
+            Ok(k) => k,
+            Err(e) => {
+                report
+                    .notes
+                    .push(format!("kernel locks: callers unnamed: {e}"));
+                perf::Kallsyms::default()
+            }
+        }
+    } else {
+        perf::Kallsyms::default()
+    };
+    let mut namer = KernelLockNames {
+        kallsyms: &kallsyms,
+        unnamed_static: false,
+    };
     if request.kernel {
-        report.kernel = kernel_rows(trace, window, &mut report.notes);
+        let waits = kernel_waits(trace, window, &mut namer, &mut report.notes);
+        report.kernel = match &trace.totals {
+            None => rows::exact(&waits),
+            Some(totals) => {
+                let named: Vec<NamedTotal> = totals
+                    .iter()
+                    .filter(|t| t.kernel)
+                    .map(|t| NamedTotal {
+                        total: *t,
+                        lock: namer.name(t.lock),
+                        kind: kernel_lock_kind(t.op),
+                    })
+                    .collect();
+                rows::estimated(&waits, &named)
+            }
+        };
+        if namer.unnamed_static && !kallsyms.has_data_symbols() {
+            report.notes.push(
+                "kernel locks: static locks are shown as `static 0x…`: this kernel's kallsyms lists no \
+                 data objects (CONFIG_KALLSYMS_ALL is off), so they cannot be named"
+                    .into(),
+            );
+        }
     }
     if request.user {
-        report.user = user_rows(trace, window, frames, &mut report.notes);
+        let waits = user_waits(trace, window, frames, &mut report.notes);
+        report.user = match &trace.totals {
+            None => rows::exact(&waits),
+            Some(totals) => {
+                let named: Vec<NamedTotal> = totals
+                    .iter()
+                    .filter(|t| !t.kernel)
+                    .map(|t| NamedTotal {
+                        total: *t,
+                        lock: format!("{:#x}", t.lock),
+                        kind: futex_kind(t.op).to_string(),
+                    })
+                    .collect();
+                rows::estimated(&waits, &named)
+            }
+        };
     }
     report.lost_records = trace.lost;
-    if request.user {
+    if request.user && trace.sampling.is_none() {
         report.futex_waits_seen = Some(trace.futex_seen);
         report.futex_waits_counted = trace.futex_counted;
+    }
+    if let Some(tally) = trace.sampling {
+        let in_window = |w: u64| in_window(w, window);
+        let sampled = trace.kernel.iter().filter(|w| in_window(w.end)).count()
+            + trace.futex.iter().filter(|w| in_window(w.end)).count();
+        let sampling = LockSampling {
+            waits: trace.totals.iter().flatten().map(|t| t.count).sum(),
+            sampled: sampled as u64,
+            lost: tally.sample_lost,
+            unsummed: tally.totals_full,
+            threads_untraced: tally.threads_untraced,
+        };
+        report
+            .notes
+            .extend(sampling_notes(&sampling, tally.nested_full));
+        report.sampling = Some(sampling);
+        return report;
     }
     match (request.user, trace.futex_counted) {
         (true, Some(counted)) if trace.futex_seen < counted => {
@@ -203,25 +287,78 @@ fn summarise(
     report
 }
 
-fn kernel_rows(
+/// What the in-kernel tracer's counts say about the report: the sample and any loss.
+fn sampling_notes(s: &LockSampling, nested_full: u64) -> Vec<String> {
+    let mut notes = Vec::new();
+    if s.waits > s.sampled {
+        notes.push(format!(
+            "locks: every wait counted and timed in the kernel ({}); call chains for a sample of {} ({:.2}%), so each caller's share is an estimate (± its sampling error)",
+            s.waits,
+            s.sampled,
+            100.0 * s.sampled as f64 / s.waits.max(1) as f64
+        ));
+    }
+    if s.lost > 0 {
+        notes.push(format!(
+            "locks: {} sampled waits lost their chain (ring buffer full): the sample is smaller, the sums are whole",
+            s.lost
+        ));
+    }
+    if s.unsummed > 0 {
+        notes.push(format!(
+            "locks: {} waits ({:.1}% of those seen) are missing from every row: the kernel's table of locks was full",
+            s.unsummed,
+            100.0 * s.unsummed as f64 / (s.waits + s.unsummed) as f64
+        ));
+    }
+    if nested_full > 0 {
+        notes.push(format!(
+            "kernel locks: {nested_full} waits untimed: a thread waited on more locks at once than the tracer keeps"
+        ));
+    }
+    if s.threads_untraced > 0 {
+        notes.push(format!(
+            "locks: {} threads went untraced: the kernel's table of threads was full",
+            s.threads_untraced
+        ));
+    }
+    notes
+}
+
+/// Names kernel lock addresses: a static lock by its symbol.
+struct KernelLockNames<'a> {
+    kallsyms: &'a perf::Kallsyms,
+    /// A static lock was left unnamed (no data symbols).
+    unnamed_static: bool,
+}
+
+impl KernelLockNames<'_> {
+    fn name(&mut self, lock: u64) -> String {
+        match self.kallsyms.static_object(lock) {
+            Some((name, 0)) => name.to_string(),
+            Some((name, off)) => format!("{name}+{off:#x}"),
+            None if self.kallsyms.in_image(lock) => {
+                self.unnamed_static = true;
+                format!("static {lock:#x}")
+            }
+            None => format!("{lock:#x}"),
+        }
+    }
+}
+
+fn kernel_waits(
     trace: &perf::LockTrace,
     window: ClockWindow,
+    namer: &mut KernelLockNames<'_>,
     notes: &mut Vec<String>,
-) -> Vec<LockContention> {
-    let kallsyms = match perf::Kallsyms::load() {
-        Ok(k) => k,
-        Err(e) => {
-            notes.push(format!("kernel locks: callers unnamed: {e}"));
-            perf::Kallsyms::default()
-        }
-    };
+) -> Vec<Attributed> {
+    let kallsyms = namer.kallsyms;
     if !kallsyms.has_lock_ranges() {
         notes.push(
             "kernel locks: kallsyms has no __lock_text/__sched_text ranges: callers may be lock functions".into(),
         );
     }
-    let mut rows: HashMap<(String, String, String), Row> = HashMap::new();
-    let mut unnamed_static = false;
+    let mut out = Vec::new();
     for w in trace.kernel.iter().filter(|w| in_window(w.end, window)) {
         let chain = trace
             .chains
@@ -241,27 +378,17 @@ fn kernel_rows(
             }
             None => ("(no frame outside lock code)".to_string(), String::new()),
         };
-        let lock = match kallsyms.static_object(w.lock) {
-            Some((name, 0)) => name.to_string(),
-            Some((name, off)) => format!("{name}+{off:#x}"),
-            None if kallsyms.in_image(w.lock) => {
-                unnamed_static = true;
-                format!("static {:#x}", w.lock)
-            }
-            None => format!("{:#x}", w.lock),
-        };
-        rows.entry((lock, kernel_lock_kind(w.flags), caller))
-            .or_default()
-            .add(w.wait(), site);
+        out.push(Attributed {
+            key: (w.pid, w.lock, w.flags),
+            lock: namer.name(w.lock),
+            kind: kernel_lock_kind(w.flags),
+            caller,
+            site,
+            wait: w.wait(),
+            weight: w.weight,
+        });
     }
-    if unnamed_static && !kallsyms.has_data_symbols() {
-        notes.push(
-            "kernel locks: static locks are shown as `static 0x…`: this kernel's kallsyms lists no \
-             data objects (CONFIG_KALLSYMS_ALL is off), so they cannot be named"
-                .into(),
-        );
-    }
-    rows_to_contentions(rows)
+    out
 }
 
 /// True for frames of the futex wrappers a user lock goes through before its call site.
@@ -283,12 +410,12 @@ pub(crate) fn is_wrapper(frame: &perf::UserFrame) -> bool {
     })
 }
 
-fn user_rows(
+fn user_waits(
     trace: &perf::LockTrace,
     window: ClockWindow,
     resolved: Option<&ResolvedFrames>,
     notes: &mut Vec<String>,
-) -> Vec<LockContention> {
+) -> Vec<Attributed> {
     let waits: Vec<&perf::FutexWait> = trace
         .futex
         .iter()
@@ -322,7 +449,7 @@ fn user_rows(
                 address: None,
             }),
     };
-    let mut rows: HashMap<(String, String, String), Row> = HashMap::new();
+    let mut out = Vec::new();
     let mut unattributed = 0u64;
     let mut stopped_in: HashMap<String, u64> = HashMap::new();
     for w in &waits {
@@ -359,30 +486,38 @@ fn user_rows(
                 (format!("(unknown: unwinding stopped at {last})"), last)
             }
         };
-        rows.entry((
-            format!("{:#x}", w.uaddr),
-            futex_kind(w.op).to_string(),
+        out.push(Attributed {
+            key: (w.pid, w.uaddr, w.op),
+            lock: format!("{:#x}", w.uaddr),
+            kind: futex_kind(w.op).to_string(),
             caller,
-        ))
-        .or_default()
-        .add(w.wait(), site);
+            site,
+            wait: w.wait(),
+            weight: w.weight,
+        });
     }
     if unattributed > 0 {
         let mut worst: Vec<(String, u64)> = stopped_in.into_iter().collect();
         worst.sort_by_key(|w| std::cmp::Reverse(w.1));
+        let sampled = if trace.totals.is_some() {
+            "sampled "
+        } else {
+            ""
+        };
         notes.push(format!(
-            "user locks: {unattributed} of {} futex waits have no call site: unwinding stopped at {} \
+            "user locks: {unattributed} of {} {sampled}futex waits have no call site: unwinding stopped at {} \
              (a stack deeper than --stack-size, or code with neither unwind tables nor frame pointers)",
             waits.len(),
             worst.first().map_or("?", |w| w.0.as_str())
         ));
     }
-    rows_to_contentions(rows)
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use model::record::Nanos;
 
     /// Contends on a Rust std `Mutex` from two threads; never inlined, so it is the call site.
     #[inline(never)]
@@ -495,25 +630,6 @@ mod tests {
             "{:?}",
             top.call_sites
         );
-    }
-
-    #[test]
-    fn rows_keep_min_max_total_and_the_top_sites() {
-        let mut rows = HashMap::new();
-        let row: &mut Row = rows
-            .entry(("0x1".to_string(), "spinlock".to_string(), "f".to_string()))
-            .or_default();
-        row.add(30, "f+0x1 ← g+0x2".into());
-        row.add(10, "f+0x1 ← g+0x2".into());
-        row.add(20, "f+0x1 ← h+0x3".into());
-        let out = rows_to_contentions(rows);
-        assert_eq!(out.len(), 1);
-        let c = &out[0];
-        assert_eq!(
-            (c.contentions, c.wait_total, c.wait_max, c.wait_min),
-            (3, Nanos(60), Nanos(30), Nanos(10))
-        );
-        assert_eq!(c.call_sites[0], ("f+0x1 ← g+0x2".to_string(), 2));
     }
 
     #[test]

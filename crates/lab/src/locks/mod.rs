@@ -4,13 +4,18 @@
 //! ([`analysis::lock_contention`]).
 //!
 //! Kernel locks come from the `lock:contention_begin/end` tracepoints, user locks from futex
-//! waits (`syscalls:sys_enter/exit_futex`); both are read by `perf::LockTracer`.
+//! waits (the `futex` system call's entry and exit), summed per lock in the kernel by
+//! `perf::BpfLockTracer` with a sample of their call chains, or every one read through perf's
+//! ring buffers by `perf::LockTracer` (`--tracer perf`, and where BPF cannot load).
 
 pub(crate) mod collect;
+pub(crate) mod rows;
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+
+use crate::tracer_choice::TracerChoice;
 
 /// Which locks a run traces (`--locks`, `--locks=kernel`, `--locks=user`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -24,6 +29,9 @@ pub struct LockRequest {
     /// frame-pointer chains only.
     #[serde(default = "default_stack_size")]
     pub stack_size: u32,
+    /// Which tracer (`--tracer`).
+    #[serde(default)]
+    pub tracer: TracerChoice,
 }
 
 fn default_stack_size() -> u32 {
@@ -36,6 +44,7 @@ impl LockRequest {
         kernel: true,
         user: true,
         stack_size: perf::DEFAULT_STACK_SIZE,
+        tracer: TracerChoice::Kernel,
     };
 
     /// The user stack copied per futex wait unless `--stack-size` says otherwise: 16 KiB.
@@ -51,7 +60,16 @@ impl LockRequest {
         perf::check_stack_size(bytes)
     }
 
-    /// The tracer configuration for this request.
+    /// The in-kernel tracer's configuration for this request.
+    pub(crate) fn bpf_config(self) -> perf::BpfLockConfig {
+        perf::BpfLockConfig {
+            kernel: self.kernel,
+            user: self.user,
+            ..perf::BpfLockConfig::default()
+        }
+    }
+
+    /// The perf tracer's configuration for this request.
     pub(crate) fn trace_config(self) -> perf::LockTraceConfig {
         perf::LockTraceConfig {
             kernel: self.kernel,

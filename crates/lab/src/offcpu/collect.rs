@@ -14,13 +14,14 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::OffCpuRequest;
 use super::classify::{Cause, NamedFrame, classify};
 use super::estimate::Estimator;
 use super::threads::{TreeThreads, WokenBy};
-use super::{OffCpuRequest, OffCpuTracerChoice};
 use crate::locks::collect::is_wrapper;
 use crate::observer::{Observed, Observer};
 use crate::traced_processes::{Scope, TracedProcesses};
+use crate::tracer_choice::TracerChoice;
 use model::record::{
     ClockWindow, Nanos, OffCpuReport, OffCpuSampling, OffCpuSite, SiteSample, UnwokenEpisodes,
 };
@@ -36,7 +37,7 @@ pub(crate) struct OffCpuSession {
     processes: TracedProcesses,
 }
 
-/// The tracer `--offcpu-tracer` chose (or the perf one it fell back to).
+/// The tracer `--tracer` chose (or the perf one it fell back to).
 #[derive(Debug)]
 enum Tracer {
     Kernel(Box<perf::BpfOffCpuTracer>),
@@ -46,7 +47,7 @@ enum Tracer {
 impl Tracer {
     /// Opens the chosen tracer; the kernel one falls back to perf's, with a note saying why.
     fn open(request: OffCpuRequest, notes: &mut Vec<String>) -> Option<Tracer> {
-        if request.tracer == OffCpuTracerChoice::Kernel {
+        if request.tracer == TracerChoice::Kernel {
             match perf::BpfOffCpuTracer::open(&perf::BpfOffCpuConfig::default()) {
                 Ok(t) => return Some(Tracer::Kernel(Box::new(t))),
                 Err(e) => notes.push(format!(

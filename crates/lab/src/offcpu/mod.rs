@@ -18,36 +18,24 @@ pub(crate) mod wake;
 
 use serde::{Deserialize, Serialize};
 
+use crate::tracer_choice::TracerChoice;
+
 /// `--offcpu`: trace when the trial's tasks block, with call chains.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OffCpuRequest {
     /// Bytes of user stack copied with each blocking switch to unwind through code without
     /// frame pointers ; 0 keeps frame-pointer chains only.
     pub stack_size: u32,
-    /// Which tracer (`--offcpu-tracer`).
+    /// Which tracer (`--tracer`).
     #[serde(default)]
-    pub tracer: OffCpuTracerChoice,
-}
-
-/// Which tracer `--offcpu` uses.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OffCpuTracerChoice {
-    /// Time summed in the kernel by a BPF program, call chains of a sample of the blocking
-    /// switches (`perf::BpfOffCpuTracer`); the perf tracer, with a note, where the kernel or
-    /// this build cannot.
-    #[default]
-    Kernel,
-    /// Every switch, wake-up and context switch through perf's ring buffers, paired in user
-    /// space (`perf::OffCpuTracer`): every episode's chains, at several times the cost.
-    Perf,
+    pub tracer: TracerChoice,
 }
 
 impl Default for OffCpuRequest {
     fn default() -> Self {
         OffCpuRequest {
             stack_size: OffCpuRequest::DEFAULT_STACK_SIZE,
-            tracer: OffCpuTracerChoice::default(),
+            tracer: TracerChoice::default(),
         }
     }
 }

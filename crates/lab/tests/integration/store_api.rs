@@ -12,8 +12,8 @@ mod store {
     use lab::env::Fingerprint;
     use lab::record::{
         ClockWindow, CounterValue, EXPORT_SCHEMA_VERSION, HarnessCost, LockContention, LockReport,
-        Membind, Mode, Nanos, OffCpuReport, OffCpuSite, Pin, ProfileRef, RunData, RunMeta,
-        RunStatus, SampleRecord, StepRecord, TrialMeasurement, TrialOutcome, TrialRecord,
+        LockSampling, Membind, Mode, Nanos, OffCpuReport, OffCpuSite, Pin, ProfileRef, RunData,
+        RunMeta, RunStatus, SampleRecord, StepRecord, TrialMeasurement, TrialOutcome, TrialRecord,
         UntracedReference, UnwokenEpisodes, Usage,
     };
     use lab::store::{
@@ -185,12 +185,20 @@ mod store {
                         wait_max: Nanos(200),
                         wait_min: Nanos(20),
                         call_sites: vec![("do_renameat2".into(), 3)],
+                        sampled: None,
                     }],
                     user: vec![],
                     lost_records: 2,
                     futex_waits_seen: None,
                     futex_waits_counted: None,
                     notes: vec!["frames lost".into()],
+                    sampling: Some(LockSampling {
+                        waits: 30,
+                        sampled: 3,
+                        lost: 1,
+                        unsummed: 0,
+                        threads_untraced: 0,
+                    }),
                 }),
                 offcpu: (index % 2 == 0).then(offcpu_report),
                 harness: (index % 2 == 1).then_some(HarnessCost {
@@ -246,6 +254,7 @@ mod store {
                     wait_max: Nanos(30),
                     wait_min: Nanos(1),
                     call_sites: vec![],
+                    sampled: None,
                 }],
                 ..LockReport::default()
             }),

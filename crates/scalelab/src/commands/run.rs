@@ -14,10 +14,10 @@ use anyhow::{Result, bail};
 use lab::lifecycle::{self, SweepEnd};
 use lab::record::{Mode, Pin};
 use lab::runner::ProfileSettings;
-use lab::{LockRequest, OffCpuRequest, OffCpuTracerChoice, Plan, RunConfig};
+use lab::{LockRequest, OffCpuRequest, Plan, RunConfig, TracerChoice};
 
 use super::show;
-use crate::cli::{LocksArg, ModeArg, OffCpuTracerArg, RunArgs};
+use crate::cli::{LocksArg, ModeArg, RunArgs, TracerArg};
 use crate::measure::{
     Bench, CommandRun, INTERRUPTED, Labels, command_config, label, online_cpus, ops_source,
     some_trial_measured,
@@ -138,17 +138,19 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
         cfg.duration = duration;
     }
     cfg.counters = !args.no_counters;
+    let tracer = match args.tracer {
+        TracerArg::Kernel => TracerChoice::Kernel,
+        TracerArg::Perf => TracerChoice::Perf,
+    };
     cfg.locks = args.locks.map(|which| LockRequest {
         kernel: which != LocksArg::User,
         user: which != LocksArg::Kernel,
         stack_size: args.stack_size,
+        tracer,
     });
     if args.offcpu || args.explain {
         cfg.offcpu = Some(OffCpuRequest {
-            tracer: match args.offcpu_tracer {
-                OffCpuTracerArg::Kernel => OffCpuTracerChoice::Kernel,
-                OffCpuTracerArg::Perf => OffCpuTracerChoice::Perf,
-            },
+            tracer,
             ..OffCpuRequest::default()
         });
     }
@@ -167,6 +169,7 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
             kernel: true,
             user: true,
             stack_size: args.stack_size,
+            tracer,
         });
     }
     cfg.workdir = args.workdir.clone();

@@ -14,6 +14,11 @@ impl Lab {
     /// `scalelab run WORKLOAD -p shared=… --tasks N --locks`, short; `false` when lock tracing is
     /// unavailable here (after checking that the run still stored its measurements).
     fn run_traced(&self, workload: &str, shared: bool, tasks: &str) -> bool {
+        self.run_traced_by(workload, shared, tasks, "kernel")
+    }
+
+    /// [`run_traced`](Self::run_traced) with `--tracer TRACER`.
+    fn run_traced_by(&self, workload: &str, shared: bool, tasks: &str, tracer: &str) -> bool {
         let shared = format!("shared={shared}");
         let (_, stderr) = self.ok_with_stderr(&[
             "run",
@@ -30,6 +35,8 @@ impl Lab {
             "100ms",
             "--quiet",
             "--locks",
+            "--tracer",
+            tracer,
         ]);
         if stderr.contains("lock tracing unavailable") {
             assert!(
@@ -110,6 +117,81 @@ fn a_shared_futex_mutex_is_the_top_user_lock_attributed_to_its_lock_function() {
     assert!(
         waits * 100 < contended,
         "shared=false should show (near) no futex waits: {waits} vs {contended} shared"
+    );
+}
+
+/// The two tracers (`--tracer kernel`, the default, and `perf`) on the same workload: the same
+/// top user lock and caller, and counts of the same order (the runs are apart: the counts are
+/// each run's own). The kernel one sums every wait and says what it sampled; in CI, where clang
+/// and libbpf-dev are installed, it must not have fallen back.
+#[test]
+fn the_kernel_and_the_perf_tracer_name_the_same_hot_futex_mutex() {
+    let lab = Lab::new();
+    if !lab.run_traced_by("futex_mutex", true, "2", "perf") {
+        return;
+    }
+    let perf = lab.json(&["export", "last"]);
+    assert!(lab.run_traced_by("futex_mutex", true, "2", "kernel"));
+    let kernel = lab.json(&["export", "last"]);
+    let report = |export: &Value| export["run"]["trials"][0]["outcome"]["locks"].clone();
+    let (p, k) = (report(&perf), report(&kernel));
+    assert!(p["sampling"].is_null(), "perf reads every wait: {p}");
+    let notes = k["notes"].to_string();
+    if k["sampling"].is_null() {
+        assert!(
+            notes.contains("not in the kernel"),
+            "a fallback says why: {notes}"
+        );
+        assert!(
+            std::env::var_os("SCALELAB_REQUIRE_BPF").is_none(),
+            "SCALELAB_REQUIRE_BPF is set and the kernel tracer fell back: {notes}"
+        );
+        eprintln!("the kernel tracer fell back here: {notes}");
+        return;
+    }
+    let sampling = &k["sampling"];
+    let waits = sampling["waits"].as_u64().unwrap();
+    let sampled = sampling["sampled"].as_u64().unwrap();
+    assert!(sampled > 0 && sampled <= waits, "{sampling}");
+    for (r, what) in [(&p, "perf"), (&k, "kernel")] {
+        let top = &r["user"][0];
+        assert!(
+            top["caller"]
+                .as_str()
+                .unwrap()
+                .ends_with("futex_mutex::futex_mutex_lock"),
+            "the {what} tracer's top user lock: {top}"
+        );
+    }
+    let top = &k["user"][0];
+    let user_waits: u64 = k["user"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["contentions"].as_u64().unwrap())
+        .sum();
+    let kernel_waits: u64 = k["kernel"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["contentions"].as_u64().unwrap())
+        .sum();
+    // Each row's share is rounded to whole waits: off by at most one per row.
+    let rows = k["user"].as_array().unwrap().len() + k["kernel"].as_array().unwrap().len();
+    assert!(
+        (user_waits + kernel_waits).abs_diff(waits) <= rows as u64,
+        "the rows share out every wait summed ({waits}): {k}"
+    );
+    assert!(top["sampled"]["episodes"].as_u64().unwrap() > 0, "{top}");
+    assert!(
+        top["sampled"]["error"].as_u64().unwrap() <= top["wait_total"].as_u64().unwrap() / 4,
+        "a lock of thousands of waits with one caller is known within ±25%: {top}"
+    );
+    let perf_waits = p["user"][0]["contentions"].as_u64().unwrap();
+    let kernel_top = top["contentions"].as_u64().unwrap();
+    assert!(
+        kernel_top * 10 > perf_waits && kernel_top < perf_waits * 10,
+        "the two runs' waits on the hot lock are of one order: {kernel_top} and {perf_waits}"
     );
 }
 

@@ -109,16 +109,13 @@ fn pipe_pingpong_blocks_in_pipe_reads_from_its_step() {
     assert_within_the_residual(m, "pipe_pingpong N=2");
 }
 
-/// The two tracers (`--offcpu-tracer kernel`, the default, and `perf`) on the same workload:
+/// The two tracers (`--tracer kernel`, the default, and `perf`) on the same workload:
 /// the same top site, each within the residual. The kernel one says what it sampled (in CI,
 /// where clang and libbpf-dev are installed, it must not have fallen back).
 #[test]
 fn the_kernel_and_the_perf_tracer_name_the_same_pipe_read() {
     let lab = Lab::new();
-    let Some(perf) = lab.run_offcpu(
-        "pipe_pingpong",
-        &["--tasks", "2", "--offcpu-tracer", "perf"],
-    ) else {
+    let Some(perf) = lab.run_offcpu("pipe_pingpong", &["--tasks", "2", "--tracer", "perf"]) else {
         return;
     };
     let Some(kernel) = lab.run_offcpu("pipe_pingpong", &["--tasks", "2"]) else {

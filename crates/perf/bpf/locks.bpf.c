@@ -1,0 +1,451 @@
+// SPDX-License-Identifier: GPL-2.0
+// scalelab's in-kernel lock tracing (issue 32), loaded by crates/perf/src/bpf_locks.rs.
+//
+// Every wait is timed and summed here, in the kernel: a kernel lock's from `contention_begin`
+// to `contention_end`, a futex wait's from the `futex` system call's entry to its exit. The sums go to
+// the `totals` hash, one entry per (process, lock, type): waits, their total, the longest and
+// the shortest, for the waits that ended inside the measurement window (`window`, set by user
+// space as it opens and closes). Call chains are the sampled part: one wait in `k` (k per CPU
+// from the last 100 ms's rate of waits, so that about `samples_per_cpu_s` a second are kept)
+// writes a SAMPLE record as it ends, with its times and, for a kernel lock, the kernel chain,
+// for a futex wait the user frame-pointer chain, the user registers and a copy of the top of
+// the user stack (unwound in user space with the binaries' .eh_frame; Debian's glibc, where
+// every contended pthread_mutex_lock waits, has no frame pointers). The chain is taken as the
+// wait ends: the thread is still in the same call (the lock's slow path, or the system call),
+// so the chain is the one it waited in, and the wait's time is stamped before the walk.
+//
+// Traced threads: the one user space puts in `threads` (the thread that then creates the
+// trial's tasks), and every thread and process created by a traced thread afterwards (as
+// perf's `inherit`). Other tasks cost one hash lookup per event.
+//
+// The record layouts below are what user space decodes (bpf_locks.rs); change both together.
+// Only x86_64's registers are named (pt_regs di, si, orig_ax, bp, sp, ip).
+#include <linux/types.h>
+#include <stdbool.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+struct task_struct {
+    int pid;
+    int tgid;
+} __attribute__((preserve_access_index));
+
+struct pt_regs {
+    unsigned long di;
+    unsigned long si;
+    unsigned long bp;
+    unsigned long sp;
+    unsigned long ip;
+    unsigned long orig_ax;
+} __attribute__((preserve_access_index));
+
+#define KERNEL_FRAMES 48
+#define USER_FRAMES 32
+#define STACK_BYTES 16384
+#define NESTED 4
+
+#define REC_KERNEL 1
+#define REC_FUTEX 2
+
+#define KIND_KERNEL 1
+#define KIND_FUTEX 2
+
+// Counters, per CPU (the `stats` array's slots).
+#define STAT_WAITS 0        // waits of traced threads that ended (any time)
+#define STAT_COUNTED 1      // of them, ended inside the window and summed in `totals`
+#define STAT_SAMPLED 2      // SAMPLE records written
+#define STAT_SAMPLE_LOST 3  // sampled, but the ring buffer was full
+#define STAT_TOTALS_FULL 4  // inside the window, but `totals` was full: not summed
+#define STAT_THREADS_FULL 5 // threads not traced: the map was full
+#define STAT_NESTED_FULL 6  // kernel waits not timed: more than NESTED open at once
+#define STAT_STACK_SHORT 7  // stack copies shorter than STACK_BYTES (the stack's top was near)
+#define STATS 8
+
+// A kernel lock a thread waits for.
+struct open_lock {
+    __u64 lock;
+    __u64 begin;
+    __u32 flags;
+    __u32 pad;
+};
+
+struct thread {
+    __u32 pid;
+    __u32 futex_op;
+    __u64 futex_uaddr;
+    __u64 futex_begin; // 0: not in a futex wait
+    struct open_lock locks[NESTED];
+};
+
+struct total_key {
+    __u32 pid;
+    __u32 kind;
+    __u64 lock;
+    __u32 op; // futex op, or the kernel lock's LCB_F_* flags
+    __u32 pad;
+};
+
+struct total {
+    __u64 count;
+    __u64 sum;
+    __u64 max;
+    __u64 min;
+};
+
+struct window {
+    __u64 start;
+    __u64 end;
+};
+
+struct kernel_rec {
+    __u32 type;
+    __u32 tid;
+    __u32 pid;
+    __u32 weight;
+    __u64 lock;
+    __u64 begin;
+    __u64 end;
+    __u32 flags;
+    __s32 kernel_bytes;
+    __u64 kernel[KERNEL_FRAMES];
+};
+
+struct futex_rec {
+    __u32 type;
+    __u32 tid;
+    __u32 pid;
+    __u32 weight;
+    __u64 uaddr;
+    __u64 begin;
+    __u64 end;
+    __s64 ret;
+    __u32 op;
+    __s32 user_bytes;
+    __u64 ip, sp, bp;
+    __u32 stack_bytes;
+    __u32 pad;
+    __u64 user[USER_FRAMES];
+    __u8 stack[STACK_BYTES];
+};
+
+struct rate {
+    __u64 window;
+    __u64 count;
+    __u64 k;
+};
+
+// Set by user space before loading.
+const volatile __u64 samples_per_cpu_s = 500;
+const volatile __u32 fixed_k = 0;   // nonzero: sample 1 in fixed_k, whatever the rate
+const volatile __u32 futex_nr = 202; // the futex system call's number (x86_64)
+const volatile bool trace_kernel = true;
+const volatile bool trace_futex = true;
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 65536);
+    __type(key, __u32);
+    __type(value, struct thread);
+} threads SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 65536);
+    __type(key, struct total_key);
+    __type(value, struct total);
+} totals SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct window);
+} windows SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_RINGBUF);
+    __uint(max_entries, 8 << 20);
+} records SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, STATS);
+    __type(key, __u32);
+    __type(value, __u64);
+} stats SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct rate);
+} rates SEC(".maps");
+
+char LICENSE[] SEC("license") = "GPL";
+
+static __always_inline void count(__u32 slot)
+{
+    __u64 *v = bpf_map_lookup_elem(&stats, &slot);
+    if (v)
+        *v += 1;
+}
+
+// The sampling interval for this CPU, as in offcpu.bpf.c: 1 in k waits, k from the last
+// 100 ms's count, raised within a window as its count passes each multiple of the window's
+// target. k never depends on the wait it samples, so each sampled wait stands for k.
+static __always_inline __u64 sampling_k(__u64 now)
+{
+    if (fixed_k)
+        return fixed_k;
+    __u32 zero = 0;
+    struct rate *r = bpf_map_lookup_elem(&rates, &zero);
+    if (!r)
+        return 1;
+    __u64 per_window = samples_per_cpu_s / 10;
+    if (per_window == 0)
+        per_window = 1;
+    if (now - r->window > 100000000ULL) {
+        __u64 k = r->count / per_window;
+        r->k = k > 1 ? k : 1;
+        r->window = now;
+        r->count = 0;
+    }
+    r->count += 1;
+    __u64 k = r->k ? r->k : 1;
+    __u64 burst = r->count / per_window + 1;
+    return burst > k ? burst : k;
+}
+
+// Sums a wait that ended at `end` into its lock's total, if the window holds it; returns the
+// sampling interval when this wait is to be sampled, else 0.
+static __always_inline __u64 account(__u32 pid, __u32 kind, __u64 lock, __u32 op, __u64 begin,
+                                     __u64 end)
+{
+    count(STAT_WAITS);
+    __u32 zero = 0;
+    struct window *w = bpf_map_lookup_elem(&windows, &zero);
+    if (!w || end < w->start || end > w->end)
+        return 0;
+    __u64 d = end - begin;
+    struct total_key key = {.pid = pid, .kind = kind, .lock = lock, .op = op};
+    struct total *t = bpf_map_lookup_elem(&totals, &key);
+    if (!t) {
+        struct total fresh = {.min = ~0ULL};
+        if (bpf_map_update_elem(&totals, &key, &fresh, BPF_NOEXIST) != 0 &&
+            !bpf_map_lookup_elem(&totals, &key)) {
+            count(STAT_TOTALS_FULL);
+            return 0;
+        }
+        t = bpf_map_lookup_elem(&totals, &key);
+        if (!t) {
+            count(STAT_TOTALS_FULL);
+            return 0;
+        }
+    }
+    __sync_fetch_and_add(&t->count, 1);
+    __sync_fetch_and_add(&t->sum, d);
+    // Two CPUs may end waits on one lock at once: compare-and-swap, a few tries.
+    for (int i = 0; i < 4; i++) {
+        __u64 old = t->max;
+        if (d <= old || __sync_val_compare_and_swap(&t->max, old, d) == old)
+            break;
+    }
+    for (int i = 0; i < 4; i++) {
+        __u64 old = t->min;
+        if (d >= old || __sync_val_compare_and_swap(&t->min, old, d) == old)
+            break;
+    }
+    count(STAT_COUNTED);
+    __u64 k = sampling_k(end);
+    if (k > 1 && bpf_get_prandom_u32() % k != 0)
+        return 0;
+    return k;
+}
+
+SEC("tp_btf/contention_begin")
+int BPF_PROG(on_contention_begin, void *lock, unsigned int flags)
+{
+    if (!trace_kernel)
+        return 0;
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    struct thread *t = bpf_map_lookup_elem(&threads, &tid);
+    if (!t)
+        return 0;
+    __u64 addr = (__u64)lock;
+    int free = -1;
+#pragma unroll
+    for (int i = 0; i < NESTED; i++) {
+        // Begun again before it ended (a mutex that spun, then sleeps): the first begin holds.
+        if (t->locks[i].lock == addr)
+            return 0;
+        if (free < 0 && t->locks[i].lock == 0)
+            free = i;
+    }
+    if (free < 0 || free >= NESTED) {
+        count(STAT_NESTED_FULL);
+        return 0;
+    }
+    t->locks[free].lock = addr;
+    t->locks[free].flags = flags;
+    t->locks[free].begin = bpf_ktime_get_ns();
+    return 0;
+}
+
+SEC("tp_btf/contention_end")
+int BPF_PROG(on_contention_end, void *lock, int ret)
+{
+    if (!trace_kernel)
+        return 0;
+    __u64 end = bpf_ktime_get_ns();
+    __u64 id = bpf_get_current_pid_tgid();
+    __u32 tid = (__u32)id;
+    struct thread *t = bpf_map_lookup_elem(&threads, &tid);
+    if (!t)
+        return 0;
+    __u64 addr = (__u64)lock;
+    int slot = -1;
+#pragma unroll
+    for (int i = 0; i < NESTED; i++) {
+        if (slot < 0 && t->locks[i].lock == addr)
+            slot = i;
+    }
+    if (slot < 0 || slot >= NESTED)
+        return 0;
+    __u64 begin = t->locks[slot].begin;
+    __u32 flags = t->locks[slot].flags;
+    t->locks[slot].lock = 0;
+    __u64 k = account(t->pid, KIND_KERNEL, addr, flags, begin, end);
+    if (!k)
+        return 0;
+    struct kernel_rec *r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
+    if (!r) {
+        count(STAT_SAMPLE_LOST);
+        return 0;
+    }
+    r->type = REC_KERNEL;
+    r->tid = tid;
+    r->pid = t->pid;
+    r->weight = k;
+    r->lock = addr;
+    r->begin = begin;
+    r->end = end;
+    r->flags = flags;
+    r->kernel_bytes = bpf_get_stack(ctx, r->kernel, sizeof(r->kernel), 0);
+    bpf_ringbuf_submit(r, 0);
+    count(STAT_SAMPLED);
+    return 0;
+}
+
+// The futex operations that wait (FUTEX_CMD_MASK applied): WAIT, LOCK_PI, WAIT_BITSET,
+// WAIT_REQUEUE_PI, LOCK_PI2 (the perf tracer's filter, lock_tracer.rs FUTEX_WAIT_OPS).
+static __always_inline bool waits(__u32 op)
+{
+    __u32 cmd = op & ~(128u | 256u);
+    return cmd == 0 || cmd == 6 || cmd == 9 || cmd == 11 || cmd == 13;
+}
+
+// The futex call's entry and exit, on the raw system call tracepoints. They run for every
+// system call of every task, so the call's number is compared before anything is looked up.
+// Enabling them sends every system call of the machine through the kernel's slow path (as
+// perf's syscalls:sys_enter_futex does): that, not this program, is what tracing futex waits
+// costs a program making millions of other calls a second (sysbench --thread-yields: see
+// bpf_locks.rs). fentry/fexit on do_futex would run for futex calls alone, but needs function
+// tracing, which this project's kernel does not permit (EPERM).
+SEC("tp_btf/sys_enter")
+int BPF_PROG(on_sys_enter, struct pt_regs *regs, long nr)
+{
+    if (!trace_futex || nr != futex_nr)
+        return 0;
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    struct thread *t = bpf_map_lookup_elem(&threads, &tid);
+    if (!t)
+        return 0;
+    __u32 op = (__u32)regs->si;
+    if (!waits(op))
+        return 0;
+    t->futex_uaddr = regs->di;
+    t->futex_op = op;
+    t->futex_begin = bpf_ktime_get_ns();
+    return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
+{
+    if (!trace_futex || regs->orig_ax != futex_nr)
+        return 0;
+    __u64 end = bpf_ktime_get_ns();
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    struct thread *t = bpf_map_lookup_elem(&threads, &tid);
+    if (!t || !t->futex_begin)
+        return 0;
+    __u64 begin = t->futex_begin;
+    __u64 uaddr = t->futex_uaddr;
+    __u32 op = t->futex_op;
+    t->futex_begin = 0;
+    __u64 k = account(t->pid, KIND_FUTEX, uaddr, op, begin, end);
+    if (!k)
+        return 0;
+    struct futex_rec *r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
+    if (!r) {
+        count(STAT_SAMPLE_LOST);
+        return 0;
+    }
+    r->type = REC_FUTEX;
+    r->tid = tid;
+    r->pid = t->pid;
+    r->weight = k;
+    r->uaddr = uaddr;
+    r->begin = begin;
+    r->end = end;
+    r->ret = ret;
+    r->op = op;
+    r->pad = 0;
+    r->user_bytes = bpf_get_stack(ctx, r->user, sizeof(r->user), BPF_F_USER_STACK);
+    struct pt_regs *user = (struct pt_regs *)bpf_task_pt_regs((struct task_struct *)bpf_get_current_task_btf());
+    r->ip = BPF_CORE_READ(user, ip);
+    r->sp = BPF_CORE_READ(user, sp);
+    r->bp = BPF_CORE_READ(user, bp);
+    r->stack_bytes = 0;
+    if (bpf_probe_read_user(r->stack, STACK_BYTES, (void *)r->sp) == 0) {
+        r->stack_bytes = STACK_BYTES;
+    } else if (bpf_probe_read_user(r->stack, STACK_BYTES / 4, (void *)r->sp) == 0) {
+        r->stack_bytes = STACK_BYTES / 4;
+        count(STAT_STACK_SHORT);
+    } else if (bpf_probe_read_user(r->stack, 1024, (void *)r->sp) == 0) {
+        r->stack_bytes = 1024;
+        count(STAT_STACK_SHORT);
+    } else if (bpf_probe_read_user(r->stack, 256, (void *)r->sp) == 0) {
+        r->stack_bytes = 256;
+        count(STAT_STACK_SHORT);
+    } else {
+        count(STAT_STACK_SHORT);
+    }
+    bpf_ringbuf_submit(r, 0);
+    count(STAT_SAMPLED);
+    return 0;
+}
+
+// A traced thread's new thread or process is traced from its creation.
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+    __u32 me = (__u32)bpf_get_current_pid_tgid();
+    if (!bpf_map_lookup_elem(&threads, &me))
+        return 0;
+    struct thread t = {.pid = child->tgid};
+    __u32 tid = child->pid;
+    if (bpf_map_update_elem(&threads, &tid, &t, BPF_NOEXIST) != 0)
+        count(STAT_THREADS_FULL);
+    return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+    __u32 tid = p->pid;
+    bpf_map_delete_elem(&threads, &tid);
+    return 0;
+}

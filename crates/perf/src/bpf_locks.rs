@@ -1,0 +1,702 @@
+//! [`BpfLockTracer`]: the lock waits of the calling thread and its descendants — kernel locks
+//! (`contention_begin/end`) and futex waits (the `futex` system call's entry and exit) — timed
+//! and summed per lock in the kernel, with the call chains of a sample of them, from a BPF
+//! program on BTF tracepoints (`bpf/locks.bpf.c`, loaded with aya).
+//!
+//! Why (issue 32): the perf tracer ([`crate::LockTracer`]) writes every futex call's entry and
+//! exit, a 16 KiB user stack copy with each wait, and every kernel contention with its chain,
+//! through per-task inherited events, and pairs them in user space: on `futex_mutex -p
+//! shared=true` N=2 (2-vCPU VM, ~36k futex waits and ~80k wakes a second, and as many
+//! contended futex hash-bucket spinlocks) it kept 0.92 of the untraced throughput with user
+//! locks traced and 0.95 with kernel locks, 0.84 with both. Here every wait costs a hash
+//! lookup and a sum in the kernel; one in `k` (chosen per CPU from the last 100 ms's rate, so
+//! that about [`BpfLockConfig::samples_per_cpu_s`] a second are kept) writes its chain and, for
+//! a futex wait, a copy of the top of the user stack. The sums ([`LockTrace::totals`]) are
+//! exact; the waits in [`LockTrace::kernel`] and [`LockTrace::futex`] are the sample, each
+//! standing for its `weight`, and share out their lock's exact sums between its callers.
+//!
+//! The window: the program sums only the waits that end inside it, set as it opens
+//! ([`window_opens`](BpfLockTracer::window_opens)) and closes
+//! ([`window_closes`](BpfLockTracer::window_closes)); until then, every wait from the open.
+//!
+//! The side band (exec, mmap, fork) comes from perf's dummy event opened for the whole of each
+//! CPU ([`MappingStream::open_cpu_wide`]), so that user stacks unwind after their process is
+//! gone.
+
+use std::collections::BTreeSet;
+
+use aya::maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
+use aya::programs::BtfTracePoint;
+use aya::{Btf, Ebpf, EbpfLoader};
+
+use crate::lock_events::{
+    ChainTable, FutexWait, KernelWait, LockSamplingTally, LockTotal, LockTrace, Sample,
+};
+use crate::mapping_stream::MappingStream;
+use crate::trace_ring::{UnwindCache, UnwindState, cached_user_chain, online_cpus};
+use crate::trace_stream::FreshChains;
+use perf_read::error::PerfError;
+use perf_read::unwind::{Unwinder, UserRegs};
+
+/// The compiled program (build.rs), when clang and libbpf's headers were there; aligned, as
+/// the ELF parser reads it in place.
+#[cfg(locks_bpf)]
+const OBJECT: Option<&[u8]> = Some(aya::include_bytes_aligned!(concat!(
+    env!("OUT_DIR"),
+    "/locks.bpf.o"
+)));
+#[cfg(not(locks_bpf))]
+const OBJECT: Option<&[u8]> = None;
+
+/// The programs and the tracepoints they attach to: kernel locks, futex waits, the threads.
+const KERNEL_PROGRAMS: [(&str, &str); 2] = [
+    ("on_contention_begin", "contention_begin"),
+    ("on_contention_end", "contention_end"),
+];
+const FUTEX_PROGRAMS: [(&str, &str); 2] =
+    [("on_sys_enter", "sys_enter"), ("on_sys_exit", "sys_exit")];
+const THREAD_PROGRAMS: [(&str, &str); 2] = [
+    ("on_fork", "sched_process_fork"),
+    ("on_exit", "sched_process_exit"),
+];
+
+/// Frames kept per user chain.
+const MAX_USER_FRAMES: usize = 64;
+/// Record layouts (`struct kernel_rec`, `struct futex_rec` in `locks.bpf.c`).
+const KERNEL_FRAMES: usize = 48;
+const USER_FRAMES: usize = 32;
+const STACK_BYTES: usize = 16384;
+const KERNEL_REC_SIZE: usize = 48 + 8 * KERNEL_FRAMES;
+const FUTEX_STACK_AT: usize = 88 + 8 * USER_FRAMES;
+const FUTEX_REC_SIZE: usize = FUTEX_STACK_AT + STACK_BYTES;
+
+/// What to sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BpfLockConfig {
+    /// Trace kernel lock contention.
+    pub kernel: bool,
+    /// Trace futex waits.
+    pub user: bool,
+    /// Waits a second, per CPU, whose call chains are written (about).
+    pub samples_per_cpu_s: u64,
+    /// Sample 1 in this many waits whatever the rate (0: from the rate).
+    pub fixed_k: u32,
+}
+
+impl BpfLockConfig {
+    /// Sampled waits a second, the whole machine's: a futex wait's costs the kernel a 16 KiB
+    /// copy and user space a decode and (mostly cached) unwinding; a kernel wait's a stack
+    /// walk. A 1 s trial then holds ~1,000 chains: a caller's share of 50% within ±3 points.
+    pub const SAMPLES_PER_S: u64 = 1000;
+    /// The least per CPU, however many CPUs.
+    pub const MIN_PER_CPU_S: u64 = 10;
+
+    /// Both kinds of lock, the sampling rate shared out over `cpus` CPUs.
+    pub fn for_cpus(cpus: usize) -> BpfLockConfig {
+        BpfLockConfig {
+            kernel: true,
+            user: true,
+            samples_per_cpu_s: (Self::SAMPLES_PER_S / cpus.max(1) as u64).max(Self::MIN_PER_CPU_S),
+            fixed_k: 0,
+        }
+    }
+}
+
+impl Default for BpfLockConfig {
+    /// [`BpfLockConfig::for_cpus`] of this machine's online CPUs.
+    fn default() -> Self {
+        BpfLockConfig::for_cpus(online_cpus().len())
+    }
+}
+
+/// A kernel lock a traced thread waits for (`struct open_lock`).
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(C)]
+struct OpenLock {
+    lock: u64,
+    begin: u64,
+    flags: u32,
+    pad: u32,
+}
+
+/// A traced thread as the kernel's `threads` map holds it (`struct thread`).
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(C)]
+struct ThreadSlot {
+    pid: u32,
+    futex_op: u32,
+    futex_uaddr: u64,
+    futex_begin: u64,
+    locks: [OpenLock; 4],
+}
+
+/// `struct total_key`.
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(C)]
+struct TotalKey {
+    pid: u32,
+    kind: u32,
+    lock: u64,
+    op: u32,
+    pad: u32,
+}
+
+/// `struct total`.
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(C)]
+struct Total {
+    count: u64,
+    sum: u64,
+    max: u64,
+    min: u64,
+}
+
+/// `struct window`.
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(C)]
+struct Window {
+    start: u64,
+    end: u64,
+}
+
+// SAFETY: each is `repr(C)` of plain integers laid out without padding (every field is
+// naturally aligned and the sizes sum to the struct's: 24, 120, 24, 32 and 16 bytes), so every
+// bit pattern the kernel writes is a valid value.
+unsafe impl aya::Pod for OpenLock {}
+// SAFETY: as above.
+unsafe impl aya::Pod for ThreadSlot {}
+// SAFETY: as above.
+unsafe impl aya::Pod for TotalKey {}
+// SAFETY: as above.
+unsafe impl aya::Pod for Total {}
+// SAFETY: as above.
+unsafe impl aya::Pod for Window {}
+
+const KIND_KERNEL: u32 = 1;
+
+/// A decoded SAMPLE record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Record<'a> {
+    Kernel {
+        wait: KernelWait,
+        chain: Vec<u64>,
+    },
+    Futex {
+        wait: FutexWait,
+        regs: UserRegs,
+        user: Vec<u64>,
+        stack: &'a [u8],
+    },
+}
+
+fn u32_at(b: &[u8], o: usize) -> u32 {
+    u32::from_le_bytes(b[o..o + 4].try_into().expect("4 bytes"))
+}
+
+fn u64_at(b: &[u8], o: usize) -> u64 {
+    u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"))
+}
+
+/// Frames from a `bpf_get_stack` result: `bytes` (negative: an error, no frames) of the
+/// `max` words at `at`.
+fn frames(b: &[u8], at: usize, max: usize, bytes: i32) -> Vec<u64> {
+    let n = usize::try_from(bytes).unwrap_or(0) / 8;
+    (0..n.min(max)).map(|i| u64_at(b, at + 8 * i)).collect()
+}
+
+/// Decodes one ring buffer record; `None` for a record of unknown type or size.
+fn decode(b: &[u8]) -> Option<Record<'_>> {
+    if b.len() < 8 {
+        return None;
+    }
+    match u32_at(b, 0) {
+        1 if b.len() >= KERNEL_REC_SIZE => Some(Record::Kernel {
+            wait: KernelWait {
+                tid: u32_at(b, 4),
+                pid: u32_at(b, 8),
+                weight: u32_at(b, 12).max(1),
+                lock: u64_at(b, 16),
+                begin: u64_at(b, 24),
+                end: u64_at(b, 32),
+                flags: u32_at(b, 40),
+                chain: u32::MAX,
+            },
+            chain: frames(b, 48, KERNEL_FRAMES, u32_at(b, 44) as i32),
+        }),
+        2 if b.len() >= FUTEX_REC_SIZE => {
+            let stack_bytes = (u32_at(b, 80) as usize).min(STACK_BYTES);
+            Some(Record::Futex {
+                wait: FutexWait {
+                    tid: u32_at(b, 4),
+                    pid: u32_at(b, 8),
+                    weight: u32_at(b, 12).max(1),
+                    uaddr: u64_at(b, 16),
+                    begin: u64_at(b, 24),
+                    end: u64_at(b, 32),
+                    ret: u64_at(b, 40) as i64,
+                    op: u32_at(b, 48),
+                    chain: u32::MAX,
+                },
+                regs: UserRegs {
+                    ip: u64_at(b, 56),
+                    sp: u64_at(b, 64),
+                    bp: u64_at(b, 72),
+                },
+                user: frames(b, 88, USER_FRAMES, u32_at(b, 52) as i32),
+                stack: &b[FUTEX_STACK_AT..FUTEX_STACK_AT + stack_bytes],
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The loaded, attached program with its maps; dropping it detaches everything.
+pub struct BpfLockTracer {
+    bpf: Ebpf,
+    records: RingBuf<MapData>,
+    windows: Array<MapData, Window>,
+    mappings: MappingStream,
+    unwinder: Unwinder,
+    unwound: UnwindCache,
+    reloaded: Vec<i32>,
+    chains: ChainTable,
+    user_chains: FreshChains,
+    kernel: Vec<KernelWait>,
+    futex: Vec<FutexWait>,
+    /// The window's start, once it opened.
+    window_start: u64,
+    malformed: u64,
+}
+
+impl std::fmt::Debug for BpfLockTracer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BpfLockTracer")
+            .field("kernel", &self.kernel.len())
+            .field("futex", &self.futex.len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn bpf_error(what: &str, e: impl std::fmt::Display) -> PerfError {
+    PerfError::Bpf {
+        what: what.to_string(),
+        cause: e.to_string(),
+        fix: "run as root (or with CAP_BPF and CAP_PERFMON) on a kernel with BTF (/sys/kernel/btf/vmlinux); --tracer perf uses perf's ring buffers instead".to_string(),
+    }
+}
+
+impl BpfLockTracer {
+    /// Whether this build holds the BPF program (clang and libbpf's headers were there).
+    pub fn built() -> bool {
+        OBJECT.is_some()
+    }
+
+    /// Loads and attaches the program, tracing the calling thread and every thread and process
+    /// it creates from now on. Call it from the thread that then creates every task.
+    pub fn open(config: &BpfLockConfig) -> Result<BpfLockTracer, PerfError> {
+        let Some(object) = OBJECT else {
+            return Err(PerfError::Bpf {
+                what: "this scalelab was built without it".into(),
+                cause: "clang or libbpf's headers were missing when it was built".into(),
+                fix: "apt install clang libbpf-dev and rebuild, or use --tracer perf".into(),
+            });
+        };
+        let btf = Btf::from_sys_fs().map_err(|e| bpf_error("reading the kernel's BTF", e))?;
+        let futex_nr = libc::SYS_futex as u32;
+        let mut bpf = EbpfLoader::new()
+            .btf(Some(&btf))
+            .set_global("samples_per_cpu_s", &config.samples_per_cpu_s, true)
+            .set_global("fixed_k", &config.fixed_k, true)
+            .set_global("futex_nr", &futex_nr, true)
+            .set_global("trace_kernel", &u8::from(config.kernel), true)
+            .set_global("trace_futex", &u8::from(config.user), true)
+            .load(object)
+            .map_err(|e| bpf_error("loading the program", e))?;
+        let mut windows: Array<MapData, Window> = bpf
+            .take_map("windows")
+            .ok_or_else(|| bpf_error("the program", "no `windows` map"))?
+            .try_into()
+            .map_err(|e| bpf_error("the `windows` map", e))?;
+        windows
+            .set(
+                0,
+                Window {
+                    start: 0,
+                    end: u64::MAX,
+                },
+                0,
+            )
+            .map_err(|e| bpf_error("the `windows` map", e))?;
+        let records: RingBuf<MapData> = bpf
+            .take_map("records")
+            .ok_or_else(|| bpf_error("the program", "no `records` map"))?
+            .try_into()
+            .map_err(|e| bpf_error("the `records` map", e))?;
+        {
+            let mut threads: BpfHashMap<&mut MapData, u32, ThreadSlot> = bpf
+                .map_mut("threads")
+                .ok_or_else(|| bpf_error("the program", "no `threads` map"))?
+                .try_into()
+                .map_err(|e| bpf_error("the `threads` map", e))?;
+            let me = sys::gettid() as u32;
+            let entry = ThreadSlot {
+                pid: std::process::id(),
+                ..ThreadSlot::default()
+            };
+            threads
+                .insert(me, entry, 0)
+                .map_err(|e| bpf_error("tracing the calling thread", e))?;
+        }
+        let mappings = MappingStream::open_cpu_wide(&online_cpus(), std::process::id())?;
+        let mut programs: Vec<(&str, &str)> = THREAD_PROGRAMS.to_vec();
+        if config.kernel {
+            programs.extend(KERNEL_PROGRAMS);
+        }
+        if config.user {
+            programs.extend(FUTEX_PROGRAMS);
+        }
+        for (program, tracepoint) in programs {
+            let p: &mut BtfTracePoint = bpf
+                .program_mut(program)
+                .ok_or_else(|| bpf_error("the program", format!("no `{program}`")))?
+                .try_into()
+                .map_err(|e| bpf_error(program, e))?;
+            p.load(tracepoint, &btf)
+                .map_err(|e| bpf_error(&format!("loading {program}"), e))?;
+            p.attach()
+                .map_err(|e| bpf_error(&format!("attaching to {tracepoint}"), e))?;
+        }
+        Ok(BpfLockTracer {
+            bpf,
+            records,
+            windows,
+            mappings,
+            unwinder: Unwinder::default(),
+            unwound: UnwindCache::new(),
+            reloaded: Vec::new(),
+            chains: ChainTable::default(),
+            user_chains: FreshChains::default(),
+            kernel: Vec::new(),
+            futex: Vec::new(),
+            window_start: 0,
+            malformed: 0,
+        })
+    }
+
+    /// Sums from `at` on (CLOCK_MONOTONIC ns, the window's start): the sums so far are
+    /// dropped, and waits that end from now are summed.
+    pub fn window_opens(&mut self, at: u64) {
+        self.window_start = at;
+        let _ = self.windows.set(
+            0,
+            Window {
+                start: at,
+                end: u64::MAX,
+            },
+            0,
+        );
+        // Waits that ended before `at` but were summed before the window was set: none are
+        // kept, as the sums start over.
+        if let Some(map) = self.bpf.map_mut("totals")
+            && let Ok(mut totals) = BpfHashMap::<&mut MapData, TotalKey, Total>::try_from(map)
+        {
+            let keys: Vec<TotalKey> = totals.keys().filter_map(Result::ok).collect();
+            for k in keys {
+                let _ = totals.remove(&k);
+            }
+        }
+    }
+
+    /// Sums up to `at` (the window's end, just passed): waits ending later are not summed.
+    pub fn window_closes(&mut self, at: u64) {
+        let start = self.window_start;
+        let _ = self.windows.set(0, Window { start, end: at }, 0);
+    }
+
+    /// Reads the sampled waits written since the last drain (call it every 10 ms or so; the
+    /// ring buffer holds 8 MiB, about 500 sampled futex waits); returns how many.
+    pub fn drain(&mut self) -> u64 {
+        self.reloaded.clear();
+        self.mappings.apply(&mut self.unwinder);
+        self.read_records()
+    }
+
+    /// The user call chains of sampled futex waits first seen (per process) since the last
+    /// call, as `(pid, addresses)`, to name while the process lives.
+    pub fn new_user_chains(&mut self) -> Vec<(u32, Vec<u64>)> {
+        self.user_chains.take(&self.chains)
+    }
+
+    /// Stops tracing and returns the sampled waits and every lock's sums.
+    pub fn finish(mut self) -> LockTrace {
+        let mut all: Vec<(&str, &str)> = THREAD_PROGRAMS.to_vec();
+        all.extend(KERNEL_PROGRAMS);
+        all.extend(FUTEX_PROGRAMS);
+        for (program, _) in all {
+            let p: Option<&mut BtfTracePoint> = self
+                .bpf
+                .program_mut(program)
+                .and_then(|p| p.try_into().ok());
+            if let Some(p) = p {
+                let _ = p.unload();
+            }
+        }
+        self.mappings.disable();
+        self.drain();
+        let sampling = self.tally();
+        let totals = self.totals();
+        let pids: BTreeSet<u32> = self.futex.iter().map(|w| w.pid).collect();
+        let maps = self.unwinder.maps_of(pids);
+        let mut chains = std::mem::take(&mut self.chains).into_chains();
+        crate::bpf_offcpu::trim_bpf_frames(&mut chains);
+        LockTrace {
+            kernel: std::mem::take(&mut self.kernel),
+            futex: std::mem::take(&mut self.futex),
+            chains,
+            maps,
+            lost: sampling.sample_lost + self.mappings.lost,
+            unpaired: self.malformed,
+            // Nothing is read wait by wait: the totals count every one.
+            futex_seen: 0,
+            futex_counted: None,
+            totals: Some(totals),
+            sampling: Some(sampling),
+        }
+    }
+
+    /// Every lock's sums, as the kernel holds them now.
+    fn totals(&self) -> Vec<LockTotal> {
+        let Some(map) = self.bpf.map("totals") else {
+            return Vec::new();
+        };
+        let Ok(totals) = BpfHashMap::<&MapData, TotalKey, Total>::try_from(map) else {
+            return Vec::new();
+        };
+        totals
+            .iter()
+            .filter_map(Result::ok)
+            .filter(|(_, t)| t.count > 0)
+            .map(|(k, t)| LockTotal {
+                pid: k.pid,
+                kernel: k.kind == KIND_KERNEL,
+                lock: k.lock,
+                op: k.op,
+                count: t.count,
+                sum: t.sum,
+                max: t.max,
+                min: t.min.min(t.max),
+            })
+            .collect()
+    }
+
+    /// The kernel's counters, summed over the CPUs.
+    fn tally(&self) -> LockSamplingTally {
+        let Some(map) = self.bpf.map("stats") else {
+            return LockSamplingTally::default();
+        };
+        let Ok(stats) = PerCpuArray::<&MapData, u64>::try_from(map) else {
+            return LockSamplingTally::default();
+        };
+        let slots: Vec<u64> = stats
+            .iter()
+            .map(|v| v.map(|per_cpu| per_cpu.iter().sum()).unwrap_or(0))
+            .collect();
+        let at = |i: usize| slots.get(i).copied().unwrap_or(0);
+        LockSamplingTally {
+            waits: at(0),
+            counted: at(1),
+            sampled: at(2),
+            sample_lost: at(3),
+            totals_full: at(4),
+            threads_untraced: at(5),
+            nested_full: at(6),
+            short_stacks: at(7),
+        }
+    }
+
+    fn read_records(&mut self) -> u64 {
+        let mut read = 0;
+        while let Some(item) = self.records.next() {
+            read += 1;
+            match decode(&item) {
+                Some(Record::Kernel { mut wait, chain }) => {
+                    wait.chain = self.chains.intern(chain.into_iter());
+                    self.kernel.push(wait);
+                }
+                Some(Record::Futex {
+                    mut wait,
+                    regs,
+                    user,
+                    stack,
+                }) => {
+                    let sample = Sample {
+                        pid: wait.pid,
+                        tid: wait.tid,
+                        time: wait.end,
+                        cpu: 0,
+                        callchain: Vec::new(),
+                        raw: &[],
+                        regs: Some(regs),
+                        stack,
+                    };
+                    let mut unwind = UnwindState {
+                        unwinder: &mut self.unwinder,
+                        reloaded: &mut self.reloaded,
+                        defer: false,
+                    };
+                    wait.chain = cached_user_chain(
+                        &sample,
+                        user,
+                        &mut unwind,
+                        &mut self.unwound,
+                        &mut self.chains,
+                        MAX_USER_FRAMES,
+                    )
+                    .unwrap_or(u32::MAX);
+                    self.user_chains.note(wait.pid, wait.chain);
+                    self.futex.push(wait);
+                }
+                None => self.malformed += 1,
+            }
+        }
+        read
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_futex_record_decodes_with_its_stack_and_a_kernel_record_with_its_chain() {
+        let mut b = vec![0u8; FUTEX_REC_SIZE];
+        b[0..4].copy_from_slice(&2u32.to_le_bytes());
+        b[4..8].copy_from_slice(&11u32.to_le_bytes());
+        b[8..12].copy_from_slice(&10u32.to_le_bytes());
+        b[12..16].copy_from_slice(&4u32.to_le_bytes());
+        b[16..24].copy_from_slice(&0x7f00u64.to_le_bytes());
+        b[24..32].copy_from_slice(&100u64.to_le_bytes());
+        b[32..40].copy_from_slice(&350u64.to_le_bytes());
+        b[40..48].copy_from_slice(&(-11i64).to_le_bytes());
+        b[48..52].copy_from_slice(&128u32.to_le_bytes());
+        b[52..56].copy_from_slice(&16i32.to_le_bytes());
+        b[64..72].copy_from_slice(&0x7ffcu64.to_le_bytes());
+        b[80..84].copy_from_slice(&1024u32.to_le_bytes());
+        b[88..96].copy_from_slice(&0x401000u64.to_le_bytes());
+        b[96..104].copy_from_slice(&0x401100u64.to_le_bytes());
+        let Some(Record::Futex {
+            wait,
+            regs,
+            user,
+            stack,
+        }) = decode(&b)
+        else {
+            panic!("a futex record")
+        };
+        assert_eq!(
+            (wait.tid, wait.pid, wait.weight, wait.uaddr, wait.op),
+            (11, 10, 4, 0x7f00, 128)
+        );
+        assert_eq!((wait.wait(), wait.ret), (250, -11));
+        assert_eq!(regs.sp, 0x7ffc);
+        assert_eq!(user, vec![0x401000, 0x401100]);
+        assert_eq!(stack.len(), 1024);
+
+        let mut k = vec![0u8; KERNEL_REC_SIZE];
+        k[0..4].copy_from_slice(&1u32.to_le_bytes());
+        k[16..24].copy_from_slice(&0xffff_8000u64.to_le_bytes());
+        k[40..44].copy_from_slice(&32u32.to_le_bytes());
+        k[44..48].copy_from_slice(&(-14i32).to_le_bytes());
+        let Some(Record::Kernel { wait, chain }) = decode(&k) else {
+            panic!("a kernel record")
+        };
+        assert_eq!((wait.lock, wait.flags, wait.weight), (0xffff_8000, 32, 1));
+        assert!(chain.is_empty(), "a failed walk has no frames");
+        assert_eq!(decode(&k[..40]), None, "a short record is malformed");
+    }
+
+    /// Takes the mutex 400 times, holding it across a sleep; never inlined, so it is a frame.
+    #[inline(never)]
+    fn take_turns(m: &std::sync::Mutex<u64>) {
+        for _ in 0..400 {
+            let mut g = m.lock().expect("lock");
+            *g += 1;
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+    }
+
+    /// Needs root, BTF and a build with clang; says why it skipped otherwise (fails instead
+    /// with `SCALELAB_REQUIRE_BPF=1`, as CI sets).
+    #[test]
+    fn contended_futex_waits_are_summed_exactly_and_sampled_with_their_chains() {
+        let config = BpfLockConfig {
+            fixed_k: 4,
+            ..BpfLockConfig::default()
+        };
+        let mut tracer = match BpfLockTracer::open(&config) {
+            Ok(t) => t,
+            Err(e) if std::env::var_os("SCALELAB_REQUIRE_BPF").is_some() => {
+                panic!("SCALELAB_REQUIRE_BPF is set and the tracer cannot load: {e}")
+            }
+            Err(e) => {
+                eprintln!("skipped: {e}");
+                return;
+            }
+        };
+        // Two threads taking turns on one std mutex, each holding it across a sleep: every
+        // other take waits in the kernel.
+        let m = std::sync::Arc::new(std::sync::Mutex::new(0u64));
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                let m = m.clone();
+                std::thread::spawn(move || take_turns(&m))
+            })
+            .collect();
+        for w in workers {
+            w.join().expect("worker");
+        }
+        tracer.drain();
+        let trace = tracer.finish();
+        let totals = trace.totals.as_ref().expect("the kernel's sums");
+        let lock = std::sync::Arc::as_ptr(&m) as u64;
+        let mine: Vec<&LockTotal> = totals.iter().filter(|t| !t.kernel).collect();
+        let waits: u64 = mine.iter().map(|t| t.count).sum();
+        assert!(waits >= 50, "the mutex was contended: {totals:?}");
+        assert!(
+            mine.iter().any(|t| t.lock >= lock && t.lock < lock + 16),
+            "the mutex's futex word {lock:#x} is summed: {mine:?}"
+        );
+        let sampling = trace.sampling.expect("a BPF trace counts its sampling");
+        assert_eq!(
+            sampling.counted,
+            waits
+                + totals
+                    .iter()
+                    .filter(|t| t.kernel)
+                    .map(|t| t.count)
+                    .sum::<u64>()
+        );
+        // 1 in 4 sampled: about a quarter, each standing for 4.
+        let sampled = trace.futex.len() as u64;
+        assert!(
+            sampled * 8 > waits && sampled * 2 < waits,
+            "{sampled} of {waits} sampled at 1 in 4"
+        );
+        assert!(trace.futex.iter().all(|w| w.weight == 4));
+        let names: BTreeSet<String> = trace
+            .futex
+            .iter()
+            .filter_map(|w| trace.chains.get(w.chain as usize))
+            .flat_map(|c| {
+                let symbols = perf_read::UserSymbols::resolve(0, c);
+                c.iter()
+                    .filter_map(move |&a| symbols.frame(a).function)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert!(
+            names.iter().any(|n| n.ends_with("take_turns")),
+            "the chains unwind through the lock's wrappers to the function taking it: {names:?}"
+        );
+    }
+}
