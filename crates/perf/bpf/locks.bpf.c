@@ -277,9 +277,16 @@ int BPF_PROG(on_contention_begin, void *lock, unsigned int flags)
     int free = -1;
 #pragma unroll
     for (int i = 0; i < NESTED; i++) {
-        // Begun again before it ended (a mutex that spun, then sleeps): the first begin holds.
-        if (t->locks[i].lock == addr)
+        if (t->locks[i].lock == addr) {
+            // Begun again before it ended, as another type (a mutex or rwsem that spun, now
+            // sleeps): the first begin holds. As the same type, the first one's end was never
+            // seen (an interrupt's contention while this program ran on the CPU: the kernel
+            // does not run a program inside itself), so this one starts afresh. (Kept, one
+            // stale begin of sched_tick's run-queue lock made a 104 ms "spinlock wait".)
+            if (t->locks[i].flags == flags)
+                t->locks[i].begin = bpf_ktime_get_ns();
             return 0;
+        }
         if (free < 0 && t->locks[i].lock == 0)
             free = i;
     }
