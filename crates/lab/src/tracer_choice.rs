@@ -17,3 +17,45 @@ pub enum TracerChoice {
     /// or contend often.
     Perf,
 }
+
+/// The tracer [`TracerChoice`] opened: the in-kernel one `K`, or the perf one `P` it chose or
+/// fell back to.
+#[derive(Debug)]
+pub(crate) enum Chosen<K, P> {
+    Kernel(Box<K>),
+    Perf(Box<P>),
+}
+
+/// What a tracing option says when it opens its tracers: `fallback`, the note when the kernel
+/// tracer fell back (the error follows), and `unavailable`, when neither opened.
+pub(crate) struct OpenNotes {
+    pub fallback: &'static str,
+    pub unavailable: &'static str,
+}
+
+impl TracerChoice {
+    /// Opens the chosen tracer: `kernel()` first when it is [`TracerChoice::Kernel`], falling
+    /// back to `perf()` with a note saying why; when neither opens, a note and `None` (the trial
+    /// runs untraced).
+    pub(crate) fn open<K, P, E: std::fmt::Display>(
+        self,
+        kernel: impl FnOnce() -> Result<K, E>,
+        perf: impl FnOnce() -> Result<P, E>,
+        says: OpenNotes,
+        notes: &mut Vec<String>,
+    ) -> Option<Chosen<K, P>> {
+        if self == TracerChoice::Kernel {
+            match kernel() {
+                Ok(t) => return Some(Chosen::Kernel(Box::new(t))),
+                Err(e) => notes.push(format!("{}: {e}", says.fallback)),
+            }
+        }
+        match perf() {
+            Ok(t) => Some(Chosen::Perf(Box::new(t))),
+            Err(e) => {
+                notes.push(format!("{}: {e}", says.unavailable));
+                None
+            }
+        }
+    }
+}

@@ -27,9 +27,13 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+#include "sampling.h"
+
 struct task_struct {
     int pid;
     int tgid;
+    unsigned long nvcsw;
+    unsigned long nivcsw;
 } __attribute__((preserve_access_index));
 
 struct pt_regs {
@@ -61,14 +65,20 @@ struct pt_regs {
 #define STAT_THREADS_FULL 5 // threads not traced: the map was full
 #define STAT_NESTED_FULL 6  // kernel waits not timed: more than NESTED open at once
 #define STAT_STACK_SHORT 7  // stack copies shorter than STACK_BYTES (the stack's top was near)
-#define STATS 8
+#define STAT_STALE_SPIN 8   // spinning waits dropped: their thread switched between begin and end
+#define STATS 9
+
+// The kernel's contention flags (include/trace/events/lock.h).
+#define LCB_F_SPIN (1U << 0)
+#define LCB_F_RT (1U << 3)
+#define LCB_F_MUTEX (1U << 5)
 
 // A kernel lock a thread waits for.
 struct open_lock {
     __u64 lock;
     __u64 begin;
     __u32 flags;
-    __u32 pad;
+    __u32 switches; // the thread's context switches at the begin (low 32 bits)
 };
 
 struct thread {
@@ -130,15 +140,7 @@ struct futex_rec {
     __u8 stack[STACK_BYTES];
 };
 
-struct rate {
-    __u64 window;
-    __u64 count;
-    __u64 k;
-};
-
 // Set by user space before loading.
-const volatile __u64 samples_per_cpu_s = 500;
-const volatile __u32 fixed_k = 0;   // nonzero: sample 1 in fixed_k, whatever the rate
 const volatile __u32 futex_nr = 202; // the futex system call's number (x86_64)
 const volatile bool trace_kernel = true;
 const volatile bool trace_futex = true;
@@ -176,13 +178,6 @@ struct {
     __type(value, __u64);
 } stats SEC(".maps");
 
-struct {
-    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-    __uint(max_entries, 1);
-    __type(key, __u32);
-    __type(value, struct rate);
-} rates SEC(".maps");
-
 char LICENSE[] SEC("license") = "GPL";
 
 static __always_inline void count(__u32 slot)
@@ -192,30 +187,18 @@ static __always_inline void count(__u32 slot)
         *v += 1;
 }
 
-// The sampling interval for this CPU, as in offcpu.bpf.c: 1 in k waits, k from the last
-// 100 ms's count, raised within a window as its count passes each multiple of the window's
-// target. k never depends on the wait it samples, so each sampled wait stands for k.
-static __always_inline __u64 sampling_k(__u64 now)
+// The calling thread's context switches so far (low 32 bits): a spinning wait never spans one.
+static __always_inline __u32 switches_now(void)
 {
-    if (fixed_k)
-        return fixed_k;
-    __u32 zero = 0;
-    struct rate *r = bpf_map_lookup_elem(&rates, &zero);
-    if (!r)
-        return 1;
-    __u64 per_window = samples_per_cpu_s / 10;
-    if (per_window == 0)
-        per_window = 1;
-    if (now - r->window > 100000000ULL) {
-        __u64 k = r->count / per_window;
-        r->k = k > 1 ? k : 1;
-        r->window = now;
-        r->count = 0;
-    }
-    r->count += 1;
-    __u64 k = r->k ? r->k : 1;
-    __u64 burst = r->count / per_window + 1;
-    return burst > k ? burst : k;
+    struct task_struct *me = bpf_get_current_task_btf();
+    return (__u32)(me->nvcsw + me->nivcsw);
+}
+
+// A wait that spins on the CPU and never sleeps: a spinlock's or a spinning rwlock's (not a
+// mutex's optimistic spin, nor PREEMPT_RT's sleeping spinlocks).
+static __always_inline bool spins_only(__u32 flags)
+{
+    return (flags & LCB_F_SPIN) && !(flags & (LCB_F_MUTEX | LCB_F_RT));
 }
 
 // Sums a wait that ended at `end` into its lock's total, if the window holds it; returns the
@@ -258,6 +241,7 @@ static __always_inline __u64 account(__u32 pid, __u32 kind, __u64 lock, __u32 op
             break;
     }
     count(STAT_COUNTED);
+    count_event(end);
     __u64 k = sampling_k(end);
     if (k > 1 && bpf_get_prandom_u32() % k != 0)
         return 0;
@@ -283,8 +267,10 @@ int BPF_PROG(on_contention_begin, void *lock, unsigned int flags)
             // seen (an interrupt's contention while this program ran on the CPU: the kernel
             // does not run a program inside itself), so this one starts afresh. (Kept, one
             // stale begin of sched_tick's run-queue lock made a 104 ms "spinlock wait".)
-            if (t->locks[i].flags == flags)
+            if (t->locks[i].flags == flags) {
                 t->locks[i].begin = bpf_ktime_get_ns();
+                t->locks[i].switches = switches_now();
+            }
             return 0;
         }
         if (free < 0 && t->locks[i].lock == 0)
@@ -296,6 +282,7 @@ int BPF_PROG(on_contention_begin, void *lock, unsigned int flags)
     }
     t->locks[free].lock = addr;
     t->locks[free].flags = flags;
+    t->locks[free].switches = switches_now();
     t->locks[free].begin = bpf_ktime_get_ns();
     return 0;
 }
@@ -322,7 +309,16 @@ int BPF_PROG(on_contention_end, void *lock, int ret)
         return 0;
     __u64 begin = t->locks[slot].begin;
     __u32 flags = t->locks[slot].flags;
+    __u32 switches = t->locks[slot].switches;
     t->locks[slot].lock = 0;
+    // A spinning wait whose thread switched since its begin: that begin's end was never seen
+    // (a contention the kernel did not let this program see, as in an interrupt while it ran),
+    // and this end is another wait's, whose begin was missed the same way. Paired, they made a
+    // "wait" of milliseconds (a jbd2 wait queue's spinlock topped dbench's fsync in a CI run).
+    if (spins_only(flags) && switches != switches_now()) {
+        count(STAT_STALE_SPIN);
+        return 0;
+    }
     __u64 k = account(t->pid, KIND_KERNEL, addr, flags, begin, end);
     if (!k)
         return 0;

@@ -28,6 +28,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+#include "sampling.h"
+
 struct sched_entity {
     unsigned long long sum_exec_runtime;
 } __attribute__((preserve_access_index));
@@ -139,15 +141,7 @@ struct exit_rec {
     char comm[16];
 };
 
-struct rate {
-    __u64 window;
-    __u64 count;
-    __u64 k;
-};
-
 // Set by user space before loading.
-const volatile __u64 samples_per_cpu_s = 500;
-const volatile __u32 fixed_k = 0; // nonzero: sample 1 in fixed_k, whatever the rate
 
 struct {
     __uint(type, BPF_MAP_TYPE_HASH);
@@ -167,13 +161,6 @@ struct {
     __type(key, __u32);
     __type(value, __u64);
 } stats SEC(".maps");
-
-struct {
-    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-    __uint(max_entries, 1);
-    __type(key, __u32);
-    __type(value, struct rate);
-} rates SEC(".maps");
 
 struct {
     __uint(type, BPF_MAP_TYPE_HASH);
@@ -198,34 +185,12 @@ static __always_inline void count(__u32 slot)
         *v += 1;
 }
 
-// The sampling interval for this CPU: 1 in k, k from the last 100 ms's count of traced switch-ins
-// (called at each, fixing the interval of the thread's next blocking switch),
-// raised within a window as its count passes each multiple of the window's target (a burst, or
-// a CPU's first window, is not all sampled). k never depends on the episode it samples, so each
-// sampled episode stands for k.
-static __always_inline __u64 sampling_k(__u64 now)
-{
-    if (fixed_k)
-        return fixed_k;
-    __u32 zero = 0;
-    struct rate *r = bpf_map_lookup_elem(&rates, &zero);
-    if (!r)
-        return 1;
-    __u64 per_window = samples_per_cpu_s / 10;
-    if (per_window == 0)
-        per_window = 1;
-    if (now - r->window > 100000000ULL) {
-        __u64 k = r->count / per_window;
-        r->k = k > 1 ? k : 1;
-        r->window = now;
-        r->count = 0;
-    }
-    r->count += 1;
-    __u64 k = r->k ? r->k : 1;
-    __u64 burst = r->count / per_window + 1;
-    return burst > k ? burst : k;
-}
-
+// The sampling interval follows the rate of this CPU's traced blocking switches
+// (sampling.h's events): read at each switch-in, it fixes the interval of the thread's next
+// blocking switch. (Counted over every switch-in instead, a thread preempted often but rarely
+// blocking got a k of thousands for its few blocking switches, and a trial of create_unlink
+// at N=1 sampled none of them.)
+//
 // Whether thread `tid`'s blocking switch after its `ins`th switch-in is sampled, 1 in `k`:
 // a hash of the two, so that its waking, which can come before the switch is traced, decides
 // the same. (The hash does not depend on the episode, so each sampled one stands for k.)
@@ -333,6 +298,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
     if (t && !preempt && (prev_state & 0x7f)) {
         t->episodes += 1;
         count(STAT_BLOCKING);
+        count_event(bpf_ktime_get_ns());
         begin_episode(ctx, prev, t, prev_state);
     } else if (t) {
         t->queued_at = bpf_ktime_get_ns();

@@ -26,9 +26,9 @@
 use std::collections::BTreeSet;
 
 use aya::maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
-use aya::programs::BtfTracePoint;
-use aya::{Btf, Ebpf, EbpfLoader};
+use aya::{Ebpf, EbpfLoader};
 
+use crate::bpf_load::{self, bpf_error, frames, u32_at, u64_at};
 use crate::lock_events::{
     ChainTable, FutexWait, KernelWait, LockSamplingTally, LockTotal, LockTrace, Sample,
 };
@@ -189,21 +189,6 @@ enum Record<'a> {
     },
 }
 
-fn u32_at(b: &[u8], o: usize) -> u32 {
-    u32::from_le_bytes(b[o..o + 4].try_into().expect("4 bytes"))
-}
-
-fn u64_at(b: &[u8], o: usize) -> u64 {
-    u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"))
-}
-
-/// Frames from a `bpf_get_stack` result: `bytes` (negative: an error, no frames) of the
-/// `max` words at `at`.
-fn frames(b: &[u8], at: usize, max: usize, bytes: i32) -> Vec<u64> {
-    let n = usize::try_from(bytes).unwrap_or(0) / 8;
-    (0..n.min(max)).map(|i| u64_at(b, at + 8 * i)).collect()
-}
-
 /// Decodes one ring buffer record; `None` for a record of unknown type or size.
 fn decode(b: &[u8]) -> Option<Record<'_>> {
     if b.len() < 8 {
@@ -277,14 +262,6 @@ impl std::fmt::Debug for BpfLockTracer {
     }
 }
 
-fn bpf_error(what: &str, e: impl std::fmt::Display) -> PerfError {
-    PerfError::Bpf {
-        what: what.to_string(),
-        cause: e.to_string(),
-        fix: "run as root (or with CAP_BPF and CAP_PERFMON) on a kernel with BTF (/sys/kernel/btf/vmlinux); --tracer perf uses perf's ring buffers instead".to_string(),
-    }
-}
-
 impl BpfLockTracer {
     /// Whether this build holds the BPF program (clang and libbpf's headers were there).
     pub fn built() -> bool {
@@ -294,14 +271,8 @@ impl BpfLockTracer {
     /// Loads and attaches the program, tracing the calling thread and every thread and process
     /// it creates from now on. Call it from the thread that then creates every task.
     pub fn open(config: &BpfLockConfig) -> Result<BpfLockTracer, PerfError> {
-        let Some(object) = OBJECT else {
-            return Err(PerfError::Bpf {
-                what: "this scalelab was built without it".into(),
-                cause: "clang or libbpf's headers were missing when it was built".into(),
-                fix: "apt install clang libbpf-dev and rebuild, or use --tracer perf".into(),
-            });
-        };
-        let btf = Btf::from_sys_fs().map_err(|e| bpf_error("reading the kernel's BTF", e))?;
+        let object = bpf_load::object(OBJECT)?;
+        let btf = bpf_load::kernel_btf()?;
         let futex_nr = libc::SYS_futex as u32;
         let mut bpf = EbpfLoader::new()
             .btf(Some(&btf))
@@ -312,11 +283,7 @@ impl BpfLockTracer {
             .set_global("trace_futex", &u8::from(config.user), true)
             .load(object)
             .map_err(|e| bpf_error("loading the program", e))?;
-        let mut windows: Array<MapData, Window> = bpf
-            .take_map("windows")
-            .ok_or_else(|| bpf_error("the program", "no `windows` map"))?
-            .try_into()
-            .map_err(|e| bpf_error("the `windows` map", e))?;
+        let mut windows: Array<MapData, Window> = bpf_load::take_map(&mut bpf, "windows")?;
         windows
             .set(
                 0,
@@ -327,11 +294,7 @@ impl BpfLockTracer {
                 0,
             )
             .map_err(|e| bpf_error("the `windows` map", e))?;
-        let records: RingBuf<MapData> = bpf
-            .take_map("records")
-            .ok_or_else(|| bpf_error("the program", "no `records` map"))?
-            .try_into()
-            .map_err(|e| bpf_error("the `records` map", e))?;
+        let records: RingBuf<MapData> = bpf_load::take_map(&mut bpf, "records")?;
         {
             let mut threads: BpfHashMap<&mut MapData, u32, ThreadSlot> = bpf
                 .map_mut("threads")
@@ -355,17 +318,7 @@ impl BpfLockTracer {
         if config.user {
             programs.extend(FUTEX_PROGRAMS);
         }
-        for (program, tracepoint) in programs {
-            let p: &mut BtfTracePoint = bpf
-                .program_mut(program)
-                .ok_or_else(|| bpf_error("the program", format!("no `{program}`")))?
-                .try_into()
-                .map_err(|e| bpf_error(program, e))?;
-            p.load(tracepoint, &btf)
-                .map_err(|e| bpf_error(&format!("loading {program}"), e))?;
-            p.attach()
-                .map_err(|e| bpf_error(&format!("attaching to {tracepoint}"), e))?;
-        }
+        bpf_load::attach(&mut bpf, &btf, &programs)?;
         Ok(BpfLockTracer {
             bpf,
             records,
@@ -432,15 +385,7 @@ impl BpfLockTracer {
         let mut all: Vec<(&str, &str)> = THREAD_PROGRAMS.to_vec();
         all.extend(KERNEL_PROGRAMS);
         all.extend(FUTEX_PROGRAMS);
-        for (program, _) in all {
-            let p: Option<&mut BtfTracePoint> = self
-                .bpf
-                .program_mut(program)
-                .and_then(|p| p.try_into().ok());
-            if let Some(p) = p {
-                let _ = p.unload();
-            }
-        }
+        bpf_load::detach(&mut self.bpf, &all);
         self.mappings.disable();
         self.drain();
         let sampling = self.tally();
@@ -511,6 +456,7 @@ impl BpfLockTracer {
             threads_untraced: at(5),
             nested_full: at(6),
             short_stacks: at(7),
+            stale_spins: at(8),
         }
     }
 

@@ -39,9 +39,9 @@
 use std::collections::{HashMap, HashSet};
 
 use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
-use aya::programs::BtfTracePoint;
-use aya::{Btf, Ebpf, EbpfLoader};
+use aya::{Ebpf, EbpfLoader};
 
+use crate::bpf_load::{self, bpf_error};
 use crate::bpf_offcpu_records::{
     Counters, Record, SampledEpisodes, SamplingTally, ThreadEntry, decode, window_life,
 };
@@ -159,14 +159,6 @@ impl std::fmt::Debug for BpfOffCpuTracer {
 // every bit pattern the kernel writes is a valid value.
 unsafe impl aya::Pod for ThreadEntry {}
 
-fn bpf_error(what: &str, e: impl std::fmt::Display) -> PerfError {
-    PerfError::Bpf {
-        what: what.to_string(),
-        cause: e.to_string(),
-        fix: "run as root (or with CAP_BPF and CAP_PERFMON) on a kernel with BTF (/sys/kernel/btf/vmlinux); --tracer perf uses perf's ring buffers instead".to_string(),
-    }
-}
-
 impl BpfOffCpuTracer {
     /// Whether this build holds the BPF program (clang and libbpf's headers were there).
     pub fn built() -> bool {
@@ -176,30 +168,17 @@ impl BpfOffCpuTracer {
     /// Loads and attaches the program, tracing the calling thread and every thread and process
     /// it creates from now on. Call it from the thread that then creates every task.
     pub fn open(config: &BpfOffCpuConfig) -> Result<BpfOffCpuTracer, PerfError> {
-        let Some(object) = OBJECT else {
-            return Err(PerfError::Bpf {
-                what: "this scalelab was built without it".into(),
-                cause: "clang or libbpf's headers were missing when it was built".into(),
-                fix: "apt install clang libbpf-dev and rebuild, or use --tracer perf".into(),
-            });
-        };
-        let btf = Btf::from_sys_fs().map_err(|e| bpf_error("reading the kernel's BTF", e))?;
+        let object = bpf_load::object(OBJECT)?;
+        let btf = bpf_load::kernel_btf()?;
         let mut bpf = EbpfLoader::new()
             .btf(Some(&btf))
             .set_global("samples_per_cpu_s", &config.samples_per_cpu_s, true)
             .set_global("fixed_k", &config.fixed_k, true)
             .load(object)
             .map_err(|e| bpf_error("loading the program", e))?;
-        let mut threads: BpfHashMap<MapData, u32, ThreadEntry> = bpf
-            .take_map("threads")
-            .ok_or_else(|| bpf_error("the program", "no `threads` map"))?
-            .try_into()
-            .map_err(|e| bpf_error("the `threads` map", e))?;
-        let records: RingBuf<MapData> = bpf
-            .take_map("records")
-            .ok_or_else(|| bpf_error("the program", "no `records` map"))?
-            .try_into()
-            .map_err(|e| bpf_error("the `records` map", e))?;
+        let mut threads: BpfHashMap<MapData, u32, ThreadEntry> =
+            bpf_load::take_map(&mut bpf, "threads")?;
+        let records: RingBuf<MapData> = bpf_load::take_map(&mut bpf, "records")?;
         let now = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
         let me = sys::gettid() as u32;
         let entry = ThreadEntry {
@@ -211,17 +190,7 @@ impl BpfOffCpuTracer {
             .insert(me, entry, 0)
             .map_err(|e| bpf_error("tracing the calling thread", e))?;
         let mappings = MappingStream::open_cpu_wide(&online_cpus(), std::process::id())?;
-        for (program, tracepoint) in PROGRAMS {
-            let p: &mut BtfTracePoint = bpf
-                .program_mut(program)
-                .ok_or_else(|| bpf_error("the program", format!("no `{program}`")))?
-                .try_into()
-                .map_err(|e| bpf_error(program, e))?;
-            p.load(tracepoint, &btf)
-                .map_err(|e| bpf_error(&format!("loading {program}"), e))?;
-            p.attach()
-                .map_err(|e| bpf_error(&format!("attaching to {tracepoint}"), e))?;
-        }
+        bpf_load::attach(&mut bpf, &btf, &PROGRAMS)?;
         Ok(BpfOffCpuTracer {
             bpf,
             records,
@@ -291,15 +260,7 @@ impl BpfOffCpuTracer {
     /// `[from, until]` (CLOCK_MONOTONIC ns; `from` as given to
     /// [`account_from`](Self::account_from), else the trace's start).
     pub fn finish_at(mut self, until: u64) -> OffCpuTrace {
-        for (program, _) in PROGRAMS {
-            let p: Option<&mut BtfTracePoint> = self
-                .bpf
-                .program_mut(program)
-                .and_then(|p| p.try_into().ok());
-            if let Some(p) = p {
-                let _ = p.unload();
-            }
-        }
+        bpf_load::detach(&mut self.bpf, &PROGRAMS);
         self.mappings.disable();
         self.drain();
         let tally = self.tally();

@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 
+use crate::bpf_load::{frames, u32_at, u64_at};
 use crate::offcpu_events::{BlockedEpisode, ThreadLife, Waker};
 
 /// Kernel frames in a BEGIN record (`KERNEL_FRAMES`).
@@ -167,21 +168,6 @@ pub(crate) struct ThreadEntry {
     /// Its switch-ins, and the sampling interval fixed at the last one.
     pub ins: u64,
     pub k: u64,
-}
-
-fn u32_at(b: &[u8], o: usize) -> u32 {
-    u32::from_le_bytes(b[o..o + 4].try_into().expect("4 bytes"))
-}
-
-fn u64_at(b: &[u8], o: usize) -> u64 {
-    u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"))
-}
-
-/// Frames from a `bpf_get_stack` result: `bytes` (negative: an error, no frames) of the
-/// `frames` words at `at`.
-fn frames(b: &[u8], at: usize, max: usize, bytes: i32) -> Vec<u64> {
-    let n = usize::try_from(bytes).unwrap_or(0) / 8;
-    (0..n.min(max)).map(|i| u64_at(b, at + 8 * i)).collect()
 }
 
 /// Decodes one ring buffer record; `None` for a record of unknown type or size.

@@ -17,6 +17,7 @@
 //! never silently zero: it carries a [`PerfError`] text naming the event, the errno and the fix.
 #![warn(missing_docs, unreachable_pub)]
 
+mod bpf_load;
 mod bpf_locks;
 mod bpf_offcpu;
 mod bpf_offcpu_records;

@@ -125,6 +125,9 @@ pub struct LockSamplingTally {
     pub nested_full: u64,
     /// Sampled futex waits whose user stack copy was shorter than the full copy.
     pub short_stacks: u64,
+    /// Spinning kernel waits dropped as unpaired: their thread switched between the begin and
+    /// the end, which a spinning wait never does (one of the two was not seen).
+    pub stale_spins: u64,
 }
 
 impl KernelWait {

@@ -20,7 +20,7 @@ use super::rows::{self, Attributed, NamedTotal};
 use super::{LockRequest, futex_kind, kernel_lock_kind};
 use crate::observer::{Observed, Observer};
 use crate::traced_processes::{ResolvedFrames, Scope, TracedProcesses};
-use crate::tracer_choice::TracerChoice;
+use crate::tracer_choice::{Chosen, OpenNotes};
 use model::record::{ClockWindow, LockReport, LockSampling};
 
 /// Frames in a call-site path (the caller and its callers).
@@ -36,50 +36,40 @@ pub(crate) struct TraceSession {
 }
 
 /// The tracer `--tracer` chose (or the perf one it fell back to).
-#[derive(Debug)]
-enum Tracer {
-    Kernel(Box<perf::BpfLockTracer>),
-    Perf(Box<perf::LockTracer>),
-}
+type Tracer = Chosen<perf::BpfLockTracer, perf::LockTracer>;
 
 impl Tracer {
     /// Opens the chosen tracer; the kernel one falls back to perf's, with a note saying why.
     fn open(request: LockRequest, notes: &mut Vec<String>) -> Option<Tracer> {
-        if request.tracer == TracerChoice::Kernel {
-            match perf::BpfLockTracer::open(&request.bpf_config()) {
-                Ok(t) => return Some(Tracer::Kernel(Box::new(t))),
-                Err(e) => notes.push(format!(
-                    "locks: traced through perf's ring buffers (every wait with its chain, at several times the cost), not in the kernel: {e}"
-                )),
-            }
-        }
-        match perf::LockTracer::open(&request.trace_config()) {
-            Ok(t) => Some(Tracer::Perf(Box::new(t))),
-            Err(e) => {
-                notes.push(format!("lock tracing unavailable: {e}"));
-                None
-            }
-        }
+        request.tracer.open(
+            || perf::BpfLockTracer::open(&request.bpf_config()),
+            || perf::LockTracer::open(&request.trace_config()),
+            OpenNotes {
+                fallback: "locks: traced through perf's ring buffers (every wait with its chain, at several times the cost), not in the kernel",
+                unavailable: "lock tracing unavailable",
+            },
+            notes,
+        )
     }
 
     fn drain(&mut self) -> u64 {
         match self {
-            Tracer::Kernel(t) => t.drain(),
-            Tracer::Perf(t) => t.drain(),
+            Chosen::Kernel(t) => t.drain(),
+            Chosen::Perf(t) => t.drain(),
         }
     }
 
     fn new_user_chains(&mut self) -> Vec<(u32, Vec<u64>)> {
         match self {
-            Tracer::Kernel(t) => t.new_user_chains(),
-            Tracer::Perf(t) => t.new_user_chains(),
+            Chosen::Kernel(t) => t.new_user_chains(),
+            Chosen::Perf(t) => t.new_user_chains(),
         }
     }
 
     fn finish(self) -> perf::LockTrace {
         match self {
-            Tracer::Kernel(t) => t.finish(),
-            Tracer::Perf(t) => t.finish(),
+            Chosen::Kernel(t) => t.finish(),
+            Chosen::Perf(t) => t.finish(),
         }
     }
 }
@@ -136,14 +126,14 @@ impl Observer for TraceSession {
 
     /// The in-kernel tracer sums the waits that end from here on.
     fn window_opens(&mut self, at: u64) {
-        if let Some(Tracer::Kernel(t)) = &mut self.tracer {
+        if let Some(Chosen::Kernel(t)) = &mut self.tracer {
             t.window_opens(at);
         }
     }
 
     /// The in-kernel tracer sums no wait that ends after this.
     fn window_closes(&mut self, at: u64) {
-        if let Some(Tracer::Kernel(t)) = &mut self.tracer {
+        if let Some(Chosen::Kernel(t)) = &mut self.tracer {
             t.window_closes(at);
         }
     }
@@ -261,9 +251,7 @@ fn summarise(
             unsummed: tally.totals_full,
             threads_untraced: tally.threads_untraced,
         };
-        report
-            .notes
-            .extend(sampling_notes(&sampling, tally.nested_full));
+        report.notes.extend(sampling_notes(&sampling, &tally));
         report.sampling = Some(sampling);
         return report;
     }
@@ -288,7 +276,8 @@ fn summarise(
 }
 
 /// What the in-kernel tracer's counts say about the report: the sample and any loss.
-fn sampling_notes(s: &LockSampling, nested_full: u64) -> Vec<String> {
+fn sampling_notes(s: &LockSampling, tally: &perf::LockSamplingTally) -> Vec<String> {
+    let nested_full = tally.nested_full;
     let mut notes = Vec::new();
     if s.waits > s.sampled {
         notes.push(format!(
@@ -320,6 +309,12 @@ fn sampling_notes(s: &LockSampling, nested_full: u64) -> Vec<String> {
         notes.push(format!(
             "locks: {} threads went untraced: the kernel's table of threads was full",
             s.threads_untraced
+        ));
+    }
+    if tally.stale_spins > 0 {
+        notes.push(format!(
+            "kernel locks: {} spinning waits left out: their thread switched between the begin and the end the tracer saw, so the two were not one wait (the kernel runs no tracer inside another on a CPU, so an interrupt's contention while one ran went unseen)",
+            tally.stale_spins
         ));
     }
     notes

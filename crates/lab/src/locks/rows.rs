@@ -152,16 +152,36 @@ fn share_out(exact: &perf::LockTotal, sampled: &[&Attributed]) -> Vec<(String, R
     for w in sampled {
         callers.entry(w.caller.as_str()).or_default().push(w);
     }
+    let mut callers: Vec<(&str, Vec<&Attributed>)> = callers.into_iter().collect();
+    callers.sort_by(|a, b| a.0.cmp(b.0));
     let one_caller = callers.len() == 1;
     let count_share = |ws: &[&Attributed]| ws.iter().map(|w| weight(w)).sum::<f64>() / all_weight;
+    let time_share = |ws: &[&Attributed]| {
+        if all_time > 0.0 {
+            ws.iter().map(|w| weight(w) * w.wait as f64).sum::<f64>() / all_time
+        } else {
+            count_share(ws)
+        }
+    };
+    let counts = apportion(
+        exact.count,
+        &callers
+            .iter()
+            .map(|(_, ws)| count_share(ws))
+            .collect::<Vec<_>>(),
+    );
+    let times = apportion(
+        exact.sum,
+        &callers
+            .iter()
+            .map(|(_, ws)| time_share(ws))
+            .collect::<Vec<_>>(),
+    );
     callers
         .into_iter()
-        .map(|(caller, ws)| {
-            let time_share = if all_time > 0.0 {
-                ws.iter().map(|w| weight(w) * w.wait as f64).sum::<f64>() / all_time
-            } else {
-                count_share(&ws)
-            };
+        .zip(counts.into_iter().zip(times))
+        .map(|((caller, ws), (contentions, total))| {
+            let time_share = time_share(&ws);
             let mut sites: HashMap<String, f64> = HashMap::new();
             for w in &ws {
                 *sites.entry(w.site.clone()).or_default() += weight(w);
@@ -189,8 +209,8 @@ fn share_out(exact: &perf::LockTotal, sampled: &[&Attributed]) -> Vec<(String, R
             };
             let per_weight = exact.count as f64 / all_weight;
             let row = Row {
-                contentions: (exact.count as f64 * count_share(&ws)).round() as u64,
-                total: (exact.sum as f64 * time_share).round() as u64,
+                contentions,
+                total,
                 max,
                 min,
                 sites: sites
@@ -202,6 +222,29 @@ fn share_out(exact: &perf::LockTotal, sampled: &[&Attributed]) -> Vec<(String, R
             (caller.to_string(), row)
         })
         .collect()
+}
+
+/// `whole` split in proportion to `shares` (which sum to 1) into whole parts that add up to it:
+/// each part rounded down, and what is left given one each to the largest remainders
+/// (Hamilton's method). Rounded one by one, a lock's rows could miss its exact count by up to
+/// half a wait per caller.
+fn apportion(whole: u64, shares: &[f64]) -> Vec<u64> {
+    let raw: Vec<f64> = shares.iter().map(|s| whole as f64 * s.max(0.0)).collect();
+    let mut parts: Vec<u64> = raw.iter().map(|r| (r.floor() as u64).min(whole)).collect();
+    let mut left = whole.saturating_sub(parts.iter().sum());
+    let mut by_remainder: Vec<usize> = (0..raw.len()).collect();
+    by_remainder.sort_by(|&a, &b| {
+        let (ra, rb) = (raw[a] - raw[a].floor(), raw[b] - raw[b].floor());
+        rb.total_cmp(&ra).then(a.cmp(&b))
+    });
+    for i in by_remainder.into_iter().cycle().take(raw.len() * 2) {
+        if left == 0 {
+            break;
+        }
+        parts[i] += 1;
+        left -= 1;
+    }
+    parts
 }
 
 fn to_contentions(rows: Rows) -> Vec<LockContention> {
@@ -348,5 +391,19 @@ mod tests {
         assert_eq!(unseen.caller, NOT_SAMPLED);
         assert_eq!((unseen.contentions, unseen.wait_total), (7, Nanos(700)));
         assert_eq!(unseen.sampled.map(|s| s.episodes), Some(0));
+    }
+
+    #[test]
+    fn a_locks_callers_add_up_to_its_exact_count_and_time() {
+        assert_eq!(apportion(10, &[1.0 / 3.0; 3]), [4, 3, 3]);
+        assert_eq!(apportion(7, &[0.5, 0.25, 0.25]), [3, 2, 2]);
+        assert_eq!(apportion(0, &[0.5, 0.5]), [0, 0]);
+        // Three callers sampled alike: rounded one by one each is 33,333.33 → 33,333 and the
+        // rows missed one wait of 100,000.
+        let waits: Vec<Attributed> = ["a", "b", "c"].iter().map(|c| wait(c, 1_000, 3)).collect();
+        let rows = estimated(&waits, &[total(100_000, 300_000_001, 2_000, 500)]);
+        let count: u64 = rows.iter().map(|r| r.contentions).sum();
+        let time: u64 = rows.iter().map(|r| r.wait_total.0).sum();
+        assert_eq!((count, time), (100_000, 300_000_001), "{rows:?}");
     }
 }

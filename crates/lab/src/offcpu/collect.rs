@@ -21,7 +21,7 @@ use super::threads::{TreeThreads, WokenBy};
 use crate::locks::collect::is_wrapper;
 use crate::observer::{Observed, Observer};
 use crate::traced_processes::{Scope, TracedProcesses};
-use crate::tracer_choice::TracerChoice;
+use crate::tracer_choice::{Chosen, OpenNotes};
 use model::record::{
     ClockWindow, Nanos, OffCpuReport, OffCpuSampling, OffCpuSite, SiteSample, UnwokenEpisodes,
 };
@@ -38,57 +38,47 @@ pub(crate) struct OffCpuSession {
 }
 
 /// The tracer `--tracer` chose (or the perf one it fell back to).
-#[derive(Debug)]
-enum Tracer {
-    Kernel(Box<perf::BpfOffCpuTracer>),
-    Perf(Box<perf::OffCpuTracer>),
-}
+type Tracer = Chosen<perf::BpfOffCpuTracer, perf::OffCpuTracer>;
 
 impl Tracer {
     /// Opens the chosen tracer; the kernel one falls back to perf's, with a note saying why.
     fn open(request: OffCpuRequest, notes: &mut Vec<String>) -> Option<Tracer> {
-        if request.tracer == TracerChoice::Kernel {
-            match perf::BpfOffCpuTracer::open(&perf::BpfOffCpuConfig::default()) {
-                Ok(t) => return Some(Tracer::Kernel(Box::new(t))),
-                Err(e) => notes.push(format!(
-                    "off-CPU: traced through perf's ring buffers (every episode, at several times the cost), not in the kernel: {e}"
-                )),
-            }
-        }
-        match perf::OffCpuTracer::open(&request.trace_config()) {
-            Ok(t) => Some(Tracer::Perf(Box::new(t))),
-            Err(e) => {
-                notes.push(format!("off-CPU tracing unavailable: {e}"));
-                None
-            }
-        }
+        request.tracer.open(
+            || perf::BpfOffCpuTracer::open(&perf::BpfOffCpuConfig::default()),
+            || perf::OffCpuTracer::open(&request.trace_config()),
+            OpenNotes {
+                fallback: "off-CPU: traced through perf's ring buffers (every episode, at several times the cost), not in the kernel",
+                unavailable: "off-CPU tracing unavailable",
+            },
+            notes,
+        )
     }
 
     fn drain(&mut self) {
         match self {
-            Tracer::Kernel(t) => t.drain(),
-            Tracer::Perf(t) => t.drain(),
+            Chosen::Kernel(t) => t.drain(),
+            Chosen::Perf(t) => t.drain(),
         }
     }
 
     fn account_from(&mut self, at: u64) {
         match self {
-            Tracer::Kernel(t) => t.account_from(at),
-            Tracer::Perf(t) => t.account_from(at),
+            Chosen::Kernel(t) => t.account_from(at),
+            Chosen::Perf(t) => t.account_from(at),
         }
     }
 
     fn new_user_chains(&mut self) -> Vec<(u32, Vec<u64>)> {
         match self {
-            Tracer::Kernel(t) => t.new_user_chains(),
-            Tracer::Perf(t) => t.new_user_chains(),
+            Chosen::Kernel(t) => t.new_user_chains(),
+            Chosen::Perf(t) => t.new_user_chains(),
         }
     }
 
     fn finish_at(self, until: u64) -> perf::OffCpuTrace {
         match self {
-            Tracer::Kernel(t) => t.finish_at(until),
-            Tracer::Perf(t) => t.finish_at(until),
+            Chosen::Kernel(t) => t.finish_at(until),
+            Chosen::Perf(t) => t.finish_at(until),
         }
     }
 }
@@ -173,7 +163,7 @@ impl Observer for OffCpuSession {
     /// in their (live) process. Its records carry no stack copy: 0.
     /// The in-kernel tracer reads its threads' counters at the window's end.
     fn window_closes(&mut self, at: u64) {
-        if let Some(Tracer::Kernel(t)) = &mut self.tracer {
+        if let Some(Chosen::Kernel(t)) = &mut self.tracer {
             t.account_until(at);
         }
     }

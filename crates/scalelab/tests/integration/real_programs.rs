@@ -158,6 +158,22 @@ fn workload_causes(e: &Value) -> Vec<&Value> {
         .unwrap_or_default()
 }
 
+/// A cause's words: what it is, its caller and its evidence (the chains it rests on).
+fn cause_text(cause: &Value) -> Vec<String> {
+    let mut text = vec![
+        cause["what"].as_str().unwrap_or_default().to_string(),
+        cause["caller"].as_str().unwrap_or_default().to_string(),
+    ];
+    text.extend(
+        cause["evidence"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_string)),
+    );
+    text
+}
+
 #[test]
 fn dbench_is_explained_per_mb_by_its_file_system_waits_and_its_parent_only_supervises() {
     if !installed("dbench") || !perf_available() {
@@ -228,36 +244,49 @@ fn dbench_is_explained_per_mb_by_its_file_system_waits_and_its_parent_only_super
         // more of them wait longer (runs here: scales 1.26–1.55 of 2, fsync ended by jbd2
         // 70–90% of the growth, the run queue 0–13%, 0–12% unexplained; before the trace's
         // sites were carried to the median trial, 19–21% of the same runs and 39% of a CI
-        // run read as unexplained).
+        // run read as unexplained). On this VM the journal's own locks can top it: a CI run
+        // ranked first the spinlock of the commit's wait queue (`prepare_to_wait_event ←
+        // jbd2_log_wait_commit ← ext4_sync_file`), whose waits both tracers see (N=2, one
+        // trial each: perf's 47 waits, 18 ms, the longest 0.7 ms; the kernel tracer's 85,
+        // 32 ms; a vCPU whose holder the host preempted waits so), as the seed's 48-core
+        // dbench was stopped by jbd2's `j_state_lock`. Either is the journal; anything else
+        // first is wrong.
         let cause = &first["cause"];
-        assert_eq!(
-            cause["what"], "fsync",
-            "the top cause on a journal: {cause}"
-        );
-        let by = cause["ended_by"][0]["by"].as_str().unwrap_or_default();
-        assert!(by.contains("jbd2"), "fsync ended by the journal: {cause}");
+        let ranked: Vec<String> = top
+            .iter()
+            .take(4)
+            .map(|c| format!("{} ns/MB: {}", c["delta_ns"], c["cause"]))
+            .collect();
+        let text = cause_text(cause);
+        let journal = text
+            .iter()
+            .any(|t| t.contains("jbd2") || t.contains("ext4_sync_file"));
         let unexplained = e["growth"]["unexplained_pct"].as_f64().unwrap_or(0.0);
         assert!(unexplained.abs() <= 30.0, "{unexplained}% unexplained");
-        println!(
-            "dbench on a journalled ext4: top cause fsync ended by {by}, {unexplained:.0}% unexplained"
-        );
+        if cause["what"] == "fsync" {
+            let by = cause["ended_by"][0]["by"].as_str().unwrap_or_default();
+            assert!(by.contains("jbd2"), "fsync ended by the journal: {cause}");
+            println!(
+                "dbench on a journalled ext4: top cause fsync ended by {by}, {unexplained:.0}% unexplained"
+            );
+        } else {
+            assert!(
+                journal,
+                "the top cause on a journal is its commit (fsync) or its own code: {cause}; the growth {}; ranked: {ranked:#?}",
+                e["growth"]
+            );
+            println!(
+                "dbench on a journalled ext4: top cause in the journal, {}, {unexplained:.0}% unexplained",
+                text.join(" ")
+            );
+        }
     } else if delta <= noise {
         // dbench scales on this VM's unjournalled ext4 (1.94 of 2 in a run here: a MB cost
         // 11.1 ms of task time at N=1, 9.75 ms at N=2): nothing grew beyond the trials' spread.
         println!("dbench's cost per MB grew {delta:.0} ns, within CV × ns/op/task ({noise:.0} ns)");
     } else if let Some(first) = top.first() {
         let cause = &first["cause"];
-        let mut text = vec![
-            cause["what"].as_str().unwrap_or_default().to_string(),
-            cause["caller"].as_str().unwrap_or_default().to_string(),
-        ];
-        text.extend(
-            cause["evidence"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|v| v.as_str().map(str::to_string)),
-        );
+        let text = cause_text(cause);
         let file_system = [
             "fsync",
             "jbd2",
