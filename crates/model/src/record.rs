@@ -686,6 +686,10 @@ pub struct OffCpuSampling {
     /// Threads created by traced ones that went untraced (the kernel's table was full).
     #[serde(default)]
     pub threads_untraced: u64,
+    /// Unsampled episodes of 50 ms or more, recorded whole all the same (every episode that
+    /// long is in the trace, standing for itself).
+    #[serde(default)]
+    pub long: u64,
 }
 
 /// A site's sampled part: how many of its episodes were recorded, and the sampling error of its

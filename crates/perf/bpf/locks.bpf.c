@@ -45,6 +45,8 @@ struct pt_regs {
     unsigned long orig_ax;
 } __attribute__((preserve_access_index));
 
+#include "user_stack.h"
+
 #define KERNEL_FRAMES 48
 #define USER_FRAMES 32
 #define STACK_BYTES 16384
@@ -67,6 +69,8 @@ struct pt_regs {
 #define STAT_STACK_SHORT 7  // stack copies shorter than STACK_BYTES (the stack's top was near)
 #define STAT_STALE_SPIN 8   // spinning waits dropped: their thread switched between begin and end
 #define STATS 9
+
+#include "records.h"
 
 // The kernel's contention flags (include/trace/events/lock.h).
 #define LCB_F_SPIN (1U << 0)
@@ -165,27 +169,6 @@ struct {
     __type(key, __u32);
     __type(value, struct window);
 } windows SEC(".maps");
-
-struct {
-    __uint(type, BPF_MAP_TYPE_RINGBUF);
-    __uint(max_entries, 8 << 20);
-} records SEC(".maps");
-
-struct {
-    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-    __uint(max_entries, STATS);
-    __type(key, __u32);
-    __type(value, __u64);
-} stats SEC(".maps");
-
-char LICENSE[] SEC("license") = "GPL";
-
-static __always_inline void count(__u32 slot)
-{
-    __u64 *v = bpf_map_lookup_elem(&stats, &slot);
-    if (v)
-        *v += 1;
-}
 
 // The calling thread's context switches so far (low 32 bits): a spinning wait never spans one.
 static __always_inline __u32 switches_now(void)
@@ -407,25 +390,9 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
     r->op = op;
     r->pad = 0;
     r->user_bytes = bpf_get_stack(ctx, r->user, sizeof(r->user), BPF_F_USER_STACK);
-    struct pt_regs *user = (struct pt_regs *)bpf_task_pt_regs((struct task_struct *)bpf_get_current_task_btf());
-    r->ip = BPF_CORE_READ(user, ip);
-    r->sp = BPF_CORE_READ(user, sp);
-    r->bp = BPF_CORE_READ(user, bp);
-    r->stack_bytes = 0;
-    if (bpf_probe_read_user(r->stack, STACK_BYTES, (void *)r->sp) == 0) {
-        r->stack_bytes = STACK_BYTES;
-    } else if (bpf_probe_read_user(r->stack, STACK_BYTES / 4, (void *)r->sp) == 0) {
-        r->stack_bytes = STACK_BYTES / 4;
+    r->stack_bytes = copy_user_context(&r->ip, r->stack, STACK_BYTES);
+    if (r->stack_bytes < STACK_BYTES)
         count(STAT_STACK_SHORT);
-    } else if (bpf_probe_read_user(r->stack, 1024, (void *)r->sp) == 0) {
-        r->stack_bytes = 1024;
-        count(STAT_STACK_SHORT);
-    } else if (bpf_probe_read_user(r->stack, 256, (void *)r->sp) == 0) {
-        r->stack_bytes = 256;
-        count(STAT_STACK_SHORT);
-    } else {
-        count(STAT_STACK_SHORT);
-    }
     bpf_ringbuf_submit(r, 0);
     count(STAT_SAMPLED);
     return 0;

@@ -52,6 +52,8 @@ struct pt_regs {
     unsigned long ip;
 } __attribute__((preserve_access_index));
 
+#include "user_stack.h"
+
 #define KERNEL_FRAMES 48
 #define USER_FRAMES 32
 #define WAKER_FRAMES 32
@@ -60,6 +62,7 @@ struct pt_regs {
 #define REC_BEGIN 1
 #define REC_END 2
 #define REC_EXIT 3
+#define REC_LONG 4
 
 // Counters, per CPU (the `stats` array's slots).
 #define STAT_BLOCKING 0    // blocking switches of traced threads
@@ -69,7 +72,11 @@ struct pt_regs {
 #define STAT_EXIT_LOST 4   // EXIT records the ring buffer had no room for
 #define STAT_THREADS_FULL 5 // threads not traced: the map was full
 #define STAT_STACK_SHORT 6 // stack copies shorter than STACK_BYTES (the stack's top was near)
-#define STATS 8
+#define STAT_LONG 7        // unsampled episodes of LONG_NS or more, recorded whole (LONG records)
+#define STAT_LONG_LOST 8   // LONG records the ring buffer had no room for
+#define STATS 9
+
+#include "records.h"
 
 struct thread {
     __u32 pid;
@@ -80,13 +87,22 @@ struct thread {
     // wait to run_delay only once it ends, so user space adds the one in progress at an edge.
     __u64 queued_at;
     __u32 sampled; // the open episode wrote a BEGIN record, and no END yet
-    __u32 pad;
+    __u32 blocked_state; // prev_state of its blocking switch, while blocked_at is set
     // Its switch-ins, and the sampling interval fixed at the last one: a blocking switch is
     // sampled when hash(tid, ins) % k == 0, which its waking can tell too, whichever comes
     // first (see on_waking).
     __u64 ins;
     __u64 k;
+    // Its blocking switch, until its waking or switch-in (0: not blocked, or already ended).
+    __u64 blocked_at;
 };
+
+// An episode this long or longer is recorded whatever the sample: a sampled one's END says so
+// (it then stands for itself alone), an unsampled one writes a LONG record at its end. Long
+// waits are few and hold much of the blocked time; sampled 1 in k, a thread's one long wait
+// (a main thread joining its workers for the whole trial) was left out k - 1 times in k, and
+// with it what the thread was doing (sysbench's main read as a worker in one trial of three).
+#define LONG_NS 50000000ULL
 
 // A waking kept is its switch's only if it came this recently (a waking before the thread
 // calls schedule at all, which then does not block, is not).
@@ -116,8 +132,25 @@ struct end_rec {
     __u32 waker_pid;
     __u32 waker_tid;
     __s32 kernel_bytes;
-    __u32 pad;
+    __u32 long_wait; // 1: the episode lasted LONG_NS or more (it stands for itself alone)
     __u64 kernel[WAKER_FRAMES];
+};
+
+// An unsampled episode of LONG_NS or more, at its end: the thread's kernel chain where it
+// sleeps (no user chain: the thread is not the one running), and its waker's.
+struct long_rec {
+    __u32 type;
+    __u32 tid;
+    __u32 pid;
+    __u32 state;
+    __u64 begin;
+    __u64 end;
+    __u32 waker_pid;
+    __u32 waker_tid; // (__u32)-1: ended at its switch-in, no waking seen
+    __s32 kernel_bytes;
+    __s32 waker_bytes;
+    __u64 kernel[KERNEL_FRAMES];
+    __u64 waker[WAKER_FRAMES];
 };
 
 // A waking kept for its thread's sampled blocking switch, which had not been traced yet: the
@@ -151,18 +184,6 @@ struct {
 } threads SEC(".maps");
 
 struct {
-    __uint(type, BPF_MAP_TYPE_RINGBUF);
-    __uint(max_entries, 8 << 20);
-} records SEC(".maps");
-
-struct {
-    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-    __uint(max_entries, STATS);
-    __type(key, __u32);
-    __type(value, __u64);
-} stats SEC(".maps");
-
-struct {
     __uint(type, BPF_MAP_TYPE_HASH);
     __uint(max_entries, 4096);
     __type(key, __u32);
@@ -175,15 +196,6 @@ struct {
     __type(key, __u32);
     __type(value, struct early_wake);
 } scratch SEC(".maps");
-
-char LICENSE[] SEC("license") = "GPL";
-
-static __always_inline void count(__u32 slot)
-{
-    __u64 *v = bpf_map_lookup_elem(&stats, &slot);
-    if (v)
-        *v += 1;
-}
 
 // The sampling interval follows the rate of this CPU's traced blocking switches
 // (sampling.h's events): read at each switch-in, it fixes the interval of the thread's next
@@ -233,22 +245,9 @@ static __always_inline void begin_episode(void *ctx, struct task_struct *prev, s
     r->pad = 0;
     r->kernel_bytes = bpf_get_stack(ctx, r->kernel, sizeof(r->kernel), 0);
     r->user_bytes = bpf_get_stack(ctx, r->user, sizeof(r->user), BPF_F_USER_STACK);
-    struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs((struct task_struct *)bpf_get_current_task_btf());
-    r->ip = BPF_CORE_READ(regs, ip);
-    r->sp = BPF_CORE_READ(regs, sp);
-    r->bp = BPF_CORE_READ(regs, bp);
-    r->stack_bytes = 0;
-    if (bpf_probe_read_user(r->stack, STACK_BYTES, (void *)r->sp) == 0) {
-        r->stack_bytes = STACK_BYTES;
-    } else if (bpf_probe_read_user(r->stack, STACK_BYTES / 4, (void *)r->sp) == 0) {
-        r->stack_bytes = STACK_BYTES / 4;
+    r->stack_bytes = copy_user_context(&r->ip, r->stack, STACK_BYTES);
+    if (r->stack_bytes < STACK_BYTES)
         count(STAT_STACK_SHORT);
-    } else if (bpf_probe_read_user(r->stack, 256, (void *)r->sp) == 0) {
-        r->stack_bytes = 256;
-        count(STAT_STACK_SHORT);
-    } else {
-        count(STAT_STACK_SHORT);
-    }
     // The walks and the copy above took microseconds of this thread's time on the CPU, before
     // it switched (the kernel charges them to it): the episode begins after them. Begun
     // before, every sampled episode would be that much longer than the others (seen:
@@ -269,8 +268,9 @@ static __always_inline void begin_episode(void *ctx, struct task_struct *prev, s
 }
 
 // Writes the END record of thread `tid`'s sampled episode: with the current task as its waker
-// and that task's kernel chain (`waker`: in sched_waking), or none (at the switch-in).
-static __always_inline void end_episode(void *ctx, __u32 tid, bool waker)
+// and that task's kernel chain (`waker`: in sched_waking), or none (at the switch-in); `long_wait`:
+// it lasted LONG_NS or more.
+static __always_inline void end_episode(void *ctx, __u32 tid, bool waker, bool long_wait)
 {
     struct end_rec *e = bpf_ringbuf_reserve(&records, sizeof(*e), 0);
     if (!e) {
@@ -283,9 +283,43 @@ static __always_inline void end_episode(void *ctx, __u32 tid, bool waker)
     e->time = bpf_ktime_get_ns();
     e->waker_pid = waker ? id >> 32 : 0;
     e->waker_tid = waker ? (__u32)id : (__u32)-1;
-    e->pad = 0;
+    e->long_wait = long_wait;
     e->kernel_bytes = waker ? bpf_get_stack(ctx, e->kernel, sizeof(e->kernel), 0) : 0;
     bpf_ringbuf_submit(e, 0);
+}
+
+// Ends thread `t`'s episode for the record: returns since when it was blocked (0: its end was
+// already taken, or it was not blocked), and clears it, so that its waking and its switch-in
+// take it once between them.
+static __always_inline __u64 take_blocked_at(struct thread *t)
+{
+    return __atomic_exchange_n(&t->blocked_at, 0, __ATOMIC_RELAXED);
+}
+
+// Writes the LONG record of `task`'s unsampled episode of LONG_NS or more, from `begin` to `end`:
+// its kernel chain where it sleeps, and the current task as its waker with its chain
+// (`waker`: in sched_waking) or none (at the switch-in).
+static __always_inline void long_episode(void *ctx, struct task_struct *task, struct thread *t,
+                                         __u64 begin, __u64 end, bool waker)
+{
+    struct long_rec *r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
+    if (!r) {
+        count(STAT_LONG_LOST);
+        return;
+    }
+    __u64 id = bpf_get_current_pid_tgid();
+    r->type = REC_LONG;
+    r->tid = task->pid;
+    r->pid = task->tgid;
+    r->state = t->blocked_state;
+    r->begin = begin;
+    r->end = end;
+    r->waker_pid = waker ? id >> 32 : 0;
+    r->waker_tid = waker ? (__u32)id : (__u32)-1;
+    r->kernel_bytes = bpf_get_task_stack(task, r->kernel, sizeof(r->kernel), 0);
+    r->waker_bytes = waker ? bpf_get_stack(ctx, r->waker, sizeof(r->waker), 0) : 0;
+    bpf_ringbuf_submit(r, 0);
+    count(STAT_LONG);
 }
 
 SEC("tp_btf/sched_switch")
@@ -296,24 +330,32 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
     struct thread *t = tid ? bpf_map_lookup_elem(&threads, &tid) : 0;
     // A dying task's last switch (TASK_DEAD, 0x80) is no wait; a preempted one still runs.
     if (t && !preempt && (prev_state & 0x7f)) {
+        __u64 now = bpf_ktime_get_ns();
         t->episodes += 1;
         count(STAT_BLOCKING);
-        count_event(bpf_ktime_get_ns());
+        count_event(now);
+        t->blocked_state = prev_state;
+        t->blocked_at = now; // an aligned store: the other CPUs read it whole
         begin_episode(ctx, prev, t, prev_state);
     } else if (t) {
         t->queued_at = bpf_ktime_get_ns();
     }
     tid = next->pid;
     t = tid ? bpf_map_lookup_elem(&threads, &tid) : 0;
-    if (t) {
-        t->queued_at = 0;
-        t->ins += 1;
-        t->k = sampling_k(bpf_ktime_get_ns());
-    }
-    // A sampled episode still open as its thread gets a CPU: no waking was seen (an END with
-    // no waker).
-    if (t && __sync_val_compare_and_swap(&t->sampled, 1, 0) == 1)
-        end_episode(ctx, tid, false);
+    if (!t)
+        return 0;
+    __u64 now = bpf_ktime_get_ns();
+    t->queued_at = 0;
+    t->ins += 1;
+    t->k = sampling_k(now);
+    // An episode still open as its thread gets a CPU: no waking was seen (an END, or a LONG
+    // record, with no waker).
+    __u64 at = take_blocked_at(t);
+    bool long_wait = at && now - at >= LONG_NS;
+    if (__sync_val_compare_and_swap(&t->sampled, 1, 0) == 1)
+        end_episode(ctx, tid, false, long_wait);
+    else if (long_wait)
+        long_episode(ctx, next, t, at, now, false);
     return 0;
 }
 
@@ -334,8 +376,14 @@ int BPF_PROG(on_waking, struct task_struct *p)
         return 0;
     __u64 now = bpf_ktime_get_ns();
     t->queued_at = now;
+    __u64 at = take_blocked_at(t);
+    bool long_wait = at && now - at >= LONG_NS;
     if (__sync_val_compare_and_swap(&t->sampled, 1, 0) == 1) {
-        end_episode(ctx, tid, true);
+        end_episode(ctx, tid, true, long_wait);
+        return 0;
+    }
+    if (long_wait) {
+        long_episode(ctx, p, t, at, now, true);
         return 0;
     }
     if (!sampled_episode(tid, t->ins, t->k ? t->k : 1))
@@ -351,7 +399,7 @@ int BPF_PROG(on_waking, struct task_struct *p)
     w->end.time = now;
     w->end.waker_pid = id >> 32;
     w->end.waker_tid = (__u32)id;
-    w->end.pad = 0;
+    w->end.long_wait = 0;
     w->end.kernel_bytes = bpf_get_stack(ctx, w->end.kernel, sizeof(w->end.kernel), 0);
     if (bpf_map_update_elem(&early_wakes, &tid, w, BPF_ANY) != 0)
         return 0;

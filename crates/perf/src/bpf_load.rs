@@ -1,12 +1,17 @@
 //! What both in-kernel tracers ([`crate::bpf_offcpu`], [`crate::bpf_locks`]) do to load their
 //! BPF object with aya: the error that names the fix, the kernel's BTF, a typed map taken out
-//! of the object, attaching (and at the end detaching) their `tp_btf` programs, and reading
-//! the fields of their ring buffers' records.
+//! of the object, attaching (and at the end detaching) their `tp_btf` programs, reading their
+//! per-CPU counters and the fields of their ring buffers' records, and unwinding the user
+//! stacks those records copy.
 
-use aya::maps::Map;
+use aya::maps::{Map, MapData, PerCpuArray};
 use aya::programs::BtfTracePoint;
 use aya::{Btf, Ebpf};
 use perf_read::error::PerfError;
+use perf_read::unwind::{Unwinder, UserRegs};
+
+use crate::lock_events::{ChainTable, Sample};
+use crate::trace_ring::{UnwindCache, UnwindState, cached_user_chain};
 
 /// An in-kernel tracer's failure at `what`, with the fix: privileges and BTF, or the perf
 /// tracer instead.
@@ -92,4 +97,87 @@ pub(crate) fn u64_at(b: &[u8], o: usize) -> u64 {
 pub(crate) fn frames(b: &[u8], at: usize, max: usize, bytes: i32) -> Vec<u64> {
     let n = usize::try_from(bytes).unwrap_or(0) / 8;
     (0..n.min(max)).map(|i| u64_at(b, at + 8 * i)).collect()
+}
+
+/// `per_s` sampled records a second on the whole machine shared out over `cpus` CPUs, at least
+/// `least` each.
+pub(crate) fn per_cpu_rate(per_s: u64, least: u64, cpus: usize) -> u64 {
+    (per_s / cpus.max(1) as u64).max(least)
+}
+
+/// The program's per-CPU counters (its `stats` array), each summed over the CPUs; empty when
+/// the map cannot be read.
+pub(crate) fn counters(bpf: &Ebpf) -> Vec<u64> {
+    let Some(map) = bpf.map("stats") else {
+        return Vec::new();
+    };
+    let Ok(stats) = PerCpuArray::<&MapData, u64>::try_from(map) else {
+        return Vec::new();
+    };
+    stats
+        .iter()
+        .map(|v| v.map(|per_cpu| per_cpu.iter().sum()).unwrap_or(0))
+        .collect()
+}
+
+/// What unwinds the user stack copies of sampled records: the unwinder (fed the processes'
+/// mappings by the side band), its cache of unwound stacks, and the processes whose maps were
+/// re-read during the current drain.
+pub(crate) struct StackUnwinding {
+    pub unwinder: Unwinder,
+    unwound: UnwindCache,
+    reloaded: Vec<i32>,
+}
+
+impl StackUnwinding {
+    pub(crate) fn new() -> StackUnwinding {
+        StackUnwinding {
+            unwinder: Unwinder::default(),
+            unwound: UnwindCache::new(),
+            reloaded: Vec::new(),
+        }
+    }
+
+    /// A new drain: a process's maps may be re-read once more.
+    pub(crate) fn next_drain(&mut self) {
+        self.reloaded.clear();
+    }
+
+    /// The chain (interned in `chains`, at most `max` frames) of thread `tid` of `pid` at `time`
+    /// from its user registers and stack copy, or from `frame_pointers` (the program's own
+    /// walk) where they do not unwind; `u32::MAX` when neither gives one.
+    pub(crate) fn chain(
+        &mut self,
+        (pid, tid, time): (u32, u32, u64),
+        regs: UserRegs,
+        stack: &[u8],
+        frame_pointers: Vec<u64>,
+        chains: &mut ChainTable,
+        max: usize,
+    ) -> u32 {
+        let sample = Sample {
+            pid,
+            tid,
+            time,
+            cpu: 0,
+            callchain: Vec::new(),
+            raw: &[],
+            regs: Some(regs),
+            stack,
+        };
+        let mut unwind = UnwindState {
+            unwinder: &mut self.unwinder,
+            reloaded: &mut self.reloaded,
+            defer: false,
+        };
+        cached_user_chain(
+            &sample,
+            frame_pointers,
+            &mut unwind,
+            &mut self.unwound,
+            chains,
+            max,
+        )
+        .unwrap_or(u32::MAX)
+    }
 }

@@ -25,18 +25,18 @@
 
 use std::collections::BTreeSet;
 
-use aya::maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
+use aya::maps::{Array, HashMap as BpfHashMap, MapData, RingBuf};
 use aya::{Ebpf, EbpfLoader};
 
-use crate::bpf_load::{self, bpf_error, frames, u32_at, u64_at};
+use crate::bpf_load::{self, StackUnwinding, bpf_error, frames, u32_at, u64_at};
 use crate::lock_events::{
-    ChainTable, FutexWait, KernelWait, LockSamplingTally, LockTotal, LockTrace, Sample,
+    ChainTable, FutexWait, KernelWait, LockSamplingTally, LockTotal, LockTrace,
 };
 use crate::mapping_stream::MappingStream;
-use crate::trace_ring::{UnwindCache, UnwindState, cached_user_chain, online_cpus};
+use crate::trace_ring::online_cpus;
 use crate::trace_stream::FreshChains;
 use perf_read::error::PerfError;
-use perf_read::unwind::{Unwinder, UserRegs};
+use perf_read::unwind::UserRegs;
 
 /// The compiled program (build.rs), when clang and libbpf's headers were there; aligned, as
 /// the ELF parser reads it in place.
@@ -96,7 +96,11 @@ impl BpfLockConfig {
         BpfLockConfig {
             kernel: true,
             user: true,
-            samples_per_cpu_s: (Self::SAMPLES_PER_S / cpus.max(1) as u64).max(Self::MIN_PER_CPU_S),
+            samples_per_cpu_s: bpf_load::per_cpu_rate(
+                Self::SAMPLES_PER_S,
+                Self::MIN_PER_CPU_S,
+                cpus,
+            ),
             fixed_k: 0,
         }
     }
@@ -241,9 +245,7 @@ pub struct BpfLockTracer {
     records: RingBuf<MapData>,
     windows: Array<MapData, Window>,
     mappings: MappingStream,
-    unwinder: Unwinder,
-    unwound: UnwindCache,
-    reloaded: Vec<i32>,
+    stacks: StackUnwinding,
     chains: ChainTable,
     user_chains: FreshChains,
     kernel: Vec<KernelWait>,
@@ -324,9 +326,7 @@ impl BpfLockTracer {
             records,
             windows,
             mappings,
-            unwinder: Unwinder::default(),
-            unwound: UnwindCache::new(),
-            reloaded: Vec::new(),
+            stacks: StackUnwinding::new(),
             chains: ChainTable::default(),
             user_chains: FreshChains::default(),
             kernel: Vec::new(),
@@ -369,8 +369,8 @@ impl BpfLockTracer {
     /// Reads the sampled waits written since the last drain (call it every 10 ms or so; the
     /// ring buffer holds 8 MiB, about 500 sampled futex waits); returns how many.
     pub fn drain(&mut self) -> u64 {
-        self.reloaded.clear();
-        self.mappings.apply(&mut self.unwinder);
+        self.stacks.next_drain();
+        self.mappings.apply(&mut self.stacks.unwinder);
         self.read_records()
     }
 
@@ -391,7 +391,7 @@ impl BpfLockTracer {
         let sampling = self.tally();
         let totals = self.totals();
         let pids: BTreeSet<u32> = self.futex.iter().map(|w| w.pid).collect();
-        let maps = self.unwinder.maps_of(pids);
+        let maps = self.stacks.unwinder.maps_of(pids);
         let mut chains = std::mem::take(&mut self.chains).into_chains();
         crate::bpf_offcpu::trim_bpf_frames(&mut chains);
         LockTrace {
@@ -436,16 +436,7 @@ impl BpfLockTracer {
 
     /// The kernel's counters, summed over the CPUs.
     fn tally(&self) -> LockSamplingTally {
-        let Some(map) = self.bpf.map("stats") else {
-            return LockSamplingTally::default();
-        };
-        let Ok(stats) = PerCpuArray::<&MapData, u64>::try_from(map) else {
-            return LockSamplingTally::default();
-        };
-        let slots: Vec<u64> = stats
-            .iter()
-            .map(|v| v.map(|per_cpu| per_cpu.iter().sum()).unwrap_or(0))
-            .collect();
+        let slots = bpf_load::counters(&self.bpf);
         let at = |i: usize| slots.get(i).copied().unwrap_or(0);
         LockSamplingTally {
             waits: at(0),
@@ -475,30 +466,14 @@ impl BpfLockTracer {
                     user,
                     stack,
                 }) => {
-                    let sample = Sample {
-                        pid: wait.pid,
-                        tid: wait.tid,
-                        time: wait.end,
-                        cpu: 0,
-                        callchain: Vec::new(),
-                        raw: &[],
-                        regs: Some(regs),
+                    wait.chain = self.stacks.chain(
+                        (wait.pid, wait.tid, wait.end),
+                        regs,
                         stack,
-                    };
-                    let mut unwind = UnwindState {
-                        unwinder: &mut self.unwinder,
-                        reloaded: &mut self.reloaded,
-                        defer: false,
-                    };
-                    wait.chain = cached_user_chain(
-                        &sample,
                         user,
-                        &mut unwind,
-                        &mut self.unwound,
                         &mut self.chains,
                         MAX_USER_FRAMES,
-                    )
-                    .unwrap_or(u32::MAX);
+                    );
                     self.user_chains.note(wait.pid, wait.chain);
                     self.futex.push(wait);
                 }

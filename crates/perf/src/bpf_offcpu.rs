@@ -38,10 +38,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
+use aya::maps::{HashMap as BpfHashMap, MapData, RingBuf};
 use aya::{Ebpf, EbpfLoader};
 
-use crate::bpf_load::{self, bpf_error};
+use crate::bpf_load::{self, StackUnwinding, bpf_error};
 use crate::bpf_offcpu_records::{
     Counters, Record, SampledEpisodes, SamplingTally, ThreadEntry, decode, window_life,
 };
@@ -49,10 +49,9 @@ use crate::lock_events::ChainTable;
 use crate::mapping_stream::{MappingStream, TaskChange, TaskRecord};
 use crate::offcpu_events::{OffCpuTrace, ThreadLife};
 use crate::offcpu_tracer::waker_name;
-use crate::trace_ring::{UnwindCache, UnwindState, cached_user_chain, online_cpus};
+use crate::trace_ring::online_cpus;
 use crate::trace_stream::FreshChains;
 use perf_read::error::PerfError;
-use perf_read::unwind::Unwinder;
 
 /// The compiled program (build.rs), when clang and libbpf's headers were there; aligned, as
 /// the ELF parser reads it in place (a byte array at an odd address fails to parse).
@@ -107,7 +106,11 @@ impl BpfOffCpuConfig {
     /// The sampling rate for a machine of `cpus` CPUs: [`Self::SAMPLES_PER_S`] shared out.
     pub fn for_cpus(cpus: usize) -> BpfOffCpuConfig {
         BpfOffCpuConfig {
-            samples_per_cpu_s: (Self::SAMPLES_PER_S / cpus.max(1) as u64).max(Self::MIN_PER_CPU_S),
+            samples_per_cpu_s: bpf_load::per_cpu_rate(
+                Self::SAMPLES_PER_S,
+                Self::MIN_PER_CPU_S,
+                cpus,
+            ),
             fixed_k: 0,
         }
     }
@@ -126,9 +129,7 @@ pub struct BpfOffCpuTracer {
     records: RingBuf<MapData>,
     threads: BpfHashMap<MapData, u32, ThreadEntry>,
     mappings: MappingStream,
-    unwinder: Unwinder,
-    unwound: UnwindCache,
-    reloaded: Vec<i32>,
+    stacks: StackUnwinding,
     chains: ChainTable,
     user_chains: FreshChains,
     episodes: SampledEpisodes,
@@ -155,7 +156,7 @@ impl std::fmt::Debug for BpfOffCpuTracer {
     }
 }
 
-// SAFETY: `ThreadEntry` is `repr(C)`, plain integers with no padding (4+4+8+8+8+4+4+8+8 bytes), so
+// SAFETY: `ThreadEntry` is `repr(C)`, plain integers with no padding (4+4+8+8+8+4+4+8+8+8 bytes), so
 // every bit pattern the kernel writes is a valid value.
 unsafe impl aya::Pod for ThreadEntry {}
 
@@ -196,9 +197,7 @@ impl BpfOffCpuTracer {
             records,
             threads,
             mappings,
-            unwinder: Unwinder::default(),
-            unwound: UnwindCache::new(),
-            reloaded: Vec::new(),
+            stacks: StackUnwinding::new(),
             chains: ChainTable::default(),
             user_chains: FreshChains::default(),
             episodes: SampledEpisodes::default(),
@@ -215,7 +214,7 @@ impl BpfOffCpuTracer {
     /// Reads the records written since the last drain (call it every 10 ms or so; the ring
     /// buffer holds 8 MiB, about 1,700 sampled episodes).
     pub fn drain(&mut self) {
-        self.reloaded.clear();
+        self.stacks.next_drain();
         self.apply_side_band();
         self.read_records();
     }
@@ -312,7 +311,7 @@ impl BpfOffCpuTracer {
         trim_bpf_frames(&mut chains);
         let episodes = std::mem::take(&mut self.episodes).close();
         let pids: std::collections::BTreeSet<u32> = episodes.iter().map(|e| e.pid).collect();
-        let maps = self.unwinder.maps_of(pids);
+        let maps = self.stacks.unwinder.maps_of(pids);
         OffCpuTrace {
             episodes,
             chains,
@@ -330,22 +329,12 @@ impl BpfOffCpuTracer {
 
     /// The kernel's counters, summed over the CPUs.
     fn tally(&self) -> SamplingTally {
-        let Some(map) = self.bpf.map("stats") else {
-            return SamplingTally::default();
-        };
-        let Ok(stats) = PerCpuArray::<&MapData, u64>::try_from(map) else {
-            return SamplingTally::default();
-        };
-        let slots: Vec<u64> = stats
-            .iter()
-            .map(|v| v.map(|per_cpu| per_cpu.iter().sum()).unwrap_or(0))
-            .collect();
-        SamplingTally::from_slots(&slots)
+        SamplingTally::from_slots(&bpf_load::counters(&self.bpf))
     }
 
     /// Applies the side band's mappings to the unwinder and keeps its names.
     fn apply_side_band(&mut self) {
-        for TaskRecord { tid, what, .. } in self.mappings.apply(&mut self.unwinder) {
+        for TaskRecord { tid, what, .. } in self.mappings.apply(&mut self.stacks.unwinder) {
             if let TaskChange::Comm(comm) = what {
                 self.names.insert(tid, comm);
             }
@@ -357,30 +346,14 @@ impl BpfOffCpuTracer {
             match decode(&item) {
                 Some(Record::Begin(b)) => {
                     let kernel = self.chains.intern(b.kernel.iter().copied());
-                    let sample = crate::lock_events::Sample {
-                        pid: b.pid,
-                        tid: b.tid,
-                        time: b.time,
-                        cpu: 0,
-                        callchain: Vec::new(),
-                        raw: &[],
-                        regs: Some(b.regs),
-                        stack: b.stack,
-                    };
-                    let mut unwind = UnwindState {
-                        unwinder: &mut self.unwinder,
-                        reloaded: &mut self.reloaded,
-                        defer: false,
-                    };
-                    let user = cached_user_chain(
-                        &sample,
+                    let user = self.stacks.chain(
+                        (b.pid, b.tid, b.time),
+                        b.regs,
+                        b.stack,
                         b.user.clone(),
-                        &mut unwind,
-                        &mut self.unwound,
                         &mut self.chains,
                         MAX_USER_FRAMES,
-                    )
-                    .unwrap_or(u32::MAX);
+                    );
                     self.user_chains.note(b.pid, user);
                     self.traced.insert(b.tid);
                     self.episodes.begin(&b, kernel, user);
@@ -396,6 +369,20 @@ impl BpfOffCpuTracer {
                         None => u32::MAX,
                     };
                     self.episodes.end(&e, chain);
+                }
+                Some(Record::Long(l)) => {
+                    let kernel = self.chains.intern(l.kernel.iter().copied());
+                    let waker = match &l.waker {
+                        Some((pid, tid, chain)) => {
+                            if !self.traced.contains(tid) {
+                                self.wakers_seen.insert((*pid, *tid));
+                            }
+                            self.chains.intern(chain.iter().copied())
+                        }
+                        None => u32::MAX,
+                    };
+                    self.traced.insert(l.tid);
+                    self.episodes.long(&l, kernel, waker);
                 }
                 Some(Record::Exit(x)) => {
                     let comm = self.names.get(&x.tid).cloned().unwrap_or(x.comm);
@@ -491,6 +478,57 @@ mod tests {
         assert!(
             sleeps.iter().all(|e| e.woken && e.weight == 1),
             "{sleeps:?}"
+        );
+    }
+
+    /// Sampled 1 in a million, a thread's short sleeps leave nothing, and its one long sleep
+    /// (50 ms or more) is in the trace all the same, whole, standing for itself.
+    #[test]
+    fn a_long_wait_is_recorded_whatever_the_sample() {
+        let config = BpfOffCpuConfig {
+            fixed_k: 1_000_000,
+            ..BpfOffCpuConfig::default()
+        };
+        let mut tracer = match BpfOffCpuTracer::open(&config) {
+            Ok(t) => t,
+            Err(e) if std::env::var_os("SCALELAB_REQUIRE_BPF").is_some() => {
+                panic!("SCALELAB_REQUIRE_BPF is set and the tracer cannot load: {e}")
+            }
+            Err(e) => {
+                eprintln!("skipped: {e}");
+                return;
+            }
+        };
+        let from = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
+        tracer.account_from(from);
+        let sleeper = std::thread::spawn(|| {
+            for _ in 0..3 {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(70));
+            sys::gettid() as u32
+        });
+        let tid = sleeper.join().expect("sleeper");
+        tracer.drain();
+        let until = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
+        let trace = tracer.finish_at(until);
+        let sampling = trace.sampling.expect("a BPF trace counts its sampling");
+        assert!(sampling.long >= 1, "{sampling:?}");
+        let sleeps: Vec<_> = trace.episodes.iter().filter(|e| e.tid == tid).collect();
+        assert_eq!(sleeps.len(), 1, "only the long sleep: {sleeps:?}");
+        let long = sleeps[0];
+        assert!(
+            long.end - long.begin >= 65_000_000 && long.weight == 1 && long.woken,
+            "{long:?}"
+        );
+        let kallsyms = perf_read::Kallsyms::load().expect("kallsyms");
+        let names: Vec<String> = trace.chains[long.kernel_chain as usize]
+            .iter()
+            .filter_map(|&ip| kallsyms.function(ip).map(|(s, _)| s.name.clone()))
+            .collect();
+        assert!(
+            names.iter().any(|n| n.contains("nanosleep")),
+            "the chain where it slept names nanosleep: {names:?}"
         );
     }
 }

@@ -3,7 +3,7 @@
 //! [`window_life`]).
 //!
 //! The layouts are the C structs of `offcpu.bpf.c` (`begin_rec`, `end_rec`, `exit_rec`,
-//! `struct thread`), little-endian, naturally aligned; change both together. Pure: no system
+//! `long_rec`, `struct thread`), little-endian, naturally aligned; change both together. Pure: no system
 //! calls, tested on synthetic records.
 
 use std::collections::HashMap;
@@ -22,6 +22,7 @@ const WAKER_FRAMES: usize = 32;
 const BEGIN_SIZE: usize = 72 + 8 * KERNEL_FRAMES + 8 * USER_FRAMES + STACK_BYTES;
 const END_SIZE: usize = 32 + 8 * WAKER_FRAMES;
 const EXIT_SIZE: usize = 80;
+const LONG_SIZE: usize = 48 + 8 * KERNEL_FRAMES + 8 * WAKER_FRAMES;
 /// `waker_tid` of an END written at the switch-in: no wake-up was seen.
 const NO_WAKER: u32 = u32::MAX;
 
@@ -44,6 +45,11 @@ pub struct SamplingTally {
     /// Sampled episodes whose user stack copy was shorter than [`STACK_BYTES`] (the stack's
     /// top was near).
     pub short_stacks: u64,
+    /// Unsampled episodes of 50 ms or more (`LONG_NS`), recorded whole at their end: every
+    /// episode that long is in the trace, standing for itself alone.
+    pub long: u64,
+    /// Of them, those the ring buffer had no room for.
+    pub long_lost: u64,
 }
 
 impl SamplingTally {
@@ -58,12 +64,14 @@ impl SamplingTally {
             exit_lost: at(4),
             threads_untraced: at(5),
             short_stacks: at(6),
+            long: at(7),
+            long_lost: at(8),
         }
     }
 
-    /// Records the kernel could not write (BEGIN, END and EXIT together).
+    /// Records the kernel could not write (BEGIN, END, EXIT and LONG together).
     pub fn lost(&self) -> u64 {
-        self.begin_lost + self.end_lost + self.exit_lost
+        self.begin_lost + self.end_lost + self.exit_lost + self.long_lost
     }
 }
 
@@ -91,6 +99,25 @@ pub(crate) struct Begin<'a> {
 pub(crate) struct End {
     pub tid: u32,
     pub time: u64,
+    /// The waking thread, its process, and its kernel chain; `None` at a switch-in.
+    pub waker: Option<(u32, u32, Vec<u64>)>,
+    /// The episode lasted 50 ms or more: every one that long is recorded (a LONG record when
+    /// not sampled), so this one stands for itself alone, whatever its sampling weight.
+    pub long_wait: bool,
+}
+
+/// An unsampled episode of 50 ms or more, whole: its thread's kernel chain where it slept (no
+/// user chain: the kernel reads it from another thread), and its waker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Long {
+    pub tid: u32,
+    pub pid: u32,
+    /// The raw `prev_state` of its blocking switch.
+    pub state: u64,
+    pub begin: u64,
+    pub end: u64,
+    /// Kernel frames, innermost first.
+    pub kernel: Vec<u64>,
     /// The waking thread, its process, and its kernel chain; `None` at a switch-in.
     pub waker: Option<(u32, u32, Vec<u64>)>,
 }
@@ -147,6 +174,7 @@ pub(crate) enum Record<'a> {
     Begin(Begin<'a>),
     End(End),
     Exit(Exit),
+    Long(Long),
 }
 
 /// A traced thread as the kernel's `threads` map holds it (`struct thread`).
@@ -164,10 +192,13 @@ pub(crate) struct ThreadEntry {
     /// not.
     pub queued_at: u64,
     pub sampled: u32,
-    pub pad: u32,
+    /// The `prev_state` of its blocking switch, while `blocked_at` is set.
+    pub blocked_state: u32,
     /// Its switch-ins, and the sampling interval fixed at the last one.
     pub ins: u64,
     pub k: u64,
+    /// Its blocking switch, until its waking or switch-in took it (0: not blocked).
+    pub blocked_at: u64,
 }
 
 /// Decodes one ring buffer record; `None` for a record of unknown type or size.
@@ -208,6 +239,26 @@ pub(crate) fn decode(b: &[u8]) -> Option<Record<'_>> {
                         frames(b, 32, WAKER_FRAMES, u32_at(b, 24) as i32),
                     )
                 }),
+                long_wait: u32_at(b, 28) != 0,
+            }))
+        }
+        4 if b.len() >= LONG_SIZE => {
+            let waker_tid = u32_at(b, 36);
+            let waker_at = 48 + 8 * KERNEL_FRAMES;
+            Some(Record::Long(Long {
+                tid: u32_at(b, 4),
+                pid: u32_at(b, 8),
+                state: u64::from(u32_at(b, 12)),
+                begin: u64_at(b, 16),
+                end: u64_at(b, 24),
+                kernel: frames(b, 48, KERNEL_FRAMES, u32_at(b, 40) as i32),
+                waker: (waker_tid != NO_WAKER).then(|| {
+                    (
+                        u32_at(b, 32),
+                        waker_tid,
+                        frames(b, waker_at, WAKER_FRAMES, u32_at(b, 44) as i32),
+                    )
+                }),
             }))
         }
         3 if b.len() >= EXIT_SIZE => {
@@ -224,9 +275,10 @@ pub(crate) fn decode(b: &[u8]) -> Option<Record<'_>> {
                     episodes: u64_at(b, 48),
                     queued_at: 0,
                     sampled: 0,
-                    pad: 0,
+                    blocked_state: 0,
                     ins: 0,
                     k: 0,
+                    blocked_at: 0,
                 },
                 counters: Counters {
                     on_cpu: u64_at(b, 32),
@@ -308,7 +360,30 @@ impl SampledEpisodes {
             }),
             kernel_chain: o.kernel_chain,
             user_chain: o.user_chain,
-            weight: o.weight,
+            // Every episode this long is recorded (sampled, or as a LONG record): it stands for
+            // itself alone.
+            weight: if e.long_wait { 1 } else { o.weight },
+        });
+    }
+
+    /// Adds an unsampled long episode (a LONG record), its chains already interned: it stands
+    /// for itself alone, and has no user chain.
+    pub(crate) fn long(&mut self, l: &Long, kernel_chain: u32, waker_chain: u32) {
+        self.episodes.push(BlockedEpisode {
+            pid: l.pid,
+            tid: l.tid,
+            state: report_state(l.state),
+            begin: l.begin,
+            end: l.end.max(l.begin),
+            woken: l.waker.is_some(),
+            waker: l.waker.as_ref().map(|&(pid, tid, _)| Waker {
+                pid,
+                tid,
+                chain: waker_chain,
+            }),
+            kernel_chain,
+            user_chain: u32::MAX,
+            weight: 1,
         });
     }
 
@@ -427,6 +502,58 @@ mod tests {
             None,
             "a short record is refused"
         );
+    }
+
+    #[test]
+    fn every_long_episode_stands_for_itself_sampled_or_written_whole() {
+        let mut s = SampledEpisodes::default();
+        // A sampled episode (1 in 16) whose END says it lasted 50 ms or more.
+        let begin = begin_record(7, 1_000, 16);
+        let Some(Record::Begin(b)) = decode(&begin) else {
+            panic!("BEGIN")
+        };
+        s.begin(&b, 0, 1);
+        let mut end = end_record(7, 80_000_000, Some(9));
+        put32(&mut end, 28, 1);
+        let Some(Record::End(e)) = decode(&end) else {
+            panic!("END")
+        };
+        assert!(e.long_wait);
+        s.end(&e, 2);
+        // An unsampled one, whole: its chain where it slept and its waker's.
+        let mut raw = vec![0u8; LONG_SIZE];
+        put32(&mut raw, 0, 4);
+        put32(&mut raw, 4, 8);
+        put32(&mut raw, 8, 100);
+        put32(&mut raw, 12, 1);
+        put64(&mut raw, 16, 2_000);
+        put64(&mut raw, 24, 90_000_000);
+        put32(&mut raw, 32, 100);
+        put32(&mut raw, 36, 7);
+        put32(&mut raw, 40, 8);
+        put32(&mut raw, 44, 16);
+        put64(&mut raw, 48, 0xffff_0003);
+        let waker_at = 48 + 8 * KERNEL_FRAMES;
+        put64(&mut raw, waker_at, 0xffff_0004);
+        put64(&mut raw, waker_at + 8, 0xffff_0005);
+        let Some(Record::Long(l)) = decode(&raw) else {
+            panic!("not a LONG: {:?}", decode(&raw))
+        };
+        assert_eq!(
+            (l.tid, l.pid, l.state, l.begin, l.end),
+            (8, 100, 1, 2_000, 90_000_000)
+        );
+        assert_eq!(l.kernel, vec![0xffff_0003]);
+        assert_eq!(l.waker, Some((100, 7, vec![0xffff_0004, 0xffff_0005])));
+        assert_eq!(decode(&raw[..LONG_SIZE - 1]), None, "a short LONG");
+        s.long(&l, 3, 4);
+        let episodes = s.close();
+        let weights: Vec<(u32, u32, bool)> = episodes
+            .iter()
+            .map(|e| (e.tid, e.weight, e.user_chain == u32::MAX))
+            .collect();
+        assert_eq!(weights, [(7, 1, false), (8, 1, true)]);
+        assert_eq!(episodes[1].waker.map(|w| (w.tid, w.chain)), Some((7, 4)));
     }
 
     #[test]

@@ -290,8 +290,9 @@ fn summarise(
     let sampling = trace.sampling.map(|t| OffCpuSampling {
         blocking_switches: t.blocking_switches,
         sampled: t.sampled,
-        lost: t.begin_lost + t.end_lost,
+        lost: t.begin_lost + t.end_lost + t.long_lost,
         threads_untraced: t.threads_untraced,
+        long: t.long,
     });
     let out = named_sites(sites, &chain, &kallsyms, &user_frame, sampling.is_some());
     let silent: Vec<&perf::IdleCpu> = trace.idle_cpus.iter().filter(|c| c.silent()).collect();

@@ -306,6 +306,7 @@ mod store {
                 sampled: 20,
                 lost: 1,
                 threads_untraced: 0,
+                long: 2,
             }),
             notes: vec!["stacks truncated".into()],
         }

@@ -57,6 +57,8 @@ pub struct UserRegs {
 struct AddressSpace {
     unwinder: UnwinderX86_64<SectionBytes>,
     maps: Vec<MappedFile>,
+    /// Changes whenever its mappings do ([`Unwinder::generation`]).
+    generation: u64,
 }
 
 impl std::fmt::Debug for AddressSpace {
@@ -72,6 +74,7 @@ impl AddressSpace {
         AddressSpace {
             unwinder: UnwinderX86_64::new(),
             maps: Vec::new(),
+            generation: 0,
         }
     }
 
@@ -86,6 +89,8 @@ pub struct Unwinder {
     files: HashMap<PathBuf, Option<Arc<ElfUnwindInfo>>>,
     spaces: HashMap<i32, AddressSpace>,
     cache: Option<CacheX86_64>,
+    /// The last generation given to an address space.
+    generations: u64,
 }
 
 impl std::fmt::Debug for Unwinder {
@@ -125,6 +130,8 @@ impl Unwinder {
             space.unwinder.add_module(module);
         }
         space.maps.push(map);
+        self.generations += 1;
+        space.generation = self.generations;
     }
 
     /// Replaces process `pid`'s mappings with its current `/proc/PID/maps`; false, the
@@ -150,9 +157,18 @@ impl Unwinder {
 
     /// Process `child` starts as a copy of `parent` (fork).
     pub fn fork(&mut self, parent: i32, child: i32) {
-        if let Some(space) = self.spaces.get(&parent).cloned() {
+        if let Some(mut space) = self.spaces.get(&parent).cloned() {
+            self.generations += 1;
+            space.generation = self.generations;
             self.spaces.insert(child, space);
         }
+    }
+
+    /// A number that changes whenever process `pid`'s mappings do (0: none known), so that
+    /// what was unwound through them can be kept until then: a stack that stopped early for a
+    /// mapping not yet known unwinds again once it is.
+    pub fn generation(&self, pid: i32) -> u64 {
+        self.spaces.get(&pid).map_or(0, |s| s.generation)
     }
 
     /// Process `pid` forgets its mappings (exec).
@@ -223,6 +239,32 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn a_process_mappings_generation_changes_with_them() {
+        let mut u = Unwinder::default();
+        assert_eq!(u.generation(7), 0, "unknown");
+        let map = |start: u64| MappedFile {
+            start,
+            end: start + 0x1000,
+            offset: 0,
+            path: "/nonexistent".into(),
+        };
+        u.add_mapping(7, map(0x1000), Path::new("/nonexistent"));
+        let first = u.generation(7);
+        assert_ne!(first, 0);
+        u.add_mapping(7, map(0x8000), Path::new("/nonexistent"));
+        let second = u.generation(7);
+        assert_ne!(second, first, "a new mapping");
+        u.fork(7, 8);
+        assert!(
+            u.generation(8) != 0 && u.generation(8) != second,
+            "a copy of its own"
+        );
+        assert_eq!(u.generation(7), second, "the parent's unchanged");
+        u.forget(7);
+        assert_eq!(u.generation(7), 0, "forgotten at exec");
     }
 
     #[test]

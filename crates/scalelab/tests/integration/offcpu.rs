@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::common::Lab;
+use crate::common::{Lab, kernel_tracer_fell_back};
 
 impl Lab {
     /// `scalelab run WORKLOAD ARGS… --offcpu`, short; the trials' measurements, or `None` when
@@ -127,18 +127,7 @@ fn the_kernel_and_the_perf_tracer_name_the_same_pipe_read() {
         "perf records every episode: {}",
         p["offcpu"]
     );
-    let notes = k["offcpu"]["notes"].to_string();
-    if k["offcpu"]["sampling"].is_null() {
-        assert!(
-            notes.contains("not in the kernel"),
-            "a fallback says why: {notes}"
-        );
-        assert!(
-            std::env::var_os("SCALELAB_REQUIRE_BPF").is_none(),
-            "SCALELAB_REQUIRE_BPF is set and the kernel tracer fell back: {notes}"
-        );
-        eprintln!("the kernel tracer fell back here: {notes}");
-    } else {
+    if !kernel_tracer_fell_back(&k["offcpu"]) {
         let sampling = &k["offcpu"]["sampling"];
         assert!(
             sampling["sampled"].as_u64().unwrap() > 0

@@ -124,7 +124,8 @@ fn assert_agreement(e: &Value, tolerance: f64) {
         {
             assert!(
                 (t / r - 1.0).abs() <= tolerance,
-                "N={n}: blocked traced {t:.0} vs residual {r:.0} ns per unit"
+                "N={n}: blocked traced {t:.0} vs residual {r:.0} ns per unit (of {total:.0}); threads {}",
+                p["threads"]
             );
         }
         if let (Some(prof), Some(acc)) = (

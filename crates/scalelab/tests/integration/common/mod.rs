@@ -151,3 +151,24 @@ pub fn perf_available() -> bool {
     }
     ok
 }
+
+/// Whether `report` (a trial's `locks` or `offcpu` report, asked of `--tracer kernel`) fell back
+/// to the perf tracer, which it may only where the in-kernel one cannot load: then its notes
+/// say why, and the test fails where `SCALELAB_REQUIRE_BPF` is set (CI, which installs clang
+/// and libbpf-dev).
+pub fn kernel_tracer_fell_back(report: &Value) -> bool {
+    if !report["sampling"].is_null() {
+        return false;
+    }
+    let notes = report["notes"].to_string();
+    assert!(
+        notes.contains("not in the kernel"),
+        "a fallback says why: {notes}"
+    );
+    assert!(
+        std::env::var_os("SCALELAB_REQUIRE_BPF").is_none(),
+        "SCALELAB_REQUIRE_BPF is set and the kernel tracer fell back: {notes}"
+    );
+    eprintln!("the kernel tracer fell back here: {notes}");
+    true
+}
