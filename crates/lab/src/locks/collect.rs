@@ -536,8 +536,15 @@ mod tests {
         let start = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
         let m = std::sync::Mutex::new(0u64);
         std::thread::scope(|s| {
-            for _ in 0..2 {
-                s.spawn(|| contend_on_a_std_mutex(&m));
+            let workers: Vec<_> = (0..2)
+                .map(|_| s.spawn(|| contend_on_a_std_mutex(&m)))
+                .collect();
+            // Drained while they contend, as a trial's runner drains: read once at the end, the
+            // in-kernel tracer's samples (16 KiB each) outgrew its 8 MiB ring in a CI run (163
+            // lost).
+            while !workers.iter().all(|w| w.is_finished()) {
+                session.drain();
+                std::thread::sleep(std::time::Duration::from_millis(2));
             }
             session.drain();
         });
