@@ -422,20 +422,28 @@ mod tests {
 
     /// Needs root, BTF and a build with clang; says why it skipped otherwise (fails instead
     /// with `SCALELAB_REQUIRE_BPF=1`, as CI sets).
-    #[test]
-    fn a_sleeping_thread_is_blocked_for_its_sleep_and_its_episodes_are_sampled() {
-        let mut tracer = match BpfOffCpuTracer::open(&BpfOffCpuConfig::default()) {
+    /// The tracer opened with `config` and accounting from now; `None`, saying why, where it
+    /// cannot load (a failure where `SCALELAB_REQUIRE_BPF` is set, as in CI).
+    fn tracing_from_now(config: &BpfOffCpuConfig) -> Option<BpfOffCpuTracer> {
+        let mut tracer = match BpfOffCpuTracer::open(config) {
             Ok(t) => t,
             Err(e) if std::env::var_os("SCALELAB_REQUIRE_BPF").is_some() => {
                 panic!("SCALELAB_REQUIRE_BPF is set and the tracer cannot load: {e}")
             }
             Err(e) => {
                 eprintln!("skipped: {e}");
-                return;
+                return None;
             }
         };
-        let from = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
-        tracer.account_from(from);
+        tracer.account_from(sys::clock_gettime_vdso(sys::ClockId::Monotonic));
+        Some(tracer)
+    }
+
+    #[test]
+    fn a_sleeping_thread_is_blocked_for_its_sleep_and_its_episodes_are_sampled() {
+        let Some(mut tracer) = tracing_from_now(&BpfOffCpuConfig::default()) else {
+            return;
+        };
         let sleeper = std::thread::spawn(|| {
             for _ in 0..5 {
                 std::thread::sleep(std::time::Duration::from_millis(20));
@@ -489,18 +497,9 @@ mod tests {
             fixed_k: 1_000_000,
             ..BpfOffCpuConfig::default()
         };
-        let mut tracer = match BpfOffCpuTracer::open(&config) {
-            Ok(t) => t,
-            Err(e) if std::env::var_os("SCALELAB_REQUIRE_BPF").is_some() => {
-                panic!("SCALELAB_REQUIRE_BPF is set and the tracer cannot load: {e}")
-            }
-            Err(e) => {
-                eprintln!("skipped: {e}");
-                return;
-            }
+        let Some(mut tracer) = tracing_from_now(&config) else {
+            return;
         };
-        let from = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
-        tracer.account_from(from);
         let sleeper = std::thread::spawn(|| {
             for _ in 0..3 {
                 std::thread::sleep(std::time::Duration::from_millis(5));
