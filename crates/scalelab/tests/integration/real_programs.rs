@@ -159,6 +159,47 @@ fn workload_causes(e: &Value) -> Vec<&Value> {
         .unwrap_or_default()
 }
 
+/// Every positive candidate of the growth, beyond noise or not, the largest first (the run
+/// queue and the cost of measuring left out).
+fn growth_candidates(e: &Value) -> Vec<&Value> {
+    let g = &e["growth"];
+    let mut all: Vec<&Value> = ["named", "within_noise"]
+        .iter()
+        .flat_map(|k| g[*k].as_array().into_iter().flatten())
+        .filter(|c| c["delta_ns"].as_f64().unwrap_or(0.0) > 0.0)
+        .filter(|c| {
+            !matches!(
+                c["cause"]["kind"].as_str(),
+                Some("run_queue") | Some("measurement")
+            )
+        })
+        .collect();
+    all.sort_by(|a, b| {
+        b["delta_ns"]
+            .as_f64()
+            .unwrap_or(0.0)
+            .total_cmp(&a["delta_ns"].as_f64().unwrap_or(0.0))
+    });
+    all
+}
+
+/// Each point's trial-to-trial CV, for a message.
+fn cvs(e: &Value) -> String {
+    e["points"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            format!(
+                "N={} CV {:.0}%",
+                p["n"],
+                p["accounting"]["cv"].as_f64().unwrap_or(0.0) * 100.0
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A cause's words: what it is, its caller and its evidence (the chains it rests on).
 fn cause_text(cause: &Value) -> Vec<String> {
     let mut text = vec![
@@ -193,13 +234,39 @@ fn dbench_is_explained_per_mb_by_its_file_system_waits_and_its_parent_only_super
     // ext4 of its own, on a loop device, where one can be mounted.
     let journalled = JournalledExt4::mount(&lab.path("ext4.img"), &dir);
     let cmd = format!("dbench -t 3 -D {} -c {loadfile} {{n}}", dir.display());
-    let Some(e) = explained(
-        &lab,
-        &cmd,
-        &["--metric", "throughput=Throughput ([0-9.]+) MB/sec"],
-    ) else {
-        return;
-    };
+    // A fresh file system is slow at first: dbench on a new ext4 here ran 77–307 MB/s in the
+    // first trials and 221–466 in the last, so trials 36–80% apart at N=1 left the growth
+    // within noise in a CI run and in most runs of this test here. As a benchmarker would, a
+    // warm-up run first (after one of 8 s the trials were 6–20% apart).
+    if journalled.is_some() {
+        let warm = Command::new("dbench")
+            .args(["-t", "8", "-D"])
+            .arg(&dir)
+            .args(["-c", loadfile, "2"])
+            .output()
+            .unwrap();
+        assert!(warm.status.success(), "dbench's warm-up: {warm:?}");
+    }
+    // A run whose growth is still within its own trials' noise names nothing beyond noise,
+    // rightly; it gets one more run.
+    let mut e = Value::Null;
+    for attempt in 1..=2 {
+        let Some(got) = explained(
+            &lab,
+            &cmd,
+            &["--metric", "throughput=Throughput ([0-9.]+) MB/sec"],
+        ) else {
+            return;
+        };
+        e = got;
+        if e["growth"]["noise"]["beyond"] == true || journalled.is_none() {
+            break;
+        }
+        println!(
+            "dbench run {attempt}: its growth was within its trials' noise ({})",
+            cvs(&e)
+        );
+    }
     // X(N) is dbench's own MB/sec, and costs are per MB.
     assert_eq!(e["per"], "MB", "{e}");
     let show = lab.json(&["show", "last", "--json"]);
@@ -238,7 +305,23 @@ fn dbench_is_explained_per_mb_by_its_file_system_waits_and_its_parent_only_super
                 * p["accounting"]["ns_per_op_task"].as_f64().unwrap()
         })
         .fold(0.0, f64::max);
-    if let Some(first) = top.first()
+    if journalled.is_some() && e["growth"]["noise"]["beyond"] != true {
+        // Twice within noise: nothing may be named as beyond it but what did separate, and
+        // the largest candidate of the growth is still the journal's.
+        let candidates = growth_candidates(&e);
+        let first = candidates.first().expect("a candidate of the growth");
+        let text = cause_text(&first["cause"]);
+        assert!(
+            text.iter()
+                .any(|t| t.contains("fsync") || t.contains("jbd2") || t.contains("ext4_sync_file")),
+            "the largest candidate on a journal: {first}"
+        );
+        println!(
+            "dbench on a journalled ext4: the growth within noise in two runs ({}); its largest candidate {}",
+            cvs(&e),
+            text.join(" ")
+        );
+    } else if let Some(first) = top.first()
         && journalled.is_some()
     {
         // On a journalled ext4 dbench's clients wait in fsync for the journal's commit, and
@@ -263,7 +346,12 @@ fn dbench_is_explained_per_mb_by_its_file_system_waits_and_its_parent_only_super
             .iter()
             .any(|t| t.contains("jbd2") || t.contains("ext4_sync_file"));
         let unexplained = e["growth"]["unexplained_pct"].as_f64().unwrap_or(0.0);
-        assert!(unexplained.abs() <= 30.0, "{unexplained}% unexplained");
+        assert!(
+            unexplained.abs() <= 30.0,
+            "{unexplained}% unexplained; the growth {}; the points {}",
+            e["growth"],
+            e["points"]
+        );
         if cause["what"] == "fsync" {
             let by = cause["ended_by"][0]["by"].as_str().unwrap_or_default();
             assert!(by.contains("jbd2"), "fsync ended by the journal: {cause}");
@@ -313,7 +401,12 @@ fn dbench_is_explained_per_mb_by_its_file_system_waits_and_its_parent_only_super
             "the top cause of dbench's growth: {cause}"
         );
         let unexplained = e["growth"]["unexplained_pct"].as_f64().unwrap_or(0.0);
-        assert!(unexplained.abs() <= 30.0, "{unexplained}% unexplained");
+        assert!(
+            unexplained.abs() <= 30.0,
+            "{unexplained}% unexplained; the growth {}; the points {}",
+            e["growth"],
+            e["points"]
+        );
     } else {
         // Within noise: explain says so (all of the growth unexplained, nothing ranked).
         println!("dbench's growth was within noise here: {}", e["growth"]);
