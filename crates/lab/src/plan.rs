@@ -53,6 +53,8 @@ pub struct RunConfig {
     pub command: Option<CommandSpec>,
     /// `--timeout` per trial (external commands).
     pub timeout: Option<Nanos>,
+    /// `--warmup-runs`: unmeasured runs of the command before the first trial.
+    pub warmup_runs: u32,
     /// `--locks`: trace lock contention in every trial.
     pub locks: Option<crate::locks::LockRequest>,
     /// `--offcpu`: trace blocked time, with call chains, in every trial.
@@ -115,6 +117,7 @@ impl RunConfig {
             name: None,
             command: None,
             timeout: None,
+            warmup_runs: 0,
             locks: None,
             offcpu: None,
             profile: None,
@@ -159,6 +162,9 @@ pub struct Plan {
     pub command: Option<CommandSpec>,
     /// Per-trial limit for external commands.
     pub timeout: Nanos,
+    /// Unmeasured, untraced runs of the external command at the largest N before the first
+    /// trial.
+    pub warmup_runs: u32,
     /// `--locks`: trace lock contention in every trial.
     pub locks: Option<crate::locks::LockRequest>,
     /// `--offcpu`: trace blocked time, with call chains, in every trial.
@@ -283,6 +289,13 @@ impl Plan {
         }
         if cfg.command.is_none() {
             check_readings(cfg.duration, points.last().copied().unwrap_or(1))?;
+            if cfg.warmup_runs > 0 {
+                return Err(LabError::BadOption(format!(
+                    "warm-up runs: {} asked for, but they apply to --cmd; a built-in workload \
+                     warms up for --warmup in every trial",
+                    cfg.warmup_runs
+                )));
+            }
         }
         if cfg.membind != Membind::FirstTouch {
             if cfg.command.is_some() {
@@ -340,6 +353,7 @@ impl Plan {
             cpus,
             command: cfg.command,
             timeout: cfg.timeout.unwrap_or(DEFAULT_COMMAND_TIMEOUT),
+            warmup_runs: cfg.warmup_runs,
             locks: cfg.locks,
             offcpu: cfg.offcpu,
             profile: cfg.profile,

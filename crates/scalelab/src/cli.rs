@@ -332,6 +332,12 @@ pub struct RunArgs {
     /// Run before each command trial, not timed.
     #[arg(long, value_name = "CMD", requires = "cmd")]
     pub prepare: Option<String>,
+    /// Run the command (with --prepare, its steps and --cleanup) K times at the largest N
+    /// before the first trial, unmeasured and untraced: what a cold cache, a new file system
+    /// or a first compile costs stays out of the trials. A failed warm-up run is a warning.
+    #[arg(long, value_name = "K", requires = "cmd", default_value_t = 0,
+          value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub warmup_runs: u32,
     /// Run after each command trial (also after a failed one), not timed; it has a --timeout of
     /// its own, and after a Ctrl-C it still runs unless a second Ctrl-C ends it.
     #[arg(long, value_name = "CMD", requires = "cmd")]

@@ -54,7 +54,8 @@ EXAMPLES:
 
 A command (--cmd) runs once per trial, start to end: --duration, --warmup,
 --mode, --pin, --workdir and --no-counters apply to built-in workloads only
-(more trials: --runs; work per trial: --ops or --ops-regex).
+(more trials: --runs; work per trial: --ops or --ops-regex; unmeasured runs
+first, for a cold cache or a new file system: --warmup-runs K).
 
 EXIT STATUS:
   0    the run is stored

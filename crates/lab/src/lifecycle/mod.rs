@@ -36,9 +36,10 @@ pub(crate) use sweep::measure_unstored;
 use crate::error::LabError;
 use crate::plan::Plan;
 use crate::profile::perf_record;
-use crate::runner::Executor;
+use crate::runner::{Execution, Executor};
 use crate::scratch::Scratch;
 use model::env::Fingerprint;
+use model::record::TrialOutcome;
 
 use self::session::{before_trials, executor_for};
 use self::sweep::{Underway, finish, round_robin, run_slots};
@@ -97,14 +98,17 @@ pub fn run(
         side: None,
     }];
     let mut stored = 0;
-    let ended = run_slots(
-        session,
-        &runs,
-        &slots,
-        executor,
-        scratch.as_mut(),
-        &mut stored,
-    );
+    let ended = match warm_up(&plan, executor, session) {
+        SweepEnd::Interrupted => Ok(SweepEnd::Interrupted),
+        SweepEnd::Complete => run_slots(
+            session,
+            &runs,
+            &slots,
+            executor,
+            scratch.as_mut(),
+            &mut stored,
+        ),
+    };
     let end = finish(session.store, &[id], stored, ended)?;
     Ok(RunOutcome {
         id,
@@ -112,6 +116,40 @@ pub fn run(
         stored,
         profile_dir,
     })
+}
+
+/// `--warmup-runs K`: the command K times at the largest N, untraced and unmeasured, before the
+/// first trial (hyperfine's `--warmup`: a first run pays for cold caches, a new file system's
+/// first writes, a first compile). A failed warm-up run is a warning, and the trials still run
+/// (and fail on their own, each stored, if the command cannot run at all).
+fn warm_up(plan: &Plan, executor: &mut dyn Executor, session: &mut Session<'_>) -> SweepEnd {
+    let Some(&n) = plan.points.iter().max() else {
+        return SweepEnd::Complete;
+    };
+    for k in 1..=plan.warmup_runs {
+        if session.stop.load(std::sync::atomic::Ordering::SeqCst) {
+            return SweepEnd::Interrupted;
+        }
+        let mut spec = plan.trial_spec(n);
+        spec.locks = None;
+        spec.offcpu = None;
+        let started = std::time::Instant::now();
+        match executor.execute(&spec, plan.deadline(), session.stop) {
+            Execution::Interrupted => return SweepEnd::Interrupted,
+            Execution::Finished(TrialOutcome::Failed { reason }) => {
+                session.progress.warning(&format!(
+                    "warm-up run {k} of {} at N={n} failed: {reason}",
+                    plan.warmup_runs
+                ))
+            }
+            Execution::Finished(_) => session.progress.note(&format!(
+                "warm-up run {k} of {} at N={n}: {:.1} s, not measured",
+                plan.warmup_runs,
+                started.elapsed().as_secs_f64()
+            )),
+        }
+    }
+    SweepEnd::Complete
 }
 
 /// `--locks` on a machine that cannot trace, or `--profile` without a usable perf: the run goes
@@ -193,6 +231,8 @@ mod tests {
     #[derive(Default)]
     struct Recorder {
         finished: Vec<(u32, u32)>,
+        notes: Vec<String>,
+        warnings: Vec<String>,
         stop_after: Option<usize>,
         stop: Option<std::sync::Arc<AtomicBool>>,
     }
@@ -209,8 +249,12 @@ mod tests {
             }
         }
         fn replanned(&mut self, _: &Replan) {}
-        fn warning(&mut self, _: &str) {}
-        fn note(&mut self, _: &str) {}
+        fn warning(&mut self, w: &str) {
+            self.warnings.push(w.to_string());
+        }
+        fn note(&mut self, n: &str) {
+            self.notes.push(n.to_string());
+        }
     }
 
     fn with_session<T>(
@@ -356,6 +400,83 @@ mod tests {
         let data = store.load_run(outcome.id).unwrap();
         assert_eq!(data.trials.len(), 2);
         assert_eq!(data.meta.status, RunStatus::Interrupted);
+    }
+
+    fn command_plan(tasks: &str, runs: u32, warmup_runs: u32) -> Plan {
+        let mut cfg = RunConfig::new("cmd");
+        cfg.command = Some(CommandSpec {
+            steps: vec![("cmd".into(), "true".into())],
+            prepare: None,
+            cleanup: None,
+            ops: OpsSource::Completion,
+            dir: None,
+            metrics: Vec::new(),
+            ops_primary: false,
+        });
+        cfg.warmup = model::record::Nanos(0);
+        cfg.tasks = Some(tasks.parse().unwrap());
+        cfg.trials_per_point = runs;
+        cfg.warmup_runs = warmup_runs;
+        Plan::new(cfg, 2).unwrap()
+    }
+
+    #[test]
+    fn warm_up_runs_go_first_at_the_largest_n_and_are_never_stored() {
+        let stop = AtomicBool::new(false);
+        let mut seen = Recorder::default();
+        let mut exec = FakeExecutor::new(1e3, 0.0);
+        let (outcome, store, _dir) = with_session(&stop, &mut seen, |s| {
+            run(command_plan("1,2", 2, 3), s, Some(&mut exec)).unwrap()
+        });
+        assert_eq!(outcome.end, SweepEnd::Complete);
+        assert_eq!(outcome.stored, 4);
+        assert_eq!(exec.calls, 3 + 4);
+        assert_eq!(exec.tasks[..3], [2, 2, 2], "{:?}", exec.tasks);
+        assert_eq!(exec.tasks[3..], [1, 2, 1, 2]);
+        assert_eq!(store.load_run(outcome.id).unwrap().trials.len(), 4);
+        assert_eq!(seen.notes.len(), 3, "{:?}", seen.notes);
+        assert!(seen.notes[0].starts_with("warm-up run 1 of 3 at N=2"));
+    }
+
+    #[test]
+    fn a_failed_warm_up_run_is_a_warning_and_the_trials_still_run() {
+        let stop = AtomicBool::new(false);
+        let mut seen = Recorder::default();
+        let mut exec = FakeExecutor::new(1e3, 0.0);
+        exec.fail = Some((2, 0));
+        let (outcome, _store, _dir) = with_session(&stop, &mut seen, |s| {
+            run(command_plan("1,2", 1, 1), s, Some(&mut exec)).unwrap()
+        });
+        assert_eq!(outcome.stored, 2);
+        assert_eq!(seen.warnings.len(), 1, "{:?}", seen.warnings);
+        assert!(
+            seen.warnings[0].contains("warm-up run 1 of 1 at N=2 failed: planted failure"),
+            "{:?}",
+            seen.warnings
+        );
+    }
+
+    #[test]
+    fn a_stop_during_the_warm_up_stores_the_run_interrupted_without_trials() {
+        let stop = AtomicBool::new(true);
+        let mut seen = Recorder::default();
+        let mut exec = FakeExecutor::new(1e3, 0.0);
+        let (outcome, store, _dir) = with_session(&stop, &mut seen, |s| {
+            run(command_plan("1,2", 2, 2), s, Some(&mut exec)).unwrap()
+        });
+        assert_eq!(outcome.end, SweepEnd::Interrupted);
+        assert_eq!(exec.calls, 0);
+        let data = store.load_run(outcome.id).unwrap();
+        assert_eq!(data.meta.status, RunStatus::Interrupted);
+        assert!(data.trials.is_empty());
+    }
+
+    #[test]
+    fn warm_up_runs_of_a_built_in_workload_are_refused_naming_warmup() {
+        let mut cfg = RunConfig::new("spin");
+        cfg.warmup_runs = 1;
+        let err = Plan::new(cfg, 2).unwrap_err().to_string();
+        assert!(err.contains("--cmd") && err.contains("--warmup"), "{err}");
     }
 
     #[test]

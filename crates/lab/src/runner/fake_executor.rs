@@ -24,6 +24,8 @@ pub(crate) struct FakeExecutor {
     pub harness: bool,
     /// Whether each execution was traced (lock or off-CPU trace asked for), in order.
     pub traced: Vec<bool>,
+    /// Each execution's task count, in order.
+    pub tasks: Vec<u32>,
 }
 
 impl FakeExecutor {
@@ -36,6 +38,7 @@ impl FakeExecutor {
             calls: 0,
             harness: false,
             traced: Vec::new(),
+            tasks: Vec::new(),
         }
     }
 }
@@ -47,6 +50,7 @@ impl Executor for FakeExecutor {
         self.calls += 1;
         self.traced
             .push(spec.locks.is_some() || spec.offcpu.is_some());
+        self.tasks.push(spec.tasks);
         if stop.load(Ordering::SeqCst) {
             return Execution::Interrupted;
         }

@@ -57,7 +57,8 @@ fn refuse_what_does_not_apply(args: &RunArgs) -> Result<()> {
         (
             args.warmup.is_some(),
             "--warmup",
-            "a command trial has no warm-up window; warm caches in --prepare (untimed) and use \
+            "a command trial has no warm-up window; run the command unmeasured first with \
+             --warmup-runs K, warm caches in every trial with --prepare (untimed), and use \
              --runs K for more trials per point",
         ),
         (
@@ -128,6 +129,7 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
         }
     };
     cfg.params = args.params.clone();
+    cfg.warmup_runs = args.warmup_runs;
     cfg.mode = match args.mode.unwrap_or(ModeArg::Threads) {
         ModeArg::Threads => Mode::Threads,
         ModeArg::Processes => Mode::Processes,

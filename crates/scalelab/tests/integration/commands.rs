@@ -43,6 +43,43 @@ fn nproc_sees_exactly_n_cpus() {
 }
 
 #[test]
+fn warm_up_runs_run_the_command_first_at_the_largest_n_and_store_no_trial() {
+    // Each run of the command appends its N to a file: two warm-up runs at N=2, then the
+    // trials round-robin. Only the trials are stored.
+    let lab = Lab::new();
+    let log = lab.path("runs.log");
+    let cmd = format!("nproc >> {}", log.display());
+    let (_, stderr) = lab.ok_with_stderr(&[
+        "run",
+        "--cmd",
+        &cmd,
+        "--tasks",
+        "1,2",
+        "--runs",
+        "2",
+        "--warmup-runs",
+        "2",
+    ]);
+    let seen = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        seen.lines().collect::<Vec<_>>(),
+        ["2", "2", "1", "2", "1", "2"],
+        "{stderr}"
+    );
+    assert!(stderr.contains("warm-up run 2 of 2 at N=2"), "{stderr}");
+    let export = lab.json(&["export", "last"]);
+    assert_eq!(export["run"]["trials"].as_array().unwrap().len(), 4);
+    assert!(
+        export["run"]["meta"]["command_line"]
+            .as_str()
+            .unwrap()
+            .contains("--warmup-runs 2"),
+        "the stored command line says it warmed up: {}",
+        export["run"]["meta"]["command_line"]
+    );
+}
+
+#[test]
 fn steps_are_timed_and_accounted_separately() {
     let lab = Lab::new();
     let tree = lab.dir.path().join("tree");

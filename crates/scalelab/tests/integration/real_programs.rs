@@ -236,26 +236,20 @@ fn dbench_is_explained_per_mb_by_its_file_system_waits_and_its_parent_only_super
     let cmd = format!("dbench -t 3 -D {} -c {loadfile} {{n}}", dir.display());
     // A fresh file system is slow at first: dbench on a new ext4 here ran 77–307 MB/s in the
     // first trials and 221–466 in the last, so trials 36–80% apart at N=1 left the growth
-    // within noise in a CI run and in most runs of this test here. As a benchmarker would, a
-    // warm-up run first (after one of 8 s the trials were 6–20% apart).
-    if journalled.is_some() {
-        let warm = Command::new("dbench")
-            .args(["-t", "8", "-D"])
-            .arg(&dir)
-            .args(["-c", loadfile, "2"])
-            .output()
-            .unwrap();
-        assert!(warm.status.success(), "dbench's warm-up: {warm:?}");
-    }
+    // within noise in a CI run and in most runs of this test here. As a benchmarker would, it
+    // warms up first (`--warmup-runs`: after 8 s of dbench the trials were 6–20% apart).
+    let warm_up: &[&str] = if journalled.is_some() {
+        &["--warmup-runs", "2"]
+    } else {
+        &[]
+    };
     // A run whose growth is still within its own trials' noise names nothing beyond noise,
     // rightly; it gets one more run.
     let mut e = Value::Null;
     for attempt in 1..=2 {
-        let Some(got) = explained(
-            &lab,
-            &cmd,
-            &["--metric", "throughput=Throughput ([0-9.]+) MB/sec"],
-        ) else {
+        let mut extra = vec!["--metric", "throughput=Throughput ([0-9.]+) MB/sec"];
+        extra.extend_from_slice(warm_up);
+        let Some(got) = explained(&lab, &cmd, &extra) else {
             return;
         };
         e = got;
