@@ -112,6 +112,17 @@ impl Sample {
         median_of_sorted(&self.sorted)
     }
 
+    /// The `p` quantile (0 ≤ p ≤ 1, clamped), interpolated linearly between the two nearest
+    /// order statistics (R's type 7, NumPy's default): 0.5 is the median.
+    pub fn quantile(&self, p: f64) -> f64 {
+        let last = self.sorted.len() - 1;
+        let position = p.clamp(0.0, 1.0) * last as f64;
+        let below = position.floor() as usize;
+        let above = (below + 1).min(last);
+        let fraction = position - below as f64;
+        self.sorted[below] + fraction * (self.sorted[above] - self.sorted[below])
+    }
+
     /// Arithmetic mean.
     pub fn mean(&self) -> f64 {
         self.values.iter().sum::<f64>() / self.len() as f64
@@ -244,6 +255,20 @@ fn order_statistic_rank(n: usize, level: f64) -> (usize, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Type 7 quantiles, as R's `quantile(c(4, 1, 3, 2), c(0, .25, .5, .75, 1))` gives them:
+    /// 1, 1.75, 2.5, 3.25, 4.
+    #[test]
+    fn quantiles_interpolate_between_order_statistics() {
+        let s = Sample::new(vec![4.0, 1.0, 3.0, 2.0]).unwrap();
+        let q: Vec<f64> = [0.0, 0.25, 0.5, 0.75, 1.0, 2.0]
+            .iter()
+            .map(|&p| s.quantile(p))
+            .collect();
+        assert_eq!(q, [1.0, 1.75, 2.5, 3.25, 4.0, 4.0]);
+        assert_eq!(s.quantile(0.5), s.median());
+        assert_eq!(Sample::new(vec![7.0]).unwrap().quantile(0.25), 7.0);
+    }
 
     fn sample(values: &[f64]) -> Sample {
         Sample::new(values.to_vec()).unwrap()

@@ -26,6 +26,13 @@ pub struct PointComparison {
     pub cv_a: Option<f64>,
     /// Coefficient of variation of B's per-trial throughputs.
     pub cv_b: Option<f64>,
+    /// A's interquartile range over its median: a spread one outlier does not move, and two
+    /// levels (a flaky build: half its trials slow) do, each with a quarter of the trials or more.
+    #[serde(skip)]
+    pub spread_a: Option<f64>,
+    /// B's interquartile range over its median.
+    #[serde(skip)]
+    pub spread_b: Option<f64>,
     /// The statistics, B against A; `None` when one side has no successful trial or A's median
     /// is 0 (then `note` says which).
     pub change: Option<Change>,

@@ -509,9 +509,17 @@ fn compare_point(
         failed_b: b.failed,
         cv_a: sa.as_ref().and_then(Sample::cv),
         cv_b: sb.as_ref().and_then(Sample::cv),
+        spread_a: sa.as_ref().and_then(relative_iqr),
+        spread_b: sb.as_ref().and_then(relative_iqr),
         change,
         note,
     }
+}
+
+/// A sample's interquartile range over its median; `None` for a median of 0.
+fn relative_iqr(s: &Sample) -> Option<f64> {
+    let median = s.median();
+    (median != 0.0).then(|| (s.quantile(0.75) - s.quantile(0.25)) / median.abs())
 }
 
 /// The values of the trials whose repetition index succeeded on both sides, in index order.

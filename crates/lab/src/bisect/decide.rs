@@ -4,11 +4,21 @@
 //!
 //! - good: NO CHANGE against the good end (its interval lies within ±threshold), or IMPROVED
 //!   against the bad end (its interval lies wholly on the good side of the midpoint) while
-//!   INCONCLUSIVE against the good end;
+//!   INCONCLUSIVE against the good end with its estimate within ±threshold of it;
 //! - bad: REGRESSED against the good end (its interval lies wholly on the bad side of the
-//!   midpoint), and NO CHANGE or INCONCLUSIVE against the bad end — not REGRESSED (worse than
-//!   the bad end by more than half the gap: a third level, e.g. a flaky commit) nor IMPROVED;
-//! - anything else is undecided, and the step is skipped once `--max-runs` cannot decide it.
+//!   midpoint), and NO CHANGE against the bad end, or INCONCLUSIVE with its estimate within
+//!   ±threshold of it — not REGRESSED (worse than the bad end by more than half the gap: a
+//!   third level, e.g. a flaky commit), not IMPROVED, and not INCONCLUSIVE with the estimate
+//!   itself at a third level (a commit −14.9% against good and −6.04% [−7.94%, −2.58%] against
+//!   a bad end 8% down, judged at ±3.98%, was taken for bad and made the wrong answer);
+//! - anything else is undecided, and the step is skipped once `--max-runs` cannot decide it;
+//! - unstable, and skipped at once, whatever its verdicts: a commit whose trials spread (their
+//!   interquartile range over the median) twice as wide as either end's and wider than the gap
+//!   between them (twice the threshold), at every bisected N, after 10 trials a side. Such a commit is at no one level: a
+//!   flaky build, half its runs slow. Its mean can fall anywhere, on the bad level too — a test
+//!   commit doing 20% more work in half its runs averaged −9% against a 10% gap and was taken for
+//!   the first bad commit before this rule. The interquartile range is robust: one outlier trial
+//!   (a hiccup of the VM) does not move it, two levels with a quarter of the trials each do.
 //!
 //! The steps' threshold is `--threshold`, or half the gap between the ends when that is larger
 //! ([`Bisected::threshold`]). A step's question is not whether a commit changed anything but
@@ -35,7 +45,7 @@
 //! 3% history ended "only skipped commits are left".
 //!
 //! Every verdict is `stats::compare`'s (paired when the runs were measured together); nothing
-//! here looks at a figure except the gap's size.
+//! here looks at a figure except the gap's size and, for instability, the sides' spreads.
 
 use stats::Verdict;
 
@@ -49,7 +59,17 @@ pub(crate) enum Class {
     Bad,
     /// Neither, and why, in words.
     Undecided(String),
+    /// At no one level (its trials spread far wider than the ends'), and why: skipped at once.
+    Unstable(String),
 }
+
+/// A commit spread this many times as wide as the wider end is unstable ([`unstable`]). At 3×
+/// a flaky test commit (two levels 16.7% apart, interquartile range 15–19%) was missed in 1
+/// run of 10 on this VM, whose ends spread up to 5.4% there.
+const UNSTABLE_SPREAD: f64 = 2.0;
+
+/// Trials each side needs before its spread is judged.
+const UNSTABLE_MIN_TRIALS: usize = 10;
 
 /// What the steps bisect: the N at which the bad end REGRESSED, and the threshold the steps
 /// judge commits with.
@@ -139,21 +159,26 @@ pub(crate) fn not_regressed_reason(ends: &Comparison, metric: &TrialMetric) -> S
 /// The class of a commit from its comparison against the good end (`vs_good`: the commit as B,
 /// the good end as A) and against the bad end (`vs_bad`), at the N in `at`.
 pub(crate) fn classify(vs_good: &Comparison, vs_bad: &Comparison, at: &[u32]) -> Class {
-    let verdict = |c: &Comparison, n: u32| {
-        c.points
-            .iter()
-            .find(|p| p.n == n)
-            .and_then(|p| p.change)
-            .map(|c| c.verdict)
+    if let Some(why) = unstable(vs_good, vs_bad, at) {
+        return Class::Unstable(why);
+    }
+    let change = |c: &Comparison, n: u32| c.points.iter().find(|p| p.n == n).and_then(|p| p.change);
+    let verdict = |c: &Comparison, n: u32| change(c, n).map(|c| c.verdict);
+    // The estimate against that end lies within the band around it.
+    let near = |c: &Comparison, n: u32| {
+        change(c, n).is_some_and(|ch| ch.relative_shift.point.abs() <= c.options.threshold)
     };
     let mut good = Vec::new();
     let mut bad = Vec::new();
     let mut neither = Vec::new();
     for &n in at {
         match (verdict(vs_good, n), verdict(vs_bad, n)) {
-            (Some(Verdict::NoChange), _)
-            | (Some(Verdict::Inconclusive), Some(Verdict::Improved)) => good.push(n),
-            (Some(Verdict::Regressed), Some(Verdict::NoChange | Verdict::Inconclusive)) => {
+            (Some(Verdict::NoChange), _) => good.push(n),
+            (Some(Verdict::Inconclusive), Some(Verdict::Improved)) if near(vs_good, n) => {
+                good.push(n)
+            }
+            (Some(Verdict::Regressed), Some(Verdict::NoChange)) => bad.push(n),
+            (Some(Verdict::Regressed), Some(Verdict::Inconclusive)) if near(vs_bad, n) => {
                 bad.push(n)
             }
             (g, b) => neither.push(format!(
@@ -175,6 +200,39 @@ pub(crate) fn classify(vs_good: &Comparison, vs_bad: &Comparison, at: &[u32]) ->
             comma_list(&bad)
         )),
     }
+}
+
+/// Why the commit is at no one level — at every N in `at` its trials spread (interquartile
+/// range over the median) [`UNSTABLE_SPREAD`]× as wide as the wider end's and wider than the
+/// gap (twice the steps' threshold), each side with [`UNSTABLE_MIN_TRIALS`] trials — or
+/// `None`.
+fn unstable(vs_good: &Comparison, vs_bad: &Comparison, at: &[u32]) -> Option<String> {
+    let gap = 2.0 * vs_good.options.threshold;
+    let mut why = Vec::new();
+    for &n in at {
+        let g = vs_good.points.iter().find(|p| p.n == n)?;
+        let b = vs_bad.points.iter().find(|p| p.n == n)?;
+        if g.runs_a.min(g.runs_b).min(b.runs_a) < UNSTABLE_MIN_TRIALS {
+            return None;
+        }
+        let (own, ends) = (g.spread_b?, g.spread_a?.max(b.spread_a?));
+        if own < UNSTABLE_SPREAD * ends || own < gap {
+            return None;
+        }
+        why.push(format!(
+            "N={n}: the middle half of its trials spans {} of the median, {:.0}× the ends' \
+             ({}), wider than the gap",
+            model::number_text::percent(own),
+            own / ends.max(f64::MIN_POSITIVE),
+            model::number_text::percent(ends)
+        ));
+    }
+    (!why.is_empty()).then(|| {
+        format!(
+            "unstable, at no one level (a flaky build?): {}",
+            why.join("; ")
+        )
+    })
 }
 
 #[cfg(test)]
@@ -291,6 +349,53 @@ mod tests {
         assert_eq!(verdicts(&worse), (Verdict::Regressed, Verdict::Regressed));
         assert!(matches!(class(&worse), Class::Undecided(w)
             if w.contains("REGRESSED against good, REGRESSED against bad")));
+    }
+
+    /// `count` trials at N=1 from `values`, repeated in order.
+    fn trials(id: i64, values: &[f64], count: usize) -> model::record::RunData {
+        let v: Vec<f64> = values.iter().copied().cycle().take(count).collect();
+        model::test_runs::run(id, "spin", &[(1, &v[..])])
+    }
+
+    /// A commit at two levels (half its trials doing 50% more work) is unstable whatever its
+    /// mean, and said so with the spreads; one outlier trial, or too few trials, is not.
+    #[test]
+    fn a_commit_at_two_levels_is_unstable_and_one_outlier_is_not() {
+        let opts = CompareOptions::default();
+        let spread = [1.0, 0.998, 1.002, 0.999, 1.001, 1.0005, 0.9995];
+        let good: Vec<f64> = spread.iter().map(|s| 1000.0 * s).collect();
+        let bad: Vec<f64> = spread.iter().map(|s| 900.0 * s).collect();
+        let (good, bad) = (trials(1, &good, 14), trials(2, &bad, 14));
+        let b = bisected(&compare_runs(&good, &bad, &opts, false)).unwrap();
+        let opts = stats::CompareOptions {
+            threshold: b.threshold,
+            ..opts
+        };
+        let class = |c: &model::record::RunData| {
+            classify(
+                &compare_runs(&good, c, &opts, false),
+                &compare_runs(&bad, c, &opts, false),
+                &[1],
+            )
+        };
+        let flaky = trials(3, &[1000.0, 667.0, 1001.0, 668.0, 999.0, 666.0, 1000.5], 14);
+        let Class::Unstable(why) = class(&flaky) else {
+            panic!("two levels: {:?}", class(&flaky));
+        };
+        assert!(
+            why.contains("N=1: the middle half of its trials spans "),
+            "{why}"
+        );
+        // Its mean on the bad level does not make it bad.
+        let on_bad_level = trials(4, &[1000.0, 800.0, 1001.0, 801.0, 999.0, 799.0, 1000.5], 14);
+        assert!(matches!(class(&on_bad_level), Class::Unstable(_)));
+        let mut hiccup: Vec<f64> = spread.iter().map(|s| 900.0 * s).collect();
+        hiccup[3] = 600.0;
+        assert_eq!(class(&trials(5, &hiccup, 14)), Class::Bad);
+        assert!(!matches!(
+            class(&trials(6, &[1000.0, 667.0], 8)),
+            Class::Unstable(_)
+        ));
     }
 
     #[test]

@@ -263,6 +263,13 @@ pub fn mark(
                 match decide::classify(&vs_good, &vs_bad, at) {
                     Class::Good => row.verdict = StepVerdict::Good,
                     Class::Bad => row.verdict = StepVerdict::Bad,
+                    Class::Unstable(why) => {
+                        row.verdict = StepVerdict::Skip;
+                        row.reason = Some(format!(
+                            "after {}: {why}",
+                            plural(run.meta.runs as usize, "trial")
+                        ));
+                    }
                     Class::Undecided(why) => {
                         row.verdict = StepVerdict::Skip;
                         row.reason = Some(format!(

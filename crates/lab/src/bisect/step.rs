@@ -279,6 +279,13 @@ pub(super) fn test_commit(
                             match decide::classify(&vs_good, &vs_bad, at) {
                                 Class::Good => row.verdict = StepVerdict::Good,
                                 Class::Bad => row.verdict = StepVerdict::Bad,
+                                Class::Unstable(why) => skip(
+                                    &mut row,
+                                    format!(
+                                        "after {} per N: {why}",
+                                        plural(candidate.meta.runs as usize, "group")
+                                    ),
+                                ),
                                 Class::Undecided(why) => skip(
                                     &mut row,
                                     format!(
