@@ -217,7 +217,7 @@ mod tests {
 
     use super::*;
     use crate::plan::RunConfig;
-    use crate::runner::{CommandSpec, FakeExecutor, OpsSource};
+    use crate::runner::{CommandSpec, FakeExecutor};
     use model::record::{TrialOutcome, TrialRecord};
 
     fn plan(tasks: &str, runs: u32) -> Plan {
@@ -402,32 +402,36 @@ mod tests {
         assert_eq!(data.meta.status, RunStatus::Interrupted);
     }
 
-    fn command_plan(tasks: &str, runs: u32, warmup_runs: u32) -> Plan {
+    /// A plan of command `c` at N=1,2 with `runs` trials a point and `warmup_runs`.
+    fn command_plan(c: &str, runs: u32, warmup_runs: u32) -> RunConfig {
         let mut cfg = RunConfig::new("cmd");
-        cfg.command = Some(CommandSpec {
-            steps: vec![("cmd".into(), "true".into())],
-            prepare: None,
-            cleanup: None,
-            ops: OpsSource::Completion,
-            dir: None,
-            metrics: Vec::new(),
-            ops_primary: false,
-        });
+        cfg.command = Some(CommandSpec::one_step(c));
         cfg.warmup = model::record::Nanos(0);
-        cfg.tasks = Some(tasks.parse().unwrap());
+        cfg.tasks = Some("1,2".parse().unwrap());
         cfg.trials_per_point = runs;
         cfg.warmup_runs = warmup_runs;
-        Plan::new(cfg, 2).unwrap()
+        cfg
+    }
+
+    /// Runs `cfg` on `exec` with the stop flag at `stop`: the outcome, the store and what the
+    /// progress saw.
+    fn warmed(
+        cfg: RunConfig,
+        exec: &mut FakeExecutor,
+        stop: bool,
+    ) -> (RunOutcome, Store, tempfile::TempDir, Recorder) {
+        let stop = AtomicBool::new(stop);
+        let mut seen = Recorder::default();
+        let (outcome, store, dir) = with_session(&stop, &mut seen, |s| {
+            run(Plan::new(cfg, 2).unwrap(), s, Some(exec)).unwrap()
+        });
+        (outcome, store, dir, seen)
     }
 
     #[test]
     fn warm_up_runs_go_first_at_the_largest_n_and_are_never_stored() {
-        let stop = AtomicBool::new(false);
-        let mut seen = Recorder::default();
         let mut exec = FakeExecutor::new(1e3, 0.0);
-        let (outcome, store, _dir) = with_session(&stop, &mut seen, |s| {
-            run(command_plan("1,2", 2, 3), s, Some(&mut exec)).unwrap()
-        });
+        let (outcome, store, _dir, seen) = warmed(command_plan("true", 2, 3), &mut exec, false);
         assert_eq!(outcome.end, SweepEnd::Complete);
         assert_eq!(outcome.stored, 4);
         assert_eq!(exec.calls, 3 + 4);
@@ -440,13 +444,9 @@ mod tests {
 
     #[test]
     fn a_failed_warm_up_run_is_a_warning_and_the_trials_still_run() {
-        let stop = AtomicBool::new(false);
-        let mut seen = Recorder::default();
         let mut exec = FakeExecutor::new(1e3, 0.0);
         exec.fail = Some((2, 0));
-        let (outcome, _store, _dir) = with_session(&stop, &mut seen, |s| {
-            run(command_plan("1,2", 1, 1), s, Some(&mut exec)).unwrap()
-        });
+        let (outcome, _store, _dir, seen) = warmed(command_plan("true", 1, 1), &mut exec, false);
         assert_eq!(outcome.stored, 2);
         assert_eq!(seen.warnings.len(), 1, "{:?}", seen.warnings);
         assert!(
@@ -458,12 +458,8 @@ mod tests {
 
     #[test]
     fn a_stop_during_the_warm_up_stores_the_run_interrupted_without_trials() {
-        let stop = AtomicBool::new(true);
-        let mut seen = Recorder::default();
         let mut exec = FakeExecutor::new(1e3, 0.0);
-        let (outcome, store, _dir) = with_session(&stop, &mut seen, |s| {
-            run(command_plan("1,2", 2, 2), s, Some(&mut exec)).unwrap()
-        });
+        let (outcome, store, _dir, _) = warmed(command_plan("true", 2, 2), &mut exec, true);
         assert_eq!(outcome.end, SweepEnd::Interrupted);
         assert_eq!(exec.calls, 0);
         let data = store.load_run(outcome.id).unwrap();
@@ -482,19 +478,7 @@ mod tests {
     #[test]
     fn an_ab_experiment_stores_two_runs_in_random_pairs_with_their_order() {
         let command = |c: &str, variant: &str| {
-            let mut cfg = RunConfig::new("cmd");
-            cfg.command = Some(CommandSpec {
-                steps: vec![("cmd".into(), c.into())],
-                prepare: None,
-                cleanup: None,
-                ops: OpsSource::Completion,
-                dir: None,
-                metrics: Vec::new(),
-                ops_primary: false,
-            });
-            cfg.warmup = model::record::Nanos(0);
-            cfg.tasks = Some("1,2".parse().unwrap());
-            cfg.trials_per_point = 4;
+            let mut cfg = command_plan(c, 4, 0);
             cfg.variant = Some(variant.into());
             Plan::new(cfg, 2).unwrap()
         };

@@ -433,15 +433,7 @@ mod tests {
     use super::*;
 
     fn one_step(cmd: &str) -> CommandSpec {
-        CommandSpec {
-            steps: vec![("cmd".into(), cmd.into())],
-            prepare: None,
-            cleanup: None,
-            ops: OpsSource::Completion,
-            dir: None,
-            metrics: Vec::new(),
-            ops_primary: false,
-        }
+        CommandSpec::one_step(cmd)
     }
 
     #[test]
@@ -477,15 +469,7 @@ mod tests {
 
     #[test]
     fn missing_programs_are_caught_before_running() {
-        let spec = CommandSpec {
-            steps: vec![("cmd".into(), "no-such-program-xyz {n}".into())],
-            prepare: None,
-            cleanup: None,
-            ops: OpsSource::Completion,
-            dir: None,
-            metrics: Vec::new(),
-            ops_primary: false,
-        };
+        let spec = one_step("no-such-program-xyz {n}");
         assert!(
             spec.validate()
                 .unwrap_err()

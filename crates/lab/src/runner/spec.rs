@@ -108,6 +108,22 @@ pub struct CommandSpec {
     pub ops_primary: bool,
 }
 
+#[cfg(test)]
+impl CommandSpec {
+    /// One timed step, `cmd`, one op per trial; no prepare, cleanup or metric.
+    pub(crate) fn one_step(cmd: &str) -> CommandSpec {
+        CommandSpec {
+            steps: vec![("cmd".into(), cmd.into())],
+            prepare: None,
+            cleanup: None,
+            ops: OpsSource::Completion,
+            dir: None,
+            metrics: Vec::new(),
+            ops_primary: false,
+        }
+    }
+}
+
 impl TrialSpec {
     /// The built-in workload, when this trial runs one.
     pub(crate) fn builtin(&self) -> Option<&BuiltinWork> {
