@@ -14,11 +14,12 @@
 //! - anything else is undecided, and the step is skipped once `--max-runs` cannot decide it;
 //! - unstable, and skipped at once, whatever its verdicts: a commit whose trials spread (their
 //!   interquartile range over the median) twice as wide as either end's and wider than the gap
-//!   between them (twice the threshold), at every bisected N, after 10 trials a side. Such a commit is at no one level: a
-//!   flaky build, half its runs slow. Its mean can fall anywhere, on the bad level too — a test
-//!   commit doing 20% more work in half its runs averaged −9% against a 10% gap and was taken for
-//!   the first bad commit before this rule. The interquartile range is robust: one outlier trial
-//!   (a hiccup of the VM) does not move it, two levels with a quarter of the trials each do.
+//!   between them (twice the threshold), at every bisected N, after 10 trials a side. Such a
+//!   commit is at no one level: a flaky build, half its runs slow. Its mean can fall anywhere,
+//!   on the bad level too — a test commit doing 20% more work in half its runs averaged −9%
+//!   against a 10% gap and was taken for the first bad commit before this rule. The
+//!   interquartile range is robust: one outlier trial (a hiccup of the VM) does not move it,
+//!   two levels with a quarter of the trials each do.
 //!
 //! The steps' threshold is `--threshold`, or half the gap between the ends when that is larger
 //! ([`Bisected::threshold`]). A step's question is not whether a commit changed anything but

@@ -113,7 +113,7 @@ fn supervisors(e: &Value) -> Vec<String> {
 /// The traces agree with the accounting: blocked time (where material) and the profile, each
 /// within `tolerance` of 1 (`bench/real-programs` measures the release build against 0.90–1.10;
 /// this is a debug build on a shared 2-CPU machine).
-fn assert_agreement(e: &Value, tolerance: f64) {
+fn assert_agreement(lab: &Lab, e: &Value, tolerance: f64) {
     for p in e["points"].as_array().unwrap() {
         let n = &p["n"];
         let total = p["accounting"]["ns_per_op_task"].as_f64().unwrap();
@@ -134,7 +134,18 @@ fn assert_agreement(e: &Value, tolerance: f64) {
         ) {
             assert!(
                 (prof / acc - 1.0).abs() <= tolerance,
-                "N={n}: profile {prof:.0} vs user+sys {acc:.0} ns per unit"
+                "N={n}: profile {prof:.0} vs user+sys {acc:.0} ns per unit (measuring {}%); the \
+                 profiles' samples, lost, throttles: {:?}",
+                p["measuring_pct"],
+                lab.json(&["profile", "last", "--json"])["points"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|q| format!(
+                        "N={} {} {} {}",
+                        q["n"], q["samples"], q["lost"], q["throttled"]
+                    ))
+                    .collect::<Vec<_>>()
             );
         }
     }
@@ -283,7 +294,7 @@ fn dbench_is_explained_per_mb_by_its_file_system_waits_and_its_parent_only_super
     for c in causes(&e) {
         assert_eq!(supervising_wait(&c), None, "a supervisor's wait as a cause");
     }
-    assert_agreement(&e, 0.15);
+    assert_agreement(&lab, &e, 0.15);
     // Beyond noise, the top cause is the file system's: fsync, the journal, block I/O, ext4's
     // own code (its inode allocator's `find_inode_bit` → `recently_deleted` reading the inode
     // table's buffers, under the block device's mapping lock, was the top one in a run here),
@@ -429,7 +440,7 @@ fn sysbench_is_explained_by_its_hot_mutex_from_a_named_call_site_never_by_its_jo
     for c in causes(&e) {
         assert_eq!(supervising_wait(&c), None, "a join as a cause");
     }
-    assert_agreement(&e, 0.15);
+    assert_agreement(&lab, &e, 0.15);
     // The hot mutex's waits are named by their call site in the stripped binary, as perf
     // names it: pthread_mutex_lock's caller, `sysbench+0x…`.
     let locks = lab.json(&["locks", "last", "--at", "2", "--user", "--json"]);
@@ -583,7 +594,7 @@ fn zstd_is_never_explained_by_a_wait_and_the_thread_that_starts_its_pool_only_su
             "N={n}: workers {workers:?}"
         );
     }
-    assert_agreement(&e, 0.15);
+    assert_agreement(&lab, &e, 0.15);
 }
 
 /// A journalled ext4 on a loop device, mounted on a folder for one test and unmounted when
