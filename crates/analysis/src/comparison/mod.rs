@@ -14,9 +14,10 @@
 //!
 //! Its parts, imported one way: `side.rs` ([`Side`]: A or B) ← `curve.rs` (per-N results, the
 //! whole-curve summary) and `warning.rs` (mismatches and warnings) ← this module (which
-//! compares).
+//! compares) ← `midpoint.rs` (a candidate against the midpoint of two ends, for `bisect`).
 
 mod curve;
+mod midpoint;
 mod side;
 mod warning;
 
@@ -26,6 +27,7 @@ use serde::Serialize;
 use stats::{CompareOptions, Direction, Sample, Verdict};
 
 pub use self::curve::{Crossing, CurveSummary, PointComparison, WorstPoint};
+pub use self::midpoint::against_midpoint;
 pub use self::side::Side;
 pub use self::warning::{ComparisonWarning, Mismatch};
 use crate::AnalysisError;

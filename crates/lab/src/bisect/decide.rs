@@ -11,6 +11,17 @@
 //!   third level, e.g. a flaky commit), not IMPROVED, and not INCONCLUSIVE with the estimate
 //!   itself at a third level (a commit −14.9% against good and −6.04% [−7.94%, −2.58%] against
 //!   a bad end 8% down, judged at ±3.98%, was taken for bad and made the wrong answer);
+//! - or, when the three were measured in groups, on one side of the midpoint: each group's
+//!   midpoint is the geometric mean of its two ends' trials, and a commit whose interval
+//!   against it lies wholly on the bad side (REGRESSED at a threshold of 0) is bad when it is
+//!   REGRESSED or INCONCLUSIVE against the good end and NO CHANGE against the bad end, or
+//!   INCONCLUSIVE with its estimate within ±threshold of it; good likewise on the good side.
+//!   The ends' gap measured before the step sets the band, and the VM's speed moves the gap
+//!   from one step to the next: a bad commit −1.85% [−2.30%, −1.32%] against good and +0.64%
+//!   [+0.02%, +1.45%] against bad, judged at ±1.37% from ends 2.74% apart, was undecided after
+//!   80 groups — its step's ends were 2.49% apart, and it lay beyond their midpoint. The
+//!   midpoint of each group is measured where the commit is, and the commit against it carries
+//!   the noise of one and a half trials, not two;
 //! - anything else is undecided, and the step is skipped once `--max-runs` cannot decide it;
 //! - unstable, and skipped at once, whatever its verdicts: a commit whose trials spread (their
 //!   interquartile range over the median) twice as wide as either end's and wider than the gap
@@ -45,10 +56,12 @@
 //! (a 2.21% gap, judged at ±1.1%) was undecided after 40 groups, and two of three seeds of the
 //! 3% history ended "only skipped commits are left".
 //!
-//! Every verdict is `stats::compare`'s (paired when the runs were measured together); nothing
-//! here looks at a figure except the gap's size and, for instability, the sides' spreads.
+//! Every verdict is `stats::compare`'s (paired when the runs were measured together; the
+//! midpoint's from `analysis::comparison::against_midpoint`); nothing here looks at a figure
+//! except the gap's size, the estimates' distance from an end and, for instability, the sides'
+//! spreads.
 
-use stats::Verdict;
+use stats::{Change, Verdict};
 
 use analysis::comparison::{Comparison, TrialMetric};
 use model::number_text::{comma_list, signed_percent};
@@ -158,34 +171,61 @@ pub(crate) fn not_regressed_reason(ends: &Comparison, metric: &TrialMetric) -> S
 }
 
 /// The class of a commit from its comparison against the good end (`vs_good`: the commit as B,
-/// the good end as A) and against the bad end (`vs_bad`), at the N in `at`.
-pub(crate) fn classify(vs_good: &Comparison, vs_bad: &Comparison, at: &[u32]) -> Class {
+/// the good end as A), against the bad end (`vs_bad`) and, when the three were measured in
+/// groups, against the midpoint of the ends in each group (`midpoint`, from
+/// [`analysis::comparison::against_midpoint`]; empty for a `--no-build` mark), at the N in `at`.
+pub(crate) fn classify(
+    vs_good: &Comparison,
+    vs_bad: &Comparison,
+    midpoint: &[(u32, Option<Change>)],
+    at: &[u32],
+) -> Class {
     if let Some(why) = unstable(vs_good, vs_bad, at) {
         return Class::Unstable(why);
     }
     let change = |c: &Comparison, n: u32| c.points.iter().find(|p| p.n == n).and_then(|p| p.change);
     let verdict = |c: &Comparison, n: u32| change(c, n).map(|c| c.verdict);
+    let side = |n: u32| {
+        midpoint
+            .iter()
+            .find(|m| m.0 == n)
+            .and_then(|m| m.1.map(|c| c.verdict))
+    };
     // The estimate against that end lies within the band around it.
     let near = |c: &Comparison, n: u32| {
         change(c, n).is_some_and(|ch| ch.relative_shift.point.abs() <= c.options.threshold)
     };
+    use Verdict::{Improved, Inconclusive, NoChange, Regressed};
     let mut good = Vec::new();
     let mut bad = Vec::new();
     let mut neither = Vec::new();
     for &n in at {
-        match (verdict(vs_good, n), verdict(vs_bad, n)) {
-            (Some(Verdict::NoChange), _) => good.push(n),
-            (Some(Verdict::Inconclusive), Some(Verdict::Improved)) if near(vs_good, n) => {
+        match (verdict(vs_good, n), verdict(vs_bad, n), side(n)) {
+            (Some(NoChange), _, _) => good.push(n),
+            (Some(Inconclusive), Some(Improved | Inconclusive), Some(Improved))
+                if near(vs_good, n) =>
+            {
                 good.push(n)
             }
-            (Some(Verdict::Regressed), Some(Verdict::NoChange)) => bad.push(n),
-            (Some(Verdict::Regressed), Some(Verdict::Inconclusive)) if near(vs_bad, n) => {
+            (Some(Inconclusive), Some(Improved), _) if near(vs_good, n) => good.push(n),
+            (Some(Regressed), Some(NoChange), _) => bad.push(n),
+            (Some(Regressed | Inconclusive), Some(Inconclusive), Some(Regressed))
+                if near(vs_bad, n) =>
+            {
                 bad.push(n)
             }
-            (g, b) => neither.push(format!(
-                "N={n}: {} against good, {} against bad",
+            (Some(Inconclusive), Some(NoChange), Some(Regressed)) => bad.push(n),
+            (Some(Regressed), Some(Inconclusive), _) if near(vs_bad, n) => bad.push(n),
+            (g, b, m) => neither.push(format!(
+                "N={n}: {} against good, {} against bad{}",
                 g.map_or("not compared".into(), |v| v.to_string()),
                 b.map_or("not compared".into(), |v| v.to_string()),
+                match m {
+                    Some(Improved) => ", on the good side of the midpoint",
+                    Some(Regressed) => ", on the bad side of the midpoint",
+                    Some(_) => ", across the midpoint",
+                    None => "",
+                }
             )),
         }
     }
@@ -286,6 +326,7 @@ mod tests {
             classify(
                 &compare_runs(&good, c, &opts, false),
                 &compare_runs(&bad, c, &opts, false),
+                &[],
                 &at,
             )
         };
@@ -331,6 +372,7 @@ mod tests {
             classify(
                 &compare_runs(&good, c, &opts, false),
                 &compare_runs(&bad, c, &opts, false),
+                &[],
                 &[1],
             )
         };
@@ -350,6 +392,79 @@ mod tests {
         assert_eq!(verdicts(&worse), (Verdict::Regressed, Verdict::Regressed));
         assert!(matches!(class(&worse), Class::Undecided(w)
             if w.contains("REGRESSED against good, REGRESSED against bad")));
+    }
+
+    /// A bad commit INCONCLUSIVE against the good end (its interval crosses half the gap the
+    /// ends measured before the step) is bad when, group by group, it lies wholly on the bad
+    /// side of the midpoint of the ends measured with it — the gap in the step was smaller, as
+    /// the VM's speed drifts — and not when the midpoint cannot tell.
+    #[test]
+    fn the_midpoint_of_each_group_decides_a_commit_the_ends_leave_inconclusive() {
+        let opts = CompareOptions::default();
+        // Independent noise of ±2% per trial, from a fixed sequence.
+        let mut state = 0x2545_f491_u64;
+        let mut noise = || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            1.0 + 0.04 * ((state >> 33) as f64 / (1u64 << 31) as f64 - 0.5)
+        };
+        let mut side = |id: i64, level: f64| {
+            let v: Vec<f64> = (0..40).map(|_| level * noise()).collect();
+            model::test_runs::run(id, "spin", &[(1, &v[..])])
+        };
+        // The ends before the step: 3% apart, commits judged at ±1.5%.
+        let b = bisected(&compare_runs(
+            &side(1, 1000.0),
+            &side(2, 970.0),
+            &opts,
+            false,
+        ))
+        .unwrap();
+        let opts = stats::CompareOptions {
+            threshold: b.threshold,
+            ..opts
+        };
+        // The ends in the step: 2.4% apart.
+        let (good, bad) = (side(3, 1000.0), side(4, 976.0));
+        let judged = |c: &model::record::RunData, with_midpoint: bool| {
+            let v = |end: &model::record::RunData| {
+                compare_runs(end, c, &opts, false).points[0]
+                    .change
+                    .unwrap()
+                    .verdict
+            };
+            let midpoint = analysis::comparison::against_midpoint(
+                &good,
+                &bad,
+                c,
+                &opts,
+                &analysis::comparison::TrialMetric::Throughput,
+            );
+            let class = classify(
+                &compare_runs(&good, c, &opts, false),
+                &compare_runs(&bad, c, &opts, false),
+                if with_midpoint { &midpoint } else { &[] },
+                &[1],
+            );
+            (v(&good), v(&bad), midpoint[0].1.unwrap().verdict, class)
+        };
+        let near_bad = side(5, 983.0);
+        let (g, bd, m, class) = judged(&near_bad, true);
+        assert_eq!(g, Verdict::Inconclusive);
+        assert_ne!(bd, Verdict::Regressed);
+        assert_eq!(m, Verdict::Regressed);
+        assert_eq!(class, Class::Bad);
+        // Without the groups' midpoint (a `--no-build` mark), the same commit is undecided.
+        let (.., alone) = judged(&near_bad, false);
+        assert!(matches!(alone, Class::Undecided(_)), "{alone:?}");
+        let halfway = side(6, 988.0);
+        let (_, _, m, class) = judged(&halfway, true);
+        assert_eq!(m, Verdict::Inconclusive);
+        assert!(
+            matches!(&class, Class::Undecided(w) if w.contains("across the midpoint")),
+            "{class:?}"
+        );
     }
 
     /// `count` trials at N=1 from `values`, repeated in order.
@@ -376,6 +491,7 @@ mod tests {
             classify(
                 &compare_runs(&good, c, &opts, false),
                 &compare_runs(&bad, c, &opts, false),
+                &[],
                 &[1],
             )
         };

@@ -260,7 +260,8 @@ pub fn mark(
                 row.run_commit = Some(run.meta.id);
                 let vs_good = spec.compare(&good, &run, bisected.threshold);
                 let vs_bad = spec.compare(&bad, &run, bisected.threshold);
-                match decide::classify(&vs_good, &vs_bad, at) {
+                // Measured alone, unpaired: no group has a midpoint of its own.
+                match decide::classify(&vs_good, &vs_bad, &[], at) {
                     Class::Good => row.verdict = StepVerdict::Good,
                     Class::Bad => row.verdict = StepVerdict::Bad,
                     Class::Unstable(why) => {

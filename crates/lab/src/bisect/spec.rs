@@ -10,7 +10,7 @@ use stats::{CompareOptions, Direction};
 use super::error::BisectError;
 use crate::plan::{Plan, RunConfig};
 use crate::runner::CommandSpec;
-use analysis::comparison::{Comparison, TrialMetric, compare_runs_on};
+use analysis::comparison::{Comparison, TrialMetric, against_midpoint, compare_runs_on};
 use model::record::Nanos;
 use model::record::RunData;
 use model::task_spec::TaskSpec;
@@ -113,6 +113,17 @@ impl BisectSpec {
     /// at `threshold`, paired when the runs were measured together.
     pub(crate) fn compare(&self, a: &RunData, b: &RunData, threshold: f64) -> Comparison {
         compare_runs_on(a, b, &self.options_at(threshold), true, self.metric.clone())
+    }
+
+    /// `candidate` against the midpoint of `good` and `bad` in each group they were measured
+    /// in, N by N (see [`against_midpoint`]).
+    pub(crate) fn midpoint(
+        &self,
+        good: &RunData,
+        bad: &RunData,
+        candidate: &RunData,
+    ) -> Vec<(u32, Option<stats::Change>)> {
+        against_midpoint(good, bad, candidate, &self.options_at(0.0), &self.metric)
     }
 
     /// The settings as stored.

@@ -243,8 +243,12 @@ pub(super) fn test_commit(
                 Ok(mut plans) => {
                     let watch = [(0, 1), (2, 1)];
                     let sides = (bisected.threshold, ['G', 'C', 'B'].as_slice());
-                    let decided = |c: &[Comparison]| {
-                        !matches!(decide::classify(&c[0], &c[1], at), Class::Undecided(_))
+                    let decided = |c: &[Comparison], runs: &[RunData]| {
+                        let midpoint = spec.midpoint(&runs[0], &runs[2], &runs[1]);
+                        !matches!(
+                            decide::classify(&c[0], &c[1], &midpoint, at),
+                            Class::Undecided(_)
+                        )
                     };
                     let Some(ids) = measure(
                         spec,
@@ -276,7 +280,8 @@ pub(super) fn test_commit(
                         None => {
                             let vs_good = spec.compare(&good, &candidate, bisected.threshold);
                             let vs_bad = spec.compare(&bad, &candidate, bisected.threshold);
-                            match decide::classify(&vs_good, &vs_bad, at) {
+                            let midpoint = spec.midpoint(&good, &bad, &candidate);
+                            match decide::classify(&vs_good, &vs_bad, &midpoint, at) {
                                 Class::Good => row.verdict = StepVerdict::Good,
                                 Class::Bad => row.verdict = StepVerdict::Bad,
                                 Class::Unstable(why) => skip(

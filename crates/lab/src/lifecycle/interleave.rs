@@ -29,6 +29,7 @@ use crate::plan::Plan;
 use crate::runner::Executor;
 use analysis::comparison::{Comparison, compare_runs_on};
 use model::env::Fingerprint;
+use model::record::RunData;
 
 /// The sides of an interleaved experiment.
 #[derive(Clone, Copy)]
@@ -45,8 +46,9 @@ pub(crate) struct Sides<'a> {
     pub decided: Option<&'a Decided<'a>>,
 }
 
-/// Whether an experiment's comparisons decide what its caller needs (see [`Sides::decided`]).
-pub(crate) type Decided<'a> = dyn Fn(&[Comparison]) -> bool + 'a;
+/// Whether an experiment's comparisons (in `watch`'s order) and its runs so far (in the plans'
+/// order) decide what its caller needs (see [`Sides::decided`]).
+pub(crate) type Decided<'a> = dyn Fn(&[Comparison], &[RunData]) -> bool + 'a;
 
 /// How an interleaved experiment ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,10 +135,14 @@ pub(crate) fn interleave(
             let mut more = None;
             let mut open = Vec::new();
             let mut compared = Vec::new();
+            let so_far_runs = ids
+                .iter()
+                .map(|&id| session.store.load_run(id))
+                .collect::<Result<Vec<_>, _>>()?;
             for &(base, candidate) in sides.watch {
                 let so_far = compare_runs_on(
-                    &session.store.load_run(ids[base])?,
-                    &session.store.load_run(ids[candidate])?,
+                    &so_far_runs[base],
+                    &so_far_runs[candidate],
                     &policy.options,
                     true,
                     policy.metric.clone(),
@@ -145,7 +151,11 @@ pub(crate) fn interleave(
                 open.extend(undecided(&so_far));
                 compared.push(so_far);
             }
-            if more.is_none() && sides.decided.is_some_and(|decided| !decided(&compared)) {
+            if more.is_none()
+                && sides
+                    .decided
+                    .is_some_and(|decided| !decided(&compared, &so_far_runs))
+            {
                 // Precise, yet not decided: half as many again, then look again.
                 more = Some((planned + planned.div_ceil(2)).min(policy.max_runs));
                 open.extend(points.iter().copied());
