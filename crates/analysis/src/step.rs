@@ -79,6 +79,7 @@ mod tests {
     fn step(name: &str, tag: &str) -> StepRecord {
         StepRecord {
             perf_record_cpu: None,
+            wrapper_wall: None,
             name: name.into(),
             wall: Nanos(1),
             usage: Usage::default(),

@@ -37,6 +37,12 @@ pub(crate) trait Observer: std::fmt::Debug {
         None
     }
 
+    /// When the program it wrapped ran, by its own records: (exec, exit), CLOCK_MONOTONIC ns;
+    /// asked once the wrapper has ended. `None`: it wraps nothing, or cannot tell.
+    fn wrapped_span(&self) -> Option<(u64, u64)> {
+        None
+    }
+
     /// The measurement window opened at `at` (CLOCK_MONOTONIC ns): account from there on.
     fn window_opens(&mut self, _at: u64) {}
 

@@ -74,6 +74,12 @@ impl Observers {
         wrapped
     }
 
+    /// When the wrapped program ran, by the first observer that can tell (see
+    /// [`Observer::wrapped_span`]).
+    pub(crate) fn wrapped_span(&self) -> Option<(u64, u64)> {
+        self.0.iter().find_map(|o| o.wrapped_span())
+    }
+
     /// Leaves out process `pid` (the harness's) in every one.
     pub(crate) fn exclude(&mut self, pid: u32) {
         for o in &mut self.0 {

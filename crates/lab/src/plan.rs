@@ -393,6 +393,16 @@ impl Plan {
         }
     }
 
+    /// [`Plan::trial_spec`] with no tracer either: a trial that only runs the work (a warm-up
+    /// run, the untraced reference a traced built-in run measures).
+    pub(crate) fn untraced_spec(&self, n: u32) -> TrialSpec {
+        TrialSpec {
+            locks: None,
+            offcpu: None,
+            ..self.trial_spec(n)
+        }
+    }
+
     /// About 20 samples per window, between 10 ms and 1 s apart.
     pub(crate) fn sample_interval(&self) -> Nanos {
         sample_interval(self.duration)

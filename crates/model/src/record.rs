@@ -764,8 +764,15 @@ pub struct WokenShare {
 pub struct StepRecord {
     /// The step's name (`cmd` for `--cmd` itself).
     pub name: String,
-    /// Its wall time.
+    /// Its wall time: from the command's start to its exit. Under `--profile`, the command's
+    /// own, from its exec to its exit as `perf record` saw them (see
+    /// [`StepRecord::wrapper_wall`]).
     pub wall: Nanos,
+    /// Under `--profile`: the wall time of the `perf record` that wrapped the step, its
+    /// start-up and write-out included (`None`: not profiled, or perf's records did not give
+    /// the command's own span, and [`StepRecord::wall`] is this).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wrapper_wall: Option<Nanos>,
     /// The step's whole process tree (wait4), not just the shell; under `--profile` without
     /// the `perf record` that wrapped it ([`StepRecord::perf_record_cpu`]).
     pub usage: Usage,

@@ -20,7 +20,7 @@ pub use error::PerfError;
 pub use kallsyms::{Kallsyms, KernelSymbol};
 pub use profile::{
     DsoCost, FunctionCost, NO_KALLSYMS_NOTE, Profile, ProfileOptions, SampleTally, StackCost,
-    kallsyms_has_addresses, read_profile,
+    kallsyms_has_addresses, read_profile, workload_span,
 };
 pub use unwind::{DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MappedFile, check_stack_size};
 pub use user_symbols::{UserFrame, UserSymbols};

@@ -98,9 +98,10 @@ pub fn run(
         side: None,
     }];
     let mut stored = 0;
-    let ended = match warm_up(&plan, executor, session) {
-        SweepEnd::Interrupted => Ok(SweepEnd::Interrupted),
-        SweepEnd::Complete => run_slots(
+    let ended = match warm_up(&plan, id, executor, session) {
+        Err(e) => Err(e),
+        Ok(SweepEnd::Interrupted) => Ok(SweepEnd::Interrupted),
+        Ok(SweepEnd::Complete) => run_slots(
             session,
             &runs,
             &slots,
@@ -121,26 +122,32 @@ pub fn run(
 /// `--warmup-runs K`: the command K times at the largest N, untraced and unmeasured, before the
 /// first trial (hyperfine's `--warmup`: a first run pays for cold caches, a new file system's
 /// first writes, a first compile). A failed warm-up run is a warning, and the trials still run
-/// (and fail on their own, each stored, if the command cannot run at all).
-fn warm_up(plan: &Plan, executor: &mut dyn Executor, session: &mut Session<'_>) -> SweepEnd {
+/// (and fail on their own, each stored, if the command cannot run at all); the warning is
+/// stored with run `id`, so that a reader of the run later sees that its caches may be cold.
+fn warm_up(
+    plan: &Plan,
+    id: i64,
+    executor: &mut dyn Executor,
+    session: &mut Session<'_>,
+) -> Result<SweepEnd, LabError> {
     let Some(&n) = plan.points.iter().max() else {
-        return SweepEnd::Complete;
+        return Ok(SweepEnd::Complete);
     };
     for k in 1..=plan.warmup_runs {
         if session.stop.load(std::sync::atomic::Ordering::SeqCst) {
-            return SweepEnd::Interrupted;
+            return Ok(SweepEnd::Interrupted);
         }
-        let mut spec = plan.trial_spec(n);
-        spec.locks = None;
-        spec.offcpu = None;
+        let spec = plan.untraced_spec(n);
         let started = std::time::Instant::now();
         match executor.execute(&spec, plan.deadline(), session.stop) {
-            Execution::Interrupted => return SweepEnd::Interrupted,
+            Execution::Interrupted => return Ok(SweepEnd::Interrupted),
             Execution::Finished(TrialOutcome::Failed { reason }) => {
-                session.progress.warning(&format!(
+                let warning = format!(
                     "warm-up run {k} of {} at N={n} failed: {reason}",
                     plan.warmup_runs
-                ))
+                );
+                session.progress.warning(&warning);
+                session.store.add_warnings(id, &[warning])?;
             }
             Execution::Finished(_) => session.progress.note(&format!(
                 "warm-up run {k} of {} at N={n}: {:.1} s, not measured",
@@ -149,7 +156,7 @@ fn warm_up(plan: &Plan, executor: &mut dyn Executor, session: &mut Session<'_>) 
             )),
         }
     }
-    SweepEnd::Complete
+    Ok(SweepEnd::Complete)
 }
 
 /// `--locks` on a machine that cannot trace, or `--profile` without a usable perf: the run goes
@@ -178,7 +185,7 @@ fn preflight(plan: &mut Plan, progress: &mut dyn Progress) -> Vec<String> {
                 warnings.extend(perf_record::kallsyms_warning());
                 if let (Some(p), Some(_)) = (&plan.profile, &plan.command) {
                     warnings.push(format!(
-                        "--profile: the first {} trial(s) of each point run each step under `perf record`, whose start-up and CPU time are in those trials' times; compare runs profiled alike, or rerun without --profile for the cleanest times",
+                        "--profile: the first {} trial(s) of each point run each step under `perf record`; their times are the command's own, from its exec to its exit as perf saw them, but the sampling's interrupts are in them: compare runs profiled alike, or rerun without --profile for the cleanest times",
                         p.trials
                     ));
                 }
@@ -446,8 +453,15 @@ mod tests {
     fn a_failed_warm_up_run_is_a_warning_and_the_trials_still_run() {
         let mut exec = FakeExecutor::new(1e3, 0.0);
         exec.fail = Some((2, 0));
-        let (outcome, _store, _dir, seen) = warmed(command_plan("true", 1, 1), &mut exec, false);
+        let (outcome, store, _dir, seen) = warmed(command_plan("true", 1, 1), &mut exec, false);
         assert_eq!(outcome.stored, 2);
+        let stored = store.load_run(outcome.id).unwrap().meta.warnings;
+        assert!(
+            stored
+                .iter()
+                .any(|w| w.contains("warm-up run 1 of 1 at N=2 failed")),
+            "stored with the run: {stored:?}"
+        );
         assert_eq!(seen.warnings.len(), 1, "{:?}", seen.warnings);
         assert!(
             seen.warnings[0].contains("warm-up run 1 of 1 at N=2 failed: planted failure"),

@@ -178,14 +178,12 @@ fn untraced_reference(
     scratch: Option<&mut Scratch>,
     session: &Session<'_>,
 ) -> Result<Reference, LabError> {
-    let mut spec = plan.trial_spec(slot.n);
-    let traced = spec.locks.is_some() || spec.offcpu.is_some();
-    if slot.index != reference_index(plan) || !traced || spec.builtin().is_none() {
+    let traced = plan.locks.is_some() || plan.offcpu.is_some();
+    if slot.index != reference_index(plan) || !traced || plan.command.is_some() {
         return Ok(Reference::None);
     }
-    // `trial_spec` asks for no profile; the profiled trials get theirs in `execute`.
-    spec.locks = None;
-    spec.offcpu = None;
+    // No profile either: the profiled trials get theirs in `execute`.
+    let mut spec = plan.untraced_spec(slot.n);
     Ok(
         match execute_in_scratch(plan, &mut spec, executor, scratch, session)? {
             Execution::Interrupted => Reference::Interrupted,

@@ -65,6 +65,11 @@ impl Observer for ProfileSession {
         ))
     }
 
+    /// The command's exec and exit, from perf.data's COMM and EXIT records.
+    fn wrapped_span(&self) -> Option<(u64, u64)> {
+        perf_read::workload_span(&self.output).ok().flatten()
+    }
+
     fn finish(
         self: Box<Self>,
         _window: ClockWindow,

@@ -324,6 +324,7 @@ fn timed_step(
     let step = StepRecord {
         name: name.to_string(),
         wall: Nanos::from_duration(r.wall),
+        wrapper_wall: r.wrapper_wall.map(Nanos::from_duration),
         usage: r.usage,
         perf_record_cpu: r.perf_record_cpu,
         profile: observed.profile,

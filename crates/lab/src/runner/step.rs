@@ -79,7 +79,10 @@ impl Watched<'_> {
 /// A step that exited 0.
 #[derive(Debug)]
 pub(super) struct StepResult {
+    /// From the command's start to its exit; under `--profile`, its own, as perf saw it.
     pub wall: Duration,
+    /// Under `--profile`, when the command's own span was read: `perf record`'s wall.
+    pub wrapper_wall: Option<Duration>,
     /// The step's tree; under `--profile` without `perf record`'s own CPU.
     pub usage: Usage,
     /// What `perf record` used itself, when the step was profiled.
@@ -218,9 +221,21 @@ pub(super) fn run_step(
         Err(interrupted) => return Err(interrupted),
     };
     let (exit, observer) = exit;
+    // A wrapper (perf record) sets up before the command starts and writes its file after it
+    // ends: the command's own span, from the wrapper's records, is the step's wall time.
+    let own_wall = if wrapped {
+        observers
+            .as_deref()
+            .and_then(Observers::wrapped_span)
+            .map(|(exec, exit)| Duration::from_nanos(exit - exec))
+            .filter(|own| *own <= wall)
+    } else {
+        None
+    };
     match exit.status {
         sys::ExitKind::Exited(0) => Ok(StepResult {
-            wall,
+            wall: own_wall.unwrap_or(wall),
+            wrapper_wall: own_wall.is_some().then_some(wall),
             usage: without_observer(to_usage(&exit.usage), observer),
             perf_record_cpu: observer.map(|o| model::record::Nanos(o.user_ns + o.sys_ns)),
             found,

@@ -231,6 +231,7 @@ mod store {
     fn step_record(i: u32) -> StepRecord {
         StepRecord {
             perf_record_cpu: None,
+            wrapper_wall: None,
             name: format!("build {i}"),
             wall: Nanos(7),
             usage: Usage {
@@ -1331,6 +1332,7 @@ mod store {
             (any::<String>(), any::<u64>(), usage.clone()).prop_map(|(name, wall, usage)| {
                 StepRecord {
                     perf_record_cpu: None,
+                    wrapper_wall: None,
                     name,
                     wall: Nanos(wall),
                     usage,

@@ -18,6 +18,7 @@ mod mutation_tests;
 mod record_guard;
 mod records;
 mod sample_check;
+mod span;
 mod symbols;
 
 use std::path::{Path, PathBuf};
@@ -25,6 +26,7 @@ use std::path::{Path, PathBuf};
 use crate::error::PerfError;
 
 pub use self::costs::{DsoCost, FunctionCost, Profile, SampleTally, StackCost};
+pub use self::span::workload_span;
 
 /// What to read and which samples to keep.
 #[derive(Debug, Clone, Default)]

@@ -361,3 +361,43 @@ fn a_multi_process_command_is_profiled_and_traced_in_both_processes() {
         assert!(!hot.is_empty(), "{report}");
     }
 }
+
+/// A profiled step's wall time is the command's own, from its exec to its exit as perf's
+/// records stamp them, not perf record's, which sets up before the command and writes its file
+/// after it (about 0.3 s here): that is kept apart as `wrapper_wall`. An unprofiled step has
+/// none.
+#[test]
+fn a_profiled_steps_wall_time_is_the_commands_own_and_perfs_is_kept_apart() {
+    if !perf_available() {
+        return;
+    }
+    let lab = Lab::new();
+    let mut args = vec!["run", "--cmd", "sleep 0.5", "--tasks", "1", "--runs", "2"];
+    args.extend_from_slice(&["--profile", "--quiet"]);
+    let (_, stderr) = lab.ok_with_stderr(&args);
+    assert!(
+        stderr.contains("their times are the command's own"),
+        "{stderr}"
+    );
+    let export = lab.json(&["export", "last"]);
+    let trials = export["run"]["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), 2);
+    let step = |t: &Value| t["outcome"]["steps"][0].clone();
+    let secs = |v: &Value| v.as_f64().unwrap() / 1e9;
+    // Trial 0 is profiled (the first trial of each point), trial 1 is not.
+    let profiled = step(&trials[0]);
+    let wall = secs(&profiled["wall"]);
+    let wrapper = secs(&profiled["wrapper_wall"]);
+    assert!(profiled["profile"].is_object(), "{profiled}");
+    assert!(
+        (0.5..1.5).contains(&wall),
+        "the command slept 0.5 s; its own wall was {wall} s"
+    );
+    assert!(
+        wrapper > wall,
+        "perf record's wall ({wrapper} s) holds the command's ({wall} s)"
+    );
+    let plain = step(&trials[1]);
+    assert!(plain["wrapper_wall"].is_null(), "{plain}");
+    assert!(secs(&plain["wall"]) >= 0.5, "{plain}");
+}
