@@ -443,6 +443,12 @@ pub struct RunArgs {
     /// trial by trial].
     #[arg(long, value_name = "K", requires = "profiling")]
     pub profile_trials: Option<u32>,
+    /// Samples a second of --profile (or --explain), up to kernel.perf_event_max_sample_rate
+    /// [default: 4000 for a built-in workload, 1000 for a command, whose samples each copy 16
+    /// KiB of its stack to be unwound; a quarter of that limit if lower]. Fewer cost the
+    /// command less and leave each share less precise.
+    #[arg(long, value_name = "HZ", requires = "profiling")]
+    pub profile_frequency: Option<u32>,
     /// Record the evidence `scalelab explain` reads (= --profile --locks --offcpu), then print
     /// the explanation after the run. With traces, one extra untraced trial per N measures
     /// what tracing costs (it is not one of the run's trials).

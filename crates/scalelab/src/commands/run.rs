@@ -164,7 +164,14 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
         let trials = args
             .profile_trials
             .unwrap_or(if every { args.runs } else { 1 });
-        cfg.profile = Some(ProfileSettings::new(trials));
+        let mut settings = ProfileSettings::new(trials);
+        if args.cmd.is_some() {
+            settings = settings.for_command();
+        }
+        if let Some(hz) = args.profile_frequency {
+            settings = settings.at_frequency(hz).map_err(anyhow::Error::msg)?;
+        }
+        cfg.profile = Some(settings);
     }
     if args.explain && cfg.locks.is_none() {
         cfg.locks = Some(LockRequest {

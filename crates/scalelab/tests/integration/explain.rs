@@ -30,14 +30,37 @@ fn explained(lab: &Lab, spec: &[&str], extra: &[&str]) -> Option<(Value, String)
         "100ms",
     ]);
     args.extend_from_slice(extra);
+    let steal_before = steal_ns();
     let (stdout, stderr) = lab.ok_with_stderr(&args);
+    let steal = steal_ns().saturating_sub(steal_before);
     if stderr.contains("lock tracing unavailable") {
         eprintln!("skipped: {stderr}");
         return None;
     }
-    let e = lab.json(&["explain", "last", "--json"]);
+    let mut e = lab.json(&["explain", "last", "--json"]);
     assert_parts_add_up(&e);
+    // The trials' task time: 3 windows of 300 ms at N=1 and at N=2.
+    let task_ns = 3.0 * 0.3e9 * (1.0 + 2.0);
+    e[STEAL_BOUND] = Value::from(steal as f64 / task_ns);
     Some((e, stdout))
+}
+
+/// Where [`explained`] leaves, beside the explanation, the most of a task's time a host's steal
+/// during the run can account for: all of it (every CPU's, `/proc/stat`) over the trials' task
+/// time, as if every stolen tick fell inside a window on a task's CPU.
+const STEAL_BOUND: &str = "test_steal_bound";
+
+/// Time the host took from this VM's CPUs so far (`/proc/stat`'s steal, all CPUs), in ns.
+fn steal_ns() -> u64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks: u64 = stat
+        .lines()
+        .find(|l| l.starts_with("cpu "))
+        .and_then(|l| l.split_whitespace().nth(8))
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(0);
+    // USER_HZ is 100 on Linux.
+    ticks * 10_000_000
 }
 
 fn assert_parts_add_up(e: &Value) {
@@ -87,10 +110,16 @@ fn assert_the_traces_agree_within(e: &Value, cpu_tolerance: f64) {
             // run queue): its own error is a point or so of ns/op/task, which at 7% blocked
             // is 15% of it (a CI run: traced 9.9 µs vs residual 11.3 µs of 154.5 µs). The
             // build before this round read 0.83–0.96 of the residual on the same runs here.
+            // It also holds what the host stole from a task's CPU while the task ran (neither
+            // its CPU time nor run-queue wait): create_unlink at N=1, which never blocks, read
+            // traced 0 against a residual of 5.2% on an hour this VM lost 10–70 ms in 2.6 s.
+            let steal = e[STEAL_BOUND].as_f64().unwrap_or(0.0);
             if residual >= 0.05 * total {
                 assert!(
-                    (traced - residual).abs() <= 0.10 * residual + 0.015 * total,
-                    "N={n}: traced blocked {traced:.1} ns/op vs residual {residual:.1} (ns/op/task {total:.1})"
+                    (traced - residual).abs() <= 0.10 * residual + (0.015 + steal) * total,
+                    "N={n}: traced blocked {traced:.1} ns/op vs residual {residual:.1} (ns/op/task \
+                     {total:.1}; the host's steal during the run, at most {:.1}% of the tasks' time)",
+                    100.0 * steal
                 );
             }
         }

@@ -424,3 +424,73 @@ fn a_foreign_perf_data_without_kallsyms_says_to_pass_kallsyms() {
     assert!(said.contains("--kallsyms FILE"), "{said}");
     assert!(!said.contains("kptr_restrict"), "{said}");
 }
+
+/// A command is sampled at 1 kHz and a built-in workload at 4 kHz unless `--profile-frequency`
+/// says otherwise (each stored with its profile); a rate outside 1..the kernel's limit is
+/// refused before anything runs, naming the limit.
+#[test]
+fn a_commands_profile_samples_at_1_khz_unless_told_and_a_bad_rate_is_refused() {
+    if !perf_available() {
+        return;
+    }
+    let lab = Lab::new();
+    let frequency = |lab: &Lab| {
+        let export = lab.json(&["export", "last"]);
+        export["run"]["trials"][0]["outcome"]["profile"]["frequency"].as_u64()
+    };
+    lab.ok(&[
+        "run",
+        "--cmd",
+        "true",
+        "--runs",
+        "1",
+        "--profile",
+        "--quiet",
+    ]);
+    assert_eq!(frequency(&lab), Some(1000));
+    lab.ok(&[
+        "run",
+        "--cmd",
+        "true",
+        "--runs",
+        "1",
+        "--profile",
+        "--profile-frequency",
+        "250",
+        "--quiet",
+    ]);
+    assert_eq!(frequency(&lab), Some(250));
+    let spin = [
+        "run",
+        "spin",
+        "--tasks",
+        "1",
+        "--duration",
+        "0.1s",
+        "--runs",
+        "1",
+        "--profile",
+        "--quiet",
+    ];
+    lab.ok(&spin);
+    let max: u64 = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+        .map_or(100_000, |s| s.trim().parse().unwrap());
+    assert_eq!(frequency(&lab), Some(4000.min(max / 4)));
+    let runs_before = lab.json(&["ls", "--json"]).as_array().unwrap().len();
+    for bad in ["0", &(max + 1).to_string()] {
+        let err = lab.fails(&[
+            "run",
+            "--cmd",
+            "true",
+            "--profile",
+            "--profile-frequency",
+            bad,
+        ]);
+        assert!(
+            err.contains("perf_event_max_sample_rate") && err.contains(&max.to_string()),
+            "{err}"
+        );
+    }
+    let runs_after = lab.json(&["ls", "--json"]).as_array().unwrap().len();
+    assert_eq!(runs_before, runs_after, "a refused run stores nothing");
+}
