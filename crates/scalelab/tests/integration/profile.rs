@@ -438,7 +438,7 @@ fn a_commands_profile_samples_at_1_khz_unless_told_and_a_bad_rate_is_refused() {
         let export = lab.json(&["export", "last"]);
         export["run"]["trials"][0]["outcome"]["profile"]["frequency"].as_u64()
     };
-    lab.ok(&[
+    let command = [
         "run",
         "--cmd",
         "true",
@@ -446,19 +446,10 @@ fn a_commands_profile_samples_at_1_khz_unless_told_and_a_bad_rate_is_refused() {
         "1",
         "--profile",
         "--quiet",
-    ]);
+    ];
+    lab.ok(&command);
     assert_eq!(frequency(&lab), Some(1000));
-    lab.ok(&[
-        "run",
-        "--cmd",
-        "true",
-        "--runs",
-        "1",
-        "--profile",
-        "--profile-frequency",
-        "250",
-        "--quiet",
-    ]);
+    lab.ok(&[&command[..], &["--profile-frequency", "250"]].concat());
     assert_eq!(frequency(&lab), Some(250));
     let spin = [
         "run",
