@@ -446,11 +446,18 @@ fn explain_names_the_pipe_read_of_pipe_pingpong_as_blocking() {
         let (Some(pair), Some(cpu)) = (pair, cpu) else {
             panic!("N={}: no check over the task and its partner: {p}", p["n"]);
         };
+        // The profile's cpu-clock timers run on the guest's wall clock, so time the host steals
+        // while a task runs is sampled as the task's; schedstat's CPU leaves steal out (this
+        // kernel accounts steal apart, PARAVIRT_TIME_ACCOUNTING). A CI run read 1.032 with the
+        // fixed 3% bound alone.
+        let steal = e[STEAL_BOUND].as_f64().unwrap_or(0.0);
         assert!(
             cpu > p["cpu_profiled_trials_ns"].as_f64().unwrap() * 1.5
-                && (pair / cpu - 1.0).abs() <= 0.03,
-            "N={}: task and partner: profile {pair:.1} ns/op vs their CPU {cpu:.1}",
-            p["n"]
+                && (pair / cpu - 1.0).abs() <= 0.03 + steal,
+            "N={}: task and partner: profile {pair:.1} ns/op vs their CPU {cpu:.1} (the host's \
+             steal during the run, at most {:.1}% of the tasks' time)",
+            p["n"],
+            100.0 * steal
         );
         // Every round trip is traced (two blocking switches with call chains, their switch-ins
         // and wake-ups): against the untraced trial run before the first traced one, the
