@@ -45,7 +45,7 @@ mod workloads;
 
 pub use analysis;
 pub use error::{Field, LabError};
-pub use locks::LockRequest;
+pub use locks::{FutexWaits, LockRequest};
 pub use model::csv_rows::read_file as read_csv_file;
 pub use model::limits::{MAX_COMMAND_CHARS, MAX_DURATION, MAX_LABEL_CHARS};
 pub use model::params::{ParamKind, ParamSpec, Params, split_pair};

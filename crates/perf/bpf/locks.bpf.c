@@ -2,17 +2,34 @@
 // scalelab's in-kernel lock tracing (issue 32), loaded by crates/perf/src/bpf_locks.rs.
 //
 // Every wait is timed and summed here, in the kernel: a kernel lock's from `contention_begin`
-// to `contention_end`, a futex wait's from the `futex` system call's entry to its exit. The sums go to
-// the `totals` hash, one entry per (process, lock, type): waits, their total, the longest and
-// the shortest, for the waits that ended inside the measurement window (`window`, set by user
-// space as it opens and closes). Call chains are the sampled part: one wait in `k` (k per CPU
-// from the last 100 ms's rate of waits, so that about `samples_per_cpu_s` a second are kept)
-// writes a SAMPLE record as it ends, with its times and, for a kernel lock, the kernel chain,
-// for a futex wait the user frame-pointer chain, the user registers and a copy of the top of
-// the user stack (unwound in user space with the binaries' .eh_frame; Debian's glibc, where
-// every contended pthread_mutex_lock waits, has no frame pointers). The chain is taken as the
-// wait ends: the thread is still in the same call (the lock's slow path, or the system call),
-// so the chain is the one it waited in, and the wait's time is stamped before the walk.
+// to `contention_end`; a futex wait's, as user space chooses (`futex_sleeps`), either from
+// the `futex` system call's entry to its exit (every call that waits: `calls`) or from its
+// thread's blocking switch inside that call to its switch back in (the waits that slept:
+// `sleeps`). The sums go to the `totals` hash, one entry per (process, lock, type): waits,
+// their total, the longest and the shortest, for the waits that ended inside the measurement
+// window (`window`, set by user space as it opens and closes). Call chains are the sampled
+// part: one wait in `k` (k per CPU from the last 100 ms's rate of waits, so that about
+// `samples_per_cpu_s` a second are kept) writes a SAMPLE record. A kernel lock's and a futex
+// call's are written as the wait ends, the thread still in the same call (the lock's slow
+// path, or the system call), so the chain is the one it waited in; a futex sleep's as it
+// begins, at the blocking switch, with a small END record as it switches back in. A futex
+// sample holds the user frame-pointer chain, the user registers and a copy of the top of the
+// user stack (unwound in user space with the binaries' .eh_frame; Debian's glibc, where every
+// contended pthread_mutex_lock waits, has no frame pointers). Times are stamped outside the
+// walks.
+//
+// Why two ways to time a futex wait: the raw system call tracepoints, once anything is
+// attached, send every system call of every task on the machine through the kernel's slow
+// path. sysbench `threads --thread-locks=1` (~1.9M sched_yield calls a second beside ~190k
+// futex calls, 2-vCPU VM) kept 0.63 of its untraced throughput with the two hooks attached,
+// whatever the programs did (perf stat counting raw_syscalls:sys_enter alone kept 0.55);
+// timed at the scheduler instead, 0.96. But most contended futex calls may not sleep:
+// futex_mutex -p shared=true at N=2 made ~35k FUTEX_WAIT calls in a trial and ~400 of them
+// slept (the word had changed, EAGAIN). `calls` counts every contended call; `sleeps` times
+// the blocked ones cheaply, which is what an explanation of blocked time needs (the calls that
+// do not sleep are CPU, which the profile sees). fentry/fexit on the futex functions would
+// see every call at a fraction of the cost, but need function tracing, which this project's
+// kernel does not permit (EPERM).
 //
 // Traced threads: the one user space puts in `threads` (the thread that then creates the
 // trial's tasks), and every thread and process created by a traced thread afterwards (as
@@ -53,7 +70,8 @@ struct pt_regs {
 #define NESTED 4
 
 #define REC_KERNEL 1
-#define REC_FUTEX 2
+#define REC_FUTEX 2     // a sampled futex wait's begin, chain and stack
+#define REC_FUTEX_END 3 // its end
 
 #define KIND_KERNEL 1
 #define KIND_FUTEX 2
@@ -61,7 +79,7 @@ struct pt_regs {
 // Counters, per CPU (the `stats` array's slots).
 #define STAT_WAITS 0        // waits of traced threads that ended (any time)
 #define STAT_COUNTED 1      // of them, ended inside the window and summed in `totals`
-#define STAT_SAMPLED 2      // SAMPLE records written
+#define STAT_SAMPLED 2      // sampled waits summed (SAMPLE records written, and END for a futex's)
 #define STAT_SAMPLE_LOST 3  // sampled, but the ring buffer was full
 #define STAT_TOTALS_FULL 4  // inside the window, but `totals` was full: not summed
 #define STAT_THREADS_FULL 5 // threads not traced: the map was full
@@ -89,7 +107,9 @@ struct thread {
     __u32 pid;
     __u32 futex_op;
     __u64 futex_uaddr;
-    __u64 futex_begin; // 0: not in a futex wait
+    __u64 futex_begin;   // 0: not in a futex wait
+    __u32 futex_sampled; // its REC_FUTEX was written: its end writes REC_FUTEX_END
+    __u32 pad;
     struct open_lock locks[NESTED];
 };
 
@@ -126,6 +146,8 @@ struct kernel_rec {
     __u64 kernel[KERNEL_FRAMES];
 };
 
+// A sampled futex wait: a call's as it returns; a sleep's as it begins (`end` 0: its
+// REC_FUTEX_END carries it).
 struct futex_rec {
     __u32 type;
     __u32 tid;
@@ -144,10 +166,20 @@ struct futex_rec {
     __u8 stack[STACK_BYTES];
 };
 
+// The end of thread `tid`'s sampled futex wait; `counted` 0: it ended outside the window.
+struct futex_end_rec {
+    __u32 type;
+    __u32 tid;
+    __u64 end;
+    __u32 counted;
+    __u32 pad;
+};
+
 // Set by user space before loading.
 const volatile __u32 futex_nr = 202; // the futex system call's number (x86_64)
 const volatile bool trace_kernel = true;
 const volatile bool trace_futex = true;
+const volatile bool futex_sleeps = false; // time futex waits at the scheduler (see above)
 
 struct {
     __uint(type, BPF_MAP_TYPE_HASH);
@@ -184,16 +216,16 @@ static __always_inline bool spins_only(__u32 flags)
     return (flags & LCB_F_SPIN) && !(flags & (LCB_F_MUTEX | LCB_F_RT));
 }
 
-// Sums a wait that ended at `end` into its lock's total, if the window holds it; returns the
-// sampling interval when this wait is to be sampled, else 0.
-static __always_inline __u64 account(__u32 pid, __u32 kind, __u64 lock, __u32 op, __u64 begin,
-                                     __u64 end)
+// Sums a wait that ended at `end` into its lock's total, if the window holds it; returns
+// whether it did.
+static __always_inline bool account(__u32 pid, __u32 kind, __u64 lock, __u32 op, __u64 begin,
+                                    __u64 end)
 {
     count(STAT_WAITS);
     __u32 zero = 0;
     struct window *w = bpf_map_lookup_elem(&windows, &zero);
     if (!w || end < w->start || end > w->end)
-        return 0;
+        return false;
     __u64 d = end - begin;
     struct total_key key = {.pid = pid, .kind = kind, .lock = lock, .op = op};
     struct total *t = bpf_map_lookup_elem(&totals, &key);
@@ -202,12 +234,12 @@ static __always_inline __u64 account(__u32 pid, __u32 kind, __u64 lock, __u32 op
         if (bpf_map_update_elem(&totals, &key, &fresh, BPF_NOEXIST) != 0 &&
             !bpf_map_lookup_elem(&totals, &key)) {
             count(STAT_TOTALS_FULL);
-            return 0;
+            return false;
         }
         t = bpf_map_lookup_elem(&totals, &key);
         if (!t) {
             count(STAT_TOTALS_FULL);
-            return 0;
+            return false;
         }
     }
     __sync_fetch_and_add(&t->count, 1);
@@ -225,7 +257,14 @@ static __always_inline __u64 account(__u32 pid, __u32 kind, __u64 lock, __u32 op
     }
     count(STAT_COUNTED);
     count_event(end);
-    __u64 k = sampling_k(end);
+    return true;
+}
+
+// Whether the wait at hand is sampled: its sampling interval k (each sampled wait stands for
+// k), or 0 when it is not.
+static __always_inline __u64 sampled_at(__u64 now)
+{
+    __u64 k = sampling_k(now);
     if (k > 1 && bpf_get_prandom_u32() % k != 0)
         return 0;
     return k;
@@ -302,7 +341,9 @@ int BPF_PROG(on_contention_end, void *lock, int ret)
         count(STAT_STALE_SPIN);
         return 0;
     }
-    __u64 k = account(t->pid, KIND_KERNEL, addr, flags, begin, end);
+    if (!account(t->pid, KIND_KERNEL, addr, flags, begin, end))
+        return 0;
+    __u64 k = sampled_at(end);
     if (!k)
         return 0;
     struct kernel_rec *r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
@@ -332,17 +373,13 @@ static __always_inline bool waits(__u32 op)
     return cmd == 0 || cmd == 6 || cmd == 9 || cmd == 11 || cmd == 13;
 }
 
-// The futex call's entry and exit, on the raw system call tracepoints. They run for every
-// system call of every task, so the call's number is compared before anything is looked up.
-// Enabling them sends every system call of the machine through the kernel's slow path (as
-// perf's syscalls:sys_enter_futex does): that, not this program, is what tracing futex waits
-// costs a program making millions of other calls a second (sysbench --thread-yields: see
-// bpf_locks.rs). fentry/fexit on do_futex would run for futex calls alone, but needs function
-// tracing, which this project's kernel does not permit (EPERM).
+// The futex call's entry and exit (`calls`), on the raw system call tracepoints. They run for
+// every system call of every task, so the call's number is compared before anything is
+// looked up; their cost is the slow path they put every system call through (see above).
 SEC("tp_btf/sys_enter")
 int BPF_PROG(on_sys_enter, struct pt_regs *regs, long nr)
 {
-    if (!trace_futex || nr != futex_nr)
+    if (!trace_futex || futex_sleeps || nr != futex_nr)
         return 0;
     __u32 tid = (__u32)bpf_get_current_pid_tgid();
     struct thread *t = bpf_map_lookup_elem(&threads, &tid);
@@ -360,7 +397,7 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long nr)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 {
-    if (!trace_futex || regs->orig_ax != futex_nr)
+    if (!trace_futex || futex_sleeps || regs->orig_ax != futex_nr)
         return 0;
     __u64 end = bpf_ktime_get_ns();
     __u32 tid = (__u32)bpf_get_current_pid_tgid();
@@ -371,7 +408,9 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
     __u64 uaddr = t->futex_uaddr;
     __u32 op = t->futex_op;
     t->futex_begin = 0;
-    __u64 k = account(t->pid, KIND_FUTEX, uaddr, op, begin, end);
+    if (!account(t->pid, KIND_FUTEX, uaddr, op, begin, end))
+        return 0;
+    __u64 k = sampled_at(end);
     if (!k)
         return 0;
     struct futex_rec *r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
@@ -395,6 +434,97 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
         count(STAT_STACK_SHORT);
     bpf_ringbuf_submit(r, 0);
     count(STAT_SAMPLED);
+    return 0;
+}
+
+// A futex sleep (`sleeps`): a traced thread's blocking switch inside a futex wait begins it
+// (the call's number and arguments are the user registers saved at its entry); its switch
+// back in ends it.
+// sched_switch runs in the switching thread (`prev`), so its user stack is the current one.
+static __always_inline void futex_wait_begins(void *ctx, struct task_struct *prev, struct thread *t)
+{
+    struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+    if (BPF_CORE_READ(regs, orig_ax) != futex_nr)
+        return;
+    __u32 op = (__u32)BPF_CORE_READ(regs, si);
+    if (!waits(op))
+        return;
+    __u64 uaddr = BPF_CORE_READ(regs, di);
+    t->futex_uaddr = uaddr;
+    t->futex_op = op;
+    t->futex_sampled = 0;
+    __u64 now = bpf_ktime_get_ns();
+    __u64 k = sampled_at(now);
+    if (!k) {
+        t->futex_begin = now;
+        return;
+    }
+    struct futex_rec *r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
+    if (!r) {
+        count(STAT_SAMPLE_LOST);
+        t->futex_begin = now;
+        return;
+    }
+    r->type = REC_FUTEX;
+    r->tid = prev->pid;
+    r->pid = t->pid;
+    r->weight = k;
+    r->uaddr = uaddr;
+    r->end = 0;
+    r->ret = 0;
+    r->op = op;
+    r->pad = 0;
+    r->user_bytes = bpf_get_stack(ctx, r->user, sizeof(r->user), BPF_F_USER_STACK);
+    r->stack_bytes = copy_user_context(&r->ip, r->stack, STACK_BYTES);
+    if (r->stack_bytes < STACK_BYTES)
+        count(STAT_STACK_SHORT);
+    // The walk and the copy took microseconds of this thread's time before it switched: the
+    // wait begins after them, as an unsampled one would.
+    r->begin = bpf_ktime_get_ns();
+    t->futex_begin = r->begin;
+    t->futex_sampled = 1;
+    bpf_ringbuf_submit(r, 0);
+}
+
+static __always_inline void futex_wait_ends(struct thread *t, __u32 tid)
+{
+    __u64 end = bpf_ktime_get_ns();
+    __u64 begin = t->futex_begin;
+    t->futex_begin = 0;
+    bool counted = account(t->pid, KIND_FUTEX, t->futex_uaddr, t->futex_op, begin, end);
+    if (!t->futex_sampled)
+        return;
+    t->futex_sampled = 0;
+    struct futex_end_rec *e = bpf_ringbuf_reserve(&records, sizeof(*e), 0);
+    if (!e) {
+        count(STAT_SAMPLE_LOST);
+        return;
+    }
+    e->type = REC_FUTEX_END;
+    e->tid = tid;
+    e->end = end;
+    e->counted = counted;
+    e->pad = 0;
+    bpf_ringbuf_submit(e, 0);
+    if (counted)
+        count(STAT_SAMPLED);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+             unsigned int prev_state)
+{
+    if (!trace_futex || !futex_sleeps)
+        return 0;
+    __u32 tid = prev->pid;
+    struct thread *t = tid ? bpf_map_lookup_elem(&threads, &tid) : 0;
+    // A preempted thread still runs; a dying one's last switch (TASK_DEAD, 0x80) is no wait.
+    if (t && !preempt && (prev_state & 0x7f))
+        futex_wait_begins(ctx, prev, t);
+    tid = next->pid;
+    t = tid ? bpf_map_lookup_elem(&threads, &tid) : 0;
+    if (t && t->futex_begin)
+        futex_wait_ends(t, tid);
     return 0;
 }
 

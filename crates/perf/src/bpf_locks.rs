@@ -1,7 +1,8 @@
 //! [`BpfLockTracer`]: the lock waits of the calling thread and its descendants — kernel locks
-//! (`contention_begin/end`) and futex waits (the `futex` system call's entry and exit) — timed
-//! and summed per lock in the kernel, with the call chains of a sample of them, from a BPF
-//! program on BTF tracepoints (`bpf/locks.bpf.c`, loaded with aya).
+//! (`contention_begin/end`) and futex waits (each `futex` wait call, entry to exit, or each
+//! sleep inside one, blocking switch to switch back in: [`FutexTiming`]) — timed and summed per
+//! lock in the kernel, with the call chains of a sample of them, from a BPF program on BTF
+//! tracepoints (`bpf/locks.bpf.c`, loaded with aya).
 //!
 //! Why (issue 32): the perf tracer ([`crate::LockTracer`]) writes every futex call's entry and
 //! exit, a 16 KiB user stack copy with each wait, and every kernel contention with its chain,
@@ -14,6 +15,15 @@
 //! a futex wait, a copy of the top of the user stack. The sums ([`LockTrace::totals`]) are
 //! exact; the waits in [`LockTrace::kernel`] and [`LockTrace::futex`] are the sample, each
 //! standing for its `weight`, and share out their lock's exact sums between its callers.
+//!
+//! Futex waits, two ways ([`FutexTiming`]): every call at its entry and exit, as the perf tracer
+//! does, costs every system call on the machine the kernel's slow path while the raw system
+//! call tracepoints are attached: sysbench `threads --thread-locks=1` at N=2, which makes
+//! ~1.9M sched_yield calls a second beside ~190k futex calls, kept 0.63 of its untraced
+//! throughput with `--locks=user` (three interleaved pairs, 2-vCPU VM), and 0.96 timed at the
+//! scheduler. Timed there, a wait that returns without sleeping is not seen — and on
+//! `futex_mutex -p shared=true` N=2, ~400 of ~35k contended calls in a trial slept. See the
+//! program's header.
 //!
 //! The window: the program sums only the waits that end inside it, set as it opens
 //! ([`window_opens`](BpfLockTracer::window_opens)) and closes
@@ -53,8 +63,9 @@ const KERNEL_PROGRAMS: [(&str, &str); 2] = [
     ("on_contention_begin", "contention_begin"),
     ("on_contention_end", "contention_end"),
 ];
-const FUTEX_PROGRAMS: [(&str, &str); 2] =
+const FUTEX_CALL_PROGRAMS: [(&str, &str); 2] =
     [("on_sys_enter", "sys_enter"), ("on_sys_exit", "sys_exit")];
+const FUTEX_SLEEP_PROGRAMS: [(&str, &str); 1] = [("on_switch", "sched_switch")];
 const THREAD_PROGRAMS: [(&str, &str); 2] = [
     ("on_fork", "sched_process_fork"),
     ("on_exit", "sched_process_exit"),
@@ -69,6 +80,7 @@ const STACK_BYTES: usize = 16384;
 const KERNEL_REC_SIZE: usize = 48 + 8 * KERNEL_FRAMES;
 const FUTEX_STACK_AT: usize = 88 + 8 * USER_FRAMES;
 const FUTEX_REC_SIZE: usize = FUTEX_STACK_AT + STACK_BYTES;
+const FUTEX_END_REC_SIZE: usize = 24;
 
 /// What to sample.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +93,20 @@ pub struct BpfLockConfig {
     pub samples_per_cpu_s: u64,
     /// Sample 1 in this many waits whatever the rate (0: from the rate).
     pub fixed_k: u32,
+    /// What a futex wait is.
+    pub futex: FutexTiming,
+}
+
+/// What the in-kernel tracer times as a futex wait.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FutexTiming {
+    /// Every `futex` call that waits, entry to exit (the raw system call tracepoints: every
+    /// system call on the machine takes the kernel's slow path meanwhile).
+    #[default]
+    Calls,
+    /// Each sleep inside such a call, its blocking switch to its switch back in (the
+    /// scheduler's `sched_switch`: a call that returns without sleeping is not seen).
+    Sleeps,
 }
 
 impl BpfLockConfig {
@@ -102,6 +128,7 @@ impl BpfLockConfig {
                 cpus,
             ),
             fixed_k: 0,
+            futex: FutexTiming::Calls,
         }
     }
 }
@@ -131,6 +158,8 @@ struct ThreadSlot {
     futex_op: u32,
     futex_uaddr: u64,
     futex_begin: u64,
+    futex_sampled: u32,
+    pad: u32,
     locks: [OpenLock; 4],
 }
 
@@ -164,7 +193,7 @@ struct Window {
 }
 
 // SAFETY: each is `repr(C)` of plain integers laid out without padding (every field is
-// naturally aligned and the sizes sum to the struct's: 24, 120, 24, 32 and 16 bytes), so every
+// naturally aligned and the sizes sum to the struct's: 24, 128, 24, 32 and 16 bytes), so every
 // bit pattern the kernel writes is a valid value.
 unsafe impl aya::Pod for OpenLock {}
 // SAFETY: as above.
@@ -185,11 +214,19 @@ enum Record<'a> {
         wait: KernelWait,
         chain: Vec<u64>,
     },
+    /// A futex wait with its chain and stack: a call's, whole; a sleep's as it begins (its
+    /// `end` is 0, and a [`Record::FutexEnd`] follows).
     Futex {
         wait: FutexWait,
         regs: UserRegs,
         user: Vec<u64>,
         stack: &'a [u8],
+    },
+    /// The end of thread `tid`'s sampled futex wait; `counted`: inside the window.
+    FutexEnd {
+        tid: u32,
+        end: u64,
+        counted: bool,
     },
 }
 
@@ -235,7 +272,46 @@ fn decode(b: &[u8]) -> Option<Record<'_>> {
                 stack: &b[FUTEX_STACK_AT..FUTEX_STACK_AT + stack_bytes],
             })
         }
+        3 if b.len() >= FUTEX_END_REC_SIZE => Some(Record::FutexEnd {
+            tid: u32_at(b, 4),
+            end: u64_at(b, 8),
+            counted: u32_at(b, 16) != 0,
+        }),
         _ => None,
+    }
+}
+
+/// Sampled futex sleeps begun, by thread, until their END record is read (a thread sleeps in
+/// one wait at a time, and its END follows its BEGIN in the ring buffer: the BEGIN is written
+/// before the thread leaves its CPU, the END once it is back on one).
+#[derive(Debug, Default)]
+struct OpenSleeps {
+    open: std::collections::HashMap<u32, FutexWait>,
+    /// Begins never ended and ends never begun (a record lost to a full ring buffer).
+    unended: u64,
+}
+
+impl OpenSleeps {
+    fn begins(&mut self, wait: FutexWait) {
+        if self.open.insert(wait.tid, wait).is_some() {
+            self.unended += 1;
+        }
+    }
+
+    /// The wait thread `tid` began, ended at `end`; `None` when none was open or it ended
+    /// outside the window (`counted` false: the kernel did not sum it).
+    fn ends(&mut self, tid: u32, end: u64, counted: bool) -> Option<FutexWait> {
+        let Some(mut wait) = self.open.remove(&tid) else {
+            self.unended += 1;
+            return None;
+        };
+        wait.end = end;
+        counted.then_some(wait)
+    }
+
+    /// How many were not paired, counting those still open (sleeping as tracing stopped).
+    fn finish(&mut self) -> u64 {
+        self.unended + std::mem::take(&mut self.open).len() as u64
     }
 }
 
@@ -250,6 +326,7 @@ pub struct BpfLockTracer {
     user_chains: FreshChains,
     kernel: Vec<KernelWait>,
     futex: Vec<FutexWait>,
+    futex_open: OpenSleeps,
     /// The window's start, once it opened.
     window_start: u64,
     malformed: u64,
@@ -283,6 +360,11 @@ impl BpfLockTracer {
             .set_global("futex_nr", &futex_nr, true)
             .set_global("trace_kernel", &u8::from(config.kernel), true)
             .set_global("trace_futex", &u8::from(config.user), true)
+            .set_global(
+                "futex_sleeps",
+                &u8::from(config.futex == FutexTiming::Sleeps),
+                true,
+            )
             .load(object)
             .map_err(|e| bpf_error("loading the program", e))?;
         let mut windows: Array<MapData, Window> = bpf_load::take_map(&mut bpf, "windows")?;
@@ -318,7 +400,10 @@ impl BpfLockTracer {
             programs.extend(KERNEL_PROGRAMS);
         }
         if config.user {
-            programs.extend(FUTEX_PROGRAMS);
+            match config.futex {
+                FutexTiming::Calls => programs.extend(FUTEX_CALL_PROGRAMS),
+                FutexTiming::Sleeps => programs.extend(FUTEX_SLEEP_PROGRAMS),
+            }
         }
         bpf_load::attach(&mut bpf, &btf, &programs)?;
         Ok(BpfLockTracer {
@@ -331,6 +416,7 @@ impl BpfLockTracer {
             user_chains: FreshChains::default(),
             kernel: Vec::new(),
             futex: Vec::new(),
+            futex_open: OpenSleeps::default(),
             window_start: 0,
             malformed: 0,
         })
@@ -384,10 +470,12 @@ impl BpfLockTracer {
     pub fn finish(mut self) -> LockTrace {
         let mut all: Vec<(&str, &str)> = THREAD_PROGRAMS.to_vec();
         all.extend(KERNEL_PROGRAMS);
-        all.extend(FUTEX_PROGRAMS);
+        all.extend(FUTEX_CALL_PROGRAMS);
+        all.extend(FUTEX_SLEEP_PROGRAMS);
         bpf_load::detach(&mut self.bpf, &all);
         self.mappings.disable();
         self.drain();
+        let unended = self.futex_open.finish();
         let sampling = self.tally();
         let totals = self.totals();
         let pids: BTreeSet<u32> = self.futex.iter().map(|w| w.pid).collect();
@@ -400,7 +488,7 @@ impl BpfLockTracer {
             chains,
             maps,
             lost: sampling.sample_lost + self.mappings.lost,
-            unpaired: self.malformed,
+            unpaired: self.malformed + unended,
             // Nothing is read wait by wait: the totals count every one.
             futex_seen: 0,
             futex_counted: None,
@@ -466,8 +554,9 @@ impl BpfLockTracer {
                     user,
                     stack,
                 }) => {
+                    // Unwound now, while the process's mappings are the ones it waited in.
                     wait.chain = self.stacks.chain(
-                        (wait.pid, wait.tid, wait.end),
+                        (wait.pid, wait.tid, wait.begin),
                         regs,
                         stack,
                         user,
@@ -475,7 +564,16 @@ impl BpfLockTracer {
                         MAX_USER_FRAMES,
                     );
                     self.user_chains.note(wait.pid, wait.chain);
-                    self.futex.push(wait);
+                    if wait.end != 0 {
+                        self.futex.push(wait);
+                    } else {
+                        self.futex_open.begins(wait);
+                    }
+                }
+                Some(Record::FutexEnd { tid, end, counted }) => {
+                    if let Some(wait) = self.futex_open.ends(tid, end, counted) {
+                        self.futex.push(wait);
+                    }
                 }
                 None => self.malformed += 1,
             }
@@ -489,7 +587,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_futex_record_decodes_with_its_stack_and_a_kernel_record_with_its_chain() {
+    fn futex_and_kernel_records_decode_with_their_stacks_chains_and_ends() {
         let mut b = vec![0u8; FUTEX_REC_SIZE];
         b[0..4].copy_from_slice(&2u32.to_le_bytes());
         b[4..8].copy_from_slice(&11u32.to_le_bytes());
@@ -534,6 +632,49 @@ mod tests {
         assert_eq!((wait.lock, wait.flags, wait.weight), (0xffff_8000, 32, 1));
         assert!(chain.is_empty(), "a failed walk has no frames");
         assert_eq!(decode(&k[..40]), None, "a short record is malformed");
+
+        let mut e = vec![0u8; FUTEX_END_REC_SIZE];
+        e[0..4].copy_from_slice(&3u32.to_le_bytes());
+        e[4..8].copy_from_slice(&11u32.to_le_bytes());
+        e[8..16].copy_from_slice(&900u64.to_le_bytes());
+        e[16..20].copy_from_slice(&1u32.to_le_bytes());
+        assert_eq!(
+            decode(&e),
+            Some(Record::FutexEnd {
+                tid: 11,
+                end: 900,
+                counted: true
+            })
+        );
+    }
+
+    #[test]
+    fn a_sleeps_end_completes_its_begin_and_strays_are_counted() {
+        let wait = |tid| FutexWait {
+            pid: 1,
+            tid,
+            uaddr: 0x10,
+            op: 128,
+            begin: 100,
+            end: 0,
+            ret: 0,
+            chain: 0,
+            weight: 2,
+        };
+        let mut open = OpenSleeps::default();
+        open.begins(wait(7));
+        open.begins(wait(8));
+        let ended = open.ends(7, 400, true).expect("7's wait");
+        assert_eq!((ended.tid, ended.wait(), ended.weight), (7, 300, 2));
+        assert_eq!(open.ends(8, 500, false), None, "outside the window");
+        assert_eq!(open.ends(9, 600, true), None, "an end without its begin");
+        open.begins(wait(7));
+        open.begins(wait(7));
+        assert_eq!(
+            open.finish(),
+            3,
+            "one stray end, one begin replaced, one still open"
+        );
     }
 
     /// Takes the mutex 400 times, holding it across a sleep; never inlined, so it is a frame.
@@ -550,8 +691,21 @@ mod tests {
     /// with `SCALELAB_REQUIRE_BPF=1`, as CI sets).
     #[test]
     fn contended_futex_waits_are_summed_exactly_and_sampled_with_their_chains() {
+        futex_waits_are_summed_and_sampled(FutexTiming::Calls);
+    }
+
+    /// The same, timed at the scheduler: every contended take sleeps (the holder sleeps with
+    /// the mutex held), so the sleeps are the waits, and each sampled one's chain, taken at its
+    /// blocking switch and ended by its switch back in, unwinds the same.
+    #[test]
+    fn futex_sleeps_are_summed_exactly_and_sampled_with_their_chains() {
+        futex_waits_are_summed_and_sampled(FutexTiming::Sleeps);
+    }
+
+    fn futex_waits_are_summed_and_sampled(futex: FutexTiming) {
         let config = BpfLockConfig {
             fixed_k: 4,
+            futex,
             ..BpfLockConfig::default()
         };
         let mut tracer = match BpfLockTracer::open(&config) {
@@ -604,6 +758,19 @@ mod tests {
             "{sampled} of {waits} sampled at 1 in 4"
         );
         assert!(trace.futex.iter().all(|w| w.weight == 4));
+        // Each sampled wait has its end, and lasted about as long as the holder's sleep or
+        // longer (a wait for the mutex held across a 50 µs sleep; at least 20 µs of it).
+        assert!(
+            trace.futex.iter().all(|w| w.end > w.begin),
+            "every sampled wait ended: {:?}",
+            &trace.futex[..trace.futex.len().min(5)]
+        );
+        let long = trace.futex.iter().filter(|w| w.wait() >= 20_000).count();
+        assert!(
+            long * 2 >= trace.futex.len(),
+            "most sampled waits span most of the holder's sleep: {long} of {}",
+            trace.futex.len()
+        );
         let names: BTreeSet<String> = trace
             .futex
             .iter()

@@ -37,7 +37,7 @@ mod trace_stream;
 mod trace_throughput;
 mod tracefs;
 
-pub use bpf_locks::{BpfLockConfig, BpfLockTracer};
+pub use bpf_locks::{BpfLockConfig, BpfLockTracer, FutexTiming};
 pub use bpf_offcpu::{BpfOffCpuConfig, BpfOffCpuTracer};
 pub use bpf_offcpu_records::SamplingTally;
 pub use event::{CounterReading, HwEvent};

@@ -61,7 +61,9 @@ pub struct KernelWait {
     pub weight: u32,
 }
 
-/// A futex wait: one `futex(FUTEX_WAIT…)` system call, entry to exit.
+/// A futex wait: one `futex(FUTEX_WAIT…)` system call, entry to exit (the perf tracer), or
+/// one sleep inside it, its blocking switch to its switch back in (the in-kernel tracer, which
+/// does not see a call that returned without sleeping: [`crate::BpfLockTracer`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FutexWait {
     /// The waiting thread's process (thread group) id.
@@ -72,11 +74,12 @@ pub struct FutexWait {
     pub uaddr: u64,
     /// The futex op as passed (with `FUTEX_PRIVATE_FLAG`/`FUTEX_CLOCK_REALTIME`).
     pub op: u32,
-    /// System call entry, CLOCK_MONOTONIC nanoseconds.
+    /// System call entry (or the blocking switch), CLOCK_MONOTONIC nanoseconds.
     pub begin: u64,
-    /// System call exit, CLOCK_MONOTONIC nanoseconds.
+    /// System call exit (or the switch back in), CLOCK_MONOTONIC nanoseconds.
     pub end: u64,
-    /// The system call's return value (0, or `-EAGAIN` when the word had already changed…).
+    /// The system call's return value (0, or `-EAGAIN` when the word had already changed…);
+    /// 0 from the in-kernel tracer, which ends the wait before the call returns.
     pub ret: i64,
     /// Index of the user call chain in [`LockTrace::chains`].
     pub chain: u32,
@@ -162,7 +165,8 @@ pub struct LockTrace {
     pub maps: HashMap<u32, Vec<MappedFile>>,
     /// Samples the kernel dropped because a ring buffer was full.
     pub lost: u64,
-    /// Begins or futex entries still open when tracing stopped, and ends without a begin.
+    /// Begins or futex entries still open when tracing stopped, and ends without a begin (the
+    /// in-kernel tracer: sampled futex waits whose end was not read).
     pub unpaired: u64,
     /// Futex wait entries the tracer read, of every traced process, over its whole life.
     pub futex_seen: u64,

@@ -434,6 +434,14 @@ pub struct RunArgs {
     #[arg(long, value_name = "BYTES", default_value_t = LockRequest::DEFAULT_STACK_SIZE,
           value_parser = LockRequest::parse_stack_size, requires = "locks")]
     pub stack_size: u32,
+    /// What the kernel tracer times as a futex wait: `calls`, every call that waits, entry to
+    /// exit (every contended call counted, but every system call on the machine takes the
+    /// kernel's slow path meanwhile: sysbench with a hot mutex, 1.9M sched_yield calls a
+    /// second, kept 0.63 of its throughput); `sleeps`, each sleep inside one, blocking switch
+    /// to switch back in (cheap; a call that returns without sleeping is not seen). `--tracer
+    /// perf` times every call [default: calls with --locks, sleeps with --explain]
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub futex_waits: Option<FutexWaitsArg>,
     /// Record a CPU profile (perf record -g) of the first --profile-trials trials of each point;
     /// the perf.data files are kept beside the database. See `scalelab profile`.
     #[arg(long)]
@@ -1154,6 +1162,12 @@ mod verdict_arg_tests {
 pub enum TracerArg {
     Kernel,
     Perf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FutexWaitsArg {
+    Calls,
+    Sleeps,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

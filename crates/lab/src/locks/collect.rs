@@ -252,6 +252,11 @@ fn summarise(
             threads_untraced: tally.threads_untraced,
         };
         report.notes.extend(sampling_notes(&sampling, &tally));
+        if request.user && request.futex == super::FutexWaits::Sleeps {
+            report.notes.push(
+                "user locks: the futex waits that slept (--futex-waits sleeps), each from its blocking switch to its switch back in; a call that returned at once (the word had changed) is not counted (`--futex-waits calls` times every call, entry to exit, at a cost where a program makes many other system calls)".to_string(),
+            );
+        }
         report.sampling = Some(sampling);
         return report;
     }

@@ -4,7 +4,8 @@
 //! ([`analysis::lock_contention`]).
 //!
 //! Kernel locks come from the `lock:contention_begin/end` tracepoints, user locks from futex
-//! waits (the `futex` system call's entry and exit), summed per lock in the kernel by
+//! waits (the `futex` system call's entry and exit, or, [`FutexWaits::Sleeps`], the sleeps
+//! inside it, from the scheduler's switches), summed per lock in the kernel by
 //! `perf::BpfLockTracer` with a sample of their call chains, or every one read through perf's
 //! ring buffers by `perf::LockTracer` (`--tracer perf`, and where BPF cannot load).
 
@@ -32,6 +33,24 @@ pub struct LockRequest {
     /// Which tracer (`--tracer`).
     #[serde(default)]
     pub tracer: TracerChoice,
+    /// What the kernel tracer times as a futex wait (`--futex-waits`; the perf tracer times
+    /// every call).
+    #[serde(default)]
+    pub futex: FutexWaits,
+}
+
+/// What the kernel tracer times as a futex wait (`--futex-waits`): every call that waits,
+/// entry to exit, or each sleep inside one (see `perf::FutexTiming`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FutexWaits {
+    /// Every call, entry to exit: counts every contended call, at the cost of the system call
+    /// tracepoints' slow path for every system call on the machine.
+    #[default]
+    Calls,
+    /// Each sleep, blocking switch to switch back in: cheap, and what blocked time is made
+    /// of; a call that returns without sleeping is not seen.
+    Sleeps,
 }
 
 fn default_stack_size() -> u32 {
@@ -45,6 +64,7 @@ impl LockRequest {
         user: true,
         stack_size: perf::DEFAULT_STACK_SIZE,
         tracer: TracerChoice::Kernel,
+        futex: FutexWaits::Calls,
     };
 
     /// The user stack copied per futex wait unless `--stack-size` says otherwise: 16 KiB.
@@ -65,6 +85,10 @@ impl LockRequest {
         perf::BpfLockConfig {
             kernel: self.kernel,
             user: self.user,
+            futex: match self.futex {
+                FutexWaits::Calls => perf::FutexTiming::Calls,
+                FutexWaits::Sleeps => perf::FutexTiming::Sleeps,
+            },
             ..perf::BpfLockConfig::default()
         }
     }

@@ -14,10 +14,10 @@ use anyhow::{Result, bail};
 use lab::lifecycle::{self, SweepEnd};
 use lab::record::{Mode, Pin};
 use lab::runner::ProfileSettings;
-use lab::{LockRequest, OffCpuRequest, Plan, RunConfig, TracerChoice};
+use lab::{FutexWaits, LockRequest, OffCpuRequest, Plan, RunConfig, TracerChoice};
 
 use super::show;
-use crate::cli::{LocksArg, ModeArg, RunArgs, TracerArg};
+use crate::cli::{FutexWaitsArg, LocksArg, ModeArg, RunArgs, TracerArg};
 use crate::measure::{
     Bench, CommandRun, INTERRUPTED, Labels, command_config, label, online_cpus, ops_source,
     some_trial_measured,
@@ -144,11 +144,13 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
         TracerArg::Kernel => TracerChoice::Kernel,
         TracerArg::Perf => TracerChoice::Perf,
     };
+    let futex = futex_waits(args, tracer)?;
     cfg.locks = args.locks.map(|which| LockRequest {
         kernel: which != LocksArg::User,
         user: which != LocksArg::Kernel,
         stack_size: args.stack_size,
         tracer,
+        futex,
     });
     if args.offcpu || args.explain {
         cfg.offcpu = Some(OffCpuRequest {
@@ -179,10 +181,40 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
             user: true,
             stack_size: args.stack_size,
             tracer,
+            futex,
         });
     }
     cfg.workdir = args.workdir.clone();
     Ok(cfg)
+}
+
+/// What a futex wait is (`--futex-waits`): as asked, else each sleep with `--explain` (its
+/// off-CPU trace times blocked time, and its profile sees the calls that do not sleep) and
+/// every call with `--locks` alone.
+fn futex_waits(args: &RunArgs, tracer: TracerChoice) -> Result<FutexWaits> {
+    let Some(asked) = args.futex_waits else {
+        let sleeps = args.explain && tracer == TracerChoice::Kernel;
+        return Ok(if sleeps {
+            FutexWaits::Sleeps
+        } else {
+            FutexWaits::Calls
+        });
+    };
+    if args.locks.is_none() && !args.explain {
+        bail!("--futex-waits says how --locks times futex waits: add --locks (or --explain)");
+    }
+    if args.locks == Some(LocksArg::Kernel) {
+        bail!(
+            "--futex-waits with --locks=kernel: no futex waits are traced — use --locks or --locks=user"
+        );
+    }
+    Ok(match asked {
+        FutexWaitsArg::Calls => FutexWaits::Calls,
+        FutexWaitsArg::Sleeps if tracer == TracerChoice::Perf => bail!(
+            "--futex-waits sleeps needs --tracer kernel: the perf tracer times every call, entry to exit"
+        ),
+        FutexWaitsArg::Sleeps => FutexWaits::Sleeps,
+    })
 }
 
 /// The default `--tasks`: powers of two and the topology's boundaries (see

@@ -206,6 +206,94 @@ fn the_kernel_and_the_perf_tracer_name_the_same_hot_futex_mutex() {
     );
 }
 
+/// `--futex-waits sleeps`: the kernel tracer times the futex waits that slept, at the
+/// scheduler, and says so. On a shared futex_mutex most contended calls return at once (the
+/// word changed before the kernel looked: ~400 of ~35k slept in a 700 ms trial here), so the
+/// sleeps are fewer than the calls `--futex-waits calls` counts, but as many as the report says
+/// and named at the same caller. Where the option cannot apply, it is refused, naming why.
+#[test]
+fn futex_sleeps_are_the_waits_that_slept_and_the_report_says_so() {
+    let lab = Lab::new();
+    let traced = |futex: &str| {
+        let (_, stderr) = lab.ok_with_stderr(&[
+            "run",
+            "futex_mutex",
+            "-p",
+            "shared=true",
+            "--tasks",
+            "2",
+            "--runs",
+            "1",
+            "--duration",
+            "700ms",
+            "--warmup",
+            "100ms",
+            "--quiet",
+            "--locks=user",
+            "--futex-waits",
+            futex,
+        ]);
+        let export = lab.json(&["export", "last"]);
+        let report = export["run"]["trials"][0]["outcome"]["locks"].clone();
+        (report, stderr)
+    };
+    let (sleeps, stderr) = traced("sleeps");
+    if stderr.contains("lock tracing unavailable") || kernel_tracer_fell_back(&sleeps) {
+        return;
+    }
+    let notes = sleeps["notes"].to_string();
+    assert!(
+        notes.contains("the futex waits that slept (--futex-waits sleeps)"),
+        "the report says what it counted: {notes}"
+    );
+    let waits = sleeps["sampling"]["waits"].as_u64().unwrap();
+    let rows: u64 = sleeps["user"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["contentions"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        rows, waits,
+        "the rows share out every sleep summed: {sleeps}"
+    );
+    assert!(
+        waits > 0,
+        "two tasks on one futex mutex sleep at times: {sleeps}"
+    );
+    let top = &sleeps["user"][0];
+    assert!(
+        top["caller"]
+            .as_str()
+            .unwrap()
+            .ends_with("futex_mutex::futex_mutex_lock"),
+        "a sleep's chain, taken at its blocking switch, names the lock's caller: {top}"
+    );
+    let (calls, _) = traced("calls");
+    let calls_waits = calls["sampling"]["waits"].as_u64().unwrap();
+    eprintln!("futex_mutex shared N=2: {waits} sleeps, {calls_waits} calls");
+    assert!(
+        !calls["notes"].to_string().contains("--futex-waits sleeps"),
+        "{calls}"
+    );
+
+    let bad = |extra: &[&str], says: &str| {
+        let mut args = vec!["run", "spin", "--tasks", "1", "--runs", "1"];
+        args.extend_from_slice(extra);
+        let err = lab.fails(&args);
+        assert!(err.contains(says), "{extra:?}: {err}");
+    };
+    bad(&["--futex-waits", "sleeps"], "add --locks");
+    bad(
+        &["--locks=kernel", "--futex-waits", "sleeps"],
+        "no futex waits are traced",
+    );
+    bad(
+        &["--locks", "--tracer", "perf", "--futex-waits", "sleeps"],
+        "needs --tracer kernel",
+    );
+}
+
 #[test]
 fn a_shared_directory_shows_its_rwsem_contention_and_private_ones_do_not() {
     let lab = Lab::new();
