@@ -92,6 +92,7 @@ mod tests {
             steps: Vec::new(),
             dwarf_stack: None,
             ring_pages: None,
+            every_cpu: false,
         }
     }
 

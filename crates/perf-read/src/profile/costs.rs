@@ -59,6 +59,9 @@ pub struct SampleTally {
     /// Samples in the window of threads other than `crate::ProfileOptions::threads` and
     /// `crate::ProfileOptions::partners`, dropped.
     pub other_threads: u64,
+    /// Samples of processes outside the wrapped program's tree (a recording of every CPU
+    /// samples them all), dropped.
+    pub other_processes: u64,
     /// Samples in the window of `crate::ProfileOptions::partners`, not aggregated.
     pub partner_samples: u64,
     /// Their summed period.

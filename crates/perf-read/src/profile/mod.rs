@@ -20,6 +20,7 @@ mod records;
 mod sample_check;
 mod span;
 mod symbols;
+mod workload_tree;
 
 use std::path::{Path, PathBuf};
 
@@ -150,6 +151,31 @@ mod tests {
         );
         assert!(p.stacks.iter().all(|s| !s.frames.is_empty()));
         assert!(p.functions.iter().all(|f| f.total_period >= f.self_period));
+    }
+
+    /// `perf record -a -g -k CLOCK_MONOTONIC -e cpu-clock:I -c 500000 -- dd if=/dev/zero
+    /// of=/dev/null bs=64k count=100000` beside a shell busy loop: `perf script -F pid,comm`
+    /// counts 472 samples of dd (31743, perf's child), 481 of sh (31741) and 1 of perf.
+    const EVERY_CPU: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/every-cpu.perf.data"
+    );
+
+    #[test]
+    fn a_recording_of_every_cpu_keeps_the_wrapped_programs_samples_alone() {
+        let p = read_profile(Path::new(EVERY_CPU), &ProfileOptions::default()).unwrap();
+        assert_eq!(
+            p.event, "cpu-clock",
+            "the :I modifier is not part of the event"
+        );
+        assert_eq!((p.tally.samples, p.tally.other_processes), (472, 482));
+        assert_eq!(p.tally.period, 472 * 500_000);
+        assert!(p.dsos.iter().any(|d| d.dso == "dd"), "{:?}", p.dsos);
+        assert!(!p.dsos.iter().any(|d| d.dso == "sh" || d.dso == "dash"));
+        let (start, end) = super::workload_span(Path::new(EVERY_CPU)).unwrap().unwrap();
+        // `perf script --show-task-events`: dd's exec at 47423.335076, its exit at 47423.571518.
+        assert!(start.abs_diff(47_423_335_076_000) < 2_000, "{start}");
+        assert!(end.abs_diff(47_423_571_518_000) < 2_000, "{end}");
     }
 
     #[test]

@@ -26,6 +26,7 @@ use super::costs::SampleTally;
 use super::layout::{self, corrupt};
 use super::record_guard::RecordGuard;
 use super::sample_check::callchain_fits;
+use super::workload_tree::WorkloadTree;
 use crate::error::PerfError;
 use crate::unwind::{MappedFile, Unwinder, UserRegs};
 
@@ -103,6 +104,8 @@ struct Builder {
     elf_paths: HashMap<String, Option<std::path::PathBuf>>,
     /// (address, kernel) of the current sample's frames, leaf first.
     chain: Vec<(u64, bool)>,
+    /// The wrapped program's processes: a recording of every CPU holds others' too.
+    tree: WorkloadTree,
 }
 
 pub(super) fn read(
@@ -170,11 +173,12 @@ pub(super) fn read_from<R: Read + Seek>(
             _ => None,
         })
         .unwrap_or(1);
+    // `cpu-clock:I` (a recording of every CPU, idle left out) is cpu-clock.
     b.raw.event = perf_file
         .event_attributes()
         .first()
         .and_then(|a| a.name())
-        .unwrap_or("unknown")
+        .map_or("unknown", |name| name.split(':').next().unwrap_or(name))
         .to_string();
     loop {
         let record = match record_iter.next_record(&mut perf_file) {
@@ -209,6 +213,7 @@ pub(super) fn read_from<R: Read + Seek>(
                 b.map(m.pid, m.address, m.length, m.page_offset, path);
             }
             EventRecord::Fork(f) if f.pid != f.ppid => {
+                b.tree.fork(f.pid, f.ppid);
                 if let Some(parent) = b.regions.get(&f.ppid).cloned() {
                     b.regions.insert(f.pid, parent);
                     b.address_ids.clear();
@@ -217,7 +222,9 @@ pub(super) fn read_from<R: Read + Seek>(
                     u.fork(f.ppid, f.pid);
                 }
             }
-            EventRecord::Comm(c) if c.is_execve => {
+            EventRecord::Comm(c) if !c.is_execve => b.tree.comm(c.pid, &c.name.as_slice(), false),
+            EventRecord::Comm(c) => {
+                b.tree.comm(c.pid, &c.name.as_slice(), true);
                 b.regions.remove(&c.pid);
                 b.address_ids.clear();
                 if let Some(u) = &mut b.unwinder {
@@ -233,8 +240,8 @@ pub(super) fn read_from<R: Read + Seek>(
 }
 
 impl Builder {
-    /// Counts sample `s`: outside the window, a partner's, or another thread's are counted
-    /// apart; else its frames' stack gets its period.
+    /// Counts sample `s`: another process's, outside the window, a partner's, or another
+    /// thread's are counted apart; else its frames' stack gets its period.
     fn sample(
         &mut self,
         s: &SampleRecord<'_>,
@@ -243,6 +250,10 @@ impl Builder {
         partners: &[u32],
         fixed_period: u64,
     ) {
+        if !self.tree.holds(s.pid.unwrap_or(-1)) {
+            self.raw.tally.other_processes += 1;
+            return;
+        }
         if let (Some((lo, hi)), Some(t)) = (window, s.timestamp) {
             if t < lo || t > hi {
                 self.raw.tally.outside_window += 1;

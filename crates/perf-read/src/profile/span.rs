@@ -1,6 +1,6 @@
 //! The wrapped program's own span in a `perf record … -- program` file: from its exec (the
-//! first `PERF_RECORD_COMM` with the exec flag, stamped through `sample_id_all`) to the exit
-//! of that process (its main thread's `PERF_RECORD_EXIT`). perf starts the program only once
+//! `PERF_RECORD_COMM` with the exec flag of perf's child, [`WorkloadTree`], stamped through
+//! `sample_id_all`) to the exit of that process (its main thread's `PERF_RECORD_EXIT`). perf starts the program only once
 //! its events are set up and writes its file after the program has ended, so this span
 //! leaves out perf's own start-up and write-out: 0.15–0.19 s and 0.11 s here around a 2 s
 //! command with frame-pointer call graphs, more with DWARF stacks (measured with `date`
@@ -14,6 +14,7 @@ use linux_perf_data::{PerfFileReader, PerfFileRecord};
 
 use super::layout::{self, corrupt};
 use super::record_guard::RecordGuard;
+use super::workload_tree::WorkloadTree;
 use crate::error::PerfError;
 
 /// When the wrapped program ran: (exec, exit), in the file's sample clock (CLOCK_MONOTONIC ns
@@ -36,6 +37,7 @@ pub fn workload_span(path: &Path) -> Result<Option<(u64, u64)>, PerfError> {
             mut record_iter,
         } = PerfFileReader::parse_file(guarded).map_err(|e| corrupt(format!("header: {e}")))?;
         let mut exec: Option<(i32, u64)> = None;
+        let mut tree = WorkloadTree::default();
         loop {
             let record = match record_iter.next_record(&mut perf_file) {
                 Ok(Some(r)) => r,
@@ -52,8 +54,10 @@ pub fn workload_span(path: &Path) -> Result<Option<(u64, u64)>, PerfError> {
                 continue;
             }
             match (exec, record.parse()) {
-                (None, Ok(EventRecord::Comm(c))) if c.is_execve => {
-                    if let Some(t) = record.timestamp() {
+                (None, Ok(EventRecord::Comm(c))) => {
+                    tree.comm(c.pid, &c.name.as_slice(), c.is_execve);
+                    let program = tree.root() == Some(c.pid) || tree.names_no_program();
+                    if let (true, Some(t)) = (c.is_execve && program, record.timestamp()) {
                         exec = Some((c.pid, t));
                     }
                 }
