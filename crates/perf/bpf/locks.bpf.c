@@ -373,6 +373,34 @@ static __always_inline bool waits(__u32 op)
     return cmd == 0 || cmd == 6 || cmd == 9 || cmd == 11 || cmd == 13;
 }
 
+// A futex SAMPLE record of the current thread, reserved, with its user chain, registers and
+// stack copy (times 0 and the return value 0, for the caller to set before submitting it), or
+// 0 when the ring buffer had no room (counted).
+static __always_inline struct futex_rec *futex_sample(void *ctx, __u32 tid, __u32 pid, __u64 k,
+                                                      __u64 uaddr, __u32 op)
+{
+    struct futex_rec *r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
+    if (!r) {
+        count(STAT_SAMPLE_LOST);
+        return 0;
+    }
+    r->type = REC_FUTEX;
+    r->tid = tid;
+    r->pid = pid;
+    r->weight = k;
+    r->uaddr = uaddr;
+    r->begin = 0;
+    r->end = 0;
+    r->ret = 0;
+    r->op = op;
+    r->pad = 0;
+    r->user_bytes = bpf_get_stack(ctx, r->user, sizeof(r->user), BPF_F_USER_STACK);
+    r->stack_bytes = copy_user_context(&r->ip, r->stack, STACK_BYTES);
+    if (r->stack_bytes < STACK_BYTES)
+        count(STAT_STACK_SHORT);
+    return r;
+}
+
 // The futex call's entry and exit (`calls`), on the raw system call tracepoints. They run for
 // every system call of every task, so the call's number is compared before anything is
 // looked up; their cost is the slow path they put every system call through (see above).
@@ -413,25 +441,12 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
     __u64 k = sampled_at(end);
     if (!k)
         return 0;
-    struct futex_rec *r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
-    if (!r) {
-        count(STAT_SAMPLE_LOST);
+    struct futex_rec *r = futex_sample(ctx, tid, t->pid, k, uaddr, op);
+    if (!r)
         return 0;
-    }
-    r->type = REC_FUTEX;
-    r->tid = tid;
-    r->pid = t->pid;
-    r->weight = k;
-    r->uaddr = uaddr;
     r->begin = begin;
     r->end = end;
     r->ret = ret;
-    r->op = op;
-    r->pad = 0;
-    r->user_bytes = bpf_get_stack(ctx, r->user, sizeof(r->user), BPF_F_USER_STACK);
-    r->stack_bytes = copy_user_context(&r->ip, r->stack, STACK_BYTES);
-    if (r->stack_bytes < STACK_BYTES)
-        count(STAT_STACK_SHORT);
     bpf_ringbuf_submit(r, 0);
     count(STAT_SAMPLED);
     return 0;
@@ -459,25 +474,11 @@ static __always_inline void futex_wait_begins(void *ctx, struct task_struct *pre
         t->futex_begin = now;
         return;
     }
-    struct futex_rec *r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
+    struct futex_rec *r = futex_sample(ctx, prev->pid, t->pid, k, uaddr, op);
     if (!r) {
-        count(STAT_SAMPLE_LOST);
         t->futex_begin = now;
         return;
     }
-    r->type = REC_FUTEX;
-    r->tid = prev->pid;
-    r->pid = t->pid;
-    r->weight = k;
-    r->uaddr = uaddr;
-    r->end = 0;
-    r->ret = 0;
-    r->op = op;
-    r->pad = 0;
-    r->user_bytes = bpf_get_stack(ctx, r->user, sizeof(r->user), BPF_F_USER_STACK);
-    r->stack_bytes = copy_user_context(&r->ip, r->stack, STACK_BYTES);
-    if (r->stack_bytes < STACK_BYTES)
-        count(STAT_STACK_SHORT);
     // The walk and the copy took microseconds of this thread's time before it switched: the
     // wait begins after them, as an unsampled one would.
     r->begin = bpf_ktime_get_ns();

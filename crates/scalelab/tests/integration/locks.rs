@@ -19,8 +19,13 @@ impl Lab {
 
     /// [`run_traced`](Self::run_traced) with `--tracer TRACER`.
     fn run_traced_by(&self, workload: &str, shared: bool, tasks: &str, tracer: &str) -> bool {
+        self.run_traced_with(workload, shared, tasks, &["--locks", "--tracer", tracer])
+    }
+
+    /// [`run_traced`](Self::run_traced) with `tracing`, the options that ask for locks.
+    fn run_traced_with(&self, workload: &str, shared: bool, tasks: &str, tracing: &[&str]) -> bool {
         let shared = format!("shared={shared}");
-        let (_, stderr) = self.ok_with_stderr(&[
+        let mut args = vec![
             "run",
             workload,
             "-p",
@@ -34,10 +39,9 @@ impl Lab {
             "--warmup",
             "100ms",
             "--quiet",
-            "--locks",
-            "--tracer",
-            tracer,
-        ]);
+        ];
+        args.extend_from_slice(tracing);
+        let (_, stderr) = self.ok_with_stderr(&args);
         if stderr.contains("lock tracing unavailable") {
             assert!(
                 stderr.contains(" — "),
@@ -215,30 +219,20 @@ fn the_kernel_and_the_perf_tracer_name_the_same_hot_futex_mutex() {
 fn futex_sleeps_are_the_waits_that_slept_and_the_report_says_so() {
     let lab = Lab::new();
     let traced = |futex: &str| {
-        let (_, stderr) = lab.ok_with_stderr(&[
-            "run",
+        let shown = lab.run_traced_with(
             "futex_mutex",
-            "-p",
-            "shared=true",
-            "--tasks",
+            true,
             "2",
-            "--runs",
-            "1",
-            "--duration",
-            "700ms",
-            "--warmup",
-            "100ms",
-            "--quiet",
-            "--locks=user",
-            "--futex-waits",
-            futex,
-        ]);
+            &["--locks=user", "--futex-waits", futex],
+        );
         let export = lab.json(&["export", "last"]);
-        let report = export["run"]["trials"][0]["outcome"]["locks"].clone();
-        (report, stderr)
+        (
+            shown,
+            export["run"]["trials"][0]["outcome"]["locks"].clone(),
+        )
     };
-    let (sleeps, stderr) = traced("sleeps");
-    if stderr.contains("lock tracing unavailable") || kernel_tracer_fell_back(&sleeps) {
+    let (shown, sleeps) = traced("sleeps");
+    if !shown || kernel_tracer_fell_back(&sleeps) {
         return;
     }
     let notes = sleeps["notes"].to_string();
@@ -269,7 +263,7 @@ fn futex_sleeps_are_the_waits_that_slept_and_the_report_says_so() {
             .ends_with("futex_mutex::futex_mutex_lock"),
         "a sleep's chain, taken at its blocking switch, names the lock's caller: {top}"
     );
-    let (calls, _) = traced("calls");
+    let (_, calls) = traced("calls");
     let calls_waits = calls["sampling"]["waits"].as_u64().unwrap();
     eprintln!("futex_mutex shared N=2: {waits} sleeps, {calls_waits} calls");
     assert!(
