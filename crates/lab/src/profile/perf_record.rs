@@ -68,14 +68,16 @@ pub struct ProfileSettings {
     pub frequency: u32,
     /// Each CPU's ring buffer in pages (`-m`), from the online CPU count.
     pub ring_pages: usize,
-    /// Sample every CPU rather than the program's tasks (where perf may: root, CAP_PERFMON
-    /// or `perf_event_paranoid` ≤ 0; see [`every_cpu_allowed`]). A per-task event is stopped and
-    /// started at every context switch of every task it follows; a CPU's event runs on. On
-    /// this project's 2-vCPU VM (cpu-clock, no PMU), `fsync_write` N=2 on a RAM-backed ext4
-    /// (~25k fsyncs a second, each a switch out and in) kept 0.41–0.63 of its untraced
-    /// throughput under `perf record -g` of its tasks and 0.89–0.95 under `perf record -a -g`
-    /// (three interleaved pairs). The samples of other processes are left out when the file
-    /// is read ([`perf::read_profile`]'s tree of the wrapped program).
+    /// Sample every CPU rather than the program's tasks (`--profile-every-cpu`, where perf
+    /// may: [`every_cpu_allowed`]). A per-task event is stopped and started at every context
+    /// switch of every task it follows; a CPU's event runs on, but samples every process and,
+    /// on this project's VM, costs more where tasks switch less. 2-vCPU VM, cpu-clock,
+    /// interleaved pairs, traced/untraced throughput: `fsync_write` N=2 on a RAM-backed ext4
+    /// (~25k fsyncs a second) 0.41–0.63 following its tasks, 0.77–0.94 on every CPU; sysbench
+    /// `--thread-locks=1` N=2 at 1 kHz 0.81–0.94 following its tasks, 0.62–0.72 on every CPU
+    /// (the same without call chains; at 1 sample a second, 0.97–1.01). The samples of other
+    /// processes are left out when the file is read ([`perf::read_profile`]'s tree of the
+    /// wrapped program).
     pub every_cpu: bool,
 }
 
@@ -89,7 +91,7 @@ impl ProfileSettings {
             event: choose_event(),
             frequency: frequency(),
             ring_pages: ring_pages(model::env::CpuTopology::read().cpus.len()),
-            every_cpu: every_cpu_allowed(),
+            every_cpu: false,
         }
     }
 
@@ -98,6 +100,16 @@ impl ProfileSettings {
     pub fn for_command(mut self) -> ProfileSettings {
         self.frequency = self.frequency.min(COMMAND_FREQUENCY);
         self
+    }
+
+    /// On every CPU (`--profile-every-cpu`); refused, naming what would allow it, where perf
+    /// may not sample every CPU.
+    pub fn on_every_cpu(mut self) -> Result<ProfileSettings, String> {
+        if !every_cpu_allowed() {
+            return Err("--profile-every-cpu: perf may not sample every CPU here — run as root, or set kernel.perf_event_paranoid to 0 or less".into());
+        }
+        self.every_cpu = true;
+        Ok(self)
     }
 
     /// At `hz` samples a second (`--profile-frequency`); refused, naming the limit, above the

@@ -173,6 +173,9 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
         if let Some(hz) = args.profile_frequency {
             settings = settings.at_frequency(hz).map_err(anyhow::Error::msg)?;
         }
+        if args.profile_every_cpu {
+            settings = settings.on_every_cpu().map_err(anyhow::Error::msg)?;
+        }
         cfg.profile = Some(settings);
     }
     if args.explain && cfg.locks.is_none() {

@@ -74,6 +74,16 @@ fn rows<'a>(table: &'a Value, side: &str) -> Vec<&'a Value> {
         .collect()
 }
 
+/// The waits of a trial's lock report's rows on `side` (`user`, `kernel`), summed.
+fn contentions(report: &Value, side: &str) -> u64 {
+    report[side]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["contentions"].as_u64().unwrap())
+        .sum()
+}
+
 fn total_wait(rows: &[&Value], kind: &str) -> u64 {
     rows.iter()
         .filter(|r| r["kind"] == kind)
@@ -158,18 +168,7 @@ fn the_kernel_and_the_perf_tracer_name_the_same_hot_futex_mutex() {
         );
     }
     let top = &k["user"][0];
-    let user_waits: u64 = k["user"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["contentions"].as_u64().unwrap())
-        .sum();
-    let kernel_waits: u64 = k["kernel"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["contentions"].as_u64().unwrap())
-        .sum();
+    let (user_waits, kernel_waits) = (contentions(&k, "user"), contentions(&k, "kernel"));
     // A lock's waits are shared out between its callers in whole waits that add up to them.
     assert_eq!(
         user_waits + kernel_waits,
@@ -241,14 +240,9 @@ fn futex_sleeps_are_the_waits_that_slept_and_the_report_says_so() {
         "the report says what it counted: {notes}"
     );
     let waits = sleeps["sampling"]["waits"].as_u64().unwrap();
-    let rows: u64 = sleeps["user"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["contentions"].as_u64().unwrap())
-        .sum();
     assert_eq!(
-        rows, waits,
+        contentions(&sleeps, "user"),
+        waits,
         "the rows share out every sleep summed: {sleeps}"
     );
     assert!(

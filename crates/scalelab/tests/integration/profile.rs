@@ -485,3 +485,71 @@ fn a_commands_profile_samples_at_1_khz_unless_told_and_a_bad_rate_is_refused() {
     let runs_after = lab.json(&["ls", "--json"]).as_array().unwrap().len();
     assert_eq!(runs_before, runs_after, "a refused run stores nothing");
 }
+
+/// `--profile-every-cpu`: perf samples every CPU, so the file holds a busy shell beside the
+/// workload (as `perf script` shows), and scalelab keeps the workload's samples alone.
+#[test]
+fn a_profile_of_every_cpu_keeps_the_programs_samples_alone() {
+    if !perf_available() {
+        return;
+    }
+    let lab = Lab::new();
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _busy = Killed(
+        Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap(),
+    );
+    let (_, stderr) = lab.ok_with_stderr(&[
+        "run",
+        "spin",
+        "--tasks",
+        "1",
+        "--duration",
+        "400ms",
+        "--warmup",
+        "0",
+        "--runs",
+        "1",
+        "--profile",
+        "--profile-every-cpu",
+        "--quiet",
+    ]);
+    if stderr.contains("may not sample every CPU") {
+        eprintln!("skipped: {stderr}");
+        return;
+    }
+    let data = lab.profiles(1).join("n1-t1.perf.data");
+    let script = Command::new("perf")
+        .args(["script", "-F", "comm", "-i"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    let comms = String::from_utf8_lossy(&script.stdout);
+    assert!(
+        comms.lines().any(|c| c.trim() == "sh"),
+        "perf sampled every CPU, the shell's too"
+    );
+    let profile = lab.json(&["profile", "last", "--at", "1", "--json"]);
+    let dsos: Vec<&str> = profile["points"][0]["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["dso"].as_str().unwrap())
+        .collect();
+    assert!(
+        dsos.contains(&"scalelab"),
+        "the workload's own code: {dsos:?}"
+    );
+    assert!(
+        !dsos.iter().any(|d| ["dash", "bash", "sh"].contains(d)),
+        "no sample of the shell is the workload's: {dsos:?}"
+    );
+}
