@@ -460,7 +460,7 @@ pub struct RunArgs {
     /// Profile every CPU (perf record -a), keeping the program's processes when reading,
     /// instead of following the program's tasks: cheaper where they switch tens of thousands
     /// of times a second, dearer elsewhere (2-vCPU VM: fsync_write on a RAM-backed ext4 kept
-    /// 0.77-0.94 of its throughput against 0.41-0.63, sysbench with a hot mutex 0.65-0.72
+    /// 0.77-0.94 of its throughput against 0.41-0.63, sysbench with a hot mutex 0.62-0.72
     /// against 0.81-0.94). Needs root or perf_event_paranoid <= 0; other processes' samples are
     /// written to the file too
     #[arg(long, requires = "profiling")]
