@@ -11,7 +11,7 @@
 
 use serde_json::Value;
 
-use crate::common::Lab;
+use crate::common::{CpuTicks, Lab};
 
 /// `run WORKLOAD … --tasks 1,2 --runs 3 --duration 300ms` with `extra`, then `explain last
 /// --json`; `None` when lock tracing is unavailable here. Returns the explanation and `run`'s
@@ -52,15 +52,7 @@ const STEAL_BOUND: &str = "test_steal_bound";
 
 /// Time the host took from this VM's CPUs so far (`/proc/stat`'s steal, all CPUs), in ns.
 fn steal_ns() -> u64 {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let ticks: u64 = stat
-        .lines()
-        .find(|l| l.starts_with("cpu "))
-        .and_then(|l| l.split_whitespace().nth(8))
-        .and_then(|t| t.parse().ok())
-        .unwrap_or(0);
-    // USER_HZ is 100 on Linux.
-    ticks * 10_000_000
+    CpuTicks::now().steal_ns_since(&CpuTicks::default())
 }
 
 fn assert_parts_add_up(e: &Value) {

@@ -172,3 +172,50 @@ pub fn kernel_tracer_fell_back(report: &Value) -> bool {
     eprintln!("the kernel tracer fell back here: {notes}");
     true
 }
+
+/// This VM's CPU time so far, all CPUs (`/proc/stat`'s `cpu` line, in USER_HZ ticks): what its
+/// guests ran (user, nice, system, irq, softirq) and what the host stole.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CpuTicks {
+    pub busy: u64,
+    pub steal: u64,
+}
+
+impl CpuTicks {
+    pub fn now() -> CpuTicks {
+        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        let fields: Vec<u64> = stat
+            .lines()
+            .find(|l| l.starts_with("cpu "))
+            .map(|l| {
+                l.split_whitespace()
+                    .skip(1)
+                    .filter_map(|t| t.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let at = |i: usize| fields.get(i).copied().unwrap_or(0);
+        CpuTicks {
+            busy: at(0) + at(1) + at(2) + at(5) + at(6),
+            steal: at(7),
+        }
+    }
+
+    /// The host's steal since `before`, in ns (USER_HZ is 100 on Linux).
+    pub fn steal_ns_since(&self, before: &CpuTicks) -> u64 {
+        self.steal.saturating_sub(before.steal) * 10_000_000
+    }
+
+    /// The share of the time the CPUs wanted to run since `before` that the host took: a
+    /// cpu-clock profile counts a stolen span as the running task's, its schedstat CPU does not
+    /// (this kernel accounts steal apart), so the profile reads up to 1 ÷ (1 − share) of it.
+    pub fn stolen_share_since(&self, before: &CpuTicks) -> f64 {
+        let steal = self.steal.saturating_sub(before.steal) as f64;
+        let busy = self.busy.saturating_sub(before.busy) as f64;
+        if steal + busy > 0.0 {
+            steal / (steal + busy)
+        } else {
+            0.0
+        }
+    }
+}
