@@ -526,12 +526,27 @@ pub struct UntracedReference {
     pub window: Nanos,
     /// Ops of all its tasks inside the window.
     pub ops: u64,
+    /// Context switches of its tasks inside the window, voluntary and forced (`None`: a
+    /// record from before this was kept): how often a per-task profile would have been
+    /// stopped and restarted, which decides where the traced trials' profile samples
+    /// (`--profile-scope auto`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub switches: Option<u64>,
 }
 
 impl UntracedReference {
     /// Time per op per task, `N·W ÷ ops`, in ns (`None` without ops).
     pub fn ns_per_op_task(&self, n: u32) -> Option<f64> {
         (self.ops > 0).then(|| f64::from(n) * self.window.0 as f64 / self.ops as f64)
+    }
+
+    /// Context switches per second per task, `switches ÷ (N·W)` (`None` without a count or a
+    /// window).
+    pub fn switches_per_task_second(&self, n: u32) -> Option<f64> {
+        let task_seconds = f64::from(n) * self.window.0 as f64 / 1e9;
+        (task_seconds > 0.0)
+            .then_some(self.switches?)
+            .map(|s| s as f64 / task_seconds)
     }
 }
 
@@ -566,6 +581,10 @@ pub struct ProfileRef {
     /// own, what the tasks' and the partners' samples together are checked against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partner_on_cpu: Option<Nanos>,
+    /// Sampled on every CPU (`perf record -a`), the program's own samples kept when reading,
+    /// rather than following its tasks (`--profile-scope`); false for runs recorded before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub every_cpu: bool,
 }
 
 /// Lock contention of one trial's window, kernel locks and user (futex) locks.

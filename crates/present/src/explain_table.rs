@@ -269,7 +269,11 @@ pub fn trace_cost_note(e: &Explanation) -> Option<String> {
                 p.n,
                 duration(c.untraced_ns),
                 duration(c.traced_ns),
-                if c.profiled { " and profiled" } else { "" },
+                match (c.profiled, c.profiled_every_cpu) {
+                    (true, true) => " and profiled on every CPU",
+                    (true, false) => " and profiled",
+                    (false, _) => "",
+                },
                 c.slowdown
             ))
         })
@@ -288,6 +292,24 @@ pub fn trace_cost_note(e: &Explanation) -> Option<String> {
     if notable {
         note.push_str(&format!(
             "; above ×{TRACE_COST_NOTABLE:.1}, the times per op above and their split describe the traced run, which records every blocking switch or lock wait: the workload's own throughput is that of a run without --explain, --offcpu and --locks"
+        ));
+    }
+    let every_cpu: Vec<String> = e
+        .points
+        .iter()
+        .filter_map(|p| {
+            let c = p.trace_cost?;
+            c.profiled_every_cpu
+                .then(|| match c.switches_per_task_second {
+                    Some(rate) => format!("N={}: {rate:.0} switches a second per task", p.n),
+                    None => format!("N={}", p.n),
+                })
+        })
+        .collect();
+    if !every_cpu.is_empty() {
+        note.push_str(&format!(
+            "; profiled on every CPU where the untraced tasks switched often ({}): a profile that follows the tasks is stopped and restarted at each of their switches, one on every CPU samples at a steady rate whoever runs (--profile-scope)",
+            every_cpu.join(", ")
         ));
     }
     Some(note)
@@ -671,6 +693,8 @@ mod tests {
             untraced_ns: 2000.0,
             slowdown,
             profiled: false,
+            profiled_every_cpu: false,
+            switches_per_task_second: Some(120.0),
         };
         e.points[0].trace_cost = Some(cost(1.05));
         e.points[1].trace_cost = Some(cost(1.2));
@@ -684,6 +708,21 @@ mod tests {
         let heavy = trace_cost_note(&e).expect("a note");
         assert!(heavy.contains("(×2.90); above ×1.3, the times per op above and their split describe the traced run"), "{heavy}");
         assert!(printed(Format::Text, |o| write(o, &e)).contains(&heavy));
+        assert!(!heavy.contains("every CPU"), "{heavy}");
+        // A point profiled on every CPU (--profile-scope auto, a blocking workload) says so
+        // and why, with the rate its untraced tasks switched at.
+        e.points[1].trace_cost = Some(analysis::explain::TraceCost {
+            profiled: true,
+            profiled_every_cpu: true,
+            switches_per_task_second: Some(25_507.4),
+            ..cost(1.02)
+        });
+        let scoped = trace_cost_note(&e).expect("a note");
+        assert!(
+            scoped.contains("2.04µs traced and profiled on every CPU (×1.02)")
+                && scoped.contains("profiled on every CPU where the untraced tasks switched often (N=2: 25507 switches a second per task)"),
+            "{scoped}"
+        );
     }
 
     #[test]

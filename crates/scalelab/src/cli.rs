@@ -457,14 +457,23 @@ pub struct RunArgs {
     /// command less and leave each share less precise.
     #[arg(long, value_name = "HZ", requires = "profiling")]
     pub profile_frequency: Option<u32>,
-    /// Profile every CPU (perf record -a), keeping the program's processes when reading,
-    /// instead of following the program's tasks: cheaper where they switch tens of thousands
-    /// of times a second, dearer elsewhere (2-vCPU VM: fsync_write on a RAM-backed ext4 kept
-    /// 0.77-0.94 of its throughput against 0.41-0.63, sysbench with a hot mutex 0.62-0.72
-    /// against 0.81-0.94). Needs root or perf_event_paranoid <= 0; other processes' samples are
-    /// written to the file too
-    #[arg(long, requires = "profiling")]
-    pub profile_every_cpu: bool,
+    /// Where --profile (or --explain) samples: `tasks` follows the program's tasks (perf record
+    /// -- program), stopped and restarted at each of their context switches; `every-cpu`
+    /// samples every CPU (perf record -a, idle left out), keeping the program's processes when
+    /// reading, other processes' samples written to the file too (needs root or
+    /// perf_event_paranoid <= 0); `auto` samples every CPU at 241 Hz at each N of a built-in
+    /// whose untraced reference trial switched 5,000 times a second or more per task, where
+    /// the sampled event is cpu-clock (no PMU) and perf may, else follows the tasks
+    /// (2-vCPU VM, fsync_write on its disk with --explain: 0.86 of untraced throughput
+    /// following its tasks at 4 kHz, 0.98 on every CPU at 250 Hz)
+    #[arg(
+        long,
+        value_enum,
+        value_name = "SCOPE",
+        default_value = "auto",
+        requires = "profiling"
+    )]
+    pub profile_scope: ProfileScopeArg,
     /// Record the evidence `scalelab explain` reads (= --profile --locks --offcpu), then print
     /// the explanation after the run. With traces, one extra untraced trial per N measures
     /// what tracing costs (it is not one of the run's trials).
@@ -1164,12 +1173,36 @@ mod verdict_arg_tests {
             parse_alpha("0.05").is_ok() && parse_alpha("1").is_err() && parse_alpha("0").is_err()
         );
     }
+
+    /// `--profile-scope`'s help states auto's rule with the figures the lab uses.
+    #[test]
+    fn the_profile_scope_help_states_autos_rate_and_threshold() {
+        use clap::CommandFactory;
+        let mut cli = Cli::command();
+        let run = cli.find_subcommand_mut("run").expect("run");
+        let help = run.render_long_help().to_string();
+        let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        let rate = format!("every CPU at {} Hz", lab::runner::EVERY_CPU_FREQUENCY);
+        let threshold = format!(
+            "switched {},{:03} times a second",
+            lab::runner::SWITCHES_FOR_EVERY_CPU as u64 / 1000,
+            lab::runner::SWITCHES_FOR_EVERY_CPU as u64 % 1000
+        );
+        assert!(flat.contains(&rate) && flat.contains(&threshold), "{flat}");
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TracerArg {
     Kernel,
     Perf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProfileScopeArg {
+    Auto,
+    Tasks,
+    EveryCpu,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -226,7 +226,8 @@ fn trace_cost(
     n: u32,
 ) -> Option<TraceCost> {
     trials.iter().find_map(|(index, m)| {
-        let untraced_ns = m.harness?.untraced?.ns_per_op_task(n)?;
+        let untraced = m.harness?.untraced?;
+        let untraced_ns = untraced.ns_per_op_task(n)?;
         let traced_ns = per_trial.iter().find(|t| t.index == *index)?.total;
         Some(TraceCost {
             trial: *index,
@@ -234,6 +235,8 @@ fn trace_cost(
             untraced_ns,
             slowdown: traced_ns / untraced_ns,
             profiled: m.profile.is_some(),
+            profiled_every_cpu: m.profile.as_ref().is_some_and(|p| p.every_cpu),
+            switches_per_task_second: untraced.switches_per_task_second(n),
         })
     })
 }

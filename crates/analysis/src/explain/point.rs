@@ -109,6 +109,11 @@ pub struct TraceCost {
     /// Whether the traced trial was also profiled (every trial of the point was): then the
     /// slowdown is the profiler's and the traces' together.
     pub profiled: bool,
+    /// Whether that profile sampled every CPU rather than following the tasks
+    /// (`--profile-scope`; `auto` decides it from `switches_per_task_second`).
+    pub profiled_every_cpu: bool,
+    /// The untraced reference's context switches a second per task (`None`: not kept).
+    pub switches_per_task_second: Option<f64>,
 }
 
 /// Above this slowdown the explanation describes the traced run more than the workload: the

@@ -971,6 +971,7 @@ fn the_traces_cost_is_the_first_traced_trial_against_its_untraced_reference() {
             untraced: (t.index == 1).then_some(crate::record::UntracedReference {
                 window: m.window,
                 ops: 2 * ops,
+                switches: None,
             }),
             ..Default::default()
         });

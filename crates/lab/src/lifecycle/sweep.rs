@@ -3,7 +3,8 @@
 //!
 //! Each trial is executed with its scratch directory (removed after it, whatever became of it)
 //! and its profile request (one at each N of a traced run after an untraced reference trial,
-//! kept with it: what the traces cost), then committed to the store the moment it ends and
+//! kept with it: what the traces cost, and how often the tasks switch, which decides where the
+//! point's profile samples: `profile::scope`), then committed to the store the moment it ends and
 //! reported to the [`Progress`]: an interrupted or killed sweep keeps everything it measured.
 //! The stop flag is checked before every trial, and the executor checks it during one.
 
@@ -56,6 +57,7 @@ pub(super) fn run_slots(
     mut scratch: Option<&mut Scratch>,
     stored: &mut usize,
 ) -> Result<SweepEnd, LabError> {
+    let mut switch_rates = SwitchRates::new();
     for slot in slots {
         if session.stop.load(Ordering::SeqCst) {
             return Ok(SweepEnd::Interrupted);
@@ -67,7 +69,14 @@ pub(super) fn run_slots(
             index: slot.index,
         };
         session.progress.trial_started(&label);
-        let Some(record) = execute(run.plan, slot, executor, scratch.as_deref_mut(), session)?
+        let Some(record) = execute(
+            run.plan,
+            slot,
+            executor,
+            scratch.as_deref_mut(),
+            session,
+            &mut switch_rates,
+        )?
         else {
             return Ok(SweepEnd::Interrupted);
         };
@@ -78,6 +87,11 @@ pub(super) fn run_slots(
     Ok(SweepEnd::Complete)
 }
 
+/// Per run and N, the context switches a second per task its untraced reference measured:
+/// every later profiled trial of the point is sampled where that rate says
+/// (`profile::scope::choose`), so a point's trials share one scope.
+type SwitchRates = std::collections::HashMap<(usize, u32), f64>;
+
 /// Executes one trial; `None` when the stop flag interrupted it.
 fn execute(
     plan: &Plan,
@@ -85,6 +99,7 @@ fn execute(
     executor: &mut dyn Executor,
     mut scratch: Option<&mut Scratch>,
     session: &Session<'_>,
+    switch_rates: &mut SwitchRates,
 ) -> Result<Option<TrialRecord>, LabError> {
     let untraced = match untraced_reference(plan, slot, executor, scratch.as_deref_mut(), session)?
     {
@@ -92,6 +107,9 @@ fn execute(
         Reference::Measured(r) => Some(r),
         Reference::None => None,
     };
+    if let Some(rate) = untraced.and_then(|r| r.switches_per_task_second(slot.n)) {
+        switch_rates.insert((slot.run, slot.n), rate);
+    }
     let started_at = timestamp::now_rfc3339();
     let mut spec = plan.trial_spec(slot.n);
     spec.profile = match &plan.profile {
@@ -99,6 +117,7 @@ fn execute(
             slot.n,
             slot.index,
             plan.command.as_ref().map_or(0, |c| c.steps.len()),
+            switch_rates.get(&(slot.run, slot.n)).copied(),
         )?,
         None => None,
     };
@@ -191,6 +210,7 @@ fn untraced_reference(
                 Some(m) => Reference::Measured(UntracedReference {
                     window: m.window,
                     ops: m.ops(),
+                    switches: Some(m.usage.voluntary_switches + m.usage.involuntary_switches),
                 }),
                 None => Reference::None,
             },

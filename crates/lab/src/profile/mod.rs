@@ -5,6 +5,8 @@
 //! analysis (`analysis::profile`).
 
 pub(crate) mod perf_record;
+pub(crate) mod scope;
 pub(crate) mod session;
 
 pub use perf_record::{ProfileRequest, ProfileSettings};
+pub use scope::ProfileScope;

@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::scope::{self, ProfileScope};
 use crate::error::LabError;
 use sys::owned_dir::{self, OwnedDir};
 
@@ -49,7 +50,7 @@ pub struct ProfileRequest {
     #[serde(default)]
     pub ring_pages: Option<usize>,
     /// Sample every CPU (`perf record -a`, idle left out) and keep the wrapped program's tree
-    /// when reading, instead of following the program's tasks: see [`ProfileSettings::every_cpu`].
+    /// when reading, instead of following the program's tasks: see [`super::scope`].
     #[serde(default)]
     pub every_cpu: bool,
 }
@@ -68,17 +69,12 @@ pub struct ProfileSettings {
     pub frequency: u32,
     /// Each CPU's ring buffer in pages (`-m`), from the online CPU count.
     pub ring_pages: usize,
-    /// Sample every CPU rather than the program's tasks (`--profile-every-cpu`, where perf
-    /// may: [`every_cpu_allowed`]). A per-task event is stopped and started at every context
-    /// switch of every task it follows; a CPU's event runs on, but samples every process and,
-    /// on this project's VM, costs more where tasks switch less. 2-vCPU VM, cpu-clock,
-    /// interleaved pairs, traced/untraced throughput: `fsync_write` N=2 on a RAM-backed ext4
-    /// (~25k fsyncs a second) 0.41–0.63 following its tasks, 0.77–0.94 on every CPU; sysbench
-    /// `--thread-locks=1` N=2 at 1 kHz 0.81–0.94 following its tasks, 0.62–0.72 on every CPU
-    /// (the same without call chains; at 1 sample a second, 0.97–1.01). The samples of other
-    /// processes are left out when the file is read ([`perf::read_profile`]'s tree of the
-    /// wrapped program).
-    pub every_cpu: bool,
+    /// Where the samples are taken: the program's tasks, every CPU, or (`auto`) every CPU
+    /// at a low rate for the points whose untraced tasks switched often
+    /// ([`super::scope`], with the measurements behind it).
+    pub scope: ProfileScope,
+    /// `frequency` is the user's (`--profile-frequency`): `auto` keeps it on every CPU too.
+    pub frequency_given: bool,
 }
 
 impl ProfileSettings {
@@ -91,7 +87,8 @@ impl ProfileSettings {
             event: choose_event(),
             frequency: frequency(),
             ring_pages: ring_pages(model::env::CpuTopology::read().cpus.len()),
-            every_cpu: false,
+            scope: ProfileScope::Auto,
+            frequency_given: false,
         }
     }
 
@@ -102,13 +99,13 @@ impl ProfileSettings {
         self
     }
 
-    /// On every CPU (`--profile-every-cpu`); refused, naming what would allow it, where perf
-    /// may not sample every CPU.
-    pub fn on_every_cpu(mut self) -> Result<ProfileSettings, String> {
-        if !every_cpu_allowed() {
-            return Err("--profile-every-cpu: perf may not sample every CPU here — run as root, or set kernel.perf_event_paranoid to 0 or less".into());
+    /// Sampling where `scope` says (`--profile-scope`); `every-cpu` is refused, naming what
+    /// would allow it, where perf may not sample every CPU (`auto` then follows the tasks).
+    pub fn in_scope(mut self, scope: ProfileScope) -> Result<ProfileSettings, String> {
+        if scope == ProfileScope::EveryCpu && !every_cpu_allowed() {
+            return Err("--profile-scope every-cpu: perf may not sample every CPU here — run as root, or set kernel.perf_event_paranoid to 0 or less".into());
         }
-        self.every_cpu = true;
+        self.scope = scope;
         Ok(self)
     }
 
@@ -125,10 +122,13 @@ impl ProfileSettings {
             ));
         }
         self.frequency = hz;
+        self.frequency_given = true;
         Ok(self)
     }
 
-    /// The request for trial `index` of point `n`, or `None` when it is not profiled. Its
+    /// The request for trial `index` of point `n`, or `None` when it is not profiled, sampled
+    /// where [`scope::choose`] says given `switch_rate` (the point's untraced tasks' context
+    /// switches a second each, `None` when not measured). Its
     /// perf.data is made here, empty and 0600, for `perf record` to fill. A command trial
     /// with `steps` timed steps gets one file per step: `nN-tK.perf.data` for the main command
     /// (as a built-in trial's), `nN-tK-sI.perf.data` for step I (1, 2, …).
@@ -137,6 +137,7 @@ impl ProfileSettings {
         n: u32,
         index: u32,
         steps: usize,
+        switch_rate: Option<f64>,
     ) -> Result<Option<ProfileRequest>, LabError> {
         let Some(dir) = self.dir.as_ref().filter(|_| index < self.trials) else {
             return Ok(None);
@@ -151,17 +152,25 @@ impl ProfileSettings {
             dir.create_file(&name).map_err(owned_dir::PathError::from)?;
             paths.push(dir.join(&name));
         }
+        let choice = scope::choose(
+            self.scope,
+            &self.event,
+            every_cpu_allowed(),
+            switch_rate,
+            self.frequency,
+            self.frequency_given,
+        );
         Ok(Some(ProfileRequest {
             path: paths[0].clone(),
             event: self.event.clone(),
-            frequency: self.frequency,
+            frequency: choice.frequency,
             // A command may lack frame pointers (Debian's glibc does): its user stacks are
             // copied and unwound with the binaries' unwind tables. scalelab's own workloads
             // are built with frame pointers, and `-g` samples are ~100 bytes, not ~16 KiB.
             dwarf_stack: (steps > 0).then_some(DWARF_STACK_BYTES),
             steps: if steps == 0 { Vec::new() } else { paths },
             ring_pages: Some(self.ring_pages),
-            every_cpu: self.every_cpu,
+            every_cpu: choice.every_cpu,
         }))
     }
 }
@@ -378,22 +387,35 @@ mod tests {
             event: "cpu-clock".into(),
             frequency: 999,
             ring_pages: 128,
-            every_cpu: false,
+            scope: ProfileScope::Auto,
+            frequency_given: false,
         };
-        let r = s.request(4, 0, 0).unwrap().unwrap();
+        // Not measured: auto follows the tasks, at the run's rate.
+        let r = s.request(4, 0, 0, None).unwrap().unwrap();
+        assert!(!r.every_cpu);
+        assert_eq!(r.frequency, 999);
         let folder = base.path().canonicalize().unwrap();
         let expected = folder.join(format!("profiles/lab.db/{run}/n4-t1.perf.data"));
         assert_eq!(r.path, expected);
-        assert!(s.request(4, 1, 0).unwrap().is_none());
+        assert!(s.request(4, 1, 0, None).unwrap().is_none());
         // Each perf.data is made once, empty, for perf to fill; never a second time.
         assert_eq!(std::fs::metadata(&r.path).unwrap().len(), 0);
-        assert!(s.request(4, 0, 0).is_err());
+        assert!(s.request(4, 0, 0, None).is_err());
         // A command trial gets one file per timed step, the main command's first.
-        let c = s.request(2, 0, 3).unwrap().unwrap();
+        let c = s.request(2, 0, 3, None).unwrap().unwrap();
         assert_eq!(c.steps.len(), 3);
         assert_eq!(c.steps[0], c.path);
         assert!(c.steps[2].ends_with("n2-t1-s2.perf.data"));
         assert!(r.steps.is_empty());
+        // The scope asked for is what the request carries, whatever the tasks' switch rate.
+        for (n, scope, every_cpu) in [
+            (8, ProfileScope::Tasks, false),
+            (16, ProfileScope::EveryCpu, true),
+        ] {
+            let s = ProfileSettings { scope, ..s.clone() };
+            let q = s.request(n, 0, 0, Some(250_000.0)).unwrap().unwrap();
+            assert_eq!((q.every_cpu, q.frequency), (every_cpu, 999), "{scope:?}");
+        }
         let args = perf_args(&r, Path::new("/bin/scalelab"), &["__trial".into()]);
         assert_eq!(args[args.len() - 3..], ["--", "/bin/scalelab", "__trial"]);
         assert!(args.windows(2).any(|w| w == ["-k", "CLOCK_MONOTONIC"]));

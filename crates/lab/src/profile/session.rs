@@ -41,6 +41,7 @@ impl ProfileSession {
                 threads: Vec::new(),
                 partner_threads: Vec::new(),
                 partner_on_cpu: None,
+                every_cpu: self.request.every_cpu,
             })
     }
 }

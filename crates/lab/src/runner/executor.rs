@@ -154,6 +154,7 @@ impl Executor for ChildExecutor {
                         path: p.path,
                         event: p.event,
                         frequency: p.frequency,
+                        every_cpu: p.every_cpu,
                         ..child
                     });
                     Execution::Finished(TrialOutcome::Ok(m))

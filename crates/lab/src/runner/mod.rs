@@ -18,7 +18,8 @@ mod step;
 mod task;
 pub(crate) mod trial;
 
-pub use crate::profile::{ProfileRequest, ProfileSettings};
+pub use crate::profile::scope::{EVERY_CPU_FREQUENCY, SWITCHES_FOR_EVERY_CPU};
+pub use crate::profile::{ProfileRequest, ProfileScope, ProfileSettings};
 pub use command::CommandExecutor;
 pub(crate) use executor::ChildExecutor;
 pub use executor::{Execution, Executor};

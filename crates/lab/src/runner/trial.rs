@@ -114,6 +114,7 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
             threads: task_tids,
             partner_threads: control.partner_ids().iter().map(|&(_, tid)| tid).collect(),
             partner_on_cpu: window.partner_on_cpu,
+            every_cpu: req.every_cpu,
         }),
         locks: observed.locks,
         offcpu: observed.offcpu,

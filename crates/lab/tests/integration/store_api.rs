@@ -174,6 +174,7 @@ mod store {
                     threads: vec![41, 42],
                     partner_threads: vec![43],
                     partner_on_cpu: Some(Nanos(123_456)),
+                    every_cpu: true,
                 }),
                 locks: (index % 2 == 0).then(|| LockReport {
                     kernel: vec![LockContention {
@@ -209,6 +210,7 @@ mod store {
                     untraced: (index == 1).then_some(UntracedReference {
                         window: Nanos(999_000_000),
                         ops: u64::MAX,
+                        switches: Some(51_014),
                     }),
                 }),
                 reported: (index == 0).then(|| lab::record::Reported {

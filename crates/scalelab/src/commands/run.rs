@@ -13,11 +13,11 @@ use std::io::Write;
 use anyhow::{Result, bail};
 use lab::lifecycle::{self, SweepEnd};
 use lab::record::{Mode, Pin};
-use lab::runner::ProfileSettings;
+use lab::runner::{ProfileScope, ProfileSettings};
 use lab::{FutexWaits, LockRequest, OffCpuRequest, Plan, RunConfig, TracerChoice};
 
 use super::show;
-use crate::cli::{FutexWaitsArg, LocksArg, ModeArg, RunArgs, TracerArg};
+use crate::cli::{FutexWaitsArg, LocksArg, ModeArg, ProfileScopeArg, RunArgs, TracerArg};
 use crate::measure::{
     Bench, CommandRun, INTERRUPTED, Labels, command_config, label, online_cpus, ops_source,
     some_trial_measured,
@@ -173,9 +173,12 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
         if let Some(hz) = args.profile_frequency {
             settings = settings.at_frequency(hz).map_err(anyhow::Error::msg)?;
         }
-        if args.profile_every_cpu {
-            settings = settings.on_every_cpu().map_err(anyhow::Error::msg)?;
-        }
+        let scope = match args.profile_scope {
+            ProfileScopeArg::Auto => ProfileScope::Auto,
+            ProfileScopeArg::Tasks => ProfileScope::Tasks,
+            ProfileScopeArg::EveryCpu => ProfileScope::EveryCpu,
+        };
+        settings = settings.in_scope(scope).map_err(anyhow::Error::msg)?;
         cfg.profile = Some(settings);
     }
     if args.explain && cfg.locks.is_none() {

@@ -420,7 +420,8 @@ fn explain_names_the_pipe_read_of_pipe_pingpong_as_blocking() {
     // thread; perf also swaps the two threads' inherited contexts at each switch): per trial,
     // a task's own samples read 0.94–1.10 of its CPU (1.216 once in CI), so that check is shown,
     // not promised. The pair's sum is exact, and the trial reads the partner's CPU for it:
-    // 1.001 at N=1 and N=2 in both modes on this project's VM (release build).
+    // 1.001 at N=1 and N=2 in both modes on this project's VM (release build), following the
+    // tasks; 0.994–1.012 in six debug runs profiled on every CPU at 241 Hz (the default here).
     assert_the_traces_agree_within(&e, f64::INFINITY);
     for p in e["points"].as_array().unwrap() {
         assert!(
@@ -451,15 +452,21 @@ fn explain_names_the_pipe_read_of_pipe_pingpong_as_blocking() {
             p["n"],
             100.0 * steal
         );
-        // Every round trip is traced (two blocking switches with call chains, their switch-ins
-        // and wake-ups): against the untraced trial run before the first traced one, the
-        // traced time per op is measurably longer (×3.4 on this project's 2-vCPU VM, where a
-        // traced switch costs 0.5–1 µs). A slowdown of 1 would mean the reference was traced
-        // too, or the traces recorded nothing.
+        // The untraced trial run before the first traced one is measured and compared. Its
+        // ratio is one pair of 300 ms trials, shown, not promised: with the off-CPU trace
+        // sampling its chains in the kernel and the profile on every CPU at a low rate
+        // (`--profile-scope auto`: these tasks switch ~250,000 times a second), six runs of this
+        // test's debug build read ×0.69–×1.66 here, against ×3.4 when every switch was
+        // recorded and the profile followed the tasks; bench/tracing-overhead measures it in
+        // interleaved pairs. Its switches are the scope's evidence.
         let cost = &p["trace_cost"];
-        let slowdown = cost["slowdown"].as_f64().unwrap_or(0.0);
         assert!(
-            slowdown > 1.1 && cost["untraced_ns"].as_f64().is_some_and(|u| u > 0.0),
+            cost["slowdown"].as_f64().is_some_and(|s| s > 0.0)
+                && cost["untraced_ns"].as_f64().is_some_and(|u| u > 0.0)
+                && cost["profiled"] == true
+                && cost["switches_per_task_second"]
+                    .as_f64()
+                    .is_some_and(|r| r > 5_000.0),
             "N={}: the traces' measured cost: {cost}",
             p["n"]
         );

@@ -486,8 +486,8 @@ fn a_commands_profile_samples_at_1_khz_unless_told_and_a_bad_rate_is_refused() {
     assert_eq!(runs_before, runs_after, "a refused run stores nothing");
 }
 
-/// `--profile-every-cpu`: perf samples every CPU, so the file holds a busy shell beside the
-/// workload (as `perf script` shows), and scalelab keeps the workload's samples alone.
+/// `--profile-scope every-cpu`: perf samples every CPU, so the file holds a busy shell beside
+/// the workload (as `perf script` shows), and scalelab keeps the workload's samples alone.
 #[test]
 fn a_profile_of_every_cpu_keeps_the_programs_samples_alone() {
     if !perf_available() {
@@ -519,7 +519,8 @@ fn a_profile_of_every_cpu_keeps_the_programs_samples_alone() {
         "--runs",
         "1",
         "--profile",
-        "--profile-every-cpu",
+        "--profile-scope",
+        "every-cpu",
         "--quiet",
     ]);
     if stderr.contains("may not sample every CPU") {
@@ -551,5 +552,93 @@ fn a_profile_of_every_cpu_keeps_the_programs_samples_alone() {
     assert!(
         !dsos.iter().any(|d| ["dash", "bash", "sh"].contains(d)),
         "no sample of the shell is the workload's: {dsos:?}"
+    );
+    let export = lab.json(&["export", "last"]);
+    let profile = &export["run"]["trials"][0]["outcome"]["profile"];
+    assert_eq!(
+        profile["every_cpu"], true,
+        "the record says where: {profile}"
+    );
+}
+
+/// `--profile-scope auto` (the default) under `--explain`: pipe_pingpong's untraced tasks
+/// switch ~250,000 times a second each, so its traced trials are profiled on every CPU at the
+/// low rate, and explain says so with the rate; spin's (a few a second) follow the tasks at the
+/// run's rate, and `--profile-scope tasks` keeps pipe_pingpong on its tasks.
+#[test]
+fn explain_profiles_every_cpu_where_the_untraced_tasks_switch_often() {
+    if !perf_available() {
+        return;
+    }
+    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|l| l.split_whitespace().nth(1).map(|e| e == "0"))
+            .unwrap_or(false)
+    });
+    if !root {
+        println!("skipped: perf may sample every CPU only for root here");
+        return;
+    }
+    let lab = Lab::new();
+    let run = |workload: &str, extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            workload,
+            "--tasks",
+            "1",
+            "--runs",
+            "2",
+            "--duration",
+            "300ms",
+            "--warmup",
+            "100ms",
+            "--explain",
+            "--quiet",
+        ];
+        args.extend_from_slice(extra);
+        let (_, stderr) = lab.ok_with_stderr(&args);
+        let export = lab.json(&["export", "last"]);
+        let trials = export["run"]["trials"].as_array().unwrap().clone();
+        (trials, stderr)
+    };
+    let (trials, stderr) = run("pipe_pingpong", &[]);
+    if stderr.contains("lock tracing unavailable") {
+        println!("skipped: {stderr}");
+        return;
+    }
+    let first = &trials[0]["outcome"];
+    let switches = first["harness"]["untraced"]["switches"]
+        .as_u64()
+        .unwrap_or(0);
+    let window_s = first["harness"]["untraced"]["window"].as_f64().unwrap() / 1e9;
+    assert!(
+        switches as f64 / window_s >= 5_000.0,
+        "the untraced pipe_pingpong switched {switches} times in {window_s} s"
+    );
+    for t in &trials {
+        let p = &t["outcome"]["profile"];
+        assert_eq!(p["every_cpu"], true, "trial {}: {p}", t["index"]);
+        assert_eq!(p["frequency"], 241, "trial {}: {p}", t["index"]);
+    }
+    let text = lab.ok(&["explain", "last"]);
+    assert!(
+        text.contains("traced and profiled on every CPU")
+            && text
+                .contains("profiled on every CPU where the untraced tasks switched often (N=1: "),
+        "{text}"
+    );
+    let (spin, _) = run("spin", &[]);
+    for t in &spin {
+        let p = &t["outcome"]["profile"];
+        assert!(p["every_cpu"].is_null(), "spin follows its tasks: {p}");
+        assert!(p["frequency"].as_u64().unwrap() > 241, "{p}");
+    }
+    let (tasks, _) = run("pipe_pingpong", &["--profile-scope", "tasks"]);
+    assert!(
+        tasks
+            .iter()
+            .all(|t| t["outcome"]["profile"]["every_cpu"].is_null()),
+        "--profile-scope tasks follows the tasks"
     );
 }

@@ -1,0 +1,144 @@
+//! Where a trial's profile samples (`--profile-scope`): following the program's tasks, or every
+//! CPU with the program's samples kept when reading — and, under `auto`, which of the two a
+//! point's traced trials get, from how often its tasks switched in the untraced reference
+//! trial run just before them.
+//!
+//! Why it is chosen per point: a per-task sampling event is stopped and started at every
+//! context switch of every task it follows, and for `cpu-clock` (a machine without a PMU, as
+//! most VMs are) that is an hrtimer cancelled and armed again each time; an event on every CPU
+//! runs on, but interrupts every CPU at its rate whoever runs. Measured on this project's
+//! 2-vCPU KVM guest (cpu-clock, interleaved pairs, traced ÷ untraced throughput):
+//!
+//! | workload (switches a second per task) | `--explain`, tasks at 4 kHz | every CPU at 250 Hz |
+//! |---|---:|---:|
+//! | `fsync_write` N=2, the VM's disk (~11,000) | 0.66–0.93, median 0.86 | 0.95–1.13, median 0.98 |
+//! | `fsync_write` N=2, RAM-backed ext4 (~25,000) | 0.47–0.56 | 0.76–0.82 |
+//! | sysbench `--thread-locks=1` N=2 (a command, ~21,000) | 0.83–0.92 (1 kHz) | 0.79–1.05, median 0.81 |
+//!
+//! and `perf record` alone, no call chains: fsync_write on RAM kept 0.55 following its tasks
+//! at 4 kHz and 0.78 at 250 Hz (the task's timer is the CPU's next one, reprogrammed at each
+//! switch, only when its period is shorter than the tick's), sysbench on every CPU 0.87–0.96
+//! at 100 Hz, ~0.65 at 1 kHz and 0.6–0.7 at 4 kHz. The CPU-bound built-ins switch 20–500 times
+//! a second per task and pipe_pingpong 250,000. So `auto` samples every CPU, at
+//! [`EVERY_CPU_FREQUENCY`], where the untraced tasks switched at least
+//! [`SWITCHES_FOR_EVERY_CPU`] times a second each and the event is `cpu-clock`; elsewhere it
+//! follows the tasks at the run's rate. Only `cpu-clock` was measured: with a PMU the per-task
+//! switch costs MSR writes, not a timer, and `cycles` keeps following the tasks.
+//!
+//! A command has no untraced reference, so `auto` follows its tasks; so does a point whose
+//! reference ran after its profiled trials (`--profile-trials` below `--runs`).
+
+use serde::{Deserialize, Serialize};
+
+/// Where a profile samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProfileScope {
+    /// Every CPU where the untraced reference switched often (see the module doc), else the
+    /// program's tasks.
+    #[default]
+    Auto,
+    /// The program's tasks (`perf record -- program`): sampled only while they run.
+    Tasks,
+    /// Every CPU (`perf record -a`, idle left out), the program's samples kept when reading.
+    EveryCpu,
+}
+
+/// Context switches a second per task, in the untraced reference, from which `auto` samples
+/// every CPU: the disk's fsync_write (~11,000) kept 0.86 of its throughput following its
+/// tasks and 0.98 on every CPU; the CPU-bound built-ins switch under 500 times a second.
+pub const SWITCHES_FOR_EVERY_CPU: f64 = 5_000.0;
+
+/// `auto`'s rate on every CPU: each sample interrupts a CPU whoever runs there, and sysbench
+/// with a hot mutex kept ~0.65 of its throughput at 1 kHz against 0.8–0.9 at 250 Hz. 241 Hz
+/// rather than 250 so that samples do not fall in step with a 250 Hz (or 1000 Hz) tick.
+pub const EVERY_CPU_FREQUENCY: u32 = 241;
+
+/// Where and how fast one trial is profiled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ScopeChoice {
+    /// Every CPU (`perf record -a`) rather than the tasks.
+    pub(crate) every_cpu: bool,
+    /// Samples a second.
+    pub(crate) frequency: u32,
+}
+
+/// The scope of a profiled trial: `scope` as asked, `auto` decided by `switch_rate` (its
+/// point's untraced tasks' switches a second each, `None` when not measured), for `event`,
+/// where perf may sample every CPU (`every_cpu_allowed`). `frequency` is the run's rate;
+/// `frequency_given` keeps it (the user's `--profile-frequency`) on every CPU too.
+pub(crate) fn choose(
+    scope: ProfileScope,
+    event: &str,
+    every_cpu_allowed: bool,
+    switch_rate: Option<f64>,
+    frequency: u32,
+    frequency_given: bool,
+) -> ScopeChoice {
+    let every_cpu = match scope {
+        ProfileScope::Tasks => false,
+        ProfileScope::EveryCpu => true,
+        ProfileScope::Auto => {
+            event == "cpu-clock"
+                && every_cpu_allowed
+                && switch_rate.is_some_and(|r| r >= SWITCHES_FOR_EVERY_CPU)
+        }
+    };
+    let frequency = if every_cpu && scope == ProfileScope::Auto && !frequency_given {
+        frequency.min(EVERY_CPU_FREQUENCY)
+    } else {
+        frequency
+    };
+    ScopeChoice {
+        every_cpu,
+        frequency,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_samples_every_cpu_only_where_the_untraced_tasks_switched_often_on_cpu_clock() {
+        let auto = |event, allowed, rate, given| {
+            choose(ProfileScope::Auto, event, allowed, rate, 4000, given)
+        };
+        let tasks = ScopeChoice {
+            every_cpu: false,
+            frequency: 4000,
+        };
+        // The disk's fsync_write and pipe_pingpong: every CPU, at the low rate.
+        for rate in [11_119.0, 250_465.0, SWITCHES_FOR_EVERY_CPU] {
+            assert_eq!(
+                auto("cpu-clock", true, Some(rate), false),
+                ScopeChoice {
+                    every_cpu: true,
+                    frequency: EVERY_CPU_FREQUENCY
+                },
+                "{rate}"
+            );
+        }
+        // A user's --profile-frequency is kept there.
+        assert_eq!(
+            auto("cpu-clock", true, Some(11_119.0), true).frequency,
+            4000
+        );
+        // CPU-bound workloads, no reference (a command), a PMU, or perf not allowed -a.
+        assert_eq!(auto("cpu-clock", true, Some(138.0), false), tasks);
+        assert_eq!(auto("cpu-clock", true, Some(4_999.0), false), tasks);
+        assert_eq!(auto("cpu-clock", true, None, false), tasks);
+        assert_eq!(auto("cycles", true, Some(250_465.0), false), tasks);
+        assert_eq!(auto("cpu-clock", false, Some(250_465.0), false), tasks);
+    }
+
+    #[test]
+    fn an_explicit_scope_is_kept_at_the_runs_rate() {
+        for rate in [None, Some(138.0), Some(250_465.0)] {
+            let t = choose(ProfileScope::Tasks, "cpu-clock", true, rate, 4000, false);
+            assert_eq!((t.every_cpu, t.frequency), (false, 4000));
+            let e = choose(ProfileScope::EveryCpu, "cycles", true, rate, 1000, false);
+            assert_eq!((e.every_cpu, e.frequency), (true, 1000));
+        }
+    }
+}
