@@ -92,7 +92,11 @@ struct thread {
     // sampled when hash(tid, ins) % k == 0, which its waking can tell too, whichever comes
     // first (see on_waking).
     __u64 ins;
-    __u64 k;
+    __u32 k;
+    // 1: a waking kept an END in `early_wakes` for it (on_waking). Its unsampled blocking
+    // switches delete that entry only then: deleting unconditionally, a hash delete under the
+    // bucket's lock at every blocking switch, was most of the switch's cost.
+    __u32 early_wake;
     // Its blocking switch, until its waking or switch-in (0: not blocked, or already ended).
     __u64 blocked_at;
 };
@@ -217,21 +221,24 @@ static __always_inline bool sampled_episode(__u32 tid, __u64 ins, __u64 k)
     return h % k == 0;
 }
 
-static __always_inline void begin_episode(void *ctx, struct task_struct *prev, struct thread *t,
-                                          unsigned int state)
+// Returns whether the episode was sampled (its walks and copy took this CPU's time since `now`).
+static __always_inline bool begin_episode(void *ctx, struct task_struct *prev, struct thread *t,
+                                          unsigned int state, __u64 now)
 {
-    __u64 now = bpf_ktime_get_ns();
     __u64 k = t->k ? t->k : 1;
     __u32 tid = prev->pid;
     t->sampled = 0;
     if (!sampled_episode(tid, t->ins, k)) {
-        bpf_map_delete_elem(&early_wakes, &tid);
-        return;
+        if (t->early_wake) {
+            t->early_wake = 0;
+            bpf_map_delete_elem(&early_wakes, &tid);
+        }
+        return false;
     }
     struct begin_rec *r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
     if (!r) {
         count(STAT_BEGIN_LOST);
-        return;
+        return false;
     }
     // Open as soon as its record is reserved (so that any END is read after it), before the
     // walks and the copy below: a waking from another CPU while they run ends it.
@@ -263,8 +270,11 @@ static __always_inline void begin_episode(void *ctx, struct task_struct *prev, s
         if (bpf_ringbuf_output(&records, &w->end, sizeof(w->end), 0) != 0)
             count(STAT_END_LOST);
     }
-    if (w)
+    if (w) {
+        t->early_wake = 0;
         bpf_map_delete_elem(&early_wakes, &tid);
+    }
+    return true;
 }
 
 // Writes the END record of thread `tid`'s sampled episode: with the current task as its waker
@@ -328,26 +338,32 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 {
     __u32 tid = prev->pid;
     struct thread *t = tid ? bpf_map_lookup_elem(&threads, &tid) : 0;
+    // One clock read serves the switch-out and the switch-in (each read costs, at hundreds of
+    // thousands of switches a second), unless a sampled episode's walks ran between them.
+    __u64 now = 0;
     // A dying task's last switch (TASK_DEAD, 0x80) is no wait; a preempted one still runs.
     if (t && !preempt && (prev_state & 0x7f)) {
-        __u64 now = bpf_ktime_get_ns();
+        now = bpf_ktime_get_ns();
         t->episodes += 1;
         count(STAT_BLOCKING);
         count_event(now);
         t->blocked_state = prev_state;
         t->blocked_at = now; // an aligned store: the other CPUs read it whole
-        begin_episode(ctx, prev, t, prev_state);
+        if (begin_episode(ctx, prev, t, prev_state, now))
+            now = 0;
     } else if (t) {
-        t->queued_at = bpf_ktime_get_ns();
+        now = bpf_ktime_get_ns();
+        t->queued_at = now;
     }
     tid = next->pid;
     t = tid ? bpf_map_lookup_elem(&threads, &tid) : 0;
     if (!t)
         return 0;
-    __u64 now = bpf_ktime_get_ns();
+    if (!now)
+        now = bpf_ktime_get_ns();
     t->queued_at = 0;
     t->ins += 1;
-    t->k = sampling_k(now);
+    t->k = (__u32)sampling_k(now);
     // An episode still open as its thread gets a CPU: no waking was seen (an END, or a LONG
     // record, with no waker).
     __u64 at = take_blocked_at(t);
@@ -403,6 +419,7 @@ int BPF_PROG(on_waking, struct task_struct *p)
     w->end.kernel_bytes = bpf_get_stack(ctx, w->end.kernel, sizeof(w->end.kernel), 0);
     if (bpf_map_update_elem(&early_wakes, &tid, w, BPF_ANY) != 0)
         return 0;
+    t->early_wake = 1;
     // The switch may have opened the episode meanwhile, before it looked for this: end it here.
     if (__sync_val_compare_and_swap(&t->sampled, 1, 0) == 1) {
         struct early_wake *kept = bpf_map_lookup_elem(&early_wakes, &tid);

@@ -196,7 +196,9 @@ pub(crate) struct ThreadEntry {
     pub blocked_state: u32,
     /// Its switch-ins, and the sampling interval fixed at the last one.
     pub ins: u64,
-    pub k: u64,
+    pub k: u32,
+    /// 1 while a waking keeps an END for its next blocking switch (BPF's own).
+    pub early_wake: u32,
     /// Its blocking switch, until its waking or switch-in took it (0: not blocked).
     pub blocked_at: u64,
 }
@@ -278,6 +280,7 @@ pub(crate) fn decode(b: &[u8]) -> Option<Record<'_>> {
                     blocked_state: 0,
                     ins: 0,
                     k: 0,
+                    early_wake: 0,
                     blocked_at: 0,
                 },
                 counters: Counters {
