@@ -6,8 +6,8 @@
 use std::io::{self, Write};
 
 use analysis::explain::{
-    Cause, CauseGrowth, CauseKind, Explanation, GrowthAccount, Mechanism, NoiseRule,
-    TRACE_COST_NOTABLE,
+    Cause, CauseGrowth, CauseKind, ChainSample, Explanation, GrowthAccount, Mechanism, NoiseRule,
+    PointExplain, TRACE_COST_NOTABLE,
 };
 use model::safe_text::printable;
 
@@ -76,6 +76,72 @@ fn signed(ns: f64) -> String {
 
 fn pct(x: Option<f64>) -> String {
     x.map_or_else(|| "—".into(), |p| format!("{p:.0}%"))
+}
+
+/// A cause's share of the growth with its 95% interval: `43% ±9`.
+pub fn share_with_interval(c: &CauseGrowth, total_delta: f64) -> String {
+    match (c.share_pct, c.share_interval_pct(total_delta)) {
+        (Some(p), Some(i)) => format!("{p:.0}% ±{i:.0}"),
+        (p, _) => pct(p),
+    }
+}
+
+/// `1,234 of 56,789 blocking switches (1 in 46)`, or every one of them.
+fn chain_sample(c: &ChainSample, what: &str) -> String {
+    let lost = if c.lost > 0 {
+        format!(", {} more picked but lost (ring buffer full)", c.lost)
+    } else {
+        String::new()
+    };
+    if c.with_chain >= c.episodes {
+        return format!("all {} {what}{lost}", c.episodes);
+    }
+    let one_in = c.episodes as f64 / c.with_chain.max(1) as f64;
+    let digits = if one_in < 10.0 { 1 } else { 0 };
+    format!(
+        "{} of {} {what} (1 in {one_in:.digits$}){lost}",
+        c.with_chain, c.episodes
+    )
+}
+
+/// Which episodes' call chains named the causes, where the in-kernel tracers sampled them:
+/// `None` where every episode was traced.
+pub fn chain_note(e: &Explanation) -> Option<String> {
+    let per_n = |what: &str, get: fn(&PointExplain) -> Option<ChainSample>| -> Vec<String> {
+        e.points
+            .iter()
+            .filter_map(|p| get(p).map(|c| format!("N={} {}", p.n, chain_sample(&c, what))))
+            .collect()
+    };
+    let mut parts = Vec::new();
+    let offcpu = per_n("blocking switches", |p| p.offcpu_chains);
+    if !offcpu.is_empty() {
+        parts.push(format!("off-CPU {}", offcpu.join(", ")));
+    }
+    let locks = per_n("lock waits", |p| p.lock_chains);
+    if !locks.is_empty() {
+        parts.push(format!("locks {}", locks.join(", ")));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    let every = e
+        .points
+        .iter()
+        .flat_map(|p| [p.offcpu_chains, p.lock_chains])
+        .flatten()
+        .all(|c| c.with_chain >= c.episodes);
+    Some(if every {
+        format!(
+            "call chains of every episode (--chain-every 1): {}",
+            parts.join("; ")
+        )
+    } else {
+        format!(
+            "call chains of a sample: {} — every episode's time is summed, the chains share it out, so a share carries sampling error as well as the trials' noise; the ± on each share is its 95% interval from the trials' spread, both included",
+            parts.join("; ")
+        )
+    })
 }
 
 /// The one-line answer: how far it scales, the cost per op at the two N, and the top causes'
@@ -525,7 +591,7 @@ fn write_growth(out: &mut Printer<'_>, e: &Explanation, g: &GrowthAccount) -> io
             duration(c.from_ns),
             duration(c.to_ns),
             signed(c.delta_ns),
-            pct(c.share_pct),
+            share_with_interval(c, g.delta_ns),
             c.cause.source.into(),
             cause_label(&c.cause),
         ]);
@@ -616,6 +682,9 @@ fn write_sources(out: &mut Printer<'_>, e: &Explanation) -> io::Result<()> {
         sources.push(s);
     }
     writeln!(out, "trials: {}", sources.join("; "))?;
+    if let Some(note) = chain_note(e) {
+        writeln!(out, "{note}")?;
+    }
     let unmeasured = e.growth.as_ref().is_some_and(|g| {
         g.named
             .iter()
@@ -821,5 +890,59 @@ mod tests {
             assert!(t.contains(needle), "{needle} missing from\n{t}");
         }
         assert!(!t.contains("no off-CPU trace"), "{t}");
+    }
+
+    #[test]
+    fn each_share_shows_its_interval_and_a_sample_of_chains_is_counted_per_n() {
+        let mut e = explain(&explained_run(), &[]).expect("an explanation");
+        assert_eq!(chain_note(&e), None, "every episode traced, no note");
+        let g = e.growth.as_ref().expect("a growth");
+        let top = g.named[0].clone();
+        let total = g.delta_ns;
+        let interval = top.interval_ns.expect("three trials a side");
+        assert_eq!(
+            share_with_interval(&top, total),
+            format!(
+                "{:.0}% ±{:.0}",
+                top.share_pct.unwrap(),
+                interval / total * 100.0
+            )
+        );
+        let mut one = top.clone();
+        one.interval_ns = None;
+        assert_eq!(
+            share_with_interval(&one, total),
+            format!("{:.0}%", top.share_pct.unwrap()),
+            "one trial per N: no interval"
+        );
+        e.points[1].offcpu_chains = Some(ChainSample {
+            episodes: 123_456,
+            with_chain: 2_345,
+            lost: 0,
+            trials: 3,
+        });
+        e.points[0].lock_chains = Some(ChainSample {
+            episodes: 40,
+            with_chain: 40,
+            lost: 0,
+            trials: 3,
+        });
+        e.points[1].lock_chains = Some(ChainSample {
+            episodes: 5_000,
+            with_chain: 1_000,
+            lost: 2,
+            trials: 3,
+        });
+        let note = chain_note(&e).expect("a note");
+        assert!(
+            note.starts_with("call chains of a sample: off-CPU N=2 2345 of 123456 blocking switches (1 in 53); locks N=1 all 40 lock waits, N=2 1000 of 5000 lock waits (1 in 5.0), 2 more picked but lost (ring buffer full) — "),
+            "{note}"
+        );
+        let text = printed(Format::Text, |o| write(o, &e));
+        assert!(text.contains(&note), "{text}");
+        assert!(
+            text.contains(&format!("±{:.0}", interval / total * 100.0)),
+            "{text}"
+        );
     }
 }

@@ -494,6 +494,12 @@ pub struct RunArgs {
     /// where the kernel or this build cannot.
     #[arg(long, alias = "offcpu-tracer", value_enum, value_name = "TRACER", default_value_t = TracerArg::Kernel)]
     pub tracer: TracerArg,
+    /// With `--tracer kernel`: record the call chains of 1 in K blocking switches and 1 in K
+    /// lock waits, K fixed (1: every one, as the perf tracer does, at its cost where tasks
+    /// block often). Without it K is set per CPU from the rate, about 1,000 chains a second on
+    /// the whole machine. Every episode's time is summed either way
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub chain_every: Option<u32>,
     /// Name the side of a comparison this run belongs to (stock, patched…).
     #[arg(long)]
     pub variant: Option<String>,

@@ -18,6 +18,12 @@
 //! its growth ran under (from the profile's call chains); one function holding half of that
 //! growth or more is named by itself, on the same per-trial verdict. Only what even that leaves
 //! is unexplained.
+//!
+//! Each cause's growth carries its 95% interval from the per-trial values at the two N
+//! (Welch's interval of the difference of means): the trials' run-to-run noise and, where the
+//! in-kernel tracers recorded the call chains of a sample of the episodes, the sampling error
+//! of each trial's split, together. Two runs of the same workload agree where their shares
+//! differ by less than their intervals.
 
 use serde::Serialize;
 
@@ -38,8 +44,30 @@ pub struct CauseGrowth {
     pub delta_ns: f64,
     /// Share of the total growth, in % (`None` when the total did not grow).
     pub share_pct: Option<f64>,
+    /// Half the 95% interval of `delta_ns` from the trials' spread (Welch's interval of the
+    /// difference of the per-trial means): the run-to-run noise and, where call chains were
+    /// sampled, the sampling error, both. `None` with fewer than two values at either N (one
+    /// profiled or traced trial).
+    pub interval_ns: Option<f64>,
     /// The noise decision.
     pub noise: NoiseVerdict,
+}
+
+impl CauseGrowth {
+    /// Half the 95% interval of [`CauseGrowth::share_pct`], in percentage points.
+    pub fn share_interval_pct(&self, total_delta: f64) -> Option<f64> {
+        self.interval_ns
+            .filter(|_| total_delta > 0.0)
+            .map(|i| i / total_delta * 100.0)
+    }
+}
+
+/// The confidence of [`CauseGrowth::interval_ns`].
+pub const GROWTH_CONFIDENCE: f64 = 0.95;
+
+/// Half the [`GROWTH_CONFIDENCE`] interval of a growth from per-trial values at the two N.
+fn growth_interval(from: &[f64], to: &[f64]) -> Option<f64> {
+    stats::mean_difference_interval(from, to, GROWTH_CONFIDENCE)
 }
 
 /// The growth of an op's cost from the smallest to the largest N.
@@ -180,6 +208,7 @@ fn spread_cpu(
             to_ns: to,
             delta_ns: d,
             share_pct: (delta > 0.0).then(|| d / delta * 100.0),
+            interval_ns: growth_interval(&from_trials, &to_trials),
             noise: verdict,
         });
     }
@@ -286,6 +315,7 @@ pub(crate) fn attribute(a: &PointExplain, b: &PointExplain) -> GrowthAccount {
             to_ns: to,
             delta_ns: d,
             share_pct: (delta > 0.0).then(|| d / delta * 100.0),
+            interval_ns: growth_interval(&from_trials, &to_trials),
             noise: decide(d, delta, &from_trials, &to_trials, (noise_a, noise_b)),
         });
     }

@@ -30,7 +30,7 @@ pub use self::accounting::Accounting;
 pub use self::attribution::{CauseGrowth, GrowthAccount};
 pub use self::cause::{Cause, CauseKind, EndedBy, Mechanism, Part};
 pub use self::noise::{MATERIAL_SHARE, NOISE_RULE, NoiseRule, NoiseVerdict};
-pub use self::point::{PointExplain, TRACE_COST_NOTABLE, TraceCost};
+pub use self::point::{ChainSample, PointExplain, TRACE_COST_NOTABLE, TraceCost};
 pub use self::usl_reading::UslReading;
 
 use crate::profile::PointProfile;
@@ -191,6 +191,8 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
         n,
         threads,
         trace_cost: trace_cost(&per_trial, &trials, n),
+        offcpu_chains: offcpu_chains(&trials),
+        lock_chains: lock_chains(&trials),
         offcpu_unexplained_ns: traced_at_median.map(|t| acc.offcpu_ns - t),
         offcpu_residual_ns: residual,
         offcpu_unwoken_ns: traced.and_then(|_| pooled_unwoken(&trials, offcpu_source)),
@@ -216,6 +218,31 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
         trial_cpu: per_trial.iter().map(|t| (t.user, t.sys)).collect(),
         trial_total: per_trial.iter().map(|t| t.total).collect(),
         syscalls: profile.map(syscalls_of).unwrap_or_default(),
+    })
+}
+
+/// The off-CPU chain sample summed over the trials whose in-kernel tracer sampled chains.
+fn offcpu_chains(trials: &[(u32, &TrialMeasurement)]) -> Option<ChainSample> {
+    summed_sample(trials.iter().filter_map(|(_, m)| {
+        let s = m.offcpu.as_ref()?.sampling?;
+        Some((s.blocking_switches, s.sampled, s.lost))
+    }))
+}
+
+/// The lock-wait chain sample summed over the trials whose in-kernel tracer sampled chains.
+fn lock_chains(trials: &[(u32, &TrialMeasurement)]) -> Option<ChainSample> {
+    summed_sample(trials.iter().filter_map(|(_, m)| {
+        let s = m.locks.as_ref()?.sampling?;
+        Some((s.waits, s.sampled, s.lost))
+    }))
+}
+
+/// Trials' (episodes, with a chain, lost) summed; `None` without any.
+fn summed_sample(counts: impl Iterator<Item = (u64, u64, u64)>) -> Option<ChainSample> {
+    counts.fold(None, |acc, (episodes, with_chain, lost)| {
+        let mut c = acc.unwrap_or_default();
+        c.add(episodes, with_chain, lost);
+        Some(c)
     })
 }
 

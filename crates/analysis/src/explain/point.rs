@@ -73,6 +73,13 @@ pub struct PointExplain {
     /// cost of measuring. The part of it the median trial carries too (the tracers', beyond the
     /// profiled trials' excess CPU) is a cause of kind `measurement`; `None` without a profile.
     pub measuring_pct: Option<f64>,
+    /// How many of the blocking switches of the traced trials had their call chains recorded,
+    /// when the in-kernel tracer sampled them (`None`: every one was, or no off-CPU trace).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offcpu_chains: Option<ChainSample>,
+    /// The same for the lock waits of the lock-traced trials.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lock_chains: Option<ChainSample>,
     /// What the lock and off-CPU traces cost, measured at this N (`None` for a run without
     /// them, a command, or one recorded before it was measured).
     pub trace_cost: Option<TraceCost>,
@@ -91,6 +98,32 @@ pub struct PointExplain {
     /// (`None`: outside any), with their sample counts.
     #[serde(skip)]
     pub(crate) syscalls: std::collections::HashMap<String, Vec<(Option<String>, u64)>>,
+}
+
+/// Episodes (blocking switches, lock waits) of a point's traced trials and how many of them the
+/// in-kernel tracer recorded with their call chains: the time of every one is summed exactly,
+/// the chains (which name the causes) are a sample, each standing for `episodes ÷ with_chain`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct ChainSample {
+    /// Episodes, summed over the trials (off-CPU: over the whole trace, warm-up included).
+    pub episodes: u64,
+    /// Of them, those recorded with their call chains.
+    pub with_chain: u64,
+    /// Those picked for a chain that the ring buffer had no room for: the sample is smaller,
+    /// the sums are whole.
+    pub lost: u64,
+    /// The trials summed.
+    pub trials: u32,
+}
+
+impl ChainSample {
+    /// Adds one trial's counts.
+    pub(crate) fn add(&mut self, episodes: u64, with_chain: u64, lost: u64) {
+        self.episodes += episodes;
+        self.with_chain += with_chain;
+        self.lost += lost;
+        self.trials += 1;
+    }
 }
 
 /// A traced trial's time per op against the untraced trial run at the same N just before it

@@ -1032,3 +1032,81 @@ fn the_time_of_episodes_without_a_wake_up_is_pooled_like_the_traced_time() {
         assert_eq!(p.offcpu_silent_idle_cpus, [1, 3], "N={}", p.n);
     }
 }
+
+#[test]
+fn each_causes_growth_carries_the_welch_interval_of_its_per_trial_values() {
+    let mut data = explained_run();
+    // A second futex whose wait per trial is known, so its per-trial ns/op are too.
+    let wait = |n: u32, i: u32| -> u64 {
+        match (n, i) {
+            (1, 0) => 30_000_000,
+            (1, 1) => 60_000_000,
+            (1, _) => 90_000_000,
+            (_, 0) => 400_000_000,
+            (_, 1) => 500_000_000,
+            _ => 450_000_000,
+        }
+    };
+    let mut per_op: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    for t in &mut data.trials {
+        let TrialOutcome::Ok(m) = &mut t.outcome else {
+            continue;
+        };
+        let w = wait(t.n, t.index);
+        per_op[t.n as usize - 1].push(w as f64 / m.work());
+        let r = m.offcpu.as_mut().unwrap();
+        r.sites.push(offcpu_site("futex", "0x20", "second_lock", w));
+        r.total.0 += w;
+    }
+    let g = explain(&data, &[]).unwrap().growth.unwrap();
+    let second = g
+        .named
+        .iter()
+        .find(|c| c.cause.caller == "second_lock")
+        .expect("named: every N=2 trial waits more than every N=1 trial");
+    let expected = stats::mean_difference_interval(&per_op[0], &per_op[1], 0.95).unwrap();
+    let got = second
+        .interval_ns
+        .expect("three trials a side give an interval");
+    assert!(close(got, expected), "{got} ≠ {expected}");
+    assert!(got > 0.0);
+    // As points of the share: the interval over the total growth.
+    let share = second.share_interval_pct(g.delta_ns).unwrap();
+    assert!(close(share, got / g.delta_ns * 100.0));
+    assert_eq!(
+        second.share_interval_pct(-1.0),
+        None,
+        "no share of a shrinking total"
+    );
+}
+
+#[test]
+fn a_point_says_how_many_episodes_had_their_chains_recorded() {
+    let mut data = explained_run();
+    let sampled = crate::record::OffCpuSampling {
+        blocking_switches: 10_000,
+        sampled: 400,
+        lost: 3,
+        threads_untraced: 0,
+        long: 0,
+    };
+    for t in &mut data.trials {
+        if let (2, TrialOutcome::Ok(m)) = (t.n, &mut t.outcome) {
+            m.offcpu.as_mut().unwrap().sampling = Some(sampled);
+        }
+    }
+    let e = explain(&data, &[]).unwrap();
+    let (one, two) = (&e.points[0], &e.points[1]);
+    assert_eq!(one.offcpu_chains, None, "every episode traced at N=1");
+    let c = two.offcpu_chains.expect("sampled at N=2");
+    let traced = data
+        .trials
+        .iter()
+        .filter(|t| t.n == 2 && matches!(&t.outcome, TrialOutcome::Ok(m) if m.offcpu.is_some()))
+        .count() as u64;
+    assert_eq!(
+        (c.episodes, c.with_chain, c.lost, c.trials as u64),
+        (10_000 * traced, 400 * traced, 3 * traced, traced)
+    );
+    assert_eq!(two.lock_chains, None, "no in-kernel lock trace");
+}

@@ -37,6 +37,10 @@ pub struct LockRequest {
     /// every call).
     #[serde(default)]
     pub futex: FutexWaits,
+    /// The in-kernel tracer records the call chains of 1 in this many waits (`--chain-every`;
+    /// 1: every one); 0 picks it from the rate (see `perf::BpfLockConfig`).
+    #[serde(default)]
+    pub chain_every: u32,
 }
 
 /// What the kernel tracer times as a futex wait (`--futex-waits`): every call that waits,
@@ -65,6 +69,7 @@ impl LockRequest {
         stack_size: perf::DEFAULT_STACK_SIZE,
         tracer: TracerChoice::Kernel,
         futex: FutexWaits::Calls,
+        chain_every: 0,
     };
 
     /// The user stack copied per futex wait unless `--stack-size` says otherwise: 16 KiB.
@@ -89,6 +94,7 @@ impl LockRequest {
                 FutexWaits::Calls => perf::FutexTiming::Calls,
                 FutexWaits::Sleeps => perf::FutexTiming::Sleeps,
             },
+            fixed_k: self.chain_every,
             ..perf::BpfLockConfig::default()
         }
     }

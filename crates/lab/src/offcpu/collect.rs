@@ -44,7 +44,7 @@ impl Tracer {
     /// Opens the chosen tracer; the kernel one falls back to perf's, with a note saying why.
     fn open(request: OffCpuRequest, notes: &mut Vec<String>) -> Option<Tracer> {
         request.tracer.open(
-            || perf::BpfOffCpuTracer::open(&perf::BpfOffCpuConfig::default()),
+            || perf::BpfOffCpuTracer::open(&request.bpf_config()),
             || perf::OffCpuTracer::open(&request.trace_config()),
             OpenNotes {
                 fallback: "off-CPU: traced through perf's ring buffers (every episode, at several times the cost), not in the kernel",

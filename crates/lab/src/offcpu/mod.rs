@@ -29,6 +29,10 @@ pub struct OffCpuRequest {
     /// Which tracer (`--tracer`).
     #[serde(default)]
     pub tracer: TracerChoice,
+    /// The in-kernel tracer records the call chains of 1 in this many blocking switches
+    /// (`--chain-every`; 1: every one); 0 picks it from the rate (see `perf::BpfOffCpuConfig`).
+    #[serde(default)]
+    pub chain_every: u32,
 }
 
 impl Default for OffCpuRequest {
@@ -36,6 +40,7 @@ impl Default for OffCpuRequest {
         OffCpuRequest {
             stack_size: OffCpuRequest::DEFAULT_STACK_SIZE,
             tracer: TracerChoice::default(),
+            chain_every: 0,
         }
     }
 }
@@ -45,6 +50,14 @@ impl OffCpuRequest {
     /// workload switches far more often than it waits on futexes, every copy costs kernel time
     /// and ring buffer space, and the blocking call's callers sit at the top of the stack.
     pub const DEFAULT_STACK_SIZE: u32 = 4096;
+
+    /// The in-kernel tracer's configuration for this request.
+    pub(crate) fn bpf_config(self) -> perf::BpfOffCpuConfig {
+        perf::BpfOffCpuConfig {
+            fixed_k: self.chain_every,
+            ..perf::BpfOffCpuConfig::default()
+        }
+    }
 
     /// The tracer configuration for this request.
     pub(crate) fn trace_config(self) -> perf::OffCpuTraceConfig {

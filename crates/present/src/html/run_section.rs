@@ -11,7 +11,7 @@ use model::number_text::si;
 use super::page::{ExplainSection, RunSection, Table};
 use super::{attribution, charts, plot};
 use crate::error::PresentError;
-use crate::explain_table::{answer, cause_label};
+use crate::explain_table::{answer, cause_label, share_with_interval};
 use crate::number_format::duration;
 use crate::number_format::time_line;
 
@@ -249,8 +249,7 @@ fn explain_section(e: &Explanation) -> ExplainSection {
                     duration(c.from_ns),
                     duration(c.to_ns),
                     signed(c.delta_ns),
-                    c.share_pct
-                        .map_or_else(|| "—".into(), |p| format!("{p:.0}%")),
+                    share_with_interval(c, g.delta_ns),
                 ]
             })
             .collect();
@@ -265,8 +264,14 @@ fn explain_section(e: &Explanation) -> ExplainSection {
         ]);
         tables.push(Table {
             caption: format!(
-                "Growth from N={} to N={} by cause (named only beyond trial-to-trial noise)",
-                g.from_n, g.to_n
+                "Growth from N={} to N={} by cause (named only beyond trial-to-trial noise){}",
+                g.from_n,
+                g.to_n,
+                crate::explain_table::chain_note(e).map_or_else(String::new, |note| format!(
+                    ". {}{}.",
+                    note[..1].to_uppercase(),
+                    &note[1..]
+                ))
             ),
             headers: [
                 "cause".to_string(),

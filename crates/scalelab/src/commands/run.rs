@@ -145,16 +145,19 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
         TracerArg::Perf => TracerChoice::Perf,
     };
     let futex = futex_waits(args, tracer)?;
+    let chain_every = chain_every(args, tracer)?;
     cfg.locks = args.locks.map(|which| LockRequest {
         kernel: which != LocksArg::User,
         user: which != LocksArg::Kernel,
         stack_size: args.stack_size,
         tracer,
         futex,
+        chain_every,
     });
     if args.offcpu || args.explain {
         cfg.offcpu = Some(OffCpuRequest {
             tracer,
+            chain_every,
             ..OffCpuRequest::default()
         });
     }
@@ -188,10 +191,28 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
             stack_size: args.stack_size,
             tracer,
             futex,
+            chain_every,
         });
     }
     cfg.workdir = args.workdir.clone();
     Ok(cfg)
+}
+
+/// 1 in how many episodes the in-kernel tracers record with call chains (`--chain-every`; 0:
+/// from the rate).
+fn chain_every(args: &RunArgs, tracer: TracerChoice) -> Result<u32> {
+    let Some(k) = args.chain_every else {
+        return Ok(0);
+    };
+    if args.locks.is_none() && !args.offcpu && !args.explain {
+        bail!(
+            "--chain-every says how often the traces record call chains: add --offcpu, --locks or --explain"
+        );
+    }
+    if tracer == TracerChoice::Perf {
+        bail!("--chain-every needs --tracer kernel: the perf tracer records every episode's chain");
+    }
+    Ok(k)
 }
 
 /// What a futex wait is (`--futex-waits`): as asked, else each sleep with `--explain` (its

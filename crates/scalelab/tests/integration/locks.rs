@@ -472,3 +472,73 @@ fn locks_of_a_c_program_without_frame_pointers_name_the_function_taking_the_lock
         .unwrap_or_else(|| panic!("no futex waits: {table}"));
     assert_eq!(top["caller"], "take_the_lock", "top user lock: {top}");
 }
+
+/// `--chain-every 1`: the in-kernel tracers record the chains of every blocking switch and every
+/// lock wait (the reference `bench/explain-sampling-agreement` compares the sample with), and
+/// the counts say so; where it cannot apply it is refused, naming why.
+#[test]
+fn chain_every_one_records_the_chains_of_every_episode() {
+    let lab = Lab::new();
+    if !lab.run_traced_with(
+        "futex_mutex",
+        true,
+        "2",
+        &["--locks=user", "--offcpu", "--chain-every", "1"],
+    ) {
+        return;
+    }
+    let export = lab.json(&["export", "last"]);
+    let outcome = &export["run"]["trials"][0]["outcome"];
+    let (locks, offcpu) = (&outcome["locks"], &outcome["offcpu"]);
+    if kernel_tracer_fell_back(locks) || kernel_tracer_fell_back(offcpu) {
+        return;
+    }
+    let waits = &locks["sampling"];
+    let (summed, sampled, lost) = (
+        waits["waits"].as_u64().unwrap(),
+        waits["sampled"].as_u64().unwrap(),
+        waits["lost"].as_u64().unwrap(),
+    );
+    assert!(summed > 0, "two tasks on one futex mutex wait: {locks}");
+    assert!(
+        sampled + lost >= summed,
+        "every wait in the window picked for a chain: {waits}"
+    );
+    let switches = &offcpu["sampling"];
+    let (blocking, recorded, lost) = (
+        switches["blocking_switches"].as_u64().unwrap(),
+        switches["sampled"].as_u64().unwrap(),
+        switches["lost"].as_u64().unwrap(),
+    );
+    assert!(blocking > 0, "{offcpu}");
+    assert_eq!(
+        recorded + lost,
+        blocking,
+        "every blocking switch recorded: {switches}"
+    );
+    let text = lab.ok(&["explain", "last"]);
+    let whole = lost == 0 && waits["lost"] == 0 && sampled >= summed;
+    assert!(
+        !whole || text.contains("call chains of every episode (--chain-every 1): off-CPU N=2 all "),
+        "{text}"
+    );
+
+    let bad = |extra: &[&str], says: &str| {
+        let mut args = vec!["run", "spin", "--tasks", "1", "--runs", "1"];
+        args.extend_from_slice(extra);
+        let err = lab.fails(&args);
+        assert!(err.contains(says), "{extra:?}: {err}");
+    };
+    bad(
+        &["--chain-every", "4"],
+        "add --offcpu, --locks or --explain",
+    );
+    bad(
+        &["--offcpu", "--tracer", "perf", "--chain-every", "4"],
+        "needs --tracer kernel",
+    );
+    bad(
+        &["--offcpu", "--chain-every", "0"],
+        "0 is not in 1..=1000000",
+    );
+}
