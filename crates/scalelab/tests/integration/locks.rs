@@ -84,6 +84,14 @@ fn contentions(report: &Value, side: &str) -> u64 {
         .sum()
 }
 
+/// `run spin` with `extra` fails, its error saying `says`.
+fn refused(lab: &Lab, extra: &[&str], says: &str) {
+    let mut args = vec!["run", "spin", "--tasks", "1", "--runs", "1"];
+    args.extend_from_slice(extra);
+    let err = lab.fails(&args);
+    assert!(err.contains(says), "{extra:?}: {err}");
+}
+
 fn total_wait(rows: &[&Value], kind: &str) -> u64 {
     rows.iter()
         .filter(|r| r["kind"] == kind)
@@ -265,12 +273,7 @@ fn futex_sleeps_are_the_waits_that_slept_and_the_report_says_so() {
         "{calls}"
     );
 
-    let bad = |extra: &[&str], says: &str| {
-        let mut args = vec!["run", "spin", "--tasks", "1", "--runs", "1"];
-        args.extend_from_slice(extra);
-        let err = lab.fails(&args);
-        assert!(err.contains(says), "{extra:?}: {err}");
-    };
+    let bad = |extra: &[&str], says: &str| refused(&lab, extra, says);
     bad(&["--futex-waits", "sleeps"], "add --locks");
     bad(
         &["--locks=kernel", "--futex-waits", "sleeps"],
@@ -523,12 +526,7 @@ fn chain_every_one_records_the_chains_of_every_episode() {
         "{text}"
     );
 
-    let bad = |extra: &[&str], says: &str| {
-        let mut args = vec!["run", "spin", "--tasks", "1", "--runs", "1"];
-        args.extend_from_slice(extra);
-        let err = lab.fails(&args);
-        assert!(err.contains(says), "{extra:?}: {err}");
-    };
+    let bad = |extra: &[&str], says: &str| refused(&lab, extra, says);
     bad(
         &["--chain-every", "4"],
         "add --offcpu, --locks or --explain",
