@@ -22,7 +22,9 @@ def label(k):
     if caller: s += " from " + caller
     return s if len(s) <= 84 else s[:30] + "..." + s[-51:]
 
-MEASURING = "measurement"
+# Not the workload's: the measuring (the tracers' and the profiler's kernel code) and the hypervisor's steal, which the in-kernel tracer names as a cause of
+# its own (the perf tracer does not measure it: there it is in the unexplained rest).
+HOST = ("measurement", "steal")
 
 def causes(e):
     """cause key -> (share %, interval in points) of the workload's growth: the growth less the
@@ -33,11 +35,11 @@ def causes(e):
     if not g or not g["noise"]["beyond"]:
         return None  # no growth beyond the trials' noise: its shares are noise too
     every = g["named"] + g["within_noise"]
-    growth = g["delta_ns"] - sum(c["delta_ns"] for c in every if c["cause"]["kind"] == MEASURING)
+    growth = g["delta_ns"] - sum(c["delta_ns"] for c in every if c["cause"]["kind"] in HOST)
     if growth <= 0:
         return out
     for c in every:
-        if c["cause"]["kind"] in ("run_queue", MEASURING):
+        if c["cause"]["kind"] in ("run_queue",) + HOST:
             continue
         share = c["delta_ns"] / growth * 100
         iv = c.get("interval_ns")
@@ -55,10 +57,10 @@ def split(e):
     workload causes only"""
     p = e["points"][-1]
     total = p["accounting"]["ns_per_op_task"] - sum(
-        x["ns_per_op"] for x in p["parts"] if x["cause"]["kind"] == MEASURING)
+        x["ns_per_op"] for x in p["parts"] if x["cause"]["kind"] in HOST)
     out = {}
     for part in p["parts"]:
-        if part["cause"]["kind"] in ("run_queue", MEASURING) or total <= 0:
+        if part["cause"]["kind"] in ("run_queue",) + HOST or total <= 0:
             continue
         k = key(part)
         out[k] = out.get(k, 0.0) + part["ns_per_op"] / total * 100
@@ -67,7 +69,7 @@ def split(e):
 def top(e):
     g = e.get("growth")
     if not g: return None
-    named = [c for c in g["named"] if c["delta_ns"] > 0 and c["cause"]["kind"] not in ("run_queue", MEASURING)]
+    named = [c for c in g["named"] if c["delta_ns"] > 0 and c["cause"]["kind"] not in ("run_queue",) + HOST]
     return key(named[0]) if named else None
 
 def traced_ratio(e):

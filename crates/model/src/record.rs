@@ -686,6 +686,13 @@ pub struct OffCpuReport {
     /// episodes (`None`: every episode was recorded, or a record from before sampling).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampling: Option<OffCpuSampling>,
+    /// The tasks' (a command's workers') time on a CPU that the hypervisor took (steal) inside
+    /// the window, summed: the kernel counts it neither as CPU time nor as a wait for a CPU, so
+    /// the accounting's off-CPU residual holds it, and it is not blocked time (not in
+    /// [`OffCpuReport::total`]). Measured by the in-kernel tracer (each thread's wall-clock
+    /// time on a CPU less its CPU time); `None` from the perf tracer and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stolen: Option<Nanos>,
     /// Caveats: missing tracepoints, truncated stacks, permission limits.
     pub notes: Vec<String>,
 }

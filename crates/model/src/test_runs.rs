@@ -218,6 +218,7 @@ pub fn offcpu_report(sites: Vec<OffCpuSite>) -> OffCpuReport {
         silent_idle_cpus: Vec::new(),
         threads: Vec::new(),
         sampling: None,
+        stolen: None,
         notes: Vec::new(),
     }
 }

@@ -59,7 +59,7 @@ pub struct ThreadGroup {
     pub comm: String,
     /// How many threads.
     pub threads: u32,
-    /// Their lives inside the window, summed: `on_cpu + runq + blocked`.
+    /// Their lives inside the window, summed: `on_cpu + runq + blocked + stolen`.
     pub life: Nanos,
     /// On a CPU.
     pub on_cpu: Nanos,
@@ -67,6 +67,10 @@ pub struct ThreadGroup {
     pub runq: Nanos,
     /// Blocked.
     pub blocked: Nanos,
+    /// On a CPU that the hypervisor took from them (steal), where the in-kernel tracer measured
+    /// it: neither CPU time, nor a wait for a CPU, nor blocked.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stolen: Nanos,
     /// The part of `blocked` spent waiting for the threads they started: a supervisor's (its
     /// progress timer's sleeps too), a worker's waits for them alone — neither is task time.
     #[serde(default, skip_serializing_if = "is_zero")]

@@ -156,7 +156,8 @@ impl std::fmt::Debug for BpfOffCpuTracer {
     }
 }
 
-// SAFETY: `ThreadEntry` is `repr(C)`, plain integers with no padding (4+4+8+8+8+4+4+8+8+8 bytes), so
+// SAFETY: `ThreadEntry` is `repr(C)`, plain integers with no padding (4+4+8+8+8+4+4+8+4+4+8+8+8
+// bytes, each field at a multiple of its size), so
 // every bit pattern the kernel writes is a valid value.
 unsafe impl aya::Pod for ThreadEntry {}
 
@@ -185,6 +186,8 @@ impl BpfOffCpuTracer {
         let entry = ThreadEntry {
             pid: std::process::id(),
             begin: now,
+            // It runs now: its stint on the CPU began before this.
+            on_cpu_since: now,
             ..ThreadEntry::default()
         };
         threads
@@ -240,10 +243,17 @@ impl BpfOffCpuTracer {
             .iter()
             .filter_map(Result::ok)
             .filter_map(|(tid, t)| {
-                let c = Counters::read(t.pid, tid)?;
+                let mut c = Counters::read(t.pid, tid)?;
+                let read_at = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
+                let after = self.threads.get(&tid, 0).unwrap_or(t);
+                // Its wall-clock time on a CPU as at the read, like its CPU time.
+                c.wall = after.wall_at(read_at);
                 // The same wait before and after the read: it was in progress throughout.
-                let after = self.threads.get(&tid, 0).map_or(0, |now| now.queued_at);
-                let waiting = if after == t.queued_at { after } else { 0 };
+                let waiting = if after.queued_at == t.queued_at {
+                    after.queued_at
+                } else {
+                    0
+                };
                 Some((tid, c.with_wait_in_progress(waiting, at)))
             })
             .collect()
@@ -282,11 +292,11 @@ impl BpfOffCpuTracer {
         }
         let live: Vec<(u32, ThreadEntry)> = self.threads.iter().filter_map(Result::ok).collect();
         for (tid, entry) in live {
-            let Some(counters) = at_until
-                .get(&tid)
-                .copied()
-                .or_else(|| Counters::read(entry.pid, tid))
-            else {
+            let Some(counters) = at_until.get(&tid).copied().or_else(|| {
+                let mut c = Counters::read(entry.pid, tid)?;
+                c.wall = entry.wall_at(sys::clock_gettime_vdso(sys::ClockId::Monotonic));
+                Some(c)
+            }) else {
                 continue;
             };
             if let Some(mut life) =
@@ -437,6 +447,53 @@ mod tests {
         };
         tracer.account_from(sys::clock_gettime_vdso(sys::ClockId::Monotonic));
         Some(tracer)
+    }
+
+    #[test]
+    fn a_spinning_threads_wall_clock_time_on_a_cpu_covers_its_cpu_time() {
+        let Some(mut tracer) = tracing_from_now(&BpfOffCpuConfig::default()) else {
+            return;
+        };
+        let spinner = std::thread::spawn(|| {
+            let end = std::time::Instant::now() + std::time::Duration::from_millis(100);
+            let mut x = 0u64;
+            while std::time::Instant::now() < end {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+            sys::gettid() as u32
+        });
+        let tid = spinner.join().expect("spinner");
+        tracer.drain();
+        let (_, entry, end, counters, _) = tracer
+            .exited
+            .iter()
+            .find(|(t, ..)| *t == tid)
+            .cloned()
+            .unwrap_or_else(|| panic!("the spinner {tid} exited traced"));
+        let lived = end - entry.begin;
+        // Its CPU time (the kernel's, less any steal) fits in its time on a CPU by the switches'
+        // clock, which fits in its life; both are most of it, as it never blocked.
+        assert!(
+            counters.on_cpu <= counters.wall + 1_000_000 && counters.wall <= lived,
+            "CPU {} ns, on a CPU {} ns, lived {lived} ns",
+            counters.on_cpu,
+            counters.wall
+        );
+        assert!(
+            10 * counters.wall >= 5 * lived,
+            "{counters:?}, lived {lived}"
+        );
+        let until = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
+        let trace = tracer.finish_at(until);
+        let life = trace.threads.iter().find(|t| t.tid == tid).expect("traced");
+        assert_eq!(life.life(), lived, "its parts add up to its life: {life:?}");
+        assert_eq!(
+            life.stolen,
+            counters
+                .wall
+                .saturating_sub(counters.on_cpu)
+                .min(lived - life.on_cpu - life.runq)
+        );
     }
 
     #[test]

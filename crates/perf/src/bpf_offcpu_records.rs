@@ -133,11 +133,15 @@ pub(crate) struct Exit {
 }
 
 /// A thread's CPU time and wait for a CPU as the kernel accounts them (`se.sum_exec_runtime`,
-/// `sched_info.run_delay`: the first two fields of `/proc/PID/task/TID/schedstat`), ns.
+/// `sched_info.run_delay`: the first two fields of `/proc/PID/task/TID/schedstat`), and its
+/// wall-clock time on a CPU from the program's switch times (`wall`), ns. `wall` less `on_cpu`
+/// is what the hypervisor took while the thread ran (steal): the kernel leaves it out of
+/// `sum_exec_runtime` (`PARAVIRT_TIME_ACCOUNTING`), and out of `run_delay`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Counters {
     pub on_cpu: u64,
     pub run_delay: u64,
+    pub wall: u64,
 }
 
 impl Counters {
@@ -147,6 +151,7 @@ impl Counters {
         Some(Counters {
             on_cpu: f.next()?.ok()?,
             run_delay: f.next()?.ok()?,
+            wall: 0,
         })
     }
 
@@ -201,6 +206,22 @@ pub(crate) struct ThreadEntry {
     pub early_wake: u32,
     /// Its blocking switch, until its waking or switch-in took it (0: not blocked).
     pub blocked_at: u64,
+    /// The switch-in that gave it the CPU it is on, CLOCK_MONOTONIC ns; 0 when it is not on one.
+    pub on_cpu_since: u64,
+    /// Its wall-clock time on a CPU in the stints ended, ns.
+    pub wall_on_cpu: u64,
+}
+
+impl ThreadEntry {
+    /// Its wall-clock time on a CPU as at `at`, the stint in progress included.
+    pub(crate) fn wall_at(&self, at: u64) -> u64 {
+        let stint = if self.on_cpu_since != 0 {
+            at.saturating_sub(self.on_cpu_since)
+        } else {
+            0
+        };
+        self.wall_on_cpu + stint
+    }
 }
 
 /// Decodes one ring buffer record; `None` for a record of unknown type or size.
@@ -282,10 +303,13 @@ pub(crate) fn decode(b: &[u8]) -> Option<Record<'_>> {
                     k: 0,
                     early_wake: 0,
                     blocked_at: 0,
+                    on_cpu_since: 0,
+                    wall_on_cpu: u64_at(b, 56),
                 },
                 counters: Counters {
                     on_cpu: u64_at(b, 32),
                     run_delay: u64_at(b, 40),
+                    wall: u64_at(b, 56),
                 },
             }))
         }
@@ -415,8 +439,9 @@ impl SampledEpisodes {
 
 /// Thread `tid`'s life inside the window `[from, until]`: from its creation (or `from`) to its
 /// exit (or `until`), its time on a CPU and waiting for one the kernel's counters at that end
-/// (`at_end`) less those at the start (`at_from`: `None` for a thread created since), and
-/// blocked the rest. `None` for a thread that exited before `from`.
+/// (`at_end`) less those at the start (`at_from`: `None` for a thread created since), stolen
+/// its wall-clock time on a CPU beyond its CPU time, and blocked the rest. `None` for a thread
+/// that exited before `from`.
 pub(crate) fn window_life(
     tid: u32,
     entry: &ThreadEntry,
@@ -433,6 +458,12 @@ pub(crate) fn window_life(
     let life = end.unwrap_or(until).min(until).saturating_sub(begin);
     let on_cpu = at_end.on_cpu.saturating_sub(base.on_cpu);
     let runq = at_end.run_delay.saturating_sub(base.run_delay);
+    let rest = life.saturating_sub(on_cpu + runq);
+    let stolen = at_end
+        .wall
+        .saturating_sub(base.wall)
+        .saturating_sub(on_cpu)
+        .min(rest);
     Some(ThreadLife {
         pid: entry.pid,
         tid,
@@ -442,7 +473,8 @@ pub(crate) fn window_life(
         end,
         on_cpu,
         runq,
-        blocked: life.saturating_sub(on_cpu + runq),
+        stolen,
+        blocked: rest - stolen,
     })
 }
 
@@ -600,17 +632,23 @@ mod tests {
             begin: 50,
             ..ThreadEntry::default()
         };
+        // On a CPU for 500 ns of wall-clock time in the window, all of it CPU time.
         let at_from = Counters {
             on_cpu: 30,
             run_delay: 10,
+            wall: 40,
         };
         let at_end = Counters {
             on_cpu: 530,
             run_delay: 110,
+            wall: 540,
         };
         let life =
             window_life(6, &entry, None, (200, 1_200), Some(&at_from), &at_end).expect("alive");
-        assert_eq!((life.on_cpu, life.runq, life.blocked), (500, 100, 400));
+        assert_eq!(
+            (life.on_cpu, life.runq, life.blocked, life.stolen),
+            (500, 100, 400, 0)
+        );
         assert_eq!(
             (life.begin, life.parent, life.life()),
             (200, Some(4), 1_000)
@@ -623,6 +661,7 @@ mod tests {
         let spent = Counters {
             on_cpu: 200,
             run_delay: 0,
+            wall: 200,
         };
         let life = window_life(7, &late, Some(900), (200, 1_200), None, &spent).unwrap();
         assert_eq!((life.on_cpu, life.blocked, life.end), (200, 0, Some(900)));
@@ -633,18 +672,57 @@ mod tests {
     }
 
     #[test]
+    fn time_on_a_cpu_beyond_the_cpu_time_is_stolen_not_blocked() {
+        let entry = ThreadEntry {
+            pid: 5,
+            begin: 0,
+            ..ThreadEntry::default()
+        };
+        // 1,000 ns in the window: 700 on a CPU by the switches' clock, of which the kernel
+        // charged 550 as CPU time (the hypervisor took 150), 100 waiting for a CPU, 200 blocked.
+        let at_from = Counters::default();
+        let at_end = Counters {
+            on_cpu: 550,
+            run_delay: 100,
+            wall: 700,
+        };
+        let life = window_life(6, &entry, None, (0, 1_000), Some(&at_from), &at_end).unwrap();
+        assert_eq!(
+            (life.on_cpu, life.runq, life.stolen, life.blocked),
+            (550, 100, 150, 200)
+        );
+        assert_eq!(life.life(), 1_000);
+        // A clock skew at the edges never makes steal exceed what the counters leave.
+        let skewed = Counters {
+            wall: 2_000,
+            ..at_end
+        };
+        let life = window_life(6, &entry, None, (0, 1_000), Some(&at_from), &skewed).unwrap();
+        assert_eq!((life.stolen, life.blocked), (350, 0));
+        // The stint in progress counts up to the read.
+        let running = ThreadEntry {
+            on_cpu_since: 900,
+            wall_on_cpu: 300,
+            ..entry
+        };
+        assert_eq!((running.wall_at(1_000), entry.wall_at(1_000)), (400, 0));
+    }
+
+    #[test]
     fn schedstat_gives_the_cpu_time_and_the_wait_for_a_cpu() {
         assert_eq!(
             Counters::parse_schedstat("123456 7890 42\n"),
             Some(Counters {
                 on_cpu: 123_456,
-                run_delay: 7_890
+                run_delay: 7_890,
+                wall: 0,
             })
         );
         assert_eq!(Counters::parse_schedstat("12"), None);
         let c = Counters {
             on_cpu: 5,
             run_delay: 100,
+            wall: 0,
         };
         assert_eq!(c.with_wait_in_progress(700, 1_000).run_delay, 400);
         assert_eq!(c.with_wait_in_progress(0, 1_000).run_delay, 100);

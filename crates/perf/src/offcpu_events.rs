@@ -273,12 +273,16 @@ pub struct ThreadLife {
     /// Nanoseconds blocked (from the blocking switch to the wake-up, or to the switch-in when
     /// no wake-up was recorded).
     pub blocked: u64,
+    /// Nanoseconds on a CPU that the hypervisor took from it (steal: its wall-clock time on a
+    /// CPU beyond its CPU time), as the in-kernel tracer measures it; 0 from the perf tracer,
+    /// whose time on a CPU is wall-clock time and holds it.
+    pub stolen: u64,
 }
 
 impl ThreadLife {
-    /// Its traced life: the three parts together.
+    /// Its traced life: its parts together.
     pub fn life(&self) -> u64 {
-        self.on_cpu + self.runq + self.blocked
+        self.on_cpu + self.runq + self.blocked + self.stolen
     }
 }
 

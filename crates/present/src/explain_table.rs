@@ -412,6 +412,35 @@ pub fn partner_note(e: &Explanation) -> Option<String> {
     })
 }
 
+/// Per N, the hypervisor's steal the in-kernel tracer measured, where it is 0.1% of the
+/// tasks' time or more: the residual leaves it out, the accounting's off-CPU time holds it,
+/// and it is a cause of its own. `None` otherwise.
+pub fn steal_note(e: &Explanation) -> Option<String> {
+    let parts: Vec<String> = e
+        .points
+        .iter()
+        .filter_map(|p| {
+            let stolen = p.offcpu_stolen_ns?;
+            let task = p.accounting.ns_per_op_task;
+            // Worth a word at 0.1% of the tasks' time.
+            (task > 0.0 && stolen >= 0.001 * task).then(|| {
+                format!(
+                    "N={}: {} per op ({:.1}% of the tasks' time)",
+                    p.n,
+                    duration(stolen),
+                    stolen / task * 100.0
+                )
+            })
+        })
+        .collect();
+    (!parts.is_empty()).then(|| {
+        format!(
+            "the hypervisor took the vCPUs while tasks ran (steal, measured per thread: its time on a CPU less its CPU time) — {}: the kernel counts it neither as CPU nor as a wait for a CPU, so it is in the off-CPU column; the residual above leaves it out, and it is named as `stolen by the hypervisor`, not shared out to the waits. It is the host's other work: measure on a quieter host, or read it as noise",
+            parts.join(", ")
+        )
+    })
+}
+
 /// Per N, the traced blocked time from episodes no wake-up record ended, when it is over 1%
 /// of what the trace saw: why `traced/residual` can read above 1. `None` otherwise.
 pub fn unwoken_note(e: &Explanation) -> Option<String> {
@@ -558,6 +587,9 @@ fn write_agreement(out: &mut Printer<'_>, e: &Explanation) -> io::Result<()> {
         writeln!(out, "{note}")?;
     }
     if let Some(note) = unwoken_note(e) {
+        writeln!(out, "{note}")?;
+    }
+    if let Some(note) = steal_note(e) {
         writeln!(out, "{note}")?;
     }
     if let Some(note) = trace_cost_note(e) {
@@ -738,6 +770,26 @@ mod tests {
     }
 
     #[test]
+    fn steal_is_named_per_n_where_measured_and_worth_a_word() {
+        let mut e = explain(&explained_run(), &[]).expect("an explanation");
+        assert_eq!(steal_note(&e), None, "not measured, no note");
+        let task = e.points[1].accounting.ns_per_op_task;
+        e.points[0].offcpu_stolen_ns = Some(e.points[0].accounting.ns_per_op_task * 0.0005);
+        e.points[1].offcpu_stolen_ns = Some(task * 0.08);
+        let note = steal_note(&e).expect("a note");
+        assert!(!note.contains("N=1"), "under 0.1% is not named: {note}");
+        assert!(
+            note.contains(&format!(
+                "N=2: {} per op (8.0% of the tasks' time)",
+                duration(task * 0.08)
+            )),
+            "{note}"
+        );
+        assert!(note.contains("`stolen by the hypervisor`"), "{note}");
+        assert!(printed(Format::Text, |o| write(o, &e)).contains(&note));
+    }
+
+    #[test]
     fn the_check_over_tasks_and_partners_is_shown_per_n_where_measured() {
         let mut e = explain(&explained_run(), &[]).expect("an explanation");
         assert_eq!(partner_note(&e), None, "no partners, no note");
@@ -849,10 +901,15 @@ mod tests {
             on_cpu: model::record::Nanos(3_000_000),
             runq: model::record::Nanos(1_000_000),
             blocked: model::record::Nanos(2_996_000_000),
+            stolen: model::record::Nanos(0),
             waiting_for_started: model::record::Nanos(2_990_000_000),
             tids: vec![42],
         }];
         let text = printed(Format::Text, |o| write(o, &e));
+        assert!(
+            !text.contains("stolen"),
+            "no steal measured, no column: {text}"
+        );
         assert_eq!(text.matches("threads by role").count(), 1, "{text}");
         assert_eq!(
             text.matches("supervising: started threads").count(),

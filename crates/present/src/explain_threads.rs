@@ -41,33 +41,35 @@ pub fn write(out: &mut Printer<'_>, e: &Explanation) -> io::Result<()> {
         out,
         "the command's threads by role (each point's first traced trial; times inside the window, summed over the threads)"
     )?;
-    let mut t = Grid::plain(
-        &[
-            "N",
-            "threads",
-            "on CPU",
-            "run queue",
-            "blocked",
-            "waiting for what it started",
-            "role",
-            "name",
-        ],
-        6,
-        &[],
-        Some("name"),
-    );
+    // Steal, where the in-kernel tracer measured any: the rest of a life beside the three.
+    let stolen = e
+        .points
+        .iter()
+        .flat_map(|p| &p.threads)
+        .any(|g| g.stolen.0 > 0);
+    let mut headers = vec!["N", "threads", "on CPU", "run queue", "blocked"];
+    if stolen {
+        headers.push("stolen");
+    }
+    headers.extend(["waiting for what it started", "role", "name"]);
+    let mut t = Grid::plain(&headers, headers.len() - 2, &[], Some("name"));
     let mut roles = Vec::new();
     for p in &e.points {
         for g in &p.threads {
             if !roles.contains(&g.role) {
                 roles.push(g.role);
             }
-            t.add_row(vec![
+            let mut row = vec![
                 p.n.to_string(),
                 g.threads.to_string(),
                 duration(g.on_cpu.0 as f64),
                 duration(g.runq.0 as f64),
                 duration(g.blocked.0 as f64),
+            ];
+            if stolen {
+                row.push(duration(g.stolen.0 as f64));
+            }
+            row.extend([
                 if g.role == ThreadRole::Worker && g.waiting_for_started.0 == 0 {
                     String::new()
                 } else {
@@ -76,6 +78,7 @@ pub fn write(out: &mut Printer<'_>, e: &Explanation) -> io::Result<()> {
                 g.role.name().into(),
                 printable(&g.comm).into_owned(),
             ]);
+            t.add_row(row);
         }
     }
     out.table(&t)?;

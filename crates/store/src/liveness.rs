@@ -120,11 +120,14 @@ fn lock_key(id: i64) -> i32 {
     i32::try_from(id.rem_euclid(1 << 31)).unwrap_or(0)
 }
 
-/// The run locks some session holds now (as their second keys), read inside a transaction.
+/// The run locks some session holds now in this database (as their second keys), read inside a
+/// transaction. Advisory locks are per database: another database's run of the same id (a
+/// team's server holds several) says nothing of this one's.
 pub(crate) fn held_run_locks(tx: &mut Tx<'_, '_>) -> Result<HashSet<i64>, StoreError> {
     let rows = tx.query(
         "SELECT objid::bigint FROM pg_locks
-         WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid::bigint = ?1",
+         WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid::bigint = ?1
+           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
         &[Value::Int(i64::from(RUN_LOCK_CLASS))],
     )?;
     rows.iter().map(|r| r.int(0)).collect()

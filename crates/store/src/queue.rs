@@ -278,11 +278,13 @@ fn now_ms(tx: &mut Tx<'_, '_>) -> Result<i64, StoreError> {
     tx.query_one(NOW_MS, &[])?.int(0)
 }
 
-/// The agents whose lock is held now (their row ids).
+/// The agents whose lock is held now in this database (their row ids; another database's agent
+/// of the same id is not this one).
 fn live_agents(tx: &mut Tx<'_, '_>) -> Result<HashSet<i64>, StoreError> {
     let rows = tx.query(
         "SELECT objid::bigint FROM pg_locks
-         WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid::bigint = ?1",
+         WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid::bigint = ?1
+           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
         vals![AGENT_LOCK_CLASS],
     )?;
     rows.iter().map(|r| r.int(0)).collect()

@@ -37,6 +37,9 @@ pub enum CauseKind {
     SystemCpu,
     /// Runnable, waiting for a CPU.
     RunQueue,
+    /// On a CPU that the hypervisor took from the guest (steal): the host's other work, not
+    /// the workload's, measured by the in-kernel off-CPU tracer.
+    Steal,
     /// CPU in the kernel's perf and tracing code: what the profile and the traces themselves
     /// cost the traced trials, not the workload.
     Measurement,
@@ -50,7 +53,8 @@ pub enum Mechanism {
     Serialisation,
     /// CPU per op growing without waiting, e.g. cache lines bouncing (κ).
     Coherency,
-    /// Neither (tasks waiting for CPUs: more tasks than CPUs).
+    /// Neither (tasks waiting for CPUs: more tasks than CPUs, or the host's vCPUs than its
+    /// CPUs).
     Oversubscription,
     /// Neither: the cost of observing (profiling and tracing).
     Observation,
@@ -66,7 +70,7 @@ impl CauseKind {
             | CauseKind::Blocked
             | CauseKind::KernelSpin => Mechanism::Serialisation,
             CauseKind::Function | CauseKind::UserCpu | CauseKind::SystemCpu => Mechanism::Coherency,
-            CauseKind::RunQueue => Mechanism::Oversubscription,
+            CauseKind::RunQueue | CauseKind::Steal => Mechanism::Oversubscription,
             CauseKind::Measurement => Mechanism::Observation,
         }
     }
@@ -77,7 +81,7 @@ impl CauseKind {
                 "offcpu"
             }
             CauseKind::UserLock | CauseKind::KernelLock | CauseKind::KernelSpin => "locks",
-            CauseKind::Blocking => "offcpu",
+            CauseKind::Blocking | CauseKind::Steal => "offcpu",
             CauseKind::Function => "profile",
             _ => "accounting",
         }
@@ -351,6 +355,9 @@ pub(crate) fn offcpu_parts(
             total += r.total.0;
             let locks = m.locks.as_ref();
             rows.extend(r.sites.iter().map(|s| (i, site_cause(s, locks), s.total.0)));
+            if let Some(stolen) = r.stolen {
+                rows.push((i, steal_cause(), stolen.0));
+            }
         }
         let all_ops: f64 = ops.iter().sum();
         let covered = if all_ops > 0.0 {
@@ -381,6 +388,21 @@ pub(crate) fn offcpu_parts(
     let covered = parts.iter().map(|p| p.ns_per_op).sum();
     let idx = traced.iter().map(|(i, _)| *i).collect();
     Some(("locks", idx, parts, covered))
+}
+
+/// The hypervisor's steal as a cause: the tasks' time on a CPU that the host took (their
+/// wall-clock time on a CPU less their CPU time), in the off-CPU residual, never blocked time.
+pub(crate) fn steal_cause() -> Cause {
+    Cause {
+        source: CauseKind::Steal.source(true),
+        ..whole_part(
+            CauseKind::Steal,
+            "stolen by the hypervisor (steal: the vCPU taken while a task ran)",
+            Vec::new(),
+            0.0,
+        )
+        .cause
+    }
 }
 
 /// Kernel spinning per op from the lock trace, `None` without one.

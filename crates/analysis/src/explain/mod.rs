@@ -95,7 +95,10 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
             for part in &mut p {
                 part.ns_per_op *= scale;
             }
-            traced_at_median = Some(covered * scale);
+            // What the trace explains of the median's off-CPU time: its blocked time and the
+            // steal it measured beside it.
+            traced_at_median =
+                Some((covered + pooled_stolen(&trials, Some(source)).unwrap_or(0.0)) * scale);
             parts.extend(p);
         }
         None => parts.push(cause::whole_part(
@@ -180,7 +183,11 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
             }
         }
     }
-    let residual = traced.and_then(|_| pooled_residual(n, &trials, offcpu_source));
+    // The blocked time the trace should have seen: the residual less the steal it measured.
+    let stolen = traced.and_then(|_| pooled_stolen(&trials, offcpu_source));
+    let residual = traced
+        .and_then(|_| pooled_residual(n, &trials, offcpu_source))
+        .map(|r| r - stolen.unwrap_or(0.0));
     let threads = trials
         .iter()
         .filter_map(|(_, m)| m.offcpu.as_ref())
@@ -195,6 +202,7 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
         lock_chains: lock_chains(&trials),
         offcpu_unexplained_ns: traced_at_median.map(|t| acc.offcpu_ns - t),
         offcpu_residual_ns: residual,
+        offcpu_stolen_ns: stolen,
         offcpu_unwoken_ns: traced.and_then(|_| pooled_unwoken(&trials, offcpu_source)),
         offcpu_silent_idle_cpus: if traced.is_some() && offcpu_source == Some("offcpu") {
             silent_idle_cpus(&trials)
@@ -418,6 +426,23 @@ fn pooled_residual(
         ops += m.work();
     }
     (ops > 0.0).then(|| rest / ops)
+}
+
+/// The steal the in-kernel off-CPU tracer measured per op, pooled over the traced trials;
+/// `None` where it measured none (the perf tracer, lock traces, older records).
+fn pooled_stolen(trials: &[(u32, &TrialMeasurement)], source: Option<&'static str>) -> Option<f64> {
+    if source != Some("offcpu") {
+        return None;
+    }
+    let (mut stolen, mut ops, mut measured) = (0u64, 0f64, false);
+    for (_, m) in trials {
+        if let Some(r) = &m.offcpu {
+            measured |= r.stolen.is_some();
+            stolen += r.stolen.map_or(0, |s| s.0);
+            ops += m.work();
+        }
+    }
+    (measured && ops > 0.0).then(|| stolen as f64 / ops)
 }
 
 /// The factor that carries a trace's per-op figures, pooled over the traced trials, to the

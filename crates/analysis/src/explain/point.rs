@@ -22,10 +22,17 @@ pub struct PointExplain {
     pub offcpu_trials: Vec<u32>,
     /// Blocked time the trace saw, per op, pooled over the traced trials.
     pub offcpu_traced_ns: Option<f64>,
-    /// The same trials' residual, N·W − user − system − run-queue wait, per op, pooled: what
-    /// the trace should have seen. `offcpu_traced_ns` against it is the trace's agreement with
-    /// the accounting, measured on the same trials.
+    /// The same trials' residual, N·W − user − system − run-queue wait, less the steal the
+    /// trace measured (`offcpu_stolen_ns`), per op, pooled: the blocked time the trace should
+    /// have seen. `offcpu_traced_ns` against it is the trace's agreement with the accounting,
+    /// measured on the same trials.
     pub offcpu_residual_ns: Option<f64>,
+    /// The tasks' time on a CPU that the hypervisor took (steal), per op, pooled over the same
+    /// trials, where the in-kernel tracer measured it (`None`: not measured). The kernel
+    /// counts it neither as CPU time nor as a wait for a CPU, so it is in the accounting's
+    /// off-CPU time; it is named as a cause of its own, never shared out to the blocked sites.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offcpu_stolen_ns: Option<f64>,
     /// The part of `offcpu_traced_ns` from episodes no wake-up record ended, per op, pooled over
     /// the same trials: they run to the switch-in, so they include the wait for a CPU after
     /// the wake-up, which the residual leaves out (`None` without such episodes).

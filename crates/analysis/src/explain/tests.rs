@@ -1110,3 +1110,72 @@ fn a_point_says_how_many_episodes_had_their_chains_recorded() {
     );
     assert_eq!(two.lock_chains, None, "no in-kernel lock trace");
 }
+
+#[test]
+fn steal_the_tracer_measured_is_a_cause_of_its_own_not_shared_out_to_the_waits() {
+    // At N=2 the hypervisor took 150 ms of each trial's 2 s from the tasks while they ran: the
+    // kernel charged it neither as CPU nor as a wait for a CPU, so the residual holds it
+    // beside the 1.14 s the tasks really blocked in fsync.
+    let mut trials = Vec::new();
+    for n in [1u32, 2] {
+        for (i, ops) in [1_000_000u64, 1_010_000, 990_000].into_iter().enumerate() {
+            let (user, sys, runq) = (300_000_000u64, 200_000_000u64 * n as u64, 10_000_000u64);
+            let stolen = if n == 2 {
+                150_000_000 + 1_000_000 * i as u64
+            } else {
+                0
+            };
+            let blocked = n as u64 * 1_000_000_000 - user - sys - runq - stolen;
+            let mut report = offcpu_report(vec![offcpu_site("fsync", "jbd2", "do_fsync", blocked)]);
+            report.stolen = Some(crate::record::Nanos(stolen));
+            trials.push(accounted_trial(
+                n,
+                i as u32,
+                ops,
+                [user, sys, runq],
+                Some(report),
+                None,
+            ));
+        }
+    }
+    let mut m = meta(3, "fsync_write", &[1, 2]);
+    m.runs = 3;
+    let e = explain(&RunData { meta: m, trials }, &[]).expect("an explanation");
+    let two = &e.points[1];
+    let ops = 3_000_000.0;
+    let stolen = two.offcpu_stolen_ns.expect("steal measured");
+    assert!(close(stolen, 453_000_000.0 / ops), "{stolen}");
+    // The trace's blocked time is compared with the residual less the steal: they agree.
+    let (traced, residual) = (
+        two.offcpu_traced_ns.unwrap(),
+        two.offcpu_residual_ns.unwrap(),
+    );
+    assert!(close(traced, residual), "{traced} against {residual}");
+    let steal = two
+        .parts
+        .iter()
+        .find(|p| p.cause.kind == CauseKind::Steal)
+        .expect("steal is a part");
+    let fsync = two.parts.iter().find(|p| p.cause.what == "fsync").unwrap();
+    assert!(close(
+        steal.ns_per_op + fsync.ns_per_op,
+        two.accounting.offcpu_ns
+    ));
+    assert!(
+        steal.ns_per_op > 0.1 * two.accounting.offcpu_ns,
+        "{steal:?}"
+    );
+    assert!(two.offcpu_unexplained_ns.unwrap().abs() < 1e-6 * traced);
+    // It grew from none at N=1: named as steal (the host oversubscribed), apart from the waits.
+    let g = e.growth.unwrap();
+    let named = g
+        .named
+        .iter()
+        .find(|c| c.cause.kind == CauseKind::Steal)
+        .expect("steal named in the growth");
+    assert_eq!(named.cause.source, "offcpu");
+    assert_eq!(named.cause.kind.mechanism(), Mechanism::Oversubscription);
+    assert!(close(named.delta_ns, steal.ns_per_op), "{named:?}");
+    // At N=1 it was measured, and nothing was stolen.
+    assert_eq!(e.points[0].offcpu_stolen_ns.map(|s| s == 0.0), Some(true));
+}

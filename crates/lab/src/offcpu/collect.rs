@@ -25,6 +25,7 @@ use crate::tracer_choice::{Chosen, OpenNotes};
 use model::record::{
     ClockWindow, Nanos, OffCpuReport, OffCpuSampling, OffCpuSite, SiteSample, UnwokenEpisodes,
 };
+use model::thread_account::ThreadRole;
 
 /// Frames kept in a site's representative stack.
 const STACK_FRAMES: usize = 24;
@@ -137,6 +138,24 @@ impl OffCpuSession {
         let estimator = Estimator::new(&trace, window);
         let mut report = summarise(&trace, window, self.processes.resolved(), tree, &estimator);
         report.notes.splice(0..0, self.notes);
+        // Only the in-kernel tracer tells steal apart (the perf tracer's time on a CPU is
+        // wall-clock time): the tasks', or the command's workers'.
+        report.stolen = trace.sampling.is_some().then(|| {
+            Nanos(match &tasks {
+                Some(t) => trace
+                    .threads
+                    .iter()
+                    .filter(|l| t.contains(&l.tid))
+                    .map(|l| l.stolen)
+                    .sum(),
+                None => report
+                    .threads
+                    .iter()
+                    .filter(|g| g.role == ThreadRole::Worker)
+                    .map(|g| g.stolen.0)
+                    .sum(),
+            })
+        });
         report
     }
 }
@@ -311,6 +330,7 @@ fn summarise(
             Vec::new()
         },
         sampling,
+        stolen: None,
         notes,
     }
 }

@@ -178,6 +178,7 @@ impl AssignedThreads {
                     on_cpu: Nanos(0),
                     runq: Nanos(0),
                     blocked: Nanos(0),
+                    stolen: Nanos(0),
                     waiting_for_started: Nanos(0),
                     tids: Vec::new(),
                 });
@@ -186,6 +187,7 @@ impl AssignedThreads {
             g.on_cpu.0 += t.on_cpu;
             g.runq.0 += t.runq;
             g.blocked.0 += t.blocked;
+            g.stolen.0 += t.stolen;
             g.waiting_for_started.0 += assigned.map_or(0, |a| a.waiting_for_started);
             if g.tids.len() < GROUP_TIDS {
                 g.tids.push(t.tid);

@@ -294,8 +294,9 @@ mod store {
                 life: Nanos(9_000),
                 on_cpu: Nanos(100),
                 runq: Nanos(50),
-                blocked: Nanos(8_850),
-                waiting_for_started: Nanos(8_800),
+                blocked: Nanos(8_750),
+                stolen: Nanos(100),
+                waiting_for_started: Nanos(8_700),
                 tids: vec![42],
             }],
             lost_records: 1,
@@ -311,6 +312,7 @@ mod store {
                 threads_untraced: 0,
                 long: 2,
             }),
+            stolen: Some(Nanos(300)),
             notes: vec!["stacks truncated".into()],
         }
     }
@@ -1180,6 +1182,42 @@ mod store {
             vec![(id, RunStatus::Incomplete), (done, RunStatus::Complete)]
         );
         assert_eq!(reader.load_run(id).unwrap().trials.len(), 1);
+    }
+
+    /// A run lock is the database's own: another database on the same server, whose run of the
+    /// same id is running, does not keep a run whose writer is gone `running` (advisory locks
+    /// are per database, and the liveness query read every database's).
+    #[test]
+    fn a_run_lock_held_in_another_database_keeps_no_run_running() {
+        let Some((_a, mut other)) = fresh(Backend::Postgres) else {
+            return;
+        };
+        let Some((_b, mut writer)) = fresh(Backend::Postgres) else {
+            return;
+        };
+        let reader = reopen(&writer);
+        let id = writer.begin_run(&meta("w")).unwrap();
+        let held = other.begin_run(&meta("w")).unwrap();
+        assert_eq!(
+            held, id,
+            "both databases' first run: the same id, the same lock key"
+        );
+        drop(writer);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while reader.load_run(id).unwrap().meta.status == RunStatus::Running
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert_eq!(
+            reader.load_run(id).unwrap().meta.status,
+            RunStatus::Incomplete
+        );
+        assert_eq!(
+            other.load_run(held).unwrap().meta.status,
+            RunStatus::Running,
+            "the other database's run still runs"
+        );
     }
 
     /// `load_runs` (a history's batch) returns what `load_run` returns for each, in the order

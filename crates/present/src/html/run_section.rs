@@ -219,6 +219,7 @@ fn explain_section(e: &Explanation) -> ExplainSection {
                     crate::explain_table::measuring_note(e),
                     crate::explain_table::partner_note(e),
                     crate::explain_table::unwoken_note(e),
+                    crate::explain_table::steal_note(e),
                     crate::explain_table::trace_cost_note(e),
                 ]
                 .into_iter()
