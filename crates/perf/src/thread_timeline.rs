@@ -82,6 +82,9 @@ pub(crate) struct Timeline {
     threads: HashMap<u32, Thread>,
     /// Time before this is not accrued (the accounting window's start).
     from: u64,
+    /// Time after this is not accrued (the window's end, once it closed: the tasks run on,
+    /// winding down, and the drains before the trace ends read their records); `None`: none.
+    until: Option<u64>,
     pub(crate) episodes: Vec<BlockedEpisode>,
     /// Records that did not fit the thread's state (a lost record before them): nothing was
     /// accrued for the gap.
@@ -106,8 +109,14 @@ impl Timeline {
         self.from = from;
     }
 
+    /// Accrues time only up to `until` (CLOCK_MONOTONIC ns: the window's end).
+    pub(crate) fn accrue_until(&mut self, until: u64) {
+        self.until = Some(until);
+    }
+
     fn span(&self, a: u64, b: u64) -> u64 {
-        b.saturating_sub(a.max(self.from))
+        b.min(self.until.unwrap_or(u64::MAX))
+            .saturating_sub(a.max(self.from))
     }
 
     fn thread(&mut self, pid: u32, tid: u32, time: u64) -> &mut Thread {
@@ -306,8 +315,8 @@ impl Timeline {
     /// Thread `tid` (if followed) got a CPU at `t`; a later record of the same switch changes
     /// nothing.
     fn switch_in(&mut self, tid: u32, t: u64) {
-        let from = self.from;
-        let span = |a: u64| t.saturating_sub(a.max(from));
+        let (from, until) = (self.from, self.until.unwrap_or(u64::MAX));
+        let span = |a: u64| t.min(until).saturating_sub(a.max(from));
         let Some(th) = self.threads.get_mut(&tid) else {
             return;
         };
@@ -343,6 +352,7 @@ impl Timeline {
     pub(crate) fn close(mut self, until: u64) -> (Vec<BlockedEpisode>, Vec<ThreadLife>) {
         let mut open: Vec<(u32, u32, Open)> = Vec::new();
         let from = self.from;
+        let until = until.min(self.until.unwrap_or(u64::MAX));
         let span = |a: u64| until.saturating_sub(a.max(from));
         for th in self.threads.values_mut() {
             match th.state {
@@ -550,6 +560,29 @@ mod tests {
         assert_eq!((b.on_cpu, b.runq), (20, 70 + 60));
         assert_eq!(eps.len(), 1, "the open episode is kept");
         assert_eq!(eps[0].end, u64::MAX);
+    }
+
+    #[test]
+    fn time_after_the_window_closed_is_not_accrued_though_its_records_come_before_the_end() {
+        let mut t = Timeline::default();
+        t.accrue_from(100);
+        t.accrue_until(200);
+        for e in [
+            born(90, 7),
+            ev(100, 7, IN),
+            ev(150, 7, BLOCKED), // 50 on CPU
+            ev(180, 7, wake(7)), // 30 blocked
+            ev(190, 7, IN),      // 10 runnable
+            // After the window: the task winds down, read by a drain before the trace ends.
+            ev(260, 7, PREEMPTED),
+            ev(300, 7, IN),
+        ] {
+            t.feed(&e);
+        }
+        let (_, threads) = t.close(400);
+        let l = &threads[0];
+        assert_eq!((l.on_cpu, l.blocked, l.runq), (60, 30, 10));
+        assert_eq!(l.life(), 100, "the window's 100 ns, not the trace's");
     }
 
     #[test]

@@ -178,15 +178,18 @@ impl Observer for OffCpuSession {
         }
     }
 
-    /// Empties the ring buffers. With [`Scope::Command`], new user call chains are symbolised
-    /// in their (live) process. Its records carry no stack copy: 0.
-    /// The in-kernel tracer reads its threads' counters at the window's end.
+    /// The window closed at `at`: the in-kernel tracer reads its threads' counters, the perf
+    /// tracer's timeline accrues nothing after it.
     fn window_closes(&mut self, at: u64) {
-        if let Some(Chosen::Kernel(t)) = &mut self.tracer {
-            t.account_until(at);
+        match &mut self.tracer {
+            Some(Chosen::Kernel(t)) => t.account_until(at),
+            Some(Chosen::Perf(t)) => t.account_until(at),
+            None => {}
         }
     }
 
+    /// Empties the ring buffers. With [`Scope::Command`], new user call chains are symbolised
+    /// in their (live) process. Its records carry no stack copy: 0.
     fn drain(&mut self) -> u64 {
         let Some(t) = &mut self.tracer else { return 0 };
         t.drain();
