@@ -104,9 +104,14 @@ impl crate::pairing_engine::Pairing for Timeline {
 }
 
 impl Timeline {
-    /// Accrues time only from `from` on (CLOCK_MONOTONIC ns).
+    /// Accrues time only from `from` on (CLOCK_MONOTONIC ns). What was accrued before, from
+    /// the records of a warm-up that drains released first (all stamped before `from`, which
+    /// has just passed), is dropped: a built-in's task read its 0.3 s warm-up in its 1 s window.
     pub(crate) fn accrue_from(&mut self, from: u64) {
         self.from = from;
+        for th in self.threads.values_mut() {
+            (th.life.on_cpu, th.life.runq, th.life.blocked) = (0, 0, 0);
+        }
     }
 
     /// Accrues time only up to `until` (CLOCK_MONOTONIC ns: the window's end).
@@ -560,6 +565,23 @@ mod tests {
         assert_eq!((b.on_cpu, b.runq), (20, 70 + 60));
         assert_eq!(eps.len(), 1, "the open episode is kept");
         assert_eq!(eps[0].end, u64::MAX);
+    }
+
+    #[test]
+    fn time_fed_before_the_window_opened_is_dropped_when_it_opens() {
+        let mut t = Timeline::default();
+        // A warm-up's records, released by a drain before the window opened at 150.
+        for e in [born(90, 7), ev(100, 7, IN), ev(120, 7, PREEMPTED)] {
+            t.feed(&e);
+        }
+        t.accrue_from(150);
+        for e in [ev(160, 7, IN), ev(200, 7, BLOCKED)] {
+            t.feed(&e);
+        }
+        let (_, threads) = t.close(250);
+        let l = &threads[0];
+        assert_eq!((l.on_cpu, l.runq, l.blocked), (40, 10, 50));
+        assert_eq!(l.life(), 100, "the window's 100 ns");
     }
 
     #[test]
