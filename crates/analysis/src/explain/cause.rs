@@ -424,14 +424,18 @@ pub(crate) fn spin_parts(trials: &[(u32, &TrialMeasurement)]) -> Option<Vec<Part
 }
 
 /// Kernel functions that run because scalelab observes: the sampling interrupt's and the
-/// tracepoints' perf code (`perf_swevent_event`, `perf_tp_event`, `perf_syscall_enter` …) and
-/// the system-call tracing hooks the futex tracepoints switch on.
+/// tracepoints' perf code (`perf_swevent_event`, `perf_tp_event`, `perf_syscall_enter` …), the
+/// system-call tracing hooks the futex tracepoints switch on, and the trace event filters the
+/// perf tracer sets (`filter_match_preds`: 5.9% of `futex_mutex -p shared=true`'s growth under
+/// `--tracer perf`, read as the workload's).
 pub(crate) fn is_observation(kernel: bool, name: &str) -> bool {
     kernel
         && (name.starts_with("perf_")
             || name.starts_with("__perf_")
             || name.starts_with("trace_")
             || name.starts_with("tracing_")
+            || name.starts_with("filter_pred_")
+            || name == "filter_match_preds"
             || name == "syscall_trace_enter"
             || name == "syscall_exit_work")
 }

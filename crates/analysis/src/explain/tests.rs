@@ -1179,3 +1179,24 @@ fn steal_the_tracer_measured_is_a_cause_of_its_own_not_shared_out_to_the_waits()
     // At N=1 it was measured, and nothing was stolen.
     assert_eq!(e.points[0].offcpu_stolen_ns.map(|s| s == 0.0), Some(true));
 }
+
+#[test]
+fn the_tracers_own_kernel_code_is_observation_and_the_workloads_is_not() {
+    for name in [
+        "perf_tp_event",
+        "__perf_event_overflow",
+        "trace_call_bpf",
+        "filter_match_preds",
+        "filter_pred_LE_u64",
+        "syscall_trace_enter",
+    ] {
+        assert!(cause::is_observation(true, name), "{name}");
+    }
+    for name in ["futex_wait", "filemap_get_entry", "tracer_busy_loop"] {
+        assert!(!cause::is_observation(true, name), "{name}");
+    }
+    assert!(
+        !cause::is_observation(false, "filter_match_preds"),
+        "a user function of that name is the program's"
+    );
+}
