@@ -532,6 +532,12 @@ pub struct UntracedReference {
     /// (`--profile-scope auto`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub switches: Option<u64>,
+    /// Its tasks' usage over the window (`None`: a record from before this was kept): how often
+    /// they blocked (voluntary switches) and how long they were off a CPU without the
+    /// measuring, which the traced trials' are read against (the measuring's interruptions can
+    /// lengthen a lock's hold and so make the tasks wait more, not only run slower).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
 }
 
 impl UntracedReference {

@@ -6,8 +6,8 @@
 use std::io::{self, Write};
 
 use analysis::explain::{
-    Cause, CauseGrowth, CauseKind, ChainSample, Explanation, GrowthAccount, Mechanism, NoiseRule,
-    PointExplain, TRACE_COST_NOTABLE,
+    BlockingChange, Cause, CauseGrowth, CauseKind, ChainSample, Explanation, GrowthAccount,
+    Mechanism, NoiseRule, PointExplain, TRACE_COST_NOTABLE,
 };
 use model::safe_text::printable;
 
@@ -199,9 +199,23 @@ pub fn answer(e: &Explanation) -> String {
     let growing: Vec<&CauseGrowth> = g.named.iter().filter(|c| c.delta_ns > 0.0).collect();
     let (measuring, workload): (Vec<&CauseGrowth>, Vec<&CauseGrowth>) =
         growing.into_iter().partition(observing);
+    // A blocked cause at an N whose traced trial blocked far more often than its untraced
+    // reference is said to be partly the measuring's making where it is read.
+    let inflated = e
+        .points
+        .iter()
+        .find(|p| p.n == g.to_n)
+        .and_then(notable_blocking_change)
+        .and_then(|b| b.switches_ratio());
     for (i, c) in workload.iter().take(TOP).enumerate() {
+        let caveat = match inflated {
+            Some(r) if is_blocked_time(&c.cause) => format!(
+                "; the traced run blocked {r:.1}× as often per op as an untraced one: see `the measuring made the tasks block more`"
+            ),
+            _ => String::new(),
+        };
         parts.push(format!(
-            "{}{} is {} ({})",
+            "{}{} is {} ({}{caveat})",
             pct(c.share_pct),
             if i == 0 { " of that" } else { "" },
             cause_label(&c.cause),
@@ -441,6 +455,71 @@ pub fn steal_note(e: &Explanation) -> Option<String> {
     })
 }
 
+/// Whether `c` is time a task spent blocked (a lock's or a call's wait), which the measuring's
+/// interruptions can lengthen: not CPU, run-queue wait, steal or the measuring's own code.
+fn is_blocked_time(c: &Cause) -> bool {
+    matches!(
+        c.kind,
+        CauseKind::UserLock | CauseKind::KernelLock | CauseKind::Blocking | CauseKind::Blocked
+    )
+}
+
+/// `p`'s blocking change when the traced trial blocked notably more than its untraced
+/// reference ([`analysis::explain::BlockingChange::notable`]).
+fn notable_blocking_change(p: &PointExplain) -> Option<BlockingChange> {
+    let c = p.trace_cost?;
+    c.blocking.filter(|b| b.notable(c.traced_ns))
+}
+
+/// Per N where the traced trial blocked notably more often per op than the untraced trial
+/// run just before it: by how much, and what that means for the blocked causes. `None`
+/// where nowhere (or without untraced references).
+pub fn blocking_change_note(e: &Explanation) -> Option<String> {
+    let mut profiled = None;
+    let parts: Vec<String> = e
+        .points
+        .iter()
+        .filter_map(|p| {
+            let b = notable_blocking_change(p)?;
+            let c = p.trace_cost?;
+            if let (true, Some(hz)) = (c.profiled, c.profile_frequency) {
+                profiled = Some((hz, c.profiled_every_cpu));
+            }
+            let often = match b.switches_ratio() {
+                Some(r) => format!("{r:.1}× as often per op as the untraced trial before it"),
+                None => "where the untraced trial before it never did".into(),
+            };
+            let (lo, hi) = b.traced_per_kop_range;
+            let long = match (b.untraced_offcpu_ns, b.traced_offcpu_ns) {
+                (Some(u), Some(t)) => format!(
+                    "; off a CPU, steal included, {} against {} per op",
+                    duration(t),
+                    duration(u)
+                ),
+                _ => String::new(),
+            };
+            Some(format!(
+                "N={}: the traced trial blocked {often} ({:.2} against {:.2} blocking switches per 1000 ops, {lo:.2}–{hi:.2} over the traced trials{long})",
+                p.n, b.traced_per_kop, b.untraced_per_kop
+            ))
+        })
+        .collect();
+    if parts.is_empty() {
+        return None;
+    }
+    let most = match profiled {
+        Some((hz, every_cpu)) => format!(
+            " (here the profile's samples, {hz} a second per {}, interrupt most often)",
+            if every_cpu { "CPU" } else { "task" }
+        ),
+        None => String::new(),
+    };
+    Some(format!(
+        "the measuring made the tasks block more, not only run slower — {} (one untraced trial per N; every traced trial blocked at least twice as often). Each of the measuring's interruptions{most} lengthens whatever it lands in, a lock's hold too, so other tasks find the lock held and wait: the blocked causes named here are that much larger than the workload's own. A lower --profile-frequency perturbs less; compare the blocked causes with such a run",
+        parts.join("; ")
+    ))
+}
+
 /// Per N, the traced blocked time from episodes no wake-up record ended, when it is over 1%
 /// of what the trace saw: why `traced/residual` can read above 1. `None` otherwise.
 pub fn unwoken_note(e: &Explanation) -> Option<String> {
@@ -593,6 +672,9 @@ fn write_agreement(out: &mut Printer<'_>, e: &Explanation) -> io::Result<()> {
         writeln!(out, "{note}")?;
     }
     if let Some(note) = trace_cost_note(e) {
+        writeln!(out, "{note}")?;
+    }
+    if let Some(note) = blocking_change_note(e) {
         writeln!(out, "{note}")?;
     }
 
@@ -816,6 +898,8 @@ mod tests {
             profiled: false,
             profiled_every_cpu: false,
             switches_per_task_second: Some(120.0),
+            profile_frequency: None,
+            blocking: None,
         };
         e.points[0].trace_cost = Some(cost(1.05));
         e.points[1].trace_cost = Some(cost(1.2));
@@ -844,6 +928,68 @@ mod tests {
                 && scoped.contains("profiled on every CPU where the untraced tasks switched often (N=2: 25507 switches a second per task)"),
             "{scoped}"
         );
+    }
+
+    #[test]
+    fn blocking_the_measuring_caused_is_named_in_the_answer_and_a_note() {
+        let mut e = explain(&explained_run(), &[]).expect("an explanation");
+        assert_eq!(blocking_change_note(&e), None, "no reference, no note");
+        // N=2 traced: 1.6 µs per op, 5% of it off a CPU, blocking 0.81 times per 1000 ops
+        // (0.72–1.01 over its trials) against 0.25 in the untraced trial before it.
+        let change = BlockingChange {
+            untraced_switches: 250,
+            untraced_per_kop: 0.25,
+            traced_switches: 1013,
+            traced_per_kop: 0.81,
+            traced_per_kop_range: (0.72, 1.01),
+            untraced_offcpu_ns: Some(8.4),
+            traced_offcpu_ns: Some(80.0),
+        };
+        let cost = analysis::explain::TraceCost {
+            trial: 0,
+            traced_ns: 1600.0,
+            untraced_ns: 1500.0,
+            slowdown: 1600.0 / 1500.0,
+            profiled: true,
+            profiled_every_cpu: false,
+            switches_per_task_second: Some(250.0),
+            profile_frequency: Some(4000),
+            blocking: Some(BlockingChange {
+                traced_per_kop_range: (0.3, 1.01),
+                ..change
+            }),
+        };
+        // One traced trial blocked under twice the untraced trial's rate: nothing is said.
+        e.points[1].trace_cost = Some(cost);
+        assert_eq!(blocking_change_note(&e), None);
+        assert!(!answer(&e).contains("as often per op"), "{}", answer(&e));
+
+        e.points[1].trace_cost = Some(analysis::explain::TraceCost {
+            blocking: Some(change),
+            ..cost
+        });
+        let note = blocking_change_note(&e).expect("a note");
+        assert!(
+            note.starts_with("the measuring made the tasks block more, not only run slower — N=2: the traced trial blocked 3.2× as often per op as the untraced trial before it (0.81 against 0.25 blocking switches per 1000 ops, 0.72–1.01 over the traced trials; off a CPU, steal included, 80.0ns against 8.40ns per op)"),
+            "{note}"
+        );
+        assert!(
+            note.contains(
+                "(here the profile's samples, 4000 a second per task, interrupt most often)"
+            ),
+            "{note}"
+        );
+        assert!(!note.contains("N=1"), "{note}");
+        assert!(printed(Format::Text, |o| write(o, &e)).contains(&note));
+        // The answer says it beside the blocked cause (the futex from worker_lock), not beside
+        // CPU.
+        let line = answer(&e);
+        let futex = line.find("worker_lock").expect("the futex wait leads");
+        let caveat = line
+            .find("the traced run blocked 3.2× as often per op as an untraced one")
+            .expect("the caveat");
+        assert!(caveat > futex, "{line}");
+        assert_eq!(line.matches("as often per op").count(), 1, "{line}");
     }
 
     #[test]

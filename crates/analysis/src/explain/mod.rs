@@ -30,7 +30,10 @@ pub use self::accounting::Accounting;
 pub use self::attribution::{CauseGrowth, GrowthAccount};
 pub use self::cause::{Cause, CauseKind, EndedBy, Mechanism, Part};
 pub use self::noise::{MATERIAL_SHARE, NOISE_RULE, NoiseRule, NoiseVerdict};
-pub use self::point::{ChainSample, PointExplain, TRACE_COST_NOTABLE, TraceCost};
+pub use self::point::{
+    BLOCKING_CHANGE_NOTABLE, BlockingChange, ChainSample, PointExplain, TRACE_COST_NOTABLE,
+    TraceCost,
+};
 pub use self::usl_reading::UslReading;
 
 use crate::profile::PointProfile;
@@ -263,7 +266,8 @@ fn trace_cost(
     trials.iter().find_map(|(index, m)| {
         let untraced = m.harness?.untraced?;
         let untraced_ns = untraced.ns_per_op_task(n)?;
-        let traced_ns = per_trial.iter().find(|t| t.index == *index)?.total;
+        let traced = per_trial.iter().find(|t| t.index == *index)?;
+        let traced_ns = traced.total;
         Some(TraceCost {
             trial: *index,
             traced_ns,
@@ -272,7 +276,49 @@ fn trace_cost(
             profiled: m.profile.is_some(),
             profiled_every_cpu: m.profile.as_ref().is_some_and(|p| p.every_cpu),
             switches_per_task_second: untraced.switches_per_task_second(n),
+            profile_frequency: m.profile.as_ref().map(|p| p.frequency),
+            blocking: blocking_change(n, &untraced, (m, traced), trials),
         })
+    })
+}
+
+/// The blocking per op of the untraced reference, of the traced trial after it and of every
+/// trial of the point (`None` without the reference's usage or without ops).
+fn blocking_change(
+    n: u32,
+    untraced: &crate::record::UntracedReference,
+    paired: (&TrialMeasurement, &accounting::TrialParts),
+    trials: &[(u32, &TrialMeasurement)],
+) -> Option<BlockingChange> {
+    let usage = untraced.usage?;
+    let untraced_ops = untraced.ops as f64;
+    let per_kop = |m: &TrialMeasurement| {
+        let ops = m.work();
+        (ops > 0.0).then(|| m.usage.voluntary_switches as f64 * 1e3 / ops)
+    };
+    let (traced_m, traced) = paired;
+    let traced_per_kop = per_kop(traced_m)?;
+    if untraced_ops <= 0.0 {
+        return None;
+    }
+    let range = trials
+        .iter()
+        .filter_map(|(_, m)| per_kop(m))
+        .fold((traced_per_kop, traced_per_kop), |(lo, hi), x| {
+            (lo.min(x), hi.max(x))
+        });
+    let untraced_offcpu = usage.run_delay.map(|delay| {
+        let life = f64::from(n) * untraced.window.0 as f64;
+        (life - usage.cpu().0 as f64 - delay.0 as f64) / untraced_ops
+    });
+    Some(BlockingChange {
+        untraced_switches: usage.voluntary_switches,
+        untraced_per_kop: usage.voluntary_switches as f64 * 1e3 / untraced_ops,
+        traced_switches: traced_m.usage.voluntary_switches,
+        traced_per_kop,
+        traced_per_kop_range: range,
+        untraced_offcpu_ns: untraced_offcpu,
+        traced_offcpu_ns: traced.runq.map(|_| traced.offcpu()),
     })
 }
 

@@ -154,6 +154,84 @@ pub struct TraceCost {
     pub profiled_every_cpu: bool,
     /// The untraced reference's context switches a second per task (`None`: not kept).
     pub switches_per_task_second: Option<f64>,
+    /// The profile's samples a second (per task, or per CPU on every CPU) in the traced
+    /// trial, where it was profiled.
+    pub profile_frequency: Option<u32>,
+    /// How often the tasks blocked, and how long they were off a CPU, per op, untraced and
+    /// traced (`None`: the reference's usage was not kept, or a trial had no ops).
+    pub blocking: Option<BlockingChange>,
+}
+
+/// How often the tasks blocked and how long they were off a CPU, per op, in the untraced
+/// reference and in the traced trials. The measuring's interruptions (a profile's samples above
+/// all: each a timer interrupt, a VM exit in a guest, and a call chain) lengthen whatever they
+/// land in, a lock's hold too, so that the other tasks find it held and wait: a traced run can
+/// block more, not only run slower, and then its blocked causes are partly the measuring's
+/// making. Measured with `bench/explain-perturbation` (`futex_mutex -p shared=true`, N=2, 8
+/// trials an arm): 0.13 blocking switches per 1000 ops untraced, 0.67 profiled at 4 kHz per
+/// task, 0.24 at 1 kHz, 0.15 at 250 Hz, 0.11 with the off-CPU trace alone.
+///
+/// The blocking switches are the figure to read: the time off a CPU holds the hypervisor's
+/// steal too, which the untraced trial does not measure apart (68 ns per op of it untraced in
+/// the same bench, 25–134 ns from trial to trial).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct BlockingChange {
+    /// The untraced trial's voluntary (blocking) context switches.
+    pub untraced_switches: u64,
+    /// The untraced trial's blocking switches per 1000 ops.
+    pub untraced_per_kop: f64,
+    /// The paired traced trial's voluntary context switches.
+    pub traced_switches: u64,
+    /// The paired traced trial's blocking switches per 1000 ops.
+    pub traced_per_kop: f64,
+    /// The fewest and the most blocking switches per 1000 ops over the point's traced trials.
+    pub traced_per_kop_range: (f64, f64),
+    /// The untraced trial's time off a CPU per op of task time (N·W − CPU − run-queue wait,
+    /// ÷ ops; steal included), `None` without its run-queue wait.
+    pub untraced_offcpu_ns: Option<f64>,
+    /// The paired traced trial's, the same way (steal included; `None` without its run-queue
+    /// wait).
+    pub traced_offcpu_ns: Option<f64>,
+}
+
+/// From this many times the untraced trial's blocking per op, in every traced trial of the
+/// point, the traced run's blocked causes are read as largely the measuring's. One untraced
+/// trial scatters (0.04–0.66 blocking switches per 1000 ops over 24 untraced trials of
+/// `futex_mutex -p shared=true` at N=2; 1.3–15 on `create_unlink -p shared=true`), so the rule
+/// asks it of the traced trial that blocked least, and says it is one pair.
+pub const BLOCKING_CHANGE_NOTABLE: f64 = 2.0;
+
+/// Fewer traced blocking switches than this are too few to read a change of rate from.
+const BLOCKING_CHANGE_MIN_SWITCHES: u64 = 100;
+
+/// Below this share of the traced cost per op, blocked time too small to change the answer.
+const BLOCKING_CHANGE_MIN_SHARE: f64 = 0.01;
+
+impl BlockingChange {
+    /// The paired traced trial's blocking per op against the untraced trial's (`None` when
+    /// the untraced trial never blocked).
+    pub fn switches_ratio(&self) -> Option<f64> {
+        (self.untraced_per_kop > 0.0).then(|| self.traced_per_kop / self.untraced_per_kop)
+    }
+
+    /// The least-blocking traced trial's blocking per op against the untraced trial's.
+    fn least_ratio(&self) -> Option<f64> {
+        (self.untraced_per_kop > 0.0).then(|| self.traced_per_kop_range.0 / self.untraced_per_kop)
+    }
+
+    /// Whether the traced trials blocked notably more than the untraced one: the paired
+    /// trial on at least [`BLOCKING_CHANGE_MIN_SWITCHES`] blocking switches, every traced trial
+    /// [`BLOCKING_CHANGE_NOTABLE`] times as often per op or more, and the paired trial's time
+    /// off a CPU (where measured) at least 1% of `traced_ns`, its cost per op.
+    pub fn notable(&self, traced_ns: f64) -> bool {
+        self.traced_switches >= BLOCKING_CHANGE_MIN_SWITCHES
+            && self
+                .least_ratio()
+                .is_none_or(|r| r >= BLOCKING_CHANGE_NOTABLE)
+            && self
+                .traced_offcpu_ns
+                .is_none_or(|t| t >= BLOCKING_CHANGE_MIN_SHARE * traced_ns)
+    }
 }
 
 /// Above this slowdown the explanation describes the traced run more than the workload: the

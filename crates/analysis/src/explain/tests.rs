@@ -972,6 +972,7 @@ fn the_traces_cost_is_the_first_traced_trial_against_its_untraced_reference() {
                 window: m.window,
                 ops: 2 * ops,
                 switches: None,
+                usage: None,
             }),
             ..Default::default()
         });
@@ -999,6 +1000,139 @@ fn the_traces_cost_is_the_first_traced_trial_against_its_untraced_reference() {
         assert!(close(c.slowdown, c.traced_ns / reference), "{}", c.slowdown);
         assert!(close(c.slowdown, 2.0), "{}", c.slowdown);
     }
+}
+
+#[test]
+fn the_traced_trials_blocking_is_read_against_the_untraced_reference() {
+    // N=2 of explained_run: 1.25 M ops a trial (±1%). Its traced trials blocked 1000, 1200
+    // and 1500 times; the untraced trial before trial 0 did 1 M ops and blocked 200 times,
+    // with 1.9 s of CPU and 20 ms of run-queue wait in its 1 s window (80 ms off a CPU).
+    let mut data = explained_run();
+    let untraced_usage = crate::record::Usage {
+        user: crate::record::Nanos(1_500_000_000),
+        sys: crate::record::Nanos(400_000_000),
+        voluntary_switches: 200,
+        run_delay: Some(crate::record::Nanos(20_000_000)),
+        ..Default::default()
+    };
+    for t in &mut data.trials {
+        let (n, index) = (t.n, t.index);
+        let m = t.outcome.measurement_mut().unwrap();
+        m.usage.voluntary_switches = [1000, 1200, 1500][index as usize];
+        m.harness = Some(crate::record::HarnessCost {
+            untraced: (n == 2 && index == 0).then_some(crate::record::UntracedReference {
+                window: m.window,
+                ops: 1_000_000,
+                switches: Some(250),
+                usage: Some(untraced_usage),
+            }),
+            ..Default::default()
+        });
+    }
+    let e = explain(&data, &[]).unwrap();
+    assert!(e.points[0].trace_cost.is_none(), "N=1 has no reference");
+    let c = e.points[1]
+        .trace_cost
+        .expect("N=2 is measured against its reference");
+    let b = c.blocking.expect("the reference kept its usage");
+    assert_eq!((b.untraced_switches, b.traced_switches), (200, 1000));
+    assert!(close(b.untraced_per_kop, 0.2), "{}", b.untraced_per_kop);
+    // Trial 0 did 1.2375 M ops: 1000 switches are 0.808 per 1000 ops.
+    let per_kop = |switches: f64, wobble: f64| switches * 1e3 / (1_250_000.0 * wobble).floor();
+    assert!(close(b.traced_per_kop, per_kop(1000.0, 0.99)));
+    assert!(close(b.traced_per_kop_range.0, per_kop(1000.0, 0.99)));
+    assert!(close(b.traced_per_kop_range.1, per_kop(1500.0, 1.01)));
+    assert!(close(
+        b.switches_ratio().unwrap(),
+        per_kop(1000.0, 0.99) / 0.2
+    ));
+    // Off a CPU: the untraced trial's 2 s of task time less 1.9 s CPU and 20 ms run queue,
+    // over 1 M ops; the traced trial's from its own accounting.
+    assert!(
+        close(b.untraced_offcpu_ns.unwrap(), 80.0),
+        "{:?}",
+        b.untraced_offcpu_ns
+    );
+    let ops0 = (1_250_000.0f64 * 0.99).floor();
+    let traced_off = (2e9 - 1.1e9 - 20e6) / ops0;
+    assert!(
+        close(b.traced_offcpu_ns.unwrap(), traced_off),
+        "{:?}",
+        b.traced_offcpu_ns
+    );
+    assert!(
+        b.notable(c.traced_ns),
+        "every traced trial blocked 4× as often or more"
+    );
+
+    // One traced trial that blocked under twice as often as the untraced one: the rule asks
+    // it of the least-blocking trial, so a single untraced trial's scatter is not read as
+    // the measuring's doing.
+    let mut calm = data.clone();
+    for t in &mut calm.trials {
+        if t.n == 2 && t.index == 2 {
+            t.outcome
+                .measurement_mut()
+                .unwrap()
+                .usage
+                .voluntary_switches = 300;
+        }
+    }
+    let calm = explain(&calm, &[]).unwrap().points[1].trace_cost.unwrap();
+    let b = calm.blocking.unwrap();
+    assert!(b.traced_per_kop_range.0 < 2.0 * b.untraced_per_kop);
+    assert!(!b.notable(calm.traced_ns));
+
+    // Without the reference's usage (a record from before it was kept): no figure.
+    for t in &mut data.trials {
+        let m = t.outcome.measurement_mut().unwrap();
+        if let Some(u) = m.harness.as_mut().and_then(|h| h.untraced.as_mut()) {
+            u.usage = None;
+        }
+    }
+    let old = explain(&data, &[]).unwrap().points[1].trace_cost.unwrap();
+    assert_eq!(old.blocking, None);
+}
+
+#[test]
+fn a_blocking_change_is_notable_only_on_enough_switches_and_time_off_a_cpu() {
+    let change = BlockingChange {
+        untraced_switches: 40,
+        untraced_per_kop: 0.25,
+        traced_switches: 1300,
+        traced_per_kop: 0.81,
+        traced_per_kop_range: (0.72, 1.01),
+        untraced_offcpu_ns: Some(8.4),
+        traced_offcpu_ns: Some(34.9),
+    };
+    assert!(change.notable(1300.0));
+    // Too few blocking switches to read a rate from.
+    assert!(
+        !BlockingChange {
+            traced_switches: 99,
+            ..change
+        }
+        .notable(1300.0)
+    );
+    // Blocked time under 1% of the cost per op changes no answer.
+    assert!(!change.notable(3500.0));
+    // An untraced trial that never blocked: any traced blocking is the measuring's.
+    let never = BlockingChange {
+        untraced_switches: 0,
+        untraced_per_kop: 0.0,
+        ..change
+    };
+    assert_eq!(never.switches_ratio(), None);
+    assert!(never.notable(1300.0));
+    // Without run-queue wait there is no time off a CPU: the switches decide alone.
+    assert!(
+        BlockingChange {
+            traced_offcpu_ns: None,
+            untraced_offcpu_ns: None,
+            ..change
+        }
+        .notable(1e9)
+    );
 }
 
 #[test]

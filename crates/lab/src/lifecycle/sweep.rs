@@ -211,6 +211,7 @@ fn untraced_reference(
                     window: m.window,
                     ops: m.ops(),
                     switches: Some(m.usage.voluntary_switches + m.usage.involuntary_switches),
+                    usage: Some(m.usage),
                 }),
                 None => Reference::None,
             },

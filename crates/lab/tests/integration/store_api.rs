@@ -211,6 +211,14 @@ mod store {
                         window: Nanos(999_000_000),
                         ops: u64::MAX,
                         switches: Some(51_014),
+                        usage: Some(Usage {
+                            user: Nanos(1_700_000_123),
+                            sys: Nanos(u64::MAX),
+                            voluntary_switches: 40_321,
+                            involuntary_switches: 10_693,
+                            run_delay: Some(Nanos(7)),
+                            ..Usage::default()
+                        }),
                     }),
                 }),
                 reported: (index == 0).then(|| lab::record::Reported {

@@ -221,6 +221,7 @@ fn explain_section(e: &Explanation) -> ExplainSection {
                     crate::explain_table::unwoken_note(e),
                     crate::explain_table::steal_note(e),
                     crate::explain_table::trace_cost_note(e),
+                    crate::explain_table::blocking_change_note(e),
                 ]
                 .into_iter()
                 .flatten()

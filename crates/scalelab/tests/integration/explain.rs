@@ -393,7 +393,7 @@ fn is_rwsem_cause(c: &Value) -> bool {
 #[test]
 fn explain_names_the_pipe_read_of_pipe_pingpong_as_blocking() {
     let lab = Lab::new();
-    let Some((e, _)) = explained(&lab, &["pipe_pingpong"], &["--explain"]) else {
+    let Some((e, stdout)) = explained(&lab, &["pipe_pingpong"], &["--explain"]) else {
         return;
     };
     // Every round trip blocks in a pipe read at every N: what grows may be anything, but the
@@ -470,7 +470,26 @@ fn explain_names_the_pipe_read_of_pipe_pingpong_as_blocking() {
             "N={}: the traces' measured cost: {cost}",
             p["n"]
         );
+        // How often the tasks blocked, untraced and traced: here every round trip may block
+        // in the pipe read, whatever measures it (0.44–0.56 blocking switches per op on this
+        // VM, untraced and traced alike), so the measuring is not said to have made the tasks
+        // block more.
+        let blocking = &cost["blocking"];
+        assert!(
+            blocking["untraced_per_kop"]
+                .as_f64()
+                .is_some_and(|b| b > 0.0)
+                && blocking["traced_per_kop"].as_f64().is_some_and(|b| b > 0.0)
+                && blocking["untraced_offcpu_ns"].as_f64().is_some(),
+            "N={}: the blocking per op of the pair: {blocking}",
+            p["n"]
+        );
     }
+    assert!(
+        stdout.contains("what the traces cost, measured")
+            && !stdout.contains("the measuring made the tasks block more"),
+        "{stdout}"
+    );
 }
 
 #[test]
