@@ -206,12 +206,15 @@ pub fn answer(e: &Explanation) -> String {
         .iter()
         .find(|p| p.n == g.to_n)
         .and_then(notable_blocking_change)
-        .and_then(|b| b.switches_ratio());
+        .map(|b| match b.switches_ratio() {
+            Some(r) => format!("blocked {r:.1}× as often per op as an untraced one"),
+            None => "blocked where an untraced one did not".into(),
+        });
     for (i, c) in workload.iter().take(TOP).enumerate() {
-        let caveat = match inflated {
-            Some(r) if is_blocked_time(&c.cause) => format!(
-                "; the traced run blocked {r:.1}× as often per op as an untraced one: see `the measuring made the tasks block more`"
-            ),
+        let caveat = match &inflated {
+            Some(how) if is_blocked_time(&c.cause) => {
+                format!("; the traced run {how}: see `the measuring made the tasks block more`")
+            }
             _ => String::new(),
         };
         parts.push(format!(
@@ -509,7 +512,7 @@ pub fn blocking_change_note(e: &Explanation) -> Option<String> {
     }
     let most = match profiled {
         Some((hz, every_cpu)) => format!(
-            " (here the profile's samples, {hz} a second per {}, interrupt most often)",
+            " (the profile's samples among them, {hz} a second per {})",
             if every_cpu { "CPU" } else { "task" }
         ),
         None => String::new(),
@@ -975,7 +978,7 @@ mod tests {
         );
         assert!(
             note.contains(
-                "(here the profile's samples, 4000 a second per task, interrupt most often)"
+                "Each of the measuring's interruptions (the profile's samples among them, 4000 a second per task) lengthens"
             ),
             "{note}"
         );
@@ -990,6 +993,26 @@ mod tests {
             .expect("the caveat");
         assert!(caveat > futex, "{line}");
         assert_eq!(line.matches("as often per op").count(), 1, "{line}");
+
+        // An untraced trial that never blocked: no ratio, said as such.
+        e.points[1].trace_cost = Some(analysis::explain::TraceCost {
+            blocking: Some(BlockingChange {
+                untraced_switches: 0,
+                untraced_per_kop: 0.0,
+                ..change
+            }),
+            ..cost
+        });
+        assert!(
+            answer(&e).contains("the traced run blocked where an untraced one did not"),
+            "{}",
+            answer(&e)
+        );
+        let note = blocking_change_note(&e).expect("a note");
+        assert!(
+            note.contains("N=2: the traced trial blocked where the untraced trial before it never did (0.81 against 0.00"),
+            "{note}"
+        );
     }
 
     #[test]
