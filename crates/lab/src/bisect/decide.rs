@@ -183,6 +183,9 @@ pub(crate) fn classify(
     if let Some(why) = unstable(vs_good, vs_bad, at) {
         return Class::Unstable(why);
     }
+    if let Some(why) = spread_to_judge(vs_good, vs_bad, at) {
+        return Class::Undecided(why);
+    }
     let change = |c: &Comparison, n: u32| c.points.iter().find(|p| p.n == n).and_then(|p| p.change);
     let verdict = |c: &Comparison, n: u32| change(c, n).map(|c| c.verdict);
     let side = |n: u32| {
@@ -273,6 +276,34 @@ fn unstable(vs_good: &Comparison, vs_bad: &Comparison, at: &[u32]) -> Option<Str
             "unstable, at no one level (a flaky build?): {}",
             why.join("; ")
         )
+    })
+}
+
+/// Why a commit whose trials already spread as an unstable one's do ([`unstable`]'s rule)
+/// gets no verdict before each side has [`UNSTABLE_MIN_TRIALS`] trials, or `None`. Else a
+/// flaky commit whose mean falls on one end's level is judged from its first few groups: a CI
+/// run here took the planted flaky commit of the bisect test (20% more work in half its runs,
+/// its mean on the bad level) for the first bad one. Undecided, it is measured in more groups
+/// until its spread can be judged (or skipped at `--max-runs`).
+fn spread_to_judge(vs_good: &Comparison, vs_bad: &Comparison, at: &[u32]) -> Option<String> {
+    let gap = 2.0 * vs_good.options.threshold;
+    at.iter().find_map(|&n| {
+        let g = vs_good.points.iter().find(|p| p.n == n)?;
+        let b = vs_bad.points.iter().find(|p| p.n == n)?;
+        if g.runs_a.min(g.runs_b).min(b.runs_a) >= UNSTABLE_MIN_TRIALS {
+            return None;
+        }
+        let (own, ends) = (g.spread_b?, g.spread_a?.max(b.spread_a?));
+        (own >= UNSTABLE_SPREAD * ends && own >= gap).then(|| {
+            format!(
+                "N={n}: the middle half of its {} trials spans {} of the median, {:.0}× the \
+                 ends' ({}): judged once each side has {UNSTABLE_MIN_TRIALS}",
+                g.runs_b,
+                model::number_text::percent(own),
+                own / ends.max(f64::MIN_POSITIVE),
+                model::number_text::percent(ends)
+            )
+        })
     })
 }
 
@@ -513,6 +544,20 @@ mod tests {
             class(&trials(6, &[1000.0, 667.0], 8)),
             Class::Unstable(_)
         ));
+        // Too few trials to judge its spread, yet already spread as a flaky commit's: no
+        // verdict yet, though its mean is on the bad level (it is measured further).
+        let early = trials(7, &[1000.0, 800.0, 1001.0, 801.0, 999.0, 799.0], 6);
+        let Class::Undecided(why) = class(&early) else {
+            panic!("a flaky commit's first six trials: {:?}", class(&early));
+        };
+        assert!(
+            why.contains("N=1: the middle half of its 6 trials spans ")
+                && why.contains("judged once each side has 10"),
+            "{why}"
+        );
+        // A steady commit on the bad level is bad after as few.
+        let steady: Vec<f64> = spread.iter().map(|s| 900.0 * s).collect();
+        assert_eq!(class(&trials(8, &steady, 6)), Class::Bad);
     }
 
     #[test]
