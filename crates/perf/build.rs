@@ -27,6 +27,7 @@ fn main() {
         println!(
             "cargo::warning=building without the in-kernel tracers: libbpf's headers are missing (apt install libbpf-dev)"
         );
+        watch_for_the_tools();
         return;
     }
     // -mcpu=v3: compare-and-swap (the lock totals, an episode's END written once; kernels
@@ -45,9 +46,26 @@ fn main() {
             Ok(s) => println!(
                 "cargo::warning=building without the in-kernel {name} tracer: {clang} failed on {source} ({s})"
             ),
-            Err(e) => println!(
-                "cargo::warning=building without the in-kernel {name} tracer: cannot run {clang} ({e}; apt install clang)"
-            ),
+            Err(e) => {
+                println!(
+                    "cargo::warning=building without the in-kernel {name} tracer: cannot run {clang} ({e}; apt install clang)"
+                );
+                watch_for_the_tools();
+            }
+        }
+    }
+}
+
+/// Built without the tracers for want of clang or libbpf's headers: installing them must make
+/// the next build compile the tracers (scalelab's fallback note says "install … and rebuild"),
+/// but cargo reruns this script only when a path it was told of changes. Installing a package
+/// changes the folders it adds files to: `/usr/bin` (clang) and `/usr/include` (the `bpf`
+/// folder). A path that does not exist would rerun the script at every build, so only folders
+/// that exist are named.
+fn watch_for_the_tools() {
+    for folder in ["/usr/bin", "/usr/include", "/usr/local/bin"] {
+        if Path::new(folder).is_dir() {
+            println!("cargo::rerun-if-changed={folder}");
         }
     }
 }

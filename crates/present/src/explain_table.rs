@@ -38,6 +38,9 @@ pub fn cause_label(c: &Cause) -> String {
     let text = match c.kind {
         CauseKind::UserLock => format!("{} wait{}{}", c.what, on(&c.object), from(&c.caller)),
         CauseKind::KernelLock => format!("{}{}{}", c.what, on(&c.object), from(&c.caller)),
+        // The off-CPU tracer's time of threads none of whose waits was sampled: no chain, no
+        // caller.
+        CauseKind::Blocking if c.what == "unsampled" => format!("blocked in {}", c.object),
         CauseKind::Blocking => format!("blocked in {} ({}){}", c.object, c.what, from(&c.caller)),
         CauseKind::KernelSpin => {
             format!("spinning{} ({}){}", on(&c.object), c.what, from(&c.caller))
@@ -829,6 +832,28 @@ mod tests {
     fn text() -> String {
         let e = explain(&explained_run(), &[]).expect("an explanation");
         printed(Format::Text, |o| write(o, &e))
+    }
+
+    #[test]
+    fn blocked_time_with_no_chain_sampled_is_named_as_such_and_a_blocking_call_by_its_call() {
+        let cause = |what: &str, object: &str, caller: &str| Cause {
+            kind: CauseKind::Blocking,
+            what: what.into(),
+            object: object.into(),
+            caller: caller.into(),
+            source: "offcpu",
+            evidence: Vec::new(),
+            ended_by: Vec::new(),
+            under: None,
+        };
+        assert_eq!(
+            cause_label(&cause("unsampled", "waits with no call chain sampled", "")),
+            "blocked in waits with no call chain sampled"
+        );
+        assert_eq!(
+            cause_label(&cause("io", "fsync", "flush")),
+            "blocked in fsync (io) from flush"
+        );
     }
 
     #[test]

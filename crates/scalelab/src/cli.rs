@@ -452,9 +452,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "K", requires = "profiling")]
     pub profile_trials: Option<u32>,
     /// Samples a second of --profile (or --explain), up to kernel.perf_event_max_sample_rate
-    /// [default: 4000 for a built-in workload, 1000 for a command, whose samples each copy 16
-    /// KiB of its stack to be unwound; a quarter of that limit if lower]. Fewer cost the
-    /// command less and leave each share less precise.
+    /// [default: 4000 for --profile of a built-in workload; 1000 under --explain, where each sample
+    /// that lands in a lock's hold makes the other tasks wait (4000 made futex_mutex block 6
+    /// times as often), and for a command, whose samples each copy 16 KiB of its stack to be
+    /// unwound; a quarter of that limit if lower]. Fewer cost the program less, perturb it less and
+    /// leave each share less precise.
     #[arg(long, value_name = "HZ", requires = "profiling")]
     pub profile_frequency: Option<u32>,
     /// Where --profile (or --explain) samples: `tasks` follows the program's tasks (perf record

@@ -29,6 +29,8 @@ use model::thread_account::ThreadRole;
 
 /// Frames kept in a site's representative stack.
 const STACK_FRAMES: usize = 24;
+/// The kind of the site that holds the blocked time of threads none of whose waits was sampled.
+pub(crate) const UNSAMPLED: &str = "unsampled";
 
 /// Off-CPU tracing for one trial: the open tracer, or why there is none.
 #[derive(Debug)]
@@ -136,7 +138,13 @@ impl OffCpuSession {
             !self.processes.is_excluded(e.pid) && tasks.as_ref().is_none_or(|t| t.contains(&e.tid))
         });
         let estimator = Estimator::new(&trace, window);
-        let mut report = summarise(&trace, window, self.processes.resolved(), tree, &estimator);
+        let mut report = summarise(
+            &trace,
+            window,
+            self.processes.resolved(),
+            (tree, tasks.as_ref()),
+            &estimator,
+        );
         report.notes.splice(0..0, self.notes);
         // Only the in-kernel tracer tells steal apart (the perf tracer's time on a CPU is
         // wall-clock time): the tasks', or the command's workers'.
@@ -223,11 +231,13 @@ fn is_io_wrapper(frame: &perf::UserFrame) -> bool {
     })
 }
 
+/// The report of `trace`'s episodes inside `window`, of a command's workers (`tree`) or a
+/// built-in's `tasks` (both `None`: every thread).
 fn summarise(
     trace: &perf::OffCpuTrace,
     window: ClockWindow,
     resolved: Option<&HashMap<(u32, u64), perf::UserFrame>>,
-    tree: Option<TreeThreads>,
+    (tree, tasks): (Option<TreeThreads>, Option<&HashSet<u32>>),
     estimator: &Estimator,
 ) -> OffCpuReport {
     let mut notes = Vec::new();
@@ -244,6 +254,9 @@ fn summarise(
         .iter()
         .filter(|e| e.blocked_within(start, end) > 0)
         .collect();
+    // The threads whose exact blocked time the sampled episodes share out (the estimator's);
+    // the others' is counted apart, as unsampled.
+    let with_sampled: HashSet<u32> = episodes.iter().map(|e| e.tid).collect();
     // A command's threads: what ended each wait, who worked; only the workers' waits are
     // causes, and not their waits for what they started.
     let tree = tree.map(|t| t.assign(trace, &episodes, window, &kallsyms, estimator));
@@ -308,6 +321,44 @@ fn summarise(
             unwoken.count += estimator.count(e);
             unwoken.total.0 += stands_for;
         }
+    }
+    // The in-kernel tracer sums every thread's time, but a thread none of whose episodes in
+    // the window was sampled (a rare blocker on a busy CPU, or a large --chain-every) has no
+    // episode to share its time out: without this its blocked time was dropped (seen: with
+    // --chain-every 1000000, futex_mutex's tasks read 0 blocked where perf sched timehist
+    // read 6 ms). It is counted, under a site of its own whose cause is unknown.
+    let unsampled = trace.sampling.is_some().then(|| {
+        trace
+            .threads
+            .iter()
+            .filter(|l| l.blocked > 0 && !with_sampled.contains(&l.tid))
+            .filter(|l| match (&tree, tasks) {
+                (Some(t), _) => t.works(l.tid),
+                (None, Some(tasks)) => tasks.contains(&l.tid),
+                (None, None) => true,
+            })
+            .fold((0usize, 0u64), |(n, t), l| (n + 1, t + l.blocked))
+    });
+    if let Some((threads, blocked)) = unsampled.filter(|u| u.1 > 0) {
+        sites.insert(
+            Cause {
+                kind: UNSAMPLED.into(),
+                object: "waits with no call chain sampled".into(),
+                caller: String::new(),
+            },
+            Site {
+                total: blocked,
+                // No chain: no stack to show.
+                longest: (0, u32::MAX, u32::MAX),
+                ..Site::default()
+            },
+        );
+        total += blocked;
+        notes.push(format!(
+            "{:.1} ms of blocked time is of {threads} thread{} none of whose waits had its call chain sampled: counted, as `{UNSAMPLED}` (its causes unknown)",
+            blocked as f64 / 1e6,
+            if threads == 1 { "" } else { "s" }
+        ));
     }
     let sampling = trace.sampling.map(|t| OffCpuSampling {
         blocking_switches: t.blocking_switches,
@@ -540,6 +591,87 @@ mod tests {
         }
     }
 
+    fn life(tid: u32, blocked: u64) -> perf::ThreadLife {
+        perf::ThreadLife {
+            pid: 1,
+            tid,
+            parent: None,
+            comm: "task".into(),
+            begin: 0,
+            end: None,
+            on_cpu: 2_000 - blocked,
+            runq: 0,
+            blocked,
+            stolen: 0,
+        }
+    }
+
+    #[test]
+    fn a_tasks_blocked_time_that_no_sampled_episode_stands_for_is_counted_as_unsampled() {
+        // Task 7's one sampled episode (1 in 4) shares out its exact 900 ns; task 9 blocked
+        // 500 ns and none of its episodes was sampled; thread 10 is not a task.
+        let mut sampled = episode(7, 100, 400, true);
+        sampled.weight = 4;
+        let trace = perf::OffCpuTrace {
+            episodes: vec![sampled],
+            chains: vec![vec![0xffff_ffff_8100_0000]],
+            threads: vec![life(7, 900), life(9, 500), life(10, 1_000)],
+            sampling: Some(perf::SamplingTally {
+                blocking_switches: 12,
+                sampled: 1,
+                ..perf::SamplingTally::default()
+            }),
+            ..perf::OffCpuTrace::default()
+        };
+        let window = ClockWindow {
+            start: Nanos(0),
+            end: Nanos(2_000),
+        };
+        let tasks: HashSet<u32> = [7, 9].into();
+        let report = summarise(
+            &trace,
+            window,
+            None,
+            (None, Some(&tasks)),
+            &Estimator::new(&trace, window),
+        );
+        assert_eq!(report.total, Nanos(900 + 500), "{:?}", report.sites);
+        let site = report
+            .sites
+            .iter()
+            .find(|s| s.kind == UNSAMPLED)
+            .expect("an unsampled site");
+        assert_eq!(site.total, Nanos(500));
+        assert!(site.stack.is_empty(), "no chain was recorded for it");
+        assert_eq!(
+            report.sites.iter().map(|s| s.total.0).sum::<u64>(),
+            report.total.0,
+            "the sites add up to the total"
+        );
+        assert!(
+            report.notes.iter().any(|n| n.starts_with(
+                "0.0 ms of blocked time is of 1 thread none of whose waits had its call chain sampled"
+            )),
+            "{:?}",
+            report.notes
+        );
+        // Every episode traced (the perf tracer): nothing is unsampled.
+        let every = perf::OffCpuTrace {
+            sampling: None,
+            episodes: vec![episode(7, 100, 400, true)],
+            ..trace
+        };
+        let report = summarise(
+            &every,
+            window,
+            None,
+            (None, Some(&tasks)),
+            &Estimator::new(&every, window),
+        );
+        assert!(report.sites.iter().all(|s| s.kind != UNSAMPLED));
+        assert_eq!(report.total, Nanos(300));
+    }
+
     #[test]
     fn episodes_that_no_wake_up_ended_are_counted_and_said() {
         let trace = perf::OffCpuTrace {
@@ -556,7 +688,13 @@ mod tests {
             start: Nanos(0),
             end: Nanos(2_000),
         };
-        let report = summarise(&trace, window, None, None, &Estimator::new(&trace, window));
+        let report = summarise(
+            &trace,
+            window,
+            None,
+            (None, None),
+            &Estimator::new(&trace, window),
+        );
         assert_eq!(report.total, Nanos(300 + 750 + 200));
         assert_eq!(
             report.unwoken,
@@ -583,7 +721,7 @@ mod tests {
                 &all_woken,
                 window,
                 None,
-                None,
+                (None, None),
                 &Estimator::new(&all_woken, window)
             )
             .unwoken,
@@ -617,7 +755,13 @@ mod tests {
             start: Nanos(0),
             end: Nanos(2_000),
         };
-        let report = summarise(&trace, window, None, None, &Estimator::new(&trace, window));
+        let report = summarise(
+            &trace,
+            window,
+            None,
+            (None, None),
+            &Estimator::new(&trace, window),
+        );
         assert_eq!(
             report.silent_idle_cpus,
             [1],
@@ -637,7 +781,13 @@ mod tests {
             episodes: vec![episode(8, 150, 900, true)],
             ..trace
         };
-        let report = summarise(&woken, window, None, None, &Estimator::new(&woken, window));
+        let report = summarise(
+            &woken,
+            window,
+            None,
+            (None, None),
+            &Estimator::new(&woken, window),
+        );
         assert!(report.silent_idle_cpus.is_empty());
         assert!(
             report.notes.iter().all(|n| !n.contains("idle")),

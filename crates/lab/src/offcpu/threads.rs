@@ -149,6 +149,11 @@ impl AssignedThreads {
             .is_none_or(|a| a.role == ThreadRole::Worker)
     }
 
+    /// Whether thread `tid` is one of the command's and worked.
+    pub(crate) fn works(&self, tid: u32) -> bool {
+        self.lives.iter().any(|l| l.tid == tid) && self.is_worker(tid)
+    }
+
     /// Whether episode `e` can be a cause: a worker's wait, not for what it started.
     pub(crate) fn is_cause(&self, e: &perf::BlockedEpisode) -> bool {
         self.is_worker(e.tid) && !self.for_started.contains(&(e.tid, e.begin))

@@ -99,6 +99,14 @@ impl ProfileSettings {
         self
     }
 
+    /// Under `--explain`: its answer counts blocked time, and every sample that lands in a
+    /// lock's hold lengthens it, so the default rate is [`EXPLAIN_FREQUENCY`] (or this
+    /// machine's lower limit).
+    pub fn for_explain(mut self) -> ProfileSettings {
+        self.frequency = self.frequency.min(EXPLAIN_FREQUENCY);
+        self
+    }
+
     /// Sampling where `scope` says (`--profile-scope`); `every-cpu` is refused, naming what
     /// would allow it, where perf may not sample every CPU (`auto` then follows the tasks).
     pub fn in_scope(mut self, scope: ProfileScope) -> Result<ProfileSettings, String> {
@@ -194,6 +202,17 @@ pub(crate) const DEFAULT_FREQUENCY: u32 = 4000;
 /// N=2 0.82 of its throughput at 4 kHz and 0.90 at 1 kHz on this VM (perf alone, interleaved);
 /// samply samples at 1 kHz by default too. A 2 s trial on 2 busy CPUs still gets 4000 samples.
 pub(crate) const COMMAND_FREQUENCY: u32 = 1000;
+
+/// The default rate under `--explain` (built-ins and commands alike). A sample is a timer
+/// interrupt (in a guest a VM exit) and a call chain, microseconds that lengthen whatever it
+/// lands in, a lock's hold too: the other tasks then find the lock held and sleep, and the
+/// futex wait explain names is the profile's making. `bench/explain-perturbation 6 2 1`,
+/// `futex_mutex -p shared=true` N=2 on this project's 2-vCPU VM (the kernel tracer, 12 trials an
+/// arm, interleaved; medians against untraced): `--explain` at 4000 Hz blocked 6.27× as often
+/// per op and spent 5.22× the time off a CPU, at 1000 Hz 1.69–2.14× and 2.48×, at 500 Hz
+/// 1.21–1.52× and 2.31×, at 250 Hz 1.12–1.33× and 2.05×, its throughput within 3% of untraced
+/// at every rate. 1 kHz is samply's default, and a 5 s trial still gets 5000 samples a task.
+pub(crate) const EXPLAIN_FREQUENCY: u32 = 1000;
 
 /// The kernel's `perf_event_max_sample_rate` (100000 when unreadable).
 fn max_sample_rate() -> u32 {
@@ -456,6 +475,20 @@ mod tests {
         assert_eq!(
             settings.clone().for_command().frequency,
             settings.frequency.min(COMMAND_FREQUENCY)
+        );
+        assert_eq!(
+            settings.clone().for_explain().frequency,
+            settings.frequency.min(EXPLAIN_FREQUENCY)
+        );
+        // The user's --profile-frequency, applied after, is kept.
+        assert_eq!(
+            settings
+                .clone()
+                .for_explain()
+                .at_frequency(4000)
+                .unwrap()
+                .frequency,
+            4000
         );
         assert_eq!(settings.clone().at_frequency(997).unwrap().frequency, 997);
         let e = settings.clone().at_frequency(0).unwrap_err();

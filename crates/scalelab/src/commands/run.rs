@@ -173,6 +173,9 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
         if args.cmd.is_some() {
             settings = settings.for_command();
         }
+        if args.explain {
+            settings = settings.for_explain();
+        }
         if let Some(hz) = args.profile_frequency {
             settings = settings.at_frequency(hz).map_err(anyhow::Error::msg)?;
         }

@@ -425,11 +425,11 @@ fn a_foreign_perf_data_without_kallsyms_says_to_pass_kallsyms() {
     assert!(!said.contains("kptr_restrict"), "{said}");
 }
 
-/// A command is sampled at 1 kHz and a built-in workload at 4 kHz unless `--profile-frequency`
-/// says otherwise (each stored with its profile); a rate outside 1..the kernel's limit is
+/// A command, and any program under `--explain`, is sampled at 1 kHz and a built-in workload's
+/// `--profile` at 4 kHz unless `--profile-frequency` says otherwise (each stored with its profile); a rate outside 1..the kernel's limit is
 /// refused before anything runs, naming the limit.
 #[test]
-fn a_commands_profile_samples_at_1_khz_unless_told_and_a_bad_rate_is_refused() {
+fn a_commands_and_explains_profile_samples_at_1_khz_unless_told_and_a_bad_rate_is_refused() {
     if !perf_available() {
         return;
     }
@@ -467,6 +467,13 @@ fn a_commands_profile_samples_at_1_khz_unless_told_and_a_bad_rate_is_refused() {
     let max: u64 = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
         .map_or(100_000, |s| s.trim().parse().unwrap());
     assert_eq!(frequency(&lab), Some(4000.min(max / 4)));
+    // Under --explain a built-in is sampled at 1 kHz too (each sample in a lock's hold makes
+    // the other tasks wait), unless told.
+    let explain = [&spin[..spin.len() - 2], &["--explain", "--quiet"]].concat();
+    lab.ok(&explain);
+    assert_eq!(frequency(&lab), Some(1000.min(max / 4)));
+    lab.ok(&[&explain[..], &["--profile-frequency", "250"]].concat());
+    assert_eq!(frequency(&lab), Some(250));
     let runs_before = lab.json(&["ls", "--json"]).as_array().unwrap().len();
     for bad in ["0", &(max + 1).to_string()] {
         let err = lab.fails(&[
