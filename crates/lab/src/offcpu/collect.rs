@@ -591,6 +591,21 @@ mod tests {
         }
     }
 
+    /// The report of `trace` over `window`, of `tasks` (`None`: every thread).
+    fn summarised(
+        trace: &perf::OffCpuTrace,
+        window: ClockWindow,
+        tasks: Option<&HashSet<u32>>,
+    ) -> OffCpuReport {
+        summarise(
+            trace,
+            window,
+            None,
+            (None, tasks),
+            &Estimator::new(trace, window),
+        )
+    }
+
     fn life(tid: u32, blocked: u64) -> perf::ThreadLife {
         perf::ThreadLife {
             pid: 1,
@@ -628,13 +643,7 @@ mod tests {
             end: Nanos(2_000),
         };
         let tasks: HashSet<u32> = [7, 9].into();
-        let report = summarise(
-            &trace,
-            window,
-            None,
-            (None, Some(&tasks)),
-            &Estimator::new(&trace, window),
-        );
+        let report = summarised(&trace, window, Some(&tasks));
         assert_eq!(report.total, Nanos(900 + 500), "{:?}", report.sites);
         let site = report
             .sites
@@ -661,13 +670,7 @@ mod tests {
             episodes: vec![episode(7, 100, 400, true)],
             ..trace
         };
-        let report = summarise(
-            &every,
-            window,
-            None,
-            (None, Some(&tasks)),
-            &Estimator::new(&every, window),
-        );
+        let report = summarised(&every, window, Some(&tasks));
         assert!(report.sites.iter().all(|s| s.kind != UNSAMPLED));
         assert_eq!(report.total, Nanos(300));
     }
@@ -688,13 +691,7 @@ mod tests {
             start: Nanos(0),
             end: Nanos(2_000),
         };
-        let report = summarise(
-            &trace,
-            window,
-            None,
-            (None, None),
-            &Estimator::new(&trace, window),
-        );
+        let report = summarised(&trace, window, None);
         assert_eq!(report.total, Nanos(300 + 750 + 200));
         assert_eq!(
             report.unwoken,
@@ -716,17 +713,7 @@ mod tests {
             chains: vec![Vec::new()],
             ..perf::OffCpuTrace::default()
         };
-        assert_eq!(
-            summarise(
-                &all_woken,
-                window,
-                None,
-                (None, None),
-                &Estimator::new(&all_woken, window)
-            )
-            .unwoken,
-            None
-        );
+        assert_eq!(summarised(&all_woken, window, None).unwoken, None);
     }
 
     #[test]
@@ -755,13 +742,7 @@ mod tests {
             start: Nanos(0),
             end: Nanos(2_000),
         };
-        let report = summarise(
-            &trace,
-            window,
-            None,
-            (None, None),
-            &Estimator::new(&trace, window),
-        );
+        let report = summarised(&trace, window, None);
         assert_eq!(
             report.silent_idle_cpus,
             [1],
@@ -781,13 +762,7 @@ mod tests {
             episodes: vec![episode(8, 150, 900, true)],
             ..trace
         };
-        let report = summarise(
-            &woken,
-            window,
-            None,
-            (None, None),
-            &Estimator::new(&woken, window),
-        );
+        let report = summarised(&woken, window, None);
         assert!(report.silent_idle_cpus.is_empty());
         assert!(
             report.notes.iter().all(|n| !n.contains("idle")),
