@@ -123,6 +123,24 @@ for arm in ARMS:
         # interruptions): an arm whose tasks blocked more has larger blocked causes
         print("  %-7s blocking per op at the largest N, traced ÷ untraced: median ×%.2f (×%.2f–×%.2f over %d runs)" % (
             arm, sorted(ratios)[len(ratios) // 2], min(ratios), max(ratios), len(ratios)))
+def offcpu_shares(e):
+    """the largest N's time off a CPU as a share of the cost per op: in the traced trial, and in
+    the untraced trial run just before it (no tracer, no profile: what the workload does
+    alone), and the traced trial's slowdown"""
+    tc = e["points"][-1].get("trace_cost") or {}
+    b = tc.get("blocking")
+    if not b or not tc.get("traced_ns") or not tc.get("untraced_ns"):
+        return None
+    return (100 * b["traced_offcpu_ns"] / tc["traced_ns"], 100 * b["untraced_offcpu_ns"] / tc["untraced_ns"],
+            tc["slowdown"])
+for arm in ARMS:
+    seen = [x for x in (offcpu_shares(r["explain"]) for r in arms[arm]) if x is not None]
+    if seen:
+        # against the workload untraced: an arm whose measuring lengthens each wait or each op
+        # moves the split of its answer, whatever its chains (the reference arms are dearer)
+        t, u, s = (sorted(c)[len(c) // 2] for c in zip(*seen))
+        print("  %-7s off a CPU at the largest N, share of the cost per op: traced %.1f%%, untraced %.1f%% (%+.1f points);"
+              " slowdown ×%.2f (medians over %d runs)" % (arm, t, u, t - u, s, len(seen)))
 print("  the growth was beyond the trials' noise in %s of the %s runs" % (
     ", ".join("%d" % sum(causes(r["explain"]) is not None for r in arms[a]) for a in ARMS), ", ".join(ARMS)))
 

@@ -36,6 +36,7 @@ struct sched_entity {
 
 struct sched_info {
     unsigned long long run_delay;
+    unsigned long long last_arrival;
 } __attribute__((preserve_access_index));
 
 struct task_struct {
@@ -74,7 +75,8 @@ struct pt_regs {
 #define STAT_STACK_SHORT 6 // stack copies shorter than STACK_BYTES (the stack's top was near)
 #define STAT_LONG 7        // unsampled episodes of LONG_NS or more, recorded whole (LONG records)
 #define STAT_LONG_LOST 8   // LONG records the ring buffer had no room for
-#define STATS 9
+#define STAT_UNSEEN_IN 9   // stints on a CPU whose switch-in this program did not see
+#define STATS 10
 
 #include "records.h"
 
@@ -109,7 +111,32 @@ struct thread {
     // the residual counted as blocked and shared out to the futex waits).
     __u64 on_cpu_since;
     __u64 wall_on_cpu;
+    // Its last switch-out (0: none yet): a stint whose switch-in was not seen begins after it.
+    __u64 out_at;
 };
+
+// This CPU's CLOCK_MONOTONIC (bpf_ktime_get_ns) less the scheduler's rq clock, from the last
+// stint of a traced thread seen whole: its switch-in's time here against the kernel's own
+// time of that arrival (sched_info.last_arrival, read at its switch-out).
+//
+// Some switches fire no tracepoint consumer at all: on this project's VM every switch away
+// from the sandbox agent's threads (PID 1's, hidden from tracing) was seen by neither this
+// program nor `perf sched record`, so the thread that got the CPU had no switch-in here and
+// its whole stint (~10 ms) went uncounted: its wall-clock time on a CPU read up to 48 ms a
+// trial below its CPU time, and its steal was counted as blocked (futex_mutex shared at N=2:
+// blocked read twice `perf sched timehist`'s). Such a stint begins at the kernel's arrival
+// time, in this program's clock by the offset.
+struct clock_offset {
+    __s64 offset;
+    __u64 known;
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct clock_offset);
+} clock_offsets SEC(".maps");
 
 // An episode this long or longer is recorded whatever the sample: a sampled one's END says so
 // (it then stands for itself alone), an unsampled one writes a LONG record at its end. Long
@@ -342,13 +369,35 @@ static __always_inline void long_episode(void *ctx, struct task_struct *task, st
     count(STAT_LONG);
 }
 
-// Ends thread `t`'s stint on a CPU at `now` (its switch-out, or its exit).
-static __always_inline void end_stint(struct thread *t, __u64 now)
+// Ends thread `t`'s stint on a CPU at `now` (its switch-out, or its exit); `task` is the
+// thread, whose kernel arrival time dates a stint whose switch-in was not seen.
+static __always_inline void end_stint(struct thread *t, struct task_struct *task, __u64 now)
 {
     __u64 since = t->on_cpu_since;
+    __u64 arrival = BPF_CORE_READ(task, sched_info.last_arrival);
+    __u32 zero = 0;
+    struct clock_offset *c = bpf_map_lookup_elem(&clock_offsets, &zero);
+    if (since && arrival && c) {
+        // The arrival is stamped before the switch's tracepoint (the rq clock is updated as
+        // __schedule begins), so every stint's difference is the offset or a little more; a
+        // much larger one (an arrival not updated, older) is not taken, unless it is the first.
+        __s64 offset = (__s64)(since - arrival);
+        if (!c->known || offset < c->offset || offset - c->offset < 1000000) {
+            c->offset = offset;
+            c->known = 1;
+        }
+    } else if (!since && arrival && c && c->known) {
+        __u64 recovered = arrival + c->offset;
+        // After its last switch-out, or the arrival is an older one (not updated).
+        if (recovered > t->out_at && recovered > t->begin && recovered < now) {
+            since = recovered;
+            count(STAT_UNSEEN_IN);
+        }
+    }
     if (since && now > since)
         t->wall_on_cpu += now - since;
     t->on_cpu_since = 0;
+    t->out_at = now;
 }
 
 SEC("tp_btf/sched_switch")
@@ -365,7 +414,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
     if (t) {
         now = bpf_ktime_get_ns();
         switched = now;
-        end_stint(t, now);
+        end_stint(t, prev, now);
     }
     // A dying task's last switch (TASK_DEAD, 0x80) is no wait; a preempted one still runs.
     if (t && !preempt && (prev_state & 0x7f)) {
@@ -496,7 +545,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
         x->on_cpu = BPF_CORE_READ(p, se.sum_exec_runtime);
         x->run_delay = BPF_CORE_READ(p, sched_info.run_delay);
         x->episodes = t->episodes;
-        end_stint(t, x->end);
+        end_stint(t, p, x->end);
         x->wall_on_cpu = t->wall_on_cpu;
         bpf_get_current_comm(x->comm, sizeof(x->comm));
         bpf_ringbuf_submit(x, 0);

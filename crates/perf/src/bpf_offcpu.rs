@@ -156,7 +156,7 @@ impl std::fmt::Debug for BpfOffCpuTracer {
     }
 }
 
-// SAFETY: `ThreadEntry` is `repr(C)`, plain integers with no padding (4+4+8+8+8+4+4+8+4+4+8+8+8
+// SAFETY: `ThreadEntry` is `repr(C)`, plain integers with no padding (4+4+8+8+8+4+4+8+4+4+8+8+8+8
 // bytes, each field at a multiple of its size), so
 // every bit pattern the kernel writes is a valid value.
 unsafe impl aya::Pod for ThreadEntry {}

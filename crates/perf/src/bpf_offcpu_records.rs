@@ -50,6 +50,10 @@ pub struct SamplingTally {
     pub long: u64,
     /// Of them, those the ring buffer had no room for.
     pub long_lost: u64,
+    /// Stints on a CPU of traced threads whose switch-in the program did not see (a switch
+    /// that fired no tracepoint consumer: on this project's VM, every one away from the
+    /// sandbox agent's hidden threads), dated by the kernel's own arrival time instead.
+    pub unseen_switch_ins: u64,
 }
 
 impl SamplingTally {
@@ -66,6 +70,7 @@ impl SamplingTally {
             short_stacks: at(6),
             long: at(7),
             long_lost: at(8),
+            unseen_switch_ins: at(9),
         }
     }
 
@@ -210,6 +215,8 @@ pub(crate) struct ThreadEntry {
     pub on_cpu_since: u64,
     /// Its wall-clock time on a CPU in the stints ended, ns.
     pub wall_on_cpu: u64,
+    /// Its last switch-out, CLOCK_MONOTONIC ns (0: none yet; BPF's own).
+    pub out_at: u64,
 }
 
 impl ThreadEntry {
@@ -305,6 +312,7 @@ pub(crate) fn decode(b: &[u8]) -> Option<Record<'_>> {
                     blocked_at: 0,
                     on_cpu_since: 0,
                     wall_on_cpu: u64_at(b, 56),
+                    out_at: 0,
                 },
                 counters: Counters {
                     on_cpu: u64_at(b, 32),

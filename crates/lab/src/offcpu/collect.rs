@@ -371,6 +371,7 @@ fn summarise(
     let silent: Vec<&perf::IdleCpu> = trace.idle_cpus.iter().filter(|c| c.silent()).collect();
     notes.extend(trace_notes(trace, &unwoken, episodes.len(), &silent));
     notes.extend(sampling.and_then(|s| sampling_note(&s, trace.sampling.unwrap_or_default())));
+    notes.extend(trace.sampling.and_then(unseen_switch_ins_note));
     OffCpuReport {
         total: Nanos(total),
         sites: out,
@@ -497,6 +498,17 @@ fn sampling_note(s: &OffCpuSampling, tally: perf::SamplingTally) -> Option<Strin
         ));
     }
     Some(note)
+}
+
+/// The in-kernel tracer's stints on a CPU that began with a switch it did not see, as a note
+/// (`None` when it saw every one).
+fn unseen_switch_ins_note(tally: perf::SamplingTally) -> Option<String> {
+    (tally.unseen_switch_ins > 0).then(|| {
+        format!(
+            "off-CPU: {} stints on a CPU began with a switch the tracer did not see (a switch that fires no tracepoint, such as one away from a task hidden from tracing); they were dated by the kernel's own arrival time, so the threads' time on a CPU and steal stand",
+            tally.unseen_switch_ins
+        )
+    })
 }
 
 /// What the trace lost or could not read, and what unwoken episodes hold, as notes.
@@ -673,6 +685,46 @@ mod tests {
         let report = summarised(&every, window, Some(&tasks));
         assert!(report.sites.iter().all(|s| s.kind != UNSAMPLED));
         assert_eq!(report.total, Nanos(300));
+    }
+
+    #[test]
+    fn stints_whose_switch_in_the_tracer_did_not_see_are_said() {
+        let trace = perf::OffCpuTrace {
+            episodes: vec![episode(7, 100, 400, true)],
+            chains: vec![Vec::new()],
+            sampling: Some(perf::SamplingTally {
+                blocking_switches: 1,
+                sampled: 1,
+                unseen_switch_ins: 3,
+                ..perf::SamplingTally::default()
+            }),
+            ..perf::OffCpuTrace::default()
+        };
+        let window = ClockWindow {
+            start: Nanos(0),
+            end: Nanos(2_000),
+        };
+        let report = summarised(&trace, window, None);
+        assert!(
+            report.notes.iter().any(|n| n.starts_with(
+                "off-CPU: 3 stints on a CPU began with a switch the tracer did not see"
+            )),
+            "{:?}",
+            report.notes
+        );
+        let seen_all = perf::OffCpuTrace {
+            sampling: Some(perf::SamplingTally {
+                unseen_switch_ins: 0,
+                ..trace.sampling.unwrap()
+            }),
+            ..trace
+        };
+        let report = summarised(&seen_all, window, None);
+        assert!(
+            report.notes.iter().all(|n| !n.contains("did not see")),
+            "{:?}",
+            report.notes
+        );
     }
 
     #[test]

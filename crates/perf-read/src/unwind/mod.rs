@@ -315,6 +315,56 @@ mod tests {
         names
     }
 
+    /// How many stack copies one core unwinds a second, each as the in-kernel tracers copy it
+    /// (4 KiB from the stack pointer) from 16 frames deep in this process, none of them from
+    /// the tracers' own cache of unwound chains: with `framehop`'s cache of unwind rules warm
+    /// (code seen before, as in a long trace), and emptied before each one (code never seen).
+    /// The user-space cost of a sampled episode whose stack was not seen before. A timing, run
+    /// by `bench/trace-throughput`.
+    #[test]
+    #[ignore = "a timing, run by bench/trace-throughput"]
+    fn throughput_of_unwinding_a_stack_copy() {
+        let mut u = Unwinder::default();
+        let pid = std::process::id() as i32;
+        assert!(u.load_process(pid));
+        let (regs, mut stack) = nested(16);
+        stack.truncate(4096);
+        let frames = u.unwind(pid, regs, &stack, 64).len();
+        assert!(frames > 16, "unwound {frames} frames");
+        let n = 200_000u32;
+        let started = std::time::Instant::now();
+        for _ in 0..n {
+            let chain = u.unwind(pid, regs, std::hint::black_box(&stack), 64);
+            assert_eq!(chain.len(), frames);
+        }
+        let warm = f64::from(n) / started.elapsed().as_secs_f64();
+        // Each unwinding with `framehop`'s rule cache empty: every frame's rule looked up in
+        // the binaries' unwind tables, as for a stack of code not seen before.
+        let n = 20_000u32;
+        let started = std::time::Instant::now();
+        for _ in 0..n {
+            u.cache = None;
+            let chain = u.unwind(pid, regs, std::hint::black_box(&stack), 64);
+            assert_eq!(chain.len(), frames);
+        }
+        let cold = f64::from(n) / started.elapsed().as_secs_f64();
+        println!(
+            "unwinding: {warm:.0} stack copies/s per core ({frames} frames each); \
+             with no rule cached {cold:.0} stack copies/s"
+        );
+    }
+
+    /// [`capture`] from `depth` frames of itself below the caller.
+    #[inline(never)]
+    fn nested(depth: u32) -> (UserRegs, Vec<u8>) {
+        let r = if depth == 0 {
+            capture()
+        } else {
+            nested(std::hint::black_box(depth - 1))
+        };
+        std::hint::black_box(r)
+    }
+
     /// The registers and 16 KiB of stack of the calling frame.
     #[inline(never)]
     fn capture() -> (UserRegs, Vec<u8>) {
