@@ -604,6 +604,12 @@ mod tests {
     }
 
     /// The report of `trace` over `window`, of `tasks` (`None`: every thread).
+    /// The window most tests trace: 0 to 2,000 ns.
+    const TWO_MICROSECONDS: ClockWindow = ClockWindow {
+        start: Nanos(0),
+        end: Nanos(2_000),
+    };
+
     fn summarised(
         trace: &perf::OffCpuTrace,
         window: ClockWindow,
@@ -650,10 +656,7 @@ mod tests {
             }),
             ..perf::OffCpuTrace::default()
         };
-        let window = ClockWindow {
-            start: Nanos(0),
-            end: Nanos(2_000),
-        };
+        let window = TWO_MICROSECONDS;
         let tasks: HashSet<u32> = [7, 9].into();
         let report = summarised(&trace, window, Some(&tasks));
         assert_eq!(report.total, Nanos(900 + 500), "{:?}", report.sites);
@@ -700,10 +703,7 @@ mod tests {
             }),
             ..perf::OffCpuTrace::default()
         };
-        let window = ClockWindow {
-            start: Nanos(0),
-            end: Nanos(2_000),
-        };
+        let window = TWO_MICROSECONDS;
         let report = summarised(&trace, window, None);
         assert!(
             report.notes.iter().any(|n| n.starts_with(
@@ -739,10 +739,7 @@ mod tests {
             chains: vec![Vec::new()],
             ..perf::OffCpuTrace::default()
         };
-        let window = ClockWindow {
-            start: Nanos(0),
-            end: Nanos(2_000),
-        };
+        let window = TWO_MICROSECONDS;
         let report = summarised(&trace, window, None);
         assert_eq!(report.total, Nanos(300 + 750 + 200));
         assert_eq!(
@@ -790,10 +787,7 @@ mod tests {
             ],
             ..perf::OffCpuTrace::default()
         };
-        let window = ClockWindow {
-            start: Nanos(0),
-            end: Nanos(2_000),
-        };
+        let window = TWO_MICROSECONDS;
         let report = summarised(&trace, window, None);
         assert_eq!(
             report.silent_idle_cpus,
