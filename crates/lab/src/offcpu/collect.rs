@@ -604,6 +604,15 @@ mod tests {
     }
 
     /// The report of `trace` over `window`, of `tasks` (`None`: every thread).
+    /// Fails unless one of the report's notes begins with `prefix`.
+    fn assert_noted(report: &OffCpuReport, prefix: &str) {
+        assert!(
+            report.notes.iter().any(|n| n.starts_with(prefix)),
+            "no note begins {prefix:?}: {:?}",
+            report.notes
+        );
+    }
+
     /// The window most tests trace: 0 to 2,000 ns.
     const TWO_MICROSECONDS: ClockWindow = ClockWindow {
         start: Nanos(0),
@@ -672,12 +681,9 @@ mod tests {
             report.total.0,
             "the sites add up to the total"
         );
-        assert!(
-            report.notes.iter().any(|n| n.starts_with(
-                "0.0 ms of blocked time is of 1 thread none of whose waits had its call chain sampled"
-            )),
-            "{:?}",
-            report.notes
+        assert_noted(
+            &report,
+            "0.0 ms of blocked time is of 1 thread none of whose waits had its call chain sampled",
         );
         // Every episode traced (the perf tracer): nothing is unsampled.
         let every = perf::OffCpuTrace {
@@ -705,12 +711,9 @@ mod tests {
         };
         let window = TWO_MICROSECONDS;
         let report = summarised(&trace, window, None);
-        assert!(
-            report.notes.iter().any(|n| n.starts_with(
-                "off-CPU: 3 stints on a CPU began with a switch the tracer did not see"
-            )),
-            "{:?}",
-            report.notes
+        assert_noted(
+            &report,
+            "off-CPU: 3 stints on a CPU began with a switch the tracer did not see",
         );
         let seen_all = perf::OffCpuTrace {
             sampling: Some(perf::SamplingTally {
