@@ -603,7 +603,6 @@ mod tests {
         }
     }
 
-    /// The report of `trace` over `window`, of `tasks` (`None`: every thread).
     /// Fails unless one of the report's notes begins with `prefix`.
     fn assert_noted(report: &OffCpuReport, prefix: &str) {
         assert!(
@@ -619,6 +618,7 @@ mod tests {
         end: Nanos(2_000),
     };
 
+    /// The report of `trace` over `window`, of `tasks` (`None`: every thread).
     fn summarised(
         trace: &perf::OffCpuTrace,
         window: ClockWindow,
