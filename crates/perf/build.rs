@@ -16,6 +16,7 @@ fn main() {
     println!("cargo::rerun-if-changed=bpf/sampling.h");
     println!("cargo::rerun-if-changed=bpf/user_stack.h");
     println!("cargo::rerun-if-changed=bpf/records.h");
+    println!("cargo::rerun-if-changed=bpf/self_cost.h");
     println!("cargo::rerun-if-env-changed=SCALELAB_NO_BPF");
     println!("cargo::rerun-if-env-changed=CLANG");
     if std::env::var_os("SCALELAB_NO_BPF").is_some_and(|v| v == "1") {

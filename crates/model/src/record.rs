@@ -632,6 +632,12 @@ pub struct LockSampling {
     pub unsummed: u64,
     /// Threads created by traced ones that went untraced (the kernel's table was full).
     pub threads_untraced: u64,
+    /// The tracer's own BPF programs' time in the trial's threads' context inside the window,
+    /// summed (estimated from a timed sample of their runs; the kernel counts it as the
+    /// threads' system CPU, and a cpu-clock profile cannot see it): the measuring's cost
+    /// (`None`: a record from before this was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub programs_time: Option<Nanos>,
 }
 
 /// Contention on one lock from one caller, as close to `lock_stat` columns as the events allow.
@@ -722,6 +728,12 @@ pub struct OffCpuSampling {
     /// long is in the trace, standing for itself).
     #[serde(default)]
     pub long: u64,
+    /// The tracer's own BPF programs' time in the trial's threads' context inside the window,
+    /// summed (estimated from a timed sample of their runs; the kernel counts it as the
+    /// threads' system CPU, and a cpu-clock profile cannot see it): the measuring's cost
+    /// (`None`: a record from before this was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub programs_time: Option<Nanos>,
 }
 
 /// A site's sampled part: how many of its episodes were recorded, and the sampling error of its

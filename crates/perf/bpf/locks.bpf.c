@@ -89,6 +89,7 @@ struct pt_regs {
 #define STATS 9
 
 #include "records.h"
+#include "self_cost.h"
 
 // The kernel's contention flags (include/trace/events/lock.h).
 #define LCB_F_SPIN (1U << 0)
@@ -270,16 +271,9 @@ static __always_inline __u64 sampled_at(__u64 now)
     return k;
 }
 
-SEC("tp_btf/contention_begin")
-int BPF_PROG(on_contention_begin, void *lock, unsigned int flags)
+// A kernel wait on `addr` (`flags`) begins for thread `t`.
+static __always_inline void contention_begins(struct thread *t, __u64 addr, unsigned int flags)
 {
-    if (!trace_kernel)
-        return 0;
-    __u32 tid = (__u32)bpf_get_current_pid_tgid();
-    struct thread *t = bpf_map_lookup_elem(&threads, &tid);
-    if (!t)
-        return 0;
-    __u64 addr = (__u64)lock;
     int free = -1;
 #pragma unroll
     for (int i = 0; i < NESTED; i++) {
@@ -293,20 +287,85 @@ int BPF_PROG(on_contention_begin, void *lock, unsigned int flags)
                 t->locks[i].begin = bpf_ktime_get_ns();
                 t->locks[i].switches = switches_now();
             }
-            return 0;
+            return;
         }
         if (free < 0 && t->locks[i].lock == 0)
             free = i;
     }
     if (free < 0 || free >= NESTED) {
         count(STAT_NESTED_FULL);
-        return 0;
+        return;
     }
     t->locks[free].lock = addr;
     t->locks[free].flags = flags;
     t->locks[free].switches = switches_now();
     t->locks[free].begin = bpf_ktime_get_ns();
+}
+
+SEC("tp_btf/contention_begin")
+int BPF_PROG(on_contention_begin, void *lock, unsigned int flags)
+{
+    if (!trace_kernel)
+        return 0;
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    struct thread *t = bpf_map_lookup_elem(&threads, &tid);
+    if (!t)
+        return 0;
+    bool picked = self_cost_run();
+    __u64 start = self_cost_timed(picked, false) ? bpf_ktime_get_ns() : 0;
+    contention_begins(t, (__u64)lock, flags);
+    if (start)
+        self_cost_add(start, false, picked, true);
     return 0;
+}
+
+// Thread `t`'s (`tid`'s) kernel wait on `lock` ends at `end`: returns whether it walked a chain.
+static __always_inline bool contention_ends(void *ctx, struct thread *t, __u32 tid, void *lock,
+                                            __u64 end)
+{
+    __u64 addr = (__u64)lock;
+    int slot = -1;
+#pragma unroll
+    for (int i = 0; i < NESTED; i++) {
+        if (slot < 0 && t->locks[i].lock == addr)
+            slot = i;
+    }
+    if (slot < 0 || slot >= NESTED)
+        return false;
+    __u64 begin = t->locks[slot].begin;
+    __u32 flags = t->locks[slot].flags;
+    __u32 switches = t->locks[slot].switches;
+    t->locks[slot].lock = 0;
+    // A spinning wait whose thread switched since its begin: that begin's end was never seen
+    // (a contention the kernel did not let this program see, as in an interrupt while it ran),
+    // and this end is another wait's, whose begin was missed the same way. Paired, they made a
+    // "wait" of milliseconds (a jbd2 wait queue's spinlock topped dbench's fsync in a CI run).
+    if (spins_only(flags) && switches != switches_now()) {
+        count(STAT_STALE_SPIN);
+        return false;
+    }
+    if (!account(t->pid, KIND_KERNEL, addr, flags, begin, end))
+        return false;
+    __u64 k = sampled_at(end);
+    if (!k)
+        return false;
+    struct kernel_rec *r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
+    if (!r) {
+        count(STAT_SAMPLE_LOST);
+        return false;
+    }
+    r->type = REC_KERNEL;
+    r->tid = tid;
+    r->pid = t->pid;
+    r->weight = k;
+    r->lock = addr;
+    r->begin = begin;
+    r->end = end;
+    r->flags = flags;
+    r->kernel_bytes = bpf_get_stack(ctx, r->kernel, sizeof(r->kernel), 0);
+    bpf_ringbuf_submit(r, 0);
+    count(STAT_SAMPLED);
+    return true;
 }
 
 SEC("tp_btf/contention_end")
@@ -320,48 +379,10 @@ int BPF_PROG(on_contention_end, void *lock, int ret)
     struct thread *t = bpf_map_lookup_elem(&threads, &tid);
     if (!t)
         return 0;
-    __u64 addr = (__u64)lock;
-    int slot = -1;
-#pragma unroll
-    for (int i = 0; i < NESTED; i++) {
-        if (slot < 0 && t->locks[i].lock == addr)
-            slot = i;
-    }
-    if (slot < 0 || slot >= NESTED)
-        return 0;
-    __u64 begin = t->locks[slot].begin;
-    __u32 flags = t->locks[slot].flags;
-    __u32 switches = t->locks[slot].switches;
-    t->locks[slot].lock = 0;
-    // A spinning wait whose thread switched since its begin: that begin's end was never seen
-    // (a contention the kernel did not let this program see, as in an interrupt while it ran),
-    // and this end is another wait's, whose begin was missed the same way. Paired, they made a
-    // "wait" of milliseconds (a jbd2 wait queue's spinlock topped dbench's fsync in a CI run).
-    if (spins_only(flags) && switches != switches_now()) {
-        count(STAT_STALE_SPIN);
-        return 0;
-    }
-    if (!account(t->pid, KIND_KERNEL, addr, flags, begin, end))
-        return 0;
-    __u64 k = sampled_at(end);
-    if (!k)
-        return 0;
-    struct kernel_rec *r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
-    if (!r) {
-        count(STAT_SAMPLE_LOST);
-        return 0;
-    }
-    r->type = REC_KERNEL;
-    r->tid = tid;
-    r->pid = t->pid;
-    r->weight = k;
-    r->lock = addr;
-    r->begin = begin;
-    r->end = end;
-    r->flags = flags;
-    r->kernel_bytes = bpf_get_stack(ctx, r->kernel, sizeof(r->kernel), 0);
-    bpf_ringbuf_submit(r, 0);
-    count(STAT_SAMPLED);
+    bool picked = self_cost_run();
+    bool walked = contention_ends(ctx, t, tid, lock, end);
+    if (self_cost_timed(picked, walked))
+        self_cost_add(end, walked, picked, true);
     return 0;
 }
 
@@ -401,6 +422,31 @@ static __always_inline struct futex_rec *futex_sample(void *ctx, __u32 tid, __u3
     return r;
 }
 
+// Thread `t`'s (`tid`'s) futex call ends at `end`, returning `ret`: returns whether it walked
+// a chain (a sampled wait's).
+static __always_inline bool futex_call_ends(void *ctx, struct thread *t, __u32 tid, __u64 end,
+                                            long ret)
+{
+    __u64 begin = t->futex_begin;
+    __u64 uaddr = t->futex_uaddr;
+    __u32 op = t->futex_op;
+    t->futex_begin = 0;
+    if (!account(t->pid, KIND_FUTEX, uaddr, op, begin, end))
+        return false;
+    __u64 k = sampled_at(end);
+    if (!k)
+        return false;
+    struct futex_rec *r = futex_sample(ctx, tid, t->pid, k, uaddr, op);
+    if (!r)
+        return false;
+    r->begin = begin;
+    r->end = end;
+    r->ret = ret;
+    bpf_ringbuf_submit(r, 0);
+    count(STAT_SAMPLED);
+    return true;
+}
+
 // The futex call's entry and exit (`calls`), on the raw system call tracepoints. They run for
 // every system call of every task, so the call's number is compared before anything is
 // looked up; their cost is the slow path they put every system call through (see above).
@@ -413,12 +459,16 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long nr)
     struct thread *t = bpf_map_lookup_elem(&threads, &tid);
     if (!t)
         return 0;
+    bool picked = self_cost_run();
+    __u64 start = self_cost_timed(picked, false) ? bpf_ktime_get_ns() : 0;
     __u32 op = (__u32)regs->si;
-    if (!waits(op))
-        return 0;
-    t->futex_uaddr = regs->di;
-    t->futex_op = op;
-    t->futex_begin = bpf_ktime_get_ns();
+    if (waits(op)) {
+        t->futex_uaddr = regs->di;
+        t->futex_op = op;
+        t->futex_begin = bpf_ktime_get_ns();
+    }
+    if (start)
+        self_cost_add(start, false, picked, true);
     return 0;
 }
 
@@ -432,23 +482,10 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
     struct thread *t = bpf_map_lookup_elem(&threads, &tid);
     if (!t || !t->futex_begin)
         return 0;
-    __u64 begin = t->futex_begin;
-    __u64 uaddr = t->futex_uaddr;
-    __u32 op = t->futex_op;
-    t->futex_begin = 0;
-    if (!account(t->pid, KIND_FUTEX, uaddr, op, begin, end))
-        return 0;
-    __u64 k = sampled_at(end);
-    if (!k)
-        return 0;
-    struct futex_rec *r = futex_sample(ctx, tid, t->pid, k, uaddr, op);
-    if (!r)
-        return 0;
-    r->begin = begin;
-    r->end = end;
-    r->ret = ret;
-    bpf_ringbuf_submit(r, 0);
-    count(STAT_SAMPLED);
+    bool picked = self_cost_run();
+    bool walked = futex_call_ends(ctx, t, tid, end, ret);
+    if (self_cost_timed(picked, walked))
+        self_cost_add(end, walked, picked, true);
     return 0;
 }
 
@@ -456,14 +493,16 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 // (the call's number and arguments are the user registers saved at its entry); its switch
 // back in ends it.
 // sched_switch runs in the switching thread (`prev`), so its user stack is the current one.
-static __always_inline void futex_wait_begins(void *ctx, struct task_struct *prev, struct thread *t)
+// Returns when its chain walk began (0: none was walked).
+static __always_inline __u64 futex_wait_begins(void *ctx, struct task_struct *prev,
+                                               struct thread *t)
 {
     struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
     if (BPF_CORE_READ(regs, orig_ax) != futex_nr)
-        return;
+        return 0;
     __u32 op = (__u32)BPF_CORE_READ(regs, si);
     if (!waits(op))
-        return;
+        return 0;
     __u64 uaddr = BPF_CORE_READ(regs, di);
     t->futex_uaddr = uaddr;
     t->futex_op = op;
@@ -472,12 +511,12 @@ static __always_inline void futex_wait_begins(void *ctx, struct task_struct *pre
     __u64 k = sampled_at(now);
     if (!k) {
         t->futex_begin = now;
-        return;
+        return 0;
     }
     struct futex_rec *r = futex_sample(ctx, prev->pid, t->pid, k, uaddr, op);
     if (!r) {
         t->futex_begin = now;
-        return;
+        return 0;
     }
     // The walk and the copy took microseconds of this thread's time before it switched: the
     // wait begins after them, as an unsampled one would.
@@ -485,6 +524,7 @@ static __always_inline void futex_wait_begins(void *ctx, struct task_struct *pre
     t->futex_begin = r->begin;
     t->futex_sampled = 1;
     bpf_ringbuf_submit(r, 0);
+    return now;
 }
 
 static __always_inline void futex_wait_ends(struct thread *t, __u32 tid)
@@ -519,13 +559,27 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
         return 0;
     __u32 tid = prev->pid;
     struct thread *t = tid ? bpf_map_lookup_elem(&threads, &tid) : 0;
-    // A preempted thread still runs; a dying one's last switch (TASK_DEAD, 0x80) is no wait.
-    if (t && !preempt && (prev_state & 0x7f))
-        futex_wait_begins(ctx, prev, t);
+    // Timed only in a traced thread's context (`start` 0 otherwise): its cost is the trial's.
+    bool picked = false, walked = false;
+    __u64 start = 0;
+    if (t) {
+        picked = self_cost_run();
+        start = self_cost_timed(picked, false) ? bpf_ktime_get_ns() : 0;
+        __u64 walk_began = 0;
+        // A preempted thread still runs; a dying one's last switch (TASK_DEAD, 0x80) is no
+        // wait.
+        if (!preempt && (prev_state & 0x7f))
+            walk_began = futex_wait_begins(ctx, prev, t);
+        walked = walk_began != 0;
+        if (walked && !start)
+            start = walk_began;
+    }
     tid = next->pid;
     t = tid ? bpf_map_lookup_elem(&threads, &tid) : 0;
     if (t && t->futex_begin)
         futex_wait_ends(t, tid);
+    if (start)
+        self_cost_add(start, walked, picked, true);
     return 0;
 }
 

@@ -79,6 +79,7 @@ struct pt_regs {
 #define STATS 10
 
 #include "records.h"
+#include "self_cost.h"
 
 struct thread {
     __u32 pid;
@@ -400,38 +401,15 @@ static __always_inline void end_stint(struct thread *t, struct task_struct *task
     t->out_at = now;
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-             unsigned int prev_state)
+// The switch-in of `next` (the switch's time `switched`, and `now`, the time to judge its wait
+// by; 0: not read yet): returns whether it walked a stack (a LONG record's).
+static __always_inline bool switch_in(void *ctx, struct task_struct *next, __u64 switched,
+                                      __u64 now)
 {
-    __u32 tid = prev->pid;
+    __u32 tid = next->pid;
     struct thread *t = tid ? bpf_map_lookup_elem(&threads, &tid) : 0;
-    // One clock read serves the switch-out and the switch-in (each read costs, at hundreds of
-    // thousands of switches a second), unless a sampled episode's walks ran between them.
-    __u64 now = 0;
-    // The switch's time, for the stints on a CPU that it ends and begins.
-    __u64 switched = 0;
-    if (t) {
-        now = bpf_ktime_get_ns();
-        switched = now;
-        end_stint(t, prev, now);
-    }
-    // A dying task's last switch (TASK_DEAD, 0x80) is no wait; a preempted one still runs.
-    if (t && !preempt && (prev_state & 0x7f)) {
-        t->episodes += 1;
-        count(STAT_BLOCKING);
-        count_event(now);
-        t->blocked_state = prev_state;
-        t->blocked_at = now; // an aligned store: the other CPUs read it whole
-        if (begin_episode(ctx, prev, t, prev_state, now))
-            now = 0;
-    } else if (t) {
-        t->queued_at = now;
-    }
-    tid = next->pid;
-    t = tid ? bpf_map_lookup_elem(&threads, &tid) : 0;
     if (!t)
-        return 0;
+        return false;
     if (!now)
         now = bpf_ktime_get_ns();
     t->on_cpu_since = switched ? switched : now;
@@ -442,11 +420,100 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
     // record, with no waker).
     __u64 at = take_blocked_at(t);
     bool long_wait = at && now - at >= LONG_NS;
-    if (__sync_val_compare_and_swap(&t->sampled, 1, 0) == 1)
+    if (__sync_val_compare_and_swap(&t->sampled, 1, 0) == 1) {
         end_episode(ctx, tid, false, long_wait);
-    else if (long_wait)
+    } else if (long_wait) {
         long_episode(ctx, next, t, at, now, false);
+        return true;
+    }
+    return false;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+             unsigned int prev_state)
+{
+    __u32 tid = prev->pid;
+    struct thread *t = tid ? bpf_map_lookup_elem(&threads, &tid) : 0;
+    if (!t) {
+        // Not a traced thread's context (idle's, or another task's): its cost is not the
+        // trial's, and is not counted.
+        switch_in(ctx, next, 0, 0);
+        return 0;
+    }
+    // One clock read serves the switch-out and the switch-in (each read costs, at hundreds of
+    // thousands of switches a second), unless a sampled episode's walks ran between them.
+    __u64 now = bpf_ktime_get_ns();
+    // The switch's time, for the stints on a CPU that it ends and begins.
+    __u64 switched = now;
+    bool picked = self_cost_run();
+    bool walked = false;
+    end_stint(t, prev, now);
+    // A dying task's last switch (TASK_DEAD, 0x80) is no wait; a preempted one still runs.
+    if (!preempt && (prev_state & 0x7f)) {
+        t->episodes += 1;
+        count(STAT_BLOCKING);
+        count_event(now);
+        t->blocked_state = prev_state;
+        t->blocked_at = now; // an aligned store: the other CPUs read it whole
+        if (begin_episode(ctx, prev, t, prev_state, now)) {
+            now = 0;
+            walked = true;
+        }
+    } else {
+        t->queued_at = now;
+    }
+    if (switch_in(ctx, next, switched, now))
+        walked = true;
+    if (self_cost_timed(picked, walked))
+        self_cost_add(switched, walked, picked, true);
     return 0;
+}
+
+// Its work for thread `t` (`tid`, the task `p`) woken at `now`: returns whether it walked a
+// stack (the waker's chain, or a LONG record's).
+static __always_inline bool waking(void *ctx, struct task_struct *p, struct thread *t, __u32 tid,
+                                   __u64 now)
+{
+    t->queued_at = now;
+    __u64 at = take_blocked_at(t);
+    bool long_wait = at && now - at >= LONG_NS;
+    if (__sync_val_compare_and_swap(&t->sampled, 1, 0) == 1) {
+        end_episode(ctx, tid, true, long_wait);
+        return true;
+    }
+    if (long_wait) {
+        long_episode(ctx, p, t, at, now, true);
+        return true;
+    }
+    if (!sampled_episode(tid, t->ins, t->k ? t->k : 1))
+        return false;
+    __u32 zero = 0;
+    struct early_wake *w = bpf_map_lookup_elem(&scratch, &zero);
+    if (!w)
+        return false;
+    __u64 id = bpf_get_current_pid_tgid();
+    w->ins = t->ins;
+    w->end.type = REC_END;
+    w->end.tid = tid;
+    w->end.time = now;
+    w->end.waker_pid = id >> 32;
+    w->end.waker_tid = (__u32)id;
+    w->end.long_wait = 0;
+    w->end.kernel_bytes = bpf_get_stack(ctx, w->end.kernel, sizeof(w->end.kernel), 0);
+    if (bpf_map_update_elem(&early_wakes, &tid, w, BPF_ANY) != 0)
+        return true;
+    t->early_wake = 1;
+    // The switch may have opened the episode meanwhile, before it looked for this: end it here.
+    if (__sync_val_compare_and_swap(&t->sampled, 1, 0) == 1) {
+        struct early_wake *kept = bpf_map_lookup_elem(&early_wakes, &tid);
+        if (kept) {
+            if (bpf_ringbuf_output(&records, &kept->end, sizeof(kept->end), 0) != 0)
+                count(STAT_END_LOST);
+            bpf_map_delete_elem(&early_wakes, &tid);
+        }
+    }
+    return true;
 }
 
 // In try_to_wake_up, in the waker's context: a sampled episode ends here, with its waker.
@@ -465,43 +532,12 @@ int BPF_PROG(on_waking, struct task_struct *p)
     if (!t)
         return 0;
     __u64 now = bpf_ktime_get_ns();
-    t->queued_at = now;
-    __u64 at = take_blocked_at(t);
-    bool long_wait = at && now - at >= LONG_NS;
-    if (__sync_val_compare_and_swap(&t->sampled, 1, 0) == 1) {
-        end_episode(ctx, tid, true, long_wait);
-        return 0;
-    }
-    if (long_wait) {
-        long_episode(ctx, p, t, at, now, true);
-        return 0;
-    }
-    if (!sampled_episode(tid, t->ins, t->k ? t->k : 1))
-        return 0;
-    __u32 zero = 0;
-    struct early_wake *w = bpf_map_lookup_elem(&scratch, &zero);
-    if (!w)
-        return 0;
-    __u64 id = bpf_get_current_pid_tgid();
-    w->ins = t->ins;
-    w->end.type = REC_END;
-    w->end.tid = tid;
-    w->end.time = now;
-    w->end.waker_pid = id >> 32;
-    w->end.waker_tid = (__u32)id;
-    w->end.long_wait = 0;
-    w->end.kernel_bytes = bpf_get_stack(ctx, w->end.kernel, sizeof(w->end.kernel), 0);
-    if (bpf_map_update_elem(&early_wakes, &tid, w, BPF_ANY) != 0)
-        return 0;
-    t->early_wake = 1;
-    // The switch may have opened the episode meanwhile, before it looked for this: end it here.
-    if (__sync_val_compare_and_swap(&t->sampled, 1, 0) == 1) {
-        struct early_wake *kept = bpf_map_lookup_elem(&early_wakes, &tid);
-        if (kept) {
-            if (bpf_ringbuf_output(&records, &kept->end, sizeof(kept->end), 0) != 0)
-                count(STAT_END_LOST);
-            bpf_map_delete_elem(&early_wakes, &tid);
-        }
+    bool picked = self_cost_run();
+    bool walked = waking(ctx, p, t, tid, now);
+    if (self_cost_timed(picked, walked)) {
+        // The waker's context: the trial's when it is a traced thread.
+        __u32 me = (__u32)bpf_get_current_pid_tgid();
+        self_cost_add(now, walked, picked, bpf_map_lookup_elem(&threads, &me) != 0);
     }
     return 0;
 }

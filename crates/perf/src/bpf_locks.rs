@@ -43,6 +43,7 @@ use crate::lock_events::{
     ChainTable, FutexWait, KernelWait, LockSamplingTally, LockTotal, LockTrace,
 };
 use crate::mapping_stream::MappingStream;
+use crate::self_cost::ProgramRuns;
 use crate::trace_ring::online_cpus;
 use crate::trace_stream::FreshChains;
 use perf_read::error::PerfError;
@@ -329,6 +330,9 @@ pub struct BpfLockTracer {
     futex_open: OpenSleeps,
     /// The window's start, once it opened.
     window_start: u64,
+    /// The programs' runs counted at the window's start and end.
+    runs_from: Option<ProgramRuns>,
+    runs_until: Option<ProgramRuns>,
     malformed: u64,
 }
 
@@ -418,6 +422,8 @@ impl BpfLockTracer {
             futex: Vec::new(),
             futex_open: OpenSleeps::default(),
             window_start: 0,
+            runs_from: None,
+            runs_until: None,
             malformed: 0,
         })
     }
@@ -426,6 +432,7 @@ impl BpfLockTracer {
     /// dropped, and waits that end from now are summed.
     pub fn window_opens(&mut self, at: u64) {
         self.window_start = at;
+        self.runs_from = ProgramRuns::read(&self.bpf);
         let _ = self.windows.set(
             0,
             Window {
@@ -450,6 +457,7 @@ impl BpfLockTracer {
     pub fn window_closes(&mut self, at: u64) {
         let start = self.window_start;
         let _ = self.windows.set(0, Window { start, end: at }, 0);
+        self.runs_until = ProgramRuns::read(&self.bpf);
     }
 
     /// Reads the sampled waits written since the last drain (call it every 10 ms or so; the
@@ -472,6 +480,7 @@ impl BpfLockTracer {
         all.extend(KERNEL_PROGRAMS);
         all.extend(FUTEX_CALL_PROGRAMS);
         all.extend(FUTEX_SLEEP_PROGRAMS);
+        let runs_until = self.runs_until.or_else(|| ProgramRuns::read(&self.bpf));
         bpf_load::detach(&mut self.bpf, &all);
         self.mappings.disable();
         self.drain();
@@ -494,6 +503,8 @@ impl BpfLockTracer {
             futex_counted: None,
             totals: Some(totals),
             sampling: Some(sampling),
+            programs_ns: runs_until
+                .map(|r| r.since(self.runs_from.unwrap_or_default()).estimated_ns()),
         }
     }
 
@@ -750,6 +761,16 @@ mod tests {
                     .filter(|t| t.kernel)
                     .map(|t| t.count)
                     .sum::<u64>()
+        );
+        // The programs timed their own runs in the workers' context: at least the sampled
+        // waits' chain walks, each microseconds.
+        let programs = trace
+            .programs_ns
+            .expect("the in-kernel tracer times its programs");
+        assert!(
+            programs >= trace.futex.len() as u64 * 200,
+            "{programs} ns for {} sampled waits",
+            trace.futex.len()
         );
         // 1 in 4 sampled: about a quarter, each standing for 4.
         let sampled = trace.futex.len() as u64;

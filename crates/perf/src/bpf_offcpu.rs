@@ -49,6 +49,7 @@ use crate::lock_events::ChainTable;
 use crate::mapping_stream::{MappingStream, TaskChange, TaskRecord};
 use crate::offcpu_events::{OffCpuTrace, ThreadLife};
 use crate::offcpu_tracer::waker_name;
+use crate::self_cost::ProgramRuns;
 use crate::trace_ring::online_cpus;
 use crate::trace_stream::FreshChains;
 use perf_read::error::PerfError;
@@ -91,6 +92,10 @@ pub struct BpfOffCpuConfig {
     pub samples_per_cpu_s: u64,
     /// Sample 1 in this many blocking switches whatever the rate (0: from the rate).
     pub fixed_k: u32,
+    /// Time every run of the programs as well as the picked ones
+    /// ([`ProgramRuns::all_ns`](crate::ProgramRuns::all_ns)), to check the estimate of their
+    /// cost against the whole: two more clock reads a run.
+    pub time_every_run: bool,
 }
 
 impl BpfOffCpuConfig {
@@ -112,6 +117,7 @@ impl BpfOffCpuConfig {
                 cpus,
             ),
             fixed_k: 0,
+            time_every_run: false,
         }
     }
 }
@@ -145,6 +151,9 @@ pub struct BpfOffCpuTracer {
     at_from: Option<(u64, HashMap<u32, Counters>)>,
     /// The live threads' counters at the window's end, and that end.
     at_until: Option<(u64, HashMap<u32, Counters>)>,
+    /// The programs' runs counted at the window's start and end.
+    runs_from: Option<ProgramRuns>,
+    runs_until: Option<ProgramRuns>,
     malformed: u64,
 }
 
@@ -176,6 +185,7 @@ impl BpfOffCpuTracer {
             .btf(Some(&btf))
             .set_global("samples_per_cpu_s", &config.samples_per_cpu_s, true)
             .set_global("fixed_k", &config.fixed_k, true)
+            .set_global("time_every_run", &u8::from(config.time_every_run), true)
             .load(object)
             .map_err(|e| bpf_error("loading the program", e))?;
         let mut threads: BpfHashMap<MapData, u32, ThreadEntry> =
@@ -210,6 +220,8 @@ impl BpfOffCpuTracer {
             wakers_seen: HashSet::new(),
             at_from: None,
             at_until: None,
+            runs_from: None,
+            runs_until: None,
             malformed: 0,
         })
     }
@@ -225,6 +237,7 @@ impl BpfOffCpuTracer {
     /// Accounts the threads' time only from `from` on (CLOCK_MONOTONIC ns: the window's
     /// start): their counters now are taken off at the end.
     pub fn account_from(&mut self, from: u64) {
+        self.runs_from = ProgramRuns::read(&self.bpf);
         self.at_from = Some((from, self.live_counters(from)));
     }
 
@@ -234,6 +247,7 @@ impl BpfOffCpuTracer {
     pub fn account_until(&mut self, until: u64) {
         self.drain();
         self.at_until = Some((until, self.live_counters(until)));
+        self.runs_until = ProgramRuns::read(&self.bpf);
     }
 
     /// The kernel's counters of every live traced thread as at `at` (just passed), a wait for
@@ -269,6 +283,7 @@ impl BpfOffCpuTracer {
     /// `[from, until]` (CLOCK_MONOTONIC ns; `from` as given to
     /// [`account_from`](Self::account_from), else the trace's start).
     pub fn finish_at(mut self, until: u64) -> OffCpuTrace {
+        let runs_until = self.runs_until.or_else(|| ProgramRuns::read(&self.bpf));
         bpf_load::detach(&mut self.bpf, &PROGRAMS);
         self.mappings.disable();
         self.drain();
@@ -334,6 +349,8 @@ impl BpfOffCpuTracer {
             out_of_step: 0,
             late_switch_ins: (0, 0),
             sampling: Some(tally),
+            programs_ns: runs_until
+                .map(|r| r.since(self.runs_from.unwrap_or_default()).estimated_ns()),
         }
     }
 
@@ -543,6 +560,84 @@ mod tests {
         assert!(
             sleeps.iter().all(|e| e.woken && e.weight == 1),
             "{sleeps:?}"
+        );
+    }
+
+    /// A thread started here and this one hand a token back and forth `n` times through two
+    /// pipes: each hand-off a waking and a blocking switch.
+    fn pipe_hand_offs(n: usize) {
+        use std::io::{Read, Write};
+        let (mut to_partner_rx, mut to_partner_tx) = std::io::pipe().expect("a pipe");
+        let (mut back_rx, mut back_tx) = std::io::pipe().expect("a pipe");
+        let partner = std::thread::spawn(move || {
+            let mut token = [0u8; 1];
+            while to_partner_rx.read_exact(&mut token).is_ok() {
+                back_tx.write_all(&token).expect("hand back");
+            }
+        });
+        let mut token = [0u8; 1];
+        for _ in 0..n {
+            to_partner_tx.write_all(&token).expect("hand over");
+            back_rx.read_exact(&mut token).expect("handed back");
+        }
+        drop(to_partner_tx);
+        partner.join().expect("partner");
+    }
+
+    /// The programs time their own runs in the traced threads' context: two threads handing a
+    /// token back and forth cost some of their CPU time in them, a plausible amount per
+    /// blocking switch.
+    #[test]
+    fn the_programs_own_time_in_the_traced_threads_is_counted() {
+        let Some(tracer) = tracing_from_now(&BpfOffCpuConfig::default()) else {
+            return;
+        };
+        pipe_hand_offs(2_000);
+        let trace = tracer.finish_at(sys::clock_gettime_vdso(sys::ClockId::Monotonic));
+        let programs = trace
+            .programs_ns
+            .expect("the in-kernel tracer times its programs");
+        let sampling = trace.sampling.expect("a BPF trace counts its sampling");
+        let cpu: u64 = trace.threads.iter().map(|t| t.on_cpu).sum();
+        assert!(
+            sampling.blocking_switches >= 2_000,
+            "every hand-off blocks a reader: {sampling:?}"
+        );
+        // Part of the threads' CPU time, not all of it; per blocking switch (with its waking
+        // and switch-in), between a bare run's tens of nanoseconds and a chain walk's tens of
+        // microseconds.
+        assert!(
+            programs > 0 && programs < cpu,
+            "{programs} ns of {cpu} ns of CPU"
+        );
+        let per_switch = programs as f64 / sampling.blocking_switches as f64;
+        assert!(
+            (20.0..50_000.0).contains(&per_switch),
+            "{per_switch} ns a blocking switch ({programs} ns, {sampling:?})"
+        );
+    }
+
+    /// The programs' cost is estimated from a sample of their runs, each timed; timed all, the
+    /// runs' whole agrees with it (a sample picked as every 16th run, in phase with a CPU's
+    /// pattern of wakings and switches, would not).
+    #[test]
+    fn the_estimate_of_the_programs_cost_agrees_with_timing_every_run() {
+        let config = BpfOffCpuConfig {
+            time_every_run: true,
+            ..BpfOffCpuConfig::default()
+        };
+        let Some(tracer) = tracing_from_now(&config) else {
+            return;
+        };
+        pipe_hand_offs(4_000);
+        let runs = ProgramRuns::read(&tracer.bpf).expect("the self_costs map reads");
+        drop(tracer);
+        let whole = (runs.walk_ns + runs.all_ns) as f64;
+        let estimate = runs.estimated_ns() as f64;
+        assert!(runs.timed_runs >= 300, "{runs:?}");
+        assert!(
+            (estimate - whole).abs() <= 0.15 * whole,
+            "estimated {estimate} ns against {whole} ns timed whole: {runs:?}"
         );
     }
 

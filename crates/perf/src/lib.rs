@@ -31,6 +31,7 @@ mod mapping_stream;
 mod offcpu_events;
 mod offcpu_tracer;
 mod pairing_engine;
+mod self_cost;
 mod thread_timeline;
 mod trace_ring;
 mod trace_stream;
@@ -47,6 +48,7 @@ pub use lock_events::{FutexWait, KernelWait, LockSamplingTally, LockTotal, LockT
 pub use lock_tracer::{FUTEX_FLAG_BITS, LockTraceConfig, LockTracer};
 pub use offcpu_events::{BlockedEpisode, IdleCpu, OffCpuTrace, ThreadLife, Waker, WakerName};
 pub use offcpu_tracer::{OffCpuTraceConfig, OffCpuTracer};
+pub use self_cost::ProgramRuns;
 pub use trace_ring::record_ring_bytes;
 // The offline side, re-exported so that the engine names one `perf` (the analysis depends on
 // `perf_read` alone).

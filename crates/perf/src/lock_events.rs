@@ -180,6 +180,9 @@ pub struct LockTrace {
     pub totals: Option<Vec<LockTotal>>,
     /// The in-kernel tracer's counts; `None` from the perf tracer.
     pub sampling: Option<LockSamplingTally>,
+    /// The in-kernel tracer's programs' own time in the traced threads' context inside the
+    /// window (estimated: [`ProgramRuns`](crate::ProgramRuns)); `None` from the perf tracer.
+    pub programs_ns: Option<u64>,
 }
 
 /// Interns call chains: equal chains share one index.

@@ -421,6 +421,7 @@ impl LockTracer {
             }),
             totals: None,
             sampling: None,
+            programs_ns: None,
         }
     }
 

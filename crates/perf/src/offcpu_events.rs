@@ -185,6 +185,9 @@ pub struct OffCpuTrace {
     /// The in-kernel accounting's sampling counts (`None` from the perf tracer, which records
     /// every episode).
     pub sampling: Option<crate::bpf_offcpu_records::SamplingTally>,
+    /// The in-kernel tracer's programs' own time in the traced threads' context inside the
+    /// window (estimated: [`ProgramRuns`](crate::ProgramRuns)); `None` from the perf tracer.
+    pub programs_ns: Option<u64>,
 }
 
 /// A waker outside the traced threads, named.

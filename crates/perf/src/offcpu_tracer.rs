@@ -448,6 +448,7 @@ impl OffCpuTracer {
             out_of_step,
             late_switch_ins,
             sampling: None,
+            programs_ns: None,
         }
     }
 

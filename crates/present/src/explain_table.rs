@@ -320,23 +320,34 @@ fn trial_list(trials: &[u32]) -> String {
     v.join(",")
 }
 
-/// What the profiled trials spent in the kernel's perf and tracing functions, per N: the cost
-/// of measuring, and how it was split between the profiler and the tracers. `None` without a
-/// profile, or when nothing was spent there.
+/// The cost of measuring per N: what the profiled trials spent in the kernel's perf and tracing
+/// functions, how it was split between the profiler and the tracers, and the in-kernel tracers'
+/// own programs' time, which no cpu-clock profile sees. `None` when nothing was spent there.
 pub fn measuring_note(e: &Explanation) -> Option<String> {
-    let shares: Vec<String> = e
-        .points
-        .iter()
-        .filter_map(|p| p.measuring_pct.map(|pct| format!("{pct:.1}% at N={}", p.n)))
-        .collect();
-    let any = e
-        .points
-        .iter()
-        .any(|p| p.measuring_pct.is_some_and(|pct| pct >= 0.05));
-    any.then(|| {
+    let at = |pct: fn(&PointExplain) -> Option<f64>| -> Option<String> {
+        let any = e.points.iter().any(|p| pct(p).is_some_and(|v| v >= 0.05));
+        let shares: Vec<String> = e
+            .points
+            .iter()
+            .filter_map(|p| pct(p).map(|v| format!("{v:.1}% at N={}", p.n)))
+            .collect();
+        any.then(|| shares.join(", "))
+    };
+    let profile = at(|p| p.measuring_pct).map(|shares| {
         format!(
-            "the cost of measuring: the profiled trials spent {} of their samples in the kernel's perf and tracing functions; as much of it as their CPU per op exceeds the median trial's is the profiler's alone, left out, and the rest every trial carries — the tracers', and the profiler's where every trial was profiled (`measuring: …`)",
-            shares.join(", ")
+            "the profiled trials spent {shares} of their samples in the kernel's perf and tracing functions; as much of it as their CPU per op exceeds the median trial's is the profiler's alone, left out, and the rest every trial carries — the tracers', and the profiler's where every trial was profiled"
+        )
+    });
+    let programs = at(|p| p.programs_pct).map(|shares| {
+        format!(
+            "the in-kernel tracers' programs ran {shares} of the tasks' CPU time, timed in the kernel (they run with interrupts off, so a cpu-clock profile counts that time where interrupts come back on — finish_task_switch, _raw_spin_unlock_irqrestore — or loses it: it comes off the functions' whole, and is named apart)"
+        )
+    });
+    let parts: Vec<String> = [profile, programs].into_iter().flatten().collect();
+    (!parts.is_empty()).then(|| {
+        format!(
+            "the cost of measuring: {} (`measuring: …`)",
+            parts.join("; ")
         )
     })
 }

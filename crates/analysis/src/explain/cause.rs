@@ -425,9 +425,11 @@ pub(crate) fn spin_parts(trials: &[(u32, &TrialMeasurement)]) -> Option<Vec<Part
 
 /// Kernel functions that run because scalelab observes: the sampling interrupt's and the
 /// tracepoints' perf code (`perf_swevent_event`, `perf_tp_event`, `perf_syscall_enter` …), the
-/// system-call tracing hooks the futex tracepoints switch on, and the trace event filters the
+/// system-call tracing hooks the futex tracepoints switch on, the trace event filters the
 /// perf tracer sets (`filter_match_preds`: 5.9% of `futex_mutex -p shared=true`'s growth under
-/// `--tracer perf`, read as the workload's).
+/// `--tracer perf`, read as the workload's), and the in-kernel tracers' BPF programs with the
+/// tracepoints' calls into them (`bpf_trace_run4`, `__bpf_trace_sched_switch`), where a profile
+/// samples inside them.
 pub(crate) fn is_observation(kernel: bool, name: &str) -> bool {
     kernel
         && (name.starts_with("perf_")
@@ -437,7 +439,54 @@ pub(crate) fn is_observation(kernel: bool, name: &str) -> bool {
             || name.starts_with("filter_pred_")
             || name == "filter_match_preds"
             || name == "syscall_trace_enter"
-            || name == "syscall_exit_work")
+            || name == "syscall_exit_work"
+            || name.starts_with("bpf_trace_run")
+            || name.starts_with("__bpf_trace_")
+            || is_tracer_program(name))
+}
+
+/// The in-kernel tracers' BPF programs, as the kernel names them once compiled
+/// (`bpf_prog_<tag>_<name>`): their runs, as profile functions, where a profile samples inside
+/// them (a PMU's interrupts reach code that runs with interrupts off; cpu-clock's do not).
+const TRACER_PROGRAMS: &[&str] = &[
+    "_on_switch",
+    "_on_waking",
+    "_on_fork",
+    "_on_exit",
+    "_on_contention_begin",
+    "_on_contention_end",
+    "_on_sys_enter",
+    "_on_sys_exit",
+];
+
+/// Whether `name` is one of the in-kernel tracers' programs (not a BPF program of the
+/// workload's own, such as a seccomp filter).
+fn is_tracer_program(name: &str) -> bool {
+    name.starts_with("bpf_prog_") && TRACER_PROGRAMS.iter().any(|p| name.ends_with(p))
+}
+
+/// Whether profile `p` sampled inside the in-kernel tracers' programs (then its measuring
+/// functions hold their time, and their timed runs would count it twice).
+pub(crate) fn sees_programs(p: &PointProfile) -> bool {
+    p.functions
+        .iter()
+        .any(|f| f.kernel && is_tracer_program(&f.name) && f.cost_per_op.is_some_and(|c| c > 0.0))
+}
+
+/// The in-kernel tracers' own programs as a cause of kind [`CauseKind::Measurement`]: `ns` per
+/// op, pooled, and each timing trial's `(index, per op)`.
+pub(crate) fn programs_part(ns: f64, per_trial: Vec<(u32, f64)>) -> Part {
+    let mut part = whole_part(
+        CauseKind::Measurement,
+        "the in-kernel tracers' programs",
+        per_trial.into_iter().map(|(_, v)| v).collect(),
+        ns,
+    );
+    part.cause.object = "BPF, timed in the kernel".into();
+    part.cause.evidence = vec![
+        "their runs in the tasks' context, timed in the kernel (system CPU; a cpu-clock profile counts it where interrupts come back on, as in finish_task_switch)".into(),
+    ];
+    part
 }
 
 /// CPU per op of a profile's own trials spent in the kernel's perf and tracing functions:

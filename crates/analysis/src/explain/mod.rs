@@ -136,6 +136,16 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
         (None, None, None, Vec::new());
     let mut with_partners = None;
     let mut measuring_pct = None;
+    // The in-kernel tracers' own programs, timed in the kernel: CPU of the tasks' that no
+    // profile function holds, unless the profile sampled inside them (with a PMU).
+    let programs = pooled_programs(&trials).filter(|_| !profile.is_some_and(cause::sees_programs));
+    let programs_ns = programs.as_ref().map_or(0.0, |(ns, _)| *ns);
+    let programs_part = || {
+        programs
+            .as_ref()
+            .filter(|(ns, _)| *ns > 0.0)
+            .map(|(ns, per_trial)| cause::programs_part(*ns, per_trial.clone()))
+    };
     match profile {
         Some(p) => {
             let own = p.period as f64 / p.ops;
@@ -148,8 +158,11 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
             measuring_pct = (own > 0.0).then(|| measuring / own * 100.0);
             let carried = carried_measuring(measuring, profiled_trials, cpu);
             let workload = own - measuring;
+            // The functions share out the CPU the measuring left: the programs' time is in
+            // the profile's samples somewhere (where interrupts came back on) or lost, so it
+            // comes off the whole, not off a function.
             let scale = if workload > 0.0 {
-                (cpu - carried).max(0.0) / workload
+                (cpu - carried - programs_ns).max(0.0) / workload
             } else {
                 0.0
             };
@@ -157,6 +170,7 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
             if measuring > 0.0 {
                 f.extend(cause::measuring_parts(p, carried / measuring));
             }
+            f.extend(programs_part());
             split_cpu = Some(f.iter().map(|p| p.ns_per_op).sum::<f64>() + spin_ns);
             profiled = (p.unit == "ns").then_some(own);
             profile_files = p.files.clone();
@@ -169,12 +183,23 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
                 per_trial.iter().map(|t| t.user).collect(),
                 acc.user_ns,
             ));
+            // The programs' runs are system CPU the kernel charged to the tasks.
+            let programs_of = |index: u32| {
+                programs
+                    .as_ref()
+                    .and_then(|(_, p)| p.iter().find(|(i, _)| *i == index))
+                    .map_or(0.0, |(_, ns)| *ns)
+            };
             parts.push(cause::whole_part(
                 CauseKind::SystemCpu,
                 "system CPU (not split: no profile)",
-                per_trial.iter().map(|t| t.sys).collect(),
-                acc.system_ns - spin_ns,
+                per_trial
+                    .iter()
+                    .map(|t| t.sys - programs_of(t.index))
+                    .collect(),
+                acc.system_ns - spin_ns - programs_ns,
             ));
+            parts.extend(programs_part());
         }
     }
     parts.extend(spin.into_iter().flatten());
@@ -226,6 +251,10 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
         profile_trial_values: profile.map_or(0, cause::profile_trials),
         cpu_profiled_ns: profiled,
         measuring_pct,
+        programs_pct: programs
+            .as_ref()
+            .filter(|_| cpu > 0.0)
+            .map(|(ns, _)| ns / cpu * 100.0),
         trial_cpu: per_trial.iter().map(|t| (t.user, t.sys)).collect(),
         trial_total: per_trial.iter().map(|t| t.total).collect(),
         syscalls: profile.map(syscalls_of).unwrap_or_default(),
@@ -436,6 +465,29 @@ fn pooled_cpu(
         ops += m.work();
     }
     (ops > 0.0).then(|| cpu as f64 / ops)
+}
+
+/// The in-kernel tracers' own programs' time per op (their runs in the tasks' context, which
+/// the kernel charges to the tasks as system CPU: `programs_time` of the off-CPU and lock
+/// traces), pooled over the trials that timed it, with each such trial's `(index, per op)`;
+/// `None` where none did (the perf tracer, or an older record).
+fn pooled_programs(trials: &[(u32, &TrialMeasurement)]) -> Option<(f64, Vec<(u32, f64)>)> {
+    let (mut ns, mut ops, mut per_trial) = (0u64, 0f64, Vec::new());
+    for (index, m) in trials {
+        let offcpu = m.offcpu.as_ref().and_then(|r| r.sampling?.programs_time);
+        let locks = m.locks.as_ref().and_then(|r| r.sampling?.programs_time);
+        if offcpu.is_none() && locks.is_none() {
+            continue;
+        }
+        let trial = offcpu.map_or(0, |t| t.0) + locks.map_or(0, |t| t.0);
+        let work = m.work();
+        if work > 0.0 {
+            per_trial.push((*index, trial as f64 / work));
+        }
+        ns += trial;
+        ops += work;
+    }
+    (ops > 0.0).then(|| (ns as f64 / ops, per_trial))
 }
 
 /// The profiled trials' user + system CPU plus their partners' CPU per op, pooled; `None`

@@ -80,6 +80,13 @@ pub struct PointExplain {
     /// cost of measuring. The part of it the median trial carries too (the tracers', beyond the
     /// profiled trials' excess CPU) is a cause of kind `measurement`; `None` without a profile.
     pub measuring_pct: Option<f64>,
+    /// The in-kernel tracers' own programs' time in the tasks' context (timed in the kernel),
+    /// in % of the tasks' CPU per op: a cost of measuring no cpu-clock profile can see (the
+    /// programs run with interrupts off), a cause of kind `measurement` of its own; `None`
+    /// where no trial timed it (the perf tracer, an older record), or a profile sampled
+    /// inside the programs (they are then among its perf and tracing functions).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub programs_pct: Option<f64>,
     /// How many of the blocking switches of the traced trials had their call chains recorded,
     /// when the in-kernel tracer sampled them (`None`: every one was, or no off-CPU trace).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -1223,6 +1223,7 @@ fn a_point_says_how_many_episodes_had_their_chains_recorded() {
         lost: 3,
         threads_untraced: 0,
         long: 0,
+        programs_time: None,
     };
     for t in &mut data.trials {
         if let (2, TrialOutcome::Ok(m)) = (t.n, &mut t.outcome) {
@@ -1329,8 +1330,118 @@ fn the_tracers_own_kernel_code_is_observation_and_the_workloads_is_not() {
     for name in ["futex_wait", "filemap_get_entry", "tracer_busy_loop"] {
         assert!(!cause::is_observation(true, name), "{name}");
     }
+    // The in-kernel tracers' programs and the tracepoints' calls into them, where a profile
+    // samples inside them; a BPF program of the workload's own (a seccomp filter) is not.
+    for name in [
+        "bpf_prog_3b185187f1855c4c_on_switch",
+        "bpf_prog_00e9124bbf61ee38_on_contention_begin",
+        "bpf_trace_run4",
+        "__bpf_trace_sched_switch",
+    ] {
+        assert!(cause::is_observation(true, name), "{name}");
+    }
+    assert!(!cause::is_observation(
+        true,
+        "bpf_prog_6deef7357e7b4530_seccomp_filter"
+    ));
     assert!(
         !cause::is_observation(false, "filter_match_preds"),
         "a user function of that name is the program's"
     );
+}
+
+/// The in-kernel tracers' programs' time, timed in the kernel, is the cost of measuring: a cause
+/// of its own, taken off the CPU the profile's functions share out (a cpu-clock profile cannot
+/// see it), and off system CPU where there is no profile.
+#[test]
+fn the_tracers_programs_timed_in_the_kernel_are_the_cost_of_measuring() {
+    // 60 ns per op at N=1, 120 at N=2, of the tasks' CPU.
+    let timed = |data: &mut RunData| {
+        for t in &mut data.trials {
+            if let TrialOutcome::Ok(m) = &mut t.outcome {
+                let work = m.work() as u64;
+                let Some(report) = m.offcpu.as_mut() else {
+                    continue;
+                };
+                let per_op = 60 * u64::from(t.n);
+                report.sampling = Some(crate::record::OffCpuSampling {
+                    blocking_switches: 1_000,
+                    sampled: 1_000,
+                    lost: 0,
+                    threads_untraced: 0,
+                    long: 0,
+                    programs_time: Some(crate::record::Nanos(per_op * work)),
+                });
+            }
+        }
+    };
+    let mut data = explained_run();
+    timed(&mut data);
+    let profiles = [
+        profile(1, 1_000_000, &[("atomic_step", 900.0)]),
+        profile(2, 1_250_000, &[("atomic_step", 880.0)]),
+    ];
+    for (with_profile, e) in [
+        (true, explain(&data, &profiles).unwrap()),
+        (false, explain(&data, &[]).unwrap()),
+    ] {
+        for (point, programs) in e.points.iter().zip([60.0, 120.0]) {
+            let part = point
+                .parts
+                .iter()
+                .find(|p| p.cause.what == "the in-kernel tracers' programs")
+                .unwrap_or_else(|| panic!("named: {:?}", point.parts));
+            assert_eq!(part.cause.kind, CauseKind::Measurement);
+            assert!(close(part.ns_per_op, programs), "{}", part.ns_per_op);
+            let cpu = point.accounting.user_ns + point.accounting.system_ns;
+            assert!(close(point.programs_pct.unwrap(), programs / cpu * 100.0));
+            // The CPU parts still add up to the CPU: the rest went to the workload's.
+            let rest: f64 = point
+                .parts
+                .iter()
+                .filter(|p| {
+                    matches!(
+                        p.cause.kind,
+                        CauseKind::Function | CauseKind::UserCpu | CauseKind::SystemCpu
+                    )
+                })
+                .map(|p| p.ns_per_op)
+                .sum();
+            assert!(
+                close(rest + programs, cpu),
+                "profile {with_profile}: {rest} + {programs} against {cpu}"
+            );
+        }
+    }
+    // A profile that sampled inside the programs holds their time among its measuring
+    // functions: it is not counted twice.
+    let mut inside = [
+        profile(
+            1,
+            1_000_000,
+            &[("atomic_step", 840.0), ("bpf_prog_1_on_switch", 60.0)],
+        ),
+        profile(
+            2,
+            1_250_000,
+            &[("atomic_step", 760.0), ("bpf_prog_1_on_switch", 120.0)],
+        ),
+    ];
+    for p in &mut inside {
+        for f in &mut p.functions {
+            f.kernel = f.name.starts_with("bpf_");
+        }
+    }
+    let e = explain(&data, &inside).unwrap();
+    for point in &e.points {
+        assert_eq!(point.programs_pct, None);
+        assert!(
+            !point
+                .parts
+                .iter()
+                .any(|p| p.cause.what == "the in-kernel tracers' programs"),
+            "{:?}",
+            point.parts
+        );
+    }
 }

@@ -21,7 +21,7 @@ use super::{LockRequest, futex_kind, kernel_lock_kind};
 use crate::observer::{Observed, Observer};
 use crate::traced_processes::{ResolvedFrames, Scope, TracedProcesses};
 use crate::tracer_choice::{Chosen, OpenNotes};
-use model::record::{ClockWindow, LockReport, LockSampling};
+use model::record::{ClockWindow, LockReport, LockSampling, Nanos};
 
 /// Frames in a call-site path (the caller and its callers).
 const PATH_FRAMES: usize = 3;
@@ -250,6 +250,7 @@ fn summarise(
             lost: tally.sample_lost,
             unsummed: tally.totals_full,
             threads_untraced: tally.threads_untraced,
+            programs_time: trace.programs_ns.map(Nanos),
         };
         report.notes.extend(sampling_notes(&sampling, &tally));
         if request.user && request.futex == super::FutexWaits::Sleeps {
@@ -517,7 +518,6 @@ fn user_waits(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use model::record::Nanos;
 
     /// Contends on a Rust std `Mutex` from two threads; never inlined, so it is the call site.
     #[inline(never)]

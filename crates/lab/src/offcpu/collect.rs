@@ -366,6 +366,7 @@ fn summarise(
         lost: t.begin_lost + t.end_lost + t.long_lost,
         threads_untraced: t.threads_untraced,
         long: t.long,
+        programs_time: trace.programs_ns.map(Nanos),
     });
     let out = named_sites(sites, &chain, &kallsyms, &user_frame, sampling.is_some());
     let silent: Vec<&perf::IdleCpu> = trace.idle_cpus.iter().filter(|c| c.silent()).collect();
