@@ -137,8 +137,18 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
     let mut with_partners = None;
     let mut measuring_pct = None;
     // The in-kernel tracers' own programs, timed in the kernel: CPU of the tasks' that no
-    // profile function holds, unless the profile sampled inside them (with a PMU).
-    let programs = pooled_programs(&trials).filter(|_| !profile.is_some_and(cause::sees_programs));
+    // profile function holds, less what a profile sampled inside them (those samples are among
+    // its measuring functions).
+    let programs = pooled_programs(&trials).and_then(|(ns, per_trial)| {
+        let seen = profile.map_or(0.0, cause::programs_share) * cpu;
+        let unseen = ns - seen;
+        // Seen whole, rounding aside: nothing left.
+        (unseen > 1e-9 * ns).then(|| {
+            let part = unseen / ns;
+            let per_trial = per_trial.into_iter().map(|(i, v)| (i, v * part));
+            (unseen, per_trial.collect::<Vec<_>>())
+        })
+    });
     let programs_ns = programs.as_ref().map_or(0.0, |(ns, _)| *ns);
     let programs_part = || {
         programs

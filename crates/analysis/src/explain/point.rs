@@ -82,9 +82,9 @@ pub struct PointExplain {
     pub measuring_pct: Option<f64>,
     /// The in-kernel tracers' own programs' time in the tasks' context (timed in the kernel),
     /// in % of the tasks' CPU per op: a cost of measuring no cpu-clock profile can see (the
-    /// programs run with interrupts off), a cause of kind `measurement` of its own; `None`
-    /// where no trial timed it (the perf tracer, an older record), or a profile sampled
-    /// inside the programs (they are then among its perf and tracing functions).
+    /// programs run with interrupts off), a cause of kind `measurement` of its own, less what
+    /// a profile sampled inside them (that is among its perf and tracing functions); `None`
+    /// where no trial timed it (the perf tracer, an older record), or the profile saw it all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub programs_pct: Option<f64>,
     /// How many of the blocking switches of the traced trials had their call chains recorded,
