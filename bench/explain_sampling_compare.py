@@ -25,8 +25,34 @@ def label(k):
 # Not the workload's: the measuring (the tracers' and the profiler's kernel code) and the hypervisor's steal, which the in-kernel tracer names as a cause of
 # its own (the perf tracer does not measure it: there it is in the unexplained rest).
 HOST = ("measurement", "steal")
+BLOCKED = ("user_lock", "kernel_lock", "blocking", "blocked")
 
-def causes(e):
+def coarse(k):
+    """the key a run without traces (`alone`: the profile only) can name too: every blocked
+    cause, and the hypervisor's steal (which it cannot tell from blocked time), is time off a
+    CPU; a kernel lock's spin is CPU in its spinning function"""
+    kind, what, obj, caller = k
+    if kind in BLOCKED or kind == "steal":
+        return ("off_cpu", "off a CPU, every cause (and steal)", "", "")
+    if kind == "kernel_spin" and "CPU in " in what:
+        return ("function", what.split("CPU in ", 1)[1].split(",")[0].strip(), "[kernel]", "")
+    return k
+
+def grouped(values, host=("measurement",)):
+    """values(e, host) with its keys coarse (see coarse) and summed"""
+    def f(e):
+        v = values(e, host)
+        if v is None:
+            return None
+        out = {}
+        for k, (share, iv) in v.items():
+            k = coarse(k)
+            s0, i0 = out.get(k, (0.0, 0.0))
+            out[k] = (s0 + share, None if i0 is None or iv is None else math.hypot(i0, iv))
+        return out
+    return f
+
+def causes(e, host=HOST):
     """cause key -> (share %, interval in points) of the workload's growth: the growth less the
     measuring's (the tracers' and profiler's kernel code, which the perf tracer makes grow far
     more than the in-kernel one), workload causes only"""
@@ -35,11 +61,11 @@ def causes(e):
     if not g or not g["noise"]["beyond"]:
         return None  # no growth beyond the trials' noise: its shares are noise too
     every = g["named"] + g["within_noise"]
-    growth = g["delta_ns"] - sum(c["delta_ns"] for c in every if c["cause"]["kind"] in HOST)
+    growth = g["delta_ns"] - sum(c["delta_ns"] for c in every if c["cause"]["kind"] in host)
     if growth <= 0:
         return out
     for c in every:
-        if c["cause"]["kind"] in ("run_queue",) + HOST:
+        if c["cause"]["kind"] in ("run_queue",) + host:
             continue
         share = c["delta_ns"] / growth * 100
         iv = c.get("interval_ns")
@@ -52,15 +78,15 @@ def causes(e):
             out[k] = (share, iv)
     return out
 
-def split(e):
+def split(e, host=HOST):
     """cause key -> share % of the workload's cost per op at the largest N (less the measuring),
     workload causes only"""
     p = e["points"][-1]
     total = p["accounting"]["ns_per_op_task"] - sum(
-        x["ns_per_op"] for x in p["parts"] if x["cause"]["kind"] in HOST)
+        x["ns_per_op"] for x in p["parts"] if x["cause"]["kind"] in host)
     out = {}
     for part in p["parts"]:
-        if part["cause"]["kind"] in ("run_queue",) + HOST or total <= 0:
+        if part["cause"]["kind"] in ("run_queue",) + host or total <= 0:
             continue
         k = key(part)
         out[k] = out.get(k, 0.0) + part["ns_per_op"] / total * 100
@@ -92,13 +118,15 @@ def welch(a, b):
     t = t975[min(max(int(dof), 1), 30) - 1]
     return t * math.sqrt(se2)
 
-ARMS = ("sampled", "every", "full")
+ARMS = ("sampled", "every", "full", "alone")
+REFS = ("every", "full", "alone", "self")
 arms = {a: [] for a in ARMS}
 for r in sorted(runs, key=lambda r: r["round"]):
     arms.setdefault(r["arm"], []).append(r)
+arms["self"] = arms["sampled"] if len(arms["sampled"]) >= 2 else []
 print()
 print("== %s" % name)
-for arm in ARMS:
+for arm in [a for a in ARMS if arms[a]]:
     tops = Counter("-" if t is None else label(t) for t in (top(r["explain"]) for r in arms[arm]))
     ratios = ["-" if x is None else "%.3f" % x for x in (traced_ratio(r["explain"]) for r in arms[arm])]
     print("  %-7s traced/residual at the largest N: %s; top cause: %s" % (
@@ -141,8 +169,9 @@ for arm in ARMS:
         t, u, s = (sorted(c)[len(c) // 2] for c in zip(*seen))
         print("  %-7s off a CPU at the largest N, share of the cost per op: traced %.1f%%, untraced %.1f%% (%+.1f points);"
               " slowdown ×%.2f (medians over %d runs)" % (arm, t, u, t - u, s, len(seen)))
+present = [a for a in ARMS if arms[a]]
 print("  the growth was beyond the trials' noise in %s of the %s runs" % (
-    ", ".join("%d" % sum(causes(r["explain"]) is not None for r in arms[a]) for a in ARMS), ", ".join(ARMS)))
+    ", ".join("%d" % sum(causes(r["explain"]) is not None for r in arms[a]) for a in present), ", ".join(present)))
 
 def spread(x):
     return "" if len(x) < 2 else " ±%.0f" % stdev(x)
@@ -155,13 +184,18 @@ def largest(values, ref, k=3):
             seen.setdefault(key_, []).append(s)
     return sorted(seen, key=lambda k_: -sum(seen[k_]))[:k]
 
-def table(title, rule, values):
-    """values(run) -> cause key -> (share, stated interval or None), or None for a run left out"""
+def table(title, rule, values_of):
+    """values_of(ref)(run) -> cause key -> (share, stated interval or None), or None for a run
+    left out: against `alone` (no trace), the keys that a profile alone names (see coarse)"""
     print("  %-84s %-6s %14s %14s %7s %8s %10s" % (title, "vs", "sampled", "reference", "diff", "±95%", rule))
-    for ref in ("every", "full"):
-        for k in largest(values, ref):
+    for ref in [r for r in REFS if arms.get(r)]:
+        values = values_of(ref)
+        # `self`: each round's sampled run against the next round's, the noise floor of the
+        # rule (identical runs differ too)
+        other = arms["sampled"][1:] + arms["sampled"][:1] if ref == "self" else arms[ref]
+        for k in largest(values, "sampled" if ref == "self" else ref):
             # rounds where both runs have a value
-            pairs = [(values(x["explain"]), values(y["explain"])) for x, y in zip(arms["sampled"], arms[ref])]
+            pairs = [(values(x["explain"]), values(y["explain"])) for x, y in zip(arms["sampled"], other)]
             pairs = [(x, y) for x, y in pairs if x is not None and y is not None]
             if not pairs:
                 print("  %-84s %-6s no round where both grew beyond the trials' noise" % (label(k), ref))
@@ -174,9 +208,33 @@ def table(title, rule, values):
                 label(k), ref, mean(a), spread(a), mean(b), spread(b),
                 mean(a) - mean(b), "-" if w is None else "±%.1f" % w, agree, len(per)))
 
-if any(causes(r["explain"]) for r in arms["every"] + arms["full"]):
-    table("share of the workload's growth (each reference's largest causes)", "agree", causes)
+def split_values(e, host=HOST):
+    return {k: (s, None) for k, s in split(e, host).items()}
+
+def of(values):
+    return lambda ref: grouped(values) if ref == "alone" else (lambda e: values(e))
+
+if any(causes(r["explain"]) for r in arms["every"] + arms["full"] + arms["alone"]):
+    table("share of the workload's growth (each reference's largest causes)", "agree", of(causes))
 else:
     print("  the workload's cost per op grew beyond noise in no reference run: no shares of a growth to compare")
-table("share of the workload's cost per op at the largest N", "within 5",
-      lambda e: {k: (s, None) for k, s in split(e).items()})
+table("share of the workload's cost per op at the largest N", "within 5", of(split_values))
+
+def blocked_split(e, host=HOST):
+    """blocked cause key -> its share % of the time off a CPU at the largest N: which waits,
+    whatever each arm's measuring lengthened them all by (None without a split of it)"""
+    parts = [x for x in e["points"][-1]["parts"] if x["cause"]["kind"] in BLOCKED]
+    total = sum(x["ns_per_op"] for x in parts)
+    if total <= 0 or all(x["cause"]["kind"] == "blocked" for x in parts):
+        return None
+    out = {}
+    for x in parts:
+        k = key(x)
+        s0, _ = out.get(k, (0.0, None))
+        out[k] = (s0 + x["ns_per_op"] / total * 100, None)
+    return out
+
+if any(blocked_split(r["explain"]) for r in arms["every"] + arms["full"]):
+    print("  (without `alone`, which does not split the time off a CPU)")
+    REFS = ("every", "full", "self")
+    table("share of the time off a CPU at the largest N, by cause", "within 5", lambda ref: blocked_split)

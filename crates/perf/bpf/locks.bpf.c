@@ -112,6 +112,10 @@ struct thread {
     __u32 futex_sampled; // its REC_FUTEX was written: its end writes REC_FUTEX_END
     __u32 pad;
     struct open_lock locks[NESTED];
+    // This tracer's programs' runs in its context without a walk, and its walks' time
+    // (self_cost_thread).
+    __u64 prog_runs;
+    __u64 prog_walk_ns;
 };
 
 struct total_key {
@@ -314,8 +318,8 @@ int BPF_PROG(on_contention_begin, void *lock, unsigned int flags)
     bool picked = self_cost_run();
     __u64 start = self_cost_timed(picked, false) ? bpf_ktime_get_ns() : 0;
     contention_begins(t, (__u64)lock, flags);
-    if (start)
-        self_cost_add(start, false, picked, true);
+    __u64 d = start ? self_cost_add(start, false, picked, true) : 0;
+    self_cost_thread(&t->prog_runs, &t->prog_walk_ns, false, d);
     return 0;
 }
 
@@ -381,8 +385,8 @@ int BPF_PROG(on_contention_end, void *lock, int ret)
         return 0;
     bool picked = self_cost_run();
     bool walked = contention_ends(ctx, t, tid, lock, end);
-    if (self_cost_timed(picked, walked))
-        self_cost_add(end, walked, picked, true);
+    __u64 d = self_cost_timed(picked, walked) ? self_cost_add(end, walked, picked, true) : 0;
+    self_cost_thread(&t->prog_runs, &t->prog_walk_ns, walked, d);
     return 0;
 }
 
@@ -467,8 +471,8 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long nr)
         t->futex_op = op;
         t->futex_begin = bpf_ktime_get_ns();
     }
-    if (start)
-        self_cost_add(start, false, picked, true);
+    __u64 d = start ? self_cost_add(start, false, picked, true) : 0;
+    self_cost_thread(&t->prog_runs, &t->prog_walk_ns, false, d);
     return 0;
 }
 
@@ -484,8 +488,8 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
         return 0;
     bool picked = self_cost_run();
     bool walked = futex_call_ends(ctx, t, tid, end, ret);
-    if (self_cost_timed(picked, walked))
-        self_cost_add(end, walked, picked, true);
+    __u64 d = self_cost_timed(picked, walked) ? self_cost_add(end, walked, picked, true) : 0;
+    self_cost_thread(&t->prog_runs, &t->prog_walk_ns, walked, d);
     return 0;
 }
 
@@ -560,6 +564,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
     __u32 tid = prev->pid;
     struct thread *t = tid ? bpf_map_lookup_elem(&threads, &tid) : 0;
     // Timed only in a traced thread's context (`start` 0 otherwise): its cost is the trial's.
+    struct thread *me = t;
     bool picked = false, walked = false;
     __u64 start = 0;
     if (t) {
@@ -578,8 +583,10 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
     t = tid ? bpf_map_lookup_elem(&threads, &tid) : 0;
     if (t && t->futex_begin)
         futex_wait_ends(t, tid);
-    if (start)
-        self_cost_add(start, walked, picked, true);
+    if (me) {
+        __u64 d = start ? self_cost_add(start, walked, picked, true) : 0;
+        self_cost_thread(&me->prog_runs, &me->prog_walk_ns, walked, d);
+    }
     return 0;
 }
 

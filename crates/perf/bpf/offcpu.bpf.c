@@ -114,6 +114,10 @@ struct thread {
     __u64 wall_on_cpu;
     // Its last switch-out (0: none yet): a stint whose switch-in was not seen begins after it.
     __u64 out_at;
+    // This tracer's programs' runs in its context without a walk, and its walks' time
+    // (self_cost_thread).
+    __u64 prog_runs;
+    __u64 prog_walk_ns;
 };
 
 // This CPU's CLOCK_MONOTONIC (bpf_ktime_get_ns) less the scheduler's rq clock, from the last
@@ -214,6 +218,8 @@ struct exit_rec {
     __u64 episodes;
     __u64 wall_on_cpu; // its wall-clock time on a CPU, the stint now ending included
     char comm[16];
+    __u64 prog_runs;    // struct thread's, at its exit
+    __u64 prog_walk_ns;
 };
 
 // Set by user space before loading.
@@ -465,8 +471,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
     }
     if (switch_in(ctx, next, switched, now))
         walked = true;
-    if (self_cost_timed(picked, walked))
-        self_cost_add(switched, walked, picked, true);
+    __u64 d = self_cost_timed(picked, walked) ? self_cost_add(switched, walked, picked, true) : 0;
+    self_cost_thread(&t->prog_runs, &t->prog_walk_ns, walked, d);
     return 0;
 }
 
@@ -532,12 +538,15 @@ int BPF_PROG(on_waking, struct task_struct *p)
     if (!t)
         return 0;
     __u64 now = bpf_ktime_get_ns();
-    bool picked = self_cost_run();
+    // The run is the waker's cost (the thread whose context it is): counted only where that
+    // is a traced thread, and on it.
+    __u32 me = (__u32)bpf_get_current_pid_tgid();
+    struct thread *waker = me ? bpf_map_lookup_elem(&threads, &me) : 0;
+    bool picked = waker ? self_cost_run() : false;
     bool walked = waking(ctx, p, t, tid, now);
-    if (self_cost_timed(picked, walked)) {
-        // The waker's context: the trial's when it is a traced thread.
-        __u32 me = (__u32)bpf_get_current_pid_tgid();
-        self_cost_add(now, walked, picked, bpf_map_lookup_elem(&threads, &me) != 0);
+    if (waker) {
+        __u64 d = self_cost_timed(picked, walked) ? self_cost_add(now, walked, picked, true) : 0;
+        self_cost_thread(&waker->prog_runs, &waker->prog_walk_ns, walked, d);
     }
     return 0;
 }
@@ -584,6 +593,8 @@ int BPF_PROG(on_exit, struct task_struct *p)
         end_stint(t, p, x->end);
         x->wall_on_cpu = t->wall_on_cpu;
         bpf_get_current_comm(x->comm, sizeof(x->comm));
+        x->prog_runs = t->prog_runs;
+        x->prog_walk_ns = t->prog_walk_ns;
         bpf_ringbuf_submit(x, 0);
     } else {
         count(STAT_EXIT_LOST);

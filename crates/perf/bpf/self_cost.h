@@ -52,19 +52,19 @@ static __always_inline bool self_cost_timed(bool picked, bool walked)
     return picked || walked || time_every_run;
 }
 
-// Adds a timed run begun at `begin` (see self_cost_timed). `in_trial`: it ran in a traced
-// thread's context (else it adds no time).
-static __always_inline void self_cost_add(__u64 begin, bool walked, bool picked, bool in_trial)
+// Adds a timed run begun at `begin` (see self_cost_timed) and returns its time. `in_trial`:
+// it ran in a traced thread's context (else it adds no time, and returns 0).
+static __always_inline __u64 self_cost_add(__u64 begin, bool walked, bool picked, bool in_trial)
 {
     __u32 zero = 0;
     struct self_cost *c = bpf_map_lookup_elem(&self_costs, &zero);
     if (!c)
-        return;
+        return 0;
     __u64 d = in_trial ? bpf_ktime_get_ns() - begin : 0;
     if (walked) {
         c->walk_runs += 1;
         c->walk_ns += d;
-        return;
+        return d;
     }
     if (picked) {
         c->timed_runs += 1;
@@ -72,4 +72,19 @@ static __always_inline void self_cost_add(__u64 begin, bool walked, bool picked,
     }
     if (time_every_run)
         c->all_ns += d;
+    return d;
+}
+
+// Counts a run on the thread in whose context it ran (its `runs` and `walk_ns` fields): a
+// walk's time `d` (walks are always timed), or one more run without a walk, whose time user
+// space estimates by the picked runs' mean. Only that thread's own programs write these
+// fields, so no other CPU races with the addition. User space sums them over the threads
+// whose CPU the trial's accounting holds (a built-in's tasks, not their echo partners; a
+// command's workers), where the per-CPU sums above hold every traced thread's.
+static __always_inline void self_cost_thread(__u64 *runs, __u64 *walk_ns, bool walked, __u64 d)
+{
+    if (walked)
+        *walk_ns += d;
+    else
+        *runs += 1;
 }

@@ -33,7 +33,7 @@
 //! CPU ([`MappingStream::open_cpu_wide`]), so that user stacks unwind after their process is
 //! gone.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use aya::maps::{Array, HashMap as BpfHashMap, MapData, RingBuf};
 use aya::{Ebpf, EbpfLoader};
@@ -162,6 +162,9 @@ struct ThreadSlot {
     futex_sampled: u32,
     pad: u32,
     locks: [OpenLock; 4],
+    /// The programs' runs in its context without a walk, and its walks' time.
+    prog_runs: u64,
+    prog_walk_ns: u64,
 }
 
 /// `struct total_key`.
@@ -194,7 +197,7 @@ struct Window {
 }
 
 // SAFETY: each is `repr(C)` of plain integers laid out without padding (every field is
-// naturally aligned and the sizes sum to the struct's: 24, 128, 24, 32 and 16 bytes), so every
+// naturally aligned and the sizes sum to the struct's: 24, 144, 24, 32 and 16 bytes), so every
 // bit pattern the kernel writes is a valid value.
 unsafe impl aya::Pod for OpenLock {}
 // SAFETY: as above.
@@ -333,6 +336,9 @@ pub struct BpfLockTracer {
     /// The programs' runs counted at the window's start and end.
     runs_from: Option<ProgramRuns>,
     runs_until: Option<ProgramRuns>,
+    /// Each thread's programs' counts (`prog_runs`, `prog_walk_ns`) at the window's edges.
+    threads_from: HashMap<u32, (u64, u64)>,
+    threads_until: HashMap<u32, (u64, u64)>,
     malformed: u64,
 }
 
@@ -424,6 +430,8 @@ impl BpfLockTracer {
             window_start: 0,
             runs_from: None,
             runs_until: None,
+            threads_from: HashMap::new(),
+            threads_until: HashMap::new(),
             malformed: 0,
         })
     }
@@ -433,6 +441,7 @@ impl BpfLockTracer {
     pub fn window_opens(&mut self, at: u64) {
         self.window_start = at;
         self.runs_from = ProgramRuns::read(&self.bpf);
+        self.threads_from = self.thread_programs();
         let _ = self.windows.set(
             0,
             Window {
@@ -458,6 +467,22 @@ impl BpfLockTracer {
         let start = self.window_start;
         let _ = self.windows.set(0, Window { start, end: at }, 0);
         self.runs_until = ProgramRuns::read(&self.bpf);
+        self.threads_until = self.thread_programs();
+    }
+
+    /// Every traced thread's programs' counts now: `(prog_runs, prog_walk_ns)` by thread id.
+    fn thread_programs(&self) -> HashMap<u32, (u64, u64)> {
+        let Some(map) = self.bpf.map("threads") else {
+            return HashMap::new();
+        };
+        let Ok(threads) = BpfHashMap::<&MapData, u32, ThreadSlot>::try_from(map) else {
+            return HashMap::new();
+        };
+        threads
+            .iter()
+            .filter_map(Result::ok)
+            .map(|(tid, t)| (tid, (t.prog_runs, t.prog_walk_ns)))
+            .collect()
     }
 
     /// Reads the sampled waits written since the last drain (call it every 10 ms or so; the
@@ -481,6 +506,22 @@ impl BpfLockTracer {
         all.extend(FUTEX_CALL_PROGRAMS);
         all.extend(FUTEX_SLEEP_PROGRAMS);
         let runs_until = self.runs_until.or_else(|| ProgramRuns::read(&self.bpf));
+        let window = runs_until
+            .map(|r| r.since(self.runs_from.unwrap_or_default()))
+            .unwrap_or_default();
+        // A thread that exited inside the window took its counts with it (the kernel's entry
+        // goes at its exit): only those alive at both edges are shared out.
+        let thread_programs_ns = self
+            .threads_until
+            .iter()
+            .filter_map(|(tid, &(runs, walk))| {
+                let &(runs0, walk0) = self.threads_from.get(tid)?;
+                Some((
+                    *tid,
+                    window.thread_ns(runs.saturating_sub(runs0), walk.saturating_sub(walk0)),
+                ))
+            })
+            .collect();
         bpf_load::detach(&mut self.bpf, &all);
         self.mappings.disable();
         self.drain();
@@ -503,8 +544,8 @@ impl BpfLockTracer {
             futex_counted: None,
             totals: Some(totals),
             sampling: Some(sampling),
-            programs_ns: runs_until
-                .map(|r| r.since(self.runs_from.unwrap_or_default()).estimated_ns()),
+            programs_ns: runs_until.map(|_| window.estimated_ns()),
+            thread_programs_ns,
         }
     }
 
@@ -696,6 +737,75 @@ mod tests {
             *g += 1;
             std::thread::sleep(std::time::Duration::from_micros(50));
         }
+    }
+
+    /// The programs' time is read per thread at a window's edges, as a trial's are: each
+    /// thread's share (explain counts a built-in's tasks', not their partners'), adding up to
+    /// the whole.
+    #[test]
+    fn each_threads_share_of_the_programs_time_is_read_across_the_window() {
+        let config = BpfLockConfig {
+            fixed_k: 4,
+            ..BpfLockConfig::default()
+        };
+        let mut tracer = match BpfLockTracer::open(&config) {
+            Ok(t) => t,
+            Err(e) if std::env::var_os("SCALELAB_REQUIRE_BPF").is_some() => {
+                panic!("SCALELAB_REQUIRE_BPF is set and the tracer cannot load: {e}")
+            }
+            Err(e) => {
+                eprintln!("skipped: {e}");
+                return;
+            }
+        };
+        // Two workers taking turns on a mutex; the window opens once both exist and closes
+        // before they end, as a trial's does.
+        let m = std::sync::Arc::new(std::sync::Mutex::new(0u64));
+        let edges = std::sync::Arc::new(std::sync::Barrier::new(3));
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                let (m, edges) = (m.clone(), edges.clone());
+                std::thread::spawn(move || {
+                    edges.wait();
+                    take_turns(&m);
+                    edges.wait();
+                    // Alive until the window has closed.
+                    edges.wait();
+                })
+            })
+            .collect();
+        let now = || sys::clock_gettime_vdso(sys::ClockId::Monotonic);
+        tracer.window_opens(now());
+        edges.wait();
+        edges.wait();
+        tracer.window_closes(now());
+        edges.wait();
+        for w in workers {
+            w.join().expect("worker");
+        }
+        tracer.drain();
+        let trace = tracer.finish();
+        let programs = trace
+            .programs_ns
+            .expect("the in-kernel tracer times its programs");
+        // The workers' shares above all (the main thread only waits at the two edges), and
+        // the shares are the whole, up to the runs between the reads.
+        let busy = trace
+            .thread_programs_ns
+            .values()
+            .filter(|&&ns| ns > 0)
+            .count();
+        let shares: u64 = trace.thread_programs_ns.values().sum();
+        assert!(
+            programs > 0 && busy >= 2,
+            "{programs} ns; the threads' {:?}",
+            trace.thread_programs_ns
+        );
+        assert!(
+            shares.abs_diff(programs) as f64 <= 0.1 * programs as f64,
+            "the threads' {:?} against the whole {programs} ns",
+            trace.thread_programs_ns
+        );
     }
 
     /// Needs root, BTF and a build with clang; says why it skipped otherwise (fails instead

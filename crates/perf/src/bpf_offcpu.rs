@@ -165,8 +165,8 @@ impl std::fmt::Debug for BpfOffCpuTracer {
     }
 }
 
-// SAFETY: `ThreadEntry` is `repr(C)`, plain integers with no padding (4+4+8+8+8+4+4+8+4+4+8+8+8+8
-// bytes, each field at a multiple of its size), so
+// SAFETY: `ThreadEntry` is `repr(C)`, plain integers with no padding
+// (4+4+8+8+8+4+4+8+4+4+8+8+8+8+8+8 bytes, each field at a multiple of its size), so
 // every bit pattern the kernel writes is a valid value.
 unsafe impl aya::Pod for ThreadEntry {}
 
@@ -261,7 +261,7 @@ impl BpfOffCpuTracer {
                 let read_at = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
                 let after = self.threads.get(&tid, 0).unwrap_or(t);
                 // Its wall-clock time on a CPU as at the read, like its CPU time.
-                c.wall = after.wall_at(read_at);
+                c = c.with_entry(&after, read_at);
                 // The same wait before and after the read: it was in progress throughout.
                 let waiting = if after.queued_at == t.queued_at {
                     after.queued_at
@@ -291,6 +291,9 @@ impl BpfOffCpuTracer {
         let (from, at_from) = self.at_from.take().unwrap_or_default();
         let (until, at_until) = self.at_until.take().unwrap_or((until, HashMap::new()));
         let window = (from, until);
+        let programs = runs_until
+            .map(|r| r.since(self.runs_from.unwrap_or_default()))
+            .unwrap_or_default();
         let mut threads: Vec<ThreadLife> = Vec::new();
         for (tid, entry, end, counters, comm) in &self.exited {
             // Exited after the window: as it was at the window's end, where that was read.
@@ -298,9 +301,15 @@ impl BpfOffCpuTracer {
                 Some(c) if *end > until => (None, c),
                 _ => (Some(*end), counters),
             };
-            if let Some(mut life) =
-                window_life(*tid, entry, end, window, at_from.get(tid), counters)
-            {
+            if let Some(mut life) = window_life(
+                *tid,
+                entry,
+                end,
+                window,
+                at_from.get(tid),
+                counters,
+                &programs,
+            ) {
                 life.comm = comm.clone();
                 threads.push(life);
             }
@@ -308,15 +317,20 @@ impl BpfOffCpuTracer {
         let live: Vec<(u32, ThreadEntry)> = self.threads.iter().filter_map(Result::ok).collect();
         for (tid, entry) in live {
             let Some(counters) = at_until.get(&tid).copied().or_else(|| {
-                let mut c = Counters::read(entry.pid, tid)?;
-                c.wall = entry.wall_at(sys::clock_gettime_vdso(sys::ClockId::Monotonic));
-                Some(c)
+                let c = Counters::read(entry.pid, tid)?;
+                Some(c.with_entry(&entry, sys::clock_gettime_vdso(sys::ClockId::Monotonic)))
             }) else {
                 continue;
             };
-            if let Some(mut life) =
-                window_life(tid, &entry, None, window, at_from.get(&tid), &counters)
-            {
+            if let Some(mut life) = window_life(
+                tid,
+                &entry,
+                None,
+                window,
+                at_from.get(&tid),
+                &counters,
+                &programs,
+            ) {
                 life.comm = self.names.get(&tid).cloned().unwrap_or_else(|| {
                     std::fs::read_to_string(format!("/proc/{}/task/{tid}/comm", entry.pid))
                         .map(|c| c.trim_end().to_string())
@@ -349,8 +363,7 @@ impl BpfOffCpuTracer {
             out_of_step: 0,
             late_switch_ins: (0, 0),
             sampling: Some(tally),
-            programs_ns: runs_until
-                .map(|r| r.since(self.runs_from.unwrap_or_default()).estimated_ns()),
+            programs_ns: runs_until.map(|_| programs.estimated_ns()),
         }
     }
 
@@ -614,6 +627,20 @@ mod tests {
         assert!(
             (20.0..50_000.0).contains(&per_switch),
             "{per_switch} ns a blocking switch ({programs} ns, {sampling:?})"
+        );
+        // Each thread carries its own share (the thread whose context ran them), and the
+        // shares are the whole, up to the runs between the last reads.
+        let hand_offs: Vec<&ThreadLife> = trace.threads.iter().filter(|t| t.blocked > 0).collect();
+        assert!(
+            hand_offs.len() >= 2 && hand_offs.iter().all(|t| t.programs > 0),
+            "{:?}",
+            trace.threads
+        );
+        let shares: u64 = trace.threads.iter().map(|t| t.programs).sum();
+        assert!(
+            shares.abs_diff(programs) as f64 <= 0.1 * programs as f64,
+            "the threads' {shares} ns against the whole {programs} ns: {:?}",
+            trace.threads
         );
     }
 

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 
 use crate::bpf_load::{frames, u32_at, u64_at};
 use crate::offcpu_events::{BlockedEpisode, ThreadLife, Waker};
+use crate::self_cost::ProgramRuns;
 
 /// Kernel frames in a BEGIN record (`KERNEL_FRAMES`).
 const KERNEL_FRAMES: usize = 48;
@@ -21,7 +22,7 @@ pub(crate) const STACK_BYTES: usize = 4096;
 const WAKER_FRAMES: usize = 32;
 const BEGIN_SIZE: usize = 72 + 8 * KERNEL_FRAMES + 8 * USER_FRAMES + STACK_BYTES;
 const END_SIZE: usize = 32 + 8 * WAKER_FRAMES;
-const EXIT_SIZE: usize = 80;
+const EXIT_SIZE: usize = 96;
 const LONG_SIZE: usize = 48 + 8 * KERNEL_FRAMES + 8 * WAKER_FRAMES;
 /// `waker_tid` of an END written at the switch-in: no wake-up was seen.
 const NO_WAKER: u32 = u32::MAX;
@@ -147,6 +148,9 @@ pub(crate) struct Counters {
     pub on_cpu: u64,
     pub run_delay: u64,
     pub wall: u64,
+    /// Its entry's `prog_runs` and `prog_walk_ns` (the tracer's own programs in its context).
+    pub prog_runs: u64,
+    pub prog_walk_ns: u64,
 }
 
 impl Counters {
@@ -156,7 +160,7 @@ impl Counters {
         Some(Counters {
             on_cpu: f.next()?.ok()?,
             run_delay: f.next()?.ok()?,
-            wall: 0,
+            ..Counters::default()
         })
     }
 
@@ -170,6 +174,14 @@ impl Counters {
     /// none) counted: the kernel adds a wait to `run_delay` only as it ends, so a thread
     /// waiting at a window's edge would carry the part before the edge into the window (seen:
     /// a pipe_pingpong pair that waited ~95 ms in the warm-up read 2.3x its run-queue wait).
+    /// The counters with `entry`'s wall-clock time on a CPU as at `at` and its programs' runs.
+    pub(crate) fn with_entry(mut self, entry: &ThreadEntry, at: u64) -> Counters {
+        self.wall = entry.wall_at(at);
+        self.prog_runs = entry.prog_runs;
+        self.prog_walk_ns = entry.prog_walk_ns;
+        self
+    }
+
     pub(crate) fn with_wait_in_progress(mut self, queued_at: u64, at: u64) -> Counters {
         if queued_at != 0 {
             self.run_delay += at.saturating_sub(queued_at);
@@ -217,6 +229,11 @@ pub(crate) struct ThreadEntry {
     pub wall_on_cpu: u64,
     /// Its last switch-out, CLOCK_MONOTONIC ns (0: none yet; BPF's own).
     pub out_at: u64,
+    /// The tracer's programs' runs in its context that walked no chain (their time estimated
+    /// by the picked runs' mean: [`ProgramRuns`](crate::ProgramRuns)).
+    pub prog_runs: u64,
+    /// The time of those that walked one (each timed), ns.
+    pub prog_walk_ns: u64,
 }
 
 impl ThreadEntry {
@@ -313,11 +330,15 @@ pub(crate) fn decode(b: &[u8]) -> Option<Record<'_>> {
                     on_cpu_since: 0,
                     wall_on_cpu: u64_at(b, 56),
                     out_at: 0,
+                    prog_runs: u64_at(b, 80),
+                    prog_walk_ns: u64_at(b, 88),
                 },
                 counters: Counters {
                     on_cpu: u64_at(b, 32),
                     run_delay: u64_at(b, 40),
                     wall: u64_at(b, 56),
+                    prog_runs: u64_at(b, 80),
+                    prog_walk_ns: u64_at(b, 88),
                 },
             }))
         }
@@ -457,6 +478,7 @@ pub(crate) fn window_life(
     (from, until): (u64, u64),
     at_from: Option<&Counters>,
     at_end: &Counters,
+    programs: &ProgramRuns,
 ) -> Option<ThreadLife> {
     if end.is_some_and(|e| e < from) {
         return None;
@@ -483,6 +505,10 @@ pub(crate) fn window_life(
         runq,
         stolen,
         blocked: rest - stolen,
+        programs: programs.thread_ns(
+            at_end.prog_runs.saturating_sub(base.prog_runs),
+            at_end.prog_walk_ns.saturating_sub(base.prog_walk_ns),
+        ),
     })
 }
 
@@ -634,6 +660,7 @@ mod tests {
 
     #[test]
     fn a_threads_life_in_the_window_is_the_kernels_counters_across_it_and_blocked_the_rest() {
+        let none = ProgramRuns::default();
         let entry = ThreadEntry {
             pid: 5,
             parent: 4,
@@ -645,14 +672,24 @@ mod tests {
             on_cpu: 30,
             run_delay: 10,
             wall: 40,
+            ..Counters::default()
         };
         let at_end = Counters {
             on_cpu: 530,
             run_delay: 110,
             wall: 540,
+            ..Counters::default()
         };
-        let life =
-            window_life(6, &entry, None, (200, 1_200), Some(&at_from), &at_end).expect("alive");
+        let life = window_life(
+            6,
+            &entry,
+            None,
+            (200, 1_200),
+            Some(&at_from),
+            &at_end,
+            &none,
+        )
+        .expect("alive");
         assert_eq!(
             (life.on_cpu, life.runq, life.blocked, life.stolen),
             (500, 100, 400, 0)
@@ -670,17 +707,19 @@ mod tests {
             on_cpu: 200,
             run_delay: 0,
             wall: 200,
+            ..Counters::default()
         };
-        let life = window_life(7, &late, Some(900), (200, 1_200), None, &spent).unwrap();
+        let life = window_life(7, &late, Some(900), (200, 1_200), None, &spent, &none).unwrap();
         assert_eq!((life.on_cpu, life.blocked, life.end), (200, 0, Some(900)));
         assert_eq!(
-            window_life(6, &entry, Some(150), (200, 1_200), None, &at_end),
+            window_life(6, &entry, Some(150), (200, 1_200), None, &at_end, &none),
             None
         );
     }
 
     #[test]
     fn time_on_a_cpu_beyond_the_cpu_time_is_stolen_not_blocked() {
+        let none = ProgramRuns::default();
         let entry = ThreadEntry {
             pid: 5,
             begin: 0,
@@ -693,8 +732,10 @@ mod tests {
             on_cpu: 550,
             run_delay: 100,
             wall: 700,
+            ..Counters::default()
         };
-        let life = window_life(6, &entry, None, (0, 1_000), Some(&at_from), &at_end).unwrap();
+        let life =
+            window_life(6, &entry, None, (0, 1_000), Some(&at_from), &at_end, &none).unwrap();
         assert_eq!(
             (life.on_cpu, life.runq, life.stolen, life.blocked),
             (550, 100, 150, 200)
@@ -705,7 +746,8 @@ mod tests {
             wall: 2_000,
             ..at_end
         };
-        let life = window_life(6, &entry, None, (0, 1_000), Some(&at_from), &skewed).unwrap();
+        let life =
+            window_life(6, &entry, None, (0, 1_000), Some(&at_from), &skewed, &none).unwrap();
         assert_eq!((life.stolen, life.blocked), (350, 0));
         // The stint in progress counts up to the read.
         let running = ThreadEntry {
@@ -717,6 +759,58 @@ mod tests {
     }
 
     #[test]
+    fn a_threads_programs_are_its_walks_and_its_other_runs_at_the_windows_mean() {
+        // In the window, the CPUs' picked runs took 150 ns each on average.
+        let window = ProgramRuns {
+            runs: 1_000,
+            timed_runs: 60,
+            timed_ns: 9_000,
+            walk_runs: 10,
+            walk_ns: 60_000,
+            all_ns: 0,
+        };
+        let entry = ThreadEntry {
+            pid: 5,
+            ..ThreadEntry::default()
+        };
+        let at_from = Counters {
+            prog_runs: 100,
+            prog_walk_ns: 5_000,
+            ..Counters::default()
+        };
+        let at_end = Counters {
+            prog_runs: 300,
+            prog_walk_ns: 35_000,
+            ..Counters::default()
+        };
+        let life = window_life(
+            6,
+            &entry,
+            None,
+            (0, 1_000),
+            Some(&at_from),
+            &at_end,
+            &window,
+        )
+        .unwrap();
+        // 30,000 ns of walks and 200 other runs at 150 ns.
+        assert_eq!(life.programs, 60_000);
+        // Read at its exit: the record carries them.
+        let mut b = vec![0u8; EXIT_SIZE];
+        put32(&mut b, 0, 3);
+        put32(&mut b, 4, 6);
+        put64(&mut b, 80, 300);
+        put64(&mut b, 88, 35_000);
+        let Some(Record::Exit(x)) = decode(&b) else {
+            panic!("an EXIT record");
+        };
+        assert_eq!(
+            (x.counters.prog_runs, x.counters.prog_walk_ns),
+            (300, 35_000)
+        );
+    }
+
+    #[test]
     fn schedstat_gives_the_cpu_time_and_the_wait_for_a_cpu() {
         assert_eq!(
             Counters::parse_schedstat("123456 7890 42\n"),
@@ -724,6 +818,7 @@ mod tests {
                 on_cpu: 123_456,
                 run_delay: 7_890,
                 wall: 0,
+                ..Counters::default()
             })
         );
         assert_eq!(Counters::parse_schedstat("12"), None);
@@ -731,6 +826,7 @@ mod tests {
             on_cpu: 5,
             run_delay: 100,
             wall: 0,
+            ..Counters::default()
         };
         assert_eq!(c.with_wait_in_progress(700, 1_000).run_delay, 400);
         assert_eq!(c.with_wait_in_progress(0, 1_000).run_delay, 100);

@@ -183,6 +183,10 @@ pub struct LockTrace {
     /// The in-kernel tracer's programs' own time in the traced threads' context inside the
     /// window (estimated: [`ProgramRuns`](crate::ProgramRuns)); `None` from the perf tracer.
     pub programs_ns: Option<u64>,
+    /// Its share in each thread alive at both of the window's edges, by thread id (estimated:
+    /// [`ProgramRuns::thread_ns`](crate::ProgramRuns::thread_ns)); empty from the perf
+    /// tracer, or where the window's edges were not read.
+    pub thread_programs_ns: std::collections::HashMap<u32, u64>,
 }
 
 /// Interns call chains: equal chains share one index.

@@ -422,6 +422,7 @@ impl LockTracer {
             totals: None,
             sampling: None,
             programs_ns: None,
+            thread_programs_ns: std::collections::HashMap::new(),
         }
     }
 

@@ -280,6 +280,10 @@ pub struct ThreadLife {
     /// CPU beyond its CPU time), as the in-kernel tracer measures it; 0 from the perf tracer,
     /// whose time on a CPU is wall-clock time and holds it.
     pub stolen: u64,
+    /// Nanoseconds of its CPU time that the in-kernel off-CPU tracer's own programs took,
+    /// run in its context (estimated: [`ProgramRuns::thread_ns`](crate::ProgramRuns::thread_ns));
+    /// 0 from the perf tracer.
+    pub programs: u64,
 }
 
 impl ThreadLife {

@@ -436,9 +436,14 @@ impl OffCpuTracer {
         self.wakers.retain(|tid, _| !traced.contains(tid));
         let pids: std::collections::BTreeSet<u32> = episodes.iter().map(|e| e.pid).collect();
         let maps = self.unwinder.maps_of(pids);
+        // A blocking switch's chain begins in the tracepoint's own frame on this kernel
+        // (`__traceiter_sched_switch`), which a wait's caller must not be: create_unlink's every
+        // rwsem wait was named "from __traceiter_sched_switch" under --tracer perf.
+        let mut chains = std::mem::take(&mut self.chains).into_chains();
+        crate::bpf_offcpu::trim_bpf_frames(&mut chains);
         OffCpuTrace {
             episodes,
-            chains: std::mem::take(&mut self.chains).into_chains(),
+            chains,
             maps,
             lost: self.lost + self.mappings.lost,
             malformed: self.malformed,

@@ -83,13 +83,19 @@ impl ProgramRuns {
     /// than 16 of them), their time is unknown and left out: the estimate is then the walks'
     /// alone, a floor.
     pub fn estimated_ns(&self) -> u64 {
-        let others = self.runs.saturating_sub(self.walk_runs);
+        self.thread_ns(self.runs.saturating_sub(self.walk_runs), self.walk_ns)
+    }
+
+    /// One thread's share of the estimate: its `runs` without a walk at the picked runs' mean,
+    /// plus its walks' time (`walk_ns`, the kernel's `struct thread` fields `prog_runs` and
+    /// `prog_walk_ns` over the same window as these sums).
+    pub fn thread_ns(&self, runs: u64, walk_ns: u64) -> u64 {
         let rest = if self.timed_runs > 0 {
-            (self.timed_ns as f64 / self.timed_runs as f64 * others as f64).round() as u64
+            (self.timed_ns as f64 / self.timed_runs as f64 * runs as f64).round() as u64
         } else {
             0
         };
-        self.walk_ns + rest
+        walk_ns + rest
     }
 }
 

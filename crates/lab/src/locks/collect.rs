@@ -94,8 +94,9 @@ impl TraceSession {
         }
     }
 
-    /// Stops tracing and summarises the waits that ended inside `window`.
-    pub(crate) fn report(self, window: ClockWindow) -> LockReport {
+    /// Stops tracing and summarises the waits that ended inside `window`; the programs' own
+    /// time is that of a built-in's `tasks` (thread ids) where given, else of every thread.
+    pub(crate) fn report(self, window: ClockWindow, tasks: Option<&[u32]>) -> LockReport {
         let Some(tracer) = self.tracer else {
             return LockReport {
                 notes: self.notes,
@@ -109,6 +110,20 @@ impl TraceSession {
             totals.retain(|t| !self.processes.is_excluded(t.pid));
         }
         let mut report = summarise(&trace, window, self.request, self.processes.resolved());
+        // The tasks' share only: pipe_pingpong's echo partners switch as often as its tasks,
+        // and their runs of the futex-sleep program, counted as the tasks', doubled it.
+        if let (Some(tasks), Some(sampling)) = (tasks, &mut report.sampling)
+            && !trace.thread_programs_ns.is_empty()
+        {
+            sampling.programs_time = sampling.programs_time.map(|_| {
+                Nanos(
+                    tasks
+                        .iter()
+                        .filter_map(|t| trace.thread_programs_ns.get(t))
+                        .sum(),
+                )
+            });
+        }
         report.notes.splice(0..0, self.notes);
         report
     }
@@ -152,10 +167,10 @@ impl Observer for TraceSession {
     fn finish(
         self: Box<Self>,
         window: ClockWindow,
-        _tasks: Option<&[u32]>,
+        tasks: Option<&[u32]>,
         observed: &mut Observed,
     ) {
-        observed.locks = Some(self.report(window));
+        observed.locks = Some(self.report(window, tasks));
     }
 }
 
@@ -554,10 +569,13 @@ mod tests {
             session.drain();
         });
         let end = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
-        let report = session.report(ClockWindow {
-            start: Nanos(start),
-            end: Nanos(end),
-        });
+        let report = session.report(
+            ClockWindow {
+                start: Nanos(start),
+                end: Nanos(end),
+            },
+            None,
+        );
         // The most frequent waiter is the mutex (the scope's join is one long wait).
         let top = report
             .user
@@ -617,10 +635,13 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         let end = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
-        let report = session.report(ClockWindow {
-            start: Nanos(start),
-            end: Nanos(end),
-        });
+        let report = session.report(
+            ClockWindow {
+                start: Nanos(start),
+                end: Nanos(end),
+            },
+            None,
+        );
         let top = report
             .user
             .iter()
