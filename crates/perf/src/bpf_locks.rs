@@ -742,21 +742,29 @@ mod tests {
     /// The programs' time is read per thread at a window's edges, as a trial's are: each
     /// thread's share (explain counts a built-in's tasks', not their partners'), adding up to
     /// the whole.
+    /// The tracer, or `None` (said) where it cannot load here; with `SCALELAB_REQUIRE_BPF=1`,
+    /// as CI sets, a failure instead.
+    fn opened(config: &BpfLockConfig) -> Option<BpfLockTracer> {
+        match BpfLockTracer::open(config) {
+            Ok(t) => Some(t),
+            Err(e) if std::env::var_os("SCALELAB_REQUIRE_BPF").is_some() => {
+                panic!("SCALELAB_REQUIRE_BPF is set and the tracer cannot load: {e}")
+            }
+            Err(e) => {
+                eprintln!("skipped: {e}");
+                None
+            }
+        }
+    }
+
     #[test]
     fn each_threads_share_of_the_programs_time_is_read_across_the_window() {
         let config = BpfLockConfig {
             fixed_k: 4,
             ..BpfLockConfig::default()
         };
-        let mut tracer = match BpfLockTracer::open(&config) {
-            Ok(t) => t,
-            Err(e) if std::env::var_os("SCALELAB_REQUIRE_BPF").is_some() => {
-                panic!("SCALELAB_REQUIRE_BPF is set and the tracer cannot load: {e}")
-            }
-            Err(e) => {
-                eprintln!("skipped: {e}");
-                return;
-            }
+        let Some(mut tracer) = opened(&config) else {
+            return;
         };
         // Two workers taking turns on a mutex; the window opens once both exist and closes
         // before they end, as a trial's does.
@@ -829,15 +837,8 @@ mod tests {
             futex,
             ..BpfLockConfig::default()
         };
-        let mut tracer = match BpfLockTracer::open(&config) {
-            Ok(t) => t,
-            Err(e) if std::env::var_os("SCALELAB_REQUIRE_BPF").is_some() => {
-                panic!("SCALELAB_REQUIRE_BPF is set and the tracer cannot load: {e}")
-            }
-            Err(e) => {
-                eprintln!("skipped: {e}");
-                return;
-            }
+        let Some(mut tracer) = opened(&config) else {
+            return;
         };
         // Two threads taking turns on one std mutex, each holding it across a sleep: every
         // other take waits in the kernel.
