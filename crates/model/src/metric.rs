@@ -67,6 +67,23 @@ pub struct MetricSpec {
 const MAX_NAME: usize = 64;
 
 impl MetricSpec {
+    /// Whether `name` is a metric's name as `--metric` takes it (and so as a stored run may
+    /// carry it): 1 to 64 letters, digits, `_`, `-` or `.`.
+    pub fn check_name(name: &str) -> Result<(), String> {
+        if name.is_empty()
+            || name.len() > MAX_NAME
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+        {
+            return Err(format!(
+                "the name `{}` must be 1 to {MAX_NAME} letters, digits, `_`, `-` or `.`",
+                crate::safe_text::excerpt(name, 80)
+            ));
+        }
+        Ok(())
+    }
+
     /// Parses `NAME=[higher:|lower:]REGEX` (read from `from`); the error names the part that is
     /// wrong and shows the form.
     pub fn parse(arg: &str, from: OutputStream) -> Result<MetricSpec, String> {
@@ -76,15 +93,8 @@ impl MetricSpec {
             .split_once('=')
             .ok_or_else(|| format!("--metric `{arg}`: no `=`; {form}"))?;
         let name = name.trim();
-        if name.is_empty()
-            || name.len() > MAX_NAME
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
-        {
-            return Err(format!(
-                "--metric `{arg}`: the name `{name}` must be 1 to {MAX_NAME} letters, digits, `_`, `-` or `.`; {form}"
-            ));
+        if let Err(why) = MetricSpec::check_name(name) {
+            return Err(format!("--metric `{arg}`: {why}; {form}"));
         }
         let (direction, pattern) = if let Some(p) = rest.strip_prefix("higher:") {
             (Direction::Higher, p)

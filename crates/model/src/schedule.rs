@@ -67,10 +67,11 @@ impl Every {
         let (h, m) = time
             .split_once(':')
             .ok_or_else(|| fail("the time is HH:MM"))?;
+        // Digits only: `str::parse` also takes a sign (`+3:00` read as 03:00).
         let number = |s: &str, max: u32| {
-            s.parse::<u32>()
-                .ok()
-                .filter(|v| *v <= max && !s.is_empty() && s.len() <= 2)
+            s.parse::<u32>().ok().filter(|v| {
+                *v <= max && !s.is_empty() && s.len() <= 2 && s.bytes().all(|b| b.is_ascii_digit())
+            })
         };
         let (Some(h), Some(m)) = (number(h, 23), number(m, 59)) else {
             return Err(fail("the time is HH:MM, 00:00 to 23:59"));
@@ -184,6 +185,8 @@ mod tests {
             ("mon 3", "HH:MM"),
             ("mon 03:00 utc", "too many words"),
             ("mon -1:00", "00:00 to 23:59"),
+            ("+3:00", "00:00 to 23:59"),
+            ("mon 03:+5", "00:00 to 23:59"),
         ] {
             let err = Every::parse(text).unwrap_err().to_string();
             assert!(

@@ -585,6 +585,11 @@ pub struct SubmitArgs {
     /// Attempts before a job whose agents keep dying (killed, cut off) is failed.
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub attempts: u32,
+    /// Kill the job and fail it "timed out" once it has run this long [default: from its plan:
+    /// three times its trials' warm-ups and windows, plus 10 minutes; a command's job: the
+    /// agent's --max-job-time]. Refused when its plan cannot fit.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<Nanos>,
     #[command(flatten)]
     pub output: Output,
     /// The job, as typed after `scalelab`: `run …` or `ab …` (without --db: the agent stores
@@ -636,15 +641,23 @@ pub enum QueueAction {
 
 #[derive(Debug, Args)]
 pub struct AgentArgs {
-    /// Also run jobs that carry a shell command (`run --cmd`, `ab`) when every command they
-    /// carry starts with PREFIX and uses no shell syntax (; | & $ ` < > ( ) * ? ~ \ or a new
-    /// line); repeatable. Without it (or --allow-any-cmd) only built-in workloads run.
-    #[arg(long = "allow-cmd", value_name = "PREFIX")]
+    /// Also run jobs that carry a shell command (`run --cmd`, `ab`) when every command is one
+    /// program inside DIR (its absolute path, no `..`, every link resolved inside DIR) and
+    /// its arguments, with no shell syntax; repeatable. A DIR holding a shell or an
+    /// interpreter is refused (it would allow any command) unless --allow-any-cmd is given.
+    /// Without it (or --allow-any-cmd) only built-in workloads run.
+    #[arg(long = "allow-cmd", value_name = "DIR")]
     pub allow_cmd: Vec<String>,
     /// Run jobs carrying any command. Whoever can insert into the queue can then run any
     /// command as this agent's user (see SECURITY.md).
-    #[arg(long, conflicts_with = "allow_cmd")]
+    #[arg(long)]
     pub allow_any_cmd: bool,
+    /// The longest a job may run here: past it (or past the job's own `submit --timeout`, or
+    /// the time its plan derives), its processes are killed, its partial run is kept as
+    /// incomplete and the job fails "timed out". `submit` refuses a plan longer than every
+    /// matching agent's.
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = parse_duration)]
+    pub max_job_time: Nanos,
     /// A running job's lease, renewed every quarter of it: a job whose agent misses it is
     /// taken back and retried (an agent whose connection ends loses its job at once).
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]

@@ -130,13 +130,17 @@ EXAMPLES:
   scalelab submit --class 'cpus>=32,arch=x86_64' run page_fault --profile
   scalelab submit --host lab-epyc-1 ab --a old/bench --b new/bench --tasks 1,8
   scalelab submit --every 'mon 03:00' --check-history run create_unlink
+  scalelab submit --timeout 2h run --cmd '/opt/bench/build.sh {n}' --tasks 1,8
 
 The queue lives in a team's PostgreSQL store (--db postgres://…, or
 SCALELAB_DB). The job is checked as `scalelab JOB` would check it before it is
-queued. Its runs carry the tags job=ID and job_attempt=K (`scalelab ls --tag
+queued, and refused when its plan cannot end in time: longer than its
+--timeout, or than the --max-job-time of every registered agent of its class.
+Its runs carry the tags job=ID and job_attempt=K (`scalelab ls --tag
 job=ID`). An agent runs built-in workloads; a job carrying a command runs only
-on an agent started with --allow-cmd or --allow-any-cmd. The submitter
-(database role, OS user, host) is recorded.
+on an agent started with --allow-cmd DIR (one program inside DIR) or
+--allow-any-cmd. The submitter is recorded: the database role as the server
+stamps it, the OS user and host as this machine says.
 
 Classes: cpus, mem (GiB), arch, cpu (the CPU model), hypervisor (`bare`:
 none), host; numbers take = != >= <= > <, text = != and ~ (contains),
@@ -157,16 +161,20 @@ run kept as `incomplete`.";
 pub const AGENT: &str = "\
 EXAMPLES:
   scalelab agent --db postgres://lab@db/perf
-  scalelab agent --db postgres://lab@db/perf --allow-cmd /opt/bench/
+  scalelab agent --db postgres://lab@db/perf --allow-cmd /opt/bench
+  scalelab agent --db postgres://lab@db/perf --max-job-time 6h
 
 A systemd unit is in contrib/scalelab-agent.service.
 
-One agent per host. It takes the oldest job its machine class matches, waits
-for the machine to be quiet (no task runnable besides it, memory available;
---busy-wait), runs it as `scalelab JOB --tag job=ID`, renews its lease while
-it runs, and records done (with its runs) or failed (with why). SIGTERM or
-Ctrl-C stops the job in hand (its finished trials are kept), gives it back to
-the queue and exits.";
+One agent per machine. It takes the oldest job its machine class matches,
+waits for the machine to be quiet (no task runnable besides it, memory
+available; --busy-wait), runs it as `scalelab JOB --tag job=ID`, renews its
+lease while it runs, and records done (with its runs) or failed (with why).
+A job past its timeout (its own, or from its plan; never past --max-job-time)
+is killed and fails as timed out, its partial run kept as incomplete. A
+malformed row is failed and the agent goes on. SIGTERM or Ctrl-C stops the
+job in hand (its finished trials are kept), gives it back to the queue and
+exits. --allow-cmd: read SECURITY.md first.";
 
 pub const SERVE: &str = "\
 EXAMPLES:

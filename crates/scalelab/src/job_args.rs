@@ -5,8 +5,11 @@
 //! A job is `run …` or `ab …` — the commands that store runs — without `--db` (the agent stores
 //! its runs in the queue's store) and without the tags the agent adds (`job`, `job_attempt`).
 
+use std::time::Duration;
+
 use anyhow::{Result, bail};
 use clap::FromArgMatches;
+use lab::TaskSpec;
 
 use crate::cli::{Cli, Command};
 use crate::command_line;
@@ -30,17 +33,47 @@ const SUBMIT_OPTIONS: &[&str] = &[
 pub struct CheckedJob {
     /// `run` or `ab`.
     pub kind: &'static str,
-    /// Every shell command it carries (`--cmd`, `--step`, `--prepare`, `--cleanup`, `--a`,
-    /// `--b`); empty for a built-in workload.
-    pub commands: Vec<String>,
+    /// Every shell command it carries, with the option that carries it (`--cmd`, `--step`,
+    /// `--prepare`, `--cleanup`, `--a`, `--b`); empty for a built-in workload.
+    pub commands: Vec<(&'static str, String)>,
     /// The complete runs a finished job has stored: 1 for `run`, 2 for `ab` (A and B).
     pub runs: usize,
     /// The `history` arguments that follow a `run` job's series (its workload and parameters,
     /// or its command); `None` for an `ab`, which gives its own verdict.
     pub series: Option<Vec<String>>,
+    /// What its length is made of.
+    length: PlanLength,
+}
+
+/// What a job's length is made of: its task counts, trials per point and the least a trial
+/// lasts (a built-in's warm-up and window; a command's length is unknown: 0).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PlanLength {
+    tasks: Option<TaskSpec>,
+    trials: u32,
+    trial: Duration,
+    sides: u32,
+}
+
+impl CheckedJob {
+    /// The least time the job takes on a machine of `cpus` CPUs: every trial's warm-up and
+    /// window (0 for a command, whose trials last as long as it runs).
+    pub fn least_time(&self, cpus: u32) -> Duration {
+        let l = &self.length;
+        let points = match &l.tasks {
+            Some(spec) => spec.points(cpus).map_or(1, |p| p.len()),
+            None => model::task_spec::default_points(cpus).len(),
+        };
+        l.trial
+            .saturating_mul(l.trials)
+            .saturating_mul(u32::try_from(points).unwrap_or(u32::MAX))
+            .saturating_mul(l.sides)
+    }
 }
 
 /// Parses `args` (what follows `scalelab`) as the CLI would, and keeps only what may be queued.
+/// A plan no run may have (more trials than a run holds, a window past the longest) is refused
+/// here, before it is queued.
 pub fn check(args: &[String]) -> Result<CheckedJob> {
     if args.iter().any(|a| a == "--db" || a.starts_with("--db=")) {
         bail!(
@@ -75,12 +108,13 @@ pub fn check(args: &[String]) -> Result<CheckedJob> {
     };
     let cli = Cli::from_arg_matches(&matches)?;
     let mut series = None;
-    let (kind, commands, tags) = match &cli.command {
+    let (kind, commands, tags, length) = match &cli.command {
         Command::Run(run) => {
-            let mut commands: Vec<String> = run.cmd.iter().cloned().collect();
-            commands.extend(run.steps.iter().map(|(_, c)| c.clone()));
-            commands.extend(run.prepare.iter().cloned());
-            commands.extend(run.cleanup.iter().cloned());
+            let mut commands: Vec<(&'static str, String)> =
+                run.cmd.iter().map(|c| ("--cmd", c.clone())).collect();
+            commands.extend(run.steps.iter().map(|(_, c)| ("--step", c.clone())));
+            commands.extend(run.prepare.iter().map(|c| ("--prepare", c.clone())));
+            commands.extend(run.cleanup.iter().map(|c| ("--cleanup", c.clone())));
             series = Some(match (&run.workload, &run.cmd) {
                 (_, Some(cmd)) => vec!["--cmd".to_owned(), cmd.clone()],
                 (Some(w), None) => std::iter::once(w.clone())
@@ -92,13 +126,32 @@ pub fn check(args: &[String]) -> Result<CheckedJob> {
                     .collect(),
                 (None, None) => Vec::new(),
             });
-            ("run", commands, &run.tags)
+            let trial = if run.cmd.is_some() {
+                Duration::ZERO
+            } else {
+                let defaults = lab::RunConfig::new("");
+                run.warmup.unwrap_or(defaults.warmup).as_duration()
+                    + run.duration.unwrap_or(defaults.duration).as_duration()
+            };
+            let length = PlanLength {
+                tasks: run.tasks.clone(),
+                trials: run.runs,
+                trial,
+                sides: 1,
+            };
+            ("run", commands, &run.tags, length)
         }
         Command::Ab(ab) => {
-            let mut commands = vec![ab.a.clone(), ab.b.clone()];
-            commands.extend(ab.prepare.iter().cloned());
-            commands.extend(ab.cleanup.iter().cloned());
-            ("ab", commands, &ab.tags)
+            let mut commands = vec![("--a", ab.a.clone()), ("--b", ab.b.clone())];
+            commands.extend(ab.prepare.iter().map(|c| ("--prepare", c.clone())));
+            commands.extend(ab.cleanup.iter().map(|c| ("--cleanup", c.clone())));
+            let length = PlanLength {
+                tasks: ab.tasks.clone(),
+                trials: ab.runs,
+                trial: Duration::ZERO,
+                sides: 2,
+            };
+            ("ab", commands, &ab.tags, length)
         }
         _ => bail!(
             "only `run …` and `ab …` can be queued (they store runs); `{}` cannot",
@@ -108,81 +161,23 @@ pub fn check(args: &[String]) -> Result<CheckedJob> {
     if let Some((key, _)) = tags.iter().find(|(k, _)| k == JOB_TAG || k == ATTEMPT_TAG) {
         bail!("the tag `{key}` is the agent's (it names the job and its attempt); use another key");
     }
+    let points = match &length.tasks {
+        Some(spec) => spec.points(1).map_err(anyhow::Error::msg)?.len(),
+        None => 1,
+    };
+    lab::check_runs(lab::Field::Runs, length.trials, points)?;
+    if length.trial > lab::MAX_DURATION.as_duration() * 2 {
+        bail!(
+            "a trial of the job lasts longer than a run may (--duration and --warmup: 1 week each at most)"
+        );
+    }
     Ok(CheckedJob {
         kind,
         commands,
         runs: if kind == "ab" { 2 } else { 1 },
         series,
+        length,
     })
-}
-
-/// Which commands an agent runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Allow {
-    /// Built-in workloads only.
-    BuiltIns,
-    /// Commands starting with one of these prefixes too.
-    Prefixes(Vec<String>),
-    /// Any command.
-    Any,
-}
-
-impl Allow {
-    /// Why this agent will not run `job`, or `None` when it will.
-    pub fn refusal(&self, job: &CheckedJob) -> Option<String> {
-        let first = job.commands.first()?;
-        match self {
-            Allow::Any => None,
-            Allow::BuiltIns => Some(format!(
-                "it carries a command (`{}`) and this agent runs built-in workloads only — start it with --allow-cmd PREFIX or --allow-any-cmd",
-                short(first)
-            )),
-            Allow::Prefixes(prefixes) => {
-                if let Some(c) = job.commands.iter().find(|c| c.contains(SHELL_SYNTAX)) {
-                    return Some(format!(
-                        "its command `{}` uses the shell's syntax ({}), which a prefix cannot vouch for — only an agent with --allow-any-cmd runs it",
-                        short(c),
-                        SHELL_SYNTAX.iter().collect::<String>()
-                    ));
-                }
-                job.commands
-                .iter()
-                .find(|c| !prefixes.iter().any(|p| c.starts_with(p.as_str())))
-                .map(|c| {
-                    format!(
-                        "its command `{}` starts with none of this agent's --allow-cmd prefixes ({})",
-                        short(c),
-                        prefixes.join(", ")
-                    )
-                })
-            }
-        }
-    }
-}
-
-impl std::fmt::Display for Allow {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Allow::BuiltIns => f.write_str("built-ins"),
-            Allow::Any => f.write_str("any command"),
-            Allow::Prefixes(p) => write!(f, "built-ins, commands under {}", p.join(" ")),
-        }
-    }
-}
-
-/// What lets a command run more than the program it starts with: `sh -c` would run
-/// `/opt/bench/x; rm -rf ~` although it starts with `/opt/bench/`.
-const SHELL_SYNTAX: &[char] = &[
-    ';', '|', '&', '$', '`', '<', '>', '(', ')', '\n', '\\', '*', '?', '~',
-];
-
-/// A command cut to a line's worth, for a message.
-fn short(command: &str) -> String {
-    let mut text: String = command.chars().take(80).collect();
-    if text.len() < command.len() {
-        text.push('…');
-    }
-    text
 }
 
 #[cfg(test)]
@@ -200,10 +195,19 @@ mod tests {
         assert!(run.commands.is_empty());
         let ab = check(&args("ab --a /bin/true --b /bin/false --tasks 1")).unwrap();
         assert_eq!(ab.kind, "ab");
-        assert_eq!(ab.commands, ["/bin/true", "/bin/false"]);
+        assert_eq!(
+            ab.commands,
+            [("--a", "/bin/true".into()), ("--b", "/bin/false".into())]
+        );
         assert_eq!(ab.runs, 2);
         let cmd = check(&args("run --cmd /opt/b/x --prepare /opt/b/p --tasks 1")).unwrap();
-        assert_eq!(cmd.commands, ["/opt/b/x", "/opt/b/p"]);
+        assert_eq!(
+            cmd.commands,
+            [
+                ("--cmd", "/opt/b/x".into()),
+                ("--prepare", "/opt/b/p".into())
+            ]
+        );
         assert_eq!(cmd.series.unwrap(), ["--cmd", "/opt/b/x"]);
         let params = check(&args("run create_unlink -p shared=true --tasks 1")).unwrap();
         assert_eq!(
@@ -232,23 +236,20 @@ mod tests {
     }
 
     #[test]
-    fn the_allow_list_is_checked_against_every_command_a_job_carries() {
-        let job = check(&args("run --cmd /opt/b/x --cleanup /usr/bin/rm --tasks 1")).unwrap();
-        let builtin = check(&args("run atomic")).unwrap();
-        assert!(Allow::BuiltIns.refusal(&builtin).is_none());
-        assert!(
-            Allow::BuiltIns
-                .refusal(&job)
-                .unwrap()
-                .contains("--allow-cmd")
-        );
-        let some = Allow::Prefixes(vec!["/opt/b/".into()]);
-        assert!(some.refusal(&job).unwrap().contains("/usr/bin/rm"));
-        let both = Allow::Prefixes(vec!["/opt/b/".into(), "/usr/bin/".into()]);
-        assert!(both.refusal(&job).is_none());
-        let chained = check(&["run".into(), "--cmd".into(), "/opt/b/x; rm -rf ~".into()]).unwrap();
-        assert!(both.refusal(&chained).unwrap().contains("shell"));
-        assert!(Allow::Any.refusal(&chained).is_none());
-        assert!(Allow::Any.refusal(&job).is_none());
+    fn a_plan_no_run_may_have_is_refused_and_the_least_time_is_its_windows() {
+        let err = check(&args("run atomic --duration 168h --runs 4294967295"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("runs"), "{err}");
+        let job = check(&args(
+            "run spin --tasks 1,2 --runs 3 --duration 2s --warmup 1s",
+        ))
+        .unwrap();
+        assert_eq!(job.least_time(2), Duration::from_secs(18));
+        let default = check(&args("run spin --runs 1")).unwrap();
+        assert_eq!(default.least_time(1), Duration::from_secs(6));
+        assert_eq!(default.least_time(4), Duration::from_secs(18));
+        let cmd = check(&args("run --cmd /opt/b/x --tasks 1,2")).unwrap();
+        assert_eq!(cmd.least_time(2), Duration::ZERO);
     }
 }

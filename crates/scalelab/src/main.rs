@@ -12,6 +12,7 @@ mod measure;
 mod output;
 mod progress;
 mod stdout;
+mod stop_signal;
 
 use std::process::ExitCode;
 

@@ -124,11 +124,7 @@ impl Bench {
         let location = db_path::resolve(db)?;
         let db_file = db_path::local_file(&location)?;
         let store = db_path::open_location(&location, true)?;
-        let stop = Arc::new(AtomicBool::new(false));
-        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            signal_hook::flag::register(signal, Arc::clone(&stop))
-                .context("installing the Ctrl-C handler")?;
-        }
+        let stop = crate::stop_signal::install(store.interrupter())?;
         let helpers = Helpers {
             exe: std::env::current_exe().context("locating the scalelab binary to run trials")?,
             trial_subcommand: TRIAL_SUBCOMMAND.into(),

@@ -26,7 +26,10 @@
 //! Output: a table on stdout, then one JSON line per configuration (lines starting with `{`).
 //! Exit status 1 when exactly-once failed anywhere.
 //!
-//! usage: queue_claim [--jobs N] [--run-ms MS] [--rounds R] [--phases LIST] [--analyze] [--unix] [AGENTS…]
+//! `--unmatched N` queues N jobs for a host no agent plays ahead of the measured ones: the
+//! agents must find their jobs behind them (an agent once looked at only the oldest 512).
+//!
+//! usage: queue_claim [--jobs N] [--run-ms MS] [--rounds R] [--phases LIST] [--unmatched N] [--analyze] [--unix] [AGENTS…]
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -40,13 +43,15 @@ use store::pg_server::{self, PgServer};
 use store::{JobState, Location, NewJob, Store, Verdict};
 
 const USAGE: &str =
-    "usage: queue_claim [--jobs N] [--run-ms MS] [--rounds R] [--phases LIST] [--analyze] [--unix] [AGENTS…]
+    "usage: queue_claim [--jobs N] [--run-ms MS] [--rounds R] [--phases LIST] [--unmatched N] [--analyze] [--unix] [AGENTS…]
   AGENTS         agent counts, one configuration each (default: 1 8 50; at most 90, the
                  throwaway server allows 100 connections)
   --jobs N       jobs per configuration of the instant phase (default 5000)
   --run-ms MS    how long each job of the hold and agent phases runs (default 20)
   --rounds R     jobs per agent in the hold and agent phases (default 40)
   --phases LIST  which phases, comma-separated: instant,hold,agent (default: all three)
+  --unmatched N  queue N jobs for a host no agent plays (`host=gone`) before the measured
+                 ones (default 0)
   --analyze      ANALYZE the jobs table once the jobs are in (autovacuum would, a minute
                  later): the planner then knows how many are queued
   --unix         reach the server over its Unix socket instead of TCP on 127.0.0.1";
@@ -96,6 +101,7 @@ struct Plan {
     run: Duration,
     rounds: usize,
     phases: Vec<Phase>,
+    unmatched: usize,
     analyze: bool,
     unix: bool,
 }
@@ -108,6 +114,7 @@ impl Plan {
             run: Duration::from_millis(20),
             rounds: 40,
             phases: vec![Phase::Instant, Phase::Hold, Phase::Agent],
+            unmatched: 0,
             analyze: false,
             unix: false,
         };
@@ -135,6 +142,7 @@ impl Plan {
                         .map(Phase::parse)
                         .collect::<Result<_, _>>()?;
                 }
+                "--unmatched" => plan.unmatched = number("--unmatched", value("--unmatched")?)?,
                 "--analyze" => plan.analyze = true,
                 "--unix" => plan.unix = true,
                 // Not an error: `main` prints the usage and succeeds.
@@ -167,6 +175,7 @@ impl Plan {
                     agents,
                     jobs,
                     run,
+                    unmatched: self.unmatched,
                     analyze: self.analyze,
                 });
             }
@@ -182,6 +191,8 @@ struct Config {
     agents: usize,
     jobs: usize,
     run: Duration,
+    /// Jobs for a host no agent plays, queued ahead of the measured ones.
+    unmatched: usize,
     /// ANALYZE the jobs table before the agents start.
     analyze: bool,
 }
@@ -339,6 +350,7 @@ impl Outcome {
             "agents": c.agents,
             "jobs": c.jobs,
             "run_ms": c.run.as_millis() as u64,
+            "unmatched": c.unmatched,
             "analyzed": c.analyze,
             "claims": self.claims(),
             "wall_s": self.wall.as_secs_f64(),
@@ -512,7 +524,7 @@ fn registered(url: &str, host: &str) -> Result<Store, String> {
     let mut store = open(url, false)?;
     let class = serde_json::json!({"host": host, "cpus": 2, "arch": std::env::consts::ARCH});
     store
-        .register_agent(host, &class.to_string(), "built-ins")
+        .register_agent(host, &class.to_string(), "built-ins", LEASE_MS * 1000)
         .map_err(|e| format!("registering agent {host}: {e}"))?;
     Ok(store)
 }
@@ -543,13 +555,18 @@ fn agent(
         let mut judged = 0;
         let t = Instant::now();
         let claimed = store
-            .claim_job(&host, LEASE_MS, |_| {
-                judged += 1;
-                Verdict::Take
-            })
+            .claim_job(
+                &host,
+                LEASE_MS,
+                |target| target == "any",
+                |_| {
+                    judged += 1;
+                    Verdict::Take
+                },
+            )
             .map_err(|e| fail("claim", e))?;
         let took = t.elapsed();
-        let Some(job) = claimed else {
+        let Some(job) = claimed.claimed else {
             // The store (its connection, its server process) lives on until the server's CPU
             // time is read.
             return Ok((log, store));
@@ -581,9 +598,30 @@ fn measure(server: &Server, config: Config) -> Result<Outcome, String> {
         carries_cmd: false,
         max_attempts: 3,
         check_history: false,
+        timeout_ms: None,
         user: "bench".into(),
         host: "bench-submitter".into(),
     };
+    if config.unmatched > 0 {
+        let gone = NewJob {
+            target: "host=gone".into(),
+            ..job.clone()
+        };
+        let first = submitter
+            .submit_job(&gone)
+            .map_err(|e| format!("submit: {e}"))?;
+        server
+            .client(&db)?
+            .batch_execute(&format!(
+                "INSERT INTO jobs (args, target, carries_cmd, state, attempts, max_attempts,
+                     submitted_at, submitter, log, check_history)
+                 SELECT args, target, carries_cmd, state, 0, max_attempts, submitted_at,
+                     submitter, '', 0
+                 FROM jobs, generate_series(2, {}) WHERE id = {first}",
+                config.unmatched
+            ))
+            .map_err(|e| format!("queueing the unmatched jobs: {e}"))?;
+    }
     let t = Instant::now();
     let mut submitted = Vec::with_capacity(config.jobs);
     for _ in 0..config.jobs {
@@ -679,9 +717,12 @@ fn exactly_once(store: &Store, submitted: &[i64], logs: &[AgentLog]) -> Result<(
     if refused > 0 {
         return Err(format!("{refused} finishes refused by the store"));
     }
-    let jobs = store
+    let jobs: Vec<store::Job> = store
         .jobs(None)
-        .map_err(|e| format!("reading the jobs: {e}"))?;
+        .map_err(|e| format!("reading the jobs: {e}"))?
+        .into_iter()
+        .filter(|j| j.target == "any")
+        .collect();
     let wrong: Vec<String> = jobs
         .iter()
         .filter(|j| j.state != JobState::Done || j.attempts != 1)

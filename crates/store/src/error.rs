@@ -198,6 +198,48 @@ pub enum StoreError {
         seen_ms_ago: i64,
     },
 
+    /// A statement waited longer than the session's `lock_timeout` for a lock another session
+    /// holds.
+    #[error(
+        "database {db}: waited {waited} for a lock another session holds ({holders}) — end that session, or give scalelab longer with `options=-c lock_timeout=60s` in the URL"
+    )]
+    LockTimeout {
+        /// The database, as shown.
+        db: String,
+        /// The session's `lock_timeout`, as the server shows it.
+        waited: String,
+        /// The sessions holding locks it may have waited for: pid, role, application, what.
+        holders: String,
+    },
+
+    /// A statement was cancelled because the process was asked to stop (SIGTERM, Ctrl-C)
+    /// while it waited.
+    #[error("database {db}: stopped while waiting for the server ({detail})")]
+    Cancelled {
+        /// The database, as shown.
+        db: String,
+        /// The server's message.
+        detail: String,
+    },
+
+    /// The same job, schedule and class is already scheduled.
+    #[error(
+        "schedule {id} already queues this job at these times for this class — `scalelab queue unschedule {id}` first to replace it"
+    )]
+    DuplicateSchedule {
+        /// The active schedule.
+        id: i64,
+    },
+
+    /// A row of the queue that scalelab would never write.
+    #[error("a malformed {what}: {detail}")]
+    Malformed {
+        /// `job 12`, `schedule 3`.
+        what: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+
     /// `last` asked of a database without runs.
     #[error("no runs stored yet in {db}")]
     NoRuns {

@@ -64,6 +64,7 @@ mod schema;
 mod validation;
 
 pub use address::{Location, PgUrl, UnknownScheme, redact_secrets};
+pub use backend::Interrupter;
 pub use bisect::{BisectCommit, BisectRecord, BisectStatus, BisectStep, StepVerdict};
 pub use error::StoreError;
 pub use export::{export_csv, export_json, read_export};
@@ -71,7 +72,8 @@ pub use handle::Store;
 pub use push::{PushReport, push};
 pub use query::RunFilter;
 pub use queue::{
-    AgentRow, Candidate, Claimed, Job, JobRun, JobState, NewJob, Reaped, Schedule, Verdict,
+    AgentRow, Candidate, ClaimOutcome, Claimed, DueOutcome, Job, JobEvent, JobRun, JobState,
+    NewJob, Reaped, Schedule, Verdict,
 };
 pub use schema::SCHEMA_VERSION;
 

@@ -11,9 +11,13 @@
 //! never declared dead on a guess.
 //!
 //! On PostgreSQL the owner may be on another host, whose processes a reader cannot see. There
-//! the writer's connection holds the run's advisory lock from `begin_run` to `finish_run`
-//! (`backend::postgres`); the server drops it when the connection ends, however the writer
-//! died, and a `running` run whose lock nobody holds reads `Incomplete`.
+//! the writer's connection holds an advisory lock from `begin_run` to `finish_run`; the server
+//! drops it when the connection ends, however the writer died. Anyone who can connect can take
+//! an advisory lock, so the lock proves nothing by itself: its second key is random (nobody can
+//! take it ahead, [`take_lock`]), the row records the key and the server process that took it,
+//! and a row is alive only while **that** process holds it and its role may update the row's
+//! table ([`alive_rows`]). A `running` run that is not alive reads `Incomplete`. Agents prove
+//! they are alive the same way (`queue`).
 
 use std::collections::HashSet;
 use std::fs;
@@ -21,7 +25,7 @@ use std::fs;
 use model::record::RunStatus;
 use sys::proc_table::{self, ProcStat};
 
-use crate::backend::{RUN_LOCK_CLASS, Tx, Value};
+use crate::backend::{RUN_LOCK_CLASS, Tx, Value, vals};
 use crate::error::StoreError;
 
 /// The process that owns a run, as recorded in its row.
@@ -49,7 +53,7 @@ impl Owner {
 pub(crate) enum Liveness {
     /// SQLite: by the owner's process, seen from `me`, the reader.
     Processes(Owner),
-    /// PostgreSQL: by the run locks held when the reader looked (their second keys).
+    /// PostgreSQL: the runs whose writer held its lock when the reader looked.
     Locks(HashSet<i64>),
 }
 
@@ -58,8 +62,8 @@ impl Liveness {
     pub(crate) fn derive(&self, stored: RunStatus, id: i64, owner: &Owner) -> RunStatus {
         match self {
             Liveness::Processes(me) => derive_status(stored, owner, me),
-            Liveness::Locks(held) => {
-                if stored == RunStatus::Running && !is_locked(held, id) {
+            Liveness::Locks(alive) => {
+                if stored == RunStatus::Running && !alive.contains(&id) {
                     RunStatus::Incomplete
                 } else {
                     stored
@@ -115,27 +119,80 @@ fn read_boot_id() -> Option<String> {
     (!id.is_empty()).then(|| id.to_owned())
 }
 
-/// The second key of run `id`'s lock.
-fn lock_key(id: i64) -> i32 {
-    i32::try_from(id.rem_euclid(1 << 31)).unwrap_or(0)
+/// Keys tried before a lock is given up: a random key is held by someone else only by chance
+/// (or by one squatting on keys, who cannot take them all).
+const LOCK_TRIES: usize = 16;
+
+/// Takes a session-level advisory lock `(class, random key)` for the life of this connection;
+/// returns the key and this connection's server process id, which the caller records in the
+/// row the lock speaks for.
+pub(crate) fn take_lock(tx: &mut Tx<'_, '_>, class: i32) -> Result<(i64, i64), StoreError> {
+    let pid = tx
+        .query_one("SELECT pg_backend_pid()::bigint", &[])?
+        .int(0)?;
+    for _ in 0..LOCK_TRIES {
+        let key = random_key();
+        let got = tx
+            .query_one(
+                "SELECT pg_try_advisory_lock(?1::integer, ?2::integer)::int",
+                vals![i64::from(class), key],
+            )?
+            .int(0)?;
+        if got == 1 {
+            return Ok((key, pid));
+        }
+    }
+    Err(StoreError::Column {
+        index: 0,
+        detail: format!(
+            "{LOCK_TRIES} random advisory lock keys of class {class} were all held by other sessions — someone is holding advisory locks in bulk (see pg_locks)"
+        ),
+    })
 }
 
-/// The run locks some session holds now in this database (as their second keys), read inside a
-/// transaction. Advisory locks are per database: another database's run of the same id (a
-/// team's server holds several) says nothing of this one's.
-pub(crate) fn held_run_locks(tx: &mut Tx<'_, '_>) -> Result<HashSet<i64>, StoreError> {
+/// Gives back the lock `(class, key)` this connection holds.
+pub(crate) fn release_lock(tx: &mut Tx<'_, '_>, class: i32, key: i64) -> Result<(), StoreError> {
+    tx.query_one(
+        "SELECT pg_advisory_unlock(?1::integer, ?2::integer)::int",
+        vals![i64::from(class), key],
+    )?;
+    Ok(())
+}
+
+/// A positive 31-bit key nobody can guess.
+fn random_key() -> i64 {
+    let bits = uuid::Uuid::new_v4().as_u128() as i64 & 0x7fff_ffff;
+    bits.max(1)
+}
+
+/// The ids of `table`'s rows (`runs` or `agents`, with `lock_key` and `lock_pid` columns) that
+/// are alive: their lock `(class, lock_key)` is held by the server process `lock_pid` they
+/// record, of a role that may update `table`, in this database. Rows written before the key was
+/// recorded (no `lock_key`) are judged by their old key, the row id modulo 2^31.
+pub(crate) fn alive_rows(
+    tx: &mut Tx<'_, '_>,
+    class: i32,
+    table: &'static str,
+) -> Result<HashSet<i64>, StoreError> {
     let rows = tx.query(
-        "SELECT objid::bigint FROM pg_locks
-         WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid::bigint = ?1
-           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-        &[Value::Int(i64::from(RUN_LOCK_CLASS))],
+        &format!(
+            "SELECT t.id FROM {table} t
+             JOIN pg_locks l ON l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+                 AND l.classid::bigint = ?1
+                 AND l.objid::bigint = COALESCE(t.lock_key, t.id % 2147483648)
+                 AND (t.lock_pid IS NULL OR l.pid = t.lock_pid)
+                 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+             JOIN pg_stat_activity a ON a.pid = l.pid
+             WHERE has_table_privilege(a.usesysid, '{table}', 'UPDATE')"
+        ),
+        &[Value::Int(i64::from(class))],
     )?;
     rows.iter().map(|r| r.int(0)).collect()
 }
 
-/// Whether run `id`'s lock is among `held`.
-pub(crate) fn is_locked(held: &HashSet<i64>, id: i64) -> bool {
-    held.contains(&i64::from(lock_key(id)))
+/// The runs whose writer is alive now (see [`alive_rows`]), read inside a transaction.
+pub(crate) fn live_runs(tx: &mut Tx<'_, '_>) -> Result<HashSet<i64>, StoreError> {
+    alive_rows(tx, RUN_LOCK_CLASS, "runs")
 }
 
 #[cfg(test)]

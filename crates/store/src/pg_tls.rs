@@ -111,6 +111,7 @@ pub(crate) struct TlsSettings {
 }
 
 /// How to connect: in plain text, or through rustls.
+#[derive(Clone)]
 pub(crate) enum Connector {
     Plain,
     Tls(tokio_postgres_rustls::MakeRustlsConnect),

@@ -239,7 +239,7 @@ impl Store {
     /// SQLite, by its connection's lock on PostgreSQL (read in the same snapshot).
     fn liveness(&self, tx: &mut Tx<'_, '_>) -> Result<Liveness, StoreError> {
         if tx.is_postgres() {
-            Ok(Liveness::Locks(crate::liveness::held_run_locks(tx)?))
+            Ok(Liveness::Locks(crate::liveness::live_runs(tx)?))
         } else {
             Ok(Liveness::Processes(self.me.clone()))
         }

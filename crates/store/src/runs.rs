@@ -28,13 +28,11 @@ impl Store {
             })?;
             if w.tx.is_postgres() {
                 // Session-level: held past this transaction, until `finish_run` or the
-                // connection ends.
+                // connection ends; its key and holder go in the row (`liveness`).
+                let (key, pid) = super::liveness::take_lock(w.tx, super::backend::RUN_LOCK_CLASS)?;
                 w.tx.execute(
-                    "SELECT pg_advisory_lock(?1, ?2)",
-                    vals![
-                        i64::from(super::backend::RUN_LOCK_CLASS),
-                        id.rem_euclid(1 << 31)
-                    ],
+                    "UPDATE runs SET lock_key = ?2, lock_pid = ?3 WHERE id = ?1",
+                    vals![id, key, pid],
                 )?;
             }
             Ok(id)
@@ -115,13 +113,12 @@ impl Store {
                 return Err(StoreError::RunNotFound { id: run_id });
             }
             if w.tx.is_postgres() {
-                w.tx.execute(
-                    "SELECT pg_advisory_unlock(?1, ?2)",
-                    vals![
-                        i64::from(super::backend::RUN_LOCK_CLASS),
-                        run_id.rem_euclid(1 << 31)
-                    ],
-                )?;
+                let key =
+                    w.tx.query_one("SELECT lock_key FROM runs WHERE id = ?1", vals![run_id])?
+                        .opt_int(0)?;
+                if let Some(key) = key {
+                    super::liveness::release_lock(w.tx, super::backend::RUN_LOCK_CLASS, key)?;
+                }
             }
             Ok(())
         })

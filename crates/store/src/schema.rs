@@ -29,7 +29,7 @@ pub(crate) const APPLICATION_ID: i32 = 0x5343_4c42;
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Step `i` takes the schema from version `i` to `i + 1`. Append only; never edit a shipped step.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14];
 
 /// Version 1. u64 values (durations, counts) are stored in INTEGER columns as their two's
 /// complement bit pattern (see `columns`), so values past i64::MAX survive exactly.
@@ -220,6 +220,55 @@ CREATE TABLE agents (
     job_id        INTEGER            -- the job it runs now
 );
 ";
+
+/// Version 14's indexes, and the stopping of duplicate schedules that makes the last one
+/// possible: the same SQL on both backends (a macro, as `concat!` takes literals only).
+macro_rules! v14_indexes {
+    () => {
+        "
+CREATE INDEX job_events_job ON job_events (job_id, id);
+CREATE INDEX jobs_queued_target ON jobs (target, id) WHERE state = 'queued';
+-- One active schedule per job, time and class: later duplicates are stopped, then kept unique.
+UPDATE schedules SET active = 0, stopped_why = 'a duplicate of schedule ' || (
+        SELECT min(d.id) FROM schedules d
+        WHERE d.active = 1 AND d.every = schedules.every AND d.args = schedules.args
+          AND d.target = schedules.target)
+    WHERE active = 1 AND EXISTS (
+        SELECT 1 FROM schedules d
+        WHERE d.active = 1 AND d.every = schedules.every AND d.args = schedules.args
+          AND d.target = schedules.target AND d.id < schedules.id);
+CREATE UNIQUE INDEX schedules_once ON schedules (every, args, target) WHERE active = 1;
+"
+    };
+}
+pub(crate) use v14_indexes;
+
+/// Version 14: the queue against a hostile writer (SECURITY.md "The job queue and its
+/// agents"). A job's log becomes records (`job_events`, each stamped with the role that wrote
+/// it); a job and a schedule carry their own timeout; a stopped schedule says why; an agent keeps
+/// its `--max-job-time` and the key and session of the lock that says it is alive; a run keeps
+/// the key and session of its lock (PostgreSQL only: see `liveness`). The old `log` column is
+/// read once, into `job_events`, and no longer written.
+const V14: &str = concat!(
+    "
+ALTER TABLE jobs ADD COLUMN timeout_ms INTEGER;        -- submit --timeout; NULL: from the plan
+ALTER TABLE schedules ADD COLUMN timeout_ms INTEGER;
+ALTER TABLE schedules ADD COLUMN stopped_why TEXT;     -- why an agent stopped it (malformed)
+ALTER TABLE agents ADD COLUMN max_job_ms INTEGER;      -- agent --max-job-time
+ALTER TABLE agents ADD COLUMN lock_key INTEGER;        -- its liveness lock's second key
+ALTER TABLE agents ADD COLUMN lock_pid INTEGER;        -- the server process holding it
+ALTER TABLE runs ADD COLUMN lock_key INTEGER;
+ALTER TABLE runs ADD COLUMN lock_pid INTEGER;
+CREATE TABLE job_events (
+    id      INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id  INTEGER NOT NULL,
+    at      INTEGER NOT NULL,    -- the server's clock, ms since the epoch
+    role    TEXT NOT NULL DEFAULT '',  -- who wrote it (PostgreSQL: current_user, by trigger)
+    text    TEXT NOT NULL
+);
+",
+    v14_indexes!()
+);
 
 pub(super) const V12: &str = "
 ALTER TABLE trials ADD COLUMN metrics TEXT;  -- JSON Reported; NULL without --metric

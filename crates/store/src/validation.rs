@@ -17,7 +17,9 @@
 //!   bits; a built-in's placement one entry per task, on CPUs up to [`sys::MAX_CPU`]; samples
 //!   with one count per task, strictly later each, inside the window, never counting down; a
 //!   clock window that does not end before it starts; lock waits whose minimum ≤ maximum ≤
-//!   total; a profile with a path and a frequency.
+//!   total; a profile with a path and a frequency;
+//! - metric names (`--metric`'s, in the parameters and in each trial's figures) as the CLI
+//!   takes them.
 
 use std::collections::HashSet;
 use std::fmt::Display;
@@ -26,7 +28,8 @@ use model::limits::{
     MAX_COMMAND_CHARS, MAX_DURATION, MAX_LABEL_CHARS, MAX_RUNS, MAX_TASKS, MAX_TRIALS, check_length,
 };
 use model::record::{
-    LockReport, ProfileRef, RunData, RunMeta, TrialMeasurement, TrialOutcome, TrialRecord, Usage,
+    LockReport, MetricSpec, ProfileRef, RunData, RunMeta, TrialMeasurement, TrialOutcome,
+    TrialRecord, Usage,
 };
 use model::safe_text::excerpt;
 
@@ -99,6 +102,12 @@ fn check_meta(meta: &RunMeta) -> Result<(), Fault> {
     }
     check_length(&meta.command_line, MAX_COMMAND_CHARS)
         .map_err(|why| fault("command_line", why))?;
+    for key in meta.params.keys() {
+        if let Some(name) = key.strip_prefix(model::record::METRIC_PARAM) {
+            MetricSpec::check_name(name)
+                .map_err(|why| fault(&format!("params.{}", excerpt(key, 40)), why))?;
+        }
+    }
     if meta.points.is_empty() {
         return Err(fault("points", "empty; a run measures at least one N"));
     }
@@ -183,6 +192,15 @@ fn check_trial(
 }
 
 fn check_measurement(m: &TrialMeasurement, n: u32, builtin: bool) -> Result<(), Fault> {
+    if let Some(reported) = &m.reported {
+        for name in reported
+            .values
+            .keys()
+            .chain(reported.primary.iter().map(|p| &p.name))
+        {
+            MetricSpec::check_name(name).map_err(|why| fault("reported", why))?;
+        }
+    }
     if m.window.0 == 0 {
         return Err(fault("window", "0 ns; a measured window is longer than 0"));
     }

@@ -13,8 +13,9 @@
 //! on purpose.
 //!
 //! Two safe modules live here too, as the bottom layer every crate above may use:
-//! [`owned_dir`] (files and folders created as root without following links) and
-//! [`proc_table`] (what `/proc` says about other processes).
+//! [`owned_dir`] (files and folders created as root without following links),
+//! [`proc_table`] (what `/proc` says about other processes) and [`MachineLock`] (one process of
+//! a kind per machine).
 //!
 //! This crate and `scalelab-perf` hold all of the project's `unsafe` code. Every `unsafe` block
 //! carries a `// SAFETY:` comment, every resource is owned by a type whose `Drop` releases it,
@@ -28,6 +29,7 @@ mod clocks;
 mod error;
 mod futex;
 mod input_file;
+mod machine_lock;
 mod mapping;
 mod mempolicy;
 pub mod owned_dir;
@@ -52,6 +54,7 @@ pub use clocks::{
 pub use error::{Errno, SysError};
 pub use futex::{futex_wait, futex_wake};
 pub use input_file::{InputFile, InputKind, bytes_text, check_input, read_input};
+pub use machine_lock::{MachineLock, MachineLockError};
 pub use mapping::page_size;
 pub use mempolicy::{MAX_NODE, MemPolicy, current_mempolicy, set_mempolicy};
 pub use pipe::{Pipe, pipe, wait_readable};

@@ -312,14 +312,42 @@ pub(crate) fn prepare_dir(db: &Path, run: uuid::Uuid) -> Result<OwnedDir, LabErr
         .map_err(owned_dir::PathError::from)?;
     // Unreadable kallsyms was already reported by `kallsyms_warning`; kernel names stay unknown.
     if let Ok(bytes) = std::fs::read("/proc/kallsyms") {
-        use std::io::Write;
-        let target = dir.join(KALLSYMS);
-        dir.create_file(KALLSYMS)
-            .map_err(owned_dir::PathError::from)?
-            .write_all(&bytes)
-            .map_err(|e| LabError::io(format!("writing {}", target.display()), e))?;
+        if let Err(e) = snapshot_kallsyms(&dir, &bytes) {
+            // Nothing half-written stays behind: not the partial snapshot, not the new folder.
+            let _ = std::fs::remove_file(dir.join(KALLSYMS_PARTIAL));
+            let _ = std::fs::remove_dir(dir.path());
+            return Err(e);
+        }
     }
     Ok(dir)
+}
+
+/// The name a kallsyms snapshot is written under until it is whole.
+const KALLSYMS_PARTIAL: &str = "kallsyms.partial";
+
+/// Writes `bytes` (a copy of /proc/kallsyms) as the run folder's snapshot: into a new file that
+/// is renamed into place once whole, so that a full disk leaves no truncated snapshot to be
+/// read as a whole one.
+fn snapshot_kallsyms(dir: &OwnedDir, bytes: &[u8]) -> Result<(), LabError> {
+    use std::io::Write;
+    let target = dir.join(KALLSYMS);
+    let mut file = dir
+        .create_file(KALLSYMS_PARTIAL)
+        .map_err(owned_dir::PathError::from)?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(|e| {
+            LabError::io(
+                format!(
+                    "writing {} (free space beside the database, or run without --profile)",
+                    target.display()
+                ),
+                e,
+            )
+        })?;
+    dir.rename_new(KALLSYMS_PARTIAL, KALLSYMS)
+        .map_err(owned_dir::PathError::from)?;
+    Ok(())
 }
 
 pub(crate) use store::profile_files::profiles_of;
@@ -527,5 +555,36 @@ mod tests {
         // Another database in the same folder gets its own subfolder.
         let other = prepare_dir(&base.path().join("other.db"), run).unwrap();
         assert_ne!(other.path(), dir.path());
+    }
+
+    /// Was: a full disk left a truncated `kallsyms` snapshot, later read as a whole one.
+    #[test]
+    fn a_full_disk_leaves_no_truncated_kallsyms_snapshot() {
+        let Ok(kallsyms) = std::fs::read("/proc/kallsyms") else {
+            return;
+        };
+        let base = tempfile::tempdir().unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs"])
+            .arg(base.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !mounted || kallsyms.len() < 512 * 1024 {
+            eprintln!("skipped: a small tmpfs cannot be mounted here (needs root)");
+            return;
+        }
+        let run = uuid::Uuid::new_v4();
+        let result = prepare_dir(&base.path().join("lab.db"), run);
+        let left = base
+            .path()
+            .join("profiles/lab.db")
+            .join(run.hyphenated().to_string());
+        let exists = left.exists();
+        let _ = std::process::Command::new("umount")
+            .arg(base.path())
+            .status();
+        let err = result.unwrap_err().to_string();
+        assert!(err.contains("free space"), "{err}");
+        assert!(!exists, "{} was left behind", left.display());
     }
 }

@@ -474,6 +474,18 @@ mod store {
             "{err}"
         );
         assert!(store.list_runs(&RunFilter::default()).unwrap().is_empty());
+        // A metric name the CLI refuses (`--metric 'a b=…'`) is refused by import too.
+        let mut bad_metric = export.clone();
+        bad_metric.run.trials = vec![ok_trial(2, 0)];
+        bad_metric
+            .run
+            .meta
+            .params
+            .insert("metric.a b\u{1b}[2J".into(), "higher:([0-9]+)".into());
+        let err = store.import(&bad_metric).unwrap_err();
+        assert!(matches!(err, StoreError::ImpossibleRun { .. }), "{err}");
+        assert!(err.to_string().contains("params.metric.a b"), "{err}");
+        assert!(store.list_runs(&RunFilter::default()).unwrap().is_empty());
     }
 
     fn csv_has_a_header_and_one_quoted_row_per_trial(b: Backend) {

@@ -67,7 +67,10 @@ impl QueueRead {
                     (state, _) => state.as_str().into(),
                 },
                 class: j.target.clone(),
-                job: j.args.join(" "),
+                job: match &j.malformed {
+                    Some(why) => format!("malformed: {why}"),
+                    None => j.args.join(" "),
+                },
                 detail: detail(j, &self.agents, self.now),
             })
             .collect()
@@ -101,13 +104,16 @@ impl QueueRead {
             .iter()
             .map(|r| ScheduleLine {
                 id: r.id,
-                every: if r.active {
-                    format!("{} UTC", r.every)
-                } else {
-                    "stopped".into()
+                every: match (&r.stopped_why, r.active) {
+                    (_, true) => format!("{} UTC", r.every),
+                    (Some(why), false) => format!("stopped: {why}"),
+                    (None, false) => "stopped".into(),
                 },
                 class: r.target.clone(),
-                job: r.args.join(" "),
+                job: match &r.malformed {
+                    Some(why) => format!("malformed: {why}"),
+                    None => r.args.join(" "),
+                },
                 next: if r.active {
                     lab::timestamp::format_unix(r.next_at_ms / 1000)
                 } else {
@@ -236,7 +242,7 @@ fn why_waiting(job: &Job, agents: &[AgentRow], now: i64) -> String {
     let refusals: Vec<&str> = job
         .log
         .iter()
-        .filter_map(|l| l.split_once(' ').map(|(_, t)| t))
+        .map(|e| e.text.as_str())
         .filter(|t| t.starts_with("refused by "))
         .collect();
     let refused_by_all = live.iter().all(|a| {

@@ -1,15 +1,20 @@
 //! `scalelab submit [--class CLASS | --host HOST] JOB…`: checks the job as `scalelab JOB` would
 //! parse it, then queues it in the team's PostgreSQL store for an agent of its class, recording
-//! who submitted it.
+//! who submitted it. A plan that cannot end in time is refused here, before it is queued: one
+//! longer than its `--timeout`, or than the `--max-job-time` of every registered agent of its
+//! class.
 
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
-use lab::env::ClassFilter;
-use lab::store::NewJob;
+use std::time::Duration;
 
+use anyhow::{Context, Result, bail};
+use lab::env::{AgentClass, ClassFilter};
+use lab::store::{NewJob, Store};
+
+use super::agent::humantime;
 use crate::cli::SubmitArgs;
 use crate::{db_path, job_args};
 
@@ -27,12 +32,15 @@ pub fn run(db: Option<&Path>, args: &SubmitArgs) -> Result<ExitCode> {
     };
     let location = db_path::resolve(db)?;
     let mut store = db_path::open_location(&location, true)?;
+    let timeout = args.timeout.map(|t| t.as_duration());
+    fits(&store, &checked, &target, timeout)?;
     let job = NewJob {
         args: args.job.clone(),
         target: target.to_string(),
         carries_cmd: !checked.commands.is_empty(),
         max_attempts: args.attempts,
         check_history: args.check_history,
+        timeout_ms: timeout.map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX)),
         user: os_user(),
         host: host_name(),
     };
@@ -80,6 +88,51 @@ pub fn run(db: Option<&Path>, args: &SubmitArgs) -> Result<ExitCode> {
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses a job whose plan cannot end in time: its least time (at the fewest CPUs its class
+/// allows, 1 when it does not say) is longer than its `--timeout`, or than the `--max-job-time`
+/// of every registered agent of its class.
+fn fits(
+    store: &Store,
+    job: &job_args::CheckedJob,
+    target: &ClassFilter,
+    timeout: Option<Duration>,
+) -> Result<()> {
+    if timeout.is_some_and(|t| t.is_zero()) {
+        bail!("--timeout 0 leaves the job no time: give its longest run, e.g. 2h");
+    }
+    let least = job.least_time(1);
+    if let Some(timeout) = timeout
+        && least > timeout
+    {
+        bail!(
+            "the job's plan takes {} at least (its trials' warm-ups and windows), longer than --timeout {}: give more time, or fewer runs or task counts",
+            humantime(least),
+            humantime(timeout)
+        );
+    }
+    let (agents, _) = store.agents()?;
+    let caps: Vec<(String, Duration)> = agents
+        .iter()
+        .filter(|a| {
+            serde_json::from_value::<AgentClass>(a.class.clone()).is_ok_and(|c| target.matches(&c))
+        })
+        .filter_map(|a| {
+            let ms = u64::try_from(a.max_job_ms?).ok()?;
+            Some((a.host.clone(), Duration::from_millis(ms)))
+        })
+        .collect();
+    if let Some((host, longest)) = caps.iter().max_by_key(|(_, cap)| *cap)
+        && least > *longest
+    {
+        bail!(
+            "the job's plan takes {} at least, longer than any agent of class {target} runs a job (the longest, {host}'s --max-job-time, is {}): fewer runs or task counts, or an agent started with a longer --max-job-time",
+            humantime(least),
+            humantime(*longest)
+        );
+    }
+    Ok(())
 }
 
 /// The submitting OS user: `$USER`, else the uid.

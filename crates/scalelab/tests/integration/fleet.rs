@@ -12,10 +12,11 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::Lab;
+use crate::hostile_queue::RolesDb;
 use crate::pg_server;
 
 /// A short built-in job: one 100 ms trial of `spin` at N=1.
-const JOB: &[&str] = &[
+pub(crate) const JOB: &[&str] = &[
     "run",
     "spin",
     "--tasks",
@@ -30,7 +31,7 @@ const JOB: &[&str] = &[
 ];
 
 /// `scalelab agent` on `db`, playing the host `identity` describes.
-fn agent(lab: &Lab, db: &str, identity: &str, extra: &[&str]) -> Child {
+pub(crate) fn agent(lab: &Lab, db: &str, identity: &str, extra: &[&str]) -> Child {
     lab.cmd()
         .args([
             "--db",
@@ -50,16 +51,16 @@ fn agent(lab: &Lab, db: &str, identity: &str, extra: &[&str]) -> Child {
         .unwrap()
 }
 
-fn queue(lab: &Lab, db: &str) -> Value {
+pub(crate) fn queue(lab: &Lab, db: &str) -> Value {
     lab.json(&["--db", db, "queue", "--limit", "1000", "--json"])
 }
 
-fn jobs(q: &Value) -> Vec<Value> {
+pub(crate) fn jobs(q: &Value) -> Vec<Value> {
     q["jobs"].as_array().unwrap().clone()
 }
 
 /// Waits until every job has ended (or `limit` passes); returns the last queue read.
-fn wait_all_final(lab: &Lab, db: &str, limit: Duration) -> Value {
+pub(crate) fn wait_all_final(lab: &Lab, db: &str, limit: Duration) -> Value {
     let start = Instant::now();
     loop {
         let q = queue(lab, db);
@@ -79,7 +80,7 @@ fn wait_all_final(lab: &Lab, db: &str, limit: Duration) -> Value {
     }
 }
 
-fn stop(mut agents: Vec<Child>) {
+pub(crate) fn stop(mut agents: Vec<Child>) {
     for a in &agents {
         let _ = sys::send_signal(a.id() as i32, signal_hook::consts::SIGTERM);
     }
@@ -205,7 +206,7 @@ fn two_hundred_jobs_on_eight_agents_three_killed_mid_job_each_done_once() {
             .as_array()
             .unwrap()
             .iter()
-            .filter(|l| l.as_str().unwrap().contains(" taken by "))
+            .filter(|l| l["text"].as_str().unwrap().contains(" taken by "))
             .count();
         assert_eq!(
             taken as u64,
@@ -247,18 +248,26 @@ fn two_hundred_jobs_on_eight_agents_three_killed_mid_job_each_done_once() {
 }
 
 /// A job carrying a command: an agent without an allow-list refuses it (the reason in the job's
-/// log, the job left queued for another agent); an agent allowing its prefix runs it. Sent to
-/// the refusing host alone, it fails with the reason.
+/// log, the job left queued for another agent); an agent allowing its directory runs it. Sent
+/// to the refusing host alone, it fails with the reason.
 #[test]
 fn a_command_job_is_refused_without_an_allow_list_and_runs_where_allowed() {
     let Some(db) = pg_server::fresh_url() else {
         return;
     };
     let lab = Lab::new();
+    // A directory of benchmark programs: one that does nothing.
+    let bench = lab.path("bench");
+    std::fs::create_dir(&bench).unwrap();
+    let program = bench.join("nothing");
+    std::fs::write(&program, "#!/bin/sh\nexit 0\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let program = program.display().to_string();
     let cmd_job = [
         "run",
         "--cmd",
-        "/bin/true",
+        program.as_str(),
         "--tasks",
         "1",
         "--runs",
@@ -298,7 +307,8 @@ fn a_command_job_is_refused_without_an_allow_list_and_runs_where_allowed() {
         "{text}"
     );
 
-    let open = agent(&lab, &db, "host=open", &["--allow-cmd", "/bin/"]);
+    let bench = bench.display().to_string();
+    let open = agent(&lab, &db, "host=open", &["--allow-cmd", &bench]);
     let q = wait_all_final(&lab, &db, Duration::from_secs(60));
     stop(vec![strict, open]);
     let first = &jobs(&q)[0];
@@ -396,7 +406,7 @@ fn a_recurring_job_is_queued_once_per_occurrence_with_four_agents_seeing_it_due(
     let all = jobs_now();
     let occurrences: BTreeSet<String> = all
         .iter()
-        .map(|j| j["log"][0].as_str().unwrap().to_owned())
+        .map(|j| j["log"][0]["text"].as_str().unwrap().to_owned())
         .map(|l| l.rsplit(' ').next().unwrap().to_owned())
         .collect();
     assert_eq!(occurrences.len(), 3, "one job per occurrence: {all:?}");
@@ -441,40 +451,19 @@ fn a_job_with_check_history_says_when_its_history_cannot_be_judged_yet() {
     assert!(err.contains("own verdict"), "{err}");
 }
 
-/// `contrib/lab-roles.sql`'s least-privilege roles on a real server: a submitter queues and
-/// cancels jobs and reads the queue and the runs, but cannot store, change or delete a run
-/// (through scalelab or SQL); a reader cannot queue; an agent runs the submitter's job and
-/// stores its run.
+/// `contrib/lab-roles.sql`'s least-privilege roles on a real server (SECURITY.md's table): a
+/// submitter queues and cancels jobs and reads the queue and the runs, but cannot store,
+/// change or delete a run (through scalelab or SQL), change a job otherwise than by cancelling
+/// it, or change a log event; a reader cannot queue or cancel; an agent runs the submitter's
+/// job and stores its run.
 #[test]
 fn a_submitter_role_queues_jobs_and_cannot_touch_a_run() {
-    let Some(server) = pg_server::server_or_skip() else {
+    let lab = Lab::new();
+    // The owner creates the tables, with one run in them, and applies the roles' script.
+    let Some(roles) = RolesDb::new(&lab) else {
         return;
     };
-    let owner = server.create_database();
-    let db = owner
-        .split("///")
-        .nth(1)
-        .and_then(|rest| rest.split('?').next())
-        .unwrap()
-        .to_owned();
-    let lab = Lab::new();
-    // The owner creates the tables, with one run in them.
-    let mut args = vec!["--db", owner.as_str()];
-    args.extend_from_slice(JOB);
-    lab.ok(&args);
-    let script = include_str!("../../../../contrib/lab-roles.sql");
-    server.psql(&db, script);
-    let user = |group: &str| {
-        let name = format!("{group}_{db}");
-        server.psql(
-            &db,
-            &format!("CREATE ROLE {name} LOGIN IN ROLE scalelab_{group}"),
-        );
-        (
-            name.clone(),
-            owner.replace("user=scalelab_test", &format!("user={name}")),
-        )
-    };
+    let user = |group: &str| roles.role(group, group);
     let (submitter, as_submitter) = user("submitter");
     let (_, as_reader) = user("reader");
     let (_, as_agent) = user("agent");
@@ -503,28 +492,27 @@ fn a_submitter_role_queues_jobs_and_cannot_touch_a_run() {
         "DELETE FROM trials",
         "INSERT INTO run_tags VALUES (1, 'k', 'v')",
         "DROP TABLE jobs",
+        // Beyond cancelling, a submitter changes no job and no schedule (a trigger), and no
+        // log event.
+        "UPDATE jobs SET state = 'done', outcome = 'ok' WHERE id = 1",
+        "UPDATE jobs SET state = 'queued' WHERE id = 2",
+        "UPDATE job_events SET text = 'forged'",
+        "DELETE FROM job_events",
+        "UPDATE agents SET lock_pid = pg_backend_pid()",
     ] {
-        let out = std::process::Command::new(server.psql_bin())
-            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h"])
-            .arg(server.socket_dir())
-            .args([
-                "-p",
-                &server.port_number().to_string(),
-                "-U",
-                &submitter,
-                "-d",
-                &db,
-            ])
-            .args(["-c", sql])
-            .output()
-            .unwrap();
-        assert!(!out.status.success(), "a submitter could run `{sql}`");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let (ok, err) = roles.psql_as(&submitter, sql);
+        assert!(!ok, "a submitter could run `{sql}`");
         assert!(
             err.contains("permission denied") || err.contains("must be owner"),
             "{sql}: {err}"
         );
     }
+    // The reader changes nothing in the queue either.
+    let err = lab.fails(&["--db", &as_reader, "queue", "cancel", "1"]);
+    assert!(
+        err.contains("permission denied"),
+        "a reader cancelled: {err}"
+    );
 
     let mut args = vec!["--db", as_reader.as_str(), "submit"];
     args.extend_from_slice(JOB);

@@ -16,6 +16,7 @@ mod file_safety;
 mod fleet;
 mod history;
 mod hostile;
+mod hostile_queue;
 mod input_limits;
 mod locks;
 mod offcpu;

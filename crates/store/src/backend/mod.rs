@@ -17,6 +17,7 @@ mod value;
 
 use std::cell::RefCell;
 
+pub use self::postgres::Interrupter;
 pub(crate) use self::postgres::{Pg, PgTx, RUN_LOCK_CLASS};
 pub(crate) use self::sqlite::{Lite, LiteTx};
 use self::value::column_error;

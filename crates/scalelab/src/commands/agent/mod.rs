@@ -1,10 +1,16 @@
-//! `scalelab agent`: one lab machine's worker. It registers its host and machine class in the
-//! team's store (one agent per host: its lock), then loops: renew its heartbeat, take back the
-//! jobs of agents that died (`Store::reap_jobs`), take the oldest job its class matches and its
-//! allow-list permits, wait for the machine to be quiet ([`quiet`]), run the job as the CLI
-//! would (`job_process`: `scalelab JOB --tag job=ID --tag job_attempt=K`, a child that dies with
-//! the agent), renewing the job's lease while it runs, and record how it ended. An empty queue
-//! is looked at again after a pause that doubles up to `--poll`.
+//! `scalelab agent`: one lab machine's worker. It takes the machine's agent lock (one agent per
+//! machine, whatever its host name says) and registers its host and machine class in the team's
+//! store (one agent per host), then loops: renew its heartbeat, take back the jobs of agents
+//! that died (`Store::reap_jobs`), take the oldest job its class matches and its allow-list
+//! ([`allow_list`]) permits, wait for the machine to be quiet ([`quiet`]), run the job as the
+//! CLI would (`job_process`: `scalelab JOB --tag job=ID --tag job_attempt=K`, a child that dies
+//! with the agent), renewing the job's lease while it runs, and record how it ended. An empty
+//! queue is looked at again after a pause that doubles up to `--poll`.
+//!
+//! No row stops it: a malformed job is failed and a malformed schedule stopped, each said once.
+//! No job runs for ever: past its timeout (its own, or derived from its plan, never past
+//! `--max-job-time`) its process tree is killed, its partial runs are kept as incomplete and the
+//! job fails "timed out".
 //!
 //! Stopped by SIGTERM or Ctrl-C: the job in hand is stopped as `scalelab run` is by SIGTERM
 //! (its finished trials kept, the run marked interrupted) and given back to the queue.
@@ -18,6 +24,7 @@
 //! machine can play a lab of many, and `SCALELAB_TEST_CLOCK_FILE` (ms since the epoch) as the
 //! schedules' clock; a release build has neither.
 
+mod allow_list;
 mod job_process;
 mod quiet;
 
@@ -31,10 +38,15 @@ use anyhow::{Context, Result, bail};
 use lab::env::{AgentClass, ClassFilter, Fingerprint};
 use lab::store::{Candidate, Claimed, JobState, Store, Verdict};
 
+pub use self::allow_list::Allow;
 use self::job_process::{Ended, JobProcess};
 use crate::cli::AgentArgs;
 use crate::db_path;
-use crate::job_args::{self, Allow};
+use crate::job_args::{self, CheckedJob};
+
+/// What a job whose plan gives no length (a command's) may run for at most, below the agent's
+/// `--max-job-time`: the plan's least time three times over, plus this.
+const TIMEOUT_MARGIN: Duration = Duration::from_secs(600);
 
 /// The first pause after an empty look at the queue; it doubles up to `--poll`.
 const FIRST_PAUSE: Duration = Duration::from_millis(200);
@@ -50,6 +62,10 @@ struct Agent {
     lease: Duration,
     busy_wait: Duration,
     ignore_load: bool,
+    /// `--max-job-time`.
+    max_job_time: Duration,
+    /// This machine's online CPUs (a plan's length depends on its task counts).
+    cpus: u32,
     stop: Arc<AtomicBool>,
 }
 
@@ -60,15 +76,8 @@ pub fn run(db: Option<&Path>, args: &AgentArgs) -> Result<ExitCode> {
         );
     };
     let location = db_path::resolve(Some(db))?;
-    let mut store = db_path::open_location(&location, true)?;
     let me = identity()?;
-    let allow = if args.allow_any_cmd {
-        Allow::Any
-    } else if args.allow_cmd.is_empty() {
-        Allow::BuiltIns
-    } else {
-        Allow::Prefixes(args.allow_cmd.clone())
-    };
+    let (allow, warnings) = Allow::from_args(&args.allow_cmd, args.allow_any_cmd)?;
     let lease = args.lease.as_duration();
     if lease < Duration::from_secs(1) {
         bail!(
@@ -76,22 +85,32 @@ pub fn run(db: Option<&Path>, args: &AgentArgs) -> Result<ExitCode> {
             humantime(lease)
         );
     }
+    let max_job_time = args.max_job_time.as_duration();
+    if max_job_time < Duration::from_secs(1) {
+        bail!(
+            "--max-job-time {} leaves no time to measure: give 1s or more",
+            humantime(max_job_time)
+        );
+    }
+    let _machine = machine_lock(&me)?;
+    for warning in &warnings {
+        eprintln!("{} {warning}", crate::output::stderr().warning());
+    }
+    let mut store = db_path::open_location(&location, true)?;
     let shown = if args.ignore_load {
         format!("{allow}; measures on a busy machine (--ignore-load)")
     } else {
         allow.to_string()
     };
+    let max_job_ms = i64::try_from(max_job_time.as_millis()).unwrap_or(i64::MAX);
     store
-        .register_agent(&me.host, &serde_json::to_string(&me)?, &shown)
+        .register_agent(&me.host, &serde_json::to_string(&me)?, &shown, max_job_ms)
         .with_context(|| format!("registering this agent in {location}"))?;
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, Arc::clone(&stop))
-            .context("installing the SIGTERM handler")?;
-    }
+    let stop = crate::stop_signal::install(store.interrupter())?;
     eprintln!(
-        "agent {} ({me}) on {location}: runs {allow}; waiting for jobs",
-        me.host
+        "agent {} ({me}) on {location}: runs {allow}, each job {} at most; waiting for jobs",
+        me.host,
+        humantime(max_job_time)
     );
     let mut agent = Agent {
         store,
@@ -101,6 +120,8 @@ pub fn run(db: Option<&Path>, args: &AgentArgs) -> Result<ExitCode> {
         lease,
         busy_wait: args.busy_wait.as_duration(),
         ignore_load: args.ignore_load,
+        max_job_time,
+        cpus: crate::measure::online_cpus(),
         stop,
     };
     let poll = args.poll.as_duration().max(FIRST_PAUSE);
@@ -118,16 +139,36 @@ pub fn run(db: Option<&Path>, args: &AgentArgs) -> Result<ExitCode> {
                 reaped.now.as_str()
             );
         }
-        for (schedule, job) in agent.store.queue_due(test_clock())? {
+        let due = agent.store.queue_due(test_clock())?;
+        for (schedule, job) in due.queued {
             eprintln!("schedule {schedule} came due: queued job {job}");
+        }
+        for (schedule, why) in due.stopped {
+            eprintln!(
+                "schedule {schedule} stopped: malformed: {}",
+                lab::safe_text::printable(&why)
+            );
         }
         let me = agent.me.clone();
         let allow = agent.allow.clone();
+        let (cpus, cap) = (agent.cpus, agent.max_job_time);
         let lease_ms = agent.lease_ms();
-        match agent
-            .store
-            .claim_job(&me.host, lease_ms, |c| judge(c, &me, &allow))?
-        {
+        let look = agent.store.claim_job(
+            &me.host,
+            lease_ms,
+            |target| match ClassFilter::parse(target) {
+                Ok(filter) => filter.matches(&me),
+                Err(_) => true,
+            },
+            |c| judge(c, &me, &allow, cpus, cap),
+        )?;
+        for (job, why) in look.malformed {
+            eprintln!(
+                "job {job}: failed as malformed: {}",
+                lab::safe_text::printable(&why)
+            );
+        }
+        match look.claimed {
             Some(job) => {
                 pause = FIRST_PAUSE;
                 agent.run_job(&job)?;
@@ -174,24 +215,94 @@ fn test_clock() -> Option<i64> {
     None
 }
 
-/// Whether the agent of class `me`, allowing `allow`, takes `job`.
-fn judge(job: &Candidate, me: &AgentClass, allow: &Allow) -> Verdict {
+/// This machine's agent lock (one agent per machine, whatever its host name; in a debug
+/// build playing another host, one per played host).
+fn machine_lock(me: &AgentClass) -> Result<sys::MachineLock> {
+    let name =
+        if cfg!(debug_assertions) && std::env::var_os("SCALELAB_TEST_AGENT_IDENTITY").is_some() {
+            let host: String = me
+                .host
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            format!("agent-{host}.lock")
+        } else {
+            "agent.lock".to_owned()
+        };
+    sys::MachineLock::take(&name).map_err(|e| match e {
+        sys::MachineLockError::Held { path, holder } => anyhow::anyhow!(
+            "an agent already runs on this machine ({}, lock {}), under whatever host name — one agent per machine measures; stop it first",
+            holder.map_or_else(|| "another process".to_owned(), |p| format!("pid {p}")),
+            path.display()
+        ),
+        other => anyhow::Error::new(other).context("taking this machine's agent lock"),
+    })
+}
+
+/// Whether the agent of class `me`, allowing `allow`, with `cpus` CPUs and jobs of `cap` at
+/// most, takes `job`.
+fn judge(job: &Candidate, me: &AgentClass, allow: &Allow, cpus: u32, cap: Duration) -> Verdict {
     let Ok(filter) = ClassFilter::parse(&job.target) else {
         return Verdict::Refuse(format!(
             "its class `{}` does not parse here (an older scalelab?)",
-            job.target
+            lab::safe_text::printable(&job.target)
         ));
     };
     if !filter.matches(me) {
         return Verdict::Skip;
     }
     match job_args::check(&job.args) {
-        Err(e) => Verdict::Refuse(format!("its arguments do not parse here: {e:#}")),
-        Ok(checked) => match allow.refusal(&checked) {
-            Some(why) => Verdict::Refuse(why),
-            None => Verdict::Take,
-        },
+        Err(e) => Verdict::Refuse(format!(
+            "its arguments do not parse here: {}",
+            lab::safe_text::printable(&format!("{e:#}"))
+        )),
+        Ok(checked) => {
+            if let Some(why) = allow.refusal(&checked) {
+                return Verdict::Refuse(why);
+            }
+            let least = checked.least_time(cpus);
+            if least > cap {
+                return Verdict::Refuse(format!(
+                    "its plan takes {} at least, longer than this agent's --max-job-time {}",
+                    humantime(least),
+                    humantime(cap)
+                ));
+            }
+            Verdict::Take
+        }
     }
+}
+
+/// How long `job` (`checked`) may run on an agent with jobs of `cap` at most and `cpus` CPUs,
+/// and where the bound comes from.
+fn time_limit(job: &Claimed, checked: &CheckedJob, cap: Duration, cpus: u32) -> (Duration, String) {
+    let capped = |d: Duration, from: String| {
+        if d > cap {
+            (cap, "this agent's --max-job-time".to_owned())
+        } else {
+            (d, from)
+        }
+    };
+    if let Some(ms) = job.timeout_ms {
+        return capped(
+            Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX)),
+            "its --timeout".into(),
+        );
+    }
+    let least = checked.least_time(cpus);
+    if least.is_zero() {
+        return (cap, "this agent's --max-job-time".into());
+    }
+    capped(
+        least.saturating_mul(3).saturating_add(TIMEOUT_MARGIN),
+        format!("three times its plan's {} plus 10 min", humantime(least)),
+    )
 }
 
 impl Agent {
@@ -225,7 +336,15 @@ impl Agent {
 
     fn run_job(&mut self, job: &Claimed) -> Result<()> {
         let host = self.me.host.clone();
-        let checked = job_args::check(&job.args)?;
+        let checked = match job_args::check(&job.args) {
+            Ok(checked) => checked,
+            Err(e) => {
+                let why = format!("its arguments do not parse here: {e:#}");
+                self.store
+                    .finish_job(&host, job.id, job.attempt, JobState::Failed, &why)?;
+                return Ok(());
+            }
+        };
         if job.attempt > 1
             && let Some(attempt) = self.stored_by_earlier_attempt(job, checked.runs)?
         {
@@ -238,12 +357,23 @@ impl Agent {
         if !self.wait_until_quiet(job)? {
             return Ok(());
         }
+        // Judged again just before it starts: the programs it names may have changed while it
+        // waited for a quiet machine.
+        if let Some(why) = self.allow.refusal(&checked) {
+            let outcome = format!("refused by {host}: {why}");
+            self.store
+                .finish_job(&host, job.id, job.attempt, JobState::Failed, &outcome)?;
+            eprintln!("job {}: {}", job.id, lab::safe_text::printable(&outcome));
+            return Ok(());
+        }
+        let (limit, limit_from) = time_limit(job, &checked, self.max_job_time, self.cpus);
         let started = Instant::now();
         eprintln!(
-            "job {} (attempt {}): scalelab {}",
+            "job {} (attempt {}): scalelab {} (at most {}: {limit_from})",
             job.id,
             job.attempt,
-            job.args.join(" ")
+            lab::safe_text::printable(&job.args.join(" ")),
+            humantime(limit)
         );
         let mut process = JobProcess::start(job, &self.db)?;
         let mut last_beat = Instant::now();
@@ -260,6 +390,10 @@ impl Agent {
                 self.store.release_job(&host, job.id, job.attempt, &why)?;
                 eprintln!("job {}: given back ({why})", job.id);
                 return Ok(());
+            }
+            if started.elapsed() >= limit {
+                process.stop();
+                return self.time_out(job, limit, &limit_from);
             }
             if last_beat.elapsed() >= self.beat() {
                 last_beat = Instant::now();
@@ -295,17 +429,46 @@ impl Agent {
             .store
             .finish_job(&host, job.id, job.attempt, state, &outcome)?;
         eprintln!(
-            "job {} (attempt {}): {} in {:.1} s: {outcome}{}",
+            "job {} (attempt {}): {} in {:.1} s: {}{}",
             job.id,
             job.attempt,
             state.as_str(),
             started.elapsed().as_secs_f64(),
+            lab::safe_text::printable(&outcome),
             if recorded {
                 ""
             } else {
                 " (not recorded: no longer this agent's)"
             }
         );
+        Ok(())
+    }
+
+    /// Ends `job`, whose process tree was just stopped at its time `limit` (from `from`): its
+    /// partial runs are kept as incomplete, with why, and the job fails "timed out".
+    fn time_out(&mut self, job: &Claimed, limit: Duration, from: &str) -> Result<()> {
+        let host = self.me.host.clone();
+        let why = format!("timed out after {} ({from})", humantime(limit));
+        let runs = self.store.mark_job_runs_incomplete(
+            job.id,
+            job.attempt,
+            &format!("job {} {why}: stopped by its agent on {host}", job.id),
+        )?;
+        let kept = match runs.as_slice() {
+            [] => "no run was stored".to_owned(),
+            [one] => format!("run {one} kept as incomplete"),
+            many => format!(
+                "runs {} kept as incomplete",
+                many.iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let outcome = format!("{why}; {kept}");
+        self.store
+            .finish_job(&host, job.id, job.attempt, JobState::Failed, &outcome)?;
+        eprintln!("job {}: {outcome}", job.id);
         Ok(())
     }
 
@@ -400,12 +563,14 @@ impl Agent {
     }
 }
 
-/// A duration as `12 s` or `3.5 min`.
-fn humantime(d: Duration) -> String {
+/// A duration as `12 s`, `3.5 min` or `24.0 h`.
+pub(crate) fn humantime(d: Duration) -> String {
     let s = d.as_secs_f64();
     if s < 120.0 {
         format!("{s:.0} s")
-    } else {
+    } else if s < 7200.0 {
         format!("{:.1} min", s / 60.0)
+    } else {
+        format!("{:.1} h", s / 3600.0)
     }
 }

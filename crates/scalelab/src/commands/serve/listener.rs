@@ -361,7 +361,7 @@ async fn answer(req: Request<Incoming>, local: SocketAddr, shared: &Shared) -> R
         }
         other => misdirected(other.as_deref(), &shared.hosts.shown(local)),
     };
-    request_guard::secure(response.headers_mut());
+    request_guard::secure(&mut response);
     response
 }
 

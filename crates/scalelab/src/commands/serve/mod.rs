@@ -145,7 +145,11 @@ fn page(status: StatusCode, html: Html) -> Response {
         Ok(body) => (status, body),
         Err((status, body)) => (status, body),
     };
+    let frames = body.contains("<iframe class=\"flame\"");
     let mut r = (status, body).into_response();
+    if frames {
+        r.extensions_mut().insert(request_guard::FlameFrames);
+    }
     // The security headers are added to every response, this one too, by `request_guard`.
     r.headers_mut().insert(
         header::CONTENT_TYPE,

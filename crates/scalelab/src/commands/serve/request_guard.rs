@@ -10,13 +10,17 @@
 //! `--allowed-host` — with the port it listens on; anything else gets 421 Misdirected Request.
 //!
 //! Every response, errors and 405 included, carries a Content-Security-Policy that loads
-//! nothing from anywhere and lets no page frame it (`frame-ancestors 'none'`, and
-//! `X-Frame-Options: DENY` for older browsers), `X-Content-Type-Options: nosniff`, no referrer,
-//! and `Cache-Control: no-store` (the pages show a store that changes, and may be private).
+//! nothing from anywhere, runs no script and lets no page frame it (`frame-ancestors 'none'`,
+//! and `X-Frame-Options: DENY` for older browsers), `X-Content-Type-Options: nosniff`, no
+//! referrer, and `Cache-Control: no-store` (the pages show a store that changes, and may be
+//! private). The one exception: a page that embeds a flame graph ([`FlameFrames`]) lets inline
+//! scripts run, which only inferno's script in the graph's frame is — a `srcdoc` frame inherits
+//! its page's policy, and the frame is sandboxed without `allow-same-origin`, so the script
+//! runs in an opaque origin that can read nothing of the dashboard's.
 
 use std::net::{IpAddr, SocketAddr};
 
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderValue, header};
 
 /// The names a request's `Host` may carry, besides the address the connection came in on.
 #[derive(Debug, Clone, Default)]
@@ -105,17 +109,31 @@ fn split_host(host: &str) -> Option<(&str, Option<u16>)> {
     }
 }
 
-/// Sets the security headers on a response's headers (see the module doc).
-pub(super) fn secure(headers: &mut HeaderMap) {
-    // The report's flame graph is an inline script in a srcdoc frame; nothing is ever loaded
-    // from elsewhere, and no other page may frame these.
+/// Marks a response whose page embeds a flame graph's sandboxed frame (see the module doc).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct FlameFrames;
+
+/// The policy of every page: nothing loaded from elsewhere, no script, no framing.
+const POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; script-src 'none'; \
+     img-src data:; frame-src 'self' data:; form-action 'self'; base-uri 'none'; \
+     frame-ancestors 'none'";
+
+/// The policy of a page with flame graphs: their frames' inline script may run.
+const FLAME_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; \
+     script-src 'unsafe-inline'; img-src data:; frame-src 'self' data:; form-action 'self'; \
+     base-uri 'none'; frame-ancestors 'none'";
+
+/// Sets the security headers on a response (see the module doc).
+pub(super) fn secure<B>(response: &mut axum::http::Response<B>) {
+    let policy = if response.extensions().get::<FlameFrames>().is_some() {
+        FLAME_POLICY
+    } else {
+        POLICY
+    };
+    let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(
-            "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; \
-             img-src data:; frame-src 'self' data:; form-action 'self'; base-uri 'none'; \
-             frame-ancestors 'none'",
-        ),
+        HeaderValue::from_static(policy),
     );
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
@@ -132,6 +150,24 @@ pub(super) fn secure(headers: &mut HeaderMap) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_page_with_flame_graphs_lets_inline_scripts_run() {
+        let mut plain = axum::http::Response::new(());
+        secure(&mut plain);
+        let policy = plain.headers()[header::CONTENT_SECURITY_POLICY]
+            .to_str()
+            .unwrap();
+        assert!(policy.contains("script-src 'none'"), "{policy}");
+        let mut flames = axum::http::Response::new(());
+        flames.extensions_mut().insert(FlameFrames);
+        secure(&mut flames);
+        let policy = flames.headers()[header::CONTENT_SECURITY_POLICY]
+            .to_str()
+            .unwrap();
+        assert!(policy.contains("script-src 'unsafe-inline'"), "{policy}");
+        assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
+    }
 
     #[test]
     fn only_the_hosts_it_listens_as_are_allowed() {
