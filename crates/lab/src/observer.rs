@@ -43,6 +43,10 @@ pub(crate) trait Observer: std::fmt::Debug {
         None
     }
 
+    /// The trial's tasks were released at `at` (CLOCK_MONOTONIC ns), its warm-up beginning: a
+    /// tracer that held back its call chains while the trial set up writes them from here on.
+    fn tasks_released(&mut self, _at: u64) {}
+
     /// The measurement window opened at `at` (CLOCK_MONOTONIC ns): account from there on.
     fn window_opens(&mut self, _at: u64) {}
 

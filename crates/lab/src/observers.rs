@@ -87,6 +87,13 @@ impl Observers {
         }
     }
 
+    /// Tells every one that the trial's tasks were released at `at`.
+    pub(crate) fn tasks_released(&mut self, at: u64) {
+        for o in &mut self.0 {
+            o.tasks_released(at);
+        }
+    }
+
     /// Tells every one that the window opened at `at`.
     pub(crate) fn window_opens(&mut self, at: u64) {
         for o in &mut self.0 {

@@ -59,3 +59,14 @@ impl TracerChoice {
         }
     }
 }
+
+/// A debug build's `SCALELAB_TEST_COLD_TRACERS`: the in-kernel tracers are opened as they were
+/// before a 16-vCPU guest showed them losing records — chains written from their open with
+/// nothing read ahead, the ring at [`COLD_RING_BYTES`], the rate never lowered and every drain
+/// whole — so that the tests show what that lost on a slow machine. A release build never does.
+pub(crate) fn cold_for_tests() -> bool {
+    cfg!(debug_assertions) && std::env::var_os("SCALELAB_TEST_COLD_TRACERS").is_some()
+}
+
+/// The ring every machine had before it was sized from the CPU count and the sampling rate.
+pub(crate) const COLD_RING_BYTES: u32 = 8 << 20;

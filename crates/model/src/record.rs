@@ -638,6 +638,11 @@ pub struct LockSampling {
     /// (`None`: a record from before this was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub programs_time: Option<Nanos>,
+    /// The lowest sampled waits a second per CPU the tracer was lowered to because its drain
+    /// fell behind (a slow or overloaded machine): fewer chains instead of lost ones (`None`:
+    /// it kept up at the rate set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_lowered_to: Option<u64>,
 }
 
 /// Contention on one lock from one caller, as close to `lock_stat` columns as the events allow.
@@ -734,6 +739,11 @@ pub struct OffCpuSampling {
     /// (`None`: a record from before this was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub programs_time: Option<Nanos>,
+    /// The lowest sampled episodes a second per CPU the tracer was lowered to because its
+    /// drain fell behind (a slow or overloaded machine): fewer chains instead of lost ones
+    /// (`None`: it kept up at the rate set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_lowered_to: Option<u64>,
 }
 
 /// A site's sampled part: how many of its episodes were recorded, and the sampling error of its

@@ -269,6 +269,8 @@ static __always_inline bool account(__u32 pid, __u32 kind, __u64 lock, __u32 op,
 // k), or 0 when it is not.
 static __always_inline __u64 sampled_at(__u64 now)
 {
+    if (!sampling_on(now))
+        return 0;
     __u64 k = sampling_k(now);
     if (k > 1 && bpf_get_prandom_u32() % k != 0)
         return 0;

@@ -272,7 +272,7 @@ static __always_inline bool begin_episode(void *ctx, struct task_struct *prev, s
     __u64 k = t->k ? t->k : 1;
     __u32 tid = prev->pid;
     t->sampled = 0;
-    if (!sampled_episode(tid, t->ins, k)) {
+    if (!sampling_on(now) || !sampled_episode(tid, t->ins, k)) {
         if (t->early_wake) {
             t->early_wake = 0;
             bpf_map_delete_elem(&early_wakes, &tid);

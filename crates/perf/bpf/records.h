@@ -1,4 +1,5 @@
-// What every tracer program has: the ring buffer `records` (8 MiB; each file defines its
+// What every tracer program has: the ring buffer `records` (8 MiB here; user space sizes it
+// from the CPU count and the sampling rate before loading, `bpf_load::records_ring_bytes`; each file defines its
 // records' layouts) and `stats`, a per-CPU array of STATS counters (each file names its slots
 // and defines STATS before including this), with `count` to add one.
 #pragma once

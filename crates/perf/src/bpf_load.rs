@@ -99,6 +99,33 @@ pub(crate) fn frames(b: &[u8], at: usize, max: usize, bytes: i32) -> Vec<u64> {
     (0..n.min(max)).map(|i| u64_at(b, at + 8 * i)).collect()
 }
 
+/// The least `records` ring: what every machine had (the object's own size).
+pub(crate) const MIN_RING_BYTES: u64 = 8 << 20;
+/// The largest `records` ring a tracer takes.
+pub(crate) const MAX_RING_BYTES: u64 = 256 << 20;
+/// The sampled records a `records` ring holds, in seconds of them at twice the sampling rate:
+/// what a drain that comes late (a starved or slow machine's drain thread, a guest's vCPU the
+/// host did not run) would otherwise lose. A CPU's rate is read from its last windows, so a
+/// burst samples above it before it is known.
+const RING_SECONDS: u64 = 1;
+
+/// The `records` ring buffer's size for a tracer sampling about `samples_per_cpu_s` records of
+/// `record_bytes` at most a second on each of `cpus` CPUs: [`RING_SECONDS`] of them at twice
+/// that rate, as the power of two the kernel requires, between [`MIN_RING_BYTES`] and
+/// [`MAX_RING_BYTES`].
+pub(crate) fn records_ring_bytes(cpus: usize, samples_per_cpu_s: u64, record_bytes: usize) -> u32 {
+    let per_s = samples_per_cpu_s.saturating_mul(cpus.max(1) as u64);
+    let record = (record_bytes as u64 + 8).next_multiple_of(8);
+    let wanted = per_s
+        .saturating_mul(2 * RING_SECONDS)
+        .saturating_mul(record);
+    let bytes = wanted
+        .clamp(MIN_RING_BYTES, MAX_RING_BYTES)
+        .next_power_of_two()
+        .min(MAX_RING_BYTES);
+    bytes as u32
+}
+
 /// `per_s` sampled records a second on the whole machine shared out over `cpus` CPUs, at least
 /// `least` each.
 pub(crate) fn per_cpu_rate(per_s: u64, least: u64, cpus: usize) -> u64 {
@@ -136,6 +163,13 @@ impl StackUnwinding {
             unwound: UnwindCache::new(),
             reloaded: Vec::new(),
         }
+    }
+
+    /// Reads process `pid`'s mappings and their files' unwind information now, ahead of its
+    /// first sampled stack (on a slow machine the first drain spent seconds on it while the
+    /// ring filled).
+    pub(crate) fn preload(&mut self, pid: u32) {
+        self.unwinder.load_process(pid as i32);
     }
 
     /// A new drain: a process's maps may be re-read once more.
@@ -179,5 +213,30 @@ impl StackUnwinding {
             max,
         )
         .unwrap_or(u32::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_records_ring_holds_a_second_at_twice_the_rate_within_its_bounds() {
+        // A futex record (16.7 KiB) at 1,000 a second over 2 or 16 CPUs: 32 MiB.
+        let futex = 88 + 8 * 32 + 16384;
+        assert_eq!(records_ring_bytes(2, 500, futex), 32 << 20);
+        assert_eq!(records_ring_bytes(16, 62, futex), 32 << 20);
+        // 10 a second on each of 1,024 CPUs: the most a tracer takes.
+        assert_eq!(records_ring_bytes(1024, 10, futex), 256 << 20);
+        // Few, small records: never below what every machine had.
+        assert_eq!(records_ring_bytes(1, 10, 64), 8 << 20);
+        for cpus in [1, 2, 3, 16, 64, 1000, 1024, 8192] {
+            let b = records_ring_bytes(cpus, 1000 / cpus as u64 + 10, 5000);
+            assert!(
+                b.is_power_of_two() && u64::from(b) >= MIN_RING_BYTES,
+                "{cpus}: {b}"
+            );
+            assert!(u64::from(b) <= MAX_RING_BYTES, "{cpus}: {b}");
+        }
     }
 }

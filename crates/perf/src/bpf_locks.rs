@@ -39,6 +39,7 @@ use aya::maps::{Array, HashMap as BpfHashMap, MapData, RingBuf};
 use aya::{Ebpf, EbpfLoader};
 
 use crate::bpf_load::{self, StackUnwinding, bpf_error, frames, u32_at, u64_at};
+use crate::drain_pace::DrainPace;
 use crate::lock_events::{
     ChainTable, FutexWait, KernelWait, LockSamplingTally, LockTotal, LockTrace,
 };
@@ -94,6 +95,11 @@ pub struct BpfLockConfig {
     pub samples_per_cpu_s: u64,
     /// Sample 1 in this many waits whatever the rate (0: from the rate).
     pub fixed_k: u32,
+    /// The `records` ring buffer's bytes (a power of two; see [`Self::for_cpus`]).
+    pub ring_bytes: u32,
+    /// Lower the sampling rate while the drain falls behind (`drain_pace`), and read a
+    /// bounded share of the ring per drain; false keeps the rate and drains whole.
+    pub paced: bool,
     /// What a futex wait is.
     pub futex: FutexTiming,
 }
@@ -119,16 +125,22 @@ impl BpfLockConfig {
     pub const MIN_PER_CPU_S: u64 = 10;
 
     /// Both kinds of lock, the sampling rate shared out over `cpus` CPUs.
+    /// Its `records` ring holds a second of sampled futex waits (the largest records) at twice
+    /// that rate (`bpf_load::records_ring_bytes`): 8 MiB lost records at 16 CPUs.
     pub fn for_cpus(cpus: usize) -> BpfLockConfig {
+        let samples_per_cpu_s =
+            bpf_load::per_cpu_rate(Self::SAMPLES_PER_S, Self::MIN_PER_CPU_S, cpus);
         BpfLockConfig {
             kernel: true,
             user: true,
-            samples_per_cpu_s: bpf_load::per_cpu_rate(
-                Self::SAMPLES_PER_S,
-                Self::MIN_PER_CPU_S,
-                cpus,
-            ),
+            samples_per_cpu_s,
             fixed_k: 0,
+            paced: true,
+            ring_bytes: bpf_load::records_ring_bytes(
+                cpus,
+                samples_per_cpu_s,
+                FUTEX_REC_SIZE + FUTEX_END_REC_SIZE,
+            ),
             futex: FutexTiming::Calls,
         }
     }
@@ -323,6 +335,11 @@ impl OpenSleeps {
 pub struct BpfLockTracer {
     bpf: Ebpf,
     records: RingBuf<MapData>,
+    /// The sampling rate the kernel reads, lowered while the drain falls behind.
+    rate_target: Array<MapData, u64>,
+    /// When the kernel begins writing chains (`sample_from`).
+    sample_from: Array<MapData, u64>,
+    pace: Option<DrainPace>,
     windows: Array<MapData, Window>,
     mappings: MappingStream,
     stacks: StackUnwinding,
@@ -365,6 +382,7 @@ impl BpfLockTracer {
         let futex_nr = libc::SYS_futex as u32;
         let mut bpf = EbpfLoader::new()
             .btf(Some(&btf))
+            .set_max_entries("records", config.ring_bytes)
             .set_global("samples_per_cpu_s", &config.samples_per_cpu_s, true)
             .set_global("fixed_k", &config.fixed_k, true)
             .set_global("futex_nr", &futex_nr, true)
@@ -389,6 +407,10 @@ impl BpfLockTracer {
             )
             .map_err(|e| bpf_error("the `windows` map", e))?;
         let records: RingBuf<MapData> = bpf_load::take_map(&mut bpf, "records")?;
+        let rate_target: Array<MapData, u64> = bpf_load::take_map(&mut bpf, "rate_target")?;
+        let sample_from: Array<MapData, u64> = bpf_load::take_map(&mut bpf, "sample_from")?;
+        let pace = (config.fixed_k == 0 && config.paced)
+            .then(|| DrainPace::new(config.ring_bytes, config.samples_per_cpu_s));
         {
             let mut threads: BpfHashMap<&mut MapData, u32, ThreadSlot> = bpf
                 .map_mut("threads")
@@ -419,6 +441,9 @@ impl BpfLockTracer {
         Ok(BpfLockTracer {
             bpf,
             records,
+            rate_target,
+            sample_from,
+            pace,
             windows,
             mappings,
             stacks: StackUnwinding::new(),
@@ -485,12 +510,33 @@ impl BpfLockTracer {
             .collect()
     }
 
+    /// Writes no call chains until [`Self::sample_from`] says when (every wait is still counted
+    /// and summed): a trial holds them back while it sets up, since no report uses them and a
+    /// slow machine's setup filled the ring buffer before its first drain.
+    /// The calling process's unwind information is read meanwhile, ahead of its first
+    /// sampled stack.
+    pub fn hold_samples(&mut self) {
+        let _ = self.sample_from.set(0, u64::MAX, 0);
+        self.stacks.preload(std::process::id());
+    }
+
+    /// Writes call chains from `at` (CLOCK_MONOTONIC ns) on.
+    pub fn sample_from(&mut self, at: u64) {
+        let _ = self.sample_from.set(0, at, 0);
+    }
+
     /// Reads the sampled waits written since the last drain (call it every 10 ms or so; the
     /// ring buffer holds 8 MiB, about 500 sampled futex waits); returns how many.
     pub fn drain(&mut self) -> u64 {
         self.stacks.next_drain();
         self.mappings.apply(&mut self.stacks.unwinder);
-        self.read_records()
+        let budget = self.pace.as_ref().map_or(u64::MAX, DrainPace::drain_budget);
+        let (read, bytes) = self.read_records(budget);
+        let changed = self.pace.as_mut().and_then(|p| p.after_drain(bytes));
+        if let Some(rate) = changed {
+            let _ = self.rate_target.set(0, rate, 0);
+        }
+        read
     }
 
     /// The user call chains of sampled futex waits first seen (per process) since the last
@@ -524,7 +570,9 @@ impl BpfLockTracer {
             .collect();
         bpf_load::detach(&mut self.bpf, &all);
         self.mappings.disable();
-        self.drain();
+        self.stacks.next_drain();
+        self.mappings.apply(&mut self.stacks.unwinder);
+        self.read_records(u64::MAX);
         let unended = self.futex_open.finish();
         let sampling = self.tally();
         let totals = self.totals();
@@ -588,13 +636,19 @@ impl BpfLockTracer {
             nested_full: at(6),
             short_stacks: at(7),
             stale_spins: at(8),
+            rate_lowered_to: self.pace.as_ref().and_then(DrainPace::lowest),
         }
     }
 
-    fn read_records(&mut self) -> u64 {
-        let mut read = 0;
-        while let Some(item) = self.records.next() {
+    /// Reads the records in the ring, `budget` bytes of them at most; returns how many, and
+    /// their bytes.
+    fn read_records(&mut self, budget: u64) -> (u64, u64) {
+        let (mut read, mut bytes) = (0, 0u64);
+        while bytes < budget
+            && let Some(item) = self.records.next()
+        {
             read += 1;
+            bytes += item.len() as u64;
             match decode(&item) {
                 Some(Record::Kernel { mut wait, chain }) => {
                     wait.chain = self.chains.intern(chain.into_iter());
@@ -630,7 +684,7 @@ impl BpfLockTracer {
                 None => self.malformed += 1,
             }
         }
-        read
+        (read, bytes)
     }
 }
 

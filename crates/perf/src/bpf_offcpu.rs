@@ -38,13 +38,14 @@
 
 use std::collections::{HashMap, HashSet};
 
-use aya::maps::{HashMap as BpfHashMap, MapData, RingBuf};
+use aya::maps::{Array, HashMap as BpfHashMap, MapData, RingBuf};
 use aya::{Ebpf, EbpfLoader};
 
 use crate::bpf_load::{self, StackUnwinding, bpf_error};
 use crate::bpf_offcpu_records::{
     Counters, Record, SampledEpisodes, SamplingTally, ThreadEntry, decode, window_life,
 };
+use crate::drain_pace::DrainPace;
 use crate::lock_events::ChainTable;
 use crate::mapping_stream::{MappingStream, TaskChange, TaskRecord};
 use crate::offcpu_events::{OffCpuTrace, ThreadLife};
@@ -92,6 +93,11 @@ pub struct BpfOffCpuConfig {
     pub samples_per_cpu_s: u64,
     /// Sample 1 in this many blocking switches whatever the rate (0: from the rate).
     pub fixed_k: u32,
+    /// The `records` ring buffer's bytes (a power of two; see [`Self::for_cpus`]).
+    pub ring_bytes: u32,
+    /// Lower the sampling rate while the drain falls behind (`drain_pace`), and read a
+    /// bounded share of the ring per drain; false keeps the rate and drains whole.
+    pub paced: bool,
     /// Time every run of the programs as well as the picked ones
     /// ([`ProgramRuns::all_ns`](crate::ProgramRuns::all_ns)), to check the estimate of their
     /// cost against the whole: two more clock reads a run.
@@ -109,14 +115,20 @@ impl BpfOffCpuConfig {
     pub const MIN_PER_CPU_S: u64 = 10;
 
     /// The sampling rate for a machine of `cpus` CPUs: [`Self::SAMPLES_PER_S`] shared out.
+    /// Its `records` ring holds a second of sampled episodes at twice that rate
+    /// (`bpf_load::records_ring_bytes`): 8 MiB lost records at 16 CPUs.
     pub fn for_cpus(cpus: usize) -> BpfOffCpuConfig {
+        let samples_per_cpu_s =
+            bpf_load::per_cpu_rate(Self::SAMPLES_PER_S, Self::MIN_PER_CPU_S, cpus);
         BpfOffCpuConfig {
-            samples_per_cpu_s: bpf_load::per_cpu_rate(
-                Self::SAMPLES_PER_S,
-                Self::MIN_PER_CPU_S,
-                cpus,
-            ),
+            samples_per_cpu_s,
             fixed_k: 0,
+            paced: true,
+            ring_bytes: bpf_load::records_ring_bytes(
+                cpus,
+                samples_per_cpu_s,
+                crate::bpf_offcpu_records::EPISODE_BYTES,
+            ),
             time_every_run: false,
         }
     }
@@ -133,6 +145,11 @@ impl Default for BpfOffCpuConfig {
 pub struct BpfOffCpuTracer {
     bpf: Ebpf,
     records: RingBuf<MapData>,
+    /// The sampling rate the kernel reads, lowered while the drain falls behind.
+    rate_target: Array<MapData, u64>,
+    /// When the kernel begins writing chains (`sample_from`).
+    sample_from: Array<MapData, u64>,
+    pace: Option<DrainPace>,
     threads: BpfHashMap<MapData, u32, ThreadEntry>,
     mappings: MappingStream,
     stacks: StackUnwinding,
@@ -183,6 +200,7 @@ impl BpfOffCpuTracer {
         let btf = bpf_load::kernel_btf()?;
         let mut bpf = EbpfLoader::new()
             .btf(Some(&btf))
+            .set_max_entries("records", config.ring_bytes)
             .set_global("samples_per_cpu_s", &config.samples_per_cpu_s, true)
             .set_global("fixed_k", &config.fixed_k, true)
             .set_global("time_every_run", &u8::from(config.time_every_run), true)
@@ -191,6 +209,10 @@ impl BpfOffCpuTracer {
         let mut threads: BpfHashMap<MapData, u32, ThreadEntry> =
             bpf_load::take_map(&mut bpf, "threads")?;
         let records: RingBuf<MapData> = bpf_load::take_map(&mut bpf, "records")?;
+        let rate_target: Array<MapData, u64> = bpf_load::take_map(&mut bpf, "rate_target")?;
+        let sample_from: Array<MapData, u64> = bpf_load::take_map(&mut bpf, "sample_from")?;
+        let pace = (config.fixed_k == 0 && config.paced)
+            .then(|| DrainPace::new(config.ring_bytes, config.samples_per_cpu_s));
         let now = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
         let me = sys::gettid() as u32;
         let entry = ThreadEntry {
@@ -208,6 +230,9 @@ impl BpfOffCpuTracer {
         Ok(BpfOffCpuTracer {
             bpf,
             records,
+            rate_target,
+            sample_from,
+            pace,
             threads,
             mappings,
             stacks: StackUnwinding::new(),
@@ -226,12 +251,32 @@ impl BpfOffCpuTracer {
         })
     }
 
+    /// Writes no call chains until [`Self::sample_from`] says when (every wait is still counted
+    /// and summed): a trial holds them back while it sets up, since no report uses them and a
+    /// slow machine's setup filled the ring buffer before its first drain.
+    /// The calling process's unwind information is read meanwhile, ahead of its first
+    /// sampled stack.
+    pub fn hold_samples(&mut self) {
+        let _ = self.sample_from.set(0, u64::MAX, 0);
+        self.stacks.preload(std::process::id());
+    }
+
+    /// Writes call chains from `at` (CLOCK_MONOTONIC ns) on.
+    pub fn sample_from(&mut self, at: u64) {
+        let _ = self.sample_from.set(0, at, 0);
+    }
+
     /// Reads the records written since the last drain (call it every 10 ms or so; the ring
     /// buffer holds 8 MiB, about 1,700 sampled episodes).
     pub fn drain(&mut self) {
         self.stacks.next_drain();
         self.apply_side_band();
-        self.read_records();
+        let budget = self.pace.as_ref().map_or(u64::MAX, DrainPace::drain_budget);
+        let bytes = self.read_records(budget);
+        let changed = self.pace.as_mut().and_then(|p| p.after_drain(bytes));
+        if let Some(rate) = changed {
+            let _ = self.rate_target.set(0, rate, 0);
+        }
     }
 
     /// Accounts the threads' time only from `from` on (CLOCK_MONOTONIC ns: the window's
@@ -286,7 +331,9 @@ impl BpfOffCpuTracer {
         let runs_until = self.runs_until.or_else(|| ProgramRuns::read(&self.bpf));
         bpf_load::detach(&mut self.bpf, &PROGRAMS);
         self.mappings.disable();
-        self.drain();
+        self.stacks.next_drain();
+        self.apply_side_band();
+        self.read_records(u64::MAX);
         let tally = self.tally();
         let (from, at_from) = self.at_from.take().unwrap_or_default();
         let (until, at_until) = self.at_until.take().unwrap_or((until, HashMap::new()));
@@ -369,7 +416,10 @@ impl BpfOffCpuTracer {
 
     /// The kernel's counters, summed over the CPUs.
     fn tally(&self) -> SamplingTally {
-        SamplingTally::from_slots(&bpf_load::counters(&self.bpf))
+        SamplingTally {
+            rate_lowered_to: self.pace.as_ref().and_then(DrainPace::lowest),
+            ..SamplingTally::from_slots(&bpf_load::counters(&self.bpf))
+        }
     }
 
     /// Applies the side band's mappings to the unwinder and keeps its names.
@@ -381,8 +431,13 @@ impl BpfOffCpuTracer {
         }
     }
 
-    fn read_records(&mut self) {
-        while let Some(item) = self.records.next() {
+    /// Reads the records in the ring, `budget` bytes of them at most; returns their bytes.
+    fn read_records(&mut self, budget: u64) -> u64 {
+        let mut bytes = 0u64;
+        while bytes < budget
+            && let Some(item) = self.records.next()
+        {
+            bytes += item.len() as u64;
             match decode(&item) {
                 Some(Record::Begin(b)) => {
                     let kernel = self.chains.intern(b.kernel.iter().copied());
@@ -432,6 +487,7 @@ impl BpfOffCpuTracer {
                 None => self.malformed += 1,
             }
         }
+        bytes
     }
 }
 

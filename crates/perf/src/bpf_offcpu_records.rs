@@ -22,6 +22,8 @@ pub(crate) const STACK_BYTES: usize = 4096;
 const WAKER_FRAMES: usize = 32;
 const BEGIN_SIZE: usize = 72 + 8 * KERNEL_FRAMES + 8 * USER_FRAMES + STACK_BYTES;
 const END_SIZE: usize = 32 + 8 * WAKER_FRAMES;
+/// What one sampled episode writes at most: its BEGIN and its END.
+pub(crate) const EPISODE_BYTES: usize = BEGIN_SIZE + END_SIZE;
 const EXIT_SIZE: usize = 96;
 const LONG_SIZE: usize = 48 + 8 * KERNEL_FRAMES + 8 * WAKER_FRAMES;
 /// `waker_tid` of an END written at the switch-in: no wake-up was seen.
@@ -55,6 +57,9 @@ pub struct SamplingTally {
     /// that fired no tracepoint consumer: on this project's VM, every one away from the
     /// sandbox agent's hidden threads), dated by the kernel's own arrival time instead.
     pub unseen_switch_ins: u64,
+    /// The lowest sampled episodes a second per CPU the drain lowered the tracer to, when it
+    /// fell behind (`drain_pace`); `None` when it kept up at the rate set.
+    pub rate_lowered_to: Option<u64>,
 }
 
 impl SamplingTally {
@@ -72,6 +77,7 @@ impl SamplingTally {
             long: at(7),
             long_lost: at(8),
             unseen_switch_ins: at(9),
+            rate_lowered_to: None,
         }
     }
 

@@ -21,6 +21,7 @@ mod bpf_load;
 mod bpf_locks;
 mod bpf_offcpu;
 mod bpf_offcpu_records;
+mod drain_pace;
 mod event;
 mod idle_probe;
 mod inherited;

@@ -131,6 +131,9 @@ pub struct LockSamplingTally {
     /// Spinning kernel waits dropped as unpaired: their thread switched between the begin and
     /// the end, which a spinning wait never does (one of the two was not seen).
     pub stale_spins: u64,
+    /// The lowest sampled waits a second per CPU the drain lowered the tracer to, when it fell
+    /// behind (`drain_pace`); `None` when it kept up at the rate set.
+    pub rate_lowered_to: Option<u64>,
 }
 
 impl KernelWait {

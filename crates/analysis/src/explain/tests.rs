@@ -1224,6 +1224,7 @@ fn a_point_says_how_many_episodes_had_their_chains_recorded() {
         threads_untraced: 0,
         long: 0,
         programs_time: None,
+        rate_lowered_to: None,
     };
     for t in &mut data.trials {
         if let (2, TrialOutcome::Ok(m)) = (t.n, &mut t.outcome) {
@@ -1373,6 +1374,7 @@ fn the_tracers_programs_timed_in_the_kernel_are_the_cost_of_measuring() {
                     threads_untraced: 0,
                     long: 0,
                     programs_time: Some(crate::record::Nanos(per_op * work)),
+                    rate_lowered_to: None,
                 });
             }
         }

@@ -13,6 +13,7 @@ mod ab;
 pub(crate) mod ab_extension;
 mod ab_policy;
 pub(crate) mod ab_schedule;
+mod deadlines;
 pub(crate) mod interleave;
 mod progress;
 mod session;

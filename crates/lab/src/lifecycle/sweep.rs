@@ -10,6 +10,7 @@
 
 use std::sync::atomic::Ordering;
 
+use super::deadlines::Deadlines;
 use super::progress::TrialLabel;
 use super::session::Session;
 use crate::error::LabError;
@@ -58,6 +59,7 @@ pub(super) fn run_slots(
     stored: &mut usize,
 ) -> Result<SweepEnd, LabError> {
     let mut switch_rates = SwitchRates::new();
+    let mut deadlines = Deadlines::default();
     for slot in slots {
         if session.stop.load(Ordering::SeqCst) {
             return Ok(SweepEnd::Interrupted);
@@ -75,7 +77,7 @@ pub(super) fn run_slots(
             executor,
             scratch.as_deref_mut(),
             session,
-            &mut switch_rates,
+            (&mut switch_rates, &mut deadlines),
         )?
         else {
             return Ok(SweepEnd::Interrupted);
@@ -99,10 +101,16 @@ fn execute(
     executor: &mut dyn Executor,
     mut scratch: Option<&mut Scratch>,
     session: &Session<'_>,
-    switch_rates: &mut SwitchRates,
+    (switch_rates, deadlines): (&mut SwitchRates, &mut Deadlines),
 ) -> Result<Option<TrialRecord>, LabError> {
-    let untraced = match untraced_reference(plan, slot, executor, scratch.as_deref_mut(), session)?
-    {
+    let untraced = match untraced_reference(
+        plan,
+        slot,
+        executor,
+        scratch.as_deref_mut(),
+        session,
+        deadlines,
+    )? {
         Reference::Interrupted => return Ok(None),
         Reference::Measured(r) => Some(r),
         Reference::None => None,
@@ -121,7 +129,9 @@ fn execute(
         )?,
         None => None,
     };
-    let execution = execute_in_scratch(plan, &mut spec, executor, scratch, session)?;
+    let execution = execute_in_scratch(
+        plan, slot.n, &mut spec, executor, scratch, session, deadlines,
+    )?;
     Ok(match execution {
         Execution::Interrupted => None,
         Execution::Finished(mut outcome) => {
@@ -140,14 +150,17 @@ fn execute(
     })
 }
 
-/// Runs `spec` with a fresh scratch directory when the workload uses files (removed after it,
-/// whatever became of the trial).
+/// Runs `spec` (at `n` tasks) with a fresh scratch directory when the workload uses files
+/// (removed after it, whatever became of the trial), killed when it outlives `deadlines`, which
+/// learn from how long it took.
 fn execute_in_scratch(
     plan: &Plan,
+    n: u32,
     spec: &mut TrialSpec,
     executor: &mut dyn Executor,
     mut scratch: Option<&mut Scratch>,
     session: &Session<'_>,
+    deadlines: &mut Deadlines,
 ) -> Result<Execution, LabError> {
     let dir = match scratch.as_deref_mut() {
         Some(s) if plan.info.uses_files => Some(s.create()?),
@@ -156,7 +169,11 @@ fn execute_in_scratch(
     if let (Some(dir), crate::runner::Work::Builtin(work)) = (&dir, &mut spec.work) {
         work.workdir = Some(dir.clone());
     }
-    let execution = executor.execute(spec, plan.deadline(), session.stop);
+    let started = std::time::Instant::now();
+    let execution = executor.execute(spec, deadlines.for_trial(plan, n), session.stop);
+    if matches!(&execution, Execution::Finished(o) if o.measurement().is_some()) {
+        deadlines.ended(plan, n, started.elapsed());
+    }
     if let (Some(dir), Some(s)) = (&dir, scratch.as_deref()) {
         s.remove(dir)?;
     }
@@ -196,6 +213,7 @@ fn untraced_reference(
     executor: &mut dyn Executor,
     scratch: Option<&mut Scratch>,
     session: &Session<'_>,
+    deadlines: &mut Deadlines,
 ) -> Result<Reference, LabError> {
     let traced = plan.locks.is_some() || plan.offcpu.is_some();
     if slot.index != reference_index(plan) || !traced || plan.command.is_some() {
@@ -204,7 +222,9 @@ fn untraced_reference(
     // No profile either: the profiled trials get theirs in `execute`.
     let mut spec = plan.untraced_spec(slot.n);
     Ok(
-        match execute_in_scratch(plan, &mut spec, executor, scratch, session)? {
+        match execute_in_scratch(
+            plan, slot.n, &mut spec, executor, scratch, session, deadlines,
+        )? {
             Execution::Interrupted => Reference::Interrupted,
             Execution::Finished(outcome) => match outcome.measurement() {
                 Some(m) => Reference::Measured(UntracedReference {

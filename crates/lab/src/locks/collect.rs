@@ -85,7 +85,15 @@ impl TraceSession {
     /// [`start`](Self::start) with a scope: [`Scope::Command`] before spawning a command step.
     pub(crate) fn start_scoped(request: LockRequest, scope: Scope) -> TraceSession {
         let mut notes = Vec::new();
-        let tracer = Tracer::open(request, &mut notes);
+        let mut tracer = Tracer::open(request, &mut notes);
+        // A built-in trial's child sets up (its other tracer, its tasks) before its tasks
+        // start: no chain of that time is used, and a slow machine's setup filled the ring
+        // before the first drain.
+        if let (Scope::Own, Some(Chosen::Kernel(t))) = (scope, &mut tracer)
+            && !crate::tracer_choice::cold_for_tests()
+        {
+            t.hold_samples();
+        }
         TraceSession {
             tracer,
             request,
@@ -137,6 +145,13 @@ impl Observer for TraceSession {
     /// Drops the waits of process `pid` (a `perf record` wrapping the command).
     fn exclude(&mut self, pid: u32) {
         self.processes.exclude(pid);
+    }
+
+    /// The in-kernel tracer writes call chains from here on.
+    fn tasks_released(&mut self, at: u64) {
+        if let Some(Chosen::Kernel(t)) = &mut self.tracer {
+            t.sample_from(at);
+        }
     }
 
     /// The in-kernel tracer sums the waits that end from here on.
@@ -266,6 +281,7 @@ fn summarise(
             unsummed: tally.totals_full,
             threads_untraced: tally.threads_untraced,
             programs_time: trace.programs_ns.map(Nanos),
+            rate_lowered_to: tally.rate_lowered_to,
         };
         report.notes.extend(sampling_notes(&sampling, &tally));
         if request.user && request.futex == super::FutexWaits::Sleeps {
@@ -312,6 +328,11 @@ fn sampling_notes(s: &LockSampling, tally: &perf::LockSamplingTally) -> Vec<Stri
         notes.push(format!(
             "locks: {} sampled waits lost their chain (ring buffer full): the sample is smaller, the sums are whole",
             s.lost
+        ));
+    }
+    if let Some(rate) = s.rate_lowered_to {
+        notes.push(format!(
+            "locks: the drain fell behind, so the sampling rate was lowered (to {rate} a second per CPU at the least): fewer chains, none lost to it"
         ));
     }
     if s.unsummed > 0 {
@@ -554,6 +575,8 @@ mod tests {
         }
         let mut session = session;
         let start = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
+        // As a trial's runner does once its tasks are set up: chains are written from here.
+        session.tasks_released(start);
         let m = std::sync::Mutex::new(0u64);
         std::thread::scope(|s| {
             let workers: Vec<_> = (0..2)
@@ -623,6 +646,7 @@ mod tests {
             return;
         }
         let start = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
+        session.tasks_released(start);
         let mut child = std::process::Command::new(&exe)
             .args(["2", "0.6"])
             .stdout(std::process::Stdio::null())

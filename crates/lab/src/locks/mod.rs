@@ -87,7 +87,7 @@ impl LockRequest {
 
     /// The in-kernel tracer's configuration for this request.
     pub(crate) fn bpf_config(self) -> perf::BpfLockConfig {
-        perf::BpfLockConfig {
+        let config = perf::BpfLockConfig {
             kernel: self.kernel,
             user: self.user,
             futex: match self.futex {
@@ -96,7 +96,15 @@ impl LockRequest {
             },
             fixed_k: self.chain_every,
             ..perf::BpfLockConfig::default()
+        };
+        if crate::tracer_choice::cold_for_tests() {
+            return perf::BpfLockConfig {
+                ring_bytes: crate::tracer_choice::COLD_RING_BYTES,
+                paced: false,
+                ..config
+            };
         }
+        config
     }
 
     /// The perf tracer's configuration for this request.

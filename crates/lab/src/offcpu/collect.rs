@@ -108,7 +108,15 @@ impl OffCpuSession {
     /// the trial runs untraced.
     pub(crate) fn start_scoped(request: OffCpuRequest, scope: Scope) -> OffCpuSession {
         let mut notes = Vec::new();
-        let tracer = Tracer::open(request, &mut notes);
+        let mut tracer = Tracer::open(request, &mut notes);
+        // A built-in trial's child sets up (its other tracer, its tasks) before its tasks
+        // start: no chain of that time is used, and a slow machine's setup filled the ring
+        // before the first drain.
+        if let (Scope::Own, Some(Chosen::Kernel(t))) = (scope, &mut tracer)
+            && !crate::tracer_choice::cold_for_tests()
+        {
+            t.hold_samples();
+        }
         OffCpuSession {
             tracer,
             notes,
@@ -176,6 +184,13 @@ impl Observer for OffCpuSession {
     /// Drops the episodes of process `pid` (a `perf record` wrapping the command).
     fn exclude(&mut self, pid: u32) {
         self.processes.exclude(pid);
+    }
+
+    /// The in-kernel tracer writes call chains from here on.
+    fn tasks_released(&mut self, at: u64) {
+        if let Some(Chosen::Kernel(t)) = &mut self.tracer {
+            t.sample_from(at);
+        }
     }
 
     /// Accounts the traced threads' time from `at` on (the window's start, taken after the
@@ -381,6 +396,7 @@ fn summarise(
                     .sum(),
             )
         }),
+        rate_lowered_to: t.rate_lowered_to,
     });
     let out = named_sites(sites, &chain, &kallsyms, &user_frame, sampling.is_some());
     let silent: Vec<&perf::IdleCpu> = trace.idle_cpus.iter().filter(|c| c.silent()).collect();
@@ -483,7 +499,11 @@ fn named_sites<'t>(
 /// What the in-kernel tracer sampled, and what it lost, as one note (`None` when it sampled
 /// every episode and lost nothing).
 fn sampling_note(s: &OffCpuSampling, tally: perf::SamplingTally) -> Option<String> {
-    if s.sampled == s.blocking_switches && s.lost == 0 && s.threads_untraced == 0 {
+    if s.sampled == s.blocking_switches
+        && s.lost == 0
+        && s.threads_untraced == 0
+        && s.rate_lowered_to.is_none()
+    {
         return None;
     }
     let mut note = format!(
@@ -504,6 +524,11 @@ fn sampling_note(s: &OffCpuSampling, tally: perf::SamplingTally) -> Option<Strin
         note.push_str(&format!(
             "; {} threads went untraced (the kernel's thread table was full)",
             s.threads_untraced
+        ));
+    }
+    if let Some(rate) = s.rate_lowered_to {
+        note.push_str(&format!(
+            "; the drain fell behind, so the sampling rate was lowered (to {rate} a second per CPU at the least): fewer chains, none lost to it"
         ));
     }
     if tally.exit_lost > 0 {

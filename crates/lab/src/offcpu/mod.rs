@@ -53,10 +53,18 @@ impl OffCpuRequest {
 
     /// The in-kernel tracer's configuration for this request.
     pub(crate) fn bpf_config(self) -> perf::BpfOffCpuConfig {
-        perf::BpfOffCpuConfig {
+        let config = perf::BpfOffCpuConfig {
             fixed_k: self.chain_every,
             ..perf::BpfOffCpuConfig::default()
+        };
+        if crate::tracer_choice::cold_for_tests() {
+            return perf::BpfOffCpuConfig {
+                ring_bytes: crate::tracer_choice::COLD_RING_BYTES,
+                paced: false,
+                ..config
+            };
         }
+        config
     }
 
     /// The tracer configuration for this request.

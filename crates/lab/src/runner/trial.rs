@@ -65,6 +65,7 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
     let mut observers = Observers::open(requests, Scope::Own);
     let drain_every = observers.needs_draining().then_some(LOCK_DRAIN_EVERY);
     let mut drain = |edge: Edge| match edge {
+        Edge::Released(at) => observers.tasks_released(at),
         Edge::Opens(at) => observers.window_opens(at),
         Edge::Closes(at) => observers.window_closes(at),
         Edge::None => {
@@ -372,6 +373,8 @@ type Drain<'a> = (Option<Duration>, &'a mut dyn FnMut(Edge));
 enum Edge {
     /// Nothing: drain.
     None,
+    /// The tasks are released at (CLOCK_MONOTONIC ns): the warm-up begins.
+    Released(u64),
     /// The window opened at (CLOCK_MONOTONIC ns).
     Opens(u64),
     /// The window closed at, just now, before the tasks stop.
@@ -423,6 +426,9 @@ fn sample(
         .sample_interval
         .as_duration()
         .max(Duration::from_millis(1));
+    drain(Edge::Released(sys::clock_gettime_vdso(
+        sys::ClockId::Monotonic,
+    )));
     let released = Instant::now();
     let warmup = work.warmup.as_duration();
     let mut start: Option<(Instant, Vec<u64>, Vec<CounterSnapshot>)> = None;

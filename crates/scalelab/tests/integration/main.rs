@@ -4,6 +4,7 @@
 mod common;
 use store::pg_server;
 
+mod big_machine;
 mod bisect;
 mod cli;
 mod command_attribution;
