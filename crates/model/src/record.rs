@@ -719,7 +719,8 @@ pub struct OffCpuReport {
 /// standing for as many as it was sampled from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OffCpuSampling {
-    /// Blocking switches of the traced threads, over the whole trace (warm-up included).
+    /// Blocking switches of the traced threads from the tasks' release on (warm-up included;
+    /// the set-up before it, whose switches are never sampled, is not).
     pub blocking_switches: u64,
     /// Of them, those recorded with their call chains.
     pub sampled: u64,

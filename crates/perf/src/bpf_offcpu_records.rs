@@ -32,7 +32,8 @@ const NO_WAKER: u32 = u32::MAX;
 /// The `stats` array's slots (`STAT_*`), summed over the CPUs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SamplingTally {
-    /// Blocking switches of traced threads: every episode, sampled or not.
+    /// Blocking switches of traced threads since the tasks' release (`sample_from`): every
+    /// episode that could be sampled, sampled or not.
     pub blocking_switches: u64,
     /// Of them, the episodes whose call chains were recorded (a BEGIN record written).
     pub sampled: u64,
@@ -171,9 +172,19 @@ impl Counters {
     }
 
     /// Thread `tid` of process `pid`'s counters now; `None` once it is gone.
+    ///
+    /// `schedstat` shows `sum_exec_runtime` as the scheduler last brought it up to date (at a
+    /// tick or a switch), so a running thread's reads lag by up to a tick: the calling thread,
+    /// running by definition, reads its CPU time from `CLOCK_THREAD_CPUTIME_ID` instead, which
+    /// brings it up to date (read from schedstat at a window's start, the tracing thread's CPU
+    /// time in a 10 ms window outgrew its life, and its blocked time read 0).
     pub(crate) fn read(pid: u32, tid: u32) -> Option<Counters> {
         let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/schedstat")).ok()?;
-        Counters::parse_schedstat(&text)
+        let mut counters = Counters::parse_schedstat(&text)?;
+        if tid == sys::gettid() as u32 {
+            counters.on_cpu = sys::thread_cpu_time();
+        }
+        Some(counters)
     }
 
     /// The counters as at `at`, with the wait for a CPU in progress since `queued_at` (0:
