@@ -46,11 +46,35 @@
 
 #include "sampling.h"
 
+// The locks a waiter's own task points at, for naming them (`lock_name`).
+struct rw_semaphore {
+    long count;
+} __attribute__((preserve_access_index));
+
+struct spinlock {
+    int rlock;
+} __attribute__((preserve_access_index));
+
+struct mm_struct {
+    struct rw_semaphore mmap_lock;
+} __attribute__((preserve_access_index));
+
+struct sighand_struct {
+    struct spinlock siglock;
+} __attribute__((preserve_access_index));
+
+struct files_struct {
+    struct spinlock file_lock;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
     int pid;
     int tgid;
     unsigned long nvcsw;
     unsigned long nivcsw;
+    struct mm_struct *mm;
+    struct sighand_struct *sighand;
+    struct files_struct *files;
 } __attribute__((preserve_access_index));
 
 struct pt_regs {
@@ -93,8 +117,20 @@ struct pt_regs {
 
 // The kernel's contention flags (include/trace/events/lock.h).
 #define LCB_F_SPIN (1U << 0)
+#define LCB_F_READ (1U << 1)
+#define LCB_F_WRITE (1U << 2)
 #define LCB_F_RT (1U << 3)
+#define LCB_F_PERCPU (1U << 4)
 #define LCB_F_MUTEX (1U << 5)
+
+// A kernel lock named by what the waiting task points at, as `perf lock contention -b` names
+// them, carried above the LCB_F_* flags (which use the low 16 bits) in the flags this program
+// keeps and writes: the waiter's process's `mmap_lock`, its signal handlers' `siglock`, its
+// open files' `file_lock`. Any other lock is named in user space, by symbol or not at all.
+#define LOCK_NAME_SHIFT 16
+#define LOCK_NAME_MMAP 1
+#define LOCK_NAME_SIGLOCK 2
+#define LOCK_NAME_FILE_LOCK 3
 
 // A kernel lock a thread waits for.
 struct open_lock {
@@ -122,7 +158,7 @@ struct total_key {
     __u32 pid;
     __u32 kind;
     __u64 lock;
-    __u32 op; // futex op, or the kernel lock's LCB_F_* flags
+    __u32 op; // futex op, or the kernel lock's LCB_F_* flags (and LOCK_NAME_* above them)
     __u32 pad;
 };
 
@@ -277,6 +313,30 @@ static __always_inline __u64 sampled_at(__u64 now)
     return k;
 }
 
+// Which of the waiting task's own locks `addr` is (LOCK_NAME_*), 0 for none of them. Read
+// in the waiter's context, which `contention_begin` runs in.
+static __always_inline __u32 lock_name(__u64 addr, __u32 flags)
+{
+    struct task_struct *me = bpf_get_current_task_btf();
+    bool rwsem = (flags & (LCB_F_READ | LCB_F_WRITE)) &&
+                 !(flags & (LCB_F_SPIN | LCB_F_PERCPU | LCB_F_RT));
+    if (rwsem) {
+        __u64 mm = (__u64)BPF_CORE_READ(me, mm);
+        if (mm && mm + bpf_core_field_offset(struct mm_struct, mmap_lock) == addr)
+            return LOCK_NAME_MMAP;
+        return 0;
+    }
+    if (flags != LCB_F_SPIN)
+        return 0;
+    __u64 sighand = (__u64)BPF_CORE_READ(me, sighand);
+    if (sighand && sighand + bpf_core_field_offset(struct sighand_struct, siglock) == addr)
+        return LOCK_NAME_SIGLOCK;
+    __u64 files = (__u64)BPF_CORE_READ(me, files);
+    if (files && files + bpf_core_field_offset(struct files_struct, file_lock) == addr)
+        return LOCK_NAME_FILE_LOCK;
+    return 0;
+}
+
 // A kernel wait on `addr` (`flags`) begins for thread `t`.
 static __always_inline void contention_begins(struct thread *t, __u64 addr, unsigned int flags)
 {
@@ -289,7 +349,7 @@ static __always_inline void contention_begins(struct thread *t, __u64 addr, unsi
             // seen (an interrupt's contention while this program ran on the CPU: the kernel
             // does not run a program inside itself), so this one starts afresh. (Kept, one
             // stale begin of sched_tick's run-queue lock made a 104 ms "spinlock wait".)
-            if (t->locks[i].flags == flags) {
+            if ((t->locks[i].flags & ((1U << LOCK_NAME_SHIFT) - 1)) == flags) {
                 t->locks[i].begin = bpf_ktime_get_ns();
                 t->locks[i].switches = switches_now();
             }
@@ -303,7 +363,7 @@ static __always_inline void contention_begins(struct thread *t, __u64 addr, unsi
         return;
     }
     t->locks[free].lock = addr;
-    t->locks[free].flags = flags;
+    t->locks[free].flags = flags | (lock_name(addr, flags) << LOCK_NAME_SHIFT);
     t->locks[free].switches = switches_now();
     t->locks[free].begin = bpf_ktime_get_ns();
 }

@@ -266,13 +266,14 @@ static __always_inline bool sampled_episode(__u32 tid, __u64 ins, __u64 k)
 }
 
 // Returns whether the episode was sampled (its walks and copy took this CPU's time since `now`).
+// `sampling`: whether chains are written yet (sampling.h's `sampling_on`, read once a switch).
 static __always_inline bool begin_episode(void *ctx, struct task_struct *prev, struct thread *t,
-                                          unsigned int state, __u64 now)
+                                          unsigned int state, __u64 now, bool sampling)
 {
     __u64 k = t->k ? t->k : 1;
     __u32 tid = prev->pid;
     t->sampled = 0;
-    if (!sampling_on(now) || !sampled_episode(tid, t->ins, k)) {
+    if (!sampling || !sampled_episode(tid, t->ins, k)) {
         if (t->early_wake) {
             t->early_wake = 0;
             bpf_map_delete_elem(&early_wakes, &tid);
@@ -461,12 +462,13 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
         // Tallied from the tasks' release only, as the episodes that can be sampled are (a
         // trial's set-up, its tasks parked on the start line, is no part of what the tally
         // is read against: with --chain-every 1 it read 153 switches for 149 chains).
-        if (sampling_on(now))
+        bool sampling = sampling_on(now);
+        if (sampling)
             count(STAT_BLOCKING);
         count_event(now);
         t->blocked_state = prev_state;
         t->blocked_at = now; // an aligned store: the other CPUs read it whole
-        if (begin_episode(ctx, prev, t, prev_state, now)) {
+        if (begin_episode(ctx, prev, t, prev_state, now, sampling)) {
             now = 0;
             walked = true;
         }

@@ -21,12 +21,11 @@ const TOP: usize = 3;
 
 /// A cause in words: what, on what, from where.
 pub fn cause_label(c: &Cause) -> String {
-    let from = |s: &str| {
-        if s.is_empty() {
-            String::new()
-        } else {
-            format!(" from {s}")
-        }
+    let from = |s: &str| match (s.is_empty(), c.call_sites.len()) {
+        (true, _) => String::new(),
+        (false, 0 | 1) => format!(" from {s}"),
+        (false, 2) => format!(" from {s} and 1 other caller"),
+        (false, n) => format!(" from {s} and {} other callers", n - 1),
     };
     let on = |o: &str| {
         if o.is_empty() {
@@ -58,6 +57,30 @@ pub fn cause_label(c: &Cause) -> String {
         None => text,
     };
     printable(&text).into_owned()
+}
+
+/// A grouped cause's callers with their shares ("callers: flock_lock_inode_wait 61%, …"),
+/// `None` for a cause of one caller.
+pub fn call_sites_line(c: &Cause) -> Option<String> {
+    let total: f64 = c.call_sites.iter().map(|s| s.ns).sum();
+    (c.call_sites.len() > 1 && total > 0.0).then(|| {
+        let sites: Vec<String> = c
+            .call_sites
+            .iter()
+            .take(6)
+            .map(|s| format!("{} {:.0}%", s.site, s.ns / total * 100.0))
+            .collect();
+        let more = c.call_sites.len().saturating_sub(6);
+        format!(
+            "callers: {}{}",
+            sites.join(", "),
+            if more > 0 {
+                format!(", and {more} more")
+            } else {
+                String::new()
+            }
+        )
+    })
 }
 
 /// "an op", or "1 MB" for a unit of a reported rate.
@@ -736,9 +759,24 @@ fn write_growth(out: &mut Printer<'_>, e: &Explanation, g: &GrowthAccount) -> io
         "unexplained".into(),
     ]);
     out.table(&t)?;
-    if g.named
+    let runq_first = g
+        .named
         .first()
-        .is_some_and(|c| c.cause.kind == CauseKind::RunQueue && c.delta_ns > 0.0)
+        .is_some_and(|c| c.cause.kind == CauseKind::RunQueue && c.delta_ns > 0.0);
+    // A command's workers at the larger N, where more than N: they queue among themselves.
+    let workers = e
+        .points
+        .iter()
+        .find(|p| p.n == g.to_n)
+        .and_then(|p| p.accounting.workers.iter().max().copied())
+        .filter(|&w| w > g.to_n);
+    if let (true, Some(w)) = (runq_first, workers) {
+        writeln!(
+            out,
+            "  note: the command ran {w} worker threads at N={}, more than N: waiting for a CPU is first their own queueing for the CPUs they share",
+            g.to_n
+        )?;
+    } else if runq_first
         && e.scales_to
             .and_then(|s| s.cpus)
             .is_some_and(|cpus| g.to_n <= cpus)
@@ -778,6 +816,9 @@ fn write_growth(out: &mut Printer<'_>, e: &Explanation, g: &GrowthAccount) -> io
         writeln!(out, "evidence")?;
         for c in top {
             writeln!(out, "  {} ({}):", cause_label(&c.cause), c.cause.source)?;
+            if let Some(line) = call_sites_line(&c.cause) {
+                writeln!(out, "    {}", printable(&line))?;
+            }
             for line in &c.cause.evidence {
                 writeln!(out, "    {}", printable(line))?;
             }
@@ -856,6 +897,7 @@ mod tests {
             evidence: Vec::new(),
             ended_by: Vec::new(),
             under: None,
+            call_sites: Vec::new(),
         };
         assert_eq!(
             cause_label(&cause("unsampled", "waits with no call chain sampled", "")),

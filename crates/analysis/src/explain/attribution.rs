@@ -203,6 +203,7 @@ fn spread_cpu(
                 evidence,
                 ended_by: Vec::new(),
                 under: None,
+                call_sites: Vec::new(),
             },
             from_ns: from,
             to_ns: to,

@@ -8,7 +8,7 @@
 //! (spinlock and rwlock waits, CPU time inside system time); with a lock trace, the kernel's
 //! spin slow-path functions are left to the lock trace so no time is counted twice.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
@@ -113,6 +113,20 @@ pub struct Cause {
     /// and share (`sched_yield() from sysbench+0x1a3f1, 63% of its samples`), when over half.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub under: Option<String>,
+    /// For waits grouped by what they wait on ([`key`]): the callers that reached it, with
+    /// their time summed over the trials, most first; empty when one caller holds it all
+    /// (`caller` is then the only one).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub call_sites: Vec<CallSite>,
+}
+
+/// One caller of a cause grouped by what it waits on, and its part.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallSite {
+    /// The caller (a user frame, or the kernel function that took the lock).
+    pub site: String,
+    /// Its waits' time, summed over the trials, in ns.
+    pub ns: f64,
 }
 
 /// Part of a cause's waits, by what ended them.
@@ -146,15 +160,42 @@ pub struct Part {
     pub per_trial: Vec<f64>,
 }
 
-/// The key a cause is matched by across N: heap locks have a new address in every trial
-/// process, so an address is not part of it.
+/// The key a cause is matched by across N, and its waits pooled by: heap locks have a new
+/// address in every trial process, so an address is not part of it. Waits at one kernel wait
+/// site (a blocking call's kernel function: `percpu_rwsem_wait`, `fsync`, `pipe_read`) or on
+/// one named kernel lock (`mmap_lock`, a static lock's symbol) are one cause whoever called
+/// it: the callers are its [`Cause::call_sites`], not causes of their own. A user lock and
+/// an unnamed kernel lock are known only by who took them, so their caller stays in the key.
 pub(crate) fn key(c: &Cause) -> (CauseKind, String, String, String) {
-    let object = if c.object.starts_with("0x") || c.object.ends_with(" addresses") {
+    let per_process = c.object.starts_with("0x") || c.object.ends_with(" addresses");
+    let object = if per_process {
         String::new()
     } else {
         c.object.clone()
     };
-    (c.kind, c.what.clone(), object, c.caller.clone())
+    let by_what_it_waits_on = match c.kind {
+        CauseKind::Blocking => true,
+        CauseKind::KernelLock | CauseKind::KernelSpin => !per_process && !c.object.is_empty(),
+        _ => false,
+    };
+    let (what, caller) = if by_what_it_waits_on {
+        (lock_family(c).to_string(), String::new())
+    } else {
+        (c.what.clone(), c.caller.clone())
+    };
+    (c.kind, what, object, caller)
+}
+
+/// What a grouped cause waits on without the mode of the wait: a named kernel lock's readers
+/// and writers (`percpu-rwsem:read`, `percpu-rwsem:write` on the file locks' rwsem) wait on one
+/// lock, and are one cause (`percpu-rwsem`); any other cause's `what` whole.
+fn lock_family(c: &Cause) -> &str {
+    match c.kind {
+        CauseKind::KernelLock | CauseKind::KernelSpin => {
+            c.what.split(':').next().unwrap_or(&c.what)
+        }
+        _ => &c.what,
+    }
 }
 
 /// Whether a function cause is the kernel's (its DSO `[kernel]`, as the profile names it).
@@ -185,6 +226,8 @@ fn offcpu_kind(kind: &str) -> CauseKind {
 struct Acc {
     cause: Cause,
     objects: Vec<String>,
+    /// Each caller's waits and evidence (its call chain), in the order first seen.
+    callers: Vec<(String, u64, Vec<String>)>,
     per_trial: Vec<u64>,
 }
 
@@ -197,17 +240,32 @@ fn pool(rows: Vec<(usize, Cause, u64)>, ops: &[f64]) -> Vec<Part> {
             cause: Cause {
                 ended_by: Vec::new(),
                 under: None,
+                call_sites: Vec::new(),
                 ..cause.clone()
             },
             objects: Vec::new(),
+            callers: Vec::new(),
             per_trial: vec![0; ops.len()],
         });
         if !acc.objects.contains(&cause.object) {
             acc.objects.push(cause.object.clone());
         }
+        if acc.cause.what != cause.what {
+            // Readers and writers of one lock.
+            acc.cause.what = lock_family(&cause).to_string();
+        }
+        let caller = match acc.callers.iter().position(|(c, _, _)| *c == cause.caller) {
+            Some(i) => i,
+            None => {
+                acc.callers.push((cause.caller.clone(), 0, Vec::new()));
+                acc.callers.len() - 1
+            }
+        };
+        let (_, waited, evidence) = &mut acc.callers[caller];
+        *waited += wait;
         for e in cause.evidence {
-            if !acc.cause.evidence.contains(&e) {
-                acc.cause.evidence.push(e);
+            if !evidence.contains(&e) {
+                evidence.push(e);
             }
         }
         for e in cause.ended_by {
@@ -224,6 +282,24 @@ fn pool(rows: Vec<(usize, Cause, u64)>, ops: &[f64]) -> Vec<Part> {
         .map(|mut acc| {
             if acc.objects.len() > 1 {
                 acc.cause.object = format!("{} addresses", acc.objects.len());
+            }
+            // The caller with the most waits names the cause; the others are its call sites.
+            // Its evidence is that caller's (one call chain, not the lines of several mixed).
+            acc.callers
+                .sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            if let Some((top, _, evidence)) = acc.callers.first_mut() {
+                acc.cause.caller = top.clone();
+                acc.cause.evidence = std::mem::take(evidence);
+            }
+            if acc.callers.len() > 1 {
+                acc.cause.call_sites = acc
+                    .callers
+                    .iter()
+                    .map(|(site, ns, _)| CallSite {
+                        site: site.clone(),
+                        ns: *ns as f64,
+                    })
+                    .collect();
             }
             acc.cause
                 .ended_by
@@ -260,6 +336,7 @@ fn lock_cause(kind: CauseKind, c: &LockContention) -> Cause {
         evidence: c.call_sites.iter().map(|(site, _)| site.clone()).collect(),
         ended_by: Vec::new(),
         under: None,
+        call_sites: Vec::new(),
     }
 }
 
@@ -304,11 +381,48 @@ fn site_evidence(kind: CauseKind, s: &OffCpuSite) -> Vec<String> {
     out
 }
 
+/// The kernel locks a run's lock traces named (a symbol, a static address, `mmap_lock`; not a
+/// per-process address), by the waits' kind and kernel caller: the lock with the most wait.
+pub(crate) type RunLockNames = HashMap<(String, String), String>;
+
+/// [`RunLockNames`] of a run's trials.
+pub(crate) fn run_lock_names(data: &crate::record::RunData) -> RunLockNames {
+    let mut waited: HashMap<(String, String), HashMap<&str, u64>> = HashMap::new();
+    let kernel = data
+        .trials
+        .iter()
+        .filter_map(|t| t.outcome.measurement())
+        .filter_map(|m| m.locks.as_ref())
+        .flat_map(|r| &r.kernel)
+        .filter(|c| !c.lock.is_empty() && !c.lock.starts_with("0x"));
+    for c in kernel {
+        *waited
+            .entry((c.kind.clone(), c.caller.clone()))
+            .or_default()
+            .entry(c.lock.as_str())
+            .or_default() += c.wait_total.0;
+    }
+    waited
+        .into_iter()
+        .filter_map(|(k, locks)| {
+            let (lock, _) = locks
+                .into_iter()
+                .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(a.0)))?;
+            Some((k, lock.to_string()))
+        })
+        .collect()
+}
+
 /// An off-CPU site as a cause. A switch event does not say which lock a task waited for:
 /// with the same trial's lock trace, a lock wait of the same kind from the same caller names
 /// it (the futex's address, the kernel lock's symbol or address); without one, only the kind
 /// and the caller name it.
-fn site_cause(s: &OffCpuSite, locks: Option<&LockReport>) -> Cause {
+///
+/// A kernel lock the trial's lock trace did not see taken there keeps the name the run's other
+/// trials gave it ([`RunLockNames`]): a writer of the file locks' per-CPU rwsem waits first for
+/// a grace period, which is no contention event, and a trial whose writer never found the lock
+/// held named no lock for it.
+fn site_cause(s: &OffCpuSite, locks: Option<&LockReport>, names: &RunLockNames) -> Cause {
     let kind = offcpu_kind(&s.kind);
     let object = match kind {
         CauseKind::UserLock | CauseKind::KernelLock => locks
@@ -316,7 +430,13 @@ fn site_cause(s: &OffCpuSite, locks: Option<&LockReport>) -> Cause {
             .flat_map(|r| r.user.iter().chain(&r.kernel))
             .filter(|c| c.kind == s.kind && c.caller == s.caller)
             .max_by_key(|c| c.wait_total)
-            .map_or_else(String::new, |c| c.lock.clone()),
+            .map(|c| c.lock.clone())
+            .or_else(|| {
+                (kind == CauseKind::KernelLock)
+                    .then(|| names.get(&(s.kind.clone(), s.caller.clone())).cloned())
+                    .flatten()
+            })
+            .unwrap_or_default(),
         _ => s.object.clone(),
     };
     Cause {
@@ -335,6 +455,7 @@ fn site_cause(s: &OffCpuSite, locks: Option<&LockReport>) -> Cause {
             })
             .collect(),
         under: None,
+        call_sites: Vec::new(),
     }
 }
 
@@ -343,6 +464,7 @@ fn site_cause(s: &OffCpuSite, locks: Option<&LockReport>) -> Cause {
 /// sleeping waits. `None` when neither was recorded. The `&str` is the source.
 pub(crate) fn offcpu_parts(
     trials: &[(u32, &TrialMeasurement)],
+    names: &RunLockNames,
 ) -> Option<(&'static str, Vec<u32>, Vec<Part>, f64)> {
     let traced: Vec<&(u32, &TrialMeasurement)> =
         trials.iter().filter(|(_, m)| m.offcpu.is_some()).collect();
@@ -354,7 +476,11 @@ pub(crate) fn offcpu_parts(
             let Some(r) = &m.offcpu else { continue };
             total += r.total.0;
             let locks = m.locks.as_ref();
-            rows.extend(r.sites.iter().map(|s| (i, site_cause(s, locks), s.total.0)));
+            rows.extend(
+                r.sites
+                    .iter()
+                    .map(|s| (i, site_cause(s, locks, names), s.total.0)),
+            );
             if let Some(stolen) = r.stolen {
                 rows.push((i, steal_cause(), stolen.0));
             }
@@ -552,6 +678,7 @@ fn profile_part(p: &PointProfile, f: &FunctionRow, kind: CauseKind, scale: f64) 
             )],
             ended_by: Vec::new(),
             under: None,
+            call_sites: Vec::new(),
         },
         ns_per_op: f.cost_per_op? * scale,
         per_trial,
@@ -631,6 +758,56 @@ const OPTIMISTIC_SPIN: &[(&str, &str)] = &[
     ("osq_lock", "the spinners' queue of an rwsem or mutex"),
 ];
 
+/// The share of a run's sleeping waits on one kind of lock (rwsem, mutex) that one named lock
+/// must hold for the optimistic spinning on that kind to be named after it.
+pub const SPUN_LOCK_SHARE: f64 = 0.5;
+
+/// Names what the optimistic spinning of a run spun on, from its lock trace: the spinning is
+/// not traced (see [`OPTIMISTIC_SPIN`]), but the waits that slept on the same kind of lock
+/// were, and where one named lock (the waiter's `mmap_lock`, a static lock's symbol) holds at
+/// least [`SPUN_LOCK_SHARE`] of their time over the whole run, the spinning is said to be on
+/// it (`mmap_lock's owner`), in every point alike, with the share as evidence. An inference,
+/// said as one: a run whose spinning and sleeping are on different locks of one kind keeps
+/// the kind's generic name unless one lock holds most of the sleeping.
+pub(crate) fn name_spun_locks(points: &mut [super::PointExplain], data: &crate::record::RunData) {
+    for (generic, kind) in [("an rwsem's owner", "rwsem"), ("a mutex's owner", "mutex")] {
+        let mut by_lock: BTreeMap<&str, u64> = BTreeMap::new();
+        let mut all = 0u64;
+        let waits = data
+            .trials
+            .iter()
+            .filter_map(|t| t.outcome.measurement())
+            .filter_map(|m| m.locks.as_ref())
+            .flat_map(|r| &r.kernel)
+            .filter(|c| c.kind == kind || c.kind.starts_with(&format!("{kind}:")));
+        for c in waits {
+            all += c.wait_total.0;
+            let per_process = c.lock.starts_with("0x") || c.lock.starts_with("static 0x");
+            if !per_process {
+                *by_lock.entry(c.lock.as_str()).or_default() += c.wait_total.0;
+            }
+        }
+        let Some((name, ns)) = by_lock.into_iter().max_by_key(|(_, ns)| *ns) else {
+            continue;
+        };
+        let share = ns as f64 / all as f64;
+        if share < SPUN_LOCK_SHARE {
+            continue;
+        }
+        let evidence = format!(
+            "named by the lock trace: {:.0}% of this run's {kind} waits that slept were on {name} \
+             (the spinning itself is not traced)",
+            share * 100.0
+        );
+        for part in points.iter_mut().flat_map(|p| &mut p.parts) {
+            if part.cause.kind == CauseKind::KernelSpin && part.cause.object == generic {
+                part.cause.object = format!("{name}'s owner");
+                part.cause.evidence.insert(0, evidence.clone());
+            }
+        }
+    }
+}
+
 /// An accounting part as a cause of its own (`user CPU`, `system CPU`, `run-queue wait`,
 /// `blocked`), with its per-trial values.
 pub(crate) fn whole_part(kind: CauseKind, what: &str, per_trial: Vec<f64>, pooled: f64) -> Part {
@@ -644,6 +821,7 @@ pub(crate) fn whole_part(kind: CauseKind, what: &str, per_trial: Vec<f64>, poole
             evidence: Vec::new(),
             ended_by: Vec::new(),
             under: None,
+            call_sites: Vec::new(),
         },
         ns_per_op: pooled,
         per_trial,

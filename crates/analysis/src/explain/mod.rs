@@ -28,7 +28,7 @@ use serde::Serialize;
 
 pub use self::accounting::Accounting;
 pub use self::attribution::{CauseGrowth, GrowthAccount};
-pub use self::cause::{Cause, CauseKind, EndedBy, Mechanism, Part};
+pub use self::cause::{CallSite, Cause, CauseKind, EndedBy, Mechanism, Part};
 pub use self::noise::{MATERIAL_SHARE, NOISE_RULE, NoiseRule, NoiseVerdict};
 pub use self::point::{
     BLOCKING_CHANGE_NOTABLE, BlockingChange, ChainSample, PointExplain, TRACE_COST_NOTABLE,
@@ -86,7 +86,7 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
     let (mut offcpu_source, mut offcpu_trials, mut traced, mut lock_trials) =
         (None, Vec::new(), None, Vec::new());
     let mut traced_at_median: Option<f64> = None;
-    match cause::offcpu_parts(&trials) {
+    match cause::offcpu_parts(&trials, &cause::run_lock_names(data)) {
         Some((source, idx, mut p, covered)) => {
             offcpu_source = Some(source);
             offcpu_trials = idx;
@@ -672,13 +672,14 @@ pub fn explain(data: &RunData, profiles: &[PointProfile]) -> Option<Explanation>
     let mut ns = data.meta.points.clone();
     ns.sort_unstable();
     ns.dedup();
-    let points: Vec<PointExplain> = ns
+    let mut points: Vec<PointExplain> = ns
         .iter()
         .filter_map(|&n| point(data, n, profiles.iter().find(|p| p.n == n)))
         .collect();
     if points.is_empty() {
         return None;
     }
+    cause::name_spun_locks(&mut points, data);
     let growth = match (points.first(), points.last()) {
         (Some(a), Some(b)) if a.n != b.n => Some(attribution::attribute(a, b)),
         _ => None,

@@ -1477,3 +1477,303 @@ fn the_tracers_programs_timed_in_the_kernel_are_the_cost_of_measuring() {
         assert!(close(part.ns_per_op, unseen), "{}", part.ns_per_op);
     }
 }
+
+/// Sets the N=2 trials' off-CPU sites (and, when given, their lock trace's kernel waits).
+fn with_sites_at_two(
+    data: &mut RunData,
+    sites: &[(&str, &str, &str, u64)],
+    kernel_locks: &[(&str, &str, &str, u64)],
+) {
+    for t in data.trials.iter_mut().filter(|t| t.n == 2) {
+        let TrialOutcome::Ok(m) = &mut t.outcome else {
+            continue;
+        };
+        m.offcpu = Some(offcpu_report(
+            sites
+                .iter()
+                .map(|&(kind, object, caller, ns)| offcpu_site(kind, object, caller, ns))
+                .collect(),
+        ));
+        if !kernel_locks.is_empty() {
+            m.locks = Some(LockReport {
+                kernel: kernel_locks
+                    .iter()
+                    .map(|&(lock, kind, caller, ns)| lock_wait(lock, kind, caller, ns))
+                    .collect(),
+                ..LockReport::default()
+            });
+        }
+    }
+}
+
+#[test]
+fn waits_at_one_kernel_wait_site_are_one_cause_with_their_callers_as_its_call_sites() {
+    // stress-ng --flock: one wait site reached from three places in the program.
+    let mut data = explained_run();
+    with_sites_at_two(
+        &mut data,
+        &[
+            (
+                "other",
+                "percpu_rwsem_wait",
+                "stress-ng+0x14415a",
+                400_000_000,
+            ),
+            (
+                "other",
+                "percpu_rwsem_wait",
+                "stress-ng+0x1441cf",
+                200_000_000,
+            ),
+            (
+                "other",
+                "percpu_rwsem_wait",
+                "stress-ng+0x144208",
+                100_000_000,
+            ),
+            ("sleep", "nanosleep", "do_nanosleep", 100_000_000),
+        ],
+        &[],
+    );
+    let e = explain(&data, &[]).unwrap();
+    let waits: Vec<&Part> = e.points[1]
+        .parts
+        .iter()
+        .filter(|p| p.cause.object == "percpu_rwsem_wait")
+        .collect();
+    assert_eq!(waits.len(), 1, "one cause: {waits:?}");
+    let c = &waits[0].cause;
+    assert_eq!(
+        c.caller, "stress-ng+0x14415a",
+        "named by its largest caller"
+    );
+    let sites: Vec<(&str, f64)> = c
+        .call_sites
+        .iter()
+        .map(|s| (s.site.as_str(), s.ns))
+        .collect();
+    assert_eq!(
+        sites,
+        [
+            ("stress-ng+0x14415a", 1.2e9),
+            ("stress-ng+0x1441cf", 0.6e9),
+            ("stress-ng+0x144208", 0.3e9)
+        ],
+        "each caller's time over the three trials, most first"
+    );
+    let top = &e.growth.unwrap().named[0];
+    assert_eq!(top.cause.object, "percpu_rwsem_wait");
+    // A user lock stays split by who took it: futex addresses differ from process to process.
+    let mut data = explained_run();
+    with_sites_at_two(
+        &mut data,
+        &[
+            ("futex", "0x7f00aa10", "take_a", 400_000_000),
+            ("futex", "0x7f00aa20", "take_b", 300_000_000),
+        ],
+        &[],
+    );
+    let e = explain(&data, &[]).unwrap();
+    let futex = e.points[1]
+        .parts
+        .iter()
+        .filter(|p| p.cause.kind == CauseKind::UserLock)
+        .count();
+    assert_eq!(futex, 2);
+}
+
+#[test]
+fn waits_on_one_named_kernel_lock_are_one_cause_whoever_took_it() {
+    let mut data = explained_run();
+    with_sites_at_two(
+        &mut data,
+        &[
+            ("rwsem:write", "down_write", "vm_mmap_pgoff", 450_000_000),
+            ("rwsem:write", "down_write", "__vm_munmap", 250_000_000),
+            ("sleep", "nanosleep", "do_nanosleep", 100_000_000),
+        ],
+        &[
+            ("mmap_lock", "rwsem:write", "vm_mmap_pgoff", 450_000_000),
+            ("mmap_lock", "rwsem:write", "__vm_munmap", 250_000_000),
+        ],
+    );
+    let e = explain(&data, &[]).unwrap();
+    let top = &e.growth.unwrap().named[0];
+    assert_eq!(
+        (top.cause.what.as_str(), top.cause.object.as_str()),
+        ("rwsem:write", "mmap_lock")
+    );
+    assert_eq!(top.cause.call_sites.len(), 2, "{:?}", top.cause);
+    // An unnamed kernel lock (an address) is known only by who took it.
+    let mut data = explained_run();
+    with_sites_at_two(
+        &mut data,
+        &[
+            ("rwsem:write", "down_write", "vm_mmap_pgoff", 450_000_000),
+            ("rwsem:write", "down_write", "__vm_munmap", 250_000_000),
+        ],
+        &[
+            (
+                "0xffff8881aa00",
+                "rwsem:write",
+                "vm_mmap_pgoff",
+                450_000_000,
+            ),
+            ("0xffff8881aa00", "rwsem:write", "__vm_munmap", 250_000_000),
+        ],
+    );
+    let e = explain(&data, &[]).unwrap();
+    let rwsem = e.points[1]
+        .parts
+        .iter()
+        .filter(|p| p.cause.kind == CauseKind::KernelLock)
+        .count();
+    assert_eq!(rwsem, 2);
+}
+
+#[test]
+fn optimistic_spinning_is_named_after_the_lock_most_sleeping_waits_of_its_kind_were_on() {
+    let kernel = |n: u32, spin: f64| {
+        let mut p = profile(
+            n,
+            1_250_000,
+            &[("rwsem_spin_on_owner", spin), ("work", 400.0)],
+        );
+        for f in &mut p.functions {
+            f.dso = "[kernel]".into();
+            f.kernel = true;
+        }
+        p
+    };
+    let run = |mmap_share: u64| {
+        let mut data = explained_run();
+        for t in &mut data.trials {
+            if let TrialOutcome::Ok(m) = &mut t.outcome {
+                m.locks = Some(LockReport {
+                    kernel: vec![
+                        lock_wait("mmap_lock", "rwsem:write", "vm_mmap_pgoff", mmap_share),
+                        lock_wait("0xffff8881aa00", "rwsem:read", "iterate_dir", 100),
+                    ],
+                    ..LockReport::default()
+                });
+            }
+        }
+        explain(&data, &[kernel(1, 0.0), kernel(2, 400.0)]).unwrap()
+    };
+    let e = run(900);
+    let spin = e.points[1]
+        .parts
+        .iter()
+        .find(|p| p.cause.kind == CauseKind::KernelSpin)
+        .unwrap();
+    assert_eq!(spin.cause.object, "mmap_lock's owner");
+    assert!(
+        spin.cause.evidence[0]
+            .contains("90% of this run's rwsem waits that slept were on mmap_lock"),
+        "{:?}",
+        spin.cause.evidence
+    );
+    // Most sleeping on an unnamed rwsem: the spinning keeps the kind's name.
+    let e = run(50);
+    let spin = e.points[1]
+        .parts
+        .iter()
+        .find(|p| p.cause.kind == CauseKind::KernelSpin)
+        .unwrap();
+    assert_eq!(spin.cause.object, "an rwsem's owner");
+}
+
+#[test]
+fn readers_and_writers_of_one_named_lock_are_one_cause() {
+    // stress-ng --flock: its workers read the file locks' per-CPU rwsem, its /proc/locks
+    // reader writes it; both wait on the one lock.
+    let mut data = explained_run();
+    with_sites_at_two(
+        &mut data,
+        &[
+            (
+                "percpu-rwsem:read",
+                "percpu_down_read",
+                "flock_lock_inode",
+                600_000_000,
+            ),
+            (
+                "percpu-rwsem:write",
+                "percpu_down_write",
+                "locks_start",
+                100_000_000,
+            ),
+        ],
+        &[
+            (
+                "static 0xffffffff82f56bc0",
+                "percpu-rwsem:read",
+                "flock_lock_inode",
+                600_000_000,
+            ),
+            (
+                "static 0xffffffff82f56bc0",
+                "percpu-rwsem:write",
+                "locks_start",
+                100_000_000,
+            ),
+        ],
+    );
+    let e = explain(&data, &[]).unwrap();
+    let on_it: Vec<&Part> = e.points[1]
+        .parts
+        .iter()
+        .filter(|p| p.cause.object == "static 0xffffffff82f56bc0")
+        .collect();
+    assert_eq!(on_it.len(), 1, "{on_it:?}");
+    let c = &on_it[0].cause;
+    assert_eq!(
+        (c.what.as_str(), c.caller.as_str()),
+        ("percpu-rwsem", "flock_lock_inode")
+    );
+    let sites: Vec<&str> = c.call_sites.iter().map(|s| s.site.as_str()).collect();
+    assert_eq!(sites, ["flock_lock_inode", "locks_start"]);
+}
+
+#[test]
+fn a_kernel_lock_keeps_the_name_the_runs_other_trials_gave_it() {
+    // The /proc/locks reader's write waits on the file locks' rwsem: at N=2 the lock trace saw
+    // it contended; at N=1 the writer only waited for a grace period (no contention event).
+    let mut data = explained_run();
+    with_sites_at_two(
+        &mut data,
+        &[(
+            "percpu-rwsem:write",
+            "percpu_down_write",
+            "locks_start",
+            100_000_000,
+        )],
+        &[(
+            "static 0xffffffff82f56bc0",
+            "percpu-rwsem:write",
+            "locks_start",
+            100_000_000,
+        )],
+    );
+    for t in data.trials.iter_mut().filter(|t| t.n == 1) {
+        let TrialOutcome::Ok(m) = &mut t.outcome else {
+            continue;
+        };
+        m.offcpu = Some(offcpu_report(vec![offcpu_site(
+            "percpu-rwsem:write",
+            "percpu_down_write",
+            "locks_start",
+            10_000_000,
+        )]));
+    }
+    let e = explain(&data, &[]).unwrap();
+    for p in &e.points {
+        let objects: Vec<&str> = p
+            .parts
+            .iter()
+            .filter(|c| c.cause.caller == "locks_start")
+            .map(|c| c.cause.object.as_str())
+            .collect();
+        assert_eq!(objects, ["static 0xffffffff82f56bc0"], "N={}", p.n);
+    }
+}

@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 
 use super::rows::{self, Attributed, NamedTotal};
-use super::{LockRequest, futex_kind, kernel_lock_kind};
+use super::{LockRequest, futex_kind, kernel_lock_kind, task_lock_name};
 use crate::observer::{Observed, Observer};
 use crate::traced_processes::{ResolvedFrames, Scope, TracedProcesses};
 use crate::tracer_choice::{Chosen, OpenNotes};
@@ -232,7 +232,7 @@ fn summarise(
                     .filter(|t| t.kernel)
                     .map(|t| NamedTotal {
                         total: *t,
-                        lock: namer.name(t.lock),
+                        lock: namer.name(t.lock, t.op),
                         kind: kernel_lock_kind(t.op),
                     })
                     .collect();
@@ -362,7 +362,8 @@ fn sampling_notes(s: &LockSampling, tally: &perf::LockSamplingTally) -> Vec<Stri
     notes
 }
 
-/// Names kernel lock addresses: a static lock by its symbol.
+/// Names kernel lock addresses: the waiter's own `mmap_lock`, `siglock` or `file_lock` as the
+/// in-kernel tracer named them, a static lock by its symbol.
 struct KernelLockNames<'a> {
     kallsyms: &'a perf::Kallsyms,
     /// A static lock was left unnamed (no data symbols).
@@ -370,7 +371,10 @@ struct KernelLockNames<'a> {
 }
 
 impl KernelLockNames<'_> {
-    fn name(&mut self, lock: u64) -> String {
+    fn name(&mut self, lock: u64, flags: u32) -> String {
+        if let Some(name) = task_lock_name(flags) {
+            return name.to_string();
+        }
         match self.kallsyms.static_object(lock) {
             Some((name, 0)) => name.to_string(),
             Some((name, off)) => format!("{name}+{off:#x}"),
@@ -417,7 +421,7 @@ fn kernel_waits(
         };
         out.push(Attributed {
             key: (w.pid, w.lock, w.flags),
-            lock: namer.name(w.lock),
+            lock: namer.name(w.lock, w.flags),
             kind: kernel_lock_kind(w.flags),
             caller,
             site,

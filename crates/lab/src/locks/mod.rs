@@ -135,10 +135,27 @@ impl fmt::Display for LockRequest {
     }
 }
 
+/// The bits of a kernel wait's flags that are the kernel's `LCB_F_*`; the in-kernel tracer
+/// carries a name above them ([`task_lock_name`]).
+const LCB_FLAGS: u32 = 0xffff;
+
+/// The name the in-kernel tracer gave a kernel lock from what its waiter's task points at
+/// (`LOCK_NAME_*` in locks.bpf.c, above the `LCB_F_*` flags), as `perf lock contention -b`
+/// names them; `None` for any other lock.
+pub(crate) fn task_lock_name(flags: u32) -> Option<&'static str> {
+    match flags >> 16 {
+        1 => Some("mmap_lock"),
+        2 => Some("siglock"),
+        3 => Some("file_lock"),
+        _ => None,
+    }
+}
+
 /// Human name of a kernel lock type from the `contention_begin` flags (`LCB_F_*` in
 /// include/trace/events/lock.h: SPIN 1, READ 2, WRITE 4, RT 8, PERCPU 16, MUTEX 32), named as
 /// `perf lock contention` names them.
 pub(crate) fn kernel_lock_kind(flags: u32) -> String {
+    let flags = flags & LCB_FLAGS;
     const SPIN: u32 = 1;
     const READ: u32 = 2;
     const WRITE: u32 = 4;
@@ -198,6 +215,11 @@ mod tests {
         assert_eq!(kernel_lock_kind(2), "rwsem:read");
         assert_eq!(kernel_lock_kind(32), "mutex");
         assert_eq!(kernel_lock_kind(16 | 4), "percpu-rwsem:write");
+        // The in-kernel tracer's name above the flags changes neither.
+        assert_eq!(kernel_lock_kind(1 << 16 | 4), "rwsem:write");
+        assert_eq!(task_lock_name(1 << 16 | 4), Some("mmap_lock"));
+        assert_eq!(task_lock_name(2 << 16 | 1), Some("siglock"));
+        assert_eq!(task_lock_name(4), None);
         assert_eq!(kernel_lock_kind(8), "rtmutex");
         assert_eq!(kernel_lock_kind(0), "mutex");
     }

@@ -47,6 +47,18 @@ fn is_lock_or_sched_name(f: &str) -> bool {
         || f.starts_with("__mutex")
         || f.contains("_lock_slowpath")
         || f.starts_with("preempt_schedule")
+        || is_percpu_rwsem_name(f)
+}
+
+/// The per-CPU rwsem's functions (kernel/locking/percpu-rwsem.c), which are not all in the
+/// lock text: `percpu_rwsem_wait` is not.
+/// A writer's wait for the readers' grace period (`rcu_sync_enter`) is part of taking it.
+pub(crate) fn is_percpu_rwsem_name(f: &str) -> bool {
+    f.starts_with("percpu_rwsem_wait")
+        || f.starts_with("rcu_sync_enter")
+        || f.starts_with("__percpu_down_read")
+        || f.starts_with("percpu_down_read")
+        || f.starts_with("percpu_down_write")
 }
 
 /// The first kernel function outside the scheduler (and, with `locks`, the lock code).
@@ -97,6 +109,20 @@ pub(crate) fn classify(kernel: &[NamedFrame], user_caller: Option<&str>) -> Caus
     .is_some()
     {
         return cause("mutex", "mutex_lock", first_kernel(kernel, true));
+    }
+    if has(kernel, is_percpu_rwsem_name).is_some() {
+        // A writer waits in percpu_down_write (for the other writer, for a grace period, then
+        // for the readers to leave), a reader in __percpu_down_read; taken by the function
+        // outside them (whatever it waited in below them: a completion, synchronize_rcu).
+        let caller = kernel
+            .iter()
+            .rposition(|f| f.function.as_deref().is_some_and(is_percpu_rwsem_name))
+            .and_then(|i| first_kernel(&kernel[i + 1..], true));
+        return if has(kernel, |f| f.starts_with("percpu_down_write")).is_some() {
+            cause("percpu-rwsem:write", "percpu_down_write", caller)
+        } else {
+            cause("percpu-rwsem:read", "percpu_down_read", caller)
+        };
     }
     if has(kernel, |f| {
         f == "vfs_fsync_range" || f.ends_with("sys_fsync") || f.ends_with("sys_fdatasync")
@@ -208,6 +234,42 @@ mod tests {
         ]);
         assert_eq!(classify(&k, None).kind, "mutex");
         assert_eq!(classify(&k, None).caller, "pipe_write");
+    }
+
+    #[test]
+    fn a_percpu_rwsem_wait_is_the_rwsem_named_after_the_function_that_took_it() {
+        // A reader of the file locks' per-CPU rwsem, as `stress-ng --flock` waits (its
+        // percpu_rwsem_wait is outside the lock text, so named, not by its address).
+        let k = chain(&[
+            "__schedule",
+            "schedule",
+            "percpu_rwsem_wait",
+            "__percpu_down_read",
+            "flock_lock_inode",
+            "locks_lock_inode_wait",
+            "__do_sys_flock",
+        ]);
+        let c = classify(&k, Some("stress_flock"));
+        assert_eq!(
+            (c.kind.as_str(), c.object.as_str(), c.caller.as_str()),
+            ("percpu-rwsem:read", "percpu_down_read", "flock_lock_inode")
+        );
+        // Its writer (the /proc/locks reader, a lease change).
+        let k = chain(&[
+            "__schedule",
+            "schedule",
+            "__wait_rcu_gp",
+            "synchronize_rcu",
+            "rcu_sync_enter",
+            "percpu_down_write",
+            "locks_start",
+            "seq_read_iter",
+        ]);
+        let c = classify(&k, None);
+        assert_eq!(
+            (c.kind.as_str(), c.caller.as_str()),
+            ("percpu-rwsem:write", "locks_start")
+        );
     }
 
     #[test]

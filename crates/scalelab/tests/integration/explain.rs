@@ -11,7 +11,7 @@
 
 use serde_json::Value;
 
-use crate::common::{CpuTicks, Lab};
+use crate::common::{CpuTicks, Lab, kernel_tracer_fell_back};
 
 /// `run WORKLOAD … --tasks 1,2 --runs 3 --duration 300ms` with `extra`, then `explain last
 /// --json`; `None` when lock tracing is unavailable here. Returns the explanation and `run`'s
@@ -387,7 +387,53 @@ fn is_rwsem_cause(c: &Value) -> bool {
     let what = c["cause"]["what"].as_str().unwrap_or_default();
     let object = c["cause"]["object"].as_str().unwrap_or_default();
     (c["cause"]["kind"] == "kernel_lock" && what.starts_with("rwsem"))
-        || (c["cause"]["kind"] == "kernel_spin" && object == "an rwsem's owner")
+        || (c["cause"]["kind"] == "kernel_spin"
+            && (object == "an rwsem's owner"
+                || (object.ends_with("'s owner") && what.contains("rwsem"))))
+}
+
+/// Threads that mmap and munmap contend on their process's `mmap_lock`: the lock trace names
+/// it (the waiter's `mm->mmap_lock`, as `perf lock contention -b` does), its sleeping waits
+/// from both callers are one cause, and the optimistic spinning on it is named after it.
+#[test]
+fn explain_names_the_mmap_lock_of_threads_that_map_and_unmap() {
+    let lab = Lab::new();
+    let Some((e, stdout)) = explained(&lab, &["mmap_munmap"], &["--explain"]) else {
+        return;
+    };
+    let export = lab.json(&["export", "last"]);
+    let locks = &export["run"]["trials"][0]["outcome"]["locks"];
+    if kernel_tracer_fell_back(locks) {
+        return;
+    }
+    let on_it = |c: &&Value| {
+        let object = c["cause"]["object"].as_str().unwrap_or_default();
+        object == "mmap_lock" || object == "mmap_lock's owner"
+    };
+    let waits: Vec<&Value> = workload_causes(&e)
+        .into_iter()
+        .filter(|c| {
+            matches!(c["cause"]["source"].as_str(), Some("offcpu" | "locks"))
+                || c["cause"]["kind"] == "kernel_spin"
+        })
+        .collect();
+    let first = waits
+        .first()
+        .unwrap_or_else(|| panic!("the waits grow: {}", growth_summary(&e)));
+    assert!(on_it(first), "{}\n{stdout}", growth_summary(&e));
+    assert!(
+        !stdout.contains("an rwsem's owner") && !stdout.contains("rwsem:write on 0x"),
+        "{stdout}"
+    );
+    let sleeping: Vec<&&Value> = waits
+        .iter()
+        .filter(|c| c["cause"]["object"] == "mmap_lock")
+        .collect();
+    assert_eq!(
+        sleeping.len(),
+        1,
+        "its waits, whoever took it, read or write, are one cause: {sleeping:?}"
+    );
 }
 
 #[test]

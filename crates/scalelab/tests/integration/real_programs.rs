@@ -581,8 +581,10 @@ fn zstd_is_never_explained_by_a_wait_and_the_thread_that_starts_its_pool_only_su
     if grew > 0.0 {
         for c in workload_causes(&e) {
             let kind = c["cause"]["kind"].as_str().unwrap_or_default();
+            // The hypervisor's steal, named as such, is the machine's, no wait of zstd's (a
+            // run here had +5 ms of it beyond noise on 2.03 s).
             assert!(
-                matches!(kind, "function" | "user_cpu" | "system_cpu"),
+                matches!(kind, "function" | "user_cpu" | "system_cpu" | "steal"),
                 "zstd's cost per run grew {grew:.0} ns of {from:.0}, a named cause not CPU: {c}\n{first_lines}"
             );
         }
@@ -609,6 +611,53 @@ fn zstd_is_never_explained_by_a_wait_and_the_thread_that_starts_its_pool_only_su
         );
     }
     assert_agreement(&lab, &e, 0.15);
+}
+
+/// Debian's stress-ng, `--flock`: its workers take and drop a flock on one file, each through
+/// the file locks' per-CPU rwsem as a reader (its /proc/locks reader takes it as a writer),
+/// from several places in the program. The waits on that rwsem are one cause, named by the
+/// kernel function that took it with its callers under it, not a cause per call site (three
+/// of them at 20/15/11% before) nor an address alone.
+#[test]
+fn stress_ng_flock_waits_on_the_file_locks_rwsem_are_one_cause() {
+    if !installed("stress-ng") {
+        return;
+    }
+    let lab = Lab::new();
+    let Some(e) = explained(&lab, "stress-ng --flock {n} --timeout 1s", &[]) else {
+        return;
+    };
+    let on_rwsem: Vec<Value> = causes(&e)
+        .into_iter()
+        .filter(|c| {
+            c["what"]
+                .as_str()
+                .is_some_and(|w| w.starts_with("percpu-rwsem"))
+        })
+        .collect();
+    assert_eq!(
+        on_rwsem.len(),
+        1,
+        "one cause for the file locks' rwsem: {on_rwsem:?}"
+    );
+    let c = &on_rwsem[0];
+    assert_eq!(c["caller"], "flock_lock_inode", "{c}");
+    // Where the lock trace saw it, the lock (a static one: `static 0x…` where kallsyms lists no
+    // data objects, as on this VM's kernel), never the wait site's address alone.
+    let object = c["object"].as_str().unwrap_or_default();
+    assert!(!object.starts_with("0x"), "{c}");
+    // 8 workers on 2 CPUs at N=2 (4 per instance): run-queue wait grows most (60-65% in three
+    // runs here), then the rwsem (15-21%); of the waits, it is the first.
+    let first_wait = workload_causes(&e)
+        .into_iter()
+        .find(|w| matches!(w["cause"]["source"].as_str(), Some("offcpu" | "locks")))
+        .unwrap_or_else(|| panic!("a wait grows: {}", e["growth"]));
+    assert_eq!(&first_wait["cause"], c, "{}", e["growth"]);
+    let text = lab.ok(&["explain", "last"]);
+    assert!(
+        !text.contains("is not the workload's own cost"),
+        "its workers outnumber N: {text}"
+    );
 }
 
 /// A journalled ext4 on a loop device, mounted on a folder for one test and unmounted when
