@@ -710,8 +710,30 @@ pub struct OffCpuReport {
     /// time on a CPU less its CPU time); `None` from the perf tracer and in older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stolen: Option<Nanos>,
+    /// Who held the CPUs while the counted threads waited for one, inside the window, most
+    /// first (the in-kernel tracer; empty from the perf tracer and in older records).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runq_holders: Vec<RunqHolder>,
     /// Caveats: missing tracepoints, truncated stacks, permission limits.
     pub notes: Vec<String>,
+}
+
+/// A process that held a CPU while the traced threads waited for one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunqHolder {
+    /// Its process id (0: the idle task: a CPU coming out of idle).
+    pub pid: u32,
+    /// Its name (`comm`).
+    pub comm: String,
+    /// True for a kernel thread (a kworker, ksoftirqd, jbd2).
+    #[serde(default)]
+    pub kernel_thread: bool,
+    /// True when it is traced itself (the system under test: a built-in's process, the
+    /// command's own processes).
+    #[serde(default)]
+    pub traced: bool,
+    /// The traced threads' wait for a CPU while it ran.
+    pub ns: Nanos,
 }
 
 /// The in-kernel tracer's sampling over a trial: every thread's time is summed exactly; the

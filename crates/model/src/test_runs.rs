@@ -219,6 +219,7 @@ pub fn offcpu_report(sites: Vec<OffCpuSite>) -> OffCpuReport {
         threads: Vec::new(),
         sampling: None,
         stolen: None,
+        runq_holders: Vec::new(),
         notes: Vec::new(),
     }
 }

@@ -40,6 +40,7 @@ struct sched_info {
 } __attribute__((preserve_access_index));
 
 struct task_struct {
+    unsigned int flags;
     int pid;
     int tgid;
     char comm[16];
@@ -238,6 +239,55 @@ struct {
     __type(value, struct early_wake);
 } early_wakes SEC(".maps");
 
+// Who held a CPU while a traced thread waited for it. Each CPU keeps its last STINTS stints
+// (the task that ran, from its switch-in to its switch-out); a traced thread's switch-in after
+// a wait for a CPU charges each stint's overlap with that wait to the stint's process in
+// `holders` (the idle task's, the CPU coming out of idle, to the CPU's `idle_ns`). A wait
+// spanning more stints than the ring holds, or begun on another CPU before a migration, leaves
+// the rest uncharged: user space reports the shares of what was charged.
+#define STINTS 16
+
+struct stint {
+    __u64 start;
+    __u64 end;
+    __u32 tgid;
+    __u32 kernel; // 1: a kernel thread (no mm)
+    char comm[16];
+};
+
+struct cpu_stints {
+    __u64 since; // the running task's switch-in (0: not seen yet)
+    __u32 head;
+    __u32 pad;
+    // Traced threads' wait for this CPU while it was idle (coming out of idle as they were
+    // woken): the commonest holder, kept here rather than in `holders`.
+    __u64 idle_ns;
+    struct stint s[STINTS];
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct cpu_stints);
+} cpu_stints SEC(".maps");
+
+struct holder {
+    __u64 ns;     // traced threads' wait for a CPU while it ran
+    __u32 kernel; // 1: a kernel thread
+    __u32 pad;
+    char comm[16];
+};
+
+// Per CPU (the CPU waited for), so that charging takes no atomic and no cache line from
+// another CPU; user space sums the CPUs.
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+    __uint(max_entries, 8192);
+    __type(key, __u32); // tgid
+    __type(value, struct holder);
+} holders SEC(".maps");
+
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
     __uint(max_entries, 1);
@@ -410,6 +460,61 @@ static __always_inline void end_stint(struct thread *t, struct task_struct *task
 
 // The switch-in of `next` (the switch's time `switched`, and `now`, the time to judge its wait
 // by; 0: not read yet): returns whether it walked a stack (a LONG record's).
+// This CPU's stint of `prev` ends at `now`; the next one begins.
+static __always_inline void end_cpu_stint(struct task_struct *prev, __u64 now)
+{
+    __u32 zero = 0;
+    struct cpu_stints *cs = bpf_map_lookup_elem(&cpu_stints, &zero);
+    if (!cs)
+        return;
+    if (cs->since) {
+        struct stint *st = &cs->s[cs->head % STINTS];
+        st->start = cs->since;
+        st->end = now;
+        st->tgid = prev->tgid;
+        st->kernel = (prev->flags & 0x00200000) ? 1 : 0; // PF_KTHREAD
+        __builtin_memcpy(st->comm, prev->comm, sizeof(st->comm));
+        cs->head += 1;
+    }
+    cs->since = now;
+}
+
+// Charges a traced thread's wait for this CPU, [`from`, `now`], to the tasks that held it.
+static __always_inline void charge_holders(__u64 from, __u64 now)
+{
+    __u32 zero = 0;
+    struct cpu_stints *cs = bpf_map_lookup_elem(&cpu_stints, &zero);
+    if (!cs || !from || now <= from)
+        return;
+    // Newest first: the stints are in time order, so the first to end before the wait began
+    // ends the walk (a short wait, the commonest, looks at one or two).
+    __u32 head = cs->head;
+    for (int i = 1; i <= STINTS; i++) {
+        struct stint *st = &cs->s[(head - i) % STINTS];
+        if (st->end <= from)
+            break;
+        if (st->start >= now)
+            continue;
+        __u64 a = st->start > from ? st->start : from;
+        __u64 b = st->end < now ? st->end : now;
+        __u32 key = st->tgid;
+        if (!key) {
+            cs->idle_ns += b - a;
+            continue;
+        }
+        struct holder *h = bpf_map_lookup_elem(&holders, &key);
+        if (!h) {
+            struct holder fresh = {.kernel = st->kernel};
+            __builtin_memcpy(fresh.comm, st->comm, sizeof(fresh.comm));
+            bpf_map_update_elem(&holders, &key, &fresh, BPF_NOEXIST);
+            h = bpf_map_lookup_elem(&holders, &key);
+            if (!h)
+                continue;
+        }
+        h->ns += b - a;
+    }
+}
+
 static __always_inline bool switch_in(void *ctx, struct task_struct *next, __u64 switched,
                                       __u64 now)
 {
@@ -420,6 +525,7 @@ static __always_inline bool switch_in(void *ctx, struct task_struct *next, __u64
     if (!now)
         now = bpf_ktime_get_ns();
     t->on_cpu_since = switched ? switched : now;
+    charge_holders(t->queued_at, now);
     t->queued_at = 0;
     t->ins += 1;
     t->k = (__u32)sampling_k(now);
@@ -441,16 +547,18 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
              unsigned int prev_state)
 {
     __u32 tid = prev->pid;
+    // One clock read serves the switch-out, this CPU's stints and the switch-in (each read
+    // costs, at hundreds of thousands of switches a second), unless a sampled episode's walks
+    // ran between them.
+    __u64 now = bpf_ktime_get_ns();
+    end_cpu_stint(prev, now);
     struct thread *t = tid ? bpf_map_lookup_elem(&threads, &tid) : 0;
     if (!t) {
         // Not a traced thread's context (idle's, or another task's): its cost is not the
         // trial's, and is not counted.
-        switch_in(ctx, next, 0, 0);
+        switch_in(ctx, next, now, now);
         return 0;
     }
-    // One clock read serves the switch-out and the switch-in (each read costs, at hundreds of
-    // thousands of switches a second), unless a sampled episode's walks ran between them.
-    __u64 now = bpf_ktime_get_ns();
     // The switch's time, for the stints on a CPU that it ends and begins.
     __u64 switched = now;
     bool picked = self_cost_run();

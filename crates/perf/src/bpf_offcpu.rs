@@ -38,7 +38,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use aya::maps::{Array, HashMap as BpfHashMap, MapData, RingBuf};
+use aya::maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray, PerCpuHashMap, RingBuf};
 use aya::{Ebpf, EbpfLoader};
 
 use crate::bpf_load::{self, StackUnwinding, bpf_error};
@@ -48,7 +48,7 @@ use crate::bpf_offcpu_records::{
 use crate::drain_pace::DrainPace;
 use crate::lock_events::ChainTable;
 use crate::mapping_stream::{MappingStream, TaskChange, TaskRecord};
-use crate::offcpu_events::{OffCpuTrace, ThreadLife};
+use crate::offcpu_events::{OffCpuTrace, RunqHolder, ThreadLife};
 use crate::offcpu_tracer::waker_name;
 use crate::self_cost::ProgramRuns;
 use crate::trace_ring::online_cpus;
@@ -151,6 +151,11 @@ pub struct BpfOffCpuTracer {
     sample_from: Array<MapData, u64>,
     pace: Option<DrainPace>,
     threads: BpfHashMap<MapData, u32, ThreadEntry>,
+    holders: PerCpuHashMap<MapData, u32, HolderEntry>,
+    cpu_stints: PerCpuArray<MapData, CpuStintsHead>,
+    /// `holders` at the window's start and end.
+    holders_from: Holders,
+    holders_until: Option<Holders>,
     mappings: MappingStream,
     stacks: StackUnwinding,
     chains: ChainTable,
@@ -182,6 +187,46 @@ impl std::fmt::Debug for BpfOffCpuTracer {
     }
 }
 
+/// A process that held a CPU while traced threads waited, as the kernel's `holders` map
+/// holds it (`struct holder`).
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(C)]
+struct HolderEntry {
+    ns: u64,
+    kernel: u32,
+    pad: u32,
+    comm: [u8; 16],
+}
+
+// SAFETY: `HolderEntry` is `repr(C)`, integers and a byte array with no padding (8+4+4+16
+// bytes, each field at a multiple of its alignment), so every bit pattern is a valid value.
+unsafe impl aya::Pod for HolderEntry {}
+
+/// A CPU's `cpu_stints` entry (`struct cpu_stints`): user space reads its `idle_ns`, and
+/// keeps its stints as opaque bytes (the value's size must match the map's).
+#[derive(Debug, Clone, Copy)]
+#[repr(C)]
+struct CpuStintsHead {
+    since: u64,
+    head: u32,
+    pad: u32,
+    idle_ns: u64,
+    stints: [u8; STINT_BYTES * STINTS],
+}
+
+/// `struct stint`'s size and the ring's length (offcpu.bpf.c's `STINTS`).
+const STINT_BYTES: usize = 8 + 8 + 4 + 4 + 16;
+const STINTS: usize = 16;
+
+// SAFETY: `CpuStintsHead` is `repr(C)`: integers and a byte array with no padding
+// (8+4+4+8+640 bytes, each field at a multiple of its alignment), so every bit pattern is a
+// valid value.
+unsafe impl aya::Pod for CpuStintsHead {}
+
+/// The `holders` map as read at an instant: per process, its wait charged so far, its name
+/// and whether a kernel thread.
+type Holders = HashMap<u32, (u64, String, bool)>;
+
 // SAFETY: `ThreadEntry` is `repr(C)`, plain integers with no padding
 // (4+4+8+8+8+4+4+8+4+4+8+8+8+8+8+8 bytes, each field at a multiple of its size), so
 // every bit pattern the kernel writes is a valid value.
@@ -209,6 +254,10 @@ impl BpfOffCpuTracer {
         let mut threads: BpfHashMap<MapData, u32, ThreadEntry> =
             bpf_load::take_map(&mut bpf, "threads")?;
         let records: RingBuf<MapData> = bpf_load::take_map(&mut bpf, "records")?;
+        let holders: PerCpuHashMap<MapData, u32, HolderEntry> =
+            bpf_load::take_map(&mut bpf, "holders")?;
+        let cpu_stints: PerCpuArray<MapData, CpuStintsHead> =
+            bpf_load::take_map(&mut bpf, "cpu_stints")?;
         let rate_target: Array<MapData, u64> = bpf_load::take_map(&mut bpf, "rate_target")?;
         let sample_from: Array<MapData, u64> = bpf_load::take_map(&mut bpf, "sample_from")?;
         let pace = (config.fixed_k == 0 && config.paced)
@@ -234,6 +283,10 @@ impl BpfOffCpuTracer {
             sample_from,
             pace,
             threads,
+            holders,
+            cpu_stints,
+            holders_from: Holders::new(),
+            holders_until: None,
             mappings,
             stacks: StackUnwinding::new(),
             chains: ChainTable::default(),
@@ -284,6 +337,58 @@ impl BpfOffCpuTracer {
     pub fn account_from(&mut self, from: u64) {
         self.runs_from = ProgramRuns::read(&self.bpf);
         self.at_from = Some((from, self.live_counters(from)));
+        self.holders_from = self.read_holders();
+    }
+
+    /// The `holders` map now, summed over the CPUs, with the idle CPUs' part as process 0.
+    fn read_holders(&self) -> Holders {
+        let mut holders: Holders = self
+            .holders
+            .iter()
+            .filter_map(Result::ok)
+            .map(|(pid, per_cpu)| {
+                let ns = per_cpu.iter().map(|h| h.ns).sum();
+                let named = per_cpu.iter().find(|h| h.comm[0] != 0).copied();
+                let (comm, kernel) = named.map_or((String::new(), false), |h| {
+                    let end = h.comm.iter().position(|&b| b == 0).unwrap_or(h.comm.len());
+                    (
+                        String::from_utf8_lossy(&h.comm[..end]).into_owned(),
+                        h.kernel != 0,
+                    )
+                });
+                (pid, (ns, comm, kernel))
+            })
+            .collect();
+        let idle: u64 = self
+            .cpu_stints
+            .get(&0, 0)
+            .map(|per_cpu| per_cpu.iter().map(|c| c.idle_ns).sum())
+            .unwrap_or(0);
+        holders.insert(0, (idle, "idle".to_string(), false));
+        holders
+    }
+
+    /// Who held the CPUs the traced threads waited for inside the window, most first.
+    fn runq_holders(&mut self) -> Vec<RunqHolder> {
+        let until = self
+            .holders_until
+            .take()
+            .unwrap_or_else(|| self.read_holders());
+        let mut holders: Vec<RunqHolder> = until
+            .into_iter()
+            .filter_map(|(pid, (ns, comm, kernel_thread))| {
+                let before = self.holders_from.get(&pid).map_or(0, |h| h.0);
+                let ns = ns.saturating_sub(before);
+                (ns > 0).then_some(RunqHolder {
+                    pid,
+                    comm,
+                    kernel_thread,
+                    ns,
+                })
+            })
+            .collect();
+        holders.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.pid.cmp(&b.pid)));
+        holders
     }
 
     /// Accounts the threads' time only up to `until` (the window's end, just passed): their
@@ -296,6 +401,7 @@ impl BpfOffCpuTracer {
     /// between the read and the drain keeps the counters read here.
     pub fn account_until(&mut self, until: u64) {
         self.at_until = Some((until, self.live_counters(until)));
+        self.holders_until = Some(self.read_holders());
         self.runs_until = ProgramRuns::read(&self.bpf);
         self.drain();
     }
@@ -337,7 +443,9 @@ impl BpfOffCpuTracer {
         // `until` now, before the work below (the final drain) is charged to the caller.
         if self.at_until.is_none() {
             self.at_until = Some((until, self.live_counters(until)));
+            self.holders_until = Some(self.read_holders());
         }
+        let runq_holders = self.runq_holders();
         let runs_until = self.runs_until.or_else(|| ProgramRuns::read(&self.bpf));
         bpf_load::detach(&mut self.bpf, &PROGRAMS);
         self.mappings.disable();
@@ -421,6 +529,7 @@ impl BpfOffCpuTracer {
             late_switch_ins: (0, 0),
             sampling: Some(tally),
             programs_ns: runs_until.map(|_| programs.estimated_ns()),
+            runq_holders,
         }
     }
 
@@ -651,6 +760,62 @@ mod tests {
         assert!(
             sleeps.iter().all(|e| e.woken && e.weight == 1),
             "{sleeps:?}"
+        );
+    }
+
+    /// A thread that shares its one CPU with a process spinning there waits for the CPU, and
+    /// the wait is charged to that process, by name.
+    #[test]
+    fn the_wait_for_a_cpu_is_charged_to_the_process_that_held_it() {
+        let Ok(before) = sys::current_affinity() else {
+            return;
+        };
+        let cpu = *before.last().expect("a CPU");
+        // The hog, pinned first (a child does not inherit what is set after it starts).
+        sys::set_current_affinity(&[cpu]).expect("pin");
+        let mut hog = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .expect("sh");
+        let Some(tracer) = tracing_from_now(&BpfOffCpuConfig::default()) else {
+            let _ = hog.kill();
+            let _ = hog.wait();
+            let _ = sys::set_current_affinity(&before);
+            return;
+        };
+        let end = std::time::Instant::now() + std::time::Duration::from_millis(300);
+        let mut x = 0u64;
+        while std::time::Instant::now() < end {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let trace = tracer.finish_at(sys::clock_gettime_vdso(sys::ClockId::Monotonic));
+        let _ = hog.kill();
+        let _ = hog.wait();
+        sys::set_current_affinity(&before).expect("unpin");
+        let me = trace
+            .threads
+            .iter()
+            .find(|t| t.tid == sys::gettid() as u32)
+            .expect("this thread is traced");
+        let top = trace
+            .runq_holders
+            .first()
+            .unwrap_or_else(|| panic!("no holder for {} ns of waiting", me.runq));
+        assert_eq!(
+            (top.pid, top.comm.as_str(), top.kernel_thread),
+            (hog.id(), "sh", false),
+            "{:?}",
+            trace.runq_holders
+        );
+        // Sharing one CPU for 300 ms, about half of it spent waiting; the holders cover most
+        // of the wait (a wait spanning more stints than the ring keeps is charged in part).
+        let charged: u64 = trace.runq_holders.iter().map(|h| h.ns).sum();
+        assert!(me.runq > 50_000_000, "{me:?}");
+        assert!(
+            charged as f64 >= 0.5 * me.runq as f64 && charged <= me.runq + me.runq / 10,
+            "{charged} ns charged of {} ns waited: {:?}",
+            me.runq,
+            trace.runq_holders
         );
     }
 

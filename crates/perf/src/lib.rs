@@ -47,7 +47,9 @@ pub use idle_probe::{IdleProbe, probe_idle_tracing};
 pub use inherited::InheritedCounters;
 pub use lock_events::{FutexWait, KernelWait, LockSamplingTally, LockTotal, LockTrace};
 pub use lock_tracer::{FUTEX_FLAG_BITS, LockTraceConfig, LockTracer};
-pub use offcpu_events::{BlockedEpisode, IdleCpu, OffCpuTrace, ThreadLife, Waker, WakerName};
+pub use offcpu_events::{
+    BlockedEpisode, IdleCpu, OffCpuTrace, RunqHolder, ThreadLife, Waker, WakerName,
+};
 pub use offcpu_tracer::{OffCpuTraceConfig, OffCpuTracer};
 pub use self_cost::ProgramRuns;
 pub use trace_ring::record_ring_bytes;

@@ -188,6 +188,23 @@ pub struct OffCpuTrace {
     /// The in-kernel tracer's programs' own time in the traced threads' context inside the
     /// window (estimated: [`ProgramRuns`](crate::ProgramRuns)); `None` from the perf tracer.
     pub programs_ns: Option<u64>,
+    /// Who held the CPUs while the traced threads waited for one, inside the window, most
+    /// first (the in-kernel tracer; empty from the perf tracer).
+    pub runq_holders: Vec<RunqHolder>,
+}
+
+/// A process that held a CPU while traced threads waited for it: their wait for a CPU
+/// during its stints on that CPU.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RunqHolder {
+    /// Its process id (0: the idle task, a CPU coming out of idle).
+    pub pid: u32,
+    /// The `comm` of its thread seen first.
+    pub comm: String,
+    /// True for a kernel thread.
+    pub kernel_thread: bool,
+    /// The traced threads' wait for a CPU while it ran, ns.
+    pub ns: u64,
 }
 
 /// A waker outside the traced threads, named.

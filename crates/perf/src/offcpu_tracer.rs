@@ -454,6 +454,7 @@ impl OffCpuTracer {
             late_switch_ins,
             sampling: None,
             programs_ns: None,
+            runq_holders: Vec::new(),
         }
     }
 

@@ -46,6 +46,10 @@ pub fn cause_label(c: &Cause) -> String {
         }
         CauseKind::Function => format!("CPU in {} ({})", c.what, c.object),
         CauseKind::Measurement => format!("measuring: CPU in {} ({})", c.what, c.object),
+        CauseKind::RunQueue => match held_by(c) {
+            Some(held) => format!("{}, held by {held}", c.what),
+            None => c.what.clone(),
+        },
         _ => c.what.clone(),
     };
     let text = match c.mostly_ended_by() {
@@ -57,6 +61,20 @@ pub fn cause_label(c: &Cause) -> String {
         None => text,
     };
     printable(&text).into_owned()
+}
+
+/// Who held the CPUs a wait for one waited for, the largest three of 1% or more with their
+/// shares ("sh 97%, an idle CPU (waking up) 2%"); `None` where not traced.
+fn held_by(c: &Cause) -> Option<String> {
+    let total: f64 = c.held_by.iter().map(|h| h.ns).sum();
+    let shown: Vec<String> = c
+        .held_by
+        .iter()
+        .filter(|h| total > 0.0 && h.ns / total >= 0.01)
+        .take(3)
+        .map(|h| format!("{} {:.0}%", h.by, h.ns / total * 100.0))
+        .collect();
+    (!shown.is_empty()).then(|| shown.join(", "))
 }
 
 /// A grouped cause's callers with their shares ("callers: flock_lock_inode_wait 61%, …"),
@@ -898,6 +916,7 @@ mod tests {
             ended_by: Vec::new(),
             under: None,
             call_sites: Vec::new(),
+            held_by: Vec::new(),
         };
         assert_eq!(
             cause_label(&cause("unsampled", "waits with no call chain sampled", "")),

@@ -204,6 +204,7 @@ fn spread_cpu(
                 ended_by: Vec::new(),
                 under: None,
                 call_sites: Vec::new(),
+                held_by: Vec::new(),
             },
             from_ns: from,
             to_ns: to,

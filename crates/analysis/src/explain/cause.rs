@@ -118,6 +118,10 @@ pub struct Cause {
     /// (`caller` is then the only one).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub call_sites: Vec<CallSite>,
+    /// For the wait for a CPU: who held the CPUs meanwhile, summed over the traced trials,
+    /// most first (the in-kernel off-CPU tracer's; empty without it).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub held_by: Vec<EndedBy>,
 }
 
 /// One caller of a cause grouped by what it waits on, and its part.
@@ -241,6 +245,7 @@ fn pool(rows: Vec<(usize, Cause, u64)>, ops: &[f64]) -> Vec<Part> {
                 ended_by: Vec::new(),
                 under: None,
                 call_sites: Vec::new(),
+                held_by: Vec::new(),
                 ..cause.clone()
             },
             objects: Vec::new(),
@@ -337,6 +342,7 @@ fn lock_cause(kind: CauseKind, c: &LockContention) -> Cause {
         ended_by: Vec::new(),
         under: None,
         call_sites: Vec::new(),
+        held_by: Vec::new(),
     }
 }
 
@@ -456,6 +462,7 @@ fn site_cause(s: &OffCpuSite, locks: Option<&LockReport>, names: &RunLockNames) 
             .collect(),
         under: None,
         call_sites: Vec::new(),
+        held_by: Vec::new(),
     }
 }
 
@@ -679,6 +686,7 @@ fn profile_part(p: &PointProfile, f: &FunctionRow, kind: CauseKind, scale: f64) 
             ended_by: Vec::new(),
             under: None,
             call_sites: Vec::new(),
+            held_by: Vec::new(),
         },
         ns_per_op: f.cost_per_op? * scale,
         per_trial,
@@ -808,6 +816,36 @@ pub(crate) fn name_spun_locks(points: &mut [super::PointExplain], data: &crate::
     }
 }
 
+/// Who held the CPUs while a point's traced threads waited for one, pooled over its trials by
+/// name (a command's processes have new ids in every trial), most first.
+pub(crate) fn runq_holders(trials: &[(u32, &TrialMeasurement)]) -> Vec<EndedBy> {
+    let mut by: Vec<EndedBy> = Vec::new();
+    let holders = trials
+        .iter()
+        .filter_map(|(_, m)| m.offcpu.as_ref())
+        .flat_map(|r| &r.runq_holders);
+    for h in holders {
+        let name = if h.pid == 0 {
+            "an idle CPU (waking up)".to_string()
+        } else if h.traced {
+            format!("the traced threads ({})", h.comm)
+        } else if h.kernel_thread {
+            format!("kernel thread {}", h.comm)
+        } else {
+            h.comm.clone()
+        };
+        match by.iter_mut().find(|e| e.by == name) {
+            Some(e) => e.ns += h.ns.0 as f64,
+            None => by.push(EndedBy {
+                by: name,
+                ns: h.ns.0 as f64,
+            }),
+        }
+    }
+    by.sort_by(|a, b| b.ns.total_cmp(&a.ns).then_with(|| a.by.cmp(&b.by)));
+    by
+}
+
 /// An accounting part as a cause of its own (`user CPU`, `system CPU`, `run-queue wait`,
 /// `blocked`), with its per-trial values.
 pub(crate) fn whole_part(kind: CauseKind, what: &str, per_trial: Vec<f64>, pooled: f64) -> Part {
@@ -822,6 +860,7 @@ pub(crate) fn whole_part(kind: CauseKind, what: &str, per_trial: Vec<f64>, poole
             ended_by: Vec::new(),
             under: None,
             call_sites: Vec::new(),
+            held_by: Vec::new(),
         },
         ns_per_op: pooled,
         per_trial,

@@ -112,12 +112,14 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
         )),
     }
     if acc.runq_measured {
-        parts.push(cause::whole_part(
+        let mut part = cause::whole_part(
             CauseKind::RunQueue,
             "waiting for a CPU (run queue)",
             per_trial.iter().filter_map(|t| t.runq).collect(),
             acc.runq_ns,
-        ));
+        );
+        part.cause.held_by = cause::runq_holders(&trials);
+        parts.push(part);
     }
     let spin = cause::spin_parts(&trials);
     if spin.is_some() {

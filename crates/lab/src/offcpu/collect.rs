@@ -23,7 +23,8 @@ use crate::observer::{Observed, Observer};
 use crate::traced_processes::{Scope, TracedProcesses};
 use crate::tracer_choice::{Chosen, OpenNotes};
 use model::record::{
-    ClockWindow, Nanos, OffCpuReport, OffCpuSampling, OffCpuSite, SiteSample, UnwokenEpisodes,
+    ClockWindow, Nanos, OffCpuReport, OffCpuSampling, OffCpuSite, RunqHolder, SiteSample,
+    UnwokenEpisodes,
 };
 use model::thread_account::ThreadRole;
 
@@ -403,10 +404,27 @@ fn summarise(
     notes.extend(trace_notes(trace, &unwoken, episodes.len(), &silent));
     notes.extend(sampling.and_then(|s| sampling_note(&s, trace.sampling.unwrap_or_default())));
     notes.extend(trace.sampling.and_then(unseen_switch_ins_note));
+    let runq_holders = trace
+        .runq_holders
+        .iter()
+        .take(RUNQ_HOLDERS)
+        .map(|h| RunqHolder {
+            pid: h.pid,
+            comm: h.comm.clone(),
+            kernel_thread: h.kernel_thread,
+            traced: h.pid != 0
+                && trace
+                    .threads
+                    .iter()
+                    .any(|l| l.pid == h.pid && counted(l.tid)),
+            ns: Nanos(h.ns),
+        })
+        .collect();
     OffCpuReport {
         total: Nanos(total),
         sites: out,
         threads: tree.map(|t| t.groups()).unwrap_or_default(),
+        runq_holders,
         lost_records: trace.lost,
         unwoken: (unwoken.count > 0).then_some(unwoken),
         // Named where they explain something: where episodes went unwoken.
@@ -420,6 +438,10 @@ fn summarise(
         notes,
     }
 }
+
+/// How many of the processes that held the CPUs the traced threads waited for a report keeps
+/// (the most first).
+const RUNQ_HOLDERS: usize = 16;
 
 /// The user addresses of `episodes`' chains, per process, named through the mappings the
 /// tracer recorded (or, without them, this host's view of the process, unless `resolved`

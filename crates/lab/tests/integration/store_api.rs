@@ -325,6 +325,7 @@ mod store {
                 rate_lowered_to: None,
             }),
             stolen: Some(Nanos(300)),
+            runq_holders: Vec::new(),
             notes: vec!["stacks truncated".into()],
         }
     }

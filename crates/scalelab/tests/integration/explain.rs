@@ -392,6 +392,54 @@ fn is_rwsem_cause(c: &Value) -> bool {
                 || (object.ends_with("'s owner") && what.contains("rwsem"))))
 }
 
+/// A process spinning beside the workload, outside what is traced: the tasks' wait for a CPU
+/// is said to be held by it, by name.
+#[test]
+fn the_wait_for_a_cpu_names_the_process_that_held_it() {
+    struct Hog(std::process::Child);
+    impl Drop for Hog {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let hog = Hog(std::process::Command::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .spawn()
+        .expect("sh"));
+    let lab = Lab::new();
+    let explained = explained(&lab, &["atomic"], &["--explain"]);
+    drop(hog);
+    let Some((e, stdout)) = explained else {
+        return;
+    };
+    let export = lab.json(&["export", "last"]);
+    if kernel_tracer_fell_back(&export["run"]["trials"][0]["outcome"]["offcpu"]) {
+        return;
+    }
+    let at_two = e["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["n"] == 2)
+        .expect("N=2");
+    let runq = at_two["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["cause"]["kind"] == "run_queue")
+        .unwrap_or_else(|| panic!("a run-queue part: {at_two}"));
+    let held_by = runq["cause"]["held_by"]
+        .as_array()
+        .unwrap_or_else(|| panic!("who held the CPUs: {runq}"));
+    assert_eq!(held_by[0]["by"], "sh", "{runq}\n{stdout}");
+    let total: f64 = held_by.iter().map(|h| h["ns"].as_f64().unwrap()).sum();
+    assert!(
+        held_by[0]["ns"].as_f64().unwrap() >= 0.5 * total,
+        "the hog held most of it: {runq}"
+    );
+}
+
 /// Threads that mmap and munmap contend on their process's `mmap_lock`: the lock trace names
 /// it (the waiter's `mm->mmap_lock`, as `perf lock contention -b` does), its sleeping waits
 /// from both callers are one cause, and the optimistic spinning on it is named after it.
