@@ -391,16 +391,20 @@ fn site_evidence(kind: CauseKind, s: &OffCpuSite) -> Vec<String> {
 /// per-process address), by the waits' kind and kernel caller: the lock with the most wait.
 pub(crate) type RunLockNames = HashMap<(String, String), String>;
 
-/// [`RunLockNames`] of a run's trials.
-pub(crate) fn run_lock_names(data: &crate::record::RunData) -> RunLockNames {
-    let mut waited: HashMap<(String, String), HashMap<&str, u64>> = HashMap::new();
-    let kernel = data
-        .trials
+/// The kernel lock waits the lock traces of a run's trials recorded.
+fn kernel_lock_waits(data: &crate::record::RunData) -> impl Iterator<Item = &LockContention> {
+    data.trials
         .iter()
         .filter_map(|t| t.outcome.measurement())
         .filter_map(|m| m.locks.as_ref())
         .flat_map(|r| &r.kernel)
-        .filter(|c| !c.lock.is_empty() && !c.lock.starts_with("0x"));
+}
+
+/// [`RunLockNames`] of a run's trials.
+pub(crate) fn run_lock_names(data: &crate::record::RunData) -> RunLockNames {
+    let mut waited: HashMap<(String, String), HashMap<&str, u64>> = HashMap::new();
+    let kernel =
+        kernel_lock_waits(data).filter(|c| !c.lock.is_empty() && !c.lock.starts_with("0x"));
     for c in kernel {
         *waited
             .entry((c.kind.clone(), c.caller.clone()))
@@ -781,12 +785,7 @@ pub(crate) fn name_spun_locks(points: &mut [super::PointExplain], data: &crate::
     for (generic, kind) in [("an rwsem's owner", "rwsem"), ("a mutex's owner", "mutex")] {
         let mut by_lock: BTreeMap<&str, u64> = BTreeMap::new();
         let mut all = 0u64;
-        let waits = data
-            .trials
-            .iter()
-            .filter_map(|t| t.outcome.measurement())
-            .filter_map(|m| m.locks.as_ref())
-            .flat_map(|r| &r.kernel)
+        let waits = kernel_lock_waits(data)
             .filter(|c| c.kind == kind || c.kind.starts_with(&format!("{kind}:")));
         for c in waits {
             all += c.wait_total.0;

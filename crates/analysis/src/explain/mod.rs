@@ -75,7 +75,12 @@ pub struct Explanation {
     pub noise_rule: &'static str,
 }
 
-fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<PointExplain> {
+fn point(
+    data: &RunData,
+    n: u32,
+    profile: Option<&PointProfile>,
+    lock_names: &cause::RunLockNames,
+) -> Option<PointExplain> {
     let trials = accounting::trials_at(data, n);
     let per_trial: Vec<accounting::TrialParts> = trials
         .iter()
@@ -86,7 +91,7 @@ fn point(data: &RunData, n: u32, profile: Option<&PointProfile>) -> Option<Point
     let (mut offcpu_source, mut offcpu_trials, mut traced, mut lock_trials) =
         (None, Vec::new(), None, Vec::new());
     let mut traced_at_median: Option<f64> = None;
-    match cause::offcpu_parts(&trials, &cause::run_lock_names(data)) {
+    match cause::offcpu_parts(&trials, lock_names) {
         Some((source, idx, mut p, covered)) => {
             offcpu_source = Some(source);
             offcpu_trials = idx;
@@ -674,9 +679,10 @@ pub fn explain(data: &RunData, profiles: &[PointProfile]) -> Option<Explanation>
     let mut ns = data.meta.points.clone();
     ns.sort_unstable();
     ns.dedup();
+    let lock_names = cause::run_lock_names(data);
     let mut points: Vec<PointExplain> = ns
         .iter()
-        .filter_map(|&n| point(data, n, profiles.iter().find(|p| p.n == n)))
+        .filter_map(|&n| point(data, n, profiles.iter().find(|p| p.n == n), &lock_names))
         .collect();
     if points.is_empty() {
         return None;
