@@ -47,6 +47,11 @@ pub(crate) trait Observer: std::fmt::Debug {
     /// tracer that held back its call chains while the trial set up writes them from here on.
     fn tasks_released(&mut self, _at: u64) {}
 
+    /// Follows processes `pids` too, from now on: the servers and attached processes of the
+    /// system under test (`--server`, `--attach`), and what they start. An observer that
+    /// cannot says so in its report.
+    fn follow_system(&mut self, _pids: &[u32]) {}
+
     /// The measurement window opened at `at` (CLOCK_MONOTONIC ns): account from there on.
     fn window_opens(&mut self, _at: u64) {}
 

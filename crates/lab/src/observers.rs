@@ -87,6 +87,16 @@ impl Observers {
         }
     }
 
+    /// Has every one follow the system under test's processes `pids` too.
+    pub(crate) fn follow_system(&mut self, pids: &[u32]) {
+        if pids.is_empty() {
+            return;
+        }
+        for o in &mut self.0 {
+            o.follow_system(pids);
+        }
+    }
+
     /// Tells every one that the trial's tasks were released at `at`.
     pub(crate) fn tasks_released(&mut self, at: u64) {
         for o in &mut self.0 {

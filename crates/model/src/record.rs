@@ -824,6 +824,22 @@ pub struct OffCpuSite {
     /// (`count` and `total` are then estimates; `None`: every episode was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampled: Option<SiteSample>,
+    /// For workers' waits followed into a server of the system under test (`--server`,
+    /// `--attach`): the server whose work this site is, and where the workers waited for it
+    /// (`kind`, `object` and `caller` are then the server's: its wait, or `server-cpu` /
+    /// `server-runq` for its time on or waiting for a CPU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<ChainVia>,
+}
+
+/// Where a site's waits were followed from: a server, and the workers' own wait.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ChainVia {
+    /// The server thread's name (`comm`) where the chain ended (`postgres`).
+    pub server: String,
+    /// Where the workers waited for it: their own wait's blocking call and caller
+    /// (`poll_schedule_timeout (other) from pgbench+0x11466`).
+    pub waited_in: String,
 }
 
 /// Part of a site's blocked time, by what ended it.

@@ -205,6 +205,7 @@ pub fn offcpu_site(kind: &str, object: &str, caller: &str, total: u64) -> OffCpu
         max: Nanos(total / 10),
         woken_by: Vec::new(),
         sampled: None,
+        via: None,
     }
 }
 

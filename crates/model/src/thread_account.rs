@@ -24,6 +24,10 @@ pub enum ThreadRole {
     /// Did nothing in the window: blocked from its first wait to the end, never woken, next to
     /// no CPU (a parked pool thread). Treated as a supervisor.
     Idle,
+    /// A thread of a server of the system under test (`--server`, `--attach`, and what they
+    /// started): not the command's, so none of its time is task time and its waits are no
+    /// causes of their own; a worker's wait that it ended is followed into what it did.
+    Server,
 }
 
 impl ThreadRole {
@@ -37,6 +41,9 @@ impl ThreadRole {
             ThreadRole::Idle => {
                 "blocked for at least 90% of its life and never woken, under 1% of it on a CPU"
             }
+            ThreadRole::Server => {
+                "of a process given by --server or --attach, or started by one; its time is not the command's, and a worker's wait it ended is followed into what it was doing"
+            }
         }
     }
 
@@ -46,6 +53,7 @@ impl ThreadRole {
             ThreadRole::Worker => "worker",
             ThreadRole::Supervisor => "supervising",
             ThreadRole::Idle => "idle",
+            ThreadRole::Server => "server",
         }
     }
 }
@@ -109,6 +117,10 @@ impl RoleTotals {
     pub fn of(groups: &[ThreadGroup]) -> RoleTotals {
         let mut t = RoleTotals::default();
         for g in groups {
+            // A server's time is its own, outside the command's accounting (wait4's).
+            if g.role == ThreadRole::Server {
+                continue;
+            }
             t.runq += g.runq.0;
             t.on_cpu += g.on_cpu.0;
             match g.role {
@@ -118,6 +130,7 @@ impl RoleTotals {
                     t.worker_life += g.life.0 - g.waiting_for_started.0.min(g.life.0);
                     t.worker_blocked += g.blocked.0 - g.waiting_for_started.0.min(g.blocked.0);
                 }
+                ThreadRole::Server => {}
                 ThreadRole::Supervisor | ThreadRole::Idle => {
                     t.others += g.threads;
                     t.other_life += g.life.0;

@@ -304,6 +304,31 @@ impl BpfOffCpuTracer {
         })
     }
 
+    /// Traces process `pid` too from now on (a server of the system under test, or a process
+    /// attached to it): each of its threads, and every thread and process they create later,
+    /// its mappings followed for unwinding. Returns the threads added (0: it is gone, or each
+    /// was traced already). A thread blocked now is seen from its next wait on.
+    pub fn trace_process(&mut self, pid: u32) -> usize {
+        let now = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
+        let mut added = 0;
+        for tid in sys::proc_table::threads(pid as i32) {
+            let entry = ThreadEntry {
+                pid,
+                begin: now,
+                ..ThreadEntry::default()
+            };
+            // BPF_NOEXIST: a thread traced already (the command's own) keeps its entry.
+            if self.threads.insert(tid as u32, entry, 1).is_ok() {
+                added += 1;
+            }
+        }
+        if added > 0 {
+            self.mappings.follow(pid);
+            self.stacks.preload(pid);
+        }
+        added
+    }
+
     /// Writes no call chains until [`Self::sample_from`] says when (every wait is still counted
     /// and summed): a trial holds them back while it sets up, since no report uses them and a
     /// slow machine's setup filled the ring buffer before its first drain.

@@ -217,6 +217,14 @@ impl MappingStream {
         tasks
     }
 
+    /// Follows process `pid` too (one that existed before the stream opened: its mappings
+    /// are read from /proc when first needed), and the processes it creates from now on.
+    pub(crate) fn follow(&mut self, pid: u32) {
+        if let Some(follow) = &mut self.follow {
+            follow.insert(pid);
+        }
+    }
+
     /// Stops recording.
     pub(crate) fn disable(&mut self) {
         for s in &mut self.streams {

@@ -40,6 +40,9 @@ pub fn cause_label(c: &Cause) -> String {
         // The off-CPU tracer's time of threads none of whose waits was sampled: no chain, no
         // caller.
         CauseKind::Blocking if c.what == "unsampled" => format!("blocked in {}", c.object),
+        // A server's time on or waiting for a CPU, that workers waited for.
+        CauseKind::Blocking if c.what == "server-cpu" => "its CPU".to_string(),
+        CauseKind::Blocking if c.what == "server-runq" => "its wait for a CPU".to_string(),
         CauseKind::Blocking => format!("blocked in {} ({}){}", c.object, c.what, from(&c.caller)),
         CauseKind::KernelSpin => {
             format!("spinning{} ({}){}", on(&c.object), c.what, from(&c.caller))
@@ -58,6 +61,11 @@ pub fn cause_label(c: &Cause) -> String {
     };
     let text = match &c.under {
         Some(under) => format!("{text} under {under}"),
+        None => text,
+    };
+    // A wait followed into a server: whose work it is first.
+    let text = match &c.via {
+        Some(via) => format!("the server ({}): {text}", via.server),
         None => text,
     };
     printable(&text).into_owned()
@@ -834,6 +842,14 @@ fn write_growth(out: &mut Printer<'_>, e: &Explanation, g: &GrowthAccount) -> io
         writeln!(out, "evidence")?;
         for c in top {
             writeln!(out, "  {} ({}):", cause_label(&c.cause), c.cause.source)?;
+            if let Some(via) = &c.cause.via {
+                writeln!(
+                    out,
+                    "    followed from the workers' wait in {}, which {} ended",
+                    printable(&via.waited_in),
+                    printable(&via.server)
+                )?;
+            }
             if let Some(line) = call_sites_line(&c.cause) {
                 writeln!(out, "    {}", printable(&line))?;
             }
@@ -917,6 +933,7 @@ mod tests {
             under: None,
             call_sites: Vec::new(),
             held_by: Vec::new(),
+            via: None,
         };
         assert_eq!(
             cause_label(&cause("unsampled", "waits with no call chain sampled", "")),

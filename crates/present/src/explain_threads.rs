@@ -37,9 +37,19 @@ pub fn write(out: &mut Printer<'_>, e: &Explanation) -> io::Result<()> {
         return Ok(());
     }
     writeln!(out)?;
+    let servers = e
+        .points
+        .iter()
+        .flat_map(|p| &p.threads)
+        .any(|g| g.role == ThreadRole::Server);
     writeln!(
         out,
-        "the command's threads by role (each point's first traced trial; times inside the window, summed over the threads)"
+        "{} by role (each point's first traced trial; times inside the window, summed over the threads)",
+        if servers {
+            "the threads of the command and its servers"
+        } else {
+            "the command's threads"
+        }
     )?;
     // Steal, where the in-kernel tracer measured any: the rest of a life beside the three.
     let stolen = e

@@ -311,6 +311,19 @@ pub enum CompletionTarget {
     Man,
 }
 
+/// `--server-cpus`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ServerCpusArg {
+    Same,
+    Rest,
+    All,
+}
+
+/// `--attach SPEC`.
+fn parse_attach(text: &str) -> Result<lab::runner::AttachSpec, String> {
+    text.parse()
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum ModeArg {
     Threads,
@@ -342,6 +355,27 @@ pub struct RunArgs {
     /// its own, and after a Ctrl-C it still runs unless a second Ctrl-C ends it.
     #[arg(long, value_name = "CMD", requires = "cmd")]
     pub cleanup: Option<String>,
+    /// A server the command drives, part of the system under test: started by `sh -c` before
+    /// the first trial (before each point when CMD holds {n}), stopped after the last (SIGTERM,
+    /// then SIGKILL, with everything it started); its output is kept out of the terminal. Its
+    /// threads are traced with the command's, and a worker's wait it ended is followed into
+    /// what it did. Repeatable.
+    #[arg(long = "server", value_name = "CMD", requires = "cmd")]
+    pub servers: Vec<String>,
+    /// Run after the servers start, every 200 ms until it exits 0 (at most 60 s), before any
+    /// trial: e.g. `pg_isready -h /tmp/pg`.
+    #[arg(long, value_name = "CMD", requires = "servers")]
+    pub ready: Option<String>,
+    /// A running process that is part of the system under test, traced as a server: pid:PID,
+    /// comm:NAME (every process of that name) or cgroup:PATH (under /sys/fs/cgroup, with the
+    /// cgroups below); found again at each trial, and what it starts is followed. Repeatable.
+    #[arg(long, value_name = "SPEC", requires = "cmd", value_parser = parse_attach)]
+    pub attach: Vec<lab::runner::AttachSpec>,
+    /// Where the servers run: on the command's N CPUs (same), on the other CPUs (rest; all of
+    /// them when N takes every one) or on every CPU (all). Attached processes stay where they
+    /// are.
+    #[arg(long, value_enum, requires = "servers", default_value = "same")]
+    pub server_cpus: ServerCpusArg,
     /// A further timed step after --cmd, accounted separately; repeatable, run in order.
     #[arg(long = "step", value_name = "NAME=CMD", requires = "cmd", value_parser = parse_pair)]
     pub steps: Vec<(String, String)>,

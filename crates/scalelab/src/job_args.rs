@@ -115,6 +115,11 @@ pub fn check(args: &[String]) -> Result<CheckedJob> {
             commands.extend(run.steps.iter().map(|(_, c)| ("--step", c.clone())));
             commands.extend(run.prepare.iter().map(|c| ("--prepare", c.clone())));
             commands.extend(run.cleanup.iter().map(|c| ("--cleanup", c.clone())));
+            commands.extend(run.servers.iter().map(|c| ("--server", c.clone())));
+            commands.extend(run.ready.iter().map(|c| ("--ready", c.clone())));
+            // Attaching traces another program's threads: only an agent that runs any
+            // command (--allow-any-cmd) takes it; no directory can allow it.
+            commands.extend(run.attach.iter().map(|a| ("--attach", a.to_string())));
             series = Some(match (&run.workload, &run.cmd) {
                 (_, Some(cmd)) => vec!["--cmd".to_owned(), cmd.clone()],
                 (Some(w), None) => std::iter::once(w.clone())

@@ -64,6 +64,8 @@ pub struct CommandRun<'a> {
     pub timeout: Option<Nanos>,
     /// `--metric`s, the primary first, and whether X(N) stays ops per second instead.
     pub metrics: (Vec<lab::record::MetricSpec>, bool),
+    /// `--server`, `--ready`, `--attach`, `--server-cpus`.
+    pub system: lab::runner::SystemSpec,
 }
 
 /// Labels a run carries.
@@ -88,6 +90,7 @@ pub fn command_config(command: CommandRun<'_>, labels: Labels<'_>) -> RunConfig 
         dir: None,
         metrics: command.metrics.0,
         ops_primary: command.metrics.1,
+        system: command.system,
     });
     cfg.warmup = Nanos(0);
     cfg.timeout = command.timeout;

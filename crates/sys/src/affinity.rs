@@ -1,4 +1,5 @@
-//! CPU affinity of the calling thread (`sched_setaffinity` / `sched_getaffinity`).
+//! CPU affinity of the calling thread, or of another thread by id (`sched_setaffinity` /
+//! `sched_getaffinity`).
 //!
 //! The masks are sized to the CPUs asked for rather than glibc's fixed 1024-bit `cpu_set_t`,
 //! so machines with more than 1024 CPUs work (up to [`MAX_CPU`]).
@@ -13,6 +14,12 @@ const WORD_BITS: usize = libc::c_ulong::BITS as usize;
 /// Restricts the calling thread (for a single-threaded process: the process, and every thread
 /// and child it creates afterwards) to run only on `cpus`.
 pub fn set_current_affinity(cpus: &[usize]) -> Result<(), SysError> {
+    set_thread_affinity(0, cpus)
+}
+
+/// Restricts thread `tid` (0: the calling thread) to run only on `cpus`; threads and children
+/// it creates afterwards inherit the set.
+pub fn set_thread_affinity(tid: i32, cpus: &[usize]) -> Result<(), SysError> {
     const CALL: &str = "sched_setaffinity";
     let Some(&highest) = cpus.iter().max() else {
         return Err(SysError::InvalidArgument {
@@ -33,7 +40,7 @@ pub fn set_current_affinity(cpus: &[usize]) -> Result<(), SysError> {
     let bytes = mask.len() * size_of::<libc::c_ulong>();
     // SAFETY: `mask` is a live buffer of exactly `bytes` bytes that the kernel only reads;
     // pid 0 means the calling thread.
-    let rc = unsafe { libc::syscall(libc::SYS_sched_setaffinity, 0, bytes, mask.as_ptr()) };
+    let rc = unsafe { libc::syscall(libc::SYS_sched_setaffinity, tid, bytes, mask.as_ptr()) };
     if rc != 0 {
         return Err(SysError::with_fix(CALL, Errno::last(), |e| match e.0 {
             libc::EINVAL => Some(
@@ -41,6 +48,7 @@ pub fn set_current_affinity(cpus: &[usize]) -> Result<(), SysError> {
                  `nproc` and the cgroup's cpuset.cpus.effective",
             ),
             libc::EPERM => Some("not permitted to change this thread's affinity (CAP_SYS_NICE)"),
+            libc::ESRCH => Some("the thread has exited"),
             _ => None,
         }));
     }

@@ -42,7 +42,7 @@ mod shared_region;
 mod signal;
 mod spawn;
 
-pub use affinity::{MAX_CPU, current_affinity, set_current_affinity};
+pub use affinity::{MAX_CPU, current_affinity, set_current_affinity, set_thread_affinity};
 pub use anon_mapping::AnonMapping;
 pub use child::{
     ChildExit, ExitKind, OwnCpu, any_child_ended, try_wait_child, wait_child, wait_child_own_cpu,

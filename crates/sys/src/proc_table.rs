@@ -112,6 +112,41 @@ pub fn env_var(pid: i32, name: &str) -> Option<String> {
         .map(|v| String::from_utf8_lossy(v).into_owned())
 }
 
+/// The thread ids of process `pid` (`/proc/PID/task`); empty when it is gone.
+pub fn threads(pid: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut tids: Vec<i32> = dir
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    tids.sort_unstable();
+    tids
+}
+
+/// `pid`'s command name (`/proc/PID/comm`, at most 15 bytes), or `None` when it is gone.
+pub fn comm(pid: i32) -> Option<String> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    Some(text.trim_end_matches('\n').to_string())
+}
+
+/// Whether `pid` is a kernel thread: it has no memory map (an empty `/proc/PID/cmdline` and
+/// the `PF_KTHREAD` flag, bit 21 of field 9 of `stat`).
+pub fn is_kernel_thread(pid: i32) -> bool {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let Some((_, rest)) = text.rsplit_once(')') else {
+        return false;
+    };
+    // After the name: state(3) … flags(9).
+    rest.split_whitespace()
+        .nth(6)
+        .and_then(|f| f.parse::<u64>().ok())
+        .is_some_and(|flags| flags & 0x0020_0000 != 0)
+}
+
 /// `pid`'s command line with its arguments joined by spaces (at most `max` characters, then
 /// `…`), or `[name]` for a process without one (a kernel thread, a zombie).
 pub fn cmdline(pid: i32, max: usize) -> String {
@@ -186,5 +221,9 @@ mod tests {
         child.wait().unwrap();
         assert!(!children(me).contains(&pid));
         assert!(pid_namespace().is_some());
+        assert!(threads(me).contains(&me));
+        assert!(threads(pid).is_empty());
+        assert!(!is_kernel_thread(me));
+        assert_eq!(comm(pid), None);
     }
 }

@@ -205,6 +205,7 @@ fn spread_cpu(
                 under: None,
                 call_sites: Vec::new(),
                 held_by: Vec::new(),
+                via: None,
             },
             from_ns: from,
             to_ns: to,

@@ -122,6 +122,11 @@ pub struct Cause {
     /// most first (the in-kernel off-CPU tracer's; empty without it).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub held_by: Vec<EndedBy>,
+    /// For workers' waits followed into a server of the system under test: the server whose
+    /// work this cause is (`what`, `object` and `caller` are its), and where the workers
+    /// waited for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<model::record::ChainVia>,
 }
 
 /// One caller of a cause grouped by what it waits on, and its part.
@@ -170,7 +175,7 @@ pub struct Part {
 /// one named kernel lock (`mmap_lock`, a static lock's symbol) are one cause whoever called
 /// it: the callers are its [`Cause::call_sites`], not causes of their own. A user lock and
 /// an unnamed kernel lock are known only by who took them, so their caller stays in the key.
-pub(crate) fn key(c: &Cause) -> (CauseKind, String, String, String) {
+pub(crate) fn key(c: &Cause) -> CauseKey {
     let per_process = c.object.starts_with("0x") || c.object.ends_with(" addresses");
     let object = if per_process {
         String::new()
@@ -187,8 +192,12 @@ pub(crate) fn key(c: &Cause) -> (CauseKind, String, String, String) {
     } else {
         (c.what.clone(), c.caller.clone())
     };
-    (c.kind, what, object, caller)
+    let server = c.via.as_ref().map(|v| v.server.clone()).unwrap_or_default();
+    (c.kind, server, what, object, caller)
 }
+
+/// What makes two causes one: kind, server (for a followed wait), what, object, caller.
+pub(crate) type CauseKey = (CauseKind, String, String, String, String);
 
 /// What a grouped cause waits on without the mode of the wait: a named kernel lock's readers
 /// and writers (`percpu-rwsem:read`, `percpu-rwsem:write` on the file locks' rwsem) wait on one
@@ -238,7 +247,7 @@ struct Acc {
 /// Pools per-trial waits (`(trial position, cause, wait ns)`) into parts; `ops[i]` is trial
 /// i's ops.
 fn pool(rows: Vec<(usize, Cause, u64)>, ops: &[f64]) -> Vec<Part> {
-    let mut accs: BTreeMap<(CauseKind, String, String, String), Acc> = BTreeMap::new();
+    let mut accs: BTreeMap<CauseKey, Acc> = BTreeMap::new();
     for (i, cause, wait) in rows {
         let acc = accs.entry(key(&cause)).or_insert_with(|| Acc {
             cause: Cause {
@@ -343,6 +352,7 @@ fn lock_cause(kind: CauseKind, c: &LockContention) -> Cause {
         under: None,
         call_sites: Vec::new(),
         held_by: Vec::new(),
+        via: None,
     }
 }
 
@@ -467,6 +477,7 @@ fn site_cause(s: &OffCpuSite, locks: Option<&LockReport>, names: &RunLockNames) 
         under: None,
         call_sites: Vec::new(),
         held_by: Vec::new(),
+        via: s.via.clone(),
     }
 }
 
@@ -691,6 +702,7 @@ fn profile_part(p: &PointProfile, f: &FunctionRow, kind: CauseKind, scale: f64) 
             under: None,
             call_sites: Vec::new(),
             held_by: Vec::new(),
+            via: None,
         },
         ns_per_op: f.cost_per_op? * scale,
         per_trial,
@@ -860,6 +872,7 @@ pub(crate) fn whole_part(kind: CauseKind, what: &str, per_trial: Vec<f64>, poole
             under: None,
             call_sites: Vec::new(),
             held_by: Vec::new(),
+            via: None,
         },
         ns_per_op: pooled,
         per_trial,

@@ -60,7 +60,7 @@ pub(crate) fn executor_for(
     helpers: Option<&Helpers>,
 ) -> Result<Box<dyn Executor>, LabError> {
     if plan.command.is_some() {
-        return Ok(Box::new(CommandExecutor));
+        return Ok(Box::new(CommandExecutor::default()));
     }
     let helpers = helpers.ok_or_else(|| {
         LabError::Internal("a built-in workload needs the trial child's binary".into())

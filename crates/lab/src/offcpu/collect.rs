@@ -15,6 +15,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::OffCpuRequest;
+use super::chain::{self, ServerThreads};
 use super::classify::{Cause, NamedFrame, classify};
 use super::estimate::Estimator;
 use super::threads::{TreeThreads, WokenBy};
@@ -23,7 +24,7 @@ use crate::observer::{Observed, Observer};
 use crate::traced_processes::{Scope, TracedProcesses};
 use crate::tracer_choice::{Chosen, OpenNotes};
 use model::record::{
-    ClockWindow, Nanos, OffCpuReport, OffCpuSampling, OffCpuSite, RunqHolder, SiteSample,
+    ChainVia, ClockWindow, Nanos, OffCpuReport, OffCpuSampling, OffCpuSite, RunqHolder, SiteSample,
     UnwokenEpisodes,
 };
 use model::thread_account::ThreadRole;
@@ -39,6 +40,8 @@ pub(crate) struct OffCpuSession {
     tracer: Option<Tracer>,
     notes: Vec<String>,
     processes: TracedProcesses,
+    /// The system under test's processes beside the command's (`follow_system`).
+    system: HashSet<u32>,
 }
 
 /// The tracer `--tracer` chose (or the perf one it fell back to).
@@ -122,6 +125,7 @@ impl OffCpuSession {
             tracer,
             notes,
             processes: TracedProcesses::new(scope),
+            system: HashSet::new(),
         }
     }
 
@@ -139,9 +143,11 @@ impl OffCpuSession {
         // A built-in's tasks are its workers; a command's threads are sorted into roles.
         let tree = match &tasks {
             Some(_) => None,
-            None => Some(TreeThreads::new(&trace, |pid| {
-                self.processes.is_excluded(pid)
-            })),
+            None => Some(TreeThreads::new(
+                &trace,
+                |pid| self.processes.is_excluded(pid),
+                &self.system,
+            )),
         };
         trace.episodes.retain(|e| {
             !self.processes.is_excluded(e.pid) && tasks.as_ref().is_none_or(|t| t.contains(&e.tid))
@@ -185,6 +191,23 @@ impl Observer for OffCpuSession {
     /// Drops the episodes of process `pid` (a `perf record` wrapping the command).
     fn exclude(&mut self, pid: u32) {
         self.processes.exclude(pid);
+    }
+
+    /// The in-kernel tracer adds each process's threads (and, by inheritance, what they
+    /// create); the perf tracer cannot, and says so.
+    fn follow_system(&mut self, pids: &[u32]) {
+        match &mut self.tracer {
+            Some(Chosen::Kernel(t)) => {
+                for &pid in pids {
+                    t.trace_process(pid);
+                    self.system.insert(pid);
+                }
+            }
+            Some(Chosen::Perf(_)) => self.notes.push(
+                "off-CPU: the perf tracer follows the command's own tree only: the servers and attached processes were not traced, so waits they ended were not followed (the in-kernel tracer, --tracer kernel, follows them)".into(),
+            ),
+            None => {}
+        }
     }
 
     /// The in-kernel tracer writes call chains from here on.
@@ -276,11 +299,23 @@ fn summarise(
     // A command's threads: what ended each wait, who worked; only the workers' waits are
     // causes, and not their waits for what they started.
     let tree = tree.map(|t| t.assign(trace, &episodes, window, &kallsyms, estimator));
+    // The servers' waits, set aside before only the workers' are kept: a worker's wait that a
+    // server thread ended is followed into what that thread did (`chain`).
+    let server_episodes: Vec<&perf::BlockedEpisode> = match &tree {
+        Some(t) => episodes
+            .iter()
+            .filter(|e| t.is_server(e.tid))
+            .copied()
+            .collect(),
+        None => Vec::new(),
+    };
     if let Some(t) = &tree {
         episodes.retain(|e| t.is_cause(e));
     }
     let chain = |i: u32| trace.chains.get(i as usize).map_or(&[][..], Vec::as_slice);
-    let symbols = user_symbols(trace, &episodes, resolved);
+    let named: Vec<&perf::BlockedEpisode> =
+        episodes.iter().chain(&server_episodes).copied().collect();
+    let symbols = user_symbols(trace, &named, resolved);
     let unknown = perf::UserFrame {
         function: None,
         offset: 0,
@@ -295,7 +330,44 @@ fn summarise(
     };
     // Causes are named once per distinct (pid, kernel chain, user chain).
     let mut causes: HashMap<(u32, u32, u32), Cause> = HashMap::new();
-    let mut sites: HashMap<Cause, Site> = HashMap::new();
+    let mut cause_of = |e: &perf::BlockedEpisode| -> Cause {
+        let key = (e.pid, e.kernel_chain, e.user_chain);
+        causes
+            .entry(key)
+            .or_insert_with(|| {
+                let kernel: Vec<NamedFrame> = chain(e.kernel_chain)
+                    .iter()
+                    .map(|&ip| NamedFrame {
+                        function: kallsyms.function(ip).map(|(s, _)| s.name.clone()),
+                        lock_or_sched: kallsyms.in_lock_or_sched_text(ip),
+                    })
+                    .collect();
+                let caller = chain(e.user_chain)
+                    .iter()
+                    .map(|&a| user_frame(e.pid, a))
+                    .find(|f| !is_wrapper(f) && !is_io_wrapper(f))
+                    .and_then(|f| f.name());
+                classify(&kernel, caller.as_deref())
+            })
+            .clone()
+    };
+    let mut servers = ServerThreads::default();
+    if let Some(t) = &tree {
+        for l in t.server_lives() {
+            servers.add_life(l.tid, &l.comm, l.on_cpu, l.runq);
+        }
+        for e in &server_episodes {
+            let blocked = e.blocked_within(start, end);
+            let waker = e.waker.map(|w| w.tid).filter(|&w| w != 0);
+            servers.add_wait(
+                e.tid,
+                (cause_of(e), t.wake_cause(e), waker),
+                estimator.blocked(e, blocked) as f64,
+                ((e.pid, e.kernel_chain, e.user_chain), blocked),
+            );
+        }
+    }
+    let mut sites: HashMap<SiteKey, Site> = HashMap::new();
     let mut total = 0u64;
     let mut unwoken = UnwokenEpisodes {
         count: 0,
@@ -303,36 +375,38 @@ fn summarise(
     };
     for e in &episodes {
         let key = (e.pid, e.kernel_chain, e.user_chain);
-        let cause = causes.entry(key).or_insert_with(|| {
-            let kernel: Vec<NamedFrame> = chain(e.kernel_chain)
-                .iter()
-                .map(|&ip| NamedFrame {
-                    function: kallsyms.function(ip).map(|(s, _)| s.name.clone()),
-                    lock_or_sched: kallsyms.in_lock_or_sched_text(ip),
-                })
-                .collect();
-            let caller = chain(e.user_chain)
-                .iter()
-                .map(|&a| user_frame(e.pid, a))
-                .find(|f| !is_wrapper(f) && !is_io_wrapper(f))
-                .and_then(|f| f.name());
-            classify(&kernel, caller.as_deref())
-        });
+        let cause = cause_of(e);
         let blocked = e.blocked_within(start, end);
         let stands_for = estimator.blocked(e, blocked);
-        let site = sites.entry(cause.clone()).or_default();
-        site.count += estimator.count(e);
-        site.total += stands_for;
-        site.sampled += 1;
-        site.variance += estimator.variance(e, blocked);
-        if let Some(t) = &tree {
-            site.woken_by.add(t.wake_cause(e), stands_for);
+        let reached = match (&tree, e.waker) {
+            (Some(t), Some(w)) if servers.contains(w.tid) => {
+                servers.follow(w.tid, &|tid| t.works(tid))
+            }
+            _ => Vec::new(),
+        };
+        if reached.is_empty() {
+            let site = sites.entry((cause, None)).or_default();
+            site.count += estimator.count(e);
+            site.total += stands_for;
+            site.sampled += 1;
+            site.variance += estimator.variance(e, blocked);
+            if let Some(t) = &tree {
+                site.woken_by.add(t.wake_cause(e), stands_for);
+            }
+            if blocked > site.max || site.sampled == 1 {
+                site.max = site.max.max(blocked);
+                site.longest = key;
+            }
+            total += stands_for;
+        } else {
+            total += followed(
+                &mut sites,
+                &cause,
+                reached,
+                (e, blocked, stands_for),
+                estimator,
+            );
         }
-        if blocked > site.max || site.sampled == 1 {
-            site.max = site.max.max(blocked);
-            site.longest = key;
-        }
-        total += stands_for;
         if !e.woken {
             unwoken.count += estimator.count(e);
             unwoken.total.0 += stands_for;
@@ -359,11 +433,14 @@ fn summarise(
     });
     if let Some((threads, blocked)) = unsampled.filter(|u| u.1 > 0) {
         sites.insert(
-            Cause {
-                kind: UNSAMPLED.into(),
-                object: "waits with no call chain sampled".into(),
-                caller: String::new(),
-            },
+            (
+                Cause {
+                    kind: UNSAMPLED.into(),
+                    object: "waits with no call chain sampled".into(),
+                    caller: String::new(),
+                },
+                None,
+            ),
             Site {
                 total: blocked,
                 // No chain: no stack to show.
@@ -439,6 +516,78 @@ fn summarise(
     }
 }
 
+/// A site: the cause, and for a wait followed into a server, the server and where the workers
+/// waited for it.
+type SiteKey = (Cause, Option<ChainVia>);
+
+/// The kind of the site holding a server's CPU time that workers waited for.
+pub(crate) const SERVER_CPU: &str = "server-cpu";
+/// The kind of the site holding a server's wait for a CPU that workers waited for.
+pub(crate) const SERVER_RUNQ: &str = "server-runq";
+
+/// Charges worker episode `e` (its `blocked` time in the window, standing for `stands_for`),
+/// whose own cause is `waited`, to the ends its chain `reached`; returns the time charged.
+fn followed(
+    sites: &mut HashMap<SiteKey, Site>,
+    waited: &Cause,
+    reached: Vec<chain::Reached>,
+    (e, blocked, stands_for): (&perf::BlockedEpisode, u64, u64),
+    estimator: &Estimator,
+) -> u64 {
+    let waited_in = if waited.caller.is_empty() {
+        format!("{} ({})", waited.object, waited.kind)
+    } else {
+        format!("{} ({}) from {}", waited.object, waited.kind, waited.caller)
+    };
+    let mut charged = 0;
+    for r in reached {
+        let (cause, woken, longest) = match r.end {
+            chain::End::Cpu => (
+                Cause {
+                    kind: SERVER_CPU.into(),
+                    object: "on a CPU".into(),
+                    caller: String::new(),
+                },
+                None,
+                (0, u32::MAX, u32::MAX),
+            ),
+            chain::End::RunQueue => (
+                Cause {
+                    kind: SERVER_RUNQ.into(),
+                    object: "waiting for a CPU".into(),
+                    caller: String::new(),
+                },
+                None,
+                (0, u32::MAX, u32::MAX),
+            ),
+            chain::End::Wait { cause, woken } => (
+                cause,
+                Some(woken),
+                r.longest.unwrap_or((0, u32::MAX, u32::MAX)),
+            ),
+        };
+        let via = ChainVia {
+            server: r.server,
+            waited_in: waited_in.clone(),
+        };
+        let part = (stands_for as f64 * r.share).round() as u64;
+        let site = sites.entry((cause, Some(via))).or_default();
+        site.count += (estimator.count(e) as f64 * r.share).round() as u64;
+        site.total += part;
+        site.sampled += 1;
+        site.variance += estimator.variance(e, blocked) * r.share * r.share;
+        if let Some(w) = woken {
+            site.woken_by.add(w, part);
+        }
+        if blocked > site.max || site.sampled == 1 {
+            site.max = site.max.max(blocked);
+            site.longest = longest;
+        }
+        charged += part;
+    }
+    charged
+}
+
 /// How many of the processes that held the CPUs the traced threads waited for a report keeps
 /// (the most first).
 const RUNQ_HOLDERS: usize = 16;
@@ -471,7 +620,7 @@ fn user_symbols(
 
 /// Each cause's site, its longest episode's stacks named, the most blocked time first.
 fn named_sites<'t>(
-    sites: HashMap<Cause, Site>,
+    sites: HashMap<SiteKey, Site>,
     chain: &dyn Fn(u32) -> &'t [u64],
     kallsyms: &perf::Kallsyms,
     user_frame: &dyn Fn(u32, u64) -> perf::UserFrame,
@@ -479,7 +628,7 @@ fn named_sites<'t>(
 ) -> Vec<OffCpuSite> {
     let mut out: Vec<OffCpuSite> = sites
         .into_iter()
-        .map(|(cause, site)| {
+        .map(|((cause, via), site)| {
             let (pid, k, u) = site.longest;
             let stack = chain(k)
                 .iter()
@@ -506,6 +655,7 @@ fn named_sites<'t>(
                     // 1.96 standard errors: the 95% interval's half.
                     error: Nanos((1.96 * site.variance.sqrt()).round() as u64),
                 }),
+                via,
             }
         })
         .collect();

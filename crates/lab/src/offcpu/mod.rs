@@ -9,6 +9,7 @@
 //! For a command the tracer also gives every thread's life ([`threads`]): who worked and who
 //! supervised ([`roles`]), and what ended each wait ([`wake`]).
 
+pub(crate) mod chain;
 pub(crate) mod classify;
 pub(crate) mod collect;
 pub(crate) mod estimate;

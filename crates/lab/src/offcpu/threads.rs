@@ -22,21 +22,41 @@ pub(crate) struct TreeThreads {
     lives: Vec<perf::ThreadLife>,
     /// The names of every traced thread, the command's and the others', by thread id.
     names: HashMap<u32, (String, bool)>,
+    /// The threads of the system under test's servers (`--server`, `--attach`, and what they
+    /// started): given the role [`ThreadRole::Server`].
+    servers: HashSet<u32>,
 }
 
 impl TreeThreads {
-    /// The command's threads in `trace`: those of processes `excluded` does not drop.
-    pub(crate) fn new(trace: &perf::OffCpuTrace, excluded: impl Fn(u32) -> bool) -> TreeThreads {
+    /// The command's threads in `trace`: those of processes `excluded` does not drop; those of
+    /// processes `system` (a server's, an attached one's) and the threads they created are
+    /// servers.
+    pub(crate) fn new(
+        trace: &perf::OffCpuTrace,
+        excluded: impl Fn(u32) -> bool,
+        system: &HashSet<u32>,
+    ) -> TreeThreads {
         let mut names = HashMap::new();
         let mut lives = Vec::new();
-        for t in &trace.threads {
+        let mut servers = HashSet::new();
+        // Oldest first: a thread's creator comes before it.
+        let mut by_age: Vec<&perf::ThreadLife> = trace.threads.iter().collect();
+        by_age.sort_by_key(|t| (t.begin, t.tid));
+        for t in by_age {
             let ours = !excluded(t.pid);
             names.insert(t.tid, (t.comm.clone(), ours));
             if ours {
+                if system.contains(&t.pid) || t.parent.is_some_and(|p| servers.contains(&p)) {
+                    servers.insert(t.tid);
+                }
                 lives.push(t.clone());
             }
         }
-        TreeThreads { lives, names }
+        TreeThreads {
+            lives,
+            names,
+            servers,
+        }
     }
 
     /// Names what ended each of `episodes` (the window's, of the command's threads) and gives
@@ -98,7 +118,16 @@ impl TreeThreads {
                 end: t.end,
             })
             .collect();
-        let (roles, for_started) = roles::assign(&lives, &waits);
+        let (mut roles, for_started) = roles::assign(&lives, &waits);
+        for &tid in &self.servers {
+            roles.insert(
+                tid,
+                Assigned {
+                    role: ThreadRole::Server,
+                    waiting_for_started: 0,
+                },
+            );
+        }
         let for_started = episodes
             .iter()
             .zip(for_started)
@@ -110,6 +139,7 @@ impl TreeThreads {
             roles,
             causes,
             for_started,
+            servers: self.servers,
         }
     }
 
@@ -139,6 +169,8 @@ pub(crate) struct AssignedThreads {
     causes: HashMap<(u32, u64), WakeCause>,
     /// The episodes, by (thread, begin), that waited for what their thread started.
     for_started: HashSet<(u32, u64)>,
+    /// The servers' threads.
+    servers: HashSet<u32>,
 }
 
 impl AssignedThreads {
@@ -147,6 +179,16 @@ impl AssignedThreads {
         self.roles
             .get(&tid)
             .is_none_or(|a| a.role == ThreadRole::Worker)
+    }
+
+    /// Whether thread `tid` is a server's.
+    pub(crate) fn is_server(&self, tid: u32) -> bool {
+        self.servers.contains(&tid)
+    }
+
+    /// The servers' threads' lives inside the window.
+    pub(crate) fn server_lives(&self) -> impl Iterator<Item = &perf::ThreadLife> {
+        self.lives.iter().filter(|l| self.servers.contains(&l.tid))
     }
 
     /// Whether thread `tid` is one of the command's and worked.

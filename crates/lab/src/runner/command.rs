@@ -40,6 +40,7 @@ use super::ops_regex;
 use super::placement;
 use super::spec::{CommandSpec, OpsSource, TrialSpec};
 use super::step::{AfterStep, StepError, Watched, run_step};
+use super::system::System;
 use crate::error::LabError;
 use crate::observers::{Observers, Requests};
 use crate::process::leftovers::Leftovers;
@@ -75,7 +76,10 @@ impl CommandSpec {
             .iter()
             .map(|(n, c)| (n.as_str(), c.as_str()))
             .chain(self.prepare.iter().map(|c| ("--prepare", c.as_str())))
-            .chain(self.cleanup.iter().map(|c| ("--cleanup", c.as_str())));
+            .chain(self.cleanup.iter().map(|c| ("--cleanup", c.as_str())))
+            .chain(self.system.servers.iter().map(|c| ("--server", c.as_str())))
+            .chain(self.system.ready.iter().map(|c| ("--ready", c.as_str())));
+        super::system::check_attached(&self.system).map_err(LabError::BadOption)?;
         for (name, cmd) in all {
             let text = cmd.replace("{n}", "1");
             if text.trim().is_empty() {
@@ -135,9 +139,12 @@ fn plain_first_word(text: &str) -> Option<&str> {
     (plain && !RESERVED.contains(&first)).then_some(first)
 }
 
-/// Runs command trials directly (the command is the trial's child process).
+/// Runs command trials directly (the command is the trial's child process), with the servers
+/// of the system under test running beside it ([`System`]), stopped when this is dropped.
 #[derive(Debug, Default)]
-pub struct CommandExecutor;
+pub struct CommandExecutor {
+    system: Option<System>,
+}
 
 /// The calling thread's CPU affinity narrowed to a set while this lives (threads it spawns
 /// inherit it), restored on drop.
@@ -171,17 +178,27 @@ impl Executor for CommandExecutor {
                 reason: "internal: a command trial without a command".into(),
             });
         };
-        let cpus = match placement::cpu_order() {
-            Ok(order) => order
-                .into_iter()
-                .take(spec.tasks as usize)
-                .collect::<Vec<_>>(),
+        let usable = match placement::cpu_order() {
+            Ok(order) => order,
             Err(e) => {
                 return Execution::Finished(TrialOutcome::Failed {
                     reason: e.to_string(),
                 });
             }
         };
+        let cpus: Vec<usize> = usable.iter().copied().take(spec.tasks as usize).collect();
+        // The servers start (or are checked) before this thread is confined, and are then
+        // placed on the CPUs --server-cpus says.
+        let system = self
+            .system
+            .get_or_insert_with(|| System::new(cmd.system.clone(), cmd.dir.clone()));
+        match system.ready_for(spec.tasks, stop) {
+            Ok(true) => {}
+            Ok(false) => return Execution::Interrupted,
+            Err(reason) => return Execution::Finished(TrialOutcome::Failed { reason }),
+        }
+        system.place(&cpus, &usable);
+        let system: &System = system;
         // Every step inherits this thread's affinity, and the threads that wait for and read the
         // command run on its CPUs too, for the whole trial: left free to run elsewhere they made
         // the measured speed depend on the scalelab process (`ab` A/B ratios varied between
@@ -235,7 +252,7 @@ impl Executor for CommandExecutor {
         let mut failure = None;
         for (i, (name, command)) in cmd.steps.iter().enumerate() {
             let command = command.replace("{n}", &n);
-            match timed_step(spec, i, name, &command, left(), stop, &watched) {
+            match timed_step(spec, (i, name), &command, left(), stop, (&watched, system)) {
                 Ok((step, op_match, metrics)) => {
                     found.push(op_match);
                     // The first step whose output a metric matches gives its value.
@@ -286,12 +303,11 @@ type TimedStep = (StepRecord, Option<String>, Vec<Option<(String, String)>>);
 /// its record, the op count's match in its output and each metric's (text, line).
 fn timed_step(
     spec: &TrialSpec,
-    i: usize,
-    name: &str,
+    (i, name): (usize, &str),
     command: &str,
     limit: Duration,
     stop: &AtomicBool,
-    watched: &Watched<'_>,
+    (watched, system): (&Watched<'_>, &System),
 ) -> Result<TimedStep, StepError> {
     let cmd_dir = spec.command().and_then(|c| c.dir.as_deref());
     let profile = spec
@@ -304,6 +320,7 @@ fn timed_step(
         offcpu: spec.offcpu,
     };
     let mut observers = Observers::open(requests, Scope::Command);
+    observers.follow_system(&system.processes());
     let clock_start = sys::clock_gettime_vdso(sys::ClockId::Monotonic);
     observers.window_opens(clock_start);
     let r = run_step(
@@ -485,6 +502,7 @@ mod tests {
             dir: None,
             metrics: Vec::new(),
             ops_primary: false,
+            system: Default::default(),
         };
         assert!(
             spec.validate()

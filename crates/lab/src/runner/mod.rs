@@ -15,6 +15,7 @@ pub(crate) mod placement;
 mod schedstat;
 pub(crate) mod spec;
 mod step;
+pub(crate) mod system;
 mod task;
 pub(crate) mod trial;
 
@@ -25,5 +26,7 @@ pub(crate) use executor::ChildExecutor;
 pub use executor::{Execution, Executor};
 #[cfg(any(test, feature = "test-support"))]
 pub(crate) use fake_executor::FakeExecutor;
-pub use spec::{BuiltinWork, CommandSpec, OpsSource, TrialSpec, Work};
+pub use spec::{
+    AttachSpec, BuiltinWork, CommandSpec, OpsSource, ServerCpus, SystemSpec, TrialSpec, Work,
+};
 pub use trial::run_trial;

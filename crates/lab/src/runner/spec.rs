@@ -106,6 +106,132 @@ pub struct CommandSpec {
     /// `--primary ops`: X(N) stays ops per second; the metrics are read and kept beside it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ops_primary: bool,
+    /// The system under test beyond the command's tree: `--server`s and `--attach`ed processes.
+    #[serde(default, skip_serializing_if = "SystemSpec::is_empty")]
+    pub system: SystemSpec,
+}
+
+/// What the command drives, traced with it (`--server`, `--ready`, `--attach`,
+/// `--server-cpus`): started and stopped by scalelab, or already running.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SystemSpec {
+    /// `--server CMD`: started (by `sh -c`) before the first trial, or before each point when
+    /// one holds `{n}`; stopped after the last.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<String>,
+    /// `--ready CMD`: run until it exits 0 once the servers started, before any trial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready: Option<String>,
+    /// `--attach SPEC`: processes already running, found again at each trial.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attach: Vec<AttachSpec>,
+    /// Where the servers run.
+    #[serde(default)]
+    pub server_cpus: ServerCpus,
+}
+
+impl SystemSpec {
+    /// No server and nothing attached: the command's tree is the whole system.
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty() && self.attach.is_empty()
+    }
+}
+
+/// A process (or processes) `--attach` names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttachSpec {
+    /// `pid:1234`: that process.
+    Pid(u32),
+    /// `comm:postgres`: every process of that name (its `comm`, at most 15 bytes).
+    Comm(String),
+    /// `cgroup:system.slice/postgresql.service`: every process in that cgroup (v2, under
+    /// /sys/fs/cgroup) and the cgroups below it.
+    Cgroup(String),
+}
+
+impl std::str::FromStr for AttachSpec {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<AttachSpec, String> {
+        let usage = "give pid:PID, comm:NAME or cgroup:PATH (e.g. pid:1234, comm:postgres, cgroup:system.slice/postgresql.service)";
+        let Some((kind, value)) = text.split_once(':') else {
+            return Err(format!("`{text}`: {usage}"));
+        };
+        if value.is_empty() {
+            return Err(format!("`{text}`: nothing after `{kind}:`; {usage}"));
+        }
+        match kind {
+            "pid" => match value.parse::<u32>() {
+                Ok(pid) if pid > 0 => Ok(AttachSpec::Pid(pid)),
+                _ => Err(format!("`{text}`: `{value}` is not a process id; {usage}")),
+            },
+            "comm" if value.len() > 15 => Err(format!(
+                "`{text}`: a process name (comm) is at most 15 bytes; the kernel cuts longer ones, so give its first 15 (`{}`)",
+                value.chars().take(15).collect::<String>()
+            )),
+            "comm" => Ok(AttachSpec::Comm(value.to_string())),
+            "cgroup" if value.split('/').any(|c| c == "..") => {
+                Err(format!("`{text}`: a cgroup path may not hold `..`"))
+            }
+            "cgroup" => Ok(AttachSpec::Cgroup(value.trim_matches('/').to_string())),
+            _ => Err(format!("`{text}`: unknown kind `{kind}`; {usage}")),
+        }
+    }
+}
+
+impl std::fmt::Display for AttachSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AttachSpec::Pid(p) => write!(f, "pid:{p}"),
+            AttachSpec::Comm(c) => write!(f, "comm:{c}"),
+            AttachSpec::Cgroup(c) => write!(f, "cgroup:{c}"),
+        }
+    }
+}
+
+/// Where `--server`s run, against the command's N CPUs (`--server-cpus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerCpus {
+    /// On the command's N CPUs, sharing them (a machine of N CPUs running both).
+    #[default]
+    Same,
+    /// On the CPUs the command does not use (all of them when it uses every one).
+    Rest,
+    /// On every CPU scalelab may use.
+    All,
+}
+
+impl ServerCpus {
+    /// The CPUs a server runs on when the command has `command` of `usable`.
+    pub fn cpus(self, command: &[usize], usable: &[usize]) -> Vec<usize> {
+        match self {
+            ServerCpus::Same => command.to_vec(),
+            ServerCpus::All => usable.to_vec(),
+            ServerCpus::Rest => {
+                let rest: Vec<usize> = usable
+                    .iter()
+                    .copied()
+                    .filter(|c| !command.contains(c))
+                    .collect();
+                if rest.is_empty() {
+                    usable.to_vec()
+                } else {
+                    rest
+                }
+            }
+        }
+    }
+
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            ServerCpus::Same => "same",
+            ServerCpus::Rest => "rest",
+            ServerCpus::All => "all",
+        }
+    }
 }
 
 #[cfg(test)]
@@ -120,6 +246,7 @@ impl CommandSpec {
             dir: None,
             metrics: Vec::new(),
             ops_primary: false,
+            system: SystemSpec::default(),
         }
     }
 }

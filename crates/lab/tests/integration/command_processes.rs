@@ -128,6 +128,7 @@ fn spec(steps: &[&str], cleanup: Option<&str>, ops: OpsSource) -> TrialSpec {
             dir: None,
             metrics: Vec::new(),
             ops_primary: false,
+            system: Default::default(),
         }),
         locks: None,
         offcpu: None,
@@ -145,7 +146,7 @@ fn execute_within(
     let (tx, rx) = mpsc::channel();
     let started = Instant::now();
     std::thread::spawn(move || {
-        let out = CommandExecutor.execute(&spec, deadline, &stop);
+        let out = CommandExecutor::default().execute(&spec, deadline, &stop);
         let _ = tx.send(out);
     });
     match rx.recv_timeout(limit) {

@@ -296,6 +296,10 @@ mod store {
                     episodes: 2,
                     error: Nanos(1_500),
                 }),
+                via: Some(lab::record::ChainVia {
+                    server: "postgres".into(),
+                    waited_in: "poll_schedule_timeout (other) from pgbench+0x11466".into(),
+                }),
             }],
             threads: vec![lab::record::ThreadGroup {
                 role: lab::record::ThreadRole::Supervisor,

@@ -94,6 +94,7 @@ fn plan(args: &AbArgs, command: &str, variant: &str, cpus: u32) -> Result<Plan> 
             }
             .specs()
             .map_err(anyhow::Error::msg)?,
+            system: lab::runner::SystemSpec::default(),
         },
         Labels {
             tasks: args.tasks.as_ref(),

@@ -98,6 +98,7 @@ fn spec(args: &BisectArgs) -> Result<BisectSpec> {
         dir: None,
         metrics: reported,
         ops_primary: false,
+        system: Default::default(),
     });
     let repo = std::path::absolute(&repo).map_err(|e| anyhow::anyhow!("--repo {repo}: {e}"))?;
     Ok(BisectSpec {

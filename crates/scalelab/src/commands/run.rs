@@ -17,7 +17,9 @@ use lab::runner::{ProfileScope, ProfileSettings};
 use lab::{FutexWaits, LockRequest, OffCpuRequest, Plan, RunConfig, TracerChoice};
 
 use super::show;
-use crate::cli::{FutexWaitsArg, LocksArg, ModeArg, ProfileScopeArg, RunArgs, TracerArg};
+use crate::cli::{
+    FutexWaitsArg, LocksArg, ModeArg, ProfileScopeArg, RunArgs, ServerCpusArg, TracerArg,
+};
 use crate::measure::{
     Bench, CommandRun, INTERRUPTED, Labels, command_config, label, online_cpus, ops_source,
     some_trial_measured,
@@ -38,6 +40,8 @@ fn refuse_what_does_not_apply(args: &RunArgs) -> Result<()> {
             (args.cleanup.is_some(), "--cleanup"),
             (!args.steps.is_empty(), "--step"),
             (args.timeout.is_some(), "--timeout"),
+            (!args.servers.is_empty(), "--server"),
+            (!args.attach.is_empty(), "--attach"),
         ];
         if let Some((_, flag)) = given.into_iter().find(|(on, _)| *on) {
             bail!(
@@ -116,6 +120,16 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
                 ops,
                 timeout: args.timeout,
                 metrics: args.metric.specs().map_err(anyhow::Error::msg)?,
+                system: lab::runner::SystemSpec {
+                    servers: args.servers.clone(),
+                    ready: args.ready.clone(),
+                    attach: args.attach.clone(),
+                    server_cpus: match args.server_cpus {
+                        ServerCpusArg::Same => lab::runner::ServerCpus::Same,
+                        ServerCpusArg::Rest => lab::runner::ServerCpus::Rest,
+                        ServerCpusArg::All => lab::runner::ServerCpus::All,
+                    },
+                },
             };
             command_config(command, labels)
         }
@@ -201,6 +215,28 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
     Ok(cfg)
 }
 
+/// Where each part of the system under test runs, in one line (`None`: the command alone).
+fn system_line(system: &lab::runner::SystemSpec) -> Option<String> {
+    if system.is_empty() {
+        return None;
+    }
+    let mut parts = vec!["the command on N CPUs".to_string()];
+    let cpus = match system.server_cpus {
+        lab::runner::ServerCpus::Same => "sharing the command's N CPUs",
+        lab::runner::ServerCpus::Rest => "on the CPUs the command does not use",
+        lab::runner::ServerCpus::All => "on every CPU",
+    };
+    for s in &system.servers {
+        parts.push(format!("server `{s}` {cpus}"));
+    }
+    for a in &system.attach {
+        parts.push(format!("{a} where it runs"));
+    }
+    Some(
+        lab::safe_text::printable(&format!("system under test: {}", parts.join("; "))).into_owned(),
+    )
+}
+
 /// 1 in how many episodes the in-kernel tracers record with call chains (`--chain-every`; 0:
 /// from the rate).
 fn chain_every(args: &RunArgs, tracer: TracerChoice) -> Result<u32> {
@@ -282,6 +318,11 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
         cfg.tasks = Some(topology_sweep(&lab::env::CpuTopology::read())?);
     }
     let plan = Plan::new(cfg, online_cpus())?;
+    if !args.quiet
+        && let Some(line) = plan.command.as_ref().and_then(|c| system_line(&c.system))
+    {
+        eprintln!("{line}");
+    }
     let locks = plan.locks.is_some();
     let mut bench = Bench::open(db)?;
     let mut progress = TerminalProgress::new(args.quiet, false);

@@ -27,6 +27,7 @@ mod processes;
 mod profile;
 mod real_programs;
 mod report;
+mod system_under_test;
 mod team_lab;
 mod wording;
 mod workloads;

@@ -20,7 +20,7 @@ use serde_json::Value;
 use crate::common::{CpuTicks, Lab, perf_available};
 
 /// True when `program` runs here; in CI (`CI=true`) a missing program fails the test.
-fn installed(program: &str) -> bool {
+pub(crate) fn installed(program: &str) -> bool {
     let ok = Command::new("sh")
         .args(["-c", &format!("command -v {program}")])
         .output()
@@ -37,7 +37,7 @@ fn installed(program: &str) -> bool {
 
 /// `run --cmd CMD … --tasks 1,2 --runs 3 --explain`, then `explain last --json`; `None` when
 /// tracing is unavailable here (not root, no tracefs). Every trial must have measured.
-fn explained(lab: &Lab, cmd: &str, extra: &[&str]) -> Option<Value> {
+pub(crate) fn explained(lab: &Lab, cmd: &str, extra: &[&str]) -> Option<Value> {
     let mut args = vec!["run", "--cmd", cmd, "--tasks", "1,2", "--runs", "3"];
     args.extend_from_slice(extra);
     args.push("--explain");
@@ -62,7 +62,7 @@ fn explained(lab: &Lab, cmd: &str, extra: &[&str]) -> Option<Value> {
 const STOLEN: &str = "test_stolen_share";
 
 /// Every cause of the growth, named or within noise.
-fn causes(e: &Value) -> Vec<Value> {
+pub(crate) fn causes(e: &Value) -> Vec<Value> {
     let g = &e["growth"];
     ["named", "within_noise"]
         .iter()
@@ -121,7 +121,7 @@ fn supervisors(e: &Value) -> Vec<String> {
 /// The traces agree with the accounting: blocked time (where material) and the profile, each
 /// within `tolerance` of 1 (`bench/real-programs` measures the release build against 0.90–1.10;
 /// this is a debug build on a shared 2-CPU machine).
-fn assert_agreement(lab: &Lab, e: &Value, tolerance: f64) {
+pub(crate) fn assert_agreement(lab: &Lab, e: &Value, tolerance: f64) {
     for p in e["points"].as_array().unwrap() {
         let n = &p["n"];
         let total = p["accounting"]["ns_per_op_task"].as_f64().unwrap();
@@ -167,7 +167,7 @@ fn assert_agreement(lab: &Lab, e: &Value, tolerance: f64) {
 
 /// The growth's named causes that grew, the workload's own (not waiting for a CPU, not the
 /// cost of measuring), largest first.
-fn workload_causes(e: &Value) -> Vec<&Value> {
+pub(crate) fn workload_causes(e: &Value) -> Vec<&Value> {
     e["growth"]["named"]
         .as_array()
         .map(|v| {
@@ -662,7 +662,7 @@ fn stress_ng_flock_waits_on_the_file_locks_rwsem_are_one_cause() {
 
 /// A journalled ext4 on a loop device, mounted on a folder for one test and unmounted when
 /// dropped (the loop device detaches with it: `mount -o loop` sets autoclear).
-struct JournalledExt4 {
+pub(crate) struct JournalledExt4 {
     dir: std::path::PathBuf,
 }
 
@@ -670,7 +670,7 @@ impl JournalledExt4 {
     /// A 1 GiB sparse image at `image`, made ext4 with its default journal and mounted on
     /// `dir`; `None`, saying why, where it cannot be (not root, no loop devices, no
     /// mkfs.ext4).
-    fn mount(image: &std::path::Path, dir: &std::path::Path) -> Option<JournalledExt4> {
+    pub(crate) fn mount(image: &std::path::Path, dir: &std::path::Path) -> Option<JournalledExt4> {
         let file = std::fs::File::create(image).ok()?;
         file.set_len(1 << 30).ok()?;
         let run = |program: &str, args: &[&std::ffi::OsStr]| {
