@@ -835,8 +835,13 @@ pub struct OffCpuSite {
 /// Where a site's waits were followed from: a server, and the workers' own wait.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ChainVia {
-    /// The server thread's name (`comm`) where the chain ended (`postgres`).
+    /// The name (`comm`) of the thread where the chain ended: a server's (`postgres`), or a
+    /// kernel thread's (`jbd2/loop0-8`).
     pub server: String,
+    /// The thread is a kernel thread that woke the workers (traced from then on), not a
+    /// server's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kernel_thread: bool,
     /// Where the workers waited for it: their own wait's blocking call and caller
     /// (`poll_schedule_timeout (other) from pgbench+0x11466`).
     pub waited_in: String,

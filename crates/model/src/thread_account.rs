@@ -28,6 +28,10 @@ pub enum ThreadRole {
     /// started): not the command's, so none of its time is task time and its waits are no
     /// causes of their own; a worker's wait that it ended is followed into what it did.
     Server,
+    /// A kernel thread that woke the traced threads (jbd2, a kworker, ksoftirqd), traced from
+    /// then on: as a server's, its time is not the command's, and a wait it ended is followed
+    /// into what it did.
+    Kernel,
 }
 
 impl ThreadRole {
@@ -44,6 +48,9 @@ impl ThreadRole {
             ThreadRole::Server => {
                 "of a process given by --server or --attach, or started by one; its time is not the command's, and a worker's wait it ended is followed into what it was doing"
             }
+            ThreadRole::Kernel => {
+                "a kernel thread that woke a traced thread, traced from then on; its time is not the command's, and a worker's wait it ended is followed into what it was doing"
+            }
         }
     }
 
@@ -54,6 +61,7 @@ impl ThreadRole {
             ThreadRole::Supervisor => "supervising",
             ThreadRole::Idle => "idle",
             ThreadRole::Server => "server",
+            ThreadRole::Kernel => "kernel",
         }
     }
 }
@@ -118,7 +126,7 @@ impl RoleTotals {
         let mut t = RoleTotals::default();
         for g in groups {
             // A server's time is its own, outside the command's accounting (wait4's).
-            if g.role == ThreadRole::Server {
+            if matches!(g.role, ThreadRole::Server | ThreadRole::Kernel) {
                 continue;
             }
             t.runq += g.runq.0;
@@ -130,7 +138,7 @@ impl RoleTotals {
                     t.worker_life += g.life.0 - g.waiting_for_started.0.min(g.life.0);
                     t.worker_blocked += g.blocked.0 - g.waiting_for_started.0.min(g.blocked.0);
                 }
-                ThreadRole::Server => {}
+                ThreadRole::Server | ThreadRole::Kernel => {}
                 ThreadRole::Supervisor | ThreadRole::Idle => {
                     t.others += g.threads;
                     t.other_life += g.life.0;

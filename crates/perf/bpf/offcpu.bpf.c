@@ -119,7 +119,20 @@ struct thread {
     // (self_cost_thread).
     __u64 prog_runs;
     __u64 prog_walk_ns;
+    // Its CPU time and wait for a CPU when it began to be traced, for a thread that was already
+    // running then (a kernel thread added as it woke a traced one; 0 for the others, traced
+    // from their creation or from before the window, whose counters are read then).
+    __u64 base_on_cpu;
+    __u64 base_run_delay;
 };
+
+// Set by user space: trace the kernel threads that wake traced threads (a command's trial,
+// whose waits are followed to their end; not a built-in's).
+const volatile __u8 follow_kernel_wakers = 0;
+
+// `parent` of a kernel thread traced because it woke a traced thread (jbd2 ending an fsync,
+// a kworker finishing I/O): what it does is what that thread waited for.
+#define PARENT_KERNEL_WAKER 0xFFFFFFFFu
 
 // This CPU's CLOCK_MONOTONIC (bpf_ktime_get_ns) less the scheduler's rq clock, from the last
 // stint of a traced thread seen whole: its switch-in's time here against the kernel's own
@@ -221,6 +234,8 @@ struct exit_rec {
     char comm[16];
     __u64 prog_runs;    // struct thread's, at its exit
     __u64 prog_walk_ns;
+    __u64 base_on_cpu;  // struct thread's
+    __u64 base_run_delay;
 };
 
 // Set by user space before loading.
@@ -636,6 +651,29 @@ static __always_inline bool waking(void *ctx, struct task_struct *p, struct thre
     return true;
 }
 
+// A kernel thread waking a traced thread (jbd2 ending an fsync, a kworker, ksoftirqd) is traced
+// from now on, as a thread of the system under test's kernel side: its waits and CPU are what
+// the woken thread waited for, followed in user space. Only kernel threads: another program
+// waking a traced thread is named, not traced. (A wake-up in an interrupt runs in whatever
+// task it interrupted: a kernel thread caught so is traced too, and costs only its tracing.)
+static __always_inline void trace_kernel_waker(__u32 tid, __u32 tgid, __u64 now)
+{
+    struct task_struct *me = bpf_get_current_task_btf();
+    if (!(me->flags & 0x00200000)) // PF_KTHREAD
+        return;
+    struct thread t = {
+        .pid = tgid,
+        .parent = PARENT_KERNEL_WAKER,
+        .begin = now,
+        // It runs now.
+        .on_cpu_since = now,
+        .base_on_cpu = BPF_CORE_READ(me, se.sum_exec_runtime),
+        .base_run_delay = BPF_CORE_READ(me, sched_info.run_delay),
+    };
+    if (bpf_map_update_elem(&threads, &tid, &t, BPF_NOEXIST) != 0)
+        count(STAT_THREADS_FULL);
+}
+
 // In try_to_wake_up, in the waker's context: a sampled episode ends here, with its waker.
 //
 // The waking can come before the blocking switch is traced: __schedule dequeues the thread (or,
@@ -654,8 +692,11 @@ int BPF_PROG(on_waking, struct task_struct *p)
     __u64 now = bpf_ktime_get_ns();
     // The run is the waker's cost (the thread whose context it is): counted only where that
     // is a traced thread, and on it.
-    __u32 me = (__u32)bpf_get_current_pid_tgid();
+    __u64 id = bpf_get_current_pid_tgid();
+    __u32 me = (__u32)id;
     struct thread *waker = me ? bpf_map_lookup_elem(&threads, &me) : 0;
+    if (!waker && me && follow_kernel_wakers)
+        trace_kernel_waker(me, id >> 32, now);
     bool picked = waker ? self_cost_run() : false;
     bool walked = waking(ctx, p, t, tid, now);
     if (waker) {
@@ -709,6 +750,8 @@ int BPF_PROG(on_exit, struct task_struct *p)
         bpf_get_current_comm(x->comm, sizeof(x->comm));
         x->prog_runs = t->prog_runs;
         x->prog_walk_ns = t->prog_walk_ns;
+        x->base_on_cpu = t->base_on_cpu;
+        x->base_run_delay = t->base_run_delay;
         bpf_ringbuf_submit(x, 0);
     } else {
         count(STAT_EXIT_LOST);

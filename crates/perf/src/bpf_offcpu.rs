@@ -102,6 +102,10 @@ pub struct BpfOffCpuConfig {
     /// ([`ProgramRuns::all_ns`](crate::ProgramRuns::all_ns)), to check the estimate of their
     /// cost against the whole: two more clock reads a run.
     pub time_every_run: bool,
+    /// Trace the kernel threads that wake traced threads from their first such wake-up on
+    /// (jbd2, kworkers, ksoftirqd: [`ThreadLife::kernel_waker`](crate::ThreadLife::kernel_waker)),
+    /// so that a wait they ended can be followed into what they did.
+    pub follow_kernel_wakers: bool,
 }
 
 impl BpfOffCpuConfig {
@@ -130,6 +134,7 @@ impl BpfOffCpuConfig {
                 crate::bpf_offcpu_records::EPISODE_BYTES,
             ),
             time_every_run: false,
+            follow_kernel_wakers: false,
         }
     }
 }
@@ -228,7 +233,7 @@ unsafe impl aya::Pod for CpuStintsHead {}
 type Holders = HashMap<u32, (u64, String, bool)>;
 
 // SAFETY: `ThreadEntry` is `repr(C)`, plain integers with no padding
-// (4+4+8+8+8+4+4+8+4+4+8+8+8+8+8+8 bytes, each field at a multiple of its size), so
+// (4+4+8+8+8+4+4+8+4+4+8+8+8+8+8+8+8+8 bytes, each field at a multiple of its size), so
 // every bit pattern the kernel writes is a valid value.
 unsafe impl aya::Pod for ThreadEntry {}
 
@@ -249,6 +254,11 @@ impl BpfOffCpuTracer {
             .set_global("samples_per_cpu_s", &config.samples_per_cpu_s, true)
             .set_global("fixed_k", &config.fixed_k, true)
             .set_global("time_every_run", &u8::from(config.time_every_run), true)
+            .set_global(
+                "follow_kernel_wakers",
+                &u8::from(config.follow_kernel_wakers),
+                true,
+            )
             .load(object)
             .map_err(|e| bpf_error("loading the program", e))?;
         let mut threads: BpfHashMap<MapData, u32, ThreadEntry> =

@@ -24,7 +24,7 @@ const BEGIN_SIZE: usize = 72 + 8 * KERNEL_FRAMES + 8 * USER_FRAMES + STACK_BYTES
 const END_SIZE: usize = 32 + 8 * WAKER_FRAMES;
 /// What one sampled episode writes at most: its BEGIN and its END.
 pub(crate) const EPISODE_BYTES: usize = BEGIN_SIZE + END_SIZE;
-const EXIT_SIZE: usize = 96;
+const EXIT_SIZE: usize = 112;
 const LONG_SIZE: usize = 48 + 8 * KERNEL_FRAMES + 8 * WAKER_FRAMES;
 /// `waker_tid` of an END written at the switch-in: no wake-up was seen.
 const NO_WAKER: u32 = u32::MAX;
@@ -251,7 +251,14 @@ pub(crate) struct ThreadEntry {
     pub prog_runs: u64,
     /// The time of those that walked one (each timed), ns.
     pub prog_walk_ns: u64,
+    /// Its CPU time and wait for a CPU when it began to be traced, for a thread already
+    /// running then (a kernel thread traced as it woke a traced one); 0 for the others.
+    pub base_on_cpu: u64,
+    pub base_run_delay: u64,
 }
+
+/// [`ThreadEntry::parent`] of a kernel thread traced because it woke a traced thread.
+pub(crate) const PARENT_KERNEL_WAKER: u32 = u32::MAX;
 
 impl ThreadEntry {
     /// Its wall-clock time on a CPU as at `at`, the stint in progress included.
@@ -349,6 +356,8 @@ pub(crate) fn decode(b: &[u8]) -> Option<Record<'_>> {
                     out_at: 0,
                     prog_runs: u64_at(b, 80),
                     prog_walk_ns: u64_at(b, 88),
+                    base_on_cpu: u64_at(b, 96),
+                    base_run_delay: u64_at(b, 104),
                 },
                 counters: Counters {
                     on_cpu: u64_at(b, 32),
@@ -500,7 +509,13 @@ pub(crate) fn window_life(
     if end.is_some_and(|e| e < from) {
         return None;
     }
-    let base = at_from.copied().unwrap_or_default();
+    // A thread traced since before the window starts from its counters then; one traced since
+    // (created, or a kernel thread added as it woke a traced one) from its counters then.
+    let base = at_from.copied().unwrap_or(Counters {
+        on_cpu: entry.base_on_cpu,
+        run_delay: entry.base_run_delay,
+        ..Counters::default()
+    });
     let begin = entry.begin.max(from);
     let life = end.unwrap_or(until).min(until).saturating_sub(begin);
     let on_cpu = at_end.on_cpu.saturating_sub(base.on_cpu);
@@ -514,7 +529,8 @@ pub(crate) fn window_life(
     Some(ThreadLife {
         pid: entry.pid,
         tid,
-        parent: (entry.parent != 0).then_some(entry.parent),
+        parent: (entry.parent != 0 && entry.parent != PARENT_KERNEL_WAKER).then_some(entry.parent),
+        kernel_waker: entry.parent == PARENT_KERNEL_WAKER,
         comm: String::new(),
         begin,
         end,

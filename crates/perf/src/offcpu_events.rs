@@ -280,6 +280,10 @@ pub struct ThreadLife {
     pub tid: u32,
     /// The thread that created it (its `fork`/`clone`), when that was traced.
     pub parent: Option<u32>,
+    /// A kernel thread traced from its first wake-up of a traced thread on (the in-kernel
+    /// tracer's [`follow_kernel_wakers`](crate::BpfOffCpuConfig::follow_kernel_wakers)), not
+    /// one the traced threads created.
+    pub kernel_waker: bool,
     /// Its name: the last `comm` recorded for it (empty when none was).
     pub comm: String,
     /// When it was first traced (its creation, or its first record), CLOCK_MONOTONIC ns.

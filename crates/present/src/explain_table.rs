@@ -65,6 +65,7 @@ pub fn cause_label(c: &Cause) -> String {
     };
     // A wait followed into a server: whose work it is first.
     let text = match &c.via {
+        Some(via) if via.kernel_thread => format!("the kernel thread {}: {text}", via.server),
         Some(via) => format!("the server ({}): {text}", via.server),
         None => text,
     };

@@ -37,19 +37,23 @@ pub fn write(out: &mut Printer<'_>, e: &Explanation) -> io::Result<()> {
         return Ok(());
     }
     writeln!(out)?;
-    let servers = e
-        .points
-        .iter()
-        .flat_map(|p| &p.threads)
-        .any(|g| g.role == ThreadRole::Server);
+    let has = |role| {
+        e.points
+            .iter()
+            .flat_map(|p| &p.threads)
+            .any(|g| g.role == role)
+    };
+    let whose = match (has(ThreadRole::Server), has(ThreadRole::Kernel)) {
+        (false, false) => "the command's threads",
+        (true, false) => "the threads of the command and its servers",
+        (false, true) => "the threads of the command and the kernel threads that woke them",
+        (true, true) => {
+            "the threads of the command, its servers and the kernel threads that woke them"
+        }
+    };
     writeln!(
         out,
-        "{} by role (each point's first traced trial; times inside the window, summed over the threads)",
-        if servers {
-            "the threads of the command and its servers"
-        } else {
-            "the command's threads"
-        }
+        "{whose} by role (each point's first traced trial; times inside the window, summed over the threads)"
     )?;
     // Steal, where the in-kernel tracer measured any: the rest of a life beside the three.
     let stolen = e

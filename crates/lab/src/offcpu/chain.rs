@@ -38,13 +38,16 @@ pub(crate) enum End {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Reached {
     pub server: String,
+    /// The thread is a kernel thread (jbd2, a kworker), not a server's.
+    pub kernel_thread: bool,
     pub end: End,
     pub longest: Option<(u32, u32, u32)>,
     pub share: f64,
 }
 
-/// One group of a server thread's waits: their cause, what ended them, the server thread that
-/// did (when one did).
+/// One group of a server thread's waits: their cause, what ended them, the thread whose
+/// wake-up it was (followed only where that thread ended it itself:
+/// [`WakeCause::by_the_waker`]).
 type WaitKey = (Cause, WakeCause, Option<u32>);
 
 #[derive(Debug, Default)]
@@ -58,6 +61,7 @@ struct Waits {
 #[derive(Debug, Default)]
 struct ServerThread {
     comm: String,
+    kernel_thread: bool,
     on_cpu: u64,
     runq: u64,
     waits: HashMap<WaitKey, Waits>,
@@ -71,9 +75,17 @@ pub(crate) struct ServerThreads {
 
 impl ServerThreads {
     /// A server thread's life inside the window.
-    pub(crate) fn add_life(&mut self, tid: u32, comm: &str, on_cpu: u64, runq: u64) {
+    /// A followed thread's life inside the window: its name and whether a kernel thread.
+    pub(crate) fn add_life(
+        &mut self,
+        tid: u32,
+        (comm, kernel): (&str, bool),
+        on_cpu: u64,
+        runq: u64,
+    ) {
         let t = self.threads.entry(tid).or_default();
         t.comm = comm.to_string();
+        t.kernel_thread = kernel;
         t.on_cpu += on_cpu;
         t.runq += runq;
     }
@@ -118,10 +130,9 @@ impl ServerThreads {
         // One entry per end.
         let mut merged: Vec<Reached> = Vec::new();
         for r in out {
-            match merged
-                .iter_mut()
-                .find(|m| m.server == r.server && m.end == r.end)
-            {
+            match merged.iter_mut().find(|m| {
+                m.server == r.server && m.kernel_thread == r.kernel_thread && m.end == r.end
+            }) {
                 Some(m) => m.share += r.share,
                 None => merged.push(r),
             }
@@ -155,6 +166,7 @@ impl ServerThreads {
         }
         let reached = |end: End, longest, share: f64| Reached {
             server: t.comm.clone(),
+            kernel_thread: t.kernel_thread,
             end,
             longest,
             share,
@@ -168,7 +180,8 @@ impl ServerThreads {
         for ((cause, woken, waker), w) in counted {
             let share = weight * w.ns / total;
             let next = waker.filter(|&n| {
-                n != tid
+                woken.by_the_waker()
+                    && n != tid
                     && depth < MAX_DEPTH
                     && self.threads.contains_key(&n)
                     && !on_chain.contains(&n)
@@ -232,7 +245,7 @@ mod tests {
     #[test]
     fn a_backends_time_is_shared_out_and_its_wait_for_the_client_is_left_out() {
         let mut s = ServerThreads::default();
-        s.add_life(10, "postgres", 300, 100);
+        s.add_life(10, ("postgres", false), 300, 100);
         wait(&mut s, 10, "fdatasync", None, 600.0);
         // Idle until its client (worker 1) sent the next query: not what the client waited for.
         wait(&mut s, 10, "recv", Some(1), 5_000.0);
@@ -253,10 +266,10 @@ mod tests {
     fn a_wait_another_server_thread_ended_is_followed_into_it_and_cycles_are_cut() {
         let mut s = ServerThreads::default();
         // Backend 10: half CPU, half waiting for backend 11's lock.
-        s.add_life(10, "postgres", 500, 0);
+        s.add_life(10, ("postgres", false), 500, 0);
         wait(&mut s, 10, "semop", Some(11), 500.0);
         // Backend 11: all in fdatasync, and a wait ended by 10 (a cycle back).
-        s.add_life(11, "postgres", 0, 0);
+        s.add_life(11, ("postgres", false), 0, 0);
         wait(&mut s, 11, "fdatasync", None, 300.0);
         wait(&mut s, 11, "semop", Some(10), 300.0);
         let reached = s.follow(10, &|_| false);
@@ -284,7 +297,7 @@ mod tests {
     #[test]
     fn a_thread_that_did_nothing_in_the_window_reaches_nothing() {
         let mut s = ServerThreads::default();
-        s.add_life(10, "postgres", 0, 0);
+        s.add_life(10, ("postgres", false), 0, 0);
         assert!(s.follow(10, &|_| false).is_empty());
         assert!(s.follow(99, &|_| false).is_empty());
     }

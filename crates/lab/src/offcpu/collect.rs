@@ -49,9 +49,14 @@ type Tracer = Chosen<perf::BpfOffCpuTracer, perf::OffCpuTracer>;
 
 impl Tracer {
     /// Opens the chosen tracer; the kernel one falls back to perf's, with a note saying why.
-    fn open(request: OffCpuRequest, notes: &mut Vec<String>) -> Option<Tracer> {
+    /// `scope`: a command's trial follows the kernel threads that wake its threads.
+    fn open(request: OffCpuRequest, scope: Scope, notes: &mut Vec<String>) -> Option<Tracer> {
+        let config = perf::BpfOffCpuConfig {
+            follow_kernel_wakers: scope == Scope::Command,
+            ..request.bpf_config()
+        };
         request.tracer.open(
-            || perf::BpfOffCpuTracer::open(&request.bpf_config()),
+            || perf::BpfOffCpuTracer::open(&config),
             || perf::OffCpuTracer::open(&request.trace_config()),
             OpenNotes {
                 fallback: "off-CPU: traced through perf's ring buffers (every episode, at several times the cost), not in the kernel",
@@ -112,7 +117,7 @@ impl OffCpuSession {
     /// the trial runs untraced.
     pub(crate) fn start_scoped(request: OffCpuRequest, scope: Scope) -> OffCpuSession {
         let mut notes = Vec::new();
-        let mut tracer = Tracer::open(request, &mut notes);
+        let mut tracer = Tracer::open(request, scope, &mut notes);
         // A built-in trial's child sets up (its other tracer, its tasks) before its tasks
         // start: no chain of that time is used, and a slow machine's setup filled the ring
         // before the first drain.
@@ -304,7 +309,7 @@ fn summarise(
     let server_episodes: Vec<&perf::BlockedEpisode> = match &tree {
         Some(t) => episodes
             .iter()
-            .filter(|e| t.is_server(e.tid))
+            .filter(|e| t.followed(e.tid).is_some())
             .copied()
             .collect(),
         None => Vec::new(),
@@ -353,8 +358,13 @@ fn summarise(
     };
     let mut servers = ServerThreads::default();
     if let Some(t) = &tree {
-        for l in t.server_lives() {
-            servers.add_life(l.tid, &l.comm, l.on_cpu, l.runq);
+        for (l, role) in t.followed_lives() {
+            servers.add_life(
+                l.tid,
+                (&l.comm, role == ThreadRole::Kernel),
+                l.on_cpu,
+                l.runq,
+            );
         }
         for e in &server_episodes {
             let blocked = e.blocked_within(start, end);
@@ -379,7 +389,7 @@ fn summarise(
         let blocked = e.blocked_within(start, end);
         let stands_for = estimator.blocked(e, blocked);
         let reached = match (&tree, e.waker) {
-            (Some(t), Some(w)) if servers.contains(w.tid) => {
+            (Some(t), Some(w)) if servers.contains(w.tid) && t.wake_cause(e).by_the_waker() => {
                 servers.follow(w.tid, &|tid| t.works(tid))
             }
             _ => Vec::new(),
@@ -568,6 +578,7 @@ fn followed(
         };
         let via = ChainVia {
             server: r.server,
+            kernel_thread: r.kernel_thread,
             waited_in: waited_in.clone(),
         };
         let part = (stands_for as f64 * r.share).round() as u64;
@@ -850,6 +861,7 @@ mod tests {
             pid: 1,
             tid,
             parent: None,
+            kernel_waker: false,
             comm: "task".into(),
             begin: 0,
             end: None,

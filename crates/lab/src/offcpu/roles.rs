@@ -144,7 +144,7 @@ pub(crate) fn assign(lives: &[Life], waits: &[Wait]) -> (HashMap<u32, Assigned>,
             let counted = |w: &Wait| match role {
                 ThreadRole::Supervisor => supervising_wait(w),
                 ThreadRole::Worker => for_them(w),
-                ThreadRole::Idle | ThreadRole::Server => false,
+                ThreadRole::Idle | ThreadRole::Server | ThreadRole::Kernel => false,
             };
             let mut waiting_for_started = 0;
             for &i in mine {

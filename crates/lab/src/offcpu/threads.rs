@@ -22,9 +22,10 @@ pub(crate) struct TreeThreads {
     lives: Vec<perf::ThreadLife>,
     /// The names of every traced thread, the command's and the others', by thread id.
     names: HashMap<u32, (String, bool)>,
-    /// The threads of the system under test's servers (`--server`, `--attach`, and what they
-    /// started): given the role [`ThreadRole::Server`].
-    servers: HashSet<u32>,
+    /// The threads beside the command's whose waits are followed: the system under test's
+    /// servers (`--server`, `--attach`, and what they started: [`ThreadRole::Server`]) and
+    /// the kernel threads traced as they woke a traced thread ([`ThreadRole::Kernel`]).
+    followed: HashMap<u32, ThreadRole>,
 }
 
 impl TreeThreads {
@@ -38,7 +39,7 @@ impl TreeThreads {
     ) -> TreeThreads {
         let mut names = HashMap::new();
         let mut lives = Vec::new();
-        let mut servers = HashSet::new();
+        let mut followed = HashMap::new();
         // Oldest first: a thread's creator comes before it.
         let mut by_age: Vec<&perf::ThreadLife> = trace.threads.iter().collect();
         by_age.sort_by_key(|t| (t.begin, t.tid));
@@ -46,8 +47,13 @@ impl TreeThreads {
             let ours = !excluded(t.pid);
             names.insert(t.tid, (t.comm.clone(), ours));
             if ours {
-                if system.contains(&t.pid) || t.parent.is_some_and(|p| servers.contains(&p)) {
-                    servers.insert(t.tid);
+                if t.kernel_waker {
+                    followed.insert(t.tid, ThreadRole::Kernel);
+                } else if system.contains(&t.pid)
+                    || t.parent
+                        .is_some_and(|p| followed.get(&p) == Some(&ThreadRole::Server))
+                {
+                    followed.insert(t.tid, ThreadRole::Server);
                 }
                 lives.push(t.clone());
             }
@@ -55,7 +61,7 @@ impl TreeThreads {
         TreeThreads {
             lives,
             names,
-            servers,
+            followed,
         }
     }
 
@@ -119,11 +125,11 @@ impl TreeThreads {
             })
             .collect();
         let (mut roles, for_started) = roles::assign(&lives, &waits);
-        for &tid in &self.servers {
+        for (&tid, &role) in &self.followed {
             roles.insert(
                 tid,
                 Assigned {
-                    role: ThreadRole::Server,
+                    role,
                     waiting_for_started: 0,
                 },
             );
@@ -139,7 +145,7 @@ impl TreeThreads {
             roles,
             causes,
             for_started,
-            servers: self.servers,
+            followed: self.followed,
         }
     }
 
@@ -147,6 +153,10 @@ impl TreeThreads {
     fn identity(&self, trace: &perf::OffCpuTrace, w: perf::Waker) -> WakerIdentity {
         if w.tid == 0 {
             return WakerIdentity::Idle;
+        }
+        if self.followed.get(&w.tid) == Some(&ThreadRole::Kernel) {
+            let comm = self.names.get(&w.tid).map(|n| n.0.clone());
+            return WakerIdentity::KernelThread(comm.unwrap_or_default());
         }
         match self.names.get(&w.tid) {
             Some((comm, true)) => WakerIdentity::Tree(comm.clone()),
@@ -169,8 +179,8 @@ pub(crate) struct AssignedThreads {
     causes: HashMap<(u32, u64), WakeCause>,
     /// The episodes, by (thread, begin), that waited for what their thread started.
     for_started: HashSet<(u32, u64)>,
-    /// The servers' threads.
-    servers: HashSet<u32>,
+    /// The threads whose waits are followed, with their role (server or kernel).
+    followed: HashMap<u32, ThreadRole>,
 }
 
 impl AssignedThreads {
@@ -181,14 +191,17 @@ impl AssignedThreads {
             .is_none_or(|a| a.role == ThreadRole::Worker)
     }
 
-    /// Whether thread `tid` is a server's.
-    pub(crate) fn is_server(&self, tid: u32) -> bool {
-        self.servers.contains(&tid)
+    /// The role of thread `tid` when its waits are followed (a server's, or a kernel thread
+    /// traced as it woke one), else `None`.
+    pub(crate) fn followed(&self, tid: u32) -> Option<ThreadRole> {
+        self.followed.get(&tid).copied()
     }
 
-    /// The servers' threads' lives inside the window.
-    pub(crate) fn server_lives(&self) -> impl Iterator<Item = &perf::ThreadLife> {
-        self.lives.iter().filter(|l| self.servers.contains(&l.tid))
+    /// The followed threads' lives inside the window, with their role.
+    pub(crate) fn followed_lives(&self) -> impl Iterator<Item = (&perf::ThreadLife, ThreadRole)> {
+        self.lives
+            .iter()
+            .filter_map(|l| Some((l, self.followed(l.tid)?)))
     }
 
     /// Whether thread `tid` is one of the command's and worked.

@@ -82,6 +82,24 @@ impl fmt::Display for WakeCause {
     }
 }
 
+impl WakeCause {
+    /// Whether the waker ended the wait by what it did itself (a lock's release, a write to a
+    /// pipe or socket, a journal commit, an exit), so that what it was doing is what the wait
+    /// waited for; not a timer, an interrupt (which runs in whatever task it finds) or a wait
+    /// whose wake-up was not seen.
+    pub(crate) fn by_the_waker(&self) -> bool {
+        !matches!(
+            self,
+            WakeCause::Timer
+                | WakeCause::IoCompletion
+                | WakeCause::Signal
+                | WakeCause::Interrupt
+                | WakeCause::IdleCpu
+                | WakeCause::NotSeen
+        )
+    }
+}
+
 /// Who the wake-up ran as.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum WakerIdentity {

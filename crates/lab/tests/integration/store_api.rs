@@ -298,6 +298,7 @@ mod store {
                 }),
                 via: Some(lab::record::ChainVia {
                     server: "postgres".into(),
+                    kernel_thread: false,
                     waited_in: "poll_schedule_timeout (other) from pgbench+0x11466".into(),
                 }),
             }],
