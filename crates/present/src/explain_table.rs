@@ -242,6 +242,22 @@ pub fn answer(e: &Explanation) -> String {
         g.to_n,
         signed(g.delta_ns)
     ));
+    // The servers' own CPU per op, which the task time leaves out.
+    let servers = |n: u32| {
+        e.points
+            .iter()
+            .find(|p| p.n == n)
+            .and_then(|p| p.servers_cpu_ns)
+    };
+    if let (Some(a), Some(b)) = (servers(g.from_n), servers(g.to_n)) {
+        parts.push(format!(
+            "the servers' CPU besides: {} at N={} and {} at N={}",
+            duration(a),
+            g.from_n,
+            duration(b),
+            g.to_n
+        ));
+    }
     if g.delta_ns <= 0.0 {
         parts.push("the cost per op did not grow".into());
         return parts.join(" · ");

@@ -241,6 +241,7 @@ fn point(
         .unwrap_or_default();
     Some(PointExplain {
         n,
+        servers_cpu_ns: servers_cpu(&trials),
         threads,
         trace_cost: trace_cost(&per_trial, &trials, n),
         offcpu_chains: offcpu_chains(&trials),
@@ -276,6 +277,27 @@ fn point(
         trial_total: per_trial.iter().map(|t| t.total).collect(),
         syscalls: profile.map(syscalls_of).unwrap_or_default(),
     })
+}
+
+/// The servers' CPU per op (`--server`/`--attach` threads, and what they started), pooled over
+/// the trials whose off-CPU trace followed them; `None` where none did.
+fn servers_cpu(trials: &[(u32, &TrialMeasurement)]) -> Option<f64> {
+    use model::thread_account::ThreadRole;
+    let (mut cpu, mut work) = (0u64, 0.0);
+    for (_, m) in trials {
+        let Some(o) = &m.offcpu else { continue };
+        let servers: Vec<_> = o
+            .threads
+            .iter()
+            .filter(|g| g.role == ThreadRole::Server)
+            .collect();
+        if servers.is_empty() {
+            continue;
+        }
+        cpu += servers.iter().map(|g| g.on_cpu.0).sum::<u64>();
+        work += m.work();
+    }
+    (work > 0.0).then(|| cpu as f64 / work)
 }
 
 /// The off-CPU chain sample summed over the trials whose in-kernel tracer sampled chains.

@@ -11,6 +11,11 @@ use super::cause::{Cause, Part};
 pub struct PointExplain {
     /// The task count.
     pub n: u32,
+    /// The servers' CPU per op, beside the command's task time (`--server`/`--attach` threads
+    /// and what they started, pooled over the trials whose off-CPU trace followed them): what
+    /// an op costs the system under test besides; `None` without servers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub servers_cpu_ns: Option<f64>,
     /// The parts of `ns/op/task`, adding up exactly.
     pub accounting: Accounting,
     /// The finest split by cause the evidence allows, most first within each source.

@@ -45,6 +45,8 @@ pub(crate) enum WakeCause {
     Socket,
     /// A signal.
     Signal,
+    /// A signal sent by a named thread (PostgreSQL's latch: a backend's SIGURG to another).
+    SignalFrom(String),
     /// An interrupt not otherwise named.
     Interrupt,
     /// A kernel thread (its name with the per-CPU suffix cut: `kworker`, `ksoftirqd`).
@@ -72,6 +74,7 @@ impl fmt::Display for WakeCause {
             WakeCause::Pipe => f.write_str("the pipe's other end"),
             WakeCause::Socket => f.write_str("the socket's other end"),
             WakeCause::Signal => f.write_str("a signal"),
+            WakeCause::SignalFrom(name) => write!(f, "a signal from {name}"),
             WakeCause::Interrupt => f.write_str("an interrupt"),
             WakeCause::KernelThread(name) => write!(f, "kernel thread {name}"),
             WakeCause::TreeThread(name) => write!(f, "thread {name} of the command"),
@@ -93,6 +96,7 @@ impl WakeCause {
             WakeCause::Timer
                 | WakeCause::IoCompletion
                 | WakeCause::Signal
+                | WakeCause::SignalFrom(_)
                 | WakeCause::Interrupt
                 | WakeCause::IdleCpu
                 | WakeCause::NotSeen
@@ -211,7 +215,16 @@ pub(crate) fn wake_cause(chain: &[&str], waker: &WakerIdentity) -> WakeCause {
     if any(chain, |f| {
         f.starts_with("signal_wake_up") || f == "complete_signal" || f.starts_with("__send_signal")
     }) {
-        return WakeCause::Signal;
+        return match waker {
+            WakerIdentity::Tree(name)
+            | WakerIdentity::Outside(name)
+            | WakerIdentity::KernelThread(name)
+                if !name.is_empty() =>
+            {
+                WakeCause::SignalFrom(name.clone())
+            }
+            _ => WakeCause::Signal,
+        };
     }
     if any(chain, |f| {
         f.starts_with("__sysvec_")
@@ -325,5 +338,22 @@ mod tests {
             wake_cause(&plain, &WakerIdentity::Outside(String::new())).to_string(),
             "another program (outside the command)"
         );
+    }
+
+    #[test]
+    fn a_signal_is_named_by_its_sender_and_neither_it_nor_a_timer_is_followed() {
+        let kill = [
+            "try_to_wake_up",
+            "signal_wake_up_state",
+            "complete_signal",
+            "__send_signal_locked",
+        ];
+        let from = wake_cause(&kill, &WakerIdentity::Tree("postgres".into()));
+        assert_eq!(from.to_string(), "a signal from postgres");
+        assert_eq!(wake_cause(&kill, &WakerIdentity::Idle), WakeCause::Signal);
+        assert!(!from.by_the_waker());
+        assert!(!WakeCause::Timer.by_the_waker());
+        assert!(WakeCause::Socket.by_the_waker());
+        assert!(WakeCause::Journal.by_the_waker());
     }
 }

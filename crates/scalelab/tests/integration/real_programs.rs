@@ -74,6 +74,13 @@ pub(crate) fn causes(e: &Value) -> Vec<Value> {
 /// Why `cause` reads as a supervisor's waiting (a wait for children, a join, a progress
 /// timer's sleep of a thread that started the work), or `None`.
 fn supervising_wait(cause: &Value) -> Option<String> {
+    // Spinning is CPU, not waiting: a supervisor's CPU is task time by design (the accounting
+    // counts it), its spin included. A CI run named `spinlock 0xffff… from do_wait` (the `sh`
+    // wrapper's wait4 spinning on a lock its exiting children held) within noise; that is the
+    // supervisor's CPU, not its waiting.
+    if cause["kind"] == "kernel_spin" {
+        return None;
+    }
     let field = |k: &str| cause[k].as_str().unwrap_or_default().to_string();
     let (what, object, caller) = (field("what"), field("object"), field("caller"));
     let mostly = cause["ended_by"][0]["by"].as_str().unwrap_or_default();

@@ -147,6 +147,13 @@ impl Postgres {
 /// and the parts add up.
 fn assert_followed_into_the_backends(lab: &Lab, e: &Value) {
     for p in e["points"].as_array().unwrap() {
+        // What an op costs the server besides the client's task time.
+        assert!(
+            p["servers_cpu_ns"].as_f64().is_some_and(|c| c > 0.0),
+            "N={}: the servers' CPU per op: {}",
+            p["n"],
+            p["servers_cpu_ns"]
+        );
         let servers: Vec<&Value> = p["threads"]
             .as_array()
             .into_iter()
@@ -242,6 +249,7 @@ fn pgbench_against_a_server_it_starts_is_explained_by_the_backends_work() {
     );
     let text = lab.ok(&["explain", "last"]);
     assert!(text.contains("the server (postgres): "), "{text}");
+    assert!(text.contains("the servers' CPU besides: "), "{text}");
 }
 
 #[test]
