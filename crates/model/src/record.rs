@@ -732,6 +732,10 @@ pub struct RunqHolder {
     /// command's own processes).
     #[serde(default)]
     pub traced: bool,
+    /// True for a process of a server of the system under test (`--server`, `--attach`, or
+    /// started by one): traced, but not the command's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub server: bool,
     /// The traced threads' wait for a CPU while it ran.
     pub ns: Nanos,
 }

@@ -840,6 +840,8 @@ pub(crate) fn runq_holders(trials: &[(u32, &TrialMeasurement)]) -> Vec<EndedBy> 
             "an idle CPU (waking up)".to_string()
         } else if h.traced {
             format!("the traced threads ({})", h.comm)
+        } else if h.server {
+            format!("the server ({})", h.comm)
         } else if h.kernel_thread {
             format!("kernel thread {}", h.comm)
         } else {

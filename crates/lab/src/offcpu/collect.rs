@@ -504,6 +504,13 @@ fn summarise(
                     .threads
                     .iter()
                     .any(|l| l.pid == h.pid && counted(l.tid)),
+            server: h.pid != 0
+                && tree.as_ref().is_some_and(|t| {
+                    trace
+                        .threads
+                        .iter()
+                        .any(|l| l.pid == h.pid && t.followed(l.tid) == Some(ThreadRole::Server))
+                }),
             ns: Nanos(h.ns),
         })
         .collect();

@@ -151,12 +151,19 @@ pub(crate) fn assert_agreement(lab: &Lab, e: &Value, tolerance: f64) {
             p["cpu_profiled_ns"].as_f64(),
             p["cpu_profiled_trials_ns"].as_f64(),
         ) {
-            let ratio = prof / acc;
+            // The in-kernel tracers' programs run with interrupts off: a cpu-clock profile
+            // cannot sample them, and explain names their time apart (`programs_pct`, of the
+            // tasks' CPU). The profile is held to the rest: pgbench attached to a running
+            // server read 0.849 of user+sys at N=1 with the programs at 10.6%, 0.949 of the rest.
+            let programs = p["programs_pct"].as_f64().unwrap_or(0.0).clamp(0.0, 50.0);
+            let ratio = prof / (acc * (1.0 - programs / 100.0));
             assert!(
                 ratio >= 1.0 - tolerance && ratio <= (1.0 + tolerance) / (1.0 - stolen),
-                "N={n}: profile {prof:.0} vs user+sys {acc:.0} ns per unit (measuring {}%; \
-                 {:.1}% of the busy time stolen); the profiles' samples, lost, throttles: {:?}",
+                "N={n}: profile {prof:.0} vs user+sys {acc:.0} ns per unit (measuring {}%, \
+                 the tracers' programs {}%; {:.1}% of the busy time stolen); the profiles' \
+                 samples, lost, throttles: {:?}",
                 p["measuring_pct"],
+                p["programs_pct"],
                 100.0 * stolen,
                 lab.json(&["profile", "last", "--json"])["points"]
                     .as_array()

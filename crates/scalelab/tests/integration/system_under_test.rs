@@ -198,6 +198,19 @@ fn assert_followed_into_the_backends(lab: &Lab, e: &Value) {
             "a cause ends at the socket's other end: {c}"
         );
     }
+    // Where the clients waited for a CPU, the backends holding it are named as the server.
+    for c in causes(e).iter().filter(|c| c["kind"] == "run_queue") {
+        let held: Vec<&str> = c["held_by"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|h| h["by"].as_str())
+            .collect();
+        assert!(
+            held.is_empty() || held.contains(&"the server (postgres)"),
+            "the run queue held by the backends: {c}"
+        );
+    }
     // The clients' largest wait that grows is the server's work, named as such.
     let top = workload_causes(e)
         .into_iter()
