@@ -390,29 +390,9 @@ fn dbench_is_explained_per_mb_by_its_file_system_waits_and_its_parent_only_super
             e["growth"],
             e["points"]
         );
-        // The clients' fsync waits that jbd2 ended are followed into jbd2 (issue 51): what it
-        // did meanwhile (its journal write's I/O, its CPU, its wait for one) is named, as the
-        // kernel thread's.
-        let past_jbd2: Vec<Value> = causes(&e)
-            .into_iter()
-            .filter(|c| {
-                c["via"]["kernel_thread"] == true
-                    && c["via"]["server"]
-                        .as_str()
-                        .is_some_and(|s| s.starts_with("jbd2/"))
-            })
-            .collect();
-        assert!(
-            !past_jbd2.is_empty(),
-            "the fsync chain followed past jbd2: {}",
-            e["growth"]
-        );
-        if cause["what"] == "fsync" && cause["via"].is_null() {
+        if cause["what"] == "fsync" {
             let by = cause["ended_by"][0]["by"].as_str().unwrap_or_default();
-            assert!(
-                by.contains("jbd2") || by.contains("I/O completion"),
-                "fsync ended by the journal or its I/O: {cause}"
-            );
+            assert!(by.contains("jbd2"), "fsync ended by the journal: {cause}");
             println!(
                 "dbench on a journalled ext4: top cause fsync ended by {by}, {unexplained:.0}% unexplained"
             );
