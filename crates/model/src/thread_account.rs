@@ -91,6 +91,12 @@ pub struct ThreadGroup {
     /// progress timer's sleeps too), a worker's waits for them alone — neither is task time.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub waiting_for_started: Nanos,
+    /// Of `on_cpu`, that of the threads that ended a wait of the command's threads themselves
+    /// in the window (a server's or kernel thread that served the clients: a backend). The
+    /// rest of a server's CPU is of threads that served nobody then, its background work (a
+    /// checkpointer, a WAL writer, an autovacuum worker).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cpu_serving: Nanos,
     /// The first few thread ids, to find them in a profile or trace.
     pub tids: Vec<u32>,
 }

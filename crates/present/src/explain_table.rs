@@ -242,16 +242,25 @@ pub fn answer(e: &Explanation) -> String {
         g.to_n,
         signed(g.delta_ns)
     ));
-    // The servers' own CPU per op, which the task time leaves out.
+    // The servers' own CPU per op, which the task time leaves out, and the part of it in
+    // threads that served no client (background work, in no cause).
     let servers = |n: u32| {
         e.points
             .iter()
             .find(|p| p.n == n)
-            .and_then(|p| p.servers_cpu_ns)
+            .and_then(|p| Some((p.servers_cpu_ns?, p.servers_background_cpu_ns)))
     };
-    if let (Some(a), Some(b)) = (servers(g.from_n), servers(g.to_n)) {
+    if let (Some((a, a_out)), Some((b, b_out))) = (servers(g.from_n), servers(g.to_n)) {
+        let outside = match (a_out, b_out) {
+            (Some(x), Some(y)) => format!(
+                " ({} and {} of it background work: threads that served no client)",
+                duration(x),
+                duration(y)
+            ),
+            _ => String::new(),
+        };
         parts.push(format!(
-            "the servers' CPU besides: {} at N={} and {} at N={}",
+            "the servers' CPU besides: {} at N={} and {} at N={}{outside}",
             duration(a),
             g.from_n,
             duration(b),
@@ -1203,6 +1212,7 @@ mod tests {
             blocked: model::record::Nanos(2_996_000_000),
             stolen: model::record::Nanos(0),
             waiting_for_started: model::record::Nanos(2_990_000_000),
+            cpu_serving: model::record::Nanos(0),
             tids: vec![42],
         }];
         let text = printed(Format::Text, |o| write(o, &e));

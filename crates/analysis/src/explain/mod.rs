@@ -239,9 +239,11 @@ fn point(
         .map(|o| o.threads.clone())
         .find(|t| !t.is_empty())
         .unwrap_or_default();
+    let servers = servers_cpu(&trials);
     Some(PointExplain {
         n,
-        servers_cpu_ns: servers_cpu(&trials),
+        servers_cpu_ns: servers.map(|s| s.0),
+        servers_background_cpu_ns: servers.map(|s| s.1),
         threads,
         trace_cost: trace_cost(&per_trial, &trials, n),
         offcpu_chains: offcpu_chains(&trials),
@@ -279,11 +281,12 @@ fn point(
     })
 }
 
-/// The servers' CPU per op (`--server`/`--attach` threads, and what they started), pooled over
-/// the trials whose off-CPU trace followed them; `None` where none did.
-fn servers_cpu(trials: &[(u32, &TrialMeasurement)]) -> Option<f64> {
+/// The servers' CPU per op (`--server`/`--attach` threads, and what they started), and the
+/// part of it in threads that ended no wait of the command's threads, pooled over the trials
+/// whose off-CPU trace followed them; `None` where none did.
+fn servers_cpu(trials: &[(u32, &TrialMeasurement)]) -> Option<(f64, f64)> {
     use model::thread_account::ThreadRole;
-    let (mut cpu, mut work) = (0u64, 0.0);
+    let (mut cpu, mut serving, mut work) = (0u64, 0u64, 0.0);
     for (_, m) in trials {
         let Some(o) = &m.offcpu else { continue };
         let servers: Vec<_> = o
@@ -295,9 +298,10 @@ fn servers_cpu(trials: &[(u32, &TrialMeasurement)]) -> Option<f64> {
             continue;
         }
         cpu += servers.iter().map(|g| g.on_cpu.0).sum::<u64>();
+        serving += servers.iter().map(|g| g.cpu_serving.0).sum::<u64>();
         work += m.work();
     }
-    (work > 0.0).then(|| cpu as f64 / work)
+    (work > 0.0).then(|| (cpu as f64 / work, cpu.saturating_sub(serving) as f64 / work))
 }
 
 /// The off-CPU chain sample summed over the trials whose in-kernel tracer sampled chains.

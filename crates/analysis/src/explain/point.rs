@@ -16,6 +16,10 @@ pub struct PointExplain {
     /// an op costs the system under test besides; `None` without servers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub servers_cpu_ns: Option<f64>,
+    /// Of `servers_cpu_ns`, that of the server threads that ended no wait of the command's
+    /// threads (their background work: a checkpointer, a WAL writer), in no cause.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub servers_background_cpu_ns: Option<f64>,
     /// The parts of `ns/op/task`, adding up exactly.
     pub accounting: Accounting,
     /// The finest split by cause the evidence allows, most first within each source.

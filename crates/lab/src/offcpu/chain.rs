@@ -6,12 +6,14 @@
 //! waits that a worker ended (a backend idle until its client's next query) or that a thread
 //! already on the chain ended are not part of what the worker waited for.
 //!
-//! The charge is aggregate, not interval by interval: a server thread's time inside the window
-//! (on a CPU, waiting for one, and its waits by cause, as sampled) is shared out over the
-//! worker waits it ended in proportion. For a server thread that works only while a client
-//! waits for it (a backend per connection), the two are the same time; for one shared by many
-//! clients the proportions are its whole window's. Chains stop after [`MAX_DEPTH`] server
-//! threads.
+//! What is charged: a followed thread's time on a CPU and waiting for one over the window (exact,
+//! from its counters), and its waits **inside** the waits it ended itself ([`Windows`]: the union
+//! of those waits' intervals; each of its waits by its overlap), shared out over the worker waits
+//! it ended in proportion. Its waits outside them — jbd2 idle in `kjournald2` until the next
+//! commit, a pool thread idle between requests — are no part of any worker's wait. Both sides are
+//! sampled (1 in k episodes each), so a thread's overlap is scaled up by its windows' own
+//! sampling ([`Windows::scale`]) and held to its exact blocked time. Chains stop after
+//! [`MAX_DEPTH`] followed threads.
 
 use std::collections::{HashMap, HashSet};
 
@@ -62,9 +64,83 @@ struct Waits {
 struct ServerThread {
     comm: String,
     kernel_thread: bool,
+    /// Its window's time on a CPU, waiting for one, and blocked (exact).
     on_cpu: u64,
     runq: u64,
+    blocked: u64,
+    /// It ended a wait of a traced thread itself in the window (it served).
+    served: bool,
+    /// Its blocked time inside the waits it ended, every wait counted (those cut from chains
+    /// too): held to `blocked`.
+    blocked_inside: f64,
     waits: HashMap<WaitKey, Waits>,
+}
+
+/// The waits each followed thread ended itself, as intervals: a followed thread's waits are
+/// charged only inside them.
+#[derive(Debug, Default)]
+pub(crate) struct Windows {
+    by_thread: HashMap<u32, Vec<(u64, u64)>>,
+    /// Per thread: the blocked time its windows' episodes stand for, and their own.
+    sampled: HashMap<u32, (f64, f64)>,
+}
+
+impl Windows {
+    /// A wait `[begin, end)` that thread `waker` ended itself, standing for `stands_for` ns
+    /// of blocked time (more than its own length where episodes were sampled).
+    pub(crate) fn add(&mut self, waker: u32, begin: u64, end: u64, stands_for: u64) {
+        if end > begin {
+            self.by_thread.entry(waker).or_default().push((begin, end));
+            let s = self.sampled.entry(waker).or_default();
+            s.0 += stands_for as f64;
+            s.1 += (end - begin) as f64;
+        }
+    }
+
+    /// How many times the waits `tid` ended stand for their recorded length: 1 when every
+    /// episode was recorded, about k when 1 in k was.
+    pub(crate) fn scale(&self, tid: u32) -> f64 {
+        match self.sampled.get(&tid) {
+            Some(&(stands, own)) if own > 0.0 => (stands / own).max(1.0),
+            _ => 1.0,
+        }
+    }
+
+    /// Merges each thread's intervals into their union, sorted.
+    pub(crate) fn merged(mut self) -> Self {
+        for v in self.by_thread.values_mut() {
+            v.sort_unstable();
+            let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+            for &(b, e) in v.iter() {
+                match out.last_mut() {
+                    Some(last) if b <= last.1 => last.1 = last.1.max(e),
+                    _ => out.push((b, e)),
+                }
+            }
+            *v = out;
+        }
+        self
+    }
+
+    /// The length of `tid`'s union (after [`Self::merged`]).
+    pub(crate) fn length(&self, tid: u32) -> u64 {
+        self.by_thread
+            .get(&tid)
+            .map_or(0, |v| v.iter().map(|(b, e)| e - b).sum())
+    }
+
+    /// How much of `[begin, end)` lies inside `tid`'s union (after [`Self::merged`]).
+    pub(crate) fn overlap(&self, tid: u32, begin: u64, end: u64) -> u64 {
+        let Some(v) = self.by_thread.get(&tid) else {
+            return 0;
+        };
+        let first = v.partition_point(|&(_, e)| e <= begin);
+        v[first..]
+            .iter()
+            .take_while(|&&(b, _)| b < end)
+            .map(|&(b, e)| e.min(end).saturating_sub(b.max(begin)))
+            .sum()
+    }
 }
 
 /// The server threads of a trial and what they did inside the window.
@@ -74,23 +150,28 @@ pub(crate) struct ServerThreads {
 }
 
 impl ServerThreads {
-    /// A server thread's life inside the window.
-    /// A followed thread's life inside the window: its name and whether a kernel thread.
+    /// A followed thread's life inside the window: its name and whether a kernel thread, its
+    /// time on a CPU, waiting for one and blocked, and whether it ended a traced thread's wait
+    /// itself ([`Windows::length`] above 0).
     pub(crate) fn add_life(
         &mut self,
         tid: u32,
         (comm, kernel): (&str, bool),
-        on_cpu: u64,
-        runq: u64,
+        (on_cpu, runq, blocked): (u64, u64, u64),
+        served: bool,
     ) {
         let t = self.threads.entry(tid).or_default();
         t.comm = comm.to_string();
         t.kernel_thread = kernel;
         t.on_cpu += on_cpu;
         t.runq += runq;
+        t.blocked += blocked;
+        t.served |= served;
     }
 
-    /// One of a server thread's waits: `ns` of blocked time it stands for, its cause, what
+    /// One of a followed thread's waits: `ns` of blocked time it stands for inside the waits
+    /// the thread ended ([`Windows::overlap`], scaled by the estimator and
+    /// [`Windows::scale`]), its cause, what
     /// ended it and which thread did, and its episode's (pid, kernel chain, user chain) and
     /// length.
     pub(crate) fn add_wait(
@@ -100,18 +181,25 @@ impl ServerThreads {
         ns: f64,
         (episode, length): ((u32, u32, u32), u64),
     ) {
-        let w = self
-            .threads
-            .entry(tid)
-            .or_default()
-            .waits
-            .entry((cause, woken, waker))
-            .or_default();
+        if ns <= 0.0 {
+            return;
+        }
+        let t = self.threads.entry(tid).or_default();
+        t.blocked_inside += ns;
+        let w = t.waits.entry((cause, woken, waker)).or_default();
         w.ns += ns;
         if length >= w.max {
             w.max = length;
             w.longest = episode;
         }
+    }
+
+    /// Followed thread `tid`'s CPU in the window where it ended a traced thread's wait itself
+    /// (it served); 0 where it ended none (its CPU was background work).
+    pub(crate) fn cpu_serving(&self, tid: u32) -> u64 {
+        self.threads
+            .get(&tid)
+            .map_or(0, |t| if t.served { t.on_cpu } else { 0 })
     }
 
     /// Whether `tid` is a server thread.
@@ -159,8 +247,14 @@ impl ServerThreads {
                 !waker.is_some_and(|w| is_worker(w) || (on_chain.contains(&w) && w != tid))
             })
             .collect();
-        let total =
-            t.on_cpu as f64 + t.runq as f64 + counted.iter().map(|(_, w)| w.ns).sum::<f64>();
+        // Its waits inside the waits it ended, held to its blocked time (the scaled overlap
+        // of two samples can pass it).
+        let held = match t.blocked_inside {
+            b if b > t.blocked as f64 && t.blocked > 0 => t.blocked as f64 / b,
+            _ => 1.0,
+        };
+        let (on_cpu, runq) = (t.on_cpu as f64, t.runq as f64);
+        let total = on_cpu + runq + held * counted.iter().map(|(_, w)| w.ns).sum::<f64>();
         if total <= 0.0 {
             return;
         }
@@ -171,14 +265,14 @@ impl ServerThreads {
             longest,
             share,
         };
-        if t.on_cpu > 0 {
-            out.push(reached(End::Cpu, None, weight * t.on_cpu as f64 / total));
+        if on_cpu > 0.0 {
+            out.push(reached(End::Cpu, None, weight * on_cpu / total));
         }
-        if t.runq > 0 {
-            out.push(reached(End::RunQueue, None, weight * t.runq as f64 / total));
+        if runq > 0.0 {
+            out.push(reached(End::RunQueue, None, weight * runq / total));
         }
         for ((cause, woken, waker), w) in counted {
-            let share = weight * w.ns / total;
+            let share = weight * held * w.ns / total;
             let next = waker.filter(|&n| {
                 woken.by_the_waker()
                     && n != tid
@@ -245,10 +339,11 @@ mod tests {
     #[test]
     fn a_backends_time_is_shared_out_and_its_wait_for_the_client_is_left_out() {
         let mut s = ServerThreads::default();
-        s.add_life(10, ("postgres", false), 300, 100);
+        // Inside its client's waits: 600 ns in fdatasync, 100 in a wait its client ended.
+        s.add_life(10, ("postgres", false), (300, 100, 6_000), true);
         wait(&mut s, 10, "fdatasync", None, 600.0);
         // Idle until its client (worker 1) sent the next query: not what the client waited for.
-        wait(&mut s, 10, "recv", Some(1), 5_000.0);
+        wait(&mut s, 10, "recv", Some(1), 100.0);
         let reached = s.follow(10, &|t| t == 1);
         let share = |e: &End| reached.iter().find(|r| &r.end == e).map(|r| r.share);
         assert_eq!(share(&End::Cpu), Some(0.3));
@@ -266,10 +361,10 @@ mod tests {
     fn a_wait_another_server_thread_ended_is_followed_into_it_and_cycles_are_cut() {
         let mut s = ServerThreads::default();
         // Backend 10: half CPU, half waiting for backend 11's lock.
-        s.add_life(10, ("postgres", false), 500, 0);
+        s.add_life(10, ("postgres", false), (500, 0, 500), true);
         wait(&mut s, 10, "semop", Some(11), 500.0);
         // Backend 11: all in fdatasync, and a wait ended by 10 (a cycle back).
-        s.add_life(11, ("postgres", false), 0, 0);
+        s.add_life(11, ("postgres", false), (0, 0, 600), true);
         wait(&mut s, 11, "fdatasync", None, 300.0);
         wait(&mut s, 11, "semop", Some(10), 300.0);
         let reached = s.follow(10, &|_| false);
@@ -297,8 +392,62 @@ mod tests {
     #[test]
     fn a_thread_that_did_nothing_in_the_window_reaches_nothing() {
         let mut s = ServerThreads::default();
-        s.add_life(10, ("postgres", false), 0, 0);
+        s.add_life(10, ("postgres", false), (0, 0, 0), false);
         assert!(s.follow(10, &|_| false).is_empty());
         assert!(s.follow(99, &|_| false).is_empty());
+    }
+
+    #[test]
+    fn windows_merge_overlapping_waits_and_measure_what_lies_inside() {
+        let mut w = Windows::default();
+        w.add(7, 100, 200, 2_000);
+        w.add(7, 150, 300, 3_000);
+        w.add(7, 500, 600, 2_000);
+        w.add(7, 50, 50, 0);
+        let w = w.merged();
+        assert_eq!(w.length(7), 300);
+        assert_eq!(w.overlap(7, 0, 1_000), 300);
+        assert_eq!(w.overlap(7, 250, 550), 100);
+        assert_eq!(w.overlap(7, 300, 500), 0);
+        assert_eq!(w.overlap(8, 0, 1_000), 0);
+        // Sampled 1 in 20: the waits stand for 20 times their length.
+        assert!((w.scale(7) - 20.0).abs() < 1e-9);
+        assert_eq!(w.scale(8), 1.0);
+    }
+
+    #[test]
+    fn a_kernel_threads_idle_time_outside_the_waits_it_ended_is_no_part_of_them() {
+        // jbd2: 300 µs on a CPU, 10 ms blocked in the window, most of it idle in kjournald2
+        // (woken by its timer) outside its clients' fsyncs; inside them 600 µs of its commit's I/O.
+        let mut s = ServerThreads::default();
+        s.add_life(
+            20,
+            ("jbd2/loop1-8", true),
+            (300_000, 100_000, 10_000_000),
+            true,
+        );
+        wait(&mut s, 20, "io_schedule", None, 600_000.0);
+        let reached = s.follow(20, &|_| false);
+        assert_eq!(reached.len(), 3, "{reached:?}");
+        let io = reached
+            .iter()
+            .find(|r| matches!(&r.end, End::Wait { .. }))
+            .unwrap();
+        assert!((io.share - 0.6).abs() < 1e-9, "{reached:?}");
+        assert!(reached.iter().all(|r| r.kernel_thread));
+        assert_eq!(s.cpu_serving(20), 300_000);
+    }
+
+    #[test]
+    fn overlaps_scaled_past_the_threads_blocked_time_are_held_to_it() {
+        let mut s = ServerThreads::default();
+        s.add_life(20, ("jbd2/loop1-8", true), (100, 0, 300), true);
+        wait(&mut s, 20, "io_schedule", None, 900.0);
+        let reached = s.follow(20, &|_| false);
+        let io = reached
+            .iter()
+            .find(|r| matches!(&r.end, End::Wait { .. }))
+            .unwrap();
+        assert!((io.share - 0.75).abs() < 1e-9, "{reached:?}");
     }
 }

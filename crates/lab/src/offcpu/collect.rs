@@ -49,12 +49,12 @@ type Tracer = Chosen<perf::BpfOffCpuTracer, perf::OffCpuTracer>;
 
 impl Tracer {
     /// Opens the chosen tracer; the kernel one falls back to perf's, with a note saying why.
-    /// The kernel threads that wake the traced threads are not followed yet
-    /// (`follow_kernel_wakers` stays off): in a CI run it split dbench's fsync waits into
-    /// jbd2's commit I/O, its idle wait in kjournald2 and its wait for a CPU, each within the
-    /// trials' noise, and 43% of the growth went unexplained (10% in a run here).
-    fn open(request: OffCpuRequest, notes: &mut Vec<String>) -> Option<Tracer> {
-        let config = request.bpf_config();
+    /// `scope`: a command's trial follows the kernel threads that wake its threads.
+    fn open(request: OffCpuRequest, scope: Scope, notes: &mut Vec<String>) -> Option<Tracer> {
+        let config = perf::BpfOffCpuConfig {
+            follow_kernel_wakers: scope == Scope::Command,
+            ..request.bpf_config()
+        };
         request.tracer.open(
             || perf::BpfOffCpuTracer::open(&config),
             || perf::OffCpuTracer::open(&request.trace_config()),
@@ -117,7 +117,7 @@ impl OffCpuSession {
     /// the trial runs untraced.
     pub(crate) fn start_scoped(request: OffCpuRequest, scope: Scope) -> OffCpuSession {
         let mut notes = Vec::new();
-        let mut tracer = Tracer::open(request, &mut notes);
+        let mut tracer = Tracer::open(request, scope, &mut notes);
         // A built-in trial's child sets up (its other tracer, its tasks) before its tasks
         // start: no chain of that time is used, and a slow machine's setup filled the ring
         // before the first drain.
@@ -358,21 +358,39 @@ fn summarise(
     };
     let mut servers = ServerThreads::default();
     if let Some(t) = &tree {
+        // Each followed thread's time counts only inside the waits it ended itself.
+        let mut windows = chain::Windows::default();
+        for e in episodes.iter().chain(&server_episodes) {
+            if let Some(w) = e.waker
+                && t.followed(w.tid).is_some()
+                && t.wake_cause(e).by_the_waker()
+            {
+                let blocked = e.blocked_within(start, end);
+                windows.add(
+                    w.tid,
+                    e.begin.max(start),
+                    e.end.min(end),
+                    estimator.blocked(e, blocked),
+                );
+            }
+        }
+        let windows = windows.merged();
         for (l, role) in t.followed_lives() {
             servers.add_life(
                 l.tid,
                 (&l.comm, role == ThreadRole::Kernel),
-                l.on_cpu,
-                l.runq,
+                (l.on_cpu, l.runq, l.blocked),
+                windows.length(l.tid) > 0,
             );
         }
         for e in &server_episodes {
             let blocked = e.blocked_within(start, end);
+            let inside = windows.overlap(e.tid, e.begin.max(start), e.end.min(end));
             let waker = e.waker.map(|w| w.tid).filter(|&w| w != 0);
             servers.add_wait(
                 e.tid,
                 (cause_of(e), t.wake_cause(e), waker),
-                estimator.blocked(e, blocked) as f64,
+                estimator.blocked(e, inside) as f64 * windows.scale(e.tid),
                 ((e.pid, e.kernel_chain, e.user_chain), blocked),
             );
         }
@@ -517,7 +535,9 @@ fn summarise(
     OffCpuReport {
         total: Nanos(total),
         sites: out,
-        threads: tree.map(|t| t.groups()).unwrap_or_default(),
+        threads: tree
+            .map(|t| t.groups(&|tid| servers.cpu_serving(tid)))
+            .unwrap_or_default(),
         runq_holders,
         lost_records: trace.lost,
         unwoken: (unwoken.count > 0).then_some(unwoken),

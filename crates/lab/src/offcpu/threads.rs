@@ -223,7 +223,8 @@ impl AssignedThreads {
     }
 
     /// The threads summed by role and name, workers first, then by time.
-    pub(crate) fn groups(&self) -> Vec<ThreadGroup> {
+    /// `cpu_serving`: a followed thread's CPU inside the waits it ended ([`ThreadGroup::cpu_serving`]).
+    pub(crate) fn groups(&self, cpu_serving: &dyn Fn(u32) -> u64) -> Vec<ThreadGroup> {
         let mut groups: BTreeMap<(ThreadRole, String), ThreadGroup> = BTreeMap::new();
         for t in &self.lives {
             let assigned = self.roles.get(&t.tid);
@@ -240,6 +241,7 @@ impl AssignedThreads {
                     blocked: Nanos(0),
                     stolen: Nanos(0),
                     waiting_for_started: Nanos(0),
+                    cpu_serving: Nanos(0),
                     tids: Vec::new(),
                 });
             g.threads += 1;
@@ -249,6 +251,7 @@ impl AssignedThreads {
             g.blocked.0 += t.blocked;
             g.stolen.0 += t.stolen;
             g.waiting_for_started.0 += assigned.map_or(0, |a| a.waiting_for_started);
+            g.cpu_serving.0 += cpu_serving(t.tid);
             if g.tids.len() < GROUP_TIDS {
                 g.tids.push(t.tid);
             }

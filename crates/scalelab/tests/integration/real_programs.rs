@@ -147,6 +147,12 @@ pub(crate) fn assert_agreement(lab: &Lab, e: &Value, tolerance: f64) {
         // CPU does not: a CI run read 1.26 at N=1 on dbench, and a run of this test here had
         // 17% of the busy time stolen.
         let stolen = e[STOLEN].as_f64().unwrap_or(0.0).min(0.9);
+        // The run's average can hide a point where the host took much more: an `--attach`
+        // pgbench run in a fresh-clone CI read 1.79 at N=1 (user+sys 751µs a unit, 2.5 times
+        // its usual, with 20% of the run's busy time stolen). The in-kernel tracer measures
+        // each point's stolen time per unit (the workers' wall-clock time on a CPU less their
+        // CPU time), and the profile's cpu-clock counts it: the bound adds it.
+        let stolen_here = p["offcpu_stolen_ns"].as_f64().unwrap_or(0.0);
         if let (Some(prof), Some(acc)) = (
             p["cpu_profiled_ns"].as_f64(),
             p["cpu_profiled_trials_ns"].as_f64(),
@@ -156,11 +162,15 @@ pub(crate) fn assert_agreement(lab: &Lab, e: &Value, tolerance: f64) {
             // tasks' CPU). The profile is held to the rest: pgbench attached to a running
             // server read 0.849 of user+sys at N=1 with the programs at 10.6%, 0.949 of the rest.
             let programs = p["programs_pct"].as_f64().unwrap_or(0.0).clamp(0.0, 50.0);
-            let ratio = prof / (acc * (1.0 - programs / 100.0));
+            let rest = acc * (1.0 - programs / 100.0);
+            let ratio = prof / rest;
+            let most = ((1.0 + tolerance) / (1.0 - stolen))
+                .max((1.0 + tolerance) * (1.0 + stolen_here / rest));
             assert!(
-                ratio >= 1.0 - tolerance && ratio <= (1.0 + tolerance) / (1.0 - stolen),
+                ratio >= 1.0 - tolerance && ratio <= most,
                 "N={n}: profile {prof:.0} vs user+sys {acc:.0} ns per unit (measuring {}%, \
-                 the tracers' programs {}%; {:.1}% of the busy time stolen); the profiles' \
+                 the tracers' programs {}%; {:.1}% of the run's busy time stolen, \
+                 {stolen_here:.0} ns per unit at this point); the profiles' \
                  samples, lost, throttles: {:?}",
                 p["measuring_pct"],
                 p["programs_pct"],
@@ -390,9 +400,29 @@ fn dbench_is_explained_per_mb_by_its_file_system_waits_and_its_parent_only_super
             e["growth"],
             e["points"]
         );
-        if cause["what"] == "fsync" {
+        // The clients' fsync waits that jbd2 ended are followed into jbd2 (issue 51): what it
+        // did meanwhile, inside those waits (its journal write's I/O, its CPU, its wait for
+        // one), is named, as the kernel thread's.
+        let past_jbd2: Vec<Value> = causes(&e)
+            .into_iter()
+            .filter(|c| {
+                c["via"]["kernel_thread"] == true
+                    && c["via"]["server"]
+                        .as_str()
+                        .is_some_and(|s| s.starts_with("jbd2/"))
+            })
+            .collect();
+        assert!(
+            !past_jbd2.is_empty(),
+            "the fsync chain followed past jbd2: {}",
+            e["growth"]
+        );
+        if cause["what"] == "fsync" && cause["via"].is_null() {
             let by = cause["ended_by"][0]["by"].as_str().unwrap_or_default();
-            assert!(by.contains("jbd2"), "fsync ended by the journal: {cause}");
+            assert!(
+                by.contains("jbd2") || by.contains("I/O completion"),
+                "fsync ended by the journal or its I/O: {cause}"
+            );
             println!(
                 "dbench on a journalled ext4: top cause fsync ended by {by}, {unexplained:.0}% unexplained"
             );

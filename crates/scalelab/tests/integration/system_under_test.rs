@@ -154,6 +154,15 @@ fn assert_followed_into_the_backends(lab: &Lab, e: &Value) {
             p["n"],
             p["servers_cpu_ns"]
         );
+        // Its background work (the checkpointer's, the WAL writer's: threads that ended no
+        // client's wait) is told apart, and is some of it, not all: the backends served.
+        let background = p["servers_background_cpu_ns"].as_f64().unwrap_or(-1.0);
+        let all = p["servers_cpu_ns"].as_f64().unwrap_or(0.0);
+        assert!(
+            (0.0..0.5 * all).contains(&background),
+            "N={}: the servers' background CPU {background} of {all}",
+            p["n"]
+        );
         let servers: Vec<&Value> = p["threads"]
             .as_array()
             .into_iter()
@@ -263,6 +272,7 @@ fn pgbench_against_a_server_it_starts_is_explained_by_the_backends_work() {
     let text = lab.ok(&["explain", "last"]);
     assert!(text.contains("the server (postgres): "), "{text}");
     assert!(text.contains("the servers' CPU besides: "), "{text}");
+    assert!(text.contains("of it background work"), "{text}");
 }
 
 #[test]
