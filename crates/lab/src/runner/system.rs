@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use super::child_io::{Sink, Tail, read_in_background, tail};
 use super::spec::{AttachSpec, SystemSpec};
 use crate::process::leftovers::Leftovers;
-use crate::process::owner::adopt;
+use crate::process::owner::{Mark, adopt};
 use sys::proc_table;
 
 /// How often `--ready` is run while a server starts.
@@ -67,18 +67,7 @@ struct Server {
 
 impl Server {
     fn start(command: &str, dir: Option<&std::path::Path>) -> Result<Server, String> {
-        let mut sh = Command::new("sh");
-        sh.args(["-c", command])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        if let Some(dir) = dir {
-            sh.current_dir(dir);
-        }
-        // Spawned on the run's thread, which outlives it (the parent-death signal fires when
-        // the spawning thread ends).
-        let mark = adopt(&mut sh);
+        let (mut sh, mark) = shell(command, dir, Stdio::piped);
         let mut child = sh
             .spawn()
             .map_err(|e| format!("--server `{command}`: could not start sh: {e}"))?;
@@ -276,16 +265,7 @@ impl Drop for System {
 
 /// Runs `--ready`: whether it exited 0.
 fn run_ready(command: &str, dir: Option<&std::path::Path>) -> bool {
-    let mut sh = Command::new("sh");
-    sh.args(["-c", command])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0);
-    if let Some(dir) = dir {
-        sh.current_dir(dir);
-    }
-    adopt(&mut sh);
+    let (mut sh, _) = shell(command, dir, Stdio::null);
     let Ok(mut child) = sh.spawn() else {
         return false;
     };
@@ -302,6 +282,24 @@ fn run_ready(command: &str, dir: Option<&std::path::Path>) -> bool {
             Err(_) => return false,
         }
     }
+}
+
+/// `sh -c command` in `dir`, in a process group of its own, standard input closed and its
+/// output to `output()`, adopted to die with scalelab: the command and its mark ([`adopt`]).
+/// Spawned on the run's thread, which outlives it (the parent-death signal fires when the
+/// spawning thread ends).
+fn shell(command: &str, dir: Option<&std::path::Path>, output: fn() -> Stdio) -> (Command, Mark) {
+    let mut sh = Command::new("sh");
+    sh.args(["-c", command])
+        .stdin(Stdio::null())
+        .stdout(output())
+        .stderr(output())
+        .process_group(0);
+    if let Some(dir) = dir {
+        sh.current_dir(dir);
+    }
+    let mark = adopt(&mut sh);
+    (sh, mark)
 }
 
 /// The processes `spec` names now.
