@@ -49,8 +49,12 @@ pub(crate) trait Observer: std::fmt::Debug {
 
     /// Follows processes `pids` too, from now on: the servers and attached processes of the
     /// system under test (`--server`, `--attach`), and what they start. An observer that
-    /// cannot says so in its report.
-    fn follow_system(&mut self, _pids: &[u32]) {}
+    /// cannot says so in its report. Returns the process it started for it, if any (the
+    /// profile's `perf record -a` for the servers), which the other observers leave out as the
+    /// harness's.
+    fn follow_system(&mut self, _pids: &[u32]) -> Option<u32> {
+        None
+    }
 
     /// The measurement window opened at `at` (CLOCK_MONOTONIC ns): account from there on.
     fn window_opens(&mut self, _at: u64) {}

@@ -92,8 +92,15 @@ impl Observers {
         if pids.is_empty() {
             return;
         }
-        for o in &mut self.0 {
-            o.follow_system(pids);
+        let started: Vec<u32> = self
+            .0
+            .iter_mut()
+            .filter_map(|o| o.follow_system(pids))
+            .collect();
+        for pid in started {
+            for o in &mut self.0 {
+                o.exclude(pid);
+            }
         }
     }
 

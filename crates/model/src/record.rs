@@ -591,6 +591,15 @@ pub struct ProfileRef {
     /// rather than following its tasks (`--profile-scope`); false for runs recorded before.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub every_cpu: bool,
+    /// The servers' profile beside it, in the same folder: `perf record -a` (every CPU, the
+    /// same event, at most 241 Hz) while the system under test's processes ran; `None`
+    /// without servers, and where perf wrote nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub servers_path: Option<String>,
+    /// Those processes (`--server`, `--attach`, and what they had started) when it began:
+    /// reading keeps their samples and their descendants', no one else's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub servers_pids: Vec<u32>,
 }
 
 /// Lock contention of one trial's window, kernel locks and user (futex) locks.

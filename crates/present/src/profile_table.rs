@@ -324,6 +324,7 @@ mod tests {
             folded: vec![],
             notes: vec![],
             trials: vec![],
+            servers: None,
         }
     }
 

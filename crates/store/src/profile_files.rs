@@ -47,18 +47,23 @@ struct ProfileFile {
     path: String,
 }
 
+/// Every profile file of the run: each profiled trial's, and its servers' beside it.
 fn profile_files(run: &RunData) -> Vec<ProfileFile> {
     run.trials
         .iter()
-        .filter_map(|t| {
-            let pr = t.outcome.measurement()?.profile.as_ref()?;
-            let name = Path::new(&pr.path).file_name()?.to_str()?.to_string();
-            Some(ProfileFile {
-                n: t.n,
-                index: t.index,
-                name,
-                path: pr.path.clone(),
-            })
+        .filter_map(|t| Some((t, t.outcome.measurement()?.profile.as_ref()?)))
+        .flat_map(|(t, pr)| {
+            std::iter::once(&pr.path)
+                .chain(pr.servers_path.as_ref())
+                .filter_map(|path| {
+                    let name = Path::new(path).file_name()?.to_str()?.to_string();
+                    Some(ProfileFile {
+                        n: t.n,
+                        index: t.index,
+                        name,
+                        path: path.clone(),
+                    })
+                })
         })
         .collect()
 }
@@ -198,28 +203,33 @@ pub fn fetch_profiles(
         let Some(pr) = m.profile.as_mut() else {
             continue;
         };
-        if !absent(&pr.path) {
-            continue;
+        for path in std::iter::once(&mut pr.path).chain(pr.servers_path.as_mut()) {
+            if !absent(path) {
+                continue;
+            }
+            let Some(name) = Path::new(path.as_str())
+                .file_name()
+                .and_then(|n| n.to_str())
+            else {
+                continue;
+            };
+            let name = name.to_string();
+            let Some(&size) = stored.get(&name) else {
+                continue;
+            };
+            if !plain_name(&name) {
+                return Err(StoreError::Files(format!(
+                    "run {}: a stored profile is named {:?}, not a plain file name; not written",
+                    run.meta.id, name
+                )));
+            }
+            if !written.contains_key(&name) {
+                let file = materialise(store, run.meta.id, &dir, &name, size)?;
+                written.insert(name.clone(), file);
+            }
+            *path = written[&name].clone();
+            pointed += 1;
         }
-        let Some(name) = Path::new(&pr.path).file_name().and_then(|n| n.to_str()) else {
-            continue;
-        };
-        let name = name.to_string();
-        let Some(&size) = stored.get(&name) else {
-            continue;
-        };
-        if !plain_name(&name) {
-            return Err(StoreError::Files(format!(
-                "run {}: a stored profile is named {:?}, not a plain file name; not written",
-                run.meta.id, name
-            )));
-        }
-        if !written.contains_key(&name) {
-            let path = materialise(store, run.meta.id, &dir, &name, size)?;
-            written.insert(name.clone(), path);
-        }
-        pr.path = written[&name].clone();
-        pointed += 1;
     }
     if pointed > 0 {
         if let Some(&size) = stored.get(KALLSYMS) {

@@ -240,6 +240,19 @@ fn point(
         .find(|t| !t.is_empty())
         .unwrap_or_default();
     let servers = servers_cpu(&trials);
+    // The servers' CPU, followed from the workers' waits, is shown by function where they
+    // were profiled beside the command.
+    if let Some(functions) = profile
+        .and_then(|p| p.servers.as_deref())
+        .map(server_functions)
+    {
+        for part in parts
+            .iter_mut()
+            .filter(|p| p.cause.via.is_some() && p.cause.what == SERVER_CPU)
+        {
+            part.cause.evidence.extend(functions.iter().cloned());
+        }
+    }
     Some(PointExplain {
         n,
         servers_cpu_ns: servers.map(|s| s.0),
@@ -279,6 +292,36 @@ fn point(
         trial_total: per_trial.iter().map(|t| t.total).collect(),
         syscalls: profile.map(syscalls_of).unwrap_or_default(),
     })
+}
+
+/// What a followed wait's site is when the server thread was on a CPU (the off-CPU trace's
+/// `server-cpu`).
+const SERVER_CPU: &str = "server-cpu";
+
+/// Functions the servers' profile shows under their CPU as evidence, at most.
+const SERVER_FUNCTIONS: usize = 6;
+
+/// The servers' profile as evidence lines: its top functions by self time, each with its share
+/// of their samples and its cost per op.
+fn server_functions(servers: &PointProfile) -> Vec<String> {
+    let mut lines = vec![format!(
+        "the servers' profile ({} samples): their CPU by function",
+        servers.samples
+    )];
+    lines.extend(
+        servers
+            .functions
+            .iter()
+            .take(SERVER_FUNCTIONS)
+            .map(|f| match f.cost_per_op {
+                Some(c) => format!(
+                    "{:.0}% {} ({}), {c:.0} {} per op",
+                    f.self_share, f.name, f.dso, servers.unit
+                ),
+                None => format!("{:.0}% {} ({})", f.self_share, f.name, f.dso),
+            }),
+    );
+    lines
 }
 
 /// The servers' CPU per op (`--server`/`--attach` threads, and what they started), and the

@@ -249,7 +249,69 @@ fn profile(n: u32, ops: u64, funcs: &[(&str, f64)]) -> PointProfile {
         folded: vec![],
         notes: vec![],
         trials: vec![],
+        servers: None,
     }
+}
+
+#[test]
+fn the_servers_cpu_followed_from_the_workers_waits_lists_their_profiles_functions() {
+    // The workers' blocked time is all a server's CPU, followed; the servers were profiled
+    // beside the command.
+    let mut trials = Vec::new();
+    for n in [1u32, 2] {
+        for i in 0..3 {
+            let (user, sys, runq) = (300_000_000u64, 200_000_000u64, 10_000_000u64);
+            let blocked = n as u64 * 1_000_000_000 - user - sys - runq;
+            let mut site = offcpu_site("server-cpu", "on a CPU", "", blocked);
+            site.via = Some(crate::record::ChainVia {
+                server: "postgres".into(),
+                kernel_thread: false,
+                waited_in: "poll (other) from pgbench+0x11466".into(),
+            });
+            trials.push(accounted_trial(
+                n,
+                i,
+                1_000_000,
+                [user, sys, runq],
+                Some(offcpu_report(vec![site])),
+                None,
+            ));
+        }
+    }
+    let mut m = meta(3, "cmd", &[1, 2]);
+    m.runs = 3;
+    let data = RunData { meta: m, trials };
+    let mut profiles = [
+        profile(1, 3_000_000, &[("main", 400.0)]),
+        profile(2, 3_000_000, &[("main", 400.0)]),
+    ];
+    let mut servers = profile(2, 3_000_000, &[("XLogInsertRecord", 120.0)]);
+    servers.functions[0].dso = "postgres".into();
+    servers.functions[0].self_share = 62.4;
+    profiles[1].servers = Some(Box::new(servers));
+    let e = explain(&data, &profiles).expect("an explanation");
+    let cpu = |n: usize| {
+        e.points[n]
+            .parts
+            .iter()
+            .find(|p| p.cause.what == "server-cpu")
+            .unwrap()
+            .cause
+            .evidence
+            .clone()
+    };
+    assert!(
+        cpu(1).contains(&"62% XLogInsertRecord (postgres), 120 ns per op".to_string()),
+        "{:?}",
+        cpu(1)
+    );
+    assert!(
+        cpu(1)
+            .iter()
+            .any(|l| l.starts_with("the servers' profile (100 samples)"))
+    );
+    // Where the servers were not profiled, nothing is said of their functions.
+    assert!(cpu(0).iter().all(|l| !l.contains("servers' profile")));
 }
 
 #[test]

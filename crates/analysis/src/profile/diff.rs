@@ -131,6 +131,7 @@ mod tests {
             folded: vec![],
             notes: vec![],
             trials: vec![],
+            servers: None,
         }
     }
 

@@ -140,6 +140,7 @@ mod tests {
             folded: vec![],
             notes: vec![],
             trials: vec![],
+            servers: None,
         }
     }
 

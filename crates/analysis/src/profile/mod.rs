@@ -39,6 +39,8 @@ pub fn load_run(run: &RunData) -> Result<Vec<PointProfile>, AnalysisError> {
     let mut points = Vec::new();
     for &n in &run.meta.points {
         let mut parts = Vec::new();
+        let mut servers = Vec::new();
+        let mut servers_unread = Vec::new();
         for t in run.trials.iter().filter(|t| t.n == n) {
             let Some(m) = t.outcome.measurement() else {
                 continue;
@@ -59,6 +61,7 @@ pub fn load_run(run: &RunData) -> Result<Vec<PointProfile>, AnalysisError> {
                     t.sort_unstable();
                     t
                 },
+                roots: Vec::new(),
             };
             let mut profile = read_profile(path, &options)?;
             for note in profile
@@ -69,12 +72,52 @@ pub fn load_run(run: &RunData) -> Result<Vec<PointProfile>, AnalysisError> {
                 note.push_str(" (set kernel.kptr_restrict=0, or run as root, when recording)");
             }
             parts.push((pr.path.clone(), m.work(), profile));
+            if let Some(path) = &pr.servers_path {
+                // The servers' file is evidence beside the command's: one that cannot be read
+                // is said, not an error.
+                match read_servers(run, (n, t.index), (path, &pr.servers_pids), m.clock_window) {
+                    Ok(p) => servers.push((path.clone(), m.work(), p)),
+                    Err(why) => servers_unread.push(why),
+                }
+            }
         }
         if !parts.is_empty() {
-            points.push(merge(n, parts));
+            let mut point = merge(n, parts);
+            if !servers.is_empty() {
+                let mut s = merge(n, servers);
+                s.notes.extend(servers_unread);
+                point.servers = Some(Box::new(s));
+            }
+            points.push(point);
         }
     }
     Ok(points)
+}
+
+/// One trial's servers' profile (`perf record -a` beside the command): the samples of
+/// processes `pids` and of what they forked, inside the trial's window.
+fn read_servers(
+    run: &RunData,
+    (n, index): (u32, u32),
+    (path, pids): (&str, &[u32]),
+    window: Option<crate::record::ClockWindow>,
+) -> Result<Profile, String> {
+    check_own_profile(&run.meta, n, index, path)?;
+    if pids.is_empty() {
+        return Err(format!(
+            "the servers' profile {path} names no process; not read"
+        ));
+    }
+    let path = Path::new(path);
+    let options = ProfileOptions {
+        kallsyms: kallsyms_for(path),
+        window: window.map(|w| (w.start.0, w.end.0)),
+        threads: None,
+        partners: Vec::new(),
+        roots: pids.to_vec(),
+    };
+    read_profile(path, &options)
+        .map_err(|e| format!("the servers' profile {}: {e}", path.display()))
 }
 
 /// One perf.data on its own (no run, no ops): `scalelab profile --perf-data FILE`.
@@ -84,6 +127,7 @@ pub fn load_file(path: &Path, kallsyms: Option<&Path>) -> Result<PointProfile, A
         window: None,
         threads: None,
         partners: Vec::new(),
+        roots: Vec::new(),
     };
     let mut profile = read_profile(path, &options)?;
     // A file from anywhere: its kernel's symbols are the recording machine's, not ours.
@@ -135,6 +179,7 @@ pub(crate) fn merge(n: u32, parts: Vec<(String, f64, Profile)>) -> PointProfile 
         folded: Vec::new(),
         notes: Vec::new(),
         trials: Vec::new(),
+        servers: None,
     };
     // (name, dso, kernel) -> (self samples, self period, total samples, total period, size)
     let mut funcs: HashMap<FunctionKey, FunctionSums> = HashMap::new();

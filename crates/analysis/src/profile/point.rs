@@ -104,6 +104,10 @@ pub struct PointProfile {
     /// the per-trial values `explain` judges a function's growth by.
     #[serde(skip)]
     pub trials: Vec<TrialProfile>,
+    /// The system under test's servers at this N (`--server`, `--attach`), profiled beside
+    /// the command in the same trials, per the command's ops; `None` without servers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub servers: Option<Box<PointProfile>>,
 }
 
 /// One profiled trial's part of a [`PointProfile`]: its ops and each function's self period.

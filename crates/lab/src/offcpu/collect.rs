@@ -200,7 +200,7 @@ impl Observer for OffCpuSession {
 
     /// The in-kernel tracer adds each process's threads (and, by inheritance, what they
     /// create); the perf tracer cannot, and says so.
-    fn follow_system(&mut self, pids: &[u32]) {
+    fn follow_system(&mut self, pids: &[u32]) -> Option<u32> {
         match &mut self.tracer {
             Some(Chosen::Kernel(t)) => {
                 for &pid in pids {
@@ -213,6 +213,7 @@ impl Observer for OffCpuSession {
             ),
             None => {}
         }
+        None
     }
 
     /// The in-kernel tracer writes call chains from here on.

@@ -5,18 +5,35 @@
 //!
 //! Unlike the tracers it is not drained (perf reads its own rings) and leaves no process out;
 //! it is opened by whatever spawns the program ([`crate::observers`] says where).
+//!
+//! The system under test's processes (`--server`, `--attach`) are not the wrapped program's:
+//! a second `perf record -a` (same event and call graphs, every CPU, at most an every-CPU
+//! profile's rate: [`perf_args_every_cpu`]) samples into `<stem>.servers.perf.data` beside
+//! it, from [`Observer::follow_system`] until the session finishes, when it gets SIGINT
+//! (perf's own stop: it writes its file out) and, after [`SERVERS_STOP_LIMIT`], SIGKILL. The
+//! servers' processes then are recorded with it (`servers_pids`): reading keeps theirs and
+//! what they fork, and no one else's.
 
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
-use super::perf_record::{ProfileRequest, perf_args_to};
+use super::perf_record::{ProfileRequest, perf_args_every_cpu, perf_args_to};
 use crate::observer::{Observed, Observer};
+use crate::process::owner::adopt;
 use model::record::{ClockWindow, ProfileRef};
+
+/// How long the servers' `perf record` may take to write its file after SIGINT.
+const SERVERS_STOP_LIMIT: Duration = Duration::from_secs(10);
 
 /// A profile being recorded into `output`.
 #[derive(Debug)]
 pub(crate) struct ProfileSession {
     request: ProfileRequest,
     output: PathBuf,
+    /// The servers' `perf record -a` and its file, once started, and their processes.
+    servers: Option<(Child, PathBuf)>,
+    servers_pids: Vec<u32>,
 }
 
 impl ProfileSession {
@@ -25,7 +42,43 @@ impl ProfileSession {
         ProfileSession {
             request: request.clone(),
             output: output.to_path_buf(),
+            servers: None,
+            servers_pids: Vec::new(),
         }
+    }
+
+    /// `n1-t1.perf.data` → `n1-t1.servers.perf.data`, beside it.
+    fn servers_output(&self) -> PathBuf {
+        let name = self
+            .output
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("profile.perf.data");
+        let stem = name.strip_suffix(".perf.data").unwrap_or(name);
+        self.output
+            .with_file_name(format!("{stem}.servers.perf.data"))
+    }
+
+    /// Stops the servers' `perf record` (SIGINT, then SIGKILL after [`SERVERS_STOP_LIMIT`])
+    /// and returns its file when perf wrote it.
+    fn stop_servers(&mut self) -> Option<String> {
+        let (mut child, path) = self.servers.take()?;
+        let _ = sys::send_signal(child.id() as i32, libc::SIGINT);
+        let started = Instant::now();
+        loop {
+            match child.try_wait() {
+                Ok(Some(_)) | Err(_) => break,
+                Ok(None) if started.elapsed() > SERVERS_STOP_LIMIT => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return None;
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
+        std::fs::symlink_metadata(&path)
+            .is_ok_and(|m| m.is_file() && m.len() > 0)
+            .then(|| path.display().to_string())
     }
 
     /// The profile's record, when `perf record` wrote its file (made empty before the trial):
@@ -42,8 +95,23 @@ impl ProfileSession {
                 partner_threads: Vec::new(),
                 partner_on_cpu: None,
                 every_cpu: self.request.every_cpu,
+                servers_path: None,
+                servers_pids: Vec::new(),
             })
     }
+}
+
+/// Makes `path` a new empty file, 0600, never through a link (the run's folder is private;
+/// `create_new` refuses any name already there, a link included).
+fn create_empty(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map(drop)
 }
 
 impl Observer for ProfileSession {
@@ -71,13 +139,53 @@ impl Observer for ProfileSession {
         perf_read::workload_span(&self.output).ok().flatten()
     }
 
+    /// Starts `perf record -a` into the servers' file (made empty and 0600 here) for
+    /// processes `pids`; its pid is returned for the tracers to leave out. Nothing is started
+    /// where the file cannot be made or perf cannot start: the servers then have no profile.
+    fn follow_system(&mut self, pids: &[u32]) -> Option<u32> {
+        if self.servers.is_some() || pids.is_empty() {
+            return None;
+        }
+        let path = self.servers_output();
+        create_empty(&path).ok()?;
+        let mut perf = Command::new("perf");
+        perf.args(perf_args_every_cpu(&self.request, &path))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        adopt(&mut perf);
+        let child = perf.spawn().ok()?;
+        let pid = child.id();
+        self.servers = Some((child, path));
+        self.servers_pids = pids.to_vec();
+        Some(pid)
+    }
+
     fn finish(
-        self: Box<Self>,
+        mut self: Box<Self>,
         _window: ClockWindow,
         _tasks: Option<&[u32]>,
         observed: &mut Observed,
     ) {
-        observed.profile = self.recorded();
+        let servers = self.stop_servers();
+        let servers_pids = match servers {
+            Some(_) => std::mem::take(&mut self.servers_pids),
+            None => Vec::new(),
+        };
+        observed.profile = self.recorded().map(|p| ProfileRef {
+            servers_path: servers,
+            servers_pids,
+            ..p
+        });
+    }
+}
+
+impl Drop for ProfileSession {
+    fn drop(&mut self) {
+        if let Some((mut child, _)) = self.servers.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
@@ -95,6 +203,16 @@ mod tests {
             ring_pages: None,
             every_cpu: false,
         }
+    }
+
+    #[test]
+    fn the_servers_file_is_named_beside_the_profile() {
+        let file = Path::new("/x/run/n2-t1.perf.data");
+        let session = ProfileSession::new(&request(file), file);
+        assert_eq!(
+            session.servers_output(),
+            Path::new("/x/run/n2-t1.servers.perf.data")
+        );
     }
 
     #[test]

@@ -116,6 +116,8 @@ pub fn run_trial(spec: &TrialSpec) -> Result<TrialMeasurement, LabError> {
             partner_threads: control.partner_ids().iter().map(|&(_, tid)| tid).collect(),
             partner_on_cpu: window.partner_on_cpu,
             every_cpu: req.every_cpu,
+            servers_path: None,
+            servers_pids: Vec::new(),
         }),
         locks: observed.locks,
         offcpu: observed.offcpu,

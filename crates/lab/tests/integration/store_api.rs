@@ -175,6 +175,8 @@ mod store {
                     partner_threads: vec![43],
                     partner_on_cpu: Some(Nanos(123_456)),
                     every_cpu: true,
+                    servers_path: Some("/x/n1-t0.servers.perf.data".into()),
+                    servers_pids: vec![600, 601],
                 }),
                 locks: (index % 2 == 0).then(|| LockReport {
                     kernel: vec![LockContention {

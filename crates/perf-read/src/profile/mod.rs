@@ -45,6 +45,10 @@ pub struct ProfileOptions {
     /// built-in trial's tasks keep busy beside them on their CPUs (pipe_pingpong's echo
     /// partners). Empty: none.
     pub partners: Vec<u32>,
+    /// The program's processes, when not perf's child (`-- program`): these, running when
+    /// the file was recorded, and what they fork — a system under test's servers sampled on
+    /// every CPU (`perf record -a`) beside the command. Empty: perf's child, as recorded.
+    pub roots: Vec<u32>,
 }
 
 /// The note a profile read without kallsyms carries, for callers to add how to get one.
@@ -64,8 +68,11 @@ pub fn read_profile(path: &Path, options: &ProfileOptions) -> Result<Profile, Pe
         let raw = records::read(
             path,
             options.window,
-            options.threads.as_deref(),
-            &options.partners,
+            (
+                options.threads.as_deref(),
+                &options.partners,
+                &options.roots,
+            ),
         )?;
         let malformed = raw.malformed;
         let names = symbols::symbolise(&raw, options.kallsyms.as_deref());
@@ -207,6 +214,26 @@ mod tests {
     }
 
     #[test]
+    fn named_roots_keep_their_samples_only() {
+        let all = read_profile(Path::new(FIXTURE), &ProfileOptions::default()).unwrap();
+        // Every sample is process 1199's, dd, perf's child (`perf script -F pid`).
+        let read = |roots: Vec<u32>| {
+            read_profile(
+                Path::new(FIXTURE),
+                &ProfileOptions {
+                    roots,
+                    ..ProfileOptions::default()
+                },
+            )
+            .unwrap()
+        };
+        assert_eq!(read(vec![1199]).tally.samples, all.tally.samples);
+        let other = read(vec![4242]);
+        assert_eq!(other.tally.samples, 0);
+        assert_eq!(other.tally.other_processes, all.tally.samples);
+    }
+
+    #[test]
     fn a_window_keeps_only_the_samples_inside_it() {
         let all = read_profile(Path::new(FIXTURE), &ProfileOptions::default()).unwrap();
         let options = ProfileOptions {
@@ -215,6 +242,7 @@ mod tests {
             window: Some((0, 2_881_600_000_000)),
             threads: None,
             partners: Vec::new(),
+            roots: Vec::new(),
         };
         let part = read_profile(Path::new(FIXTURE), &options).unwrap();
         assert!(part.tally.samples > 0 && part.tally.samples < all.tally.samples);
@@ -232,7 +260,7 @@ mod tests {
             data[at..at + bytes.len()].copy_from_slice(bytes);
         }
         let len = data.len() as u64;
-        records::read_from(std::io::Cursor::new(data), len, None, None, &[])
+        records::read_from(std::io::Cursor::new(data), len, None, (None, &[], &[]))
     }
 
     /// (offset, size) of the fixture's data section, from its header.

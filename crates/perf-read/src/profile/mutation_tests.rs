@@ -85,7 +85,7 @@ fn perf_data_mutations() {
         let data = mutator.mutate(case, &fixture, &hot);
         let len = data.len() as u64;
         let outcome = catch_unwind(AssertUnwindSafe(|| {
-            records::read_from(Cursor::new(&data[..]), len, None, None, &[])
+            records::read_from(Cursor::new(&data[..]), len, None, (None, &[], &[]))
         }));
         match outcome {
             Ok(Ok(_)) => parsed += 1,

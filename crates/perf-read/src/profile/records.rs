@@ -111,8 +111,7 @@ struct Builder {
 pub(super) fn read(
     path: &Path,
     window: Option<(u64, u64)>,
-    threads: Option<&[u32]>,
-    partners: &[u32],
+    (threads, partners, roots): (Option<&[u32]>, &[u32], &[u32]),
 ) -> Result<RawProfile, PerfError> {
     let fail = |cause: String| PerfError::ProfileData {
         path: path.display().to_string(),
@@ -125,21 +124,19 @@ pub(super) fn read(
         BufReader::with_capacity(1 << 20, file),
         len,
         window,
-        threads,
-        partners,
+        (threads, partners, roots),
     )
     .map_err(fail)
 }
 
 /// Reads the perf.data held by `source`, `len` bytes long; the error is the cause alone.
 /// Samples of `threads` (all, when `None`) are kept; those of `partners` (sorted) are counted
-/// apart.
+/// apart; `roots` (when not empty) are the program's processes instead of perf's child.
 pub(super) fn read_from<R: Read + Seek>(
     mut source: R,
     len: u64,
     window: Option<(u64, u64)>,
-    threads: Option<&[u32]>,
-    partners: &[u32],
+    (threads, partners, roots): (Option<&[u32]>, &[u32], &[u32]),
 ) -> Result<RawProfile, String> {
     let layout = layout::check(&mut source, len)?;
     let guarded =
@@ -149,6 +146,9 @@ pub(super) fn read_from<R: Read + Seek>(
         mut record_iter,
     } = PerfFileReader::parse_file(guarded).map_err(|e| corrupt(format!("header: {e}")))?;
     let mut b = Builder::default();
+    if !roots.is_empty() {
+        b.tree = WorkloadTree::with_roots(roots);
+    }
     b.raw.build_ids = perf_file
         .build_ids()
         .unwrap_or_default()

@@ -6,7 +6,9 @@
 //! every other process's samples and records; a per-task one holds the tree alone.
 //!
 //! A file with no `perf-exec` (recorded without `-- program`, or by another tool) names no
-//! program: then every process counts as its.
+//! program: then every process counts as its, unless the reader names the program's processes
+//! itself ([`WorkloadTree::with_roots`]: the servers of a system under test, sampled on every
+//! CPU beside a command).
 
 use rustc_hash::FxHashSet;
 
@@ -19,11 +21,29 @@ pub(super) struct WorkloadTree {
     root: Option<i32>,
     /// It and its descendants so far.
     members: FxHashSet<i32>,
+    /// The program's processes were named by the reader ([`Self::with_roots`]).
+    named: bool,
 }
 
 impl WorkloadTree {
-    /// A COMM record: process `pid` named `name`, by an exec or not.
+    /// The program is processes `roots` (running when the recording began) and what they
+    /// fork, whatever perf's own child does.
+    pub(super) fn with_roots(roots: &[u32]) -> WorkloadTree {
+        let members: FxHashSet<i32> = roots.iter().map(|&p| p as i32).collect();
+        WorkloadTree {
+            forked: FxHashSet::default(),
+            root: roots.first().map(|&p| p as i32),
+            members,
+            named: true,
+        }
+    }
+
+    /// A COMM record: process `pid` named `name`, by an exec or not (named roots stay the
+    /// program).
     pub(super) fn comm(&mut self, pid: i32, name: &[u8], exec: bool) {
+        if self.named {
+            return;
+        }
         if !exec && name == b"perf-exec" {
             self.forked.insert(pid);
         } else if exec && self.root.is_none() && self.forked.contains(&pid) {
@@ -46,7 +66,7 @@ impl WorkloadTree {
 
     /// Whether the file names no program (no `perf-exec` so far).
     pub(super) fn names_no_program(&self) -> bool {
-        self.forked.is_empty()
+        !self.named && self.forked.is_empty()
     }
 
     /// Whether process `pid`'s samples are the program's: a member of its tree, or any
@@ -60,6 +80,22 @@ impl WorkloadTree {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn named_roots_are_the_program_with_what_they_fork_and_nothing_else() {
+        let mut t = WorkloadTree::with_roots(&[500, 510]);
+        t.comm(30834, b"perf-exec", false);
+        t.comm(30834, b"pgbench", true);
+        t.fork(520, 500);
+        t.fork(521, 520);
+        t.fork(700, 30834);
+        for pid in [500, 510, 520, 521] {
+            assert!(t.holds(pid), "{pid}");
+        }
+        for pid in [30834, 700, 1] {
+            assert!(!t.holds(pid), "{pid}");
+        }
+    }
 
     #[test]
     fn the_program_is_perfs_child_after_its_exec_with_every_process_it_forks() {

@@ -207,6 +207,24 @@ fn assert_followed_into_the_backends(lab: &Lab, e: &Value) {
             "a cause ends at the socket's other end: {c}"
         );
     }
+    // The backends' CPU is shown by function, from the servers' own profile (`perf record
+    // -p`) beside the command's: functions of the postgres binary among them.
+    let by_function: Vec<&str> = e["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["parts"].as_array().into_iter().flatten())
+        .filter(|part| part["cause"]["what"] == "server-cpu")
+        .flat_map(|part| part["cause"]["evidence"].as_array().into_iter().flatten())
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        by_function
+            .iter()
+            .any(|l| l.starts_with("the servers' profile"))
+            && by_function.iter().any(|l| l.contains(" (postgres), ")),
+        "the servers' CPU by function: {by_function:?}"
+    );
     // Where the clients waited for a CPU, the backends holding it are named as the server.
     for c in causes(e).iter().filter(|c| c["kind"] == "run_queue") {
         let held: Vec<&str> = c["held_by"]
