@@ -845,6 +845,11 @@ pub struct OffCpuSite {
     pub via: Option<ChainVia>,
 }
 
+/// The `kind` of a followed site where the server's thread was on a CPU.
+pub const SERVER_CPU: &str = "server-cpu";
+/// The `kind` of a followed site where the server's thread waited for a CPU.
+pub const SERVER_RUNQ: &str = "server-runq";
+
 /// Where a site's waits were followed from: a server, and the workers' own wait.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ChainVia {

@@ -41,8 +41,10 @@ pub fn cause_label(c: &Cause) -> String {
         // caller.
         CauseKind::Blocking if c.what == "unsampled" => format!("blocked in {}", c.object),
         // A server's time on or waiting for a CPU, that workers waited for.
-        CauseKind::Blocking if c.what == "server-cpu" => "its CPU".to_string(),
-        CauseKind::Blocking if c.what == "server-runq" => "its wait for a CPU".to_string(),
+        CauseKind::Blocking if c.what == model::record::SERVER_CPU => "its CPU".to_string(),
+        CauseKind::Blocking if c.what == model::record::SERVER_RUNQ => {
+            "its wait for a CPU".to_string()
+        }
         CauseKind::Blocking => format!("blocked in {} ({}){}", c.object, c.what, from(&c.caller)),
         CauseKind::KernelSpin => {
             format!("spinning{} ({}){}", on(&c.object), c.what, from(&c.caller))

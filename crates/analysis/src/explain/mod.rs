@@ -248,7 +248,7 @@ fn point(
     {
         for part in parts
             .iter_mut()
-            .filter(|p| p.cause.via.is_some() && p.cause.what == SERVER_CPU)
+            .filter(|p| p.cause.via.is_some() && p.cause.what == model::record::SERVER_CPU)
         {
             part.cause.evidence.extend(functions.iter().cloned());
         }
@@ -293,10 +293,6 @@ fn point(
         syscalls: profile.map(syscalls_of).unwrap_or_default(),
     })
 }
-
-/// What a followed wait's site is when the server thread was on a CPU (the off-CPU trace's
-/// `server-cpu`).
-const SERVER_CPU: &str = "server-cpu";
 
 /// Functions the servers' profile shows under their CPU as evidence, at most.
 const SERVER_FUNCTIONS: usize = 6;

@@ -558,11 +558,6 @@ fn summarise(
 /// waited for it.
 type SiteKey = (Cause, Option<ChainVia>);
 
-/// The kind of the site holding a server's CPU time that workers waited for.
-pub(crate) const SERVER_CPU: &str = "server-cpu";
-/// The kind of the site holding a server's wait for a CPU that workers waited for.
-pub(crate) const SERVER_RUNQ: &str = "server-runq";
-
 /// Charges worker episode `e` (its `blocked` time in the window, standing for `stands_for`),
 /// whose own cause is `waited`, to the ends its chain `reached`; returns the time charged.
 fn followed(
@@ -582,7 +577,7 @@ fn followed(
         let (cause, woken, longest) = match r.end {
             chain::End::Cpu => (
                 Cause {
-                    kind: SERVER_CPU.into(),
+                    kind: model::record::SERVER_CPU.into(),
                     object: "on a CPU".into(),
                     caller: String::new(),
                 },
@@ -591,7 +586,7 @@ fn followed(
             ),
             chain::End::RunQueue => (
                 Cause {
-                    kind: SERVER_RUNQ.into(),
+                    kind: model::record::SERVER_RUNQ.into(),
                     object: "waiting for a CPU".into(),
                     caller: String::new(),
                 },
