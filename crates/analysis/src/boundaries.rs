@@ -11,9 +11,9 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::env::CpuTopology;
-use crate::record::Pin;
+use model::env::CpuTopology;
 use model::placement::order_for;
+use model::record::Pin;
 
 /// A boundary a sweep crosses, named by what the first task past it gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -122,7 +122,7 @@ pub fn default_points(topology: &CpuTopology) -> Vec<u32> {
     if threads == 0 {
         return vec![1];
     }
-    let most_cores = |key: &dyn Fn(&crate::env::CpuPlace) -> Option<u32>| -> Option<u32> {
+    let most_cores = |key: &dyn Fn(&model::env::CpuPlace) -> Option<u32>| -> Option<u32> {
         let mut cores: std::collections::HashMap<u32, HashSet<u32>> = Default::default();
         for p in &places {
             cores.entry(key(p)?).or_default().insert(p.core);

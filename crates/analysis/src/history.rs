@@ -10,10 +10,10 @@ use serde::Serialize;
 use stats::{ChangePoint, ChangePointOptions};
 
 use crate::AnalysisError;
-use crate::csv_rows;
-use crate::limits::{MAX_LABEL_CHARS, check_length};
-use crate::record::RunData;
 use crate::summary::{PointSummary, summarize};
+use model::csv_rows;
+use model::limits::{MAX_LABEL_CHARS, check_length};
+use model::record::RunData;
 
 /// A metric a series can follow, and which way is better.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,7 +104,7 @@ impl Metric {
         text: &str,
         runs: &[R],
     ) -> Result<Metric, AnalysisError> {
-        let reported = text.strip_prefix(crate::record::METRIC_PARAM);
+        let reported = text.strip_prefix(model::record::METRIC_PARAM);
         if reported.is_none()
             && let Ok(m) = Metric::parse(text)
         {
@@ -121,7 +121,7 @@ impl Metric {
         if let Some(spec) = spec {
             return Ok(Metric::Reported {
                 name: spec.name,
-                higher_is_better: spec.direction == crate::record::Direction::Higher,
+                higher_is_better: spec.direction == model::record::Direction::Higher,
             });
         }
         let mut printed: Vec<String> = runs
@@ -408,7 +408,7 @@ fn label(run: &RunData) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{
+    use model::record::{
         Mode, Nanos, Pin, RunMeta, RunStatus, TrialMeasurement, TrialOutcome, TrialRecord,
     };
 
@@ -436,7 +436,7 @@ mod tests {
                 op_unit: String::new(),
                 mode: Mode::Threads,
                 pin: Pin::Cores,
-                membind: crate::record::Membind::FirstTouch,
+                membind: model::record::Membind::FirstTouch,
                 points: vec![2],
                 runs: 3,
                 duration: Nanos(1_000_000_000),

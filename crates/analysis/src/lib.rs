@@ -39,10 +39,3 @@ pub mod step;
 pub mod summary;
 
 pub use error::AnalysisError;
-
-// The model's modules under the names this crate has always used (`crate::record::RunData`).
-#[cfg(test)]
-use model::test_runs;
-use model::{
-    csv_rows, env, limits, number_text, record, safe_text, task_spec, timestamp, warnings,
-};

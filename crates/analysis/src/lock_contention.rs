@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::record::{LockContention, RunData};
+use model::record::{LockContention, RunData};
 
 /// Which side of the kernel boundary a lock lives on: kernel locks, or user (futex) locks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -381,8 +381,8 @@ pub fn what_grows(data: &RunData, sides: LockSides) -> Option<LockGrowth> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{LockReport, Nanos, TrialOutcome, TrialRecord};
-    use crate::test_runs;
+    use model::record::{LockReport, Nanos, TrialOutcome, TrialRecord};
+    use model::test_runs;
 
     fn contention(lock: &str, caller: &str, k: u64, total: u64) -> LockContention {
         LockContention {

@@ -14,9 +14,9 @@ use super::explain::{Explanation, explain};
 use super::history::History;
 use super::lock_contention::{LockSides, PointLocks, at_point};
 use super::profile::{GrowthReport, what_grows};
-use super::profile::{PointProfile, load_run};
+use super::profile::{PointProfile, load_if_profiled};
 use super::summary::{RunSummary, summarize};
-use crate::record::{RunData, RunMeta};
+use model::record::{RunData, RunMeta};
 
 /// Points on the drawn USL curve, from N = 1 to the largest N.
 const CURVE_STEPS: u32 = 60;
@@ -85,7 +85,7 @@ impl ReportData {
         };
         ReportData {
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
-            generated_at: crate::timestamp::now_rfc3339(),
+            generated_at: model::timestamp::now_rfc3339(),
             runs: runs.iter().map(RunReport::from_run).collect(),
             comparisons,
             history,
@@ -112,17 +112,9 @@ impl RunReport {
             .map(|p| f64::from(p.n))
             .fold(1.0, f64::max);
         let usl = usl_curve(run, &trials, max_n);
-        let profiled = run
-            .trials
-            .iter()
-            .any(|t| t.outcome.measurement().is_some_and(|m| m.profile.is_some()));
-        let (profiles, profile_error) = if profiled {
-            match load_run(run) {
-                Ok(points) => (points, None),
-                Err(e) => (Vec::new(), Some(e.to_string())),
-            }
-        } else {
-            (Vec::new(), None)
+        let (profiles, profile_error) = match load_if_profiled(run) {
+            Ok(points) => (points, None),
+            Err(e) => (Vec::new(), Some(e.to_string())),
         };
         let profile_growth = what_grows(&profiles);
         let locks = run
@@ -169,7 +161,7 @@ fn usl_curve(run: &RunData, trials: &[(f64, f64)], max_n: f64) -> Option<UslCurv
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_runs::run;
+    use model::test_runs::run;
 
     fn usl(n: f64) -> f64 {
         1000.0 * n / (1.0 + 0.05 * (n - 1.0) + 0.002 * n * (n - 1.0))

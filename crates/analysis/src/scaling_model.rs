@@ -19,10 +19,10 @@ use serde::Serialize;
 use stats::{Prediction, Sample, StatsError, UslFit, UslWarning, fit_usl};
 
 use crate::AnalysisError;
-use crate::csv_rows;
-use crate::number_text::{comma_list, plural};
-use crate::record::RunData;
-use crate::task_spec;
+use model::csv_rows;
+use model::number_text::{comma_list, plural};
+use model::record::RunData;
+use model::task_spec;
 
 /// Where the fitted points came from.
 #[derive(Debug, Clone, Serialize)]

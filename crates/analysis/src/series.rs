@@ -10,9 +10,9 @@
 use std::collections::BTreeMap;
 
 use crate::AnalysisError;
-use crate::number_text::plural;
-use crate::record::RunMeta;
-use crate::safe_text::printable;
+use model::number_text::plural;
+use model::record::RunMeta;
+use model::safe_text::printable;
 
 /// The runs of `workload` (`runs`, already of that workload, oldest first) that form its series
 /// for the parameters `wanted`: for a built-in workload, exactly those parameters; for `cmd`,
@@ -90,7 +90,7 @@ fn run_ids(ids: &[i64]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_runs::meta;
+    use model::test_runs::meta;
 
     fn command(id: i64, params: &[(&str, &str)]) -> RunMeta {
         let mut m = meta(id, "cmd", &[1]);

@@ -5,7 +5,7 @@
 //! means the main command.
 
 use crate::AnalysisError;
-use crate::record::{RunData, TrialOutcome};
+use model::record::{RunData, TrialOutcome};
 
 /// The name of the main command's step (`--cmd` itself).
 pub const MAIN_STEP: &str = "cmd";
@@ -72,7 +72,7 @@ pub fn select(run: &RunData, name: &str) -> Result<RunData, AnalysisError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{
+    use model::record::{
         LockReport, Nanos, ProfileRef, StepRecord, TrialMeasurement, TrialRecord, Usage,
     };
 
@@ -106,7 +106,7 @@ mod tests {
             ..TrialMeasurement::default()
         };
         let mut run = RunData {
-            meta: crate::test_runs::meta(1, "cmd", &[1]),
+            meta: model::test_runs::meta(1, "cmd", &[1]),
             trials: vec![TrialRecord {
                 n: 1,
                 index: 0,

@@ -9,9 +9,9 @@ use serde::Serialize;
 use stats::{Estimate, Sample};
 
 use super::boundaries::{BoundaryMark, crossings, marks};
-use crate::number_text::plural;
-use crate::record::{RunData, TrialMeasurement, TrialOutcome};
-use crate::warnings::Warning;
+use model::number_text::plural;
+use model::record::{RunData, TrialMeasurement, TrialOutcome};
+use model::warnings::Warning;
 
 /// Confidence level of point intervals.
 pub(crate) const LEVEL: f64 = 0.95;
@@ -177,10 +177,10 @@ pub struct RunSummary {
     /// The run's `--metric`s, the primary (X(N)) first; empty for a built-in or a command
     /// without them, whose X(N) is ops per second.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub metrics: Vec<crate::record::MetricSpec>,
+    pub metrics: Vec<model::record::MetricSpec>,
     /// The metric that is X(N), when one is (`None`: ops per second).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub primary: Option<crate::record::MetricSpec>,
+    pub primary: Option<model::record::MetricSpec>,
 }
 
 fn median(values: impl IntoIterator<Item = f64>) -> Option<f64> {
@@ -510,11 +510,11 @@ fn summarize_steps(ok: &[&TrialMeasurement]) -> Vec<StepSummary> {
         .iter()
         .map(|s| s.name.clone())
         .map(|name| {
-            let steps: Vec<&crate::record::StepRecord> = ok
+            let steps: Vec<&model::record::StepRecord> = ok
                 .iter()
                 .filter_map(|m| m.steps.iter().find(|s| s.name == name))
                 .collect();
-            let med = |f: &dyn Fn(&crate::record::StepRecord) -> f64| {
+            let med = |f: &dyn Fn(&model::record::StepRecord) -> f64| {
                 median(steps.iter().map(|s| f(s))).unwrap_or(f64::NAN)
             };
             StepSummary {

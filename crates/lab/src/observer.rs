@@ -1,5 +1,5 @@
 //! The observer seam: what watches a trial's tasks implements, so that the runner opens,
-//! drains and finishes every one of them through one list ([`crate::observers::Observers`])
+//! drains and finishes every one of them through one list ([`crate::observer_list::Observers`])
 //! without naming any: the profile (`--profile`), the lock trace (`--locks`) and the off-CPU
 //! trace (`--offcpu`).
 //!
@@ -14,7 +14,7 @@
 //! fields are the trial record's (`TrialMeasurement::profile`, `::locks`, `::offcpu`).
 //!
 //! Adding an observer: its own module implements [`Observer`], [`Observed`] gets its report's
-//! field, and [`crate::observers::Observers::open`] opens it from the trial's request; the
+//! field, and [`crate::observer_list::Observers::open`] opens it from the trial's request; the
 //! record type, the store's column and the renderer follow the report.
 
 use std::path::{Path, PathBuf};

@@ -18,14 +18,6 @@ pub enum TracerChoice {
     Perf,
 }
 
-/// The tracer [`TracerChoice`] opened: the in-kernel one `K`, or the perf one `P` it chose or
-/// fell back to.
-#[derive(Debug)]
-pub(crate) enum Chosen<K, P> {
-    Kernel(Box<K>),
-    Perf(Box<P>),
-}
-
 /// What a tracing option says when it opens its tracers: `fallback`, the note when the kernel
 /// tracer fell back (the error follows), and `unavailable`, when neither opened.
 pub(crate) struct OpenNotes {
@@ -36,22 +28,26 @@ pub(crate) struct OpenNotes {
 impl TracerChoice {
     /// Opens the chosen tracer: `kernel()` first when it is [`TracerChoice::Kernel`], falling
     /// back to `perf()` with a note saying why; when neither opens, a note and `None` (the trial
-    /// runs untraced).
+    /// runs untraced). Either is held behind [`perf::Tracer`]: callers never ask which opened.
     pub(crate) fn open<K, P, E: std::fmt::Display>(
         self,
         kernel: impl FnOnce() -> Result<K, E>,
         perf: impl FnOnce() -> Result<P, E>,
         says: OpenNotes,
         notes: &mut Vec<String>,
-    ) -> Option<Chosen<K, P>> {
+    ) -> Option<Box<dyn perf::Tracer<Trace = K::Trace>>>
+    where
+        K: perf::Tracer + 'static,
+        P: perf::Tracer<Trace = K::Trace> + 'static,
+    {
         if self == TracerChoice::Kernel {
             match kernel() {
-                Ok(t) => return Some(Chosen::Kernel(Box::new(t))),
+                Ok(t) => return Some(Box::new(t)),
                 Err(e) => notes.push(format!("{}: {e}", says.fallback)),
             }
         }
         match perf() {
-            Ok(t) => Some(Chosen::Perf(Box::new(t))),
+            Ok(t) => Some(Box::new(t)),
             Err(e) => {
                 notes.push(format!("{}: {e}", says.unavailable));
                 None
@@ -60,10 +56,10 @@ impl TracerChoice {
     }
 }
 
-/// A debug build's `SCALELAB_TEST_COLD_TRACERS`: the in-kernel tracers are opened as they were
-/// before a 16-vCPU guest showed them losing records — chains written from their open with
-/// nothing read ahead, the ring at [`COLD_RING_BYTES`], the rate never lowered and every drain
-/// whole — so that the tests show what that lost on a slow machine. A release build never does.
+/// A debug build's `SCALELAB_TEST_COLD_TRACERS`: the in-kernel tracers are opened cold —
+/// chains written from their open with nothing read ahead, the ring at [`COLD_RING_BYTES`], the
+/// rate never lowered and every drain whole — so that the tests show what that loses on a slow
+/// machine (docs/notes/tracing.md). A release build never does.
 pub(crate) fn cold_for_tests() -> bool {
     cfg!(debug_assertions) && std::env::var_os("SCALELAB_TEST_COLD_TRACERS").is_some()
 }

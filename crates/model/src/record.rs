@@ -47,8 +47,7 @@ impl fmt::Display for Mode {
 /// CPU placement policy for tasks: which CPU task i runs on (see `runner::placement`).
 ///
 /// Stored and exported as its text (`cores`, `compact`, `spread-nodes`, `none`, or a CPU list
-/// such as `0,2,4-7`); runs recorded before issue 16 said `auto` or `core`, which read as
-/// [`Pin::Cores`], the placement they asked for.
+/// such as `0,2,4-7`); `auto` and `core`, found in older records, read as [`Pin::Cores`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(into = "String", try_from = "String")]
 pub enum Pin {
@@ -269,7 +268,7 @@ pub struct RunMeta {
     pub mode: Mode,
     /// How tasks were pinned.
     pub pin: Pin,
-    /// Where the tasks' memory came from (`first-touch` for runs from before it was kept).
+    /// Where the tasks' memory came from (`first-touch` when absent from the record).
     #[serde(default)]
     pub membind: Membind,
     /// The task counts of the sweep, in execution order.
@@ -464,11 +463,11 @@ pub struct TrialMeasurement {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offcpu: Option<OffCpuReport>,
     /// What the harness itself cost in this trial (built-in workloads; `None` for commands and
-    /// runs stored before it was measured).
+    /// when absent from the record).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harness: Option<HarnessCost>,
     /// The command's own figures (`--metric`), and which of them is X(N); `None` for a
-    /// built-in, a command without `--metric`, and runs stored before metrics existed.
+    /// built-in, a command without `--metric`, and when absent from the record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reported: Option<Reported>,
 }
@@ -507,8 +506,8 @@ pub struct HarnessCost {
     /// From the window's end to the last task joined or reaped.
     pub stop: Nanos,
     /// Whether the sampler ran at real-time priority (`SCHED_FIFO`), so that it opened and
-    /// closed the window on time however many tasks were runnable; `None` in records from
-    /// before this was kept.
+    /// closed the window on time however many tasks were runnable; `None` when absent from
+    /// the record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampler_realtime: Option<bool>,
     /// For the first trial at each N of a run with lock or off-CPU traces (built-in workloads):
@@ -526,13 +525,13 @@ pub struct UntracedReference {
     pub window: Nanos,
     /// Ops of all its tasks inside the window.
     pub ops: u64,
-    /// Context switches of its tasks inside the window, voluntary and forced (`None`: a
-    /// record from before this was kept): how often a per-task profile would have been
+    /// Context switches of its tasks inside the window, voluntary and forced (`None` when
+    /// absent from the record): how often a per-task profile would have been
     /// stopped and restarted, which decides where the traced trials' profile samples
     /// (`--profile-scope auto`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub switches: Option<u64>,
-    /// Its tasks' usage over the window (`None`: a record from before this was kept): how often
+    /// Its tasks' usage over the window (`None` when absent from the record): how often
     /// they blocked (voluntary switches) and how long they were off a CPU without the
     /// measuring, which the traced trials' are read against (the measuring's interruptions can
     /// lengthen a lock's hold and so make the tasks wait more, not only run slower).
@@ -576,7 +575,7 @@ pub struct ProfileRef {
     pub frequency: u32,
     /// The thread ids of a built-in trial's tasks: the profile keeps their samples only (the
     /// trial child's sampler and tracer threads are scalelab's). Empty for a command's profile
-    /// (its whole process tree is the workload) and for runs recorded before this was kept.
+    /// (its whole process tree is the workload) and when absent from the record.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub threads: Vec<u32>,
     /// The thread ids of the tasks' partners (pipe_pingpong's echo threads or processes), which
@@ -588,7 +587,7 @@ pub struct ProfileRef {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partner_on_cpu: Option<Nanos>,
     /// Sampled on every CPU (`perf record -a`), the program's own samples kept when reading,
-    /// rather than following its tasks (`--profile-scope`); false for runs recorded before.
+    /// rather than following its tasks (`--profile-scope`); false when absent from the record.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub every_cpu: bool,
     /// The servers' profile beside it, in the same folder: `perf record -a` (every CPU, the
@@ -612,7 +611,7 @@ pub struct LockReport {
     /// Records the kernel dropped (ring buffer full); a report with losses says so.
     pub lost_records: u64,
     /// Futex wait entries the trace read over the whole trace, of every traced process
-    /// (`None`: no user-lock trace, or a record from before this was kept).
+    /// (`None`: no user-lock trace, or absent from the record).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub futex_waits_seen: Option<u64>,
     /// The same the kernel counted (a counting event no full ring buffer can lose): with
@@ -644,7 +643,7 @@ pub struct LockSampling {
     /// The tracer's own BPF programs' time in the trial's threads' context inside the window,
     /// summed (estimated from a timed sample of their runs; the kernel counts it as the
     /// threads' system CPU, and a cpu-clock profile cannot see it): the measuring's cost
-    /// (`None`: a record from before this was kept).
+    /// (`None` when absent from the record).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub programs_time: Option<Nanos>,
     /// The lowest sampled waits a second per CPU the tracer was lowered to because its drain
@@ -694,7 +693,7 @@ pub struct OffCpuReport {
     /// Records the kernel dropped (ring buffer full); a report with losses says so.
     pub lost_records: u64,
     /// The part of [`OffCpuReport::total`] from episodes no wake-up record ended (`None`: every
-    /// episode's wake-up was traced, or a record from before this was kept).
+    /// episode's wake-up was traced, or absent from the record).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unwoken: Option<UnwokenEpisodes>,
     /// CPUs whose kernel recorded nothing while they idled ([`perf::IdleCpu::silent`]: they went
@@ -704,23 +703,23 @@ pub struct OffCpuReport {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub silent_idle_cpus: Vec<u32>,
     /// A command's threads by role and name over the window (empty for a built-in, whose
-    /// tasks are its workers, and in records from before threads were accounted). With them,
+    /// tasks are its workers, and when absent from the record). With them,
     /// [`OffCpuReport::total`] and the sites are the workers' alone.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub threads: Vec<ThreadGroup>,
     /// How the call chains were sampled, when the in-kernel tracer recorded a sample of the
-    /// episodes (`None`: every episode was recorded, or a record from before sampling).
+    /// episodes (`None`: every episode was recorded, or absent from the record).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampling: Option<OffCpuSampling>,
     /// The tasks' (a command's workers') time on a CPU that the hypervisor took (steal) inside
     /// the window, summed: the kernel counts it neither as CPU time nor as a wait for a CPU, so
     /// the accounting's off-CPU residual holds it, and it is not blocked time (not in
-    /// [`OffCpuReport::total`]). Measured by the in-kernel tracer (each thread's wall-clock
-    /// time on a CPU less its CPU time); `None` from the perf tracer and in older records.
+    /// [`OffCpuReport::total`]). Read by the in-kernel tracer (each thread's wall-clock time on
+    /// a CPU less its CPU time); `None` from the perf tracer and when absent from the record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stolen: Option<Nanos>,
     /// Who held the CPUs while the counted threads waited for one, inside the window, most
-    /// first (the in-kernel tracer; empty from the perf tracer and in older records).
+    /// first (the in-kernel tracer; empty from the perf tracer and when absent from the record).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runq_holders: Vec<RunqHolder>,
     /// Caveats: missing tracepoints, truncated stacks, permission limits.
@@ -772,7 +771,7 @@ pub struct OffCpuSampling {
     /// The tracer's own BPF programs' time in the trial's threads' context inside the window,
     /// summed (estimated from a timed sample of their runs; the kernel counts it as the
     /// threads' system CPU, and a cpu-clock profile cannot see it): the measuring's cost
-    /// (`None`: a record from before this was kept).
+    /// (`None` when absent from the record).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub programs_time: Option<Nanos>,
     /// The lowest sampled episodes a second per CPU the tracer was lowered to because its
@@ -792,8 +791,8 @@ pub struct SiteSample {
     pub error: Nanos,
 }
 
-/// Blocking episodes whose wake-up the kernel traced no `sched_wakeup` record of (seen on this
-/// project's KVM guest for I/O waits of a task on the CPU taking the disk's interrupts): they
+/// Blocking episodes whose wake-up the kernel traced no `sched_wakeup` record of (such as I/O
+/// waits of a task on a CPU that takes the disk's interrupts; docs/notes/tracing.md): they
 /// end at the task's switch-in, so their time includes the wait for a CPU after the wake-up,
 /// which the run-queue delay counts too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -830,7 +829,7 @@ pub struct OffCpuSite {
     /// The longest single episode.
     pub max: Nanos,
     /// What ended these waits (a command's: a lock hand-off, an I/O completion, a timer, an
-    /// exit…), most time first; empty for a built-in and in older records.
+    /// exit…), most time first; empty for a built-in and when absent from the record.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub woken_by: Vec<WokenShare>,
     /// With sampled call chains: the episodes recorded and the sampling error of `total`
@@ -980,7 +979,7 @@ pub struct Usage {
     /// Time the tasks spent runnable but waiting for a CPU over the window (run-queue delay:
     /// each task's share of its own span, from `/proc/thread-self/schedstat`, times the window;
     /// at most N × window); `None` where it was not measured (external commands, kernels
-    /// without CONFIG_SCHED_INFO, runs stored before it was).
+    /// without CONFIG_SCHED_INFO, or absent from the record).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_delay: Option<Nanos>,
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-// scalelab's in-kernel lock tracing (issue 32), loaded by crates/perf/src/bpf_locks.rs.
+// scalelab's in-kernel lock tracing (issue 32), loaded by crates/perf/src/locks/bpf.rs.
 //
 // Every wait is timed and summed here, in the kernel: a kernel lock's from `contention_begin`
 // to `contention_end`; a futex wait's, as user space chooses (`futex_sleeps`), either from

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-// scalelab's in-kernel off-CPU tracing (issue 32), loaded by crates/perf/src/bpf_offcpu.rs.
+// scalelab's in-kernel off-CPU tracing (issue 32), loaded by crates/perf/src/offcpu/bpf.rs.
 //
 // A thread's time is the kernel's own accounting: its CPU time (se.sum_exec_runtime) and its
 // wait for a CPU (sched_info.run_delay), read here at its exit and from /proc/PID/task/TID/

@@ -7,7 +7,7 @@
 // Two clock reads a run would add to the cheapest runs a fifth of their cost, so most runs are
 // only counted: about 1 in 16 is picked and timed, and every run that walked a call chain or
 // copied a stack (microseconds, 1 in k) is timed too. User space estimates the sum: the walks'
-// time, plus the picked runs' mean × the other runs (crates/perf/src/self_cost.rs). The pick
+// time, plus the picked runs' mean × the other runs (crates/perf/src/bpf/self_cost.rs). The pick
 // is the count's Weyl sequence (count × the golden ratio, its top 4 bits 0), not every 16th:
 // a CPU's runs come in patterns (a waking, a switch, a waking …) that every 16th run would
 // sample in one phase only. A run in a context that is not a traced thread's (a waking from an

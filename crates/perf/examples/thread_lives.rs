@@ -2,7 +2,7 @@
 //! under [`perf::OffCpuTracer`] (drained every 10 ms, as a trial does) while a side thread reads
 //! every thread's `/proc/PID/task/TID/schedstat` (run time, run-queue wait) every 5 ms, and
 //! prints per thread the trace's on-CPU and run-queue time against schedstat's last reading
-//! (bench/thread-accounting runs it on real programs).
+//! (no bench runs it: `cargo run -p scalelab-perf --example thread_lives -- CMD` by hand).
 //!
 //! usage: thread_lives CMD [ARGS…]
 

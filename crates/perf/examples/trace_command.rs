@@ -1,4 +1,4 @@
-//! A direct lock-tracer harness for benchmarks (bench/locks-overhead): runs a command under
+//! A direct lock-tracer harness for benchmarks (bench/overhead/locks-overhead): runs a command under
 //! [`perf::LockTracer`] (futex waits, with user stacks unwound), draining every 10 ms as a
 //! trial does, and prints the command's stdout, then on stderr the waits traced, how many
 //! were unwound through a frame named `take_the_lock`, and the records lost.

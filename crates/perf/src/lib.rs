@@ -17,42 +17,28 @@
 //! never silently zero: it carries a [`PerfError`] text naming the event, the errno and the fix.
 #![warn(missing_docs, unreachable_pub)]
 
-mod bpf_load;
-mod bpf_locks;
-mod bpf_offcpu;
-mod bpf_offcpu_records;
-mod drain_pace;
-mod event;
-mod idle_probe;
-mod inherited;
-mod inherited_group;
-mod lock_events;
-mod lock_tracer;
-mod mapping_stream;
-mod offcpu_events;
-mod offcpu_tracer;
-mod pairing_engine;
-mod self_cost;
-mod thread_timeline;
-mod trace_ring;
-mod trace_stream;
-mod trace_throughput;
-mod tracefs;
+mod bpf;
+mod counters;
+mod locks;
+mod offcpu;
+mod trace;
+mod tracer;
 
-pub use bpf_locks::{BpfLockConfig, BpfLockTracer, FutexTiming};
-pub use bpf_offcpu::{BpfOffCpuConfig, BpfOffCpuTracer};
-pub use bpf_offcpu_records::SamplingTally;
-pub use event::{CounterReading, HwEvent};
-pub use idle_probe::{IdleProbe, probe_idle_tracing};
-pub use inherited::InheritedCounters;
-pub use lock_events::{FutexWait, KernelWait, LockSamplingTally, LockTotal, LockTrace};
-pub use lock_tracer::{FUTEX_FLAG_BITS, LockTraceConfig, LockTracer};
-pub use offcpu_events::{
+pub use bpf::self_cost::ProgramRuns;
+pub use counters::event::{CounterReading, HwEvent};
+pub use counters::inherited::InheritedCounters;
+pub use locks::bpf::{BpfLockConfig, BpfLockTracer, FutexTiming};
+pub use locks::events::{FutexWait, KernelWait, LockSamplingTally, LockTotal, LockTrace};
+pub use locks::perf::{FUTEX_FLAG_BITS, LockTraceConfig, LockTracer};
+pub use offcpu::bpf::{BpfOffCpuConfig, BpfOffCpuTracer};
+pub use offcpu::events::{
     BlockedEpisode, IdleCpu, OffCpuTrace, RunqHolder, ThreadLife, Waker, WakerName,
 };
-pub use offcpu_tracer::{OffCpuTraceConfig, OffCpuTracer};
-pub use self_cost::ProgramRuns;
-pub use trace_ring::record_ring_bytes;
+pub use offcpu::idle_probe::{IdleProbe, probe_idle_tracing};
+pub use offcpu::perf::{OffCpuTraceConfig, OffCpuTracer};
+pub use offcpu::sampling::SamplingTally;
+pub use trace::ring::record_ring_bytes;
+pub use tracer::Tracer;
 // The offline side, re-exported so that the engine names one `perf` (the analysis depends on
 // `perf_read` alone).
 pub use perf_read::{

@@ -8,6 +8,7 @@ use analysis::explain::Explanation;
 use model::record::ThreadRole;
 use model::safe_text::printable;
 
+use crate::explain_text::Detail;
 use crate::grid::Grid;
 use crate::number_format::duration;
 use crate::printer::Printer;
@@ -31,10 +32,11 @@ pub fn workers_cell(workers: &[u32]) -> String {
     }
 }
 
-/// The threads table and the rule behind each role; nothing for a run without them.
-pub fn write(out: &mut Printer<'_>, e: &Explanation) -> io::Result<()> {
+/// The threads table and the rule behind each role (one line of them at [`Detail::Brief`]);
+/// nothing for a run without them. True when the rules were shortened.
+pub fn write(out: &mut Printer<'_>, e: &Explanation, detail: Detail) -> io::Result<bool> {
     if e.points.iter().all(|p| p.threads.is_empty()) {
-        return Ok(());
+        return Ok(false);
     }
     writeln!(out)?;
     let has = |role| {
@@ -96,6 +98,13 @@ pub fn write(out: &mut Printer<'_>, e: &Explanation) -> io::Result<()> {
         }
     }
     out.table(&t)?;
+    if detail == Detail::Brief {
+        writeln!(
+            out,
+            "  a worker's waits are causes; the other roles' waiting is shown here only"
+        )?;
+        return Ok(true);
+    }
     roles.sort();
     for r in roles {
         writeln!(out, "  {}: {}", r.name(), r.rule())?;
@@ -103,5 +112,6 @@ pub fn write(out: &mut Printer<'_>, e: &Explanation) -> io::Result<()> {
     writeln!(
         out,
         "  a worker's waits are causes, except its waits for what it started (their own time holds those); a supervising or idle thread's waiting is shown here only, never a cause, and its CPU stays in the accounting"
-    )
+    )?;
+    Ok(false)
 }

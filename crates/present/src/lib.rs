@@ -11,7 +11,7 @@
 //! - [`queue_table`]: the lab's job queue and its agents (`queue`).
 //! - [`lock_table`]: the lock table at one N and what grows (`locks`).
 //! - [`explain_table`] and [`explain_threads`]: the accounted answer (`explain`), and a
-//!   command's threads by role.
+//!   command's threads by role; [`explain_text`]: its words, which the HTML report shares.
 //! - [`history_table`]: a metric across runs with change points (`history`).
 //! - [`bisect_text`]: a bisection's steps and its answer (`bisect`).
 //! - [`flame_graph`]: interactive SVG flame graphs (`profile --flamegraph`, the HTML report).
@@ -19,13 +19,10 @@
 //! - [`dashboard`]: the pages of `serve` the report has not (runs, history index).
 //! - [`run_list`]: the stored runs, one line each (`ls`).
 //! - [`comparison_csv`]: a comparison as CSV, one row per N (`compare --format csv`).
-//! - [`Printer`]: the output seam — every table module above writes lines and tables to a
-//!   printer, which writes them as text, Markdown or CSV ([`Format`]).
-//! - [`palette`] and [`TextOptions`]: colour (`--color`, `NO_COLOR`) and the width tables fit
-//!   in (`--wide`, `COLUMNS`, the terminal); Markdown renderings sit beside each table's text.
+//! - [`Printer`] ([`Format`]), [`palette`], [`TextOptions`]: the output seam every table writes
+//!   to (text, Markdown or CSV), colour (`--color`, `NO_COLOR`) and width (`--wide`, `COLUMNS`).
 //!
-//! JSON needs no renderer: the binary writes the analysis results themselves with
-//! `model::safe_text::write_json`.
+//! JSON needs no renderer: the binary writes the analysis results with `model::safe_text`.
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
@@ -35,6 +32,7 @@ pub mod comparison_table;
 pub mod dashboard;
 mod error;
 pub mod explain_table;
+pub mod explain_text;
 pub mod explain_threads;
 pub mod flame_graph;
 mod grid;

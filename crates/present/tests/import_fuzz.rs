@@ -1,5 +1,5 @@
 //! CI's fuzzing of JSON import: 2,000 seeded mutations of a valid export, each read with
-//! [`read_export`] and, when accepted, imported, summarised, printed and exported again — every
+//! [`read_export`] and, when accepted, imported, summarized, printed and exported again — every
 //! step either succeeds or returns an error; nothing panics. It lives beside the presentation
 //! because its path ends in the terminal tables (`lab` cannot print; this crate can import).
 //!
@@ -17,11 +17,11 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 
-use lab::analysis::summary::summarize;
-use lab::store::{Store, export_csv, export_json, read_export};
+use analysis::summary::summarize;
 use lab::test_runs::importable_export;
 use present::TextOptions;
 use present::run_table::{write_run, write_run_markdown};
+use store::{Store, export_csv, export_json, read_export};
 
 const CASES: u64 = 2_000;
 const SEED: u64 = 0x1a_b0a7;

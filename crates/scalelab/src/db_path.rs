@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use lab::store::{Location, Store};
+use store::{Location, Store};
 
 /// The store `--db`/`SCALELAB_DB` names, or the default file.
 pub fn resolve(explicit: Option<&Path>) -> Result<Location> {

@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 use clap::FromArgMatches;
-use lab::TaskSpec;
+use model::task_spec::TaskSpec;
 
-use crate::cli::{Cli, Command};
-use crate::command_line;
+use crate::arguments::{Cli, Command};
+use crate::clap_command;
 
 /// The tags an agent puts on a job's runs.
 pub const JOB_TAG: &str = "job";
@@ -86,7 +86,7 @@ pub fn check(args: &[String]) -> Result<CheckedJob> {
         bail!("a job starts with its command (`run` or `ab`), not with the option `{first}`");
     }
     let argv = std::iter::once("scalelab".to_owned()).chain(args.iter().cloned());
-    let matches = match command_line::command().try_get_matches_from(argv) {
+    let matches = match clap_command::command().try_get_matches_from(argv) {
         Ok(m) => m,
         Err(e) => {
             let misplaced = args
@@ -171,7 +171,7 @@ pub fn check(args: &[String]) -> Result<CheckedJob> {
         None => 1,
     };
     lab::check_runs(lab::Field::Runs, length.trials, points)?;
-    if length.trial > lab::MAX_DURATION.as_duration() * 2 {
+    if length.trial > model::limits::MAX_DURATION.as_duration() * 2 {
         bail!(
             "a trial of the job lasts longer than a run may (--duration and --warmup: 1 week each at most)"
         );

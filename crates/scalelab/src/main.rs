@@ -1,16 +1,17 @@
 //! The `scalelab` binary: parses arguments, dispatches to one command module each, and turns
 //! errors into `error: …` on stderr with exit status 2 (1 is reserved for "regression found",
-//! 130 for a run stopped by Ctrl-C or SIGTERM; `help::TOP` lists them).
+//! 130 for a run stopped by Ctrl-C or SIGTERM; `help_text::TOP` lists them).
 
-mod cli;
-mod command_line;
+mod arguments;
+mod clap_command;
 mod commands;
 mod db_path;
-mod help;
+mod help_text;
 mod job_args;
 mod measure;
 mod output;
 mod progress;
+mod queue_lines;
 mod stdout;
 mod stop_signal;
 
@@ -21,10 +22,10 @@ use clap::FromArgMatches;
 fn main() -> ExitCode {
     // clap's own errors and help come before `--color` is parsed: it is read from argv first.
     let color = output::clap_color(std::env::args_os());
-    let matches = command_line::command().color(color).get_matches();
-    let cli = match cli::Cli::from_arg_matches(&matches) {
+    let matches = clap_command::command().color(color).get_matches();
+    let cli = match arguments::Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
-        Err(err) => err.format(&mut command_line::command().color(color)).exit(),
+        Err(err) => err.format(&mut clap_command::command().color(color)).exit(),
     };
     output::init(cli.color.into(), cli.wide);
     match commands::dispatch(cli) {
@@ -35,7 +36,7 @@ fn main() -> ExitCode {
             eprintln!(
                 "{} {}",
                 output::stderr().error(),
-                lab::safe_text::printable_lines(&text)
+                model::safe_text::printable_lines(&text)
             );
             ExitCode::from(2)
         }
@@ -48,7 +49,7 @@ fn in_flag_terms(err: &anyhow::Error) -> String {
     err.chain()
         .map(|e| match e.downcast_ref::<lab::LabError>() {
             Some(lab::LabError::Invalid { field, reason }) => {
-                format!("{}: {reason}", cli::flag(*field))
+                format!("{}: {reason}", arguments::flag(*field))
             }
             _ => e.to_string(),
         })

@@ -7,11 +7,12 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result, bail};
+use lab::RunConfig;
 use lab::lifecycle::{Helpers, Progress, Session};
-use lab::record::{Nanos, RunData, TrialOutcome};
 use lab::runner::{CommandSpec, OpsSource};
-use lab::store::Store;
-use lab::{RunConfig, TaskSpec};
+use model::record::{Nanos, RunData, TrialOutcome};
+use model::task_spec::TaskSpec;
+use store::Store;
 
 use crate::db_path;
 
@@ -63,7 +64,7 @@ pub struct CommandRun<'a> {
     pub ops: OpsSource,
     pub timeout: Option<Nanos>,
     /// `--metric`s, the primary first, and whether X(N) stays ops per second instead.
-    pub metrics: (Vec<lab::record::MetricSpec>, bool),
+    pub metrics: (Vec<model::record::MetricSpec>, bool),
     /// `--server`, `--ready`, `--attach`, `--server-cpus`.
     pub system: lab::runner::SystemSpec,
 }
@@ -149,9 +150,7 @@ impl Bench {
             progress,
             db_file: &self.db_file,
             // A `--db postgres://user:password@…` is stored without its password.
-            command_line: lab::store::redact_secrets(
-                &std::env::args().collect::<Vec<_>>().join(" "),
-            ),
+            command_line: store::redact_secrets(&std::env::args().collect::<Vec<_>>().join(" ")),
             helpers: Some(&self.helpers),
         }
     }

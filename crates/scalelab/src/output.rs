@@ -61,7 +61,7 @@ pub fn print_result<T: serde::Serialize>(
 ) -> anyhow::Result<()> {
     let mut out = crate::stdout::stdout();
     match chosen {
-        Chosen::Json => lab::safe_text::write_json(&mut out, value)?,
+        Chosen::Json => model::safe_text::write_json(&mut out, value)?,
         Chosen::Printed(format) => {
             let mut p = printer(&mut out, format);
             write(&mut p)?;

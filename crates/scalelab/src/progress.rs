@@ -6,9 +6,9 @@ use std::io::IsTerminal;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use lab::lifecycle::{Progress, Replan, TrialLabel, failure};
-use lab::number_text::percent;
-use lab::record::TrialRecord;
-use lab::safe_text::{printable, printable_lines};
+use model::number_text::percent;
+use model::record::TrialRecord;
+use model::safe_text::{printable, printable_lines};
 
 /// Progress on stderr for a terminal user.
 #[derive(Debug)]

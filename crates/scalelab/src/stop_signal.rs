@@ -16,7 +16,7 @@ pub const GRACE: Duration = Duration::from_secs(5);
 
 /// Installs the handlers: returns the flag Ctrl-C and SIGTERM raise. With `interrupter` (a
 /// PostgreSQL store), a thread cancels its statement still waiting [`GRACE`] after the signal.
-pub fn install(interrupter: Option<lab::store::Interrupter>) -> Result<Arc<AtomicBool>> {
+pub fn install(interrupter: Option<store::Interrupter>) -> Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&stop))
@@ -34,7 +34,7 @@ pub fn install(interrupter: Option<lab::store::Interrupter>) -> Result<Arc<Atomi
 
 /// Waits for the stop flag, then cancels a statement that outlasts the grace; ends with the
 /// process.
-fn watch(stop: &AtomicBool, interrupter: &lab::store::Interrupter) {
+fn watch(stop: &AtomicBool, interrupter: &store::Interrupter) {
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(100));
     }

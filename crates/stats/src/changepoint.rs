@@ -10,35 +10,19 @@
 //!    repeatedly take the split `τ` (with right end `κ`) that maximises the E-divisive
 //!    statistic `Q̂(X, Y) = 2/(n+m)·Σ|Xᵢ−Yⱼ| − 2m/((n+m)(n−1))·Σᵢ<ₖ|Xᵢ−Xₖ| − 2n/((n+m)(m−1))·Σⱼ<ₗ|Yⱼ−Yₗ|`
 //!    over all segments between the change points found so far, and keep it while Student's
-//!    t-test between the two segments either side of it gives `p ≤` a relaxed threshold (10× `max_p`
-//!    below 0.05, as Otava does). E-divisive's permutation test is replaced by the t-test: no
-//!    randomness, and it works with a handful of points per segment.
+//!    t-test (pooled variance, sample standard deviations) between the two segments either side
+//!    gives `p ≤` a relaxed threshold (10× `max_p` below 0.05, as Otava does), in place of
+//!    E-divisive's permutation test: no randomness.
 //! 2. **Merge.** Over the union of those "weak" change points, recompute each one's test against
-//!    its neighbours, drop the weakest (largest p), and repeat until every one has `p ≤ max_p`.
+//!    its neighbours (both after a removal), Bonferroni-adjusted for the positions the split
+//!    could have taken between them (`hi − lo − 2·min_segment + 1`; Otava does not adjust);
+//!    drop the weakest (largest p), and repeat until every one has `p ≤ max_p`. Segments shorter
+//!    than `min_segment` are never proposed and get `p = 1`.
 //!
-//! One addition to Otava, measured rather than assumed: in the merge, each p-value is
-//! Bonferroni-adjusted for the number of positions the split could have taken between its
-//! neighbours (`hi − lo − 2·min_segment + 1`). The split was chosen because it separates the
-//! data best, so its unadjusted t-test p-value is far too small under no change. On 300 seeded
-//! step-free series of 200 values with 1% Gaussian noise, the unadjusted procedure reported a
-//! change in 19 (6%) at `max_p` = 0.001, mostly a pair around a 3-4 run blip; adjusted, in none,
-//! while 5% steps in the same noise were all still found (scalelab's `history --check` fails CI
-//! on a change, so false alarms cost more than a missed 0.5σ shift).
-//!
-//! The t-test is Student's, with pooled variance, as in Otava: Welch's test was tried and
-//! rejected, because it lets a short segment whose few values happen to agree look precise,
-//! which calls changes in step-free noise (a 3-run segment with a chance-small spread gave
-//! p ≈ 1e-4 in a test below). Differences from Otava, on purpose: sample (not population)
-//! standard deviations in the test; segments shorter than `min_segment` are never proposed and
-//! get `p = 1` in the merge; after a removal both neighbours are recomputed.
-//!
-//! Before any of this the series is standardised (`z = (x/M − m)/s`, `M` the largest `|x|`):
-//! both steps are invariant under it, and no sum of distances or squares can under- or
-//! overflow, whatever the units. The relative change is `(after − before)/|before|`, so a
-//! series of negative values keeps the sign of its change; a change from a mean of 0 has none.
-//!
-//! Hand-written: no maintained Rust crate implements E-divisive or Otava's procedure; `statrs`
-//! gives the t distribution.
+//! The series is first standardised (`z = (x/M − m)/s`, `M` the largest `|x|`): both steps are
+//! invariant under it, and no sum can under- or overflow. The relative change is
+//! `(after − before)/|before|`, keeping a negative series' sign; a change from 0 has none.
+//! Why the adjustment, and why not Welch's test: docs/notes/changepoint.md.
 
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
@@ -136,7 +120,7 @@ pub fn change_points(series: &[f64], opts: &ChangePointOptions) -> Vec<ChangePoi
 struct Standardised {
     values: Vec<f64>,
     /// The series as given: segment means and spreads are read from it, not mapped back from
-    /// `values` (mapping back cancelled a mean of 1 to 0 beside values of 1e308).
+    /// `values` (mapping back would cancel a mean of 1 to 0 beside values of 1e308).
     raw: Vec<f64>,
 }
 

@@ -15,21 +15,11 @@
 //! - Verdict (DESIGN.md, "Statistics"): REGRESSED / IMPROVED only when `p < alpha` *and* the
 //!   relative interval lies entirely outside `±threshold`; NO CHANGE when it lies entirely
 //!   inside; INCONCLUSIVE otherwise (run more).
-//! - Minimum detectable effect and runs needed: the two-sample power formula for a location
-//!   shift, `δ = (t₁₋α/₂,ν + t_power,ν) · σ · √((1/m + 1/n) · π/3)`, `ν = m + n − 2`, power
+//! - Minimum detectable effect and runs needed: the power formula for a location shift at power
 //!   [`POWER`] (Cohen, *Statistical Power Analysis for the Behavioral Sciences*, 2nd ed. 1988,
-//!   ch. 2), where the factor `π/3` is the inverse of the U test's asymptotic relative efficiency
-//!   3/π against the t-test under normal noise (Hodges & Lehmann, "The efficiency of some
-//!   nonparametric competitors of the t-test", *Ann. Math. Statist.* 27, 1956): the U test needs
-//!   about π/3 ≈ 1.05 times the runs. It is reported relative to the baseline median. `σ` is the
-//!   pooled robust spread `1.4826·MAD` of both sides (the pooled sample standard deviation when
-//!   both MADs are 0). The exact test's floor `2/C(m+n, m)` also counts: at or above alpha,
-//!   nothing is detectable, and runs needed is at least the k with `2/C(2k, k) < alpha`.
-//! - Paired, the same with the one-sample form `δ = (t₁₋α/₂,ν + t_power,ν) · σ_d · √(π/(3n))`,
-//!   `ν = n − 1`, where `σ_d` is the robust spread of the per-pair changes (the signed-rank
-//!   test has the same efficiency 3/π against the paired t-test, ibid.), and the exact floor
-//!   `2/2ⁿ` over the pairs that changed (the test drops zero changes). The minimum detectable effect is in log-ratio units, which differ from relative
-//!   change by under 2% of the figure for changes below 4%.
+//!   ch. 2) scaled by the rank tests' asymptotic relative efficiency 3/π (Hodges & Lehmann,
+//!   *Ann. Math. Statist.* 27, 1956), with a robust spread, and never below the exact test's
+//!   floor; the formulas are on `detectable_shift` and `detectable_paired`.
 //!
 //! Hand-written: the formulas are short and no maintained crate bundles them; `statrs` gives
 //! the t quantiles.
@@ -151,7 +141,7 @@ pub struct Change {
     /// The verdict (see the module doc).
     pub verdict: Verdict,
     /// Smallest relative change these runs would detect with power 0.8 at this alpha
-    /// (see the module doc for the formula). `None` when nothing is detectable: the exact test
+    /// (the formula is on `detectable_shift`). `None` when nothing is detectable: the exact test
     /// cannot reach alpha with these n (3 vs 3 at 0.05), or one value per side.
     pub min_detectable: Option<f64>,
     /// Runs per side that would make a change of `threshold` detectable with power
@@ -363,7 +353,18 @@ fn robust_sd(s: &Sample) -> Option<f64> {
 }
 
 /// Smallest absolute shift detectable with power [`POWER`] by the U test with `m` and `n`
-/// values of noise `sd` (see the module doc). `None` with fewer than 3 values in all.
+/// values of noise `sd`. `None` with fewer than 3 values in all.
+///
+/// The two-sample power formula for a location shift,
+/// `δ = (t₁₋α/₂,ν + t_power,ν) · σ · √((1/m + 1/n) · π/3)`, `ν = m + n − 2` (Cohen,
+/// *Statistical Power Analysis for the Behavioral Sciences*, 2nd ed. 1988, ch. 2), where the
+/// factor `π/3` is the inverse of the U test's asymptotic relative efficiency 3/π against the
+/// t-test under normal noise (Hodges & Lehmann, "The efficiency of some nonparametric
+/// competitors of the t-test", *Ann. Math. Statist.* 27, 1956): the U test needs about
+/// π/3 ≈ 1.05 times the runs. It is reported relative to the baseline median. `σ` is the pooled
+/// robust spread `1.4826·MAD` of both sides (the pooled sample standard deviation when both
+/// MADs are 0). The exact test's floor `2/C(m+n, m)` also counts: at or above alpha, nothing is
+/// detectable, and runs needed is at least the k with `2/C(2k, k) < alpha`.
 fn detectable_shift(m: usize, n: usize, sd: f64, alpha: f64) -> Option<f64> {
     let (mf, nf) = (m as f64, n as f64);
     let standard_error = sd * ((1.0 / mf + 1.0 / nf) * std::f64::consts::PI / 3.0).sqrt();
@@ -371,7 +372,14 @@ fn detectable_shift(m: usize, n: usize, sd: f64, alpha: f64) -> Option<f64> {
 }
 
 /// Smallest centre of `n` paired changes of spread `sd` that the signed-rank test detects
-/// with power [`POWER`] (see the module doc). `None` with fewer than 2 pairs.
+/// with power [`POWER`]. `None` with fewer than 2 pairs.
+///
+/// [`detectable_shift`]'s formula in its one-sample form,
+/// `δ = (t₁₋α/₂,ν + t_power,ν) · σ_d · √(π/(3n))`, `ν = n − 1`, where `σ_d` is the robust spread
+/// of the per-pair changes (the signed-rank test has the same efficiency 3/π against the paired
+/// t-test, ibid.), and the exact floor `2/2ⁿ` over the pairs that changed (the test drops zero
+/// changes). The minimum detectable effect is in log-ratio units, which differ from relative
+/// change by under 2% of the figure for changes below 4%.
 fn detectable_paired(n: usize, sd: f64, alpha: f64) -> Option<f64> {
     let standard_error = sd * (std::f64::consts::PI / (3.0 * n as f64)).sqrt();
     detectable(n.checked_sub(1)?, standard_error, alpha)

@@ -6,10 +6,8 @@
 //! holds is the one conditional on the tie pattern: every one of the `C(N, k)` relabellings
 //! (every one of the `2ⁿ` sign patterns) is equally likely, each with the midranks the data
 //! actually have (Lehmann, *Nonparametrics: Statistical Methods Based on Ranks*, 1975, ch. 1
-//! and 3 on ties; Hollander, Wolfe & Chicken, *Nonparametric Statistical Methods*, 3rd ed., §3.1
-//! and §4.1, on ties). Unlike the normal approximation it never gives a p-value below what the
-//! design can reach: the most extreme arrangement alone already has probability `1/C(N, k)`
-//! (`1/2ⁿ`).
+//! and 3; Hollander, Wolfe & Chicken, *Nonparametric Statistical Methods*, 3rd ed., §3.1 and
+//! §4.1). It never gives a p-value below what the design can reach: `1/C(N, k)` (`1/2ⁿ`).
 //!
 //! Method: doubled midranks `2·midrank = 2·(values below) + t + 1` are integers, so the
 //! distribution of a sum of scores is a polynomial in `q` counted exactly in `u128` by dynamic
@@ -22,7 +20,6 @@
 //!
 //! Without ties the scores are `2, 4, …, 2N` and the distributions are those of
 //! [`crate::mann_whitney`] and [`crate::signed_rank`] (checked by property tests).
-//!
 //! Hand-written: no maintained crate offers exact conditional rank distributions.
 
 /// Doubled midranks of `values` (ascending) in their own order: ties share

@@ -1,9 +1,7 @@
 //! Paired differences: the Wilcoxon signed-rank test and the Hodges-Lehmann estimate of their
-//! centre (the median of the Walsh averages) with its distribution-free interval.
-//!
-//! `scalelab ab` runs A and B in back-to-back pairs, so a slow disturbance (another VM's burst,
-//! a background job) slows both trials of a pair alike. Analysing the per-pair differences
-//! cancels it, where the two-sample tests of [`crate::mann_whitney`] count it as noise.
+//! centre (the median of the Walsh averages) with its distribution-free interval. `scalelab ab`
+//! runs A and B in back-to-back pairs, so a slow disturbance slows both trials of a pair alike:
+//! the per-pair differences cancel it, where [`crate::mann_whitney`] counts it as noise.
 //!
 //! Methods:
 //! - Test: Wilcoxon, "Individual comparisons by ranking methods", *Biometrics Bulletin* 1
@@ -20,13 +18,11 @@
 //! - Estimate: the median of the `n(n+1)/2` Walsh averages `(d_i + d_j)/2, i ≤ j` (Hodges &
 //!   Lehmann, "Estimates of location based on rank tests", *Ann. Math. Statist.* 34, 1963);
 //!   its interval is `[W(k), W(M+1−k)]` over the ordered averages, `M = n(n+1)/2`, with `k`
-//!   read from the null distribution of `T⁺` so that the coverage `1 − 2·P(T⁺ ≤ k−1)` is at
-//!   least the level (Tukey 1949; Hollander, Wolfe & Chicken §3.3). `k` comes from the exact
-//!   distribution for n ≤ [`EXACT_MAX`], else from its normal approximation.
+//!   read from the null distribution of `T⁺` (exact for n ≤ [`EXACT_MAX`], else its normal
+//!   approximation) so that the coverage `1 − 2·P(T⁺ ≤ k−1)` is at least the level (Tukey 1949;
+//!   Hollander, Wolfe & Chicken §3.3). Memory and time are O(n² log n) in the pairs.
 //!
-//! Hand-written: `statrs` has no rank tests and no maintained crate gives the exact signed-rank
-//! distribution that both the test and the interval need. Memory and time are
-//! O(n² log n) in the number of pairs (1 000 pairs are 500 500 averages).
+//! Hand-written: no maintained crate gives the exact signed-rank distribution.
 
 use serde::{Deserialize, Serialize};
 use statrs::distribution::ContinuousCDF;

@@ -1,8 +1,8 @@
 //! Measures the job queue (`store::queue`) under many agents against one PostgreSQL: per-claim
-//! latency, claims per second, and the server connections that takes (bench/queue-claim runs
+//! latency, claims per second, and the server connections that takes (bench/speed/queue-claim runs
 //! it).
 //!
-//! Starts a throwaway server (`store::pg_server`, reached over TCP on 127.0.0.1 as agents on
+//! Starts a throwaway server (`store::test_server`, reached over TCP on 127.0.0.1 as agents on
 //! other hosts reach theirs), and for each configuration makes a fresh database, submits its
 //! jobs, opens one `Store` (one connection) per simulated agent, registers each under its own
 //! host name, and lets the agents loose at once (a barrier) until the queue is empty. Three
@@ -39,7 +39,7 @@ use std::sync::{Arc, Barrier};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use store::pg_server::{self, PgServer};
+use store::test_server::{self, PgServer};
 use store::{JobState, Location, NewJob, Store, Verdict};
 
 const USAGE: &str =
@@ -844,7 +844,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let pg = match pg_server::tcp_server() {
+    let pg = match test_server::tcp_server() {
         Ok(pg) => pg,
         Err(why) => {
             eprintln!("queue_claim: no PostgreSQL server: {why}");

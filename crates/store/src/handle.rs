@@ -60,7 +60,7 @@ impl Store {
     /// What cancels this store's statement in flight from another thread (a stop signal's
     /// handler: a statement waiting for a lock does not see a stop flag); `None` on SQLite,
     /// whose waits are bounded by its busy timeout.
-    pub fn interrupter(&self) -> Option<crate::Interrupter> {
+    pub fn interrupter(&self) -> Option<crate::backend::Interrupter> {
         match &self.db {
             Db::Postgres(pg) => Some(pg.borrow().interrupter()),
             Db::Sqlite(_) => None,

@@ -14,15 +14,14 @@
 //! (`liveness`).
 //!
 //! The store never destroys what it did not write: a file or database that is not scalelab's,
-//! or one written by a newer scalelab, is refused and left untouched (`schema`, `pg_schema`).
+//! or one written by a newer scalelab, is refused and left untouched (`schema`,
+//! `backend::postgres::schema`).
 //!
 //! Concerns, one file each: `address` (a path or a URL, shown without its password),
-//! `backend` (the portable SQL surface over SQLite and PostgreSQL), `location` (where the file
-//! is, and may it be opened), `schema` (SQLite: opening, DDL, migrations on
-//! `PRAGMA user_version`), `pg_schema` (PostgreSQL's DDL and migrations), `pg_uri` (a URL read
-//! as libpq reads it), `pg_files` (the service and password files), `pg_hosts` (libpq's host list), `pg_config` (the servers a
-//! URL names, from the URL, service, environment and defaults, as libpq reaches them), `pg_tls`
-//! (TLS with libpq's `sslmode`), `runs` (writing),
+//! `backend` (the portable SQL surface over SQLite and PostgreSQL; `backend/postgres/` holds
+//! PostgreSQL's DDL and migrations, URLs, service and password files, host lists, connection
+//! settings and TLS, each as libpq reads them), `location` (where the file is, and may it be
+//! opened), `schema` (SQLite: opening, DDL, migrations on `PRAGMA user_version`), `runs` (writing),
 //! `query` (reading), `columns` (model values ↔ SQL columns), `liveness` (is the owner alive),
 //! `push` (copying runs between stores, idempotently by UUID), `run_files` (a run's
 //! profile files, stored for other hosts), `bisect` (bisections: their
@@ -45,15 +44,6 @@ mod export;
 mod handle;
 mod liveness;
 mod location;
-mod pg_config;
-mod pg_error;
-mod pg_files;
-mod pg_hosts;
-mod pg_schema;
-#[cfg(any(test, feature = "test-support"))]
-pub mod pg_server;
-mod pg_tls;
-mod pg_uri;
 pub mod profile_files;
 mod push;
 mod query;
@@ -65,6 +55,10 @@ mod validation;
 
 pub use address::{Location, PgUrl, UnknownScheme, redact_secrets};
 pub use backend::Interrupter;
+/// A throwaway PostgreSQL server for the tests of this crate and, with the `test-support`
+/// feature, of the crates that use the store.
+#[cfg(any(test, feature = "test-support"))]
+pub use backend::postgres::test_server;
 pub use bisect::{BisectCommit, BisectRecord, BisectStatus, BisectStep, StepVerdict};
 pub use error::StoreError;
 pub use export::{export_csv, export_json, read_export};

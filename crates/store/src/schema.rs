@@ -648,7 +648,7 @@ mod tests {
         assert!(uuids[0] != uuids[1] && uuids[1] != uuids[2] && uuids[0] != uuids[2]);
     }
 
-    /// The same as `pg_schema`'s test: from every older version to the newest, runs kept.
+    /// The same as `backend::postgres::schema`'s test: from every older version to the newest, runs kept.
     #[test]
     fn every_older_version_migrates_to_the_newest_keeping_its_runs() {
         let env = serde_json::to_string(&model::env::Fingerprint::default()).unwrap();

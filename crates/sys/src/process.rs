@@ -168,9 +168,8 @@ pub fn gettid() -> i32 {
 /// The parent's pid through the C library's `getppid()`, as will-it-scale's `getppid1` and
 /// every real program call it: always a system call (glibc and musl never cache it), plus the
 /// call into the library and its return — which, on a kernel that refills the return stack
-/// buffer on the way out (a Spectre v2 mitigation), mispredicts. On the 2-vCPU KVM guest this was
-/// measured on, that return made the C library's getppid() ~70 ns slower than a bare `syscall`
-/// instruction (145 vs 215 ns); `null_syscall` counts the call the way programs pay for it.
+/// buffer on the way out (a Spectre v2 mitigation), mispredicts (what that costs:
+/// docs/notes/workloads.md); `null_syscall` counts the call the way programs pay for it.
 #[inline]
 pub fn getppid() -> i32 {
     i32::try_from(std::os::unix::process::parent_id()).unwrap_or(-1)

@@ -2,8 +2,8 @@
 //! runs the moment it wakes, ahead of every ordinary (`SCHED_OTHER`) thread.
 //!
 //! A trial's sampler wakes a few times a second to read the counters and, at the window's
-//! edges, to open and close it. With 1024 tasks runnable on 2 CPUs, an ordinary thread waited
-//! for its turn behind them: a 300 ms window was closed after 5.8 s. At the lowest real-time
+//! edges, to open and close it. With many more tasks runnable than CPUs, an ordinary thread
+//! waits for its turn behind them (how late: docs/notes/runner.md). At the lowest real-time
 //! priority it preempts a task for the few microseconds each wake-up takes. The kernel's
 //! real-time throttling (`sched_rt_runtime_us`, 95% of each second by default) bounds what a
 //! real-time thread can take should it ever spin. By hand because rustix does not wrap

@@ -114,7 +114,7 @@ fn arm_and_container_marks() {
 
 #[test]
 fn a_512_cpu_machine_has_bounded_default_points() {
-    let t = crate::env::topology_512();
+    let t = model::env::topology_512();
     assert_eq!(default_points(&t), [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]);
     assert_eq!(crossings(&t, &Pin::Cores).len(), 4);
 }

@@ -12,15 +12,13 @@
 //! ends' own comparison measured, before the step, with the noise of two trials in every pair
 //! (variance 2σ²). The midpoint of the same group is the gap measured in that very group, and
 //! the candidate against it carries 1.5σ²; a commit whose build sits a little off its end's level
-//! (code layout moves a build by half a percent) is still on one side of the midpoint. Measured
-//! on this VM with a 3% regression: a bad commit −1.85% [−2.30%, −1.32%] against good and
-//! +0.64% [+0.02%, +1.45%] against bad, judged at ±1.37%, was undecided after 80 groups; the
-//! ends in that step were 2.49% apart, its midpoint −1.25%, and the commit wholly beyond it.
+//! (code layout moves a build by half a percent) is still on one side of the midpoint. The case
+//! that showed it: docs/notes/bisect.md.
 
 use stats::{Change, CompareOptions};
 
-use super::{TrialMetric, trials_at};
-use crate::record::RunData;
+use super::trials::{TrialMetric, trials_at};
+use model::record::RunData;
 
 /// The candidate against the midpoint of `good` and `bad` at each N all three measured, in
 /// ascending N; `None` at an N without a complete group or where the comparison cannot be made
@@ -85,7 +83,7 @@ fn groups(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_runs::run;
+    use model::test_runs::run;
     use stats::Verdict;
 
     /// A run of `values` at N=1, trial i at index i.

@@ -19,6 +19,7 @@
 mod curve;
 mod midpoint;
 mod side;
+mod trials;
 mod warning;
 
 use std::collections::BTreeMap;
@@ -29,10 +30,11 @@ use stats::{CompareOptions, Direction, Sample, Verdict};
 pub use self::curve::{Crossing, CurveSummary, PointComparison, WorstPoint};
 pub use self::midpoint::against_midpoint;
 pub use self::side::Side;
+pub use self::trials::TrialMetric;
+use self::trials::{Trials, trials_at};
 pub use self::warning::{ComparisonWarning, Mismatch};
-use crate::AnalysisError;
-use crate::record::{Mode, Pin, RunData, RunMeta, RunStatus, TrialOutcome};
 use crate::summary::{self, HIGH_CV, ScalesTo};
+use model::record::{Mode, Pin, RunData, RunMeta, RunStatus};
 
 /// Fingerprint fields expected to differ when two runs are compared on purpose (a kernel or a
 /// scalelab build is often the very thing compared): shown as notes, not warnings.
@@ -75,121 +77,6 @@ pub struct RunRef {
     pub kernel_release: String,
     /// "Scales to S out of N" of the whole run.
     pub scales_to: Option<ScalesTo>,
-}
-
-/// The value each trial contributes to a comparison.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TrialMetric {
-    /// Ops per second of the trial's window (for a command, of its wall time).
-    #[default]
-    Throughput,
-    /// Ops per CPU-second: per second of the trial's user + system time (for a command, its
-    /// whole process tree's). Waiting for a CPU another process holds does not count, so
-    /// time-sharing with other work on a busy machine does not move it; waiting for locks,
-    /// I/O or sleep does not count either, so a slowdown made of waiting does not show.
-    CpuThroughput,
-    /// A figure the command printed itself (`run --metric NAME=…`), by name: its value as
-    /// printed (a latency in ms, not its reciprocal), judged in the direction its `--metric`
-    /// gave.
-    Reported(String),
-}
-
-impl TrialMetric {
-    /// The metric's name: `throughput`, `ops_per_cpu_sec`, or the reported figure's.
-    pub fn name(&self) -> &str {
-        match self {
-            TrialMetric::Throughput => "throughput",
-            TrialMetric::CpuThroughput => "ops_per_cpu_sec",
-            TrialMetric::Reported(name) => name,
-        }
-    }
-
-    /// What `--metric NAME` compares between runs `a` and `b`: `throughput`, `ops_per_cpu_sec`,
-    /// or a figure both runs' command printed (`NAME` or `metric.NAME`); the error names the
-    /// run that lacks it and lists the figures it has.
-    pub fn resolve(name: &str, a: &RunMeta, b: &RunMeta) -> Result<TrialMetric, AnalysisError> {
-        match name {
-            "throughput" => return Ok(TrialMetric::Throughput),
-            "ops_per_cpu_sec" => return Ok(TrialMetric::CpuThroughput),
-            _ => {}
-        }
-        let name = name
-            .strip_prefix(crate::record::METRIC_PARAM)
-            .unwrap_or(name);
-        for (side, run) in [("A", a), ("B", b)] {
-            let have: Vec<String> = run.metrics().into_iter().map(|m| m.name).collect();
-            if !have.iter().any(|m| m == name) {
-                let offer = if have.is_empty() {
-                    "it printed none (`run --cmd … --metric NAME=REGEX` reads one); compare \
-                     throughput or ops_per_cpu_sec"
-                        .to_string()
-                } else {
-                    format!(
-                        "its figures: {} (or throughput, ops_per_cpu_sec)",
-                        have.join(", ")
-                    )
-                };
-                return Err(AnalysisError::Input(format!(
-                    "run {side} ({}) has no figure `{name}`; {offer}",
-                    run.id
-                )));
-            }
-        }
-        Ok(TrialMetric::Reported(name.to_string()))
-    }
-
-    /// The unit, and which way is better: a reported figure's as run A's `--metric` gave them.
-    fn unit_and_direction(&self, a: &RunMeta) -> (String, Option<Direction>) {
-        match self {
-            TrialMetric::Throughput => ("ops/s".into(), None),
-            TrialMetric::CpuThroughput => ("ops/CPU-s".into(), None),
-            TrialMetric::Reported(name) => {
-                let spec = a.metrics().into_iter().find(|m| &m.name == name);
-                let unit = spec.as_ref().map(|m| m.unit.clone()).unwrap_or_default();
-                let direction = spec.map(|m| match m.direction {
-                    crate::record::Direction::Higher => Direction::HigherIsBetter,
-                    crate::record::Direction::Lower => Direction::LowerIsBetter,
-                });
-                (unit, direction)
-            }
-        }
-    }
-
-    fn per_trial(&self) -> String {
-        match self {
-            TrialMetric::Throughput => {
-                "ops / measurement window of each trial; a point's value is the median".into()
-            }
-            TrialMetric::CpuThroughput => {
-                "ops / (user + system CPU time) of each trial; a point's value is the median".into()
-            }
-            TrialMetric::Reported(name) => format!(
-                "{name} as the command printed it in each trial; a point's value is the median"
-            ),
-        }
-    }
-
-    /// The trial's value; not finite when it has none (no window, no CPU time recorded, no
-    /// such reported figure).
-    pub(crate) fn of(&self, m: &crate::record::TrialMeasurement) -> f64 {
-        match self {
-            TrialMetric::Throughput => m.ops_per_sec(),
-            TrialMetric::CpuThroughput => {
-                let cpu = (m.usage.user.0 + m.usage.sys.0) as f64 / 1e9;
-                if cpu > 0.0 {
-                    m.ops() as f64 / cpu
-                } else {
-                    f64::NAN
-                }
-            }
-            TrialMetric::Reported(name) => m
-                .reported
-                .as_ref()
-                .and_then(|r| r.values.get(name).copied())
-                .unwrap_or(f64::NAN),
-        }
-    }
 }
 
 /// What is compared, and which way is good.
@@ -363,8 +250,8 @@ pub fn compare_runs_on(
     );
     warnings.extend(setup_differences(&a.meta, &b.meta));
     let (class_a, class_b) = (
-        crate::env::MachineClass::of(&a.meta.env),
-        crate::env::MachineClass::of(&b.meta.env),
+        model::env::MachineClass::of(&a.meta.env),
+        model::env::MachineClass::of(&b.meta.env),
     );
     if class_a != class_b {
         warnings.push(ComparisonWarning::MachineClass {
@@ -439,40 +326,6 @@ pub fn compare_runs_on(
         mismatches,
         warnings,
     }
-}
-
-/// One side's successful trials at one N: throughput, trial index and start time each.
-struct Trials {
-    values: Vec<f64>,
-    index: Vec<u32>,
-    started_at: Vec<String>,
-    failed: usize,
-    first_failure: Option<String>,
-}
-
-fn trials_at(data: &RunData, n: u32, metric: &TrialMetric) -> Trials {
-    let mut t = Trials {
-        values: Vec::new(),
-        index: Vec::new(),
-        started_at: Vec::new(),
-        failed: 0,
-        first_failure: None,
-    };
-    for trial in data.trials.iter().filter(|t| t.n == n) {
-        match &trial.outcome {
-            TrialOutcome::Ok(m) if metric.of(m).is_finite() => {
-                t.values.push(metric.of(m));
-                t.index.push(trial.index);
-                t.started_at.push(trial.started_at.clone());
-            }
-            TrialOutcome::Ok(_) => t.failed += 1,
-            TrialOutcome::Failed { reason } => {
-                t.failed += 1;
-                t.first_failure.get_or_insert_with(|| reason.clone());
-            }
-        }
-    }
-    t
 }
 
 fn compare_point(
@@ -639,7 +492,7 @@ fn run_count_warnings(points: &[PointComparison], opts: &CompareOptions) -> Vec<
 }
 
 fn setup_differences(a: &RunMeta, b: &RunMeta) -> Vec<ComparisonWarning> {
-    let secs = |m: &RunMeta, d: crate::record::Nanos| {
+    let secs = |m: &RunMeta, d: model::record::Nanos| {
         if m.workload == "cmd" {
             "n/a (command)".to_string()
         } else {

@@ -2,7 +2,8 @@
 //! crate's comparison table, on the same runs.
 
 use super::*;
-use crate::test_runs::{ab_runs, around, run};
+use model::record::TrialOutcome;
+use model::test_runs::{ab_runs, around, run};
 
 fn opts() -> CompareOptions {
     CompareOptions::default()

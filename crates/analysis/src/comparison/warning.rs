@@ -7,8 +7,8 @@ use std::fmt;
 use serde::Serialize;
 
 use super::side::Side;
-use crate::number_text::{comma_list, percent, plural, si};
-use crate::record::RunStatus;
+use model::number_text::{comma_list, percent, plural, si};
+use model::record::RunStatus;
 
 /// Why two runs do not measure the same thing. The CLI refuses to compare unless forced.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -279,7 +279,7 @@ impl fmt::Display for ComparisonWarning {
                 "{side} (run {run}) N={n}: {metric} varies by {:.1}% (CV) between trials, which \
                  hides small changes; run `scalelab doctor`, {}",
                 cv * 100.0,
-                crate::warnings::more_data_hint(*command)
+                model::warnings::more_data_hint(*command)
             ),
             ComparisonWarning::Outlier {
                 side,

@@ -2,7 +2,7 @@
 //! into user CPU, system CPU, run-queue wait and off-CPU (the rest), from every successful
 //! trial's own usage.
 //!
-//! A command whose threads were traced (`--offcpu`, [`crate::record::ThreadGroup`]) owns not
+//! A command whose threads were traced (`--offcpu`, [`model::record::ThreadGroup`]) owns not
 //! N·W but its threads' time: every worker's life inside the window, and the supervising
 //! threads' CPU and run-queue wait — their waiting for what they started is shown apart
 //! (`supervising`), never task time. Its run-queue wait is the threads' own, from the trace.
@@ -15,7 +15,7 @@
 
 use serde::Serialize;
 
-use crate::record::{RoleTotals, RunData, TrialMeasurement};
+use model::record::{RoleTotals, RunData, TrialMeasurement};
 
 /// One trial's accounting per op, in ns (of task time).
 #[derive(Debug, Clone, Copy, PartialEq)]

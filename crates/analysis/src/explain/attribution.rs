@@ -7,17 +7,15 @@
 //! part of blocked time no trace saw, the part of CPU no function holds) and the causes within
 //! the noise make up the unexplained rest.
 //!
-//! CPU spread thin: a function's growth is judged by its values in each profiled trial, or
-//! against the whole op's noise where one trial per N was profiled, and CPU that grows a little
-//! in many functions (cache lines bouncing in every function that touches a shared structure)
-//! stays within noise function by function.
-//! Where the accounting's system (or user) CPU per op itself grew beyond noise — its trials at
-//! the larger N all above those at the smaller, a per-trial test — the growth of that side's
-//! functions that are each within noise is named as one cause, "system CPU spread over
-//! functions", with its largest functions as evidence and, for system CPU, the system calls
-//! its growth ran under (from the profile's call chains); one function holding half of that
-//! growth or more is named by itself, on the same per-trial verdict. Only what even that leaves
-//! is unexplained.
+//! CPU spread thin: a function's growth is judged per profiled trial (or against the whole op's
+//! noise with one profiled trial per N), so CPU that grows a little in many functions (cache lines
+//! bouncing) stays within noise function by function. Where the accounting's system (or user) CPU
+//! per op itself grew beyond noise — its trials at the larger N all above those at the smaller, a
+//! per-trial test — the growth of that side's functions that are each within noise is named as one
+//! cause, "system CPU spread over functions", with its largest functions as evidence and, for
+//! system CPU, the system calls its growth ran under (from the profile's call chains); one function
+//! holding half of that growth or more is named by itself, on the same per-trial verdict. Only what
+//! even that leaves is unexplained.
 //!
 //! Each cause's growth carries its 95% interval from the per-trial values at the two N
 //! (Welch's interval of the difference of means): the trials' run-to-run noise and, where the

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use crate::profile::{FunctionRow, PointProfile};
-use crate::record::{LockContention, LockReport, OffCpuSite, TrialMeasurement};
+use model::record::{LockContention, LockReport, OffCpuSite, TrialMeasurement};
 
 /// What kind of cause, and so which part of the accounting it lives in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -402,7 +402,7 @@ fn site_evidence(kind: CauseKind, s: &OffCpuSite) -> Vec<String> {
 pub(crate) type RunLockNames = HashMap<(String, String), String>;
 
 /// The kernel lock waits the lock traces of a run's trials recorded.
-fn kernel_lock_waits(data: &crate::record::RunData) -> impl Iterator<Item = &LockContention> {
+fn kernel_lock_waits(data: &model::record::RunData) -> impl Iterator<Item = &LockContention> {
     data.trials
         .iter()
         .filter_map(|t| t.outcome.measurement())
@@ -411,7 +411,7 @@ fn kernel_lock_waits(data: &crate::record::RunData) -> impl Iterator<Item = &Loc
 }
 
 /// [`RunLockNames`] of a run's trials.
-pub(crate) fn run_lock_names(data: &crate::record::RunData) -> RunLockNames {
+pub(crate) fn run_lock_names(data: &model::record::RunData) -> RunLockNames {
     let mut waited: HashMap<(String, String), HashMap<&str, u64>> = HashMap::new();
     let kernel =
         kernel_lock_waits(data).filter(|c| !c.lock.is_empty() && !c.lock.starts_with("0x"));
@@ -574,10 +574,10 @@ pub(crate) fn spin_parts(trials: &[(u32, &TrialMeasurement)]) -> Option<Vec<Part
 /// Kernel functions that run because scalelab observes: the sampling interrupt's and the
 /// tracepoints' perf code (`perf_swevent_event`, `perf_tp_event`, `perf_syscall_enter` …), the
 /// system-call tracing hooks the futex tracepoints switch on, the trace event filters the
-/// perf tracer sets (`filter_match_preds`: 5.9% of `futex_mutex -p shared=true`'s growth under
-/// `--tracer perf`, read as the workload's), and the in-kernel tracers' BPF programs with the
-/// tracepoints' calls into them (`bpf_trace_run4`, `__bpf_trace_sched_switch`), where a profile
-/// samples inside them.
+/// perf tracer sets (`filter_match_preds`, else read as the workload's), and the in-kernel
+/// tracers' BPF programs with the tracepoints' calls into them (`bpf_trace_run4`,
+/// `__bpf_trace_sched_switch`), where a profile samples inside them (the figures:
+/// docs/notes/explain.md).
 pub(crate) fn is_observation(kernel: bool, name: &str) -> bool {
     kernel
         && (name.starts_with("perf_")
@@ -616,8 +616,8 @@ fn is_tracer_program(name: &str) -> bool {
 
 /// The kernel's helpers and map code that the tracers' programs call, which run inside the
 /// programs' runs: seen on cpu-clock where a program runs with interrupts on (`--locks` at a
-/// system call's entry: `bpf_get_current_pid_tgid`, 0.15% of `futex_mutex -p shared=true`'s
-/// samples at N=2). A seccomp filter (classic BPF) calls none of them.
+/// system call's entry: `bpf_get_current_pid_tgid`). A seccomp filter (classic BPF) calls none
+/// of them.
 const BPF_HELPERS: &[&str] = &[
     "bpf_get_current_",
     "bpf_get_stack",
@@ -769,9 +769,8 @@ fn lock_trace_measures(name: &str) -> bool {
 /// mutex optimistic spinning): waiting, though not blocked, and not seen by the lock trace,
 /// whose contention events begin only when the spinning gives up (a writer's handoff spin
 /// after that is inside the lock's wait too, which counts only when no off-CPU trace splits
-/// blocked time). `create_unlink -p
-/// shared=true` at N=2 spent 25% of its samples in `rwsem_spin_on_owner` on the directory's
-/// `i_rwsem`.
+/// blocked time). Seen in `create_unlink -p shared=true` (`rwsem_spin_on_owner` on the
+/// directory's `i_rwsem`); the figures: docs/notes/explain.md.
 /// (function, what it spins on).
 const OPTIMISTIC_SPIN: &[(&str, &str)] = &[
     ("rwsem_spin_on_owner", "an rwsem's owner"),
@@ -793,7 +792,8 @@ pub const SPUN_LOCK_SHARE: f64 = 0.5;
 /// it (`mmap_lock's owner`), in every point alike, with the share as evidence. An inference,
 /// said as one: a run whose spinning and sleeping are on different locks of one kind keeps
 /// the kind's generic name unless one lock holds most of the sleeping.
-pub(crate) fn name_spun_locks(points: &mut [super::PointExplain], data: &crate::record::RunData) {
+/// `parts` are each point's parts.
+pub(crate) fn name_spun_locks(parts: &mut [&mut Vec<Part>], data: &model::record::RunData) {
     for (generic, kind) in [("an rwsem's owner", "rwsem"), ("a mutex's owner", "mutex")] {
         let mut by_lock: BTreeMap<&str, u64> = BTreeMap::new();
         let mut all = 0u64;
@@ -818,7 +818,7 @@ pub(crate) fn name_spun_locks(points: &mut [super::PointExplain], data: &crate::
              (the spinning itself is not traced)",
             share * 100.0
         );
-        for part in points.iter_mut().flat_map(|p| &mut p.parts) {
+        for part in parts.iter_mut().flat_map(|p| p.iter_mut()) {
             if part.cause.kind == CauseKind::KernelSpin && part.cause.object == generic {
                 part.cause.object = format!("{name}'s owner");
                 part.cause.evidence.insert(0, evidence.clone());

@@ -37,8 +37,8 @@ pub use self::point::{
 pub use self::usl_reading::UslReading;
 
 use crate::profile::PointProfile;
-use crate::record::{RunData, TrialMeasurement};
 use crate::summary::{ScalesTo, summarize};
+use model::record::{RunData, TrialMeasurement};
 
 /// Evidence a run lacks, and the command that gets it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -371,7 +371,7 @@ fn summed_sample(counts: impl Iterator<Item = (u64, u64, u64)>) -> Option<ChainS
 /// The first trial at `n` that carries an untraced reference, against it.
 fn trace_cost(
     per_trial: &[accounting::TrialParts],
-    trials: &[(u32, &crate::record::TrialMeasurement)],
+    trials: &[(u32, &model::record::TrialMeasurement)],
     n: u32,
 ) -> Option<TraceCost> {
     trials.iter().find_map(|(index, m)| {
@@ -397,7 +397,7 @@ fn trace_cost(
 /// trial of the point (`None` without the reference's usage or without ops).
 fn blocking_change(
     n: u32,
-    untraced: &crate::record::UntracedReference,
+    untraced: &model::record::UntracedReference,
     paired: (&TrialMeasurement, &accounting::TrialParts),
     trials: &[(u32, &TrialMeasurement)],
 ) -> Option<BlockingChange> {
@@ -527,10 +527,8 @@ fn is_syscall_wrapper(name: &str) -> bool {
 /// perf and tracing functions) the median trial carries too. The profiled trials' CPU per op
 /// above the median's (`profiled_trials` against `median`) is taken as the profiler's own:
 /// what is left of `measuring` every trial carries: the tracers' of a traced run, and the
-/// profiler's too where every trial was profiled (then the excess is about 0).
-/// Seen both ways: `futex_mutex -p shared=true` at N=2, profiled 1.46 µs against a median
-/// 1.16 µs with 0.24 µs in perf functions (the profiler's: none carried); a debug build's,
-/// profiled 1157 ns against 1168 ns with 49 ns there (the tracers': all carried).
+/// profiler's too where every trial was profiled (then the excess is about 0). Both cases
+/// have been seen (docs/notes/explain.md).
 fn carried_measuring(measuring: f64, profiled_trials: Option<f64>, median: f64) -> f64 {
     let excess = profiled_trials.map_or(0.0, |p| (p - median).max(0.0));
     (measuring - excess).clamp(0.0, measuring.max(0.0))
@@ -628,9 +626,9 @@ fn pooled_stolen(trials: &[(u32, &TrialMeasurement)], source: Option<&'static st
 /// The factor that carries a trace's per-op figures, pooled over the traced trials, to the
 /// accounting's median trial: its blocked time per op over the traced trials' pooled blocked
 /// time per op (`residual`). Pooling weighs a slow trial by its length while the median does
-/// not, so on a skewed point (dbench's N=2, CV 15%: 4.29 ms of median blocked time against 3.87
-/// ms pooled) unscaled sites would leave a tenth of the blocked time as "not traced" although
-/// the trace saw 99% of it. 1 where either is not positive.
+/// not, so on a skewed point unscaled sites would leave part of the blocked time as "not
+/// traced" although the trace saw it (an example: docs/notes/explain.md). 1 where either is not
+/// positive.
 fn median_scale(median: f64, residual: Option<f64>) -> f64 {
     match residual {
         Some(r) if r > 0.0 && median > 0.0 => median / r,
@@ -706,7 +704,7 @@ fn missing(data: &RunData, points: &[PointExplain], profiles: &[PointProfile]) -
         );
     }
     if points.iter().any(|p| !p.accounting.runq_measured) {
-        if data.meta.workload == crate::record::COMMAND_WORKLOAD {
+        if data.meta.workload == model::record::COMMAND_WORKLOAD {
             add(
                 "run-queue wait not measured: it is counted inside off-CPU, and every thread of the command is task time (the shell wrapper's and a main thread's waiting for their workers too)",
                 "run with --offcpu (or --explain): the command's threads are traced, each accounted, supervisors apart",
@@ -752,7 +750,8 @@ pub fn explain(data: &RunData, profiles: &[PointProfile]) -> Option<Explanation>
     if points.is_empty() {
         return None;
     }
-    cause::name_spun_locks(&mut points, data);
+    let mut parts: Vec<&mut Vec<cause::Part>> = points.iter_mut().map(|p| &mut p.parts).collect();
+    cause::name_spun_locks(&mut parts, data);
     let growth = match (points.first(), points.last()) {
         (Some(a), Some(b)) if a.n != b.n => Some(attribution::attribute(a, b)),
         _ => None,
@@ -770,7 +769,7 @@ pub fn explain(data: &RunData, profiles: &[PointProfile]) -> Option<Explanation>
         description: data.meta.description(),
         op_unit: data.meta.op_unit.clone(),
         per: match data.meta.primary_metric() {
-            Some(m) if m.direction == crate::record::Direction::Higher => m.unit_of_work(),
+            Some(m) if m.direction == model::record::Direction::Higher => m.unit_of_work(),
             _ => "op".into(),
         },
         scales_to: summarize(data).scales_to,

@@ -68,9 +68,7 @@ pub(crate) fn decide(
 
 /// Whether a growth `delta` matters: at least 1% of the total growth, or the whole's noise
 /// where that is larger. A total that grew less than the trials spread is itself noise, and 1%
-/// of it is no yardstick: zstd's cost per compression grew 2.6 ms of 3.03 s (within a spread
-/// of tens of ms), and a wake-up spinlock whose 0.1 ms per compression grew in every trial
-/// was "4% of the growth".
+/// of it is no yardstick (the case that showed it: docs/notes/explain.md).
 pub(crate) fn is_material(delta: f64, whole: f64, noise: (Option<f64>, Option<f64>)) -> bool {
     let scale = whole
         .abs()

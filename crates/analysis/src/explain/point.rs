@@ -47,7 +47,7 @@ pub struct PointExplain {
     /// the wake-up, which the residual leaves out (`None` without such episodes).
     pub offcpu_unwoken_ns: Option<f64>,
     /// The CPUs that recorded nothing while idle in any of those trials
-    /// ([`OffCpuReport::silent_idle_cpus`](crate::record::OffCpuReport::silent_idle_cpus)):
+    /// ([`OffCpuReport::silent_idle_cpus`](model::record::OffCpuReport::silent_idle_cpus)):
     /// why episodes went unwoken.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub offcpu_silent_idle_cpus: Vec<u32>,
@@ -109,7 +109,7 @@ pub struct PointExplain {
     /// A command's threads by role and name in its first traced trial at this N (empty for a
     /// built-in and an untraced command): who worked, who supervised.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub threads: Vec<crate::record::ThreadGroup>,
+    pub threads: Vec<model::record::ThreadGroup>,
     /// Each trial's (user, system) CPU per op, for the noise rule of CPU spread over functions
     /// ([`attribution`]).
     #[serde(skip)]
@@ -150,7 +150,7 @@ impl ChainSample {
 }
 
 /// A traced trial's time per op against the untraced trial run at the same N just before it
-/// ([`crate::record::HarnessCost::untraced`]): one pair, adjacent in time, so the run's drift
+/// ([`model::record::HarnessCost::untraced`]): one pair, adjacent in time, so the run's drift
 /// between them is small, but not its trial-to-trial noise (read it against the point's CV).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct TraceCost {
@@ -183,13 +183,10 @@ pub struct TraceCost {
 /// all: each a timer interrupt, a VM exit in a guest, and a call chain) lengthen whatever they
 /// land in, a lock's hold too, so that the other tasks find it held and wait: a traced run can
 /// block more, not only run slower, and then its blocked causes are partly the measuring's
-/// making. Measured with `bench/explain-perturbation` (`futex_mutex -p shared=true`, N=2, 8
-/// trials an arm): 0.13 blocking switches per 1000 ops untraced, 0.67 profiled at 4 kHz per
-/// task, 0.24 at 1 kHz, 0.15 at 250 Hz, 0.11 with the off-CPU trace alone.
+/// making (the figures: docs/notes/explain.md).
 ///
 /// The blocking switches are the figure to read: the time off a CPU holds the hypervisor's
-/// steal too, which the untraced trial does not measure apart (68 ns per op of it untraced in
-/// the same bench, 25–134 ns from trial to trial).
+/// steal too, which the untraced trial does not measure apart.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct BlockingChange {
     /// The untraced trial's voluntary (blocking) context switches.

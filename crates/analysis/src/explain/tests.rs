@@ -3,8 +3,8 @@
 
 use super::*;
 use crate::profile::{FunctionRow, PointProfile, TrialProfile};
-use crate::record::{LockReport, RunData, TrialOutcome};
-use crate::test_runs::{
+use model::record::{LockReport, RunData, TrialOutcome};
+use model::test_runs::{
     accounted_trial, explained_run, lock_wait, meta, offcpu_report, offcpu_site,
 };
 
@@ -263,7 +263,7 @@ fn the_servers_cpu_followed_from_the_workers_waits_lists_their_profiles_function
             let (user, sys, runq) = (300_000_000u64, 200_000_000u64, 10_000_000u64);
             let blocked = n as u64 * 1_000_000_000 - user - sys - runq;
             let mut site = offcpu_site("server-cpu", "on a CPU", "", blocked);
-            site.via = Some(crate::record::ChainVia {
+            site.via = Some(model::record::ChainVia {
                 server: "postgres".into(),
                 kernel_thread: false,
                 waited_in: "poll (other) from pgbench+0x11466".into(),
@@ -442,9 +442,9 @@ fn the_profile_is_also_checked_over_the_tasks_and_their_partners() {
         let TrialOutcome::Ok(m) = &mut t.outcome else {
             continue;
         };
-        m.profile = Some(crate::record::ProfileRef {
+        m.profile = Some(model::record::ProfileRef {
             partner_threads: vec![7],
-            partner_on_cpu: (t.n == 1).then_some(crate::record::Nanos(950_000_000)),
+            partner_on_cpu: (t.n == 1).then_some(model::record::Nanos(950_000_000)),
             ..Default::default()
         });
     }
@@ -549,7 +549,7 @@ fn without_an_offcpu_trace_lock_waits_split_blocked_time_and_spinning_splits_sys
 
 #[test]
 fn missing_evidence_is_listed_with_the_command_that_gets_it() {
-    let data = crate::test_runs::run(5, "spin", &[(1, &[1000.0]), (2, &[1900.0])]);
+    let data = model::test_runs::run(5, "spin", &[(1, &[1000.0]), (2, &[1900.0])]);
     let e = explain(&data, &[]).unwrap();
     let fixes: Vec<&str> = e.missing.iter().map(|m| m.fix.as_str()).collect();
     for fix in [
@@ -929,7 +929,7 @@ fn kernel_cpu_that_grows_a_little_in_many_functions_is_named_as_spread_when_syst
     for t in &mut overlapping.trials {
         if let (1, TrialOutcome::Ok(m)) = (t.n, &mut t.outcome) {
             if t.index == 1 {
-                m.usage.sys = crate::record::Nanos(2_000_000_000);
+                m.usage.sys = model::record::Nanos(2_000_000_000);
             }
         }
     }
@@ -1029,8 +1029,8 @@ fn the_traces_cost_is_the_first_traced_trial_against_its_untraced_reference() {
     for t in &mut data.trials {
         let m = t.outcome.measurement_mut().unwrap();
         let ops: u64 = m.task_ops.iter().sum();
-        m.harness = Some(crate::record::HarnessCost {
-            untraced: (t.index == 1).then_some(crate::record::UntracedReference {
+        m.harness = Some(model::record::HarnessCost {
+            untraced: (t.index == 1).then_some(model::record::UntracedReference {
                 window: m.window,
                 ops: 2 * ops,
                 switches: None,
@@ -1070,19 +1070,19 @@ fn the_traced_trials_blocking_is_read_against_the_untraced_reference() {
     // and 1500 times; the untraced trial before trial 0 did 1 M ops and blocked 200 times,
     // with 1.9 s of CPU and 20 ms of run-queue wait in its 1 s window (80 ms off a CPU).
     let mut data = explained_run();
-    let untraced_usage = crate::record::Usage {
-        user: crate::record::Nanos(1_500_000_000),
-        sys: crate::record::Nanos(400_000_000),
+    let untraced_usage = model::record::Usage {
+        user: model::record::Nanos(1_500_000_000),
+        sys: model::record::Nanos(400_000_000),
         voluntary_switches: 200,
-        run_delay: Some(crate::record::Nanos(20_000_000)),
+        run_delay: Some(model::record::Nanos(20_000_000)),
         ..Default::default()
     };
     for t in &mut data.trials {
         let (n, index) = (t.n, t.index);
         let m = t.outcome.measurement_mut().unwrap();
         m.usage.voluntary_switches = [1000, 1200, 1500][index as usize];
-        m.harness = Some(crate::record::HarnessCost {
-            untraced: (n == 2 && index == 0).then_some(crate::record::UntracedReference {
+        m.harness = Some(model::record::HarnessCost {
+            untraced: (n == 2 && index == 0).then_some(model::record::UntracedReference {
                 window: m.window,
                 ops: 1_000_000,
                 switches: Some(250),
@@ -1209,9 +1209,9 @@ fn the_time_of_episodes_without_a_wake_up_is_pooled_like_the_traced_time() {
         let index = t.index;
         let m = t.outcome.measurement_mut().unwrap();
         if let Some(r) = &mut m.offcpu {
-            r.unwoken = Some(crate::record::UnwokenEpisodes {
+            r.unwoken = Some(model::record::UnwokenEpisodes {
                 count: 1,
-                total: crate::record::Nanos(r.total.0 / 2),
+                total: model::record::Nanos(r.total.0 / 2),
             });
             // Trials disagree on which CPUs were silent: the point names each once.
             r.silent_idle_cpus = if index % 2 == 0 { vec![1] } else { vec![3, 1] };
@@ -1279,7 +1279,7 @@ fn each_causes_growth_carries_the_welch_interval_of_its_per_trial_values() {
 #[test]
 fn a_point_says_how_many_episodes_had_their_chains_recorded() {
     let mut data = explained_run();
-    let sampled = crate::record::OffCpuSampling {
+    let sampled = model::record::OffCpuSampling {
         blocking_switches: 10_000,
         sampled: 400,
         lost: 3,
@@ -1325,7 +1325,7 @@ fn steal_the_tracer_measured_is_a_cause_of_its_own_not_shared_out_to_the_waits()
             };
             let blocked = n as u64 * 1_000_000_000 - user - sys - runq - stolen;
             let mut report = offcpu_report(vec![offcpu_site("fsync", "jbd2", "do_fsync", blocked)]);
-            report.stolen = Some(crate::record::Nanos(stolen));
+            report.stolen = Some(model::record::Nanos(stolen));
             trials.push(accounted_trial(
                 n,
                 i as u32,
@@ -1429,13 +1429,13 @@ fn the_tracers_programs_timed_in_the_kernel_are_the_cost_of_measuring() {
                     continue;
                 };
                 let per_op = 60 * u64::from(t.n);
-                report.sampling = Some(crate::record::OffCpuSampling {
+                report.sampling = Some(model::record::OffCpuSampling {
                     blocking_switches: 1_000,
                     sampled: 1_000,
                     lost: 0,
                     threads_untraced: 0,
                     long: 0,
-                    programs_time: Some(crate::record::Nanos(per_op * work)),
+                    programs_time: Some(model::record::Nanos(per_op * work)),
                     rate_lowered_to: None,
                 });
             }

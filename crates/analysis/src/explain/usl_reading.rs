@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::cause::Mechanism;
-use crate::record::RunData;
+use model::record::RunData;
 
 /// σ against κ, and whether the named causes agree.
 #[derive(Debug, Clone, PartialEq, Serialize)]

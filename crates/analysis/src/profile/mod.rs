@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use perf_read::{Profile, ProfileOptions, read_profile};
 
 use crate::AnalysisError;
-use crate::record::RunData;
 use model::profile_path::check_own_profile;
+use model::record::RunData;
 
 pub use self::diff::{FunctionDiff, Presence, diff};
 pub use self::grows::{Growth, GrowthReport, MIN_SHARE, what_grows};
@@ -28,10 +28,23 @@ pub use self::point::{DsoRow, FunctionRow, PointProfile, TrialProfile};
 
 /// The kallsyms snapshot kept beside a run's profiles (never through a link).
 pub(crate) fn kallsyms_for(perf_data: &Path) -> Option<PathBuf> {
-    let p = perf_data.parent()?.join(crate::record::KALLSYMS);
+    let p = perf_data.parent()?.join(model::record::KALLSYMS);
     std::fs::symlink_metadata(&p)
         .is_ok_and(|m| m.is_file())
         .then_some(p)
+}
+
+/// The profiles of `run` read back ([`load_run`]) when any trial recorded one; none otherwise.
+pub fn load_if_profiled(run: &RunData) -> Result<Vec<PointProfile>, AnalysisError> {
+    let profiled = run
+        .trials
+        .iter()
+        .any(|t| t.outcome.measurement().is_some_and(|m| m.profile.is_some()));
+    if profiled {
+        load_run(run)
+    } else {
+        Ok(Vec::new())
+    }
 }
 
 /// Reads every profiled trial of `run`, merged per N in the run's point order.
@@ -100,7 +113,7 @@ fn read_servers(
     run: &RunData,
     (n, index): (u32, u32),
     (path, pids): (&str, &[u32]),
-    window: Option<crate::record::ClockWindow>,
+    window: Option<model::record::ClockWindow>,
 ) -> Result<Profile, String> {
     check_own_profile(&run.meta, n, index, path)?;
     if pids.is_empty() {
@@ -305,7 +318,7 @@ mod tests {
 
     #[test]
     fn a_perf_data_outside_the_runs_own_folder_is_refused() {
-        let meta = crate::test_runs::meta(3, "spin", &[1]);
+        let meta = model::test_runs::meta(3, "spin", &[1]);
         let own = format!("/db/profiles/lab.db/{}/n1-t1.perf.data", meta.uuid);
         let base = tempfile::tempdir().unwrap();
         let real = base.path().join(meta.uuid.to_string());

@@ -2,7 +2,7 @@
 //! table.
 
 use super::*;
-use crate::test_runs::{cisco_csv, run};
+use model::test_runs::{cisco_csv, run};
 
 #[test]
 fn the_cisco_rows_reproduce_the_book() {
@@ -95,7 +95,7 @@ fn a_run_is_fitted_over_every_trial() {
         .collect();
     let points: Vec<(u32, &[f64])> = rows.iter().map(|(n, v)| (*n, v.as_slice())).collect();
     let mut data = run(1, "spin", &points);
-    data.trials[0].outcome = crate::record::TrialOutcome::Ok(crate::test_runs::measurement(0.0));
+    data.trials[0].outcome = model::record::TrialOutcome::Ok(model::test_runs::measurement(0.0));
     let model = fit_run(&data, &[], false).unwrap();
     assert_eq!(model.fit.points, 9, "the zero-throughput trial is left out");
     assert!(

@@ -7,11 +7,8 @@
 //!
 //! The three worktree names have the same length on purpose: a command runs in its worktree,
 //! so its `PWD` — and with it the size of its environment, which sets where its stack starts
-//! and so the alignment of everything on it — would differ by a byte between `good` and `bad`.
-//! That alone moved a 25 ms C loop by 0.65% (`bad` against `step`, 40 groups, interval
-//! [+0.11%, +1.28%]): enough to keep a bad commit from being NO CHANGE against the bad end at
-//! a 1% threshold (Mytkowicz et al., "Producing wrong data without doing anything obviously
-//! wrong!", ASPLOS 2009, found the same with the environment's size).
+//! and so the alignment of everything on it — must not differ by a byte between the sides
+//! (what a byte moved: docs/notes/bisect.md).
 //!
 //! The folder is made as profiles are (`owned_dir`: 0700, never through a link, the database's
 //! folder checked so no other user can swap a folder for a link); git creates each worktree by

@@ -6,17 +6,17 @@
 //!
 //! A reboot cannot interleave builds, so each mark is a plain run of `--runs` trials, judged
 //! against the ends' runs as independent samples (Mann-Whitney) at half the gap between the
-//! ends, as the automatic steps are (`decide`): the machine's drift between reboots is not
+//! ends, as the automatic steps are (`analysis::bisect::decide`): the machine's drift between reboots is not
 //! cancelled as the paired steps cancel it, so only a change well above that drift bisects
 //! this way. Every run keeps the kernel it measured in its fingerprint for the reader to check.
 
-use super::decide::{self, Class};
 use super::error::BisectError;
 use super::git::Commit;
 use super::search::{Next, Search};
 use super::spec::{BisectSpec, Role, SideOf};
 use super::state::{BisectEnd, BisectOutcome, latest_unfinished};
 use crate::lifecycle::{self, Session, SweepEnd};
+use analysis::bisect::decide::{self, Class};
 use model::bisection::short;
 use model::number_text::plural;
 use model::record::RunData;

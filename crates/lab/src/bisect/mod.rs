@@ -20,7 +20,6 @@
 //! back, pure), `state` (how a call left a bisection), `error` (what stops one).
 
 mod build;
-mod decide;
 mod drive;
 mod error;
 mod git;

@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::build::{self, Area, Built};
-use super::decide::{self, Bisected, Class};
 use super::error::BisectError;
 use super::spec::{BisectSpec, Role, SideOf};
 use crate::lifecycle::interleave::{Decided, Sides, interleave};
 use crate::lifecycle::{AbPolicy, Session, SweepEnd};
+use analysis::bisect::decide::{self, Bisected, Class};
 use analysis::comparison::Comparison;
 use model::bisection::short;
 use model::number_text::{plural, signed_percent};

@@ -26,11 +26,11 @@ pub(super) fn build(
     let pair = |a: Option<i64>, b: Option<i64>| {
         Some((a.and_then(|a| runs.get(&a))?, b.and_then(|b| runs.get(&b))?))
     };
-    // The ends at --threshold; the steps at the threshold their gap sets (`decide`).
+    // The ends at --threshold; the steps at the threshold their gap sets (`analysis::bisect::decide`).
     let step0 = record.steps.iter().find(|s| s.step == 0);
     let bisected = step0
         .and_then(|s| pair(s.run_good, s.run_bad))
-        .and_then(|(g, b)| super::decide::bisected(&spec.compare(g, b, spec.threshold)));
+        .and_then(|(g, b)| analysis::bisect::decide::bisected(&spec.compare(g, b, spec.threshold)));
     let step_threshold = bisected.as_ref().map_or(spec.threshold, |b| b.threshold);
     let compare = |a: Option<i64>, b: Option<i64>, threshold: f64| -> Vec<PointChange> {
         let Some((a, b)) = pair(a, b) else {

@@ -4,12 +4,10 @@
 //! fixed pattern can line up with a periodic disturbance, and a slowdown that spans the boundary
 //! between two pairs hits the same side of both (AB|BA) as often as opposite sides (AB|AB).
 //!
-//! Why not ABBA blocks (the second pair of a block the reverse of the first)? They balance the
-//! order exactly, but every block then has a same-side boundary (A B|B A): on a 2-vCPU KVM guest
-//! adjacent trials share short slowdowns, which made the changes of the two pairs of a block
-//! correlate (+0.05 to +0.14, against −0.19 to −0.22 across an opposite-side boundary; 1 320
-//! pairs), so intervals that treat pairs as independent covered the true change in 90% of
-//! comparisons instead of 95%. Random orders make those correlations cancel on average.
+//! Not ABBA blocks (the second pair of a block the reverse of the first): they balance the
+//! order exactly, but every block then has a same-side boundary (A B|B A), and adjacent trials
+//! share short slowdowns; random orders make those correlations cancel on average. The
+//! evidence: docs/notes/ab-order.md.
 //!
 //! More than two sides (`bisect` measures a commit between the good and the bad builds) go the
 //! same way in groups: every (N, repetition) is one trial of each side, back to back, in an

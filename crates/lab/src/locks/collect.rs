@@ -1,6 +1,6 @@
 //! The tracing side of `--locks`: open the tracer before the tasks exist
 //! ([`TraceSession::start`]), drain it while the sampler runs, and at the end keep the waits
-//! that ended inside the measurement window, attribute each to its caller and summarise them
+//! that ended inside the measurement window, attribute each to its caller and summarize them
 //! per (lock, caller) as a [`LockReport`].
 //!
 //! Whose waits are kept and where user addresses are named: [`crate::traced_processes`].
@@ -20,7 +20,7 @@ use super::rows::{self, Attributed, NamedTotal};
 use super::{LockRequest, futex_kind, kernel_lock_kind, task_lock_name};
 use crate::observer::{Observed, Observer};
 use crate::traced_processes::{ResolvedFrames, Scope, TracedProcesses};
-use crate::tracer_choice::{Chosen, OpenNotes};
+use crate::tracer_choice::OpenNotes;
 use model::record::{ClockWindow, LockReport, LockSampling, Nanos};
 
 /// Frames in a call-site path (the caller and its callers).
@@ -36,42 +36,19 @@ pub(crate) struct TraceSession {
 }
 
 /// The tracer `--tracer` chose (or the perf one it fell back to).
-type Tracer = Chosen<perf::BpfLockTracer, perf::LockTracer>;
+type Tracer = Box<dyn perf::Tracer<Trace = perf::LockTrace>>;
 
-impl Tracer {
-    /// Opens the chosen tracer; the kernel one falls back to perf's, with a note saying why.
-    fn open(request: LockRequest, notes: &mut Vec<String>) -> Option<Tracer> {
-        request.tracer.open(
-            || perf::BpfLockTracer::open(&request.bpf_config()),
-            || perf::LockTracer::open(&request.trace_config()),
-            OpenNotes {
-                fallback: "locks: traced through perf's ring buffers (every wait with its chain, at several times the cost), not in the kernel",
-                unavailable: "lock tracing unavailable",
-            },
-            notes,
-        )
-    }
-
-    fn drain(&mut self) -> u64 {
-        match self {
-            Chosen::Kernel(t) => t.drain(),
-            Chosen::Perf(t) => t.drain(),
-        }
-    }
-
-    fn new_user_chains(&mut self) -> Vec<(u32, Vec<u64>)> {
-        match self {
-            Chosen::Kernel(t) => t.new_user_chains(),
-            Chosen::Perf(t) => t.new_user_chains(),
-        }
-    }
-
-    fn finish(self) -> perf::LockTrace {
-        match self {
-            Chosen::Kernel(t) => t.finish(),
-            Chosen::Perf(t) => t.finish(),
-        }
-    }
+/// Opens the chosen tracer; the kernel one falls back to perf's, with a note saying why.
+fn open_tracer(request: LockRequest, notes: &mut Vec<String>) -> Option<Tracer> {
+    request.tracer.open(
+        || perf::BpfLockTracer::open(&request.bpf_config()),
+        || perf::LockTracer::open(&request.trace_config()),
+        OpenNotes {
+            fallback: "locks: traced through perf's ring buffers (every wait with its chain, at several times the cost), not in the kernel",
+            unavailable: "lock tracing unavailable",
+        },
+        notes,
+    )
 }
 
 impl TraceSession {
@@ -85,11 +62,11 @@ impl TraceSession {
     /// [`start`](Self::start) with a scope: [`Scope::Command`] before spawning a command step.
     pub(crate) fn start_scoped(request: LockRequest, scope: Scope) -> TraceSession {
         let mut notes = Vec::new();
-        let mut tracer = Tracer::open(request, &mut notes);
+        let mut tracer = open_tracer(request, &mut notes);
         // A built-in trial's child sets up (its other tracer, its tasks) before its tasks
         // start: no chain of that time is used, and a slow machine's setup filled the ring
         // before the first drain.
-        if let (Scope::Own, Some(Chosen::Kernel(t))) = (scope, &mut tracer)
+        if let (Scope::Own, Some(t)) = (scope, &mut tracer)
             && !crate::tracer_choice::cold_for_tests()
         {
             t.hold_samples();
@@ -102,7 +79,7 @@ impl TraceSession {
         }
     }
 
-    /// Stops tracing and summarises the waits that ended inside `window`; the programs' own
+    /// Stops tracing and summarizes the waits that ended inside `window`; the programs' own
     /// time is that of a built-in's `tasks` (thread ids) where given, else of every thread.
     pub(crate) fn report(self, window: ClockWindow, tasks: Option<&[u32]>) -> LockReport {
         let Some(tracer) = self.tracer else {
@@ -111,13 +88,13 @@ impl TraceSession {
                 ..LockReport::default()
             };
         };
-        let mut trace = tracer.finish();
+        let mut trace = tracer.finish(window.end.0);
         trace.kernel.retain(|w| !self.processes.is_excluded(w.pid));
         trace.futex.retain(|w| !self.processes.is_excluded(w.pid));
         if let Some(totals) = &mut trace.totals {
             totals.retain(|t| !self.processes.is_excluded(t.pid));
         }
-        let mut report = summarise(&trace, window, self.request, self.processes.resolved());
+        let mut report = summarize(&trace, window, self.request, self.processes.resolved());
         // The tasks' share only: pipe_pingpong's echo partners switch as often as its tasks,
         // and their runs of the futex-sleep program, counted as the tasks', doubled it.
         if let (Some(tasks), Some(sampling)) = (tasks, &mut report.sampling)
@@ -149,21 +126,21 @@ impl Observer for TraceSession {
 
     /// The in-kernel tracer writes call chains from here on.
     fn tasks_released(&mut self, at: u64) {
-        if let Some(Chosen::Kernel(t)) = &mut self.tracer {
+        if let Some(t) = &mut self.tracer {
             t.sample_from(at);
         }
     }
 
     /// The in-kernel tracer sums the waits that end from here on.
     fn window_opens(&mut self, at: u64) {
-        if let Some(Chosen::Kernel(t)) = &mut self.tracer {
+        if let Some(t) = &mut self.tracer {
             t.window_opens(at);
         }
     }
 
     /// The in-kernel tracer sums no wait that ends after this.
     fn window_closes(&mut self, at: u64) {
-        if let Some(Chosen::Kernel(t)) = &mut self.tracer {
+        if let Some(t) = &mut self.tracer {
             t.window_closes(at);
         }
     }
@@ -198,7 +175,7 @@ pub(crate) fn function_of(described: &str) -> &str {
     described.rsplit_once("+0x").map_or(described, |(f, _)| f)
 }
 
-fn summarise(
+fn summarize(
     trace: &perf::LockTrace,
     window: ClockWindow,
     request: LockRequest,

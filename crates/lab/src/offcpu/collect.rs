@@ -22,7 +22,7 @@ use super::threads::{TreeThreads, WokenBy};
 use crate::locks::collect::is_wrapper;
 use crate::observer::{Observed, Observer};
 use crate::traced_processes::{Scope, TracedProcesses};
-use crate::tracer_choice::{Chosen, OpenNotes};
+use crate::tracer_choice::OpenNotes;
 use model::record::{
     ChainVia, ClockWindow, Nanos, OffCpuReport, OffCpuSampling, OffCpuSite, RunqHolder, SiteSample,
     UnwokenEpisodes,
@@ -45,54 +45,24 @@ pub(crate) struct OffCpuSession {
 }
 
 /// The tracer `--tracer` chose (or the perf one it fell back to).
-type Tracer = Chosen<perf::BpfOffCpuTracer, perf::OffCpuTracer>;
+type Tracer = Box<dyn perf::Tracer<Trace = perf::OffCpuTrace>>;
 
-impl Tracer {
-    /// Opens the chosen tracer; the kernel one falls back to perf's, with a note saying why.
-    /// `scope`: a command's trial follows the kernel threads that wake its threads.
-    fn open(request: OffCpuRequest, scope: Scope, notes: &mut Vec<String>) -> Option<Tracer> {
-        let config = perf::BpfOffCpuConfig {
-            follow_kernel_wakers: scope == Scope::Command,
-            ..request.bpf_config()
-        };
-        request.tracer.open(
-            || perf::BpfOffCpuTracer::open(&config),
-            || perf::OffCpuTracer::open(&request.trace_config()),
-            OpenNotes {
-                fallback: "off-CPU: traced through perf's ring buffers (every episode, at several times the cost), not in the kernel",
-                unavailable: "off-CPU tracing unavailable",
-            },
-            notes,
-        )
-    }
-
-    fn drain(&mut self) {
-        match self {
-            Chosen::Kernel(t) => t.drain(),
-            Chosen::Perf(t) => t.drain(),
-        }
-    }
-
-    fn account_from(&mut self, at: u64) {
-        match self {
-            Chosen::Kernel(t) => t.account_from(at),
-            Chosen::Perf(t) => t.account_from(at),
-        }
-    }
-
-    fn new_user_chains(&mut self) -> Vec<(u32, Vec<u64>)> {
-        match self {
-            Chosen::Kernel(t) => t.new_user_chains(),
-            Chosen::Perf(t) => t.new_user_chains(),
-        }
-    }
-
-    fn finish_at(self, until: u64) -> perf::OffCpuTrace {
-        match self {
-            Chosen::Kernel(t) => t.finish_at(until),
-            Chosen::Perf(t) => t.finish_at(until),
-        }
-    }
+/// Opens the chosen tracer; the kernel one falls back to perf's, with a note saying why.
+/// `scope`: a command's trial follows the kernel threads that wake its threads.
+fn open_tracer(request: OffCpuRequest, scope: Scope, notes: &mut Vec<String>) -> Option<Tracer> {
+    let config = perf::BpfOffCpuConfig {
+        follow_kernel_wakers: scope == Scope::Command,
+        ..request.bpf_config()
+    };
+    request.tracer.open(
+        || perf::BpfOffCpuTracer::open(&config),
+        || perf::OffCpuTracer::open(&request.trace_config()),
+        OpenNotes {
+            fallback: "off-CPU: traced through perf's ring buffers (every episode, at several times the cost), not in the kernel",
+            unavailable: "off-CPU tracing unavailable",
+        },
+        notes,
+    )
 }
 
 #[derive(Debug, Default)]
@@ -117,11 +87,11 @@ impl OffCpuSession {
     /// the trial runs untraced.
     pub(crate) fn start_scoped(request: OffCpuRequest, scope: Scope) -> OffCpuSession {
         let mut notes = Vec::new();
-        let mut tracer = Tracer::open(request, scope, &mut notes);
+        let mut tracer = open_tracer(request, scope, &mut notes);
         // A built-in trial's child sets up (its other tracer, its tasks) before its tasks
         // start: no chain of that time is used, and a slow machine's setup filled the ring
         // before the first drain.
-        if let (Scope::Own, Some(Chosen::Kernel(t))) = (scope, &mut tracer)
+        if let (Scope::Own, Some(t)) = (scope, &mut tracer)
             && !crate::tracer_choice::cold_for_tests()
         {
             t.hold_samples();
@@ -143,7 +113,7 @@ impl OffCpuSession {
                 ..OffCpuReport::default()
             };
         };
-        let mut trace = tracer.finish_at(window.end.0);
+        let mut trace = tracer.finish(window.end.0);
         let tasks: Option<HashSet<u32>> = tasks.map(|t| t.iter().copied().collect());
         // A built-in's tasks are its workers; a command's threads are sorted into roles.
         let tree = match &tasks {
@@ -158,7 +128,7 @@ impl OffCpuSession {
             !self.processes.is_excluded(e.pid) && tasks.as_ref().is_none_or(|t| t.contains(&e.tid))
         });
         let estimator = Estimator::new(&trace, window);
-        let mut report = summarise(
+        let mut report = summarize(
             &trace,
             window,
             self.processes.resolved(),
@@ -201,24 +171,22 @@ impl Observer for OffCpuSession {
     /// The in-kernel tracer adds each process's threads (and, by inheritance, what they
     /// create); the perf tracer cannot, and says so.
     fn follow_system(&mut self, pids: &[u32]) -> Option<u32> {
-        match &mut self.tracer {
-            Some(Chosen::Kernel(t)) => {
-                for &pid in pids {
-                    t.trace_process(pid);
-                    self.system.insert(pid);
-                }
-            }
-            Some(Chosen::Perf(_)) => self.notes.push(
+        let Some(t) = &mut self.tracer else {
+            return None;
+        };
+        if t.follow_processes(pids) {
+            self.system.extend(pids);
+        } else {
+            self.notes.push(
                 "off-CPU: the perf tracer follows the command's own tree only: the servers and attached processes were not traced, so waits they ended were not followed (the in-kernel tracer, --tracer kernel, follows them)".into(),
-            ),
-            None => {}
+            );
         }
         None
     }
 
     /// The in-kernel tracer writes call chains from here on.
     fn tasks_released(&mut self, at: u64) {
-        if let Some(Chosen::Kernel(t)) = &mut self.tracer {
+        if let Some(t) = &mut self.tracer {
             t.sample_from(at);
         }
     }
@@ -227,17 +195,15 @@ impl Observer for OffCpuSession {
     /// tracer opened).
     fn window_opens(&mut self, at: u64) {
         if let Some(t) = &mut self.tracer {
-            t.account_from(at);
+            t.window_opens(at);
         }
     }
 
     /// The window closed at `at`: the in-kernel tracer reads its threads' counters, the perf
     /// tracer's timeline accrues nothing after it.
     fn window_closes(&mut self, at: u64) {
-        match &mut self.tracer {
-            Some(Chosen::Kernel(t)) => t.account_until(at),
-            Some(Chosen::Perf(t)) => t.account_until(at),
-            None => {}
+        if let Some(t) = &mut self.tracer {
+            t.window_closes(at);
         }
     }
 
@@ -245,9 +211,9 @@ impl Observer for OffCpuSession {
     /// in their (live) process. Its records carry no stack copy: 0.
     fn drain(&mut self) -> u64 {
         let Some(t) = &mut self.tracer else { return 0 };
-        t.drain();
+        let read = t.drain();
         self.processes.name_new_chains(t.new_user_chains());
-        0
+        read
     }
 
     fn finish(
@@ -278,7 +244,7 @@ fn is_io_wrapper(frame: &perf::UserFrame) -> bool {
 
 /// The report of `trace`'s episodes inside `window`, of a command's workers (`tree`) or a
 /// built-in's `tasks` (both `None`: every thread).
-fn summarise(
+fn summarize(
     trace: &perf::OffCpuTrace,
     window: ClockWindow,
     resolved: Option<&HashMap<(u32, u64), perf::UserFrame>>,
@@ -443,9 +409,8 @@ fn summarise(
     }
     // The in-kernel tracer sums every thread's time, but a thread none of whose episodes in
     // the window was sampled (a rare blocker on a busy CPU, or a large --chain-every) has no
-    // episode to share its time out: without this its blocked time was dropped (seen: with
-    // --chain-every 1000000, futex_mutex's tasks read 0 blocked where perf sched timehist
-    // read 6 ms). It is counted, under a site of its own whose cause is unknown.
+    // episode to share its time out: without this its blocked time would be dropped
+    // (docs/notes/tracing.md). It is counted, under a site of its own whose cause is unknown.
     // The threads whose time the trial's accounting holds: a command's workers, a built-in's
     // tasks (not their echo partners).
     let counted = |tid: u32| match (&tree, tasks) {
@@ -865,12 +830,12 @@ mod tests {
     };
 
     /// The report of `trace` over `window`, of `tasks` (`None`: every thread).
-    fn summarised(
+    fn summarized(
         trace: &perf::OffCpuTrace,
         window: ClockWindow,
         tasks: Option<&HashSet<u32>>,
     ) -> OffCpuReport {
-        summarise(
+        summarize(
             trace,
             window,
             None,
@@ -915,7 +880,7 @@ mod tests {
         };
         let window = TWO_MICROSECONDS;
         let tasks: HashSet<u32> = [7, 9].into();
-        let report = summarised(&trace, window, Some(&tasks));
+        let report = summarized(&trace, window, Some(&tasks));
         assert_eq!(report.total, Nanos(900 + 500), "{:?}", report.sites);
         let site = report
             .sites
@@ -939,7 +904,7 @@ mod tests {
             episodes: vec![episode(7, 100, 400, true)],
             ..trace
         };
-        let report = summarised(&every, window, Some(&tasks));
+        let report = summarized(&every, window, Some(&tasks));
         assert!(report.sites.iter().all(|s| s.kind != UNSAMPLED));
         assert_eq!(report.total, Nanos(300));
     }
@@ -959,17 +924,17 @@ mod tests {
             ..perf::OffCpuTrace::default()
         };
         let tasks: HashSet<u32> = [7].into();
-        let report = summarised(&trace, TWO_MICROSECONDS, Some(&tasks));
+        let report = summarized(&trace, TWO_MICROSECONDS, Some(&tasks));
         let sampling = report.sampling.expect("an in-kernel trace's sampling");
         assert_eq!(sampling.programs_time, Some(Nanos(120)));
         // Every thread, where no tasks are named; none from a tracer that does not time them.
-        let report = summarised(&trace, TWO_MICROSECONDS, None);
+        let report = summarized(&trace, TWO_MICROSECONDS, None);
         assert_eq!(report.sampling.unwrap().programs_time, Some(Nanos(250)));
         let untimed = perf::OffCpuTrace {
             programs_ns: None,
             ..trace
         };
-        let report = summarised(&untimed, TWO_MICROSECONDS, Some(&tasks));
+        let report = summarized(&untimed, TWO_MICROSECONDS, Some(&tasks));
         assert_eq!(report.sampling.unwrap().programs_time, None);
     }
 
@@ -987,7 +952,7 @@ mod tests {
             ..perf::OffCpuTrace::default()
         };
         let window = TWO_MICROSECONDS;
-        let report = summarised(&trace, window, None);
+        let report = summarized(&trace, window, None);
         assert_noted(
             &report,
             "off-CPU: 3 stints on a CPU began with a switch the tracer did not see",
@@ -999,7 +964,7 @@ mod tests {
             }),
             ..trace
         };
-        let report = summarised(&seen_all, window, None);
+        let report = summarized(&seen_all, window, None);
         assert!(
             report.notes.iter().all(|n| !n.contains("did not see")),
             "{:?}",
@@ -1020,7 +985,7 @@ mod tests {
             ..perf::OffCpuTrace::default()
         };
         let window = TWO_MICROSECONDS;
-        let report = summarised(&trace, window, None);
+        let report = summarized(&trace, window, None);
         assert_eq!(report.total, Nanos(300 + 750 + 200));
         assert_eq!(
             report.unwoken,
@@ -1042,7 +1007,7 @@ mod tests {
             chains: vec![Vec::new()],
             ..perf::OffCpuTrace::default()
         };
-        assert_eq!(summarised(&all_woken, window, None).unwoken, None);
+        assert_eq!(summarized(&all_woken, window, None).unwoken, None);
     }
 
     #[test]
@@ -1068,7 +1033,7 @@ mod tests {
             ..perf::OffCpuTrace::default()
         };
         let window = TWO_MICROSECONDS;
-        let report = summarised(&trace, window, None);
+        let report = summarized(&trace, window, None);
         assert_eq!(
             report.silent_idle_cpus,
             [1],
@@ -1088,7 +1053,7 @@ mod tests {
             episodes: vec![episode(8, 150, 900, true)],
             ..trace
         };
-        let report = summarised(&woken, window, None);
+        let report = summarized(&woken, window, None);
         assert!(report.silent_idle_cpus.is_empty());
         assert!(
             report.notes.iter().all(|n| !n.contains("idle")),

@@ -7,9 +7,8 @@
 //! share out their thread's exact blocked time: a thread's sampled episodes, each weighted `k`,
 //! are scaled to its exact sum (a ratio estimator). Weighting the durations alone overstates:
 //! recording a chain makes the sampled episode itself a little longer (the copies and walks
-//! evict the caches the partner runs in; seen: pipe_pingpong's sampled reads 1.6x the mean,
-//! the time estimated 1.7x the exact sum), and the ratio cancels that out per thread, leaving
-//! only its effect on how the thread's time is shared between its sites.
+//! evict the caches the partner runs in; docs/notes/tracing.md), and the ratio cancels that out
+//! per thread, leaving only its effect on how the thread's time is shared between its sites.
 //!
 //! The sampling error of a site's time: Σ k(k-1)·t² over its sampled episodes (t scaled as
 //! above), the variance of the Horvitz-Thompson sum, which the ratio's own error is not added

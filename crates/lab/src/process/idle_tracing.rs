@@ -1,8 +1,7 @@
 //! The `idle_tracing` check of `scalelab doctor`: does this kernel record wake-ups taken while a
 //! CPU idles? Where it does not, `--offcpu` misses the wake-ups that CPU takes while idle (by
 //! the interrupts it handles), whichever CPU the woken task runs on: their episodes run on to
-//! the switch-in, so traced/residual reads above 1 — seen on this project's KVM guest, where
-//! CPU 1 takes the disk's interrupts.
+//! the switch-in, so traced/residual reads above 1 (where it was seen: docs/notes/tracing.md).
 //! Probing is [`perf::probe_idle_tracing`] (150 naps of 1 ms on every CPU at once, 0.2 s) and
 //! `/proc/interrupts` (which device interrupts a silent CPU takes, for the fix); judging is a
 //! pure function of both, tested without the machine.

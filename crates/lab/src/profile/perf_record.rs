@@ -198,20 +198,15 @@ pub(crate) const DWARF_STACK_BYTES: u32 = 16384;
 pub(crate) const DEFAULT_FREQUENCY: u32 = 4000;
 
 /// A command's default sampling rate, a quarter of a built-in's: each of its samples copies
-/// [`DWARF_STACK_BYTES`] of user stack, and cpu-clock sampling cost sysbench `--thread-locks=1`
-/// N=2 0.82 of its throughput at 4 kHz and 0.90 at 1 kHz on this VM (perf alone, interleaved);
-/// samply samples at 1 kHz by default too. A 2 s trial on 2 busy CPUs still gets 4000 samples.
+/// [`DWARF_STACK_BYTES`] of user stack (what that cost: docs/notes/profiling.md); samply
+/// samples at 1 kHz by default too.
 pub(crate) const COMMAND_FREQUENCY: u32 = 1000;
 
 /// The default rate under `--explain` (built-ins and commands alike). A sample is a timer
 /// interrupt (in a guest a VM exit) and a call chain, microseconds that lengthen whatever it
 /// lands in, a lock's hold too: the other tasks then find the lock held and sleep, and the
-/// futex wait explain names is the profile's making. `bench/explain-perturbation 6 2 1`,
-/// `futex_mutex -p shared=true` N=2 on this project's 2-vCPU VM (the kernel tracer, 12 trials an
-/// arm, interleaved; medians against untraced): `--explain` at 4000 Hz blocked 6.27× as often
-/// per op and spent 5.22× the time off a CPU, at 1000 Hz 1.69–2.14× and 2.48×, at 500 Hz
-/// 1.21–1.52× and 2.31×, at 250 Hz 1.12–1.33× and 2.05×, its throughput within 3% of untraced
-/// at every rate. 1 kHz is samply's default, and a 5 s trial still gets 5000 samples a task.
+/// futex wait explain names is the profile's making, the more so the higher the rate (the
+/// figures: docs/notes/profiling.md). 1 kHz is samply's default.
 pub(crate) const EXPLAIN_FREQUENCY: u32 = 1000;
 
 /// The kernel's `perf_event_max_sample_rate` (100000 when unreadable).
@@ -358,10 +353,9 @@ pub(crate) use model::record::KALLSYMS;
 /// stopped, as [`perf_args_to`] samples a program: the system under test's servers beside a
 /// command, their processes picked out when the file is read. On every CPU rather than
 /// following their threads (`-p`): a per-task event is switched out and in with every thread
-/// it follows, and a server's threads switch at every request — pgbench with `--explain` kept
-/// ~0.74 of its untraced throughput with its servers followed at 241 Hz, against ~0.91 without
-/// (9 interleaved triples on the 2-vCPU VM). At most [`scope::EVERY_CPU_FREQUENCY`], as an
-/// every-CPU profile of the tasks.
+/// it follows, and a server's threads switch at every request (what that cost:
+/// docs/notes/profiling.md). At most [`scope::EVERY_CPU_FREQUENCY`], as an every-CPU profile
+/// of the tasks.
 pub(crate) fn perf_args_every_cpu(req: &ProfileRequest, output: &Path) -> Vec<String> {
     let every_cpu = ProfileRequest {
         every_cpu: true,
@@ -387,10 +381,9 @@ pub(crate) fn perf_args_to(
         None => "-g".to_string(),
     };
     // `--no-bpf-event`: without it perf record watches for BPF programs loaded while it runs
-    // in a thread that polls once a second, and waits for that poll when the command has ended:
-    // `perf record -- true` took 1.14 s here, 0.29 s with it, and a profiled command step's
-    // wall time (which the trial's throughput is) carried the difference — sysbench's 2 s
-    // ran 3.1 s under perf. Nothing here reads BPF programs' symbol events.
+    // in a thread that polls once a second, and waits for that poll when the command has ended,
+    // which a profiled command step's wall time would carry (docs/notes/profiling.md). Nothing
+    // here reads BPF programs' symbol events.
     // Every CPU's samples but idle's (`:I`, which cpu-clock honours; an idle CPU counts no
     // cycles).
     let event = match (req.every_cpu, req.event.as_str()) {

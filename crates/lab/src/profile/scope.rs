@@ -3,30 +3,15 @@
 //! point's traced trials get, from how often its tasks switched in the untraced reference
 //! trial run just before them.
 //!
-//! Why it is chosen per point: a per-task sampling event is stopped and started at every
-//! context switch of every task it follows, and for `cpu-clock` (a machine without a PMU, as
-//! most VMs are) that is an hrtimer cancelled and armed again each time; an event on every CPU
-//! runs on, but interrupts every CPU at its rate whoever runs. Measured on this project's
-//! 2-vCPU KVM guest (cpu-clock, interleaved pairs, traced ÷ untraced throughput):
-//!
-//! | workload (switches a second per task) | `--explain`, tasks at 4 kHz | every CPU at 250 Hz |
-//! |---|---:|---:|
-//! | `fsync_write` N=2, the VM's disk (~11,000) | 0.66–0.93, median 0.86 | 0.95–1.13, median 0.98 |
-//! | `fsync_write` N=2, RAM-backed ext4 (~25,000) | 0.47–0.56 | 0.76–0.82 |
-//! | sysbench `--thread-locks=1` N=2 (a command, ~21,000) | 0.83–0.92 (1 kHz) | 0.79–1.05, median 0.81 |
-//!
-//! and `perf record` alone, no call chains: fsync_write on RAM kept 0.55 following its tasks
-//! at 4 kHz and 0.78 at 250 Hz (the task's timer is the CPU's next one, reprogrammed at each
-//! switch, only when its period is shorter than the tick's), sysbench on every CPU 0.87–0.96
-//! at 100 Hz, ~0.65 at 1 kHz and 0.6–0.7 at 4 kHz. The CPU-bound built-ins switch 20–500 times
-//! a second per task and pipe_pingpong 250,000. So `auto` samples every CPU, at
-//! [`EVERY_CPU_FREQUENCY`], where the untraced tasks switched at least
-//! [`SWITCHES_FOR_EVERY_CPU`] times a second each and the event is `cpu-clock`; elsewhere it
-//! follows the tasks at the run's rate. Only `cpu-clock` was measured: with a PMU the per-task
-//! switch costs MSR writes, not a timer, and `cycles` keeps following the tasks.
-//!
-//! A command has no untraced reference, so `auto` follows its tasks; so does a point whose
-//! reference ran after its profiled trials (`--profile-trials` below `--runs`).
+//! It is chosen per point because a per-task sampling event is stopped and started at every
+//! context switch of every task it follows (for `cpu-clock`, an hrtimer cancelled and armed
+//! again each time), while an event on every CPU runs on but interrupts every CPU at its rate
+//! whoever runs. So `auto` samples every CPU, at [`EVERY_CPU_FREQUENCY`], where the untraced
+//! tasks switched at least [`SWITCHES_FOR_EVERY_CPU`] times a second each and the event is
+//! `cpu-clock`; elsewhere (and always with `cycles`, whose per-task switch costs MSR writes, not
+//! a timer) it follows the tasks at the run's rate. A command has no untraced reference, so
+//! `auto` follows its tasks; so does a point whose reference ran after its profiled trials
+//! (`--profile-trials` below `--runs`). The evidence: docs/notes/profiling.md.
 
 use serde::{Deserialize, Serialize};
 
@@ -45,13 +30,13 @@ pub enum ProfileScope {
 }
 
 /// Context switches a second per task, in the untraced reference, from which `auto` samples
-/// every CPU: the disk's fsync_write (~11,000) kept 0.86 of its throughput following its
-/// tasks and 0.98 on every CPU; the CPU-bound built-ins switch under 500 times a second.
+/// every CPU: well above the CPU-bound built-ins, below the disk's fsync_write (the figures:
+/// docs/notes/profiling.md).
 pub const SWITCHES_FOR_EVERY_CPU: f64 = 5_000.0;
 
-/// `auto`'s rate on every CPU: each sample interrupts a CPU whoever runs there, and sysbench
-/// with a hot mutex kept ~0.65 of its throughput at 1 kHz against 0.8–0.9 at 250 Hz. 241 Hz
-/// rather than 250 so that samples do not fall in step with a 250 Hz (or 1000 Hz) tick.
+/// `auto`'s rate on every CPU: each sample interrupts a CPU whoever runs there, so it is kept
+/// low (docs/notes/profiling.md). 241 Hz rather than 250 so that samples do not fall in
+/// step with a 250 Hz (or 1000 Hz) tick.
 pub const EVERY_CPU_FREQUENCY: u32 = 241;
 
 /// Where and how fast one trial is profiled.

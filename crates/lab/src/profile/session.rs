@@ -4,7 +4,7 @@
 //! program has ended, the report is the file, if perf wrote it.
 //!
 //! Unlike the tracers it is not drained (perf reads its own rings) and leaves no process out;
-//! it is opened by whatever spawns the program ([`crate::observers`] says where).
+//! it is opened by whatever spawns the program ([`crate::observer_list`] says where).
 //!
 //! The system under test's processes (`--server`, `--attach`) are not the wrapped program's:
 //! a second `perf record -a` (same event and call graphs, every CPU, at most an every-CPU

@@ -8,25 +8,20 @@
 //! timed, also run after a failed step). The op count is one completion per trial, a fixed
 //! `--ops N`, or the first capture group (or whole match) of `--ops-regex` in the first line of
 //! the steps' stdout that it matches ([`ops_regex`]). A non-zero exit or a timeout fails the
-//! trial with the exit status and the tail of stderr; the sweep goes on.
+//! trial with the exit status and the tail of stderr; the sweep goes on. What a step leaves
+//! running is killed when it ends, except what a successful `--prepare` started (a server the
+//! timed steps use), killed when the trial ends, after cleanup.
 //!
-//! Limits: prepare and the timed steps share the trial's `--timeout`; cleanup has a `--timeout`
-//! of its own (it also runs after a step that used up the trial's). Ctrl-C (the stop flag) kills
-//! whatever runs. After a Ctrl-C that stopped prepare or a step, cleanup still runs — the machine
-//! is left as the user's cleanup leaves it — but a second Ctrl-C ends it, as does its
-//! `--timeout`; a Ctrl-C during the cleanup of a finished trial ends that cleanup and keeps the
-//! trial's measurement.
-//!
-//! What a step leaves running is killed when it ends ([`run_step`]) — except what a successful
-//! `--prepare` started (a server the timed steps use), which is killed when the trial ends,
-//! after cleanup.
+//! Limits: prepare and the timed steps share the trial's `--timeout`; cleanup has its own. A
+//! Ctrl-C kills whatever runs; cleanup still runs after it (a second Ctrl-C or its `--timeout`
+//! ends it), and a Ctrl-C during a finished trial's cleanup keeps the trial's measurement.
 //!
 //! Attribution is per timed step (prepare and cleanup are not observed): with `--profile` each
-//! step of a profiled trial runs under `perf record` into its own perf.data, so a step's samples
-//! are exactly its process tree's inside its own wall time; with `--locks` a lock tracer opened
-//! just before the step sees its whole tree from the first instruction, and keeps the waits that
-//! ended inside the step's CLOCK_MONOTONIC window. Each [`StepRecord`] carries its profile and
-//! lock report; the main command's (`cmd`) are also the trial's, so `profile RUN` and `locks RUN`
+//! step of a profiled trial runs under `perf record` into its own perf.data (exactly its process
+//! tree inside its wall time); with `--locks` a lock tracer opened just before the step sees its
+//! whole tree and keeps the waits that ended inside the step's CLOCK_MONOTONIC window. Each
+//! [`StepRecord`] carries its profile and lock report; the main command's (`cmd`) are also the
+//! trial's, so `profile RUN` and `locks RUN` read the main command without `--step`.
 //! read the main command without `--step`.
 
 use std::process::{Command, Stdio};
@@ -42,7 +37,7 @@ use super::spec::{CommandSpec, OpsSource, TrialSpec};
 use super::step::{AfterStep, StepError, Watched, run_step};
 use super::system::System;
 use crate::error::LabError;
-use crate::observers::{Observers, Requests};
+use crate::observer_list::{Observers, Requests};
 use crate::process::leftovers::Leftovers;
 use crate::process::owner::adopt;
 use crate::traced_processes::Scope;

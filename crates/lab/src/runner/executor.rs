@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use super::child_io::{Tail, read_in_background, tail};
 use super::spec::TrialSpec;
-use crate::observers::{Observers, Requests};
+use crate::observer_list::{Observers, Requests};
 use crate::process::leftovers::Leftovers;
 use crate::process::owner::adopt;
 use crate::traced_processes::Scope;

@@ -1,12 +1,7 @@
 //! What the tasks used over the trial's window: CPU time read by the sampler from the kernel at
-//! the window's exact edges, run-queue wait from each task's own readings over its own span.
-//!
-//! A task takes its own getrusage/schedstat readings when it runs and sees the phase change;
-//! with many more tasks than CPUs that is up to a scheduling period late (hundreds of ms at
-//! N=256 on 2 CPUs), and a task that got no CPU between the edges kept the reading it took at
-//! the gate, before the warm-up. Summed over such per-task spans the tasks "used" more CPU than
-//! the CPUs could give (403–493% on 2 CPUs) and waited longer than the window (106–137%
-//! run-queue wait). So:
+//! the window's exact edges, run-queue wait from each task's own readings over its own span. A
+//! task's own readings can be up to a scheduling period late, so summed over their spans they
+//! would exceed what the CPUs gave (why: docs/notes/runner.md). So:
 //! - **CPU time**: the kernel keeps each thread's on-CPU time (`/proc/PID/task/TID/schedstat`,
 //!   first field; CONFIG_SCHED_INFO, in every distribution kernel) whether it runs or not, so
 //!   the sampler reads it for every task right after each edge, back to back: every task's

@@ -25,7 +25,7 @@ use std::path::Path;
 use super::child_io::{Reader, Tail, read_in_background, tail};
 use super::control::to_usage;
 use super::ops_regex::{FirstMatch, Watch};
-use crate::observers::Observers;
+use crate::observer_list::Observers;
 use crate::process::leftovers::Leftovers;
 use crate::process::owner::adopt;
 use model::record::Usage;

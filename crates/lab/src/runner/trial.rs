@@ -15,7 +15,7 @@ use super::schedstat::{self, TaskClocks};
 use super::spec::{BuiltinWork, TrialSpec};
 use super::task::{TaskPlace, run_task};
 use crate::error::LabError;
-use crate::observers::{Observers, Requests};
+use crate::observer_list::{Observers, Requests};
 use crate::traced_processes::Scope;
 use crate::workloads::{self, PrepareContext, Prepared};
 use model::params::Params;

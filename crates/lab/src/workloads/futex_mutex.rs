@@ -98,9 +98,8 @@ impl Workload for FutexMutex {
 
 /// Busy work: `iterations` xorshift64 steps (3 shifts and 3 xors, each depending on the last:
 /// about 6 cycles) on a register. No memory access, so its speed does not depend on
-/// store-to-load forwarding, which made an earlier `black_box`-per-iteration loop vary by 40%
-/// between calibration and use; and the compiler cannot shortcut the chain (unlike a linear
-/// congruential step, which it unrolls into a closed form).
+/// store-to-load forwarding (docs/notes/workloads.md); and the compiler cannot shortcut the
+/// chain (unlike a linear congruential step, which it unrolls into a closed form).
 #[inline(never)]
 fn busy(iterations: u64) {
     let mut x = std::hint::black_box(0x9E37_79B9_7F4A_7C15_u64);

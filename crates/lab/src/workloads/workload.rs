@@ -76,11 +76,9 @@ pub(crate) trait TaskLoop {
     /// default: the harness runs [`steps_while`] with the step called through the trait object,
     /// which keeps each workload's step a function of its own, named in profiles and stacks.
     ///
-    /// Why a workload would: on the AMD KVM guest scalelab is developed on, an anonymous page
-    /// fault taken inside a function that returns soon after costs about 22% more kernel time
-    /// than one taken in a loop that does not return (`bench/fault-shape`: the same C loop with
-    /// its store moved into a small function). `page_fault`'s step returned every 16 pages and
-    /// read 0.83–0.88 of will-it-scale's `page_fault1`, whose loop never returns.
+    /// Why a workload would: a page fault taken inside a function that returns soon after can
+    /// cost more kernel time than one taken in a loop that does not return (the figures:
+    /// docs/notes/workloads.md).
     fn run_inline(
         &mut self,
         _phase: &AtomicU32,

@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use lab::record::TrialOutcome;
 use lab::runner::{CommandExecutor, CommandSpec, Execution, Executor, OpsSource, TrialSpec, Work};
+use model::record::TrialOutcome;
 
 /// Long enough that a test never waits for it by accident.
 const HANG: Duration = Duration::from_secs(20);

@@ -5,4 +5,4 @@ mod command_processes;
 mod pg_tls;
 mod store_api;
 
-use store::pg_server;
+use store::test_server;

@@ -5,10 +5,10 @@
 
 use std::path::Path;
 
-use lab::store::{Location, Store};
 use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+use store::{Location, Store};
 
-use crate::pg_server;
+use crate::test_server;
 
 /// The test CA's certificate (PEM) and the server's certificate and key, for `localhost`.
 fn certificates() -> (String, String, String) {
@@ -30,7 +30,7 @@ fn open(url: &str) -> Result<Store, String> {
 }
 
 /// Whether the server sees scalelab's open connection as TLS.
-fn server_sees_tls(server: &pg_server::PgServer) -> String {
+fn server_sees_tls(server: &test_server::PgServer) -> String {
     server
         .psql(
             "postgres",
@@ -43,7 +43,7 @@ fn server_sees_tls(server: &pg_server::PgServer) -> String {
 #[test]
 fn each_sslmode_connects_or_refuses_as_libpq_would() {
     let (ca, cert, key) = certificates();
-    let server = match pg_server::tls_server(&cert, &key) {
+    let server = match test_server::tls_server(&cert, &key) {
         Ok(s) => s,
         Err(reason) => {
             if std::env::var_os("SCALELAB_REQUIRE_PG").is_some() {

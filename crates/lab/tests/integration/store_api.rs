@@ -9,19 +9,17 @@ mod store {
     use std::fs;
     use std::path::Path;
 
-    use lab::env::Fingerprint;
-    use lab::record::{
+    use model::env::Fingerprint;
+    use model::record::{
         ClockWindow, CounterValue, EXPORT_SCHEMA_VERSION, HarnessCost, LockContention, LockReport,
         LockSampling, Membind, Mode, Nanos, OffCpuReport, OffCpuSite, Pin, ProfileRef, RunData,
         RunMeta, RunStatus, SampleRecord, StepRecord, TrialMeasurement, TrialOutcome, TrialRecord,
         UntracedReference, UnwokenEpisodes, Usage,
     };
-    use lab::store::{
-        Location, RunFilter, Store, StoreError, export_csv, export_json, read_export,
-    };
     use proptest::prelude::*;
+    use store::{Location, RunFilter, Store, StoreError, export_csv, export_json, read_export};
 
-    use crate::pg_server;
+    use crate::test_server;
 
     /// Which database a test of the store API runs on: the suite below runs on both.
     #[derive(Debug, Clone, Copy)]
@@ -39,7 +37,7 @@ mod store {
                 Some((Some(dir), store))
             }
             Backend::Postgres => {
-                let url = pg_server::fresh_url()?;
+                let url = test_server::fresh_url()?;
                 let location = Location::parse(Path::new(&url)).unwrap();
                 Some((None, Store::open_at(&location, true).unwrap()))
             }
@@ -101,7 +99,7 @@ mod store {
             runs: 2,
             duration: Nanos(5_000_000_000),
             // The longest warm-up a run accepts.
-            warmup: lab::MAX_DURATION,
+            warmup: model::limits::MAX_DURATION,
             variant: Some("stock".into()),
             tags: BTreeMap::from([
                 ("kernel".into(), "6.8".into()),
@@ -225,15 +223,15 @@ mod store {
                         }),
                     }),
                 }),
-                reported: (index == 0).then(|| lab::record::Reported {
+                reported: (index == 0).then(|| model::record::Reported {
                     values: [
                         ("throughput".to_string(), 86.5842),
                         ("lat".to_string(), 0.25),
                     ]
                     .into(),
-                    primary: lab::record::MetricSpec::parse(
+                    primary: model::record::MetricSpec::parse(
                         "throughput=Throughput ([0-9.]+) MB/sec",
-                        lab::record::OutputStream::Stdout,
+                        model::record::OutputStream::Stdout,
                     )
                     .ok(),
                 }),
@@ -290,23 +288,23 @@ mod store {
                 count: 4,
                 total: Nanos(5_000),
                 max: Nanos(2_000),
-                woken_by: vec![lab::record::WokenShare {
+                woken_by: vec![model::record::WokenShare {
                     by: "an I/O completion".into(),
                     total: Nanos(5_000),
                 }],
-                sampled: Some(lab::record::SiteSample {
+                sampled: Some(model::record::SiteSample {
                     episodes: 2,
                     error: Nanos(1_500),
                 }),
-                via: Some(lab::record::ChainVia {
+                via: Some(model::record::ChainVia {
                     server: "postgres".into(),
                     kernel_thread: false,
                     waited_in: "poll_schedule_timeout (other) from pgbench+0x11466".into(),
                 }),
             }],
             threads: vec![
-                lab::record::ThreadGroup {
-                    role: lab::record::ThreadRole::Supervisor,
+                model::record::ThreadGroup {
+                    role: model::record::ThreadRole::Supervisor,
                     comm: "sh".into(),
                     threads: 1,
                     life: Nanos(9_000),
@@ -318,8 +316,8 @@ mod store {
                     cpu_serving: Nanos(0),
                     tids: vec![42],
                 },
-                lab::record::ThreadGroup {
-                    role: lab::record::ThreadRole::Server,
+                model::record::ThreadGroup {
+                    role: model::record::ThreadRole::Server,
                     comm: "postgres".into(),
                     threads: 2,
                     life: Nanos(18_000),
@@ -338,7 +336,7 @@ mod store {
                 total: Nanos(4_000),
             }),
             silent_idle_cpus: vec![1],
-            sampling: Some(lab::record::OffCpuSampling {
+            sampling: Some(model::record::OffCpuSampling {
                 blocking_switches: 40,
                 sampled: 20,
                 lost: 1,
@@ -465,7 +463,7 @@ mod store {
         };
         let mut data = store_run(&mut store, "page_fault");
         data.meta.status = RunStatus::Running;
-        let export = lab::record::RunExport {
+        let export = model::record::RunExport {
             schema_version: EXPORT_SCHEMA_VERSION,
             tool_version: "0".into(),
             run: data,
@@ -485,7 +483,7 @@ mod store {
         if let TrialOutcome::Ok(m) = &mut trial.outcome {
             m.window = Nanos(0);
         }
-        let export = lab::record::RunExport {
+        let export = model::record::RunExport {
             schema_version: EXPORT_SCHEMA_VERSION,
             tool_version: "0".into(),
             run: RunData {
@@ -854,7 +852,7 @@ mod store {
         drop(store);
         {
             let conn = rusqlite::Connection::open(&path).unwrap();
-            conn.pragma_update(None, "user_version", lab::store::SCHEMA_VERSION + 1)
+            conn.pragma_update(None, "user_version", store::SCHEMA_VERSION + 1)
                 .unwrap();
         }
         let before = fs::read(&path).unwrap();
@@ -870,7 +868,7 @@ mod store {
         let version: i64 = conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
-        assert_eq!(version, lab::store::SCHEMA_VERSION + 1);
+        assert_eq!(version, store::SCHEMA_VERSION + 1);
     }
 
     #[test]
@@ -1041,11 +1039,11 @@ mod store {
         let running = source.begin_run(&meta("spin")).unwrap();
         store_run(&mut target, "already_there");
 
-        let first = lab::store::push(&source, &mut target, &RunFilter::default(), false).unwrap();
+        let first = store::push(&source, &mut target, &RunFilter::default(), false).unwrap();
         assert_eq!(first.copied.len(), 2, "{first:?}");
         assert!(first.present.is_empty(), "{first:?}");
         assert_eq!(first.running, vec![running]);
-        let second = lab::store::push(&source, &mut target, &RunFilter::default(), false).unwrap();
+        let second = store::push(&source, &mut target, &RunFilter::default(), false).unwrap();
         assert!(second.copied.is_empty(), "{second:?}");
         assert_eq!(second.present, first.copied);
         assert_eq!(target.list_runs(&RunFilter::default()).unwrap().len(), 3);
@@ -1113,12 +1111,12 @@ mod store {
             .finish_run(id, RunStatus::Complete, "2025-01-01T00:02:00Z")
             .unwrap();
 
-        let plain = lab::store::push(&source, &mut target, &RunFilter::default(), false).unwrap();
+        let plain = store::push(&source, &mut target, &RunFilter::default(), false).unwrap();
         assert!(plain.files.is_empty(), "{plain:?}");
         let there = plain.copied[0].1;
         assert!(target.run_file_names(there).unwrap().is_empty());
 
-        let with = lab::store::push(&source, &mut target, &RunFilter::default(), true).unwrap();
+        let with = store::push(&source, &mut target, &RunFilter::default(), true).unwrap();
         assert_eq!(with.present, vec![(id, there)]);
         let (_, files) = &with.files[0];
         assert_eq!(files.files, 2, "{files:?}");
@@ -1137,7 +1135,7 @@ mod store {
                 ("n1-t1.perf.data".to_string(), perf_data.len() as u64)
             ]
         );
-        let again = lab::store::push(&source, &mut target, &RunFilter::default(), true).unwrap();
+        let again = store::push(&source, &mut target, &RunFilter::default(), true).unwrap();
         let (_, files) = &again.files[0];
         assert_eq!((files.files, files.present), (0, 2), "{files:?}");
 
@@ -1146,7 +1144,7 @@ mod store {
         let reader = tempfile::tempdir().unwrap();
         let local_db = reader.path().join("scalelab.db");
         let mut run = target.load_run(there).unwrap();
-        let pointed = lab::fetch_profiles(&target, &mut run, &local_db).unwrap();
+        let pointed = store::profile_files::fetch_profiles(&target, &mut run, &local_db).unwrap();
         assert_eq!(pointed, 1);
         let copy = reader
             .path()
@@ -1174,14 +1172,14 @@ mod store {
         // A second reader finds them in place.
         let mut again = target.load_run(there).unwrap();
         assert_eq!(
-            lab::fetch_profiles(&target, &mut again, &local_db).unwrap(),
+            store::profile_files::fetch_profiles(&target, &mut again, &local_db).unwrap(),
             1
         );
         assert_eq!(profile(&again, 1), profile(&run, 1));
         // Not the stored copy (another size): refused, not overwritten.
         fs::write(copy.join("n1-t1.perf.data"), b"other").unwrap();
         let mut third = target.load_run(there).unwrap();
-        let err = lab::fetch_profiles(&target, &mut third, &local_db)
+        let err = store::profile_files::fetch_profiles(&target, &mut third, &local_db)
             .unwrap_err()
             .to_string();
         assert!(err.contains("not the stored copy"), "{err}");
@@ -1295,7 +1293,7 @@ mod store {
     /// left untouched; a reading command never creates the tables.
     #[test]
     fn postgres_refuses_foreign_newer_and_missing_schemas() {
-        let Some(server) = pg_server::server_or_skip() else {
+        let Some(server) = test_server::server_or_skip() else {
             return;
         };
         let open =
@@ -1357,7 +1355,7 @@ mod store {
             &ndb,
             &format!(
                 "UPDATE scalelab_schema SET version = {}",
-                lab::store::SCHEMA_VERSION + 1
+                store::SCHEMA_VERSION + 1
             ),
         );
         let err = open(&newer, true).unwrap_err();
@@ -1366,7 +1364,7 @@ mod store {
             server
                 .psql(&ndb, "SELECT version FROM scalelab_schema")
                 .trim(),
-            (lab::store::SCHEMA_VERSION + 1).to_string()
+            (store::SCHEMA_VERSION + 1).to_string()
         );
     }
 

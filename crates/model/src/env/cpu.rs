@@ -382,7 +382,7 @@ CPU part\t: 0xd0c
     }
 
     #[test]
-    fn governors_summarise_and_round_trip() {
+    fn governors_summarize_and_round_trip() {
         let uniform = vec!["powersave".to_string(); 2];
         assert_eq!(summarize_governors(&uniform).as_deref(), Some("powersave"));
         assert_eq!(

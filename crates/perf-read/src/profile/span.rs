@@ -2,9 +2,7 @@
 //! `PERF_RECORD_COMM` with the exec flag of perf's child, [`WorkloadTree`], stamped through
 //! `sample_id_all`) to the exit of that process (its main thread's `PERF_RECORD_EXIT`). perf starts the program only once
 //! its events are set up and writes its file after the program has ended, so this span
-//! leaves out perf's own start-up and write-out: 0.15–0.19 s and 0.11 s here around a 2 s
-//! command with frame-pointer call graphs, more with DWARF stacks (measured with `date`
-//! stamps inside the command).
+//! leaves out perf's own start-up and write-out (how long those take: docs/notes/tracing.md).
 
 use std::io::{BufReader, ErrorKind};
 use std::path::Path;

@@ -320,9 +320,9 @@ mod tests {
     /// the tracers' own cache of unwound chains: with `framehop`'s cache of unwind rules warm
     /// (code seen before, as in a long trace), and emptied before each one (code never seen).
     /// The user-space cost of a sampled episode whose stack was not seen before. A timing, run
-    /// by `bench/trace-throughput`.
+    /// by `bench/speed/trace-throughput`.
     #[test]
-    #[ignore = "a timing, run by bench/trace-throughput"]
+    #[ignore = "a timing, run by bench/speed/trace-throughput"]
     fn throughput_of_unwinding_a_stack_copy() {
         let mut u = Unwinder::default();
         let pid = std::process::id() as i32;

@@ -11,7 +11,7 @@ use model::number_text::si;
 use super::page::{ExplainSection, RunSection, Table};
 use super::{attribution, charts, plot};
 use crate::error::PresentError;
-use crate::explain_table::{answer, cause_label, share_with_interval};
+use crate::explain_text::{answer, cause_label, share_with_interval};
 use crate::number_format::duration;
 use crate::number_format::time_line;
 
@@ -211,20 +211,21 @@ fn explain_section(e: &Explanation) -> ExplainSection {
         left_columns: 0,
         empty: "No point was measured.".into(),
     }];
-    let (headers, rows) = crate::explain_table::agreement_rows(e);
+    let (headers, rows) = crate::explain_text::agreement_rows(e);
     if !rows.is_empty() {
         tables.push(Table {
             caption: {
                 let notes: Vec<String> = [
-                    crate::explain_table::measuring_note(e),
-                    crate::explain_table::partner_note(e),
-                    crate::explain_table::unwoken_note(e),
-                    crate::explain_table::steal_note(e),
-                    crate::explain_table::trace_cost_note(e),
-                    crate::explain_table::blocking_change_note(e),
+                    crate::explain_text::measuring_note(e),
+                    crate::explain_text::partner_note(e),
+                    crate::explain_text::unwoken_note(e),
+                    crate::explain_text::steal_note(e),
+                    crate::explain_text::trace_cost_note(e),
+                    crate::explain_text::blocking_change_note(e),
                 ]
                 .into_iter()
                 .flatten()
+                .map(|note| note.full)
                 .map(|note| format!(" {}{}.", note[..1].to_uppercase(), &note[1..]))
                 .collect();
                 let title = "The traces against the accounting, on the same trials (per op; 1.00 is full agreement)";
@@ -269,11 +270,13 @@ fn explain_section(e: &Explanation) -> ExplainSection {
                 "Growth from N={} to N={} by cause (named only beyond trial-to-trial noise){}",
                 g.from_n,
                 g.to_n,
-                crate::explain_table::chain_note(e).map_or_else(String::new, |note| format!(
-                    ". {}{}.",
-                    note[..1].to_uppercase(),
-                    &note[1..]
-                ))
+                crate::explain_text::chain_note(e)
+                    .map(|n| n.full)
+                    .map_or_else(String::new, |note| format!(
+                        ". {}{}.",
+                        note[..1].to_uppercase(),
+                        &note[1..]
+                    ))
             ),
             headers: [
                 "cause".to_string(),

@@ -14,7 +14,7 @@ use lab::lifecycle::{self, AbPolicy, SweepEnd};
 use lab::{Field, Plan, check_runs};
 
 use super::compare;
-use crate::cli::AbArgs;
+use crate::arguments::AbArgs;
 use crate::measure::{
     Bench, CommandRun, INTERRUPTED, Labels, command_config, online_cpus, ops_source,
     some_trial_measured,
@@ -32,7 +32,7 @@ pub fn run(db: Option<&Path>, args: AbArgs) -> Result<ExitCode> {
         seed: args.seed.unwrap_or_else(clock_seed),
         max_runs,
         options: args.verdict.options(),
-        metric: lab::analysis::comparison::TrialMetric::Throughput,
+        metric: analysis::comparison::TrialMetric::Throughput,
     };
     policy.check(&plan_a)?;
     let mut bench = Bench::open(db)?;
@@ -87,7 +87,7 @@ fn plan(args: &AbArgs, command: &str, variant: &str, cpus: u32) -> Result<Plan> 
             cleanup: args.cleanup.as_deref(),
             ops: ops_source(args.ops, args.ops_regex.as_deref()),
             timeout: args.timeout,
-            metrics: crate::cli::MetricArgs {
+            metrics: crate::arguments::MetricArgs {
                 metrics: args.metrics.clone(),
                 metric_from: args.metric_from,
                 primary: args.primary.clone(),

@@ -8,13 +8,13 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
+use analysis::comparison::TrialMetric;
 use anyhow::{Result, bail};
-use lab::analysis::comparison::TrialMetric;
 use lab::bisect::{self, BisectEnd, BisectOutcome, BisectSpec, Measure, Pending};
 use lab::runner::CommandSpec;
-use lab::store::{BisectStatus, Store};
+use store::{BisectStatus, Store};
 
-use crate::cli::{BisectAction, BisectArgs, BisectMetric};
+use crate::arguments::{BisectAction, BisectArgs, BisectMetric};
 use crate::measure::{Bench, INTERRUPTED, ops_source};
 use crate::progress::TerminalProgress;
 use crate::{db_path, output, stdout};
@@ -165,7 +165,7 @@ fn print_view(store: &Store, id: i64, json: bool) -> Result<()> {
     let view = bisect::view(store, id)?;
     let mut out = stdout::stdout();
     if json {
-        lab::safe_text::write_json(&mut out, &view)?;
+        model::safe_text::write_json(&mut out, &view)?;
     } else {
         present::bisect_text::write_bisect(&mut out, &view, output::stdout().palette)?;
     }
@@ -181,7 +181,7 @@ fn print_pending(id: i64, pending: &Pending) -> Result<()> {
             "bisect {id}: boot (or install) the {end} end {} {}, then run `scalelab bisect \
              mark {id}`",
             commit.hash,
-            lab::safe_text::printable(&commit.subject)
+            model::safe_text::printable(&commit.subject)
         )?,
         Pending::Commit {
             step,
@@ -193,7 +193,7 @@ fn print_pending(id: i64, pending: &Pending) -> Result<()> {
              run `scalelab bisect mark {id}` (or `mark {id} --skip` if it cannot be built or \
              booted)",
             commit.hash,
-            lab::safe_text::printable(&commit.subject)
+            model::safe_text::printable(&commit.subject)
         )?,
         Pending::Done(status) => writeln!(
             out,
@@ -248,7 +248,7 @@ fn list(db: Option<&Path>) -> Result<ExitCode> {
         let tested = b
             .steps
             .iter()
-            .filter(|s| s.step > 0 && s.verdict != lab::store::StepVerdict::Measuring)
+            .filter(|s| s.step > 0 && s.verdict != store::StepVerdict::Measuring)
             .count();
         writeln!(
             out,
@@ -257,7 +257,7 @@ fn list(db: Option<&Path>) -> Result<ExitCode> {
             b.status.to_string(),
             bisect::short(&b.good),
             bisect::short(&b.bad),
-            lab::number_text::plural(tested, "step"),
+            model::number_text::plural(tested, "step"),
         )?;
     }
     out.flush()?;

@@ -6,16 +6,17 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
-use lab::analysis::comparison::{Comparison, TrialMetric, compare_runs_on};
-use lab::record::RunData;
+use analysis::comparison::{Comparison, TrialMetric};
+use anyhow::{Context, Result};
+use app::compare::CompareRequest;
+use model::record::RunData;
 use present::Format;
 use present::comparison_csv::write_compare_csv;
 use present::comparison_table::{write_compare, write_compare_markdown};
 use stats::CompareOptions;
 
 use super::show;
-use crate::cli::{CompareArgs, VerdictArgs};
+use crate::arguments::{CompareArgs, VerdictArgs};
 use crate::output;
 use crate::output::Chosen;
 
@@ -54,31 +55,19 @@ fn build_on(
     force: bool,
     metric: TrialMetric,
 ) -> Result<Comparison> {
-    let comparison = compare_runs_on(a, b, &verdict.options(), !verdict.unpaired, metric);
-    if !force && !comparison.mismatches.is_empty() {
-        let reasons: Vec<String> = comparison
-            .mismatches
-            .iter()
-            .map(|m| format!("  - {m}"))
-            .collect();
-        bail!(
-            "refusing to compare run {} with run {}: they measure different things\n{}\n\
-             a change here would mix that difference with the one you mean to test; compare runs \
-             of one workload with the same parameters and task counts, or pass --force to compare \
-             the N both measured anyway",
-            a.meta.id,
-            b.meta.id,
-            reasons.join("\n")
-        );
-    }
-    Ok(comparison)
+    let request = CompareRequest {
+        options: verdict.options(),
+        paired: !verdict.unpaired,
+        force,
+        metric,
+    };
+    Ok(app::compare::compare(a, b, &request)?)
 }
 
-/// Prints the comparison; exit status 1 when any point REGRESSED.
 pub fn print(comparison: &Comparison, format: Chosen) -> Result<ExitCode> {
     let mut out = crate::stdout::stdout();
     match format {
-        Chosen::Json => lab::safe_text::write_json(&mut out, comparison)?,
+        Chosen::Json => model::safe_text::write_json(&mut out, comparison)?,
         Chosen::Printed(Format::Markdown) => write_compare_markdown(&mut out, comparison)?,
         // One row per N with the figures as numbers, not the table's text.
         Chosen::Printed(Format::Csv) => write_compare_csv(&mut out, comparison)?,

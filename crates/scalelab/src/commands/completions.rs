@@ -11,11 +11,11 @@ use clap::Command;
 use clap_complete::Shell;
 use clap_mangen::Man;
 
-use crate::cli::CompletionTarget;
-use crate::{command_line, stdout};
+use crate::arguments::CompletionTarget;
+use crate::{clap_command, stdout};
 
 pub fn run(target: CompletionTarget, dir: Option<&Path>) -> Result<ExitCode> {
-    let mut cmd = command_line::command();
+    let mut cmd = clap_command::command();
     let shell = match (target, dir) {
         (CompletionTarget::Man, Some(dir)) => {
             cmd.build();
@@ -46,7 +46,7 @@ pub fn run(target: CompletionTarget, dir: Option<&Path>) -> Result<ExitCode> {
 }
 
 /// The page of `cmd` (built, so a subcommand is named `scalelab-run`) and of each visible
-/// subcommand, into `dir`: never through a link (see `lab::create_output`).
+/// subcommand, into `dir`: never through a link (see `sys::owned_dir::create_output`).
 fn write_pages(cmd: &Command, dir: &Path) -> Result<()> {
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         write_pages(sub, dir)?;
@@ -54,7 +54,8 @@ fn write_pages(cmd: &Command, dir: &Path) -> Result<()> {
     let man = Man::new(cmd.clone());
     let path = dir.join(man.get_filename());
     let shown = path.display();
-    let mut file = lab::create_output(&path).with_context(|| format!("--dir: writing {shown}"))?;
+    let mut file =
+        sys::owned_dir::create_output(&path).with_context(|| format!("--dir: writing {shown}"))?;
     man.render(&mut file)
         .with_context(|| format!("--dir: writing {shown}"))?;
     eprintln!("wrote {shown}");

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use std::io::Write;
 
 use anyhow::Result;
-use lab::env::{self, Fingerprint, Severity};
-use lab::safe_text::printable;
+use model::env::{self, Fingerprint, Severity};
+use model::safe_text::printable;
 
 pub fn run(json: bool) -> Result<ExitCode> {
     let cwd = std::env::current_dir()?;
@@ -15,7 +15,7 @@ pub fn run(json: bool) -> Result<ExitCode> {
     checks.extend(lab::perf_checks());
     if json {
         let value = serde_json::json!({ "fingerprint": fp, "checks": checks });
-        lab::safe_text::write_json(&mut crate::stdout::stdout(), &value)?;
+        model::safe_text::write_json(&mut crate::stdout::stdout(), &value)?;
         return Ok(ExitCode::SUCCESS);
     }
     let line = format!(

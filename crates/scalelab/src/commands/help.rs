@@ -6,14 +6,14 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::command_line;
+use crate::clap_command;
 
 pub fn run(command: &[String]) -> Result<ExitCode> {
     let args = std::iter::once("scalelab")
         .chain(command.iter().map(String::as_str))
         .chain(std::iter::once("--help"));
     // Prints the page and exits 0, or exits 2 naming a subcommand that does not exist.
-    match command_line::command().try_get_matches_from(args) {
+    match clap_command::command().try_get_matches_from(args) {
         Err(err) => err.exit(),
         Ok(_) => unreachable!("--help always ends parsing"),
     }

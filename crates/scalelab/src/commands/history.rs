@@ -10,14 +10,14 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use std::io::Write;
 
-use lab::Params;
-use lab::analysis::{history, series};
-use lab::env::MachineClass;
-use lab::number_text::plural;
-use lab::store::RunFilter;
+use analysis::history;
+use app::history::{Classes, HistoryQuery, Verdict};
+use app::{AppError, Input};
+use model::number_text::plural;
+use model::params::Params;
 use stats::ChangePointOptions;
 
-use crate::cli::HistoryArgs;
+use crate::arguments::HistoryArgs;
 use crate::db_path;
 use crate::output::Chosen;
 
@@ -29,8 +29,8 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
     let series: Vec<(Option<String>, history::History)> = match &args.csv {
         Some(file) => {
             let shown = file.display();
-            let text =
-                lab::read_csv_file(file).with_context(|| format!("reading --csv {shown}"))?;
+            let text = model::csv_rows::read_file(file)
+                .with_context(|| format!("reading --csv {shown}"))?;
             let points = history::parse_csv(&text).with_context(|| format!("--csv {shown}"))?;
             let metric = history::Metric::parse(&args.metric).context("--metric")?;
             vec![(None, history::from_points("csv", 0, metric, points, &opts))]
@@ -54,56 +54,41 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
                     .as_map()
                     .clone()
             };
-            let filter = RunFilter {
-                workload: Some(workload.to_string()),
+            let query = HistoryQuery {
+                workload: workload.to_owned(),
+                params: Some(wanted),
                 variant: args.variant.clone(),
                 host: args.host.clone(),
-                ..RunFilter::default()
+                classes: if args.host_class {
+                    Classes::Each
+                } else {
+                    Classes::Together
+                },
+                metric: Some(args.metric.clone()),
+                at: args.at,
+                options: opts,
             };
-            let ids: Vec<i64> = series::series_runs(workload, &wanted, store.list_runs(&filter)?)?
-                .iter()
-                .map(|m| m.id)
-                .collect();
-            let runs = store.load_runs(&ids)?;
-            if runs.is_empty() {
-                bail!(
-                    "no stored runs of `{workload}` with these parameters (see `scalelab ls --workload {workload}`)"
-                );
-            }
-            let metric = history::Metric::resolve(&args.metric, &runs).context("--metric")?;
-            if let Some(at) = args.at {
-                history::check_measured(workload, &runs, at)
-                    .with_context(|| format!("--at {at}"))?;
-            }
-            let groups: Vec<(Option<String>, Vec<_>)> = if args.host_class {
-                let mut by_class: std::collections::BTreeMap<String, Vec<_>> = Default::default();
-                for run in runs {
-                    by_class
-                        .entry(MachineClass::of(&run.meta.env).to_string())
-                        .or_default()
-                        .push(run);
+            let load = |ids: &[i64]| Ok(store.load_runs(ids)?);
+            match app::history::histories(&store, &query, load) {
+                Ok(series) => series.into_iter().map(|s| (s.class, s.history)).collect(),
+                Err(AppError::NotFound(e)) => {
+                    bail!("{e} (see `scalelab ls --workload {workload}`)")
                 }
-                by_class.into_iter().map(|(c, r)| (Some(c), r)).collect()
-            } else {
-                vec![(None, runs)]
-            };
-            groups
-                .into_iter()
-                .map(|(class, runs)| {
-                    let at = match args.at {
-                        Some(n) => n,
-                        None => runs
-                            .last()
-                            .and_then(|r| r.meta.points.iter().max().copied())
-                            .unwrap_or(1),
-                    };
-                    let metric = metric.clone();
-                    (class, history::build(workload, &runs, at, metric, &opts))
-                })
-                .collect()
+                Err(AppError::Invalid { input, source }) => {
+                    let source = anyhow::Error::new(source);
+                    return Err(match input {
+                        Input::Metric => source.context("--metric"),
+                        Input::At(at) => source.context(format!("--at {at}")),
+                        Input::Series => source,
+                    });
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
     };
-    let regressed = series.iter().any(|(_, h)| h.newest_regressed);
+    let regressed = series
+        .iter()
+        .any(|(_, h)| Verdict::of(h) == Verdict::Regressed);
     let mut out = crate::stdout::stdout();
     let chosen = args.output.chosen();
     if let Chosen::Json = chosen {
@@ -112,9 +97,9 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
                 .iter()
                 .map(|(class, h)| serde_json::json!({"host_class": class, "history": h}))
                 .collect();
-            lab::safe_text::write_json(&mut out, &classes)?;
+            model::safe_text::write_json(&mut out, &classes)?;
         } else if let Some((_, h)) = series.first() {
-            lab::safe_text::write_json(&mut out, h)?;
+            model::safe_text::write_json(&mut out, h)?;
         }
     } else if let Chosen::Printed(format) = chosen {
         let mut p = crate::output::printer(&mut out, format);
@@ -123,7 +108,7 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
                 if i > 0 {
                     writeln!(p)?;
                 }
-                writeln!(p, "machine class: {}", lab::safe_text::printable(class))?;
+                writeln!(p, "machine class: {}", model::safe_text::printable(class))?;
             }
             present::history_table::write_history(&mut p, h)?;
         }
@@ -132,11 +117,11 @@ pub fn run(db: Option<&Path>, args: &HistoryArgs) -> Result<ExitCode> {
     if args.check && !regressed {
         let unjudged: Vec<String> = series
             .iter()
-            .filter(|(_, h)| !h.judged)
+            .filter(|(_, h)| Verdict::of(h) == Verdict::Unjudged)
             .map(|(class, h)| {
                 let of = class
                     .as_ref()
-                    .map(|c| format!(" of machine class {}", lab::safe_text::printable(c)))
+                    .map(|c| format!(" of machine class {}", model::safe_text::printable(c)))
                     .unwrap_or_default();
                 format!("{} at N={}{of}", plural(h.points.len(), "run"), h.at)
             })

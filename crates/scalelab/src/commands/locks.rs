@@ -5,18 +5,18 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use analysis::lock_contention::{self, LockSide, LockSides};
 use anyhow::{Result, bail};
-use lab::analysis::lock_contention::{self, LockSide, LockSides};
 use present::lock_table;
 
 use super::show;
-use crate::cli::LocksArgs;
+use crate::arguments::LocksArgs;
 use crate::output::print_result;
 
 pub fn run(db: Option<&Path>, args: &LocksArgs) -> Result<ExitCode> {
     let data = show::load(db, &args.run)?;
     let data = match args.step.as_deref() {
-        Some(name) => lab::analysis::step::select(&data, name)?,
+        Some(name) => analysis::step::select(&data, name)?,
         None => data,
     };
     let sides = match (args.kernel, args.user) {
@@ -61,7 +61,7 @@ pub fn run(db: Option<&Path>, args: &LocksArgs) -> Result<ExitCode> {
         Some(name) => format!(
             "{} · step {}",
             data.meta.description(),
-            lab::safe_text::printable(name)
+            model::safe_text::printable(name)
         ),
         None => data.meta.description(),
     };

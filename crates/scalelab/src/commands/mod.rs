@@ -10,9 +10,9 @@ mod explain;
 mod guard;
 mod help;
 mod history;
-mod list;
+mod list_workloads;
 mod locks;
-mod ls;
+mod ls_runs;
 mod model;
 mod profile;
 mod push;
@@ -29,14 +29,14 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::cli::{Cli, Command};
+use crate::arguments::{Cli, Command};
 
 pub fn dispatch(cli: Cli) -> Result<ExitCode> {
     let db = cli.db.as_deref();
     match cli.command {
-        Command::List { output } => list::run(output.json()),
+        Command::List { output } => list_workloads::run(output.json()),
         Command::Run(args) => run::run(db, args),
-        Command::Ls(args) => ls::run(db, &args),
+        Command::Ls(args) => ls_runs::run(db, &args),
         Command::Show { run, output } => show::run(db, &run, output.chosen()),
         Command::Compare(args) => compare::run(db, &args),
         Command::Ab(args) => ab::run(db, args),

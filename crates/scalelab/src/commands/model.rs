@@ -4,19 +4,19 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use analysis::scaling_model;
 use anyhow::{Context, Result};
-use lab::analysis::scaling_model;
 use present::model_table::write_model;
 
 use super::show;
-use crate::cli::ModelArgs;
+use crate::arguments::ModelArgs;
 
 pub fn run(db: Option<&Path>, args: &ModelArgs) -> Result<ExitCode> {
     let model = match (&args.csv, &args.run) {
         (Some(path), _) => {
             let shown = path.display().to_string();
-            let text =
-                lab::read_csv_file(path).with_context(|| format!("reading --csv {shown}"))?;
+            let text = model::csv_rows::read_file(path)
+                .with_context(|| format!("reading --csv {shown}"))?;
             let points =
                 scaling_model::parse_csv(&text).with_context(|| format!("--csv {shown}"))?;
             scaling_model::fit_csv(&shown, &points, &args.predict)?

@@ -8,14 +8,14 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use analysis::profile::{self, GrowthReport, PointProfile};
 use anyhow::{Context, Result, bail};
-use lab::analysis::profile::{self, GrowthReport, PointProfile};
-use lab::record::RunData;
-use lab::safe_text::printable;
+use model::record::RunData;
+use model::safe_text::printable;
 use present::{Printer, flame_graph, profile_table};
 
 use super::show;
-use crate::cli::ProfileArgs;
+use crate::arguments::ProfileArgs;
 use crate::output::Chosen;
 
 pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
@@ -72,7 +72,7 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
                     "run_a": data.meta.id, "run_b": data_b.meta.id, "n": n, "unit": b.unit,
                     "functions": rows,
                 });
-                lab::safe_text::write_json(&mut out, &value)?;
+                model::safe_text::write_json(&mut out, &value)?;
             }
             Chosen::Printed(format) => {
                 let mut p = crate::output::printer(&mut out, format);
@@ -109,7 +109,7 @@ pub fn run(db: Option<&Path>, args: &ProfileArgs) -> Result<ExitCode> {
                 "what_grows": grow,
                 "points": if shown.is_empty() { points.iter().collect() } else { shown.clone() },
             });
-            lab::safe_text::write_json(&mut out, &value)?;
+            model::safe_text::write_json(&mut out, &value)?;
         }
         Chosen::Printed(format) => {
             let mut p = crate::output::printer(&mut out, format);
@@ -141,7 +141,7 @@ fn write_profiles(
 ) -> Result<()> {
     writeln!(p, "{}", data.meta.description())?;
     writeln!(p, "op: {}", printable(&data.meta.op_unit))?;
-    let steps = lab::analysis::step::step_names(data);
+    let steps = analysis::step::step_names(data);
     match &args.step {
         Some(name) => writeln!(p, "step: {} (its own profile)", printable(name))?,
         None if steps.len() > 1 => writeln!(
@@ -172,7 +172,7 @@ fn write_profiles(
 /// The run itself, or its step `name` read as a run (`--step`).
 fn step(data: RunData, name: Option<&str>) -> Result<RunData> {
     Ok(match name {
-        Some(name) => lab::analysis::step::select(&data, name)?,
+        Some(name) => analysis::step::select(&data, name)?,
         None => data,
     })
 }
@@ -202,19 +202,20 @@ fn at<'a>(points: &'a [PointProfile], n: u32, data: &RunData) -> Result<&'a Poin
 
 fn create(path: &Path) -> Result<BufWriter<File>> {
     // Never through a link, never another user's file (see owned_dir::create_output).
-    Ok(BufWriter::new(lab::create_output(path).with_context(
-        || format!("--flamegraph: creating {}", path.display()),
-    )?))
+    Ok(BufWriter::new(
+        sys::owned_dir::create_output(path)
+            .with_context(|| format!("--flamegraph: creating {}", path.display()))?,
+    ))
 }
 
-/// `--perf-data FILE`: one file, whole, timed (the figure bench/profile-speed reads).
+/// `--perf-data FILE`: one file, whole, timed (the figure bench/speed/profile-speed reads).
 fn one_file(file: &Path, args: &ProfileArgs) -> Result<ExitCode> {
     let started = Instant::now();
     let p = profile::load_file(file, args.kallsyms.as_deref())?;
     let elapsed = started.elapsed();
     let mut out = crate::stdout::stdout();
     match args.output.chosen() {
-        Chosen::Json => lab::safe_text::write_json(&mut out, &p)?,
+        Chosen::Json => model::safe_text::write_json(&mut out, &p)?,
         Chosen::Printed(format) => {
             let mut printer = crate::output::printer(&mut out, format);
             profile_table::write_top(&mut printer, &p, args.top, args.load)?;

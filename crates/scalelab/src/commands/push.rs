@@ -7,14 +7,14 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use lab::store::{RunFilter, Store};
+use store::{RunFilter, Store};
 
-use crate::cli::PushArgs;
+use crate::arguments::PushArgs;
 use crate::db_path;
 
 pub fn run(db: Option<&Path>, args: &PushArgs) -> Result<ExitCode> {
     let from_location = db_path::resolve(db)?;
-    let to_location = lab::store::Location::parse(&args.to).context("--to")?;
+    let to_location = store::Location::parse(&args.to).context("--to")?;
     if from_location == to_location {
         bail!("--to names the store runs are pushed from ({to_location}); give another one");
     }
@@ -27,7 +27,7 @@ pub fn run(db: Option<&Path>, args: &PushArgs) -> Result<ExitCode> {
         variant: args.variant.clone(),
         ..RunFilter::default()
     };
-    let report = lab::store::push(&from, &mut to, &filter, args.with_profiles)
+    let report = store::push(&from, &mut to, &filter, args.with_profiles)
         .with_context(|| format!("pushing runs from {from_location} to {to_location}"))?;
     let mut out = crate::stdout::stdout();
     let mut status = ExitCode::SUCCESS;
@@ -36,7 +36,7 @@ pub fn run(db: Option<&Path>, args: &PushArgs) -> Result<ExitCode> {
             eprintln!(
                 "{} {}: not copied",
                 crate::output::stderr().warning(),
-                lab::safe_text::printable(why)
+                model::safe_text::printable(why)
             );
             status = ExitCode::from(1);
         }
@@ -47,7 +47,7 @@ pub fn run(db: Option<&Path>, args: &PushArgs) -> Result<ExitCode> {
                 .map(|(from, to)| serde_json::json!({"id": from, "target_id": to}))
                 .collect()
         };
-        lab::safe_text::write_json(
+        model::safe_text::write_json(
             &mut out,
             &serde_json::json!({
                 "to": to_location.to_string(),
@@ -71,7 +71,7 @@ pub fn run(db: Option<&Path>, args: &PushArgs) -> Result<ExitCode> {
     writeln!(
         out,
         "{} copied, {} already in {to_location}{}",
-        lab::number_text::plural(report.copied.len(), "run"),
+        model::number_text::plural(report.copied.len(), "run"),
         report.present.len(),
         if report.running.is_empty() {
             String::new()

@@ -1,22 +1,19 @@
 //! `scalelab report RUN [RUN…] -o FILE.html` (`-o -`: stdout): one self-contained HTML page with every run's
 //! plots and tables, the comparison of each run against the first, and the history of the first
-//! run's workload when the database holds enough runs of it. Lab assembles what the page shows
-//! (`analysis::report_data`); `present::html` renders it.
+//! run's workload when the database holds enough runs of it. `app::report` assembles what the
+//! page shows; `present::html` renders it.
 
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use lab::analysis::history::{self, Metric};
-use lab::analysis::report_data::ReportData;
-use lab::record::RunData;
-use lab::store::{RunFilter, Store};
+use model::record::RunData;
 use present::html;
-use stats::{ChangePointOptions, CompareOptions, Direction};
+use stats::{CompareOptions, Direction};
 
 use super::show;
-use crate::cli::ReportArgs;
+use crate::arguments::ReportArgs;
 use crate::db_path;
 
 pub fn run(db: Option<&Path>, args: &ReportArgs) -> Result<ExitCode> {
@@ -28,18 +25,15 @@ pub fn run(db: Option<&Path>, args: &ReportArgs) -> Result<ExitCode> {
         .iter()
         .map(|spec| show::load_with_profiles(db, spec))
         .collect::<Result<_>>()?;
-    let history = match db_path::open_existing(db) {
-        Ok(store) => history_of(&store, &runs[0])?,
-        Err(_) => None,
-    };
     let opts = CompareOptions {
         alpha: args.alpha,
         threshold: args.threshold,
         direction: Direction::HigherIsBetter,
         ..CompareOptions::default()
     };
-    let with_history = history.is_some();
-    let data = ReportData::from_runs(&runs, history, &opts);
+    let store = db_path::open_existing(db).ok();
+    let data = app::report::with_history(store.as_ref(), &runs, &opts)?;
+    let with_history = data.history.is_some();
     let title = args
         .title
         .clone()
@@ -49,7 +43,7 @@ pub fn run(db: Option<&Path>, args: &ReportArgs) -> Result<ExitCode> {
     let written = shown(&args.output);
     eprintln!(
         "wrote {written} ({}{})",
-        lab::number_text::plural(runs.len(), "run"),
+        model::number_text::plural(runs.len(), "run"),
         if with_history { ", with history" } else { "" }
     );
     Ok(ExitCode::SUCCESS)
@@ -78,7 +72,7 @@ fn write_page(output: &Path, page: &str) -> Result<()> {
             .context("-o -: writing the page to stdout")?;
     } else {
         // Never through a link, never another user's file (see owned_dir::create_output).
-        lab::create_output(output)
+        sys::owned_dir::create_output(output)
             .map_err(anyhow::Error::from)
             .and_then(|mut f| Ok(f.write_all(page.as_bytes())?))
             .with_context(|| format!("-o: writing {}", output.display()))?;
@@ -92,33 +86,4 @@ fn shown(output: &Path) -> String {
     } else {
         output.display().to_string()
     }
-}
-
-/// The throughput history at the run's largest N over every stored run with the same workload
-/// and parameters, when there are at least two such runs.
-fn history_of(store: &Store, run: &RunData) -> Result<Option<history::History>> {
-    let meta = &run.meta;
-    let Some(&at) = meta.points.iter().max() else {
-        return Ok(None);
-    };
-    let filter = RunFilter {
-        workload: Some(meta.workload.clone()),
-        ..RunFilter::default()
-    };
-    let mut series = Vec::new();
-    for m in store.list_runs(&filter)? {
-        if m.params == meta.params {
-            series.push(store.load_run(m.id)?);
-        }
-    }
-    if series.len() < 2 {
-        return Ok(None);
-    }
-    Ok(Some(history::build(
-        &meta.workload,
-        &series,
-        at,
-        Metric::Throughput,
-        &ChangePointOptions::default(),
-    )))
 }

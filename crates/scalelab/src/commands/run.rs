@@ -12,12 +12,12 @@ use std::io::Write;
 
 use anyhow::{Result, bail};
 use lab::lifecycle::{self, SweepEnd};
-use lab::record::{Mode, Pin};
 use lab::runner::{ProfileScope, ProfileSettings};
 use lab::{FutexWaits, LockRequest, OffCpuRequest, Plan, RunConfig, TracerChoice};
+use model::record::{Mode, Pin};
 
 use super::show;
-use crate::cli::{
+use crate::arguments::{
     FutexWaitsArg, LocksArg, ModeArg, ProfileScopeArg, RunArgs, ServerCpusArg, TracerArg,
 };
 use crate::measure::{
@@ -233,7 +233,8 @@ fn system_line(system: &lab::runner::SystemSpec) -> Option<String> {
         parts.push(format!("{a} where it runs"));
     }
     Some(
-        lab::safe_text::printable(&format!("system under test: {}", parts.join("; "))).into_owned(),
+        model::safe_text::printable(&format!("system under test: {}", parts.join("; ")))
+            .into_owned(),
     )
 }
 
@@ -284,9 +285,9 @@ fn futex_waits(args: &RunArgs, tracer: TracerChoice) -> Result<FutexWaits> {
 }
 
 /// The default `--tasks`: powers of two and the topology's boundaries (see
-/// `lab::analysis::boundaries::default_points`).
-fn topology_sweep(topology: &lab::env::CpuTopology) -> Result<lab::TaskSpec> {
-    let points: Vec<String> = lab::analysis::boundaries::default_points(topology)
+/// `analysis::boundaries::default_points`).
+fn topology_sweep(topology: &model::env::CpuTopology) -> Result<model::task_spec::TaskSpec> {
+    let points: Vec<String> = analysis::boundaries::default_points(topology)
         .iter()
         .map(u32::to_string)
         .collect();
@@ -298,13 +299,13 @@ fn refuse_unusable_pin_cpus(pin: Option<&Pin>) -> Result<()> {
     let Some(Pin::Cpus(cpus)) = pin else {
         return Ok(());
     };
-    let topology = lab::env::CpuTopology::read();
+    let topology = model::env::CpuTopology::read();
     let usable = topology.usable();
     if let Some(cpu) = cpus.iter().find(|cpu| usable.binary_search(cpu).is_err()) {
         bail!(
             "--pin: CPU {cpu} is not usable here (offline, or outside this process's cpuset or \
              affinity mask); usable CPUs: {} — list only those",
-            lab::env::format_cpu_list(&usable)
+            model::env::format_cpu_list(&usable)
         );
     }
     Ok(())
@@ -315,7 +316,7 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
     refuse_unusable_pin_cpus(args.pin.as_ref())?;
     let mut cfg = config(&args)?;
     if cfg.tasks.is_none() {
-        cfg.tasks = Some(topology_sweep(&lab::env::CpuTopology::read())?);
+        cfg.tasks = Some(topology_sweep(&model::env::CpuTopology::read())?);
     }
     let plan = Plan::new(cfg, online_cpus())?;
     if !args.quiet
@@ -341,12 +342,12 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
     } else if interrupted || measured.is_ok() {
         show::print_run(&data, args.output.json())?;
         // A command with steps: each step has its own profile and lock report.
-        let steps = lab::analysis::step::step_names(&data);
+        let steps = analysis::step::step_names(&data);
         let per_step = |what: &str| match steps.len() {
             0 | 1 => String::new(),
             _ => format!(
                 "; a step's: `scalelab {what} {id} --step NAME` (steps: {})",
-                lab::safe_text::printable(&steps.join(", "))
+                model::safe_text::printable(&steps.join(", "))
             ),
         };
         if locks && !args.output.json() {
@@ -382,7 +383,11 @@ pub fn run(db: Option<&Path>, args: RunArgs) -> Result<ExitCode> {
             eprintln!("explanation: `scalelab explain {id} --json`");
         } else {
             writeln!(stdout::stdout())?;
-            super::explain::print(&data, crate::output::Chosen::Printed(present::Format::Text))?;
+            super::explain::print(
+                &data,
+                crate::output::Chosen::Printed(present::Format::Text),
+                present::explain_text::Detail::Brief,
+            )?;
         }
     }
     if interrupted {

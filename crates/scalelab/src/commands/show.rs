@@ -4,9 +4,9 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use analysis::summary::summarize;
 use anyhow::{Context, Result};
-use lab::analysis::summary::summarize;
-use lab::record::RunData;
+use model::record::RunData;
 
 use present::run_table::{write_run, write_run_markdown};
 
@@ -17,7 +17,7 @@ use crate::{db_path, output};
 pub fn load(db: Option<&Path>, spec: &str) -> Result<RunData> {
     let as_path = Path::new(spec);
     if as_path.is_file() {
-        let export = lab::store::read_export(as_path)
+        let export = store::read_export(as_path)
             .with_context(|| format!("reading the exported run {spec}"))?;
         return Ok(export.run);
     }
@@ -36,7 +36,7 @@ pub fn load_with_profiles(db: Option<&Path>, spec: &str) -> Result<RunData> {
     let store = db_path::open_existing(db)?;
     let mut data = store.load_run(store.resolve(spec)?)?;
     let local = db_path::local_file(store.location())?;
-    lab::fetch_profiles(&store, &mut data, &local)
+    store::profile_files::fetch_profiles(&store, &mut data, &local)
         .with_context(|| format!("reading the stored profiles of run {}", data.meta.id))?;
     Ok(data)
 }
@@ -85,7 +85,7 @@ pub fn print(data: &RunData, format: Chosen) -> Result<()> {
             "trials_ok": ok,
             "trials_failed": failed,
         });
-        lab::safe_text::write_json(&mut out, &value)?;
+        model::safe_text::write_json(&mut out, &value)?;
     } else if format != Chosen::Printed(present::Format::Text) {
         write_run_markdown(&mut out, &data.meta, &summary)?;
     } else {

@@ -11,11 +11,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use lab::env::{AgentClass, ClassFilter};
-use lab::store::{NewJob, Store};
+use model::env::{AgentClass, ClassFilter};
+use store::{NewJob, Store};
 
 use super::agent::humantime;
-use crate::cli::SubmitArgs;
+use crate::arguments::SubmitArgs;
 use crate::{db_path, job_args};
 
 pub fn run(db: Option<&Path>, args: &SubmitArgs) -> Result<ExitCode> {
@@ -49,9 +49,9 @@ pub fn run(db: Option<&Path>, args: &SubmitArgs) -> Result<ExitCode> {
         let (id, next) = store
             .schedule_job(&job, every)
             .with_context(|| format!("scheduling the job in {location}"))?;
-        let next_text = lab::timestamp::format_unix(next / 1000);
+        let next_text = model::timestamp::format_unix(next / 1000);
         if args.output.json() {
-            lab::safe_text::write_json(
+            model::safe_text::write_json(
                 &mut out,
                 &serde_json::json!({"schedule": id, "every": every.to_string(), "next": next_text,
                     "class": target.to_string(), "args": args.job}),
@@ -60,8 +60,8 @@ pub fn run(db: Option<&Path>, args: &SubmitArgs) -> Result<ExitCode> {
             writeln!(
                 out,
                 "scheduled {id}: scalelab {} for {}, {every} UTC; next {next_text}",
-                lab::safe_text::printable(&args.job.join(" ")),
-                lab::safe_text::printable(&target.to_string()),
+                model::safe_text::printable(&args.job.join(" ")),
+                model::safe_text::printable(&target.to_string()),
             )?;
             writeln!(out, "(`scalelab queue unschedule {id}` stops it)")?;
         }
@@ -71,7 +71,7 @@ pub fn run(db: Option<&Path>, args: &SubmitArgs) -> Result<ExitCode> {
         .submit_job(&job)
         .with_context(|| format!("queueing the job in {location}"))?;
     if args.output.json() {
-        lab::safe_text::write_json(
+        model::safe_text::write_json(
             &mut out,
             &serde_json::json!({"id": id, "class": target.to_string(), "args": args.job}),
         )?;
@@ -79,8 +79,8 @@ pub fn run(db: Option<&Path>, args: &SubmitArgs) -> Result<ExitCode> {
         writeln!(
             out,
             "queued job {id} for {}: scalelab {}",
-            lab::safe_text::printable(&target.to_string()),
-            lab::safe_text::printable(&args.job.join(" "))
+            model::safe_text::printable(&target.to_string()),
+            model::safe_text::printable(&args.job.join(" "))
         )?;
         writeln!(
             out,

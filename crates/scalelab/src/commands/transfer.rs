@@ -7,19 +7,19 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use super::show;
-use crate::cli::ExportFormat;
+use crate::arguments::ExportFormat;
 use crate::db_path;
 
 pub fn export(db: Option<&Path>, spec: &str, format: ExportFormat) -> Result<ExitCode> {
     let data = show::load(db, spec)?;
     let mut out = crate::stdout::stdout();
     match format {
-        ExportFormat::Json => lab::store::export_json(&data, &mut out)?,
-        ExportFormat::Csv => lab::store::export_csv(&data, &mut out)?,
+        ExportFormat::Json => store::export_json(&data, &mut out)?,
+        ExportFormat::Csv => store::export_csv(&data, &mut out)?,
         ExportFormat::Markdown => present::run_table::write_run_markdown(
             &mut out,
             &data.meta,
-            &lab::analysis::summary::summarize(&data),
+            &analysis::summary::summarize(&data),
         )?,
     }
     Ok(ExitCode::SUCCESS)
@@ -30,7 +30,7 @@ pub fn import(db: Option<&Path>, files: &[PathBuf]) -> Result<ExitCode> {
     let mut store = None;
     for file in files {
         let export =
-            lab::store::read_export(file).with_context(|| format!("reading {}", file.display()))?;
+            store::read_export(file).with_context(|| format!("reading {}", file.display()))?;
         let store = match &mut store {
             Some(s) => s,
             None => store.insert(db_path::open(db)?),
@@ -40,7 +40,7 @@ pub fn import(db: Option<&Path>, files: &[PathBuf]) -> Result<ExitCode> {
             writeln!(
                 crate::stdout::stdout(),
                 "{} is already stored as run {id} (same run UUID); not imported again",
-                lab::safe_text::printable(&file.display().to_string()),
+                model::safe_text::printable(&file.display().to_string()),
             )?;
             continue;
         }
@@ -48,8 +48,8 @@ pub fn import(db: Option<&Path>, files: &[PathBuf]) -> Result<ExitCode> {
         writeln!(
             crate::stdout::stdout(),
             "imported {} as run {id} ({})",
-            lab::safe_text::printable(&file.display().to_string()),
-            lab::number_text::plural(export.run.trials.len(), "trial")
+            model::safe_text::printable(&file.display().to_string()),
+            model::number_text::plural(export.run.trials.len(), "trial")
         )?;
     }
     Ok(ExitCode::SUCCESS)

@@ -73,7 +73,7 @@ fn assert_parts_add_up(e: &Value) {
 /// out.
 /// The profile's CPU per op against the same trials' user + system, and the blocked time the
 /// trace saw against the same trials' residual: measured on the same trials, they agree.
-/// Within 10% here (a debug build on a shared 2-CPU machine: `bench/explain-agreement` measures
+/// Within 10% here (a debug build on a shared 2-CPU machine: `bench/agreement/explain-agreement` measures
 /// the release build against the 5%); blocked time only where it is material (at least
 /// 5% of ns/op/task).
 fn assert_the_traces_agree_with_the_accounting(e: &Value) {
@@ -551,7 +551,7 @@ fn explain_names_the_pipe_read_of_pipe_pingpong_as_blocking() {
         // sampling its chains in the kernel and the profile on every CPU at a low rate
         // (`--profile-scope auto`: these tasks switch ~250,000 times a second), six runs of this
         // test's debug build read ×0.69–×1.66 here, against ×3.4 when every switch was
-        // recorded and the profile followed the tasks; bench/tracing-overhead measures it in
+        // recorded and the profile followed the tasks; bench/overhead/tracing-overhead measures it in
         // interleaved pairs. Its switches are the scope's evidence.
         let cost = &p["trace_cost"];
         assert!(
@@ -580,7 +580,7 @@ fn explain_names_the_pipe_read_of_pipe_pingpong_as_blocking() {
         );
     }
     assert!(
-        stdout.contains("what the traces cost, measured")
+        stdout.contains("what the traces cost: N=")
             && !stdout.contains("the measuring made the tasks block more"),
         "{stdout}"
     );

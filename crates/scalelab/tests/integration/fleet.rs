@@ -1,5 +1,5 @@
 //! A lab of many machines on one: the job queue in a real PostgreSQL (a throwaway server, see
-//! `pg_server`; skipped with the reason when none can be started, required in CI) and agent
+//! `store::test_server`; skipped with the reason when none can be started, required in CI) and agent
 //! processes, each playing another host through the debug build's identity override. Jobs are
 //! taken exactly once by an agent of their class; agents killed with SIGKILL mid-job lose
 //! their job to a retry and no run is duplicated; a job carrying a command runs only on an
@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::common::Lab;
 use crate::hostile_queue::RolesDb;
-use crate::pg_server;
+use crate::test_server;
 
 /// A short built-in job: one 100 ms trial of `spin` at N=1.
 pub(crate) const JOB: &[&str] = &[
@@ -95,7 +95,7 @@ pub(crate) fn stop(mut agents: Vec<Child>) {
 /// it); the killed agents' jobs were retried; no run is left reading `running`.
 #[test]
 fn two_hundred_jobs_on_eight_agents_three_killed_mid_job_each_done_once() {
-    let Some(db) = pg_server::fresh_url() else {
+    let Some(db) = test_server::fresh_url() else {
         return;
     };
     let lab = Lab::new();
@@ -252,7 +252,7 @@ fn two_hundred_jobs_on_eight_agents_three_killed_mid_job_each_done_once() {
 /// to the refusing host alone, it fails with the reason.
 #[test]
 fn a_command_job_is_refused_without_an_allow_list_and_runs_where_allowed() {
-    let Some(db) = pg_server::fresh_url() else {
+    let Some(db) = test_server::fresh_url() else {
         return;
     };
     let lab = Lab::new();
@@ -349,7 +349,7 @@ fn submit_refuses_a_sqlite_store_and_jobs_that_cannot_be_queued() {
 /// be counted.
 #[test]
 fn a_recurring_job_is_queued_once_per_occurrence_with_four_agents_seeing_it_due() {
-    let Some(db) = pg_server::fresh_url() else {
+    let Some(db) = test_server::fresh_url() else {
         return;
     };
     let lab = Lab::new();
@@ -422,7 +422,7 @@ fn a_recurring_job_is_queued_once_per_occurrence_with_four_agents_seeing_it_due(
 /// no history to judge, which the job's log says, and the job is done.
 #[test]
 fn a_job_with_check_history_says_when_its_history_cannot_be_judged_yet() {
-    let Some(db) = pg_server::fresh_url() else {
+    let Some(db) = test_server::fresh_url() else {
         return;
     };
     let lab = Lab::new();
@@ -537,7 +537,7 @@ fn a_submitter_role_queues_jobs_and_cannot_touch_a_run() {
 #[test]
 fn the_dashboard_shows_the_queue_the_recurring_jobs_and_the_agents() {
     use crate::team_lab::{Server, get};
-    let Some(db) = pg_server::fresh_url() else {
+    let Some(db) = test_server::fresh_url() else {
         return;
     };
     let lab = Lab::new();
@@ -597,7 +597,7 @@ fn the_dashboard_shows_the_queue_the_recurring_jobs_and_the_agents() {
 /// stops its measurement. The job ends done once, with one complete run.
 #[test]
 fn an_agent_that_stops_renewing_its_lease_loses_its_job_to_another() {
-    let Some(db) = pg_server::fresh_url() else {
+    let Some(db) = test_server::fresh_url() else {
         return;
     };
     let lab = Lab::new();

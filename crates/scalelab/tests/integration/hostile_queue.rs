@@ -1,4 +1,4 @@
-//! The lab's queue under a hostile writer, on a real PostgreSQL (`pg_server`): each test is one
+//! The lab's queue under a hostile writer, on a real PostgreSQL (`store::test_server`): each test is one
 //! hole a probe of the queue found (SECURITY.md "The job queue and its agents"). An allow-list is
 //! a directory, and the program a job names is resolved before a root agent runs it; a malformed
 //! row fails alone while every agent goes on; nobody who may not write can hold the locks that
@@ -12,20 +12,20 @@ use std::time::{Duration, Instant};
 
 use crate::common::Lab;
 use crate::fleet::{JOB, agent, jobs, queue, stop, wait_all_final};
-use crate::pg_server;
+use crate::test_server;
 
 /// `contrib/lab-roles.sql` applied to a fresh database created (with one run) by its owner, and
 /// a login role of each group: (owner URL, database name, [(role, URL)] for reader, submitter,
 /// agent).
 pub(crate) struct RolesDb {
-    pub(crate) server: &'static pg_server::PgServer,
+    pub(crate) server: &'static test_server::PgServer,
     pub(crate) owner: String,
     pub(crate) name: String,
 }
 
 /// A new database on the shared server: the server, its owner's URL and its name.
-pub(crate) fn fresh_db() -> Option<(&'static pg_server::PgServer, String, String)> {
-    let server = pg_server::server_or_skip()?;
+pub(crate) fn fresh_db() -> Option<(&'static test_server::PgServer, String, String)> {
+    let server = test_server::server_or_skip()?;
     let url = server.create_database();
     let name = url
         .split("///")
@@ -175,7 +175,7 @@ fn script(dir: &Path, name: &str, marker: &Path, hang: bool) {
 /// refused job fails with the reason; no log event is forged.
 #[test]
 fn an_allow_list_is_a_directory_and_no_program_outside_it_runs() {
-    let Some(db) = pg_server::fresh_url() else {
+    let Some(db) = test_server::fresh_url() else {
         return;
     };
     let lab = Lab::new();
@@ -294,7 +294,7 @@ fn an_allow_list_is_a_directory_and_no_program_outside_it_runs() {
 /// when it starts with a warning saying why. A directory that does not exist is refused too.
 #[test]
 fn an_allowed_directory_holding_a_shell_is_refused_unless_any_command_is_allowed() {
-    let Some(db) = pg_server::fresh_url() else {
+    let Some(db) = test_server::fresh_url() else {
         return;
     };
     let lab = Lab::new();
@@ -595,7 +595,7 @@ fn a_run_waiting_for_a_held_table_names_the_holder_and_sigterm_ends_it() {
 /// the second refuses to start, naming the first.
 #[test]
 fn a_second_agent_on_one_machine_under_another_host_name_is_refused() {
-    let Some(db) = pg_server::fresh_url() else {
+    let Some(db) = test_server::fresh_url() else {
         return;
     };
     if !crate::common::euid_is_root() {
@@ -684,7 +684,7 @@ fn jobs_no_agent_can_take_never_starve_one_it_can() {
 /// agent's `--max-job-time`, or than a run may be, is refused by `submit` up front.
 #[test]
 fn a_job_past_its_timeout_is_killed_and_failed_and_a_plan_too_long_is_refused() {
-    let Some(db) = pg_server::fresh_url() else {
+    let Some(db) = test_server::fresh_url() else {
         return;
     };
     let lab = Lab::new();

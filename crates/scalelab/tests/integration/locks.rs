@@ -477,7 +477,7 @@ fn locks_of_a_c_program_without_frame_pointers_name_the_function_taking_the_lock
 }
 
 /// `--chain-every 1`: the in-kernel tracers record the chains of every blocking switch and every
-/// lock wait (the reference `bench/explain-sampling-agreement` compares the sample with), and
+/// lock wait (the reference `bench/agreement/explain-sampling-agreement` compares the sample with), and
 /// the counts say so; where it cannot apply it is refused, naming why.
 #[test]
 fn chain_every_one_records_the_chains_of_every_episode() {

@@ -2,7 +2,7 @@
 //! shared harness in [`common`]): they drive the real CLI on real, short workloads.
 
 mod common;
-use store::pg_server;
+use store::test_server;
 
 mod big_machine;
 mod bisect;

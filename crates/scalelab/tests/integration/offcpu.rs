@@ -61,7 +61,7 @@ fn traced_and_residual(m: &Value) -> (f64, f64) {
 /// The trace never sees more blocked time than the accounting leaves unexplained: traced ≤
 /// N·W − user − sys − run delay, give or take 5% of N·W (user/sys/run-delay rounding).
 /// Whether it sees all of it (within 5% of the residual) needs a quiet machine and no lost
-/// records: `bench/offcpu-residual` measures that.
+/// records: `bench/agreement/offcpu-residual` measures that.
 fn assert_within_the_residual(m: &Value, what: &str) {
     let (traced, residual) = traced_and_residual(m);
     let n = m["task_ops"].as_array().unwrap().len() as f64;

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::common::Lab;
-use crate::pg_server::{self, PgServer};
+use crate::test_server::{self, PgServer};
 
 /// What a client reached with a URL: the server's name, or its error.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,10 +112,10 @@ fn encoded(path: &Path) -> String {
 /// `client_encoding`, `fallback_application_name` were "invalid connection string".
 #[test]
 fn urls_reach_the_server_psql_reaches_or_are_refused_naming_the_parameter() {
-    let Some(a) = pg_server::server_or_skip() else {
+    let Some(a) = test_server::server_or_skip() else {
         return;
     };
-    let b = match pg_server::tcp_server() {
+    let b = match test_server::tcp_server() {
         Ok(b) => b,
         Err(e) if std::env::var_os("SCALELAB_REQUIRE_PG").is_none() => {
             eprintln!("skipped: no second PostgreSQL server: {e}");

@@ -468,7 +468,7 @@ fn a_thousand_and_twenty_four_tasks_start_sample_and_stop() {
         assert!(ran >= 64, "{mode}: only {ran} of 1024 tasks did an op");
         // Was: the sampler, an ordinary thread among 1024 runnable tasks, woke seconds late:
         // a 300 ms window closed after 5.8 s with one sample. As root it runs real-time now.
-        // How close to 300 ms the windows close is a timing, measured by bench/harness-scale;
+        // How close to 300 ms the windows close is a timing, measured by bench/scale/harness-scale;
         // what must hold here is that a window that did close late is reported as such.
         let samples = t["samples"].as_array().unwrap();
         if euid_is_root() {

@@ -628,7 +628,7 @@ fn explain_profiles_every_cpu_where_the_untraced_tasks_switch_often() {
         assert_eq!(p["every_cpu"], true, "trial {}: {p}", t["index"]);
         assert_eq!(p["frequency"], 241, "trial {}: {p}", t["index"]);
     }
-    let text = lab.ok(&["explain", "last"]);
+    let text = lab.ok(&["explain", "last", "--verbose"]);
     assert!(
         text.contains("traced and profiled on every CPU")
             && text

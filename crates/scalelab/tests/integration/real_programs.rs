@@ -126,7 +126,7 @@ fn supervisors(e: &Value) -> Vec<String> {
 }
 
 /// The traces agree with the accounting: blocked time (where material) and the profile, each
-/// within `tolerance` of 1 (`bench/real-programs` measures the release build against 0.90–1.10;
+/// within `tolerance` of 1 (`bench/agreement/real-programs` measures the release build against 0.90–1.10;
 /// this is a debug build on a shared 2-CPU machine).
 pub(crate) fn assert_agreement(lab: &Lab, e: &Value, tolerance: f64) {
     for p in e["points"].as_array().unwrap() {

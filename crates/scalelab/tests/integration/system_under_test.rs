@@ -251,7 +251,7 @@ fn assert_followed_into_the_backends(lab: &Lab, e: &Value) {
         "{top}"
     );
     // As the other real programs: a debug build on a shared 2-CPU machine, a 2 s trial
-    // profiled at a few hundred samples (bench/real-programs holds release builds to 0.90–1.10).
+    // profiled at a few hundred samples (bench/agreement/real-programs holds release builds to 0.90–1.10).
     assert_agreement(lab, e, 0.15);
 }
 

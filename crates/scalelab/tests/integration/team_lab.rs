@@ -1,4 +1,4 @@
-//! The team lab end to end, on a real PostgreSQL (a throwaway server, see `pg_server`; these
+//! The team lab end to end, on a real PostgreSQL (a throwaway server, see `store::test_server`; these
 //! tests print why and return when none can be started, and CI starts one): eight writers
 //! killed at random moments lose no finished trial and leave no run `running`; `push` twice
 //! copies each run once, and the copy exports as the original did; `history --host-class`
@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::Lab;
-use crate::pg_server;
 use crate::report::headless;
+use crate::test_server;
 
 const HOSTILE: &str = "<img src=x onerror=alert(1)><script>alert(2)</script>&\"'";
 
@@ -30,7 +30,7 @@ fn ls(lab: &Lab, db: &str) -> Vec<Value> {
 /// reads `running`, the killed runs read `incomplete`, and `ls` lists each run once.
 #[test]
 fn eight_writers_into_one_postgres_killed_at_random_lose_no_finished_trial() {
-    let Some(url) = pg_server::fresh_url() else {
+    let Some(url) = test_server::fresh_url() else {
         return;
     };
     let lab = Lab::new();
@@ -147,7 +147,7 @@ fn eight_writers_into_one_postgres_killed_at_random_lose_no_finished_trial() {
 /// PostgreSQL is the export from SQLite (ids aside), which imports back into SQLite equal.
 #[test]
 fn push_twice_copies_each_run_once_and_the_round_trip_is_lossless() {
-    let Some(url) = pg_server::fresh_url() else {
+    let Some(url) = test_server::fresh_url() else {
         return;
     };
     let lab = Lab::new();
@@ -268,7 +268,7 @@ fn seeded(lab: &Lab, db: &str) {
 
 /// The store the dashboard test reads: PostgreSQL when a server can be started, else SQLite.
 fn dashboard_store(lab: &Lab) -> String {
-    pg_server::fresh_url().unwrap_or_else(|| lab.db().to_str().unwrap().to_owned())
+    test_server::fresh_url().unwrap_or_else(|| lab.db().to_str().unwrap().to_owned())
 }
 
 #[test]
@@ -310,6 +310,73 @@ fn history_by_host_class_never_mixes_classes_and_checks_each() {
         &["--db", &db, "history", "spin", "--host-class", "--check"],
     );
     assert_eq!(text.matches("machine class: ").count(), 3, "{text}");
+}
+
+/// `history --json` and the dashboard's history pages build their series in one place
+/// (`app::history`): on the same store, each machine class's page shows the same runs, change
+/// points and verdict as the command's JSON, and the index lists the same classes.
+#[test]
+fn the_dashboards_history_pages_agree_with_history_json() {
+    let lab = Lab::new();
+    let db = lab.db().to_str().unwrap().to_owned();
+    seeded(&lab, &db);
+    let classes = lab.json(&["--db", &db, "history", "spin", "--host-class", "--json"]);
+    let classes = classes.as_array().unwrap();
+    assert_eq!(classes.len(), 3, "{classes:#?}");
+    let server = Server::start(&lab, &db);
+    let (status, index) = get(&server.base, "/history/spin");
+    assert_eq!(status, 200, "{index}");
+    let mut regressed = 0;
+    for c in classes {
+        let class = c["host_class"].as_str().unwrap();
+        let h = &c["history"];
+        let points = h["points"].as_array().unwrap();
+        let changes = h["changes"].as_array().unwrap();
+        let newest_regressed = h["newest_regressed"].as_bool().unwrap();
+        regressed += usize::from(newest_regressed);
+        let encoded: String = class
+            .bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() {
+                    char::from(b).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect();
+        assert!(
+            index.contains(&encoded),
+            "{class} not in the index: {index}"
+        );
+        let (status, page) = get(&server.base, &format!("/history/spin?class={encoded}"));
+        assert_eq!(status, 200, "{class}: {page}");
+        let runs = points.len();
+        let summary = format!(
+            "{runs} {} of spin; {} change {};",
+            if runs == 1 { "run" } else { "runs" },
+            changes.len(),
+            if changes.len() == 1 {
+                "point"
+            } else {
+                "points"
+            }
+        );
+        assert!(page.contains(&summary), "{class}: no `{summary}` in {page}");
+        for change in changes {
+            let row = format!("<tr><td>{}</td>", change["run"]);
+            assert!(
+                page.contains(&row),
+                "{class}: no change row {row} in {page}"
+            );
+        }
+        assert_eq!(
+            page.contains("history --check: REGRESSED"),
+            newest_regressed,
+            "{class}: {page}"
+        );
+    }
+    assert_eq!(regressed, 1, "{classes:#?}");
+    assert_eq!(index.matches(">REGRESSED").count(), regressed, "{index}");
 }
 
 /// A screenshot shows a plot: coloured lines (blue-ish against the white page), as

@@ -1,17 +1,17 @@
-//! The two databases a [`Store`](crate::Store) can sit on, behind one small SQL surface: the
+//! The two databases a [`Store`](crate::handle::Store) can sit on, behind one small SQL surface: the
 //! bundled SQLite file (the default) and a PostgreSQL server (a team's shared store).
 //!
 //! Callers write portable SQL once — numbered placeholders `?1`, `?2` …, `RETURNING`,
 //! `ON CONFLICT`, `count(*) FILTER (WHERE …)`, no backend function — and bind [`Value`]s; rows
 //! come back as [`Row`]s of [`Value`]s. PostgreSQL sees `$1`, `$2` … (translated here) and gets
 //! its parameters typed from the prepared statement, so every integer column is `BIGINT` there
-//! (see `pg_schema`). Each backend keeps its prepared statements for the connection's life.
+//! (see `postgres::schema`). Each backend keeps its prepared statements for the connection's life.
 //!
 //! One transaction per call: [`Db::write`] takes the write lock up front (SQLite
 //! `BEGIN IMMEDIATE`; PostgreSQL's row locks and sequences need nothing more), [`Db::read`] is
 //! one consistent snapshot (SQLite's read transaction; PostgreSQL `REPEATABLE READ READ ONLY`).
 
-mod postgres;
+pub(crate) mod postgres;
 mod sqlite;
 mod value;
 

@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::events::{Writer, log_event};
 use super::rows::decode_count;
-use super::{AGENT_LOCK_CLASS, AgentRow, JobState, Reaped, now_ms};
+use super::types::{AGENT_LOCK_CLASS, AgentRow, JobState, Reaped, now_ms};
 use crate::backend::{Tx, vals};
 use crate::error::StoreError;
 use crate::handle::Store;

@@ -7,9 +7,9 @@
 //! thousands of jobs for machines that are gone never hide the one job it can take. A queued
 //! row that is malformed is failed with the reason as it is met.
 
-use super::events::{Writer, has_event, log_event};
+use super::events::{Writer, has_event, json_list, log_event};
 use super::rows::{decode_args, decode_count, decode_timeout};
-use super::{Candidate, Claimed, JobState, Verdict, json_list, now_ms};
+use super::types::{Candidate, Claimed, JobState, Verdict, now_ms};
 use crate::backend::{Tx, vals};
 use crate::error::StoreError;
 use crate::handle::Store;
@@ -117,7 +117,7 @@ impl Store {
             let mine = json_list(&mine)?;
             // Judged without locking, a page at a time; then one statement locks the oldest
             // acceptable one no other agent is taking (locking candidates one by one cost a
-            // round trip per job another agent had taken: bench/queue-claim).
+            // round trip per job another agent had taken: bench/speed/queue-claim).
             let mut acceptable: Vec<Claimed> = Vec::new();
             let mut after = 0i64;
             loop {

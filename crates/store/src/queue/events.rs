@@ -9,7 +9,6 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::json_list;
 use crate::backend::{Tx, vals};
 use crate::error::StoreError;
 
@@ -94,4 +93,12 @@ pub(crate) fn events_of(
         });
     }
     Ok(out)
+}
+
+/// Ids as the JSON text `?1::text::json` reads back in a statement.
+pub(super) fn json_list<T: Serialize>(items: &[T]) -> Result<String, StoreError> {
+    serde_json::to_string(items).map_err(|source| StoreError::Encode {
+        what: "a list for a statement",
+        source,
+    })
 }

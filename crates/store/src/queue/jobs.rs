@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use super::events::{Writer, events_of, log_event};
 use super::rows::{JOB_COLUMNS, SCHEDULE_COLUMNS, job_from_row, schedule_from_row};
-use super::{Job, JobRun, JobState, NewJob, Schedule, now_ms};
+use super::types::{Job, JobRun, JobState, NewJob, Schedule, now_ms};
 use crate::backend::{Tx, vals};
 use crate::error::StoreError;
 use crate::handle::Store;

@@ -2,7 +2,7 @@
 //! filled wrongly is decoded leniently, and what makes the row one scalelab would never write
 //! is kept as its reason (`malformed`) instead of failing the read.
 
-use super::{Job, JobState, MAX_ATTEMPTS, Schedule};
+use super::types::{Job, JobState, MAX_ATTEMPTS, Schedule};
 use crate::backend::Row;
 use crate::error::StoreError;
 use model::schedule::Every;

@@ -311,7 +311,7 @@ fn writable_by_others(dir: &Path) -> Option<String> {
 
 /// A command cut to a line's worth and escaped, for a message.
 fn shown(command: &str) -> String {
-    lab::safe_text::printable(&lab::safe_text::excerpt(command, 100)).into_owned()
+    model::safe_text::printable(&model::safe_text::excerpt(command, 100)).into_owned()
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use lab::store::Claimed;
+use store::Claimed;
 
 use crate::job_args::{ATTEMPT_TAG, JOB_TAG};
 
@@ -140,7 +140,7 @@ fn telling_line(text: &str) -> String {
         .find(|l| l.starts_with("error:"))
         .or_else(|| text.lines().rev().find(|l| !l.trim().is_empty()))
         .unwrap_or("no output");
-    lab::safe_text::printable(line.trim()).into_owned()
+    model::safe_text::printable(line.trim()).into_owned()
 }
 
 /// `scalelab ARGS…` on the store `db`, to its end: its exit status (`None`: killed) and the

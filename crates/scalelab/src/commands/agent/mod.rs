@@ -35,12 +35,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use lab::env::{AgentClass, ClassFilter, Fingerprint};
-use lab::store::{Candidate, Claimed, JobState, Store, Verdict};
+use model::env::{AgentClass, ClassFilter, Fingerprint};
+use store::{Candidate, Claimed, JobState, Store, Verdict};
 
 pub use self::allow_list::Allow;
 use self::job_process::{Ended, JobProcess};
-use crate::cli::AgentArgs;
+use crate::arguments::AgentArgs;
 use crate::db_path;
 use crate::job_args::{self, CheckedJob};
 
@@ -146,7 +146,7 @@ pub fn run(db: Option<&Path>, args: &AgentArgs) -> Result<ExitCode> {
         for (schedule, why) in due.stopped {
             eprintln!(
                 "schedule {schedule} stopped: malformed: {}",
-                lab::safe_text::printable(&why)
+                model::safe_text::printable(&why)
             );
         }
         let me = agent.me.clone();
@@ -165,7 +165,7 @@ pub fn run(db: Option<&Path>, args: &AgentArgs) -> Result<ExitCode> {
         for (job, why) in look.malformed {
             eprintln!(
                 "job {job}: failed as malformed: {}",
-                lab::safe_text::printable(&why)
+                model::safe_text::printable(&why)
             );
         }
         match look.claimed {
@@ -251,7 +251,7 @@ fn judge(job: &Candidate, me: &AgentClass, allow: &Allow, cpus: u32, cap: Durati
     let Ok(filter) = ClassFilter::parse(&job.target) else {
         return Verdict::Refuse(format!(
             "its class `{}` does not parse here (an older scalelab?)",
-            lab::safe_text::printable(&job.target)
+            model::safe_text::printable(&job.target)
         ));
     };
     if !filter.matches(me) {
@@ -260,7 +260,7 @@ fn judge(job: &Candidate, me: &AgentClass, allow: &Allow, cpus: u32, cap: Durati
     match job_args::check(&job.args) {
         Err(e) => Verdict::Refuse(format!(
             "its arguments do not parse here: {}",
-            lab::safe_text::printable(&format!("{e:#}"))
+            model::safe_text::printable(&format!("{e:#}"))
         )),
         Ok(checked) => {
             if let Some(why) = allow.refusal(&checked) {
@@ -363,7 +363,7 @@ impl Agent {
             let outcome = format!("refused by {host}: {why}");
             self.store
                 .finish_job(&host, job.id, job.attempt, JobState::Failed, &outcome)?;
-            eprintln!("job {}: {}", job.id, lab::safe_text::printable(&outcome));
+            eprintln!("job {}: {}", job.id, model::safe_text::printable(&outcome));
             return Ok(());
         }
         let (limit, limit_from) = time_limit(job, &checked, self.max_job_time, self.cpus);
@@ -372,7 +372,7 @@ impl Agent {
             "job {} (attempt {}): scalelab {} (at most {}: {limit_from})",
             job.id,
             job.attempt,
-            lab::safe_text::printable(&job.args.join(" ")),
+            model::safe_text::printable(&job.args.join(" ")),
             humantime(limit)
         );
         let mut process = JobProcess::start(job, &self.db)?;
@@ -434,7 +434,7 @@ impl Agent {
             job.attempt,
             state.as_str(),
             started.elapsed().as_secs_f64(),
-            lab::safe_text::printable(&outcome),
+            model::safe_text::printable(&outcome),
             if recorded {
                 ""
             } else {
@@ -511,7 +511,7 @@ impl Agent {
         for r in stored
             .runs
             .iter()
-            .filter(|r| r.status == lab::record::RunStatus::Complete)
+            .filter(|r| r.status == model::record::RunStatus::Complete)
         {
             *complete.entry(r.attempt.unwrap_or(0)).or_default() += 1;
         }

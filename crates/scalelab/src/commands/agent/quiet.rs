@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use lab::env::{Fingerprint, Severity, checks};
+use model::env::{Fingerprint, Severity, checks};
 
 /// Runnable tasks (besides the agent) at or above this mean mean someone else is computing.
 const BUSY_RUNNABLE: f64 = 0.5;

@@ -370,7 +370,7 @@ fn misdirected(host: Option<&str>, shown: &str) -> Response<Body> {
     let detail = match host {
         Some(h) => format!(
             "This dashboard does not answer to the host `{}`: it is reached as {shown}. To serve it under another name, start it with --allowed-host NAME.",
-            lab::safe_text::excerpt(h, 100)
+            model::safe_text::excerpt(h, 100)
         ),
         None => format!("The request names no host; this dashboard is reached as {shown}."),
     };

@@ -21,25 +21,25 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
+use analysis::history::History;
 use anyhow::{Context, Result};
+use app::history::{Classes, HistoryQuery, Verdict};
+use app::{AppError, Input};
 use axum::Router;
 use axum::extract::{Path as UrlPath, RawQuery, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use lab::analysis::history::{self, Metric};
-use lab::analysis::report_data::ReportData;
-use lab::analysis::series;
-use lab::env::MachineClass;
-use lab::record::{RunData, RunStatus};
-use lab::store::{RunFilter, Store};
+use model::env::MachineClass;
+use model::record::{RunData, RunStatus};
 use present::dashboard::{
     self, ClassRow, QueueJobRow, QueueScheduleRow, QueueView, RunRow, RunsFilter, url_part,
 };
-use stats::{ChangePointOptions, CompareOptions};
+use stats::CompareOptions;
+use store::{RunFilter, Store, StoreError};
 
-use crate::cli::ServeArgs;
-use crate::db_path;
+use crate::arguments::ServeArgs;
+use crate::{db_path, queue_lines};
 
 /// The most rows the runs page lists (the newest matching).
 const PAGE_ROWS: usize = 500;
@@ -240,13 +240,13 @@ impl Dashboard {
             return Ok(run);
         }
         let mut run = store.load_run(id).map_err(|e| match e {
-            lab::store::StoreError::RunNotFound { .. } => not_found(&e.to_string()),
+            store::StoreError::RunNotFound { .. } => not_found(&e.to_string()),
             e => internal(&e.to_string()),
         })?;
         // Profiles recorded on another host: the store's copies, when pushed with them (if
         // that fails, the page says the profiles could not be read).
         if let Ok(local) = db_path::local_file(store.location()) {
-            let _ = lab::fetch_profiles(store, &mut run, &local);
+            let _ = store::profile_files::fetch_profiles(store, &mut run, &local);
         }
         let run = Arc::new(run);
         if run.meta.status != RunStatus::Running {
@@ -258,7 +258,7 @@ impl Dashboard {
     }
 
     /// Runs `ids`, in that order: those not in memory yet read in one batch.
-    fn runs(&self, store: &Store, ids: &[i64]) -> Result<Vec<Arc<RunData>>, Failure> {
+    fn runs(&self, store: &Store, ids: &[i64]) -> Result<Vec<Arc<RunData>>, StoreError> {
         let cached: HashMap<i64, Arc<RunData>> = match self.cache.lock() {
             Ok(c) => ids
                 .iter()
@@ -271,9 +271,7 @@ impl Dashboard {
             .copied()
             .filter(|id| !cached.contains_key(id))
             .collect();
-        let loaded = store
-            .load_runs(&missing)
-            .map_err(|e| internal(&e.to_string()))?;
+        let loaded = store.load_runs(&missing)?;
         let mut loaded: HashMap<i64, Arc<RunData>> = loaded
             .into_iter()
             .map(|r| (r.meta.id, Arc::new(r)))
@@ -382,13 +380,12 @@ async fn queue_page(State(state): State<Arc<Dashboard>>) -> Response {
         let render = |view: &QueueView, message: &str| {
             dashboard::queue_page(view, message).map_err(|e| internal(&e.to_string()))
         };
-        let read = match crate::commands::queue::QueueRead::from(&store, PAGE_ROWS) {
+        let read = match app::queue::snapshot(&store, PAGE_ROWS) {
             Ok(read) => read,
             Err(e) => return render(&QueueView::default(), &format!("{e:#}")),
         };
         let view = QueueView {
-            jobs: read
-                .job_lines()
+            jobs: queue_lines::job_lines(&read)
                 .into_iter()
                 .zip(&read.jobs)
                 .map(|(line, j)| QueueJobRow {
@@ -397,8 +394,7 @@ async fn queue_page(State(state): State<Arc<Dashboard>>) -> Response {
                     line,
                 })
                 .collect(),
-            schedules: read
-                .schedule_lines()
+            schedules: queue_lines::schedule_lines(&read)
                 .into_iter()
                 .zip(&read.schedules)
                 .map(|(line, r)| QueueScheduleRow {
@@ -406,7 +402,7 @@ async fn queue_page(State(state): State<Arc<Dashboard>>) -> Response {
                     line,
                 })
                 .collect(),
-            agents: read.agent_lines(),
+            agents: queue_lines::agent_lines(&read),
         };
         render(&view, "")
     })
@@ -432,13 +428,8 @@ fn series_href(args: &[String]) -> Option<String> {
     ))
 }
 
-fn report(
-    runs: &[RunData],
-    history: Option<history::History>,
-    title: &str,
-    banners: &[String],
-) -> Html {
-    let data = ReportData::from_runs(runs, history, &CompareOptions::default());
+fn report(runs: &[RunData], history: Option<History>, title: &str, banners: &[String]) -> Html {
+    let data = app::report::of_runs(runs, history, &CompareOptions::default());
     present::html::render(&data, title)
         .map(|html| dashboard::with_nav(&html, banners))
         .map_err(|e| internal(&e.to_string()))
@@ -468,9 +459,8 @@ async fn compare_page(
         let (a, b) = (parse_id(&a)?, parse_id(&b)?);
         let store = d.store()?;
         let (ra, rb) = (d.run(&store, a)?, d.run(&store, b)?);
-        let (ca, cb) = (MachineClass::of(&ra.meta.env), MachineClass::of(&rb.meta.env));
         let mut banners = Vec::new();
-        if ca != cb {
+        if let Some((ca, cb)) = app::compare::classes_differ(&ra, &rb) {
             banners.push(format!(
                 "The runs were measured on different machine classes: run {a} on {ca}, run {b} on {cb}. A difference may be the machine's, not the change's."
             ));
@@ -507,100 +497,61 @@ async fn history_page(
                     .map(|(k, v)| (k.to_owned(), v.to_owned()))
             })
             .collect();
-        let store = d.store()?;
-        let metas = store
-            .list_runs(&RunFilter {
-                workload: Some(workload.clone()),
-                ..RunFilter::default()
-            })
-            .map_err(|e| internal(&e.to_string()))?;
-        let Some(newest) = metas.last() else {
-            return Err(not_found(&format!("no stored runs of `{workload}`")));
-        };
-        // Without p=KEY=VAL, the series of the newest run's parameters.
-        let wanted = if given.is_empty() {
-            newest.params.clone()
-        } else {
-            given
-        };
-        let metas = series::series_runs(&workload, &wanted, metas)
-            .map_err(|e| bad_request(&e.to_string()))?;
-        // One class's page reads only that class's runs; the index reads every class.
         let class = get("class");
-        let ids: Vec<i64> = metas
-            .iter()
-            .filter(|m| {
-                class
-                    .as_ref()
-                    .is_none_or(|c| *c == MachineClass::of(&m.env).to_string())
-            })
-            .map(|m| m.id)
-            .collect();
-        let loaded = d.runs(&store, &ids)?;
-        // A built-in metric, or a figure these runs' command printed (`run --metric`).
-        let metric = match &metric_name {
-            Some(m) => Metric::resolve(m, &loaded).map_err(|e| bad_request(&e.to_string()))?,
-            None => Metric::Throughput,
+        let query = HistoryQuery {
+            workload: workload.clone(),
+            // Without p=KEY=VAL, the series of the newest run's parameters.
+            params: (!given.is_empty()).then_some(given),
+            classes: match &class {
+                Some(c) => Classes::Only(c.clone()),
+                None => Classes::Each,
+            },
+            metric: metric_name,
+            at,
+            ..HistoryQuery::default()
         };
-        if let Some(at) = at {
-            history::check_measured(&workload, &loaded, at)
-                .map_err(|e| bad_request(&format!("at={at}: {e}")))?;
-        }
-        let mut by_class: BTreeMap<String, Vec<Arc<RunData>>> = BTreeMap::new();
-        for run in loaded {
-            by_class
-                .entry(MachineClass::of(&run.meta.env).to_string())
-                .or_default()
-                .push(run);
-        }
-        drop(store);
-        let build = |runs: &[Arc<RunData>]| {
-            let at = at.unwrap_or_else(|| {
-                runs.last()
-                    .and_then(|r| r.meta.points.iter().max().copied())
-                    .unwrap_or(1)
-            });
-            (
-                runs.len(),
-                history::build(
-                    &workload,
-                    runs,
-                    at,
-                    metric.clone(),
-                    &ChangePointOptions::default(),
-                ),
-            )
+        let series = {
+            let store = d.store()?;
+            let load = |ids: &[i64]| Ok(d.runs(&store, ids)?);
+            app::history::histories(&store, &query, load)
         };
-        let params: String = wanted
-            .iter()
+        let series = series.map_err(|e| match e {
+            AppError::NotFound(e) => not_found(&e),
+            AppError::Invalid {
+                input: Input::At(at),
+                source,
+            } => bad_request(&format!("at={at}: {source}")),
+            AppError::Invalid { source, .. } => bad_request(&source.to_string()),
+            e => internal(&e.to_string()),
+        })?;
+        let params: String = series
+            .first()
+            .map(|s| &s.history.params)
+            .into_iter()
+            .flatten()
             .map(|(k, v)| format!("&p={}", url_part(&format!("{k}={v}"))))
             .collect();
         match class {
             None => {
-                let rows: Vec<ClassRow> = by_class
+                let rows: Vec<ClassRow> = series
                     .iter()
-                    .map(|(class, runs)| {
-                        let (n, h) = build(runs);
-                        let mut hosts: Vec<&str> =
-                            runs.iter().map(|r| r.meta.env.hostname.as_str()).collect();
-                        hosts.sort_unstable();
-                        hosts.dedup();
+                    .map(|s| {
+                        let class = s.class.clone().unwrap_or_default();
+                        let h = &s.history;
                         ClassRow {
-                            class: class.clone(),
                             href: format!(
                                 "/history/{}?class={}{params}",
                                 url_part(&workload),
-                                url_part(class)
+                                url_part(&class)
                             ),
-                            runs: n,
-                            hosts: hosts.join(", "),
-                            verdict: check_verdict(&h).into(),
-                            verdict_class: if !h.judged {
-                                "INCONCLUSIVE"
-                            } else if h.newest_regressed {
-                                "REGRESSED"
-                            } else {
-                                "ok"
+                            class,
+                            runs: s.runs,
+                            hosts: s.hosts.join(", "),
+                            verdict: check_verdict(h).into(),
+                            verdict_class: match Verdict::of(h) {
+                                Verdict::Unjudged => "INCONCLUSIVE",
+                                Verdict::Regressed => "REGRESSED",
+                                Verdict::Clear => "ok",
                             }
                             .into(),
                         }
@@ -609,12 +560,11 @@ async fn history_page(
                 dashboard::history_index(&workload, &rows).map_err(|e| internal(&e.to_string()))
             }
             Some(class) => {
-                let Some(runs) = by_class.get(&class) else {
+                let Some(h) = series.into_iter().next().map(|s| s.history) else {
                     return Err(not_found(&format!(
                         "no runs of `{workload}` on machine class {class}"
                     )));
                 };
-                let (_, h) = build(runs);
                 let banners = vec![format!(
                     "Machine class {class}. history --check: {}",
                     check_verdict(&h)
@@ -628,12 +578,10 @@ async fn history_page(
 }
 
 /// `history --check`'s verdict on the newest segment, in words.
-fn check_verdict(h: &history::History) -> &'static str {
-    if !h.judged {
-        "cannot judge — too few runs for change-point detection (exit 2)"
-    } else if h.newest_regressed {
-        "REGRESSED — the newest segment is a regression (exit 1)"
-    } else {
-        "no regression in the newest segment (exit 0)"
+fn check_verdict(h: &History) -> &'static str {
+    match Verdict::of(h) {
+        Verdict::Unjudged => "cannot judge — too few runs for change-point detection (exit 2)",
+        Verdict::Regressed => "REGRESSED — the newest segment is a regression (exit 1)",
+        Verdict::Clear => "no regression in the newest segment (exit 0)",
     }
 }
