@@ -82,6 +82,14 @@ pub struct PointSummary {
     pub block_in: Option<f64>,
     /// Blocks written to storage per trial.
     pub block_out: Option<f64>,
+    /// Peak memory per trial, KiB: the largest resident set one process of the trial reached
+    /// (`ru_maxrss`; for a built-in in threads mode, the trial's process, scalelab's own few MiB
+    /// included); `None` where no trial measured it (profiled command steps, older runs).
+    pub max_rss_kib: Option<f64>,
+    /// Peak memory per task, KiB: in threads mode the process's peak over N (its tasks share
+    /// it), in processes mode the largest task process's own; `None` for a command, whose
+    /// processes are not its tasks.
+    pub max_rss_per_task_kib: Option<f64>,
     /// Slowest task, ops/s (with `task_max`: how fair the tasks' shares were); `None` for an
     /// external command, whose trial measures the whole command, not each task.
     pub task_min: Option<f64>,
@@ -215,6 +223,13 @@ pub fn summarize(data: &RunData) -> RunSummary {
     let mut min_runs = usize::MAX;
     // A command trial counts the whole command's ops, not each task's.
     let per_task = data.meta.workload != "cmd";
+    // How many tasks the peak memory's process holds at N: all of them in threads mode, one in
+    // processes mode; a command's processes are not its tasks.
+    let tasks_per_peak = |n: u32| match (per_task, data.meta.mode) {
+        (false, _) => None,
+        (true, model::record::Mode::Threads) => Some(n),
+        (true, model::record::Mode::Processes) => Some(1),
+    };
     for &n in &sorted_points(data) {
         let trials: Vec<&TrialOutcome> = data
             .trials
@@ -239,7 +254,7 @@ pub fn summarize(data: &RunData) -> RunSummary {
             });
         }
         min_runs = min_runs.min(ok.len());
-        let p = summarize_point(n, &ok, failed.len(), per_task);
+        let p = summarize_point(n, &ok, failed.len(), per_task, tasks_per_peak(n));
         if let Some(cv) = p.throughput_cv.filter(|cv| *cv > HIGH_CV) {
             warnings.push(Warning::HighVariance {
                 n,
@@ -397,12 +412,14 @@ fn sorted_points(data: &RunData) -> Vec<u32> {
 }
 
 /// One N's medians; `per_task`: the trials count each task's ops (built-in workloads), so the
-/// slowest and fastest task mean something.
+/// slowest and fastest task mean something; `tasks_per_peak`: how many tasks share the process
+/// whose peak memory a trial records (`None`: no per-task memory).
 fn summarize_point(
     n: u32,
     ok: &[&TrialMeasurement],
     failed: usize,
     per_task: bool,
+    tasks_per_peak: Option<u32>,
 ) -> PointSummary {
     let rates: Vec<f64> = ok.iter().map(|m| m.ops_per_sec()).collect();
     let sample = Sample::new(rates).ok();
@@ -435,6 +452,11 @@ fn summarize_point(
         }
     }
     let x = throughput.map(|t| t.point);
+    let max_rss_kib = median(
+        ok.iter()
+            .filter_map(|m| m.usage.max_rss_kib)
+            .map(|k| k as f64),
+    );
     PointSummary {
         n,
         trials_ok: ok.len(),
@@ -482,6 +504,10 @@ fn summarize_point(
         involuntary_switches: per(&|m| m.usage.involuntary_switches as f64),
         block_in: per(&|m| m.usage.block_in as f64),
         block_out: per(&|m| m.usage.block_out as f64),
+        max_rss_kib,
+        max_rss_per_task_kib: max_rss_kib
+            .zip(tasks_per_peak)
+            .map(|(kib, tasks)| kib / f64::from(tasks.max(1))),
         task_min: median(
             ok.iter()
                 .filter(|m| per_task && secs(m) > 0.0)

@@ -2,7 +2,9 @@
 //! dashboard's comparison page build theirs here.
 //!
 //! Invariant: runs that measure different things (another workload, other parameters, no N in
-//! common) are refused unless forced; forced, only the N both measured are compared.
+//! common) are refused unless forced; forced, only the N both measured are compared. A metric one
+//! run has no value of in any trial (`max_rss` of a run recorded before peak memory was kept) is
+//! refused, whatever `force` says.
 
 use analysis::comparison::{Comparison, TrialMetric, compare_runs_on};
 use model::env::MachineClass;
@@ -26,6 +28,12 @@ pub struct CompareRequest {
 
 /// Run `b` against run `a`.
 pub fn compare(a: &RunData, b: &RunData, request: &CompareRequest) -> Result<Comparison, AppError> {
+    if let Some(why) = [a, b]
+        .into_iter()
+        .find_map(|r| request.metric.missing_in(r))
+    {
+        return Err(AppError::Refused(why));
+    }
     let comparison = compare_runs_on(
         a,
         b,

@@ -1,6 +1,6 @@
 //! How numbers read in the engine's messages (warnings and their hints) and in every table the
 //! `present` crate draws: three significant figures with SI prefixes (`1.23M`), percentages
-//! (`+1.23%`, `0.5%`), lists of task counts (`1,2,4`) and counted nouns (`1 trial`,
+//! (`+1.23%`, `0.5%`), memory in binary units (`12.3 MiB`), lists of task counts (`1,2,4`) and counted nouns (`1 trial`,
 //! `2 trials`). One definition each, so a figure reads the same in a warning and in the table
 //! above it.
 
@@ -25,6 +25,23 @@ pub fn si(x: f64) -> String {
     match PREFIXES.iter().find(|(scale, _)| a >= *scale) {
         Some((scale, prefix)) => format!("{}{prefix}", sig3(x / scale)),
         None => sig3(x),
+    }
+}
+
+/// A size in KiB (`ru_maxrss`'s unit) as three significant figures of KiB, MiB, GiB or TiB:
+/// `812 KiB`, `12.3 MiB`, `1.50 GiB`.
+pub fn kib(x: f64) -> String {
+    if !x.is_finite() {
+        return "n/a".into();
+    }
+    const UNITS: [(f64, &str); 3] = [
+        (1024.0 * 1024.0 * 1024.0, "TiB"),
+        (1024.0 * 1024.0, "GiB"),
+        (1024.0, "MiB"),
+    ];
+    match UNITS.iter().find(|(scale, _)| x.abs() >= *scale) {
+        Some((scale, unit)) => format!("{} {unit}", sig3(x / scale)),
+        None => format!("{} KiB", sig3(x)),
     }
 }
 
@@ -117,6 +134,15 @@ pub fn comma_list(ns: &[u32]) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn kib_reads_in_binary_units() {
+        assert_eq!(kib(812.0), "812 KiB");
+        assert_eq!(kib(12.3 * 1024.0), "12.3 MiB");
+        assert_eq!(kib(1.5 * 1024.0 * 1024.0), "1.50 GiB");
+        assert_eq!(kib(2048.0 * 1024.0 * 1024.0), "2.00 TiB");
+        assert_eq!(kib(f64::NAN), "n/a");
+    }
+
     use super::*;
 
     #[test]

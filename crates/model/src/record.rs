@@ -982,6 +982,14 @@ pub struct Usage {
     /// without CONFIG_SCHED_INFO, or absent from the record).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_delay: Option<Nanos>,
+    /// The largest resident set one process reached, in KiB (the kernel's `ru_maxrss`, as GNU
+    /// `time` prints it): a high-water mark, not a counter, so two usages combine by the larger.
+    /// A built-in task's reading is its process's peak since it started (in threads mode, the
+    /// trial child's, scalelab's own few MiB included); a command step's is its process tree's
+    /// largest process. `None` where not measured (a step `perf record` ran, whose own memory
+    /// would be counted) or absent from the record (runs before this was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rss_kib: Option<u64>,
 }
 
 impl Usage {
@@ -989,7 +997,7 @@ impl Usage {
     pub fn cpu(&self) -> Nanos {
         Nanos(self.user.0 + self.sys.0)
     }
-    /// The sum of two usages, field by field.
+    /// The sum of two usages, field by field (`max_rss_kib`, a high-water mark: the larger).
     pub fn add(&self, o: &Usage) -> Usage {
         Usage {
             user: Nanos(self.user.0 + o.user.0),
@@ -1003,6 +1011,10 @@ impl Usage {
             run_delay: match (self.run_delay, o.run_delay) {
                 (Some(a), Some(b)) => Some(Nanos(a.0 + b.0)),
                 _ => None,
+            },
+            max_rss_kib: match (self.max_rss_kib, o.max_rss_kib) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
             },
         }
     }

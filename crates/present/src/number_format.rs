@@ -1,13 +1,18 @@
 //! How figures read in tables, beyond the number text the engine's warnings share with them
 //! (`model::number_text`: `1.23M`, `+1.23%`, `1,2,4`): `n/a` for a missing figure, durations with
-//! a unit (`12.5µs`), and the csh `time` line people have read for decades
+//! a unit (`12.5µs`), memory (`12.3 MiB`), and the csh `time` line people have read for decades
 //! (`101.320u 78.930s 5:39.94 53.0%`).
 
-use model::number_text::{si, sig3};
+use model::number_text::{kib, si, sig3};
 
 /// [`si`], or `n/a` for a missing figure.
 pub(crate) fn opt_si(x: Option<f64>) -> String {
     x.map_or_else(|| "n/a".into(), si)
+}
+
+/// [`kib`] (`12.3 MiB`), or `n/a` for a missing figure.
+pub(crate) fn opt_kib(x: Option<f64>) -> String {
+    x.map_or_else(|| "n/a".into(), kib)
 }
 
 /// [`sig3`], or `n/a` for a missing figure.

@@ -12,7 +12,7 @@ use model::safe_text::printable;
 
 use crate::grid::{Align, Grid};
 use crate::markdown;
-use crate::number_format::{opt_si, opt_sig3, time_line};
+use crate::number_format::{opt_kib, opt_si, opt_sig3, time_line};
 use crate::text_options::TextOptions;
 
 /// Writes the header, the tables (fitted to `opts.width`), the scaling line and every warning.
@@ -207,18 +207,28 @@ fn throughput_table(s: &RunSummary) -> Grid {
 }
 
 /// Left out first at a narrow width: the sampler's share, block I/O, run-queue wait, the
-/// workload's own counters, then the faults and switches; N and the `time` line always stay.
+/// workload's own counters, the peak memory per task, then the faults, switches and peak
+/// memory; N and the `time` line always stay. The memory columns are there when a trial
+/// measured it (not in runs recorded before it was kept).
 fn accounting_table(s: &RunSummary) -> Grid {
     let extra_names: std::collections::BTreeSet<&String> =
         s.points.iter().flat_map(|p| p.extras.keys()).collect();
+    let memory = s.points.iter().any(|p| p.max_rss_kib.is_some());
+    let per_task_memory = s.points.iter().any(|p| p.max_rss_per_task_kib.is_some());
     let mut t = Grid::default();
     t.keep("N", Align::Right)
         .keep("time (user sys wall CPU%)", Align::Right)
         .optional("minflt", Align::Right, 8)
         .optional("majflt", Align::Right, 5)
         .optional("vcsw", Align::Right, 7)
-        .optional("ivcsw", Align::Right, 6)
-        .optional("blk in", Align::Right, 1)
+        .optional("ivcsw", Align::Right, 6);
+    if memory {
+        t.optional("max RSS", Align::Right, 7);
+    }
+    if per_task_memory {
+        t.optional("RSS/task", Align::Right, 4);
+    }
+    t.optional("blk in", Align::Right, 1)
         .optional("blk out", Align::Right, 2)
         .optional("runq wait", Align::Right, 3)
         .optional("sampler", Align::Right, 0);
@@ -237,13 +247,21 @@ fn accounting_table(s: &RunSummary) -> Grid {
             opt_si(p.major_faults),
             opt_si(p.voluntary_switches),
             opt_si(p.involuntary_switches),
+        ];
+        if memory {
+            row.push(opt_kib(p.max_rss_kib));
+        }
+        if per_task_memory {
+            row.push(opt_kib(p.max_rss_per_task_kib));
+        }
+        row.extend([
             opt_si(p.block_in),
             opt_si(p.block_out),
             p.runq_pct
                 .map_or_else(|| "n/a".into(), |pct| format!("{pct:.1}%")),
             p.sampler_pct
                 .map_or_else(|| "n/a".into(), |pct| format!("{pct:.2}%")),
-        ];
+        ]);
         row.extend(
             extra_names
                 .iter()

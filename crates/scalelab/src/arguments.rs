@@ -872,9 +872,9 @@ pub struct CompareArgs {
     #[arg(long)]
     pub force: bool,
     /// What each trial contributes: throughput (X(N): ops/s, or the run's primary `--metric`
-    /// as a rate), ops_per_cpu_sec, or the name of a figure the command printed (`run
-    /// --metric NAME=…`, also `metric.NAME`), compared as printed in the direction its
-    /// `--metric` gave (a latency: lower is better).
+    /// as a rate), ops_per_cpu_sec, max_rss (peak memory, KiB; lower is better), or the name
+    /// of a figure the command printed (`run --metric NAME=…`, also `metric.NAME`), compared as
+    /// printed in the direction its `--metric` gave (a latency: lower is better).
     #[arg(long, value_name = "NAME", default_value = "throughput")]
     pub metric: String,
     #[command(flatten)]

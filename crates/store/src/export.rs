@@ -39,7 +39,7 @@ pub fn export_json(data: &RunData, out: &mut dyn Write) -> Result<(), StoreError
 }
 
 /// The CSV columns, in order.
-pub(crate) const CSV_HEADER: [&str; 22] = [
+pub(crate) const CSV_HEADER: [&str; 23] = [
     "run_id",
     "workload",
     "variant",
@@ -58,6 +58,7 @@ pub(crate) const CSV_HEADER: [&str; 22] = [
     "block_in",
     "block_out",
     "run_delay_s",
+    "max_rss_kib",
     "cycles",
     "instructions",
     "cache_misses",
@@ -66,7 +67,7 @@ pub(crate) const CSV_HEADER: [&str; 22] = [
 
 /// Writes one CSV row per trial of `data`, after a header row (`CSV_HEADER`). A failed
 /// trial's measurement columns are empty; so are `cycles`/`instructions` when not counted and
-/// `run_delay_s` when not measured.
+/// `run_delay_s` and `max_rss_kib` (peak memory, KiB) when not measured.
 pub fn export_csv(data: &RunData, out: &mut dyn Write) -> Result<(), StoreError> {
     let write = |out: &mut dyn Write, cells: &[String]| -> std::io::Result<()> {
         writeln!(out, "{}", cells.join(","))
@@ -105,6 +106,7 @@ pub fn export_csv(data: &RunData, out: &mut dyn Write) -> Result<(), StoreError>
                     u.run_delay
                         .map(|d| d.as_secs_f64().to_string())
                         .unwrap_or_default(),
+                    opt(u.max_rss_kib),
                     opt(m.counter("cycles")),
                     opt(m.counter("instructions")),
                     opt(m.counter("cache-misses")),

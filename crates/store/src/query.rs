@@ -415,7 +415,7 @@ fn load_trials(
             "SELECT id, n, idx, started_at, status, failure, window_ns, user_ns, sys_ns,
                  minor_faults, major_faults, voluntary_switches, involuntary_switches, block_in,
                  block_out, counters, extras, placement, task_ops, steps, clock_window, profile,
-                 locks, run_delay_ns, offcpu, harness, run_id, metrics
+                 locks, run_delay_ns, offcpu, harness, run_id, metrics, max_rss_kib
              FROM trials WHERE run_id IN ({list}) ORDER BY id"
         ),
         params,
@@ -452,6 +452,8 @@ fn load_trials(
                         block_out: int(14)?,
                         // NULL before schema version 4, and when not measured.
                         run_delay: r.opt_int(23)?.map(|v| Nanos(u64_from_sql(v))),
+                        // NULL before schema version 15, and when not measured.
+                        max_rss_kib: r.opt_int(28)?.map(u64_from_sql),
                     },
                     counters: from_json(&json(15)?, "trial counters", &corrupt)?,
                     extras: from_json(&json(16)?, "trial extras", &corrupt)?,

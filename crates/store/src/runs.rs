@@ -286,9 +286,9 @@ impl Writer<'_, '_, '_> {
                 "INSERT INTO trials (run_id, n, idx, started_at, status, window_ns, ops, user_ns, sys_ns,
                      minor_faults, major_faults, voluntary_switches, involuntary_switches, block_in,
                      block_out, counters, extras, placement, task_ops, steps, clock_window, profile, locks,
-                     run_delay_ns, offcpu, harness, metrics)
+                     run_delay_ns, offcpu, harness, metrics, max_rss_kib)
                  VALUES (?1, ?2, ?3, ?4, 'ok', ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                     ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)
+                     ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)
                  RETURNING id",
                 vals![
                     run_id,
@@ -317,6 +317,7 @@ impl Writer<'_, '_, '_> {
                     m.offcpu.as_ref().map(|v| to_json("trial offcpu", v)).transpose()?,
                     m.harness.as_ref().map(|v| to_json("trial harness", v)).transpose()?,
                     m.reported.as_ref().map(|v| to_json("trial metrics", v)).transpose()?,
+                    u.max_rss_kib.map(u64_to_sql),
                 ],
             )?
             .int(0)?;

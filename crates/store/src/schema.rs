@@ -29,7 +29,9 @@ pub(crate) const APPLICATION_ID: i32 = 0x5343_4c42;
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Step `i` takes the schema from version `i` to `i + 1`. Append only; never edit a shipped step.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14];
+const MIGRATIONS: &[&str] = &[
+    V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15,
+];
 
 /// Version 1. u64 values (durations, counts) are stored in INTEGER columns as their two's
 /// complement bit pattern (see `columns`), so values past i64::MAX survive exactly.
@@ -269,6 +271,12 @@ CREATE TABLE job_events (
 ",
     v14_indexes!()
 );
+
+/// Version 15: each trial's peak memory (`Usage::max_rss_kib`, the largest resident set one
+/// process of the trial reached), kept beside the other getrusage figures.
+const V15: &str = "
+ALTER TABLE trials ADD COLUMN max_rss_kib INTEGER;  -- KiB; NULL where not measured or older
+";
 
 pub(super) const V12: &str = "
 ALTER TABLE trials ADD COLUMN metrics TEXT;  -- JSON Reported; NULL without --metric

@@ -106,7 +106,7 @@ pub fn not_regressed_reason(ends: &Comparison, metric: &TrialMetric) -> String {
             "; CPU time was compared: if the slowdown is waiting (locks, I/O, sleep), bisect \
              with --metric throughput"
         }
-        TrialMetric::Throughput | TrialMetric::Reported(_) => "",
+        TrialMetric::Throughput | TrialMetric::MaxRss | TrialMetric::Reported(_) => "",
     };
     // An interval that spans the threshold is not "no change": the noise hid it.
     let hidden: Vec<String> = ends

@@ -58,7 +58,7 @@ pub struct WorstPoint {
     pub verdict: Verdict,
 }
 
-/// Where the two throughput curves (medians) change order between consecutive common N.
+/// Where the two curves (medians) change order between consecutive common N.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Crossing {
     /// The lower of the two consecutive common N.
@@ -67,7 +67,7 @@ pub struct Crossing {
     pub to_n: u32,
     /// Linear interpolation of where the medians meet.
     pub at_n: f64,
-    /// The side with the higher median at `from_n`.
+    /// The side with the better median at `from_n` (higher; lower for a lower-is-better metric).
     pub ahead_below: Side,
     /// Whether both neighbouring points have a significant verdict (else the crossing may be
     /// noise).
@@ -90,9 +90,10 @@ pub struct CurveSummary {
     pub inconclusive: Vec<u32>,
     /// Where B fares worst against A, when any N has a change.
     pub worst: Option<WorstPoint>,
-    /// The side ahead at every compared N, when one is: its median is higher at each N and
-    /// the difference is significant there (REGRESSED or IMPROVED). A higher median within
-    /// the noise is no lead.
+    /// The side ahead at every compared N, when one is: its median is better at each N
+    /// (higher, or lower for a lower-is-better metric such as a latency or `max_rss`) and the
+    /// difference is significant there (REGRESSED or IMPROVED). A better median within the
+    /// noise is no lead.
     pub ahead_everywhere: Option<Side>,
     /// Where the median curves change order, in N order.
     pub crossings: Vec<Crossing>,
@@ -146,10 +147,12 @@ pub(super) fn curve_summary(points: &[PointComparison], direction: Direction) ->
         .iter()
         .filter_map(|p| p.change.as_ref().map(|c| (p.n, c)))
         .collect();
+    // The side with the better median: the higher one, or the lower where lower is better.
     let ahead = |c: &Change| {
-        if c.median_b > c.median_a {
+        let (a, b) = (-sign * c.median_a, -sign * c.median_b);
+        if b > a {
             Some(Side::B)
-        } else if c.median_a > c.median_b {
+        } else if a > b {
             Some(Side::A)
         } else {
             None

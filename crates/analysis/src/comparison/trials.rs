@@ -19,6 +19,9 @@ pub enum TrialMetric {
     /// time-sharing with other work on a busy machine does not move it; waiting for locks,
     /// I/O or sleep does not count either, so a slowdown made of waiting does not show.
     CpuThroughput,
+    /// Peak memory: the largest resident set one process of the trial reached, in KiB
+    /// (`Usage::max_rss_kib`); lower is better.
+    MaxRss,
     /// A figure the command printed itself (`run --metric NAME=…`), by name: its value as
     /// printed (a latency in ms, not its reciprocal), judged in the direction its `--metric`
     /// gave.
@@ -31,17 +34,19 @@ impl TrialMetric {
         match self {
             TrialMetric::Throughput => "throughput",
             TrialMetric::CpuThroughput => "ops_per_cpu_sec",
+            TrialMetric::MaxRss => "max_rss",
             TrialMetric::Reported(name) => name,
         }
     }
 
     /// What `--metric NAME` compares between runs `a` and `b`: `throughput`, `ops_per_cpu_sec`,
-    /// or a figure both runs' command printed (`NAME` or `metric.NAME`); the error names the
-    /// run that lacks it and lists the figures it has.
+    /// `max_rss`, or a figure both runs' command printed (`NAME` or `metric.NAME`); the error
+    /// names the run that lacks it and lists the figures it has.
     pub fn resolve(name: &str, a: &RunMeta, b: &RunMeta) -> Result<TrialMetric, AnalysisError> {
         match name {
             "throughput" => return Ok(TrialMetric::Throughput),
             "ops_per_cpu_sec" => return Ok(TrialMetric::CpuThroughput),
+            "max_rss" | "max_rss_kib" => return Ok(TrialMetric::MaxRss),
             _ => {}
         }
         let name = name
@@ -52,11 +57,11 @@ impl TrialMetric {
             if !have.iter().any(|m| m == name) {
                 let offer = if have.is_empty() {
                     "it printed none (`run --cmd … --metric NAME=REGEX` reads one); compare \
-                     throughput or ops_per_cpu_sec"
+                     throughput, ops_per_cpu_sec or max_rss"
                         .to_string()
                 } else {
                     format!(
-                        "its figures: {} (or throughput, ops_per_cpu_sec)",
+                        "its figures: {} (or throughput, ops_per_cpu_sec, max_rss)",
                         have.join(", ")
                     )
                 };
@@ -74,6 +79,7 @@ impl TrialMetric {
         match self {
             TrialMetric::Throughput => ("ops/s".into(), None),
             TrialMetric::CpuThroughput => ("ops/CPU-s".into(), None),
+            TrialMetric::MaxRss => ("KiB".into(), Some(Direction::LowerIsBetter)),
             TrialMetric::Reported(name) => {
                 let spec = a.metrics().into_iter().find(|m| &m.name == name);
                 let unit = spec.as_ref().map(|m| m.unit.clone()).unwrap_or_default();
@@ -94,6 +100,9 @@ impl TrialMetric {
             TrialMetric::CpuThroughput => {
                 "ops / (user + system CPU time) of each trial; a point's value is the median".into()
             }
+            TrialMetric::MaxRss => "the largest resident set one process of each trial \
+                reached (KiB); a point's value is the median"
+                .into(),
             TrialMetric::Reported(name) => format!(
                 "{name} as the command printed it in each trial; a point's value is the median"
             ),
@@ -113,12 +122,35 @@ impl TrialMetric {
                     f64::NAN
                 }
             }
+            TrialMetric::MaxRss => m.usage.max_rss_kib.map_or(f64::NAN, |kib| kib as f64),
             TrialMetric::Reported(name) => m
                 .reported
                 .as_ref()
                 .and_then(|r| r.values.get(name).copied())
                 .unwrap_or(f64::NAN),
         }
+    }
+}
+
+impl TrialMetric {
+    /// Why `data` cannot be compared on this metric, when none of its trials has a value for
+    /// it (peak memory in a run recorded before it was kept, or every step profiled).
+    pub fn missing_in(&self, data: &RunData) -> Option<String> {
+        if *self != TrialMetric::MaxRss {
+            return None;
+        }
+        let measured = data.trials.iter().any(|t| {
+            t.outcome
+                .measurement()
+                .is_some_and(|m| m.usage.max_rss_kib.is_some())
+        });
+        (!measured).then(|| {
+            format!(
+                "run {} has no peak memory in any trial (runs recorded before scalelab kept it, \
+                 and command trials perf record ran, have none); run it again to compare max_rss",
+                data.meta.id
+            )
+        })
     }
 }
 

@@ -35,7 +35,7 @@ pub(crate) const MAX_EXTRAS: usize = 4;
 const SLOT_BYTES: usize = 256;
 const SLOT_U64S: usize = SLOT_BYTES / 8;
 const HEADER_BYTES: usize = 512;
-const USAGE_FIELDS: usize = 9;
+const USAGE_FIELDS: usize = 10;
 /// Stands for "not measured" in the run-delay field.
 const UNMEASURED: u64 = u64::MAX;
 const R_START: usize = 0;
@@ -179,6 +179,8 @@ impl Control {
             block_in: d[6],
             block_out: d[7],
             run_delay: measured.then_some(Nanos(d[8])),
+            // A high-water mark: the reading at the window's end, not a difference.
+            max_rss_kib: (end[9] != UNMEASURED).then_some(end[9]),
         };
         Some(OwnWindow {
             usage,
@@ -261,6 +263,7 @@ fn usage_fields(u: &Usage) -> [u64; USAGE_FIELDS] {
         u.block_in,
         u.block_out,
         u.run_delay.map_or(UNMEASURED, |d| d.0),
+        u.max_rss_kib.unwrap_or(UNMEASURED),
     ]
 }
 
@@ -276,6 +279,7 @@ pub(crate) fn to_usage(r: &sys::ResourceUsage) -> Usage {
         block_in: r.block_in,
         block_out: r.block_out,
         run_delay: None,
+        max_rss_kib: Some(r.max_rss_kib),
     }
 }
 

@@ -52,11 +52,14 @@ const REAP_WAIT: Duration = Duration::from_secs(5);
 const MIN_OUTPUT_WAIT: Duration = Duration::from_millis(200);
 const MAX_OUTPUT_WAIT: Duration = Duration::from_secs(2);
 
-/// `usage` of a tree with `perf record`'s own CPU (`observer`) taken out.
+/// `usage` of a tree with `perf record`'s own CPU (`observer`) taken out. Its peak memory is
+/// then not the command's: `perf record` is the waited process, and its own buffers would be
+/// the largest resident set, so it is left unmeasured.
 fn without_observer(mut usage: Usage, observer: Option<sys::OwnCpu>) -> Usage {
     if let Some(o) = observer {
         usage.user.0 = usage.user.0.saturating_sub(o.user_ns);
         usage.sys.0 = usage.sys.0.saturating_sub(o.sys_ns);
+        usage.max_rss_kib = None;
     }
     usage
 }

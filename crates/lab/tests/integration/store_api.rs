@@ -134,6 +134,7 @@ mod store {
                     block_in: 5,
                     block_out: 6,
                     run_delay: (index % 2 == 0).then_some(Nanos(777)),
+                    max_rss_kib: (index % 2 == 1).then_some(u64::MAX - 5),
                 },
                 counters: vec![
                     CounterValue {
@@ -524,14 +525,14 @@ mod store {
         assert_eq!(
             lines.next().unwrap(),
             "run_id,workload,variant,n,trial,status,window_s,ops,ops_per_sec,user_s,sys_s,minor_faults,\
-         major_faults,voluntary_switches,involuntary_switches,block_in,block_out,run_delay_s,cycles,\
-         instructions,cache_misses,failure"
+         major_faults,voluntary_switches,involuntary_switches,block_in,block_out,run_delay_s,max_rss_kib,\
+         cycles,instructions,cache_misses,failure"
         );
         let first = lines.next().unwrap();
         assert_eq!(
             first,
             format!(
-                "{},page_fault,stock,1,0,ok,5.000123456,1000,{},4,{},12,0,3,4,5,6,0.000000777,123456789,,,",
+                "{},page_fault,stock,1,0,ok,5.000123456,1000,{},4,{},12,0,3,4,5,6,0.000000777,,123456789,,,",
                 data.meta.id,
                 1000.0 / 5.000123456,
                 (u64::MAX - 4_000_000_000) as f64 / 1e9
@@ -540,7 +541,7 @@ mod store {
         // The failed trial's reason holds a comma, quotes and a newline: one quoted field.
         assert!(
             text.contains(
-                ",failed,,,,,,,,,,,,,,,,\"killed by SIGKILL, \"\"OOM\"\"\nat deadline\"\n"
+                ",failed,,,,,,,,,,,,,,,,,\"killed by SIGKILL, \"\"OOM\"\"\nat deadline\"\n"
             ),
             "{text}"
         );
@@ -1383,8 +1384,12 @@ mod store {
     }
 
     fn trial_strategy() -> impl Strategy<Value = TrialRecord> {
-        let usage =
-            (prop::array::uniform8(any::<u64>()), any::<Option<u64>>()).prop_map(|(u, d)| Usage {
+        let usage = (
+            prop::array::uniform8(any::<u64>()),
+            any::<Option<u64>>(),
+            any::<Option<u64>>(),
+        )
+            .prop_map(|(u, d, rss)| Usage {
                 user: Nanos(u[0]),
                 sys: Nanos(u[1]),
                 minor_faults: u[2],
@@ -1394,6 +1399,7 @@ mod store {
                 block_in: u[6],
                 block_out: u[7],
                 run_delay: d.map(Nanos),
+                max_rss_kib: rss,
             });
         let counter = (
             ".{0,8}",

@@ -12,8 +12,8 @@ use super::page::{ExplainSection, RunSection, Table};
 use super::{attribution, charts, plot};
 use crate::error::PresentError;
 use crate::explain_text::{answer, cause_label, share_with_interval};
-use crate::number_format::duration;
 use crate::number_format::time_line;
+use crate::number_format::{duration, opt_kib};
 
 /// One run's section: its description and settings, warnings, charts, tables, flame graph and
 /// environment.
@@ -118,6 +118,8 @@ fn points_table(s: &RunSummary) -> Table {
         "vcsw",
         "ivcsw",
         "runq wait",
+        "max RSS",
+        "RSS/task",
     ];
     let rows = s
         .points
@@ -151,6 +153,8 @@ fn points_table(s: &RunSummary) -> Table {
                 opt(p.involuntary_switches),
                 p.runq_pct
                     .map_or_else(|| "n/a".into(), |pct| format!("{pct:.1}%")),
+                opt_kib(p.max_rss_kib),
+                opt_kib(p.max_rss_per_task_kib),
             ]
         })
         .collect();

@@ -11,12 +11,16 @@
 
 use serde_json::Value;
 
-use crate::common::{CpuTicks, Lab, kernel_tracer_fell_back};
+use crate::common::{CpuTicks, Lab, kernel_tracer_fell_back, perf_available};
 
 /// `run WORKLOAD … --tasks 1,2 --runs 3 --duration 300ms` with `extra`, then `explain last
 /// --json`; `None` when lock tracing is unavailable here. Returns the explanation and `run`'s
 /// stdout.
 fn explained(lab: &Lab, spec: &[&str], extra: &[&str]) -> Option<(Value, String)> {
+    // Every caller asks for a profile (`--explain` or `--profile`): perf records it.
+    if !perf_available() {
+        return None;
+    }
     let mut args = vec!["run"];
     args.extend_from_slice(spec);
     args.extend_from_slice(&[

@@ -22,6 +22,7 @@ mod input_limits;
 mod locks;
 mod offcpu;
 mod output;
+mod peak_memory;
 mod pg_urls;
 mod processes;
 mod profile;

@@ -10,7 +10,8 @@
 //! performance engineer names; where it is within noise, explain must say that instead of
 //! ranking (the rule in `explain`'s noise module).
 //!
-//! CI installs the programs (`.ci/run`); elsewhere a missing one skips its test, saying so.
+//! `scripts/test` (the README's test command, which CI runs) installs the programs; elsewhere a
+//! missing one skips its test, saying so.
 //! Lock and scheduler tracing need root and tracefs, as `--explain` does.
 
 use std::process::Command;
@@ -28,7 +29,7 @@ pub(crate) fn installed(program: &str) -> bool {
     if !ok {
         assert!(
             std::env::var("CI").is_err(),
-            "{program} is not installed: .ci/run installs it (apt-get install {program})"
+            "{program} is not installed: scripts/test installs it (apt-get install {program})"
         );
         println!("skipped: {program} is not installed (Debian: apt-get install {program})");
     }

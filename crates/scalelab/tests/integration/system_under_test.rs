@@ -6,8 +6,8 @@
 //! show the backends as `server` threads, and still add up.
 //!
 //! Needs root (the server runs as the `postgres` user through `setpriv`), Debian's
-//! `postgresql` package and a loop device; CI has all three (`.ci/run`), elsewhere a missing one
-//! skips the test, saying so.
+//! `postgresql` package (`scripts/test` installs it) and a loop device; where one is missing the
+//! test skips, saying so.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

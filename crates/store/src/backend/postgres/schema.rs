@@ -18,8 +18,11 @@ use crate::schema::{V2, V3, V6, V7, V8, V10, V12};
 
 /// Step `i` takes the schema from version `i` to `i + 1`. Append only; never edit a shipped step.
 pub(crate) const PG_MIGRATIONS: &[&str] = &[
-    PG_V1, V2, V3, PG_V4, PG_V5, V6, V7, V8, PG_V9, V10, PG_V11, V12, PG_V13, PG_V14,
+    PG_V1, V2, V3, PG_V4, PG_V5, V6, V7, V8, PG_V9, V10, PG_V11, V12, PG_V13, PG_V14, PG_V15,
 ];
+
+/// Version 15 (see `schema::V15`): each trial's peak memory, in KiB.
+const PG_V15: &str = "ALTER TABLE trials ADD COLUMN max_rss_kib BIGINT;";
 
 // The two lists stay the same length: a migration is added to both.
 const _: () = assert!(PG_MIGRATIONS.len() as i64 == SCHEMA_VERSION);
