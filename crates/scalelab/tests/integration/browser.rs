@@ -169,6 +169,11 @@ impl Browser {
         }
     }
 
+    /// Types `text` into the element that has the focus, as a keyboard would.
+    pub(crate) fn type_text(&mut self, text: &str) {
+        self.call("Input.insertText", json!({ "text": text }));
+    }
+
     /// Clicks the middle of the element `selector` selects with the mouse's left button.
     pub(crate) fn click(&mut self, selector: &str) {
         let quoted = serde_json::to_string(selector).unwrap();

@@ -1,7 +1,8 @@
 //! The dashboard's runs page tells command runs apart (issue 53): over a store of real command
 //! runs — dbench twice and pgbench against a PostgreSQL its `--server` starts (zstd where no
 //! PostgreSQL can be made, as `system_under_test` says why) — each row shows its command line
-//! (cut, the whole on hover), the filter by command text keeps one command's runs, a row's
+//! (cut, the whole on hover), the filter by command text (`/?cmd=`, or a program's name typed
+//! into the filter's box) keeps one command's runs, a row's
 //! history link opens its command's series, a row compares with its series' previous run, and
 //! in headless Chromium, checking two rows with the mouse and pressing compare opens their
 //! comparison — with no console message on any of these pages.
@@ -127,18 +128,18 @@ fn the_runs_page_names_commands_filters_by_them_and_compares_two_checked_rows() 
         );
     }
 
-    // The filter box keeps one command's runs.
-    browser.open(&format!(
-        "{}/?cmd={}",
-        server.base,
-        other_cmd
-            .split(' ')
-            .next()
-            .unwrap()
-            .rsplit('/')
-            .next()
-            .unwrap()
-    ));
+    // Typed into the filter's command box, a program's name keeps that command's runs.
+    let program = other_cmd
+        .split(' ')
+        .next()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap();
+    browser.click("input[name=cmd]");
+    browser.type_text(program);
+    browser.click("form[action=\"/\"] button[type=submit]");
+    browser.wait_for("the filtered runs", |h| h.contains("cmd="));
     let kept = command_cells(&mut browser);
     assert_eq!(
         kept.iter().map(|c| c.0).collect::<Vec<_>>(),
