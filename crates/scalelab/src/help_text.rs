@@ -183,8 +183,9 @@ EXAMPLES:
   scalelab serve --listen 127.0.0.1:9000
   scalelab serve --listen localhost:8080 --allowed-host perf.example.internal
 
-Pages: / (runs, filtered by workload, host, tag, variant), /run/ID,
-/compare/A/B, /history/WORKLOAD (per machine class). No page writes; no
+Pages: / (runs, filtered by workload, command text, host, tag, variant; check
+two rows to compare them), /run/ID, /compare/A/B, /history/WORKLOAD (per
+machine class; a command's: /history/cmd?p=cmd=...). No page writes; no
 external script or font is loaded. Ctrl-C stops the server.
 
 The dashboard has no login: anyone who reaches its address reads every run.

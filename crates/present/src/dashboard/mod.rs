@@ -1,5 +1,6 @@
 //! The pages of `scalelab serve` that the HTML report does not have: the list of runs (with
-//! its filter form), the index of a workload's history by machine class, the lab's queue (jobs,
+//! its filter form, each command run named by its command line, and a form whose two checked
+//! rows open their comparison — a plain GET form, no script), the index of a workload's history by machine class, the lab's queue (jobs,
 //! recurring jobs with their history, agents), an error page, and
 //! the navigation bar and banners put on top of the report's own pages (one run, two compared,
 //! one history), which [`crate::html`] renders as for `scalelab report`.
@@ -25,6 +26,8 @@ pub struct RunsFilter {
     pub tag: String,
     /// `variant=`.
     pub variant: String,
+    /// `cmd=`: text the command line contains.
+    pub cmd: String,
 }
 
 /// One row of the runs page.
@@ -38,6 +41,8 @@ pub struct RunRow {
     pub name: String,
     /// The workload (`cmd` for commands).
     pub workload: String,
+    /// A command run's command line (its `cmd` parameter), or empty.
+    pub command: String,
     /// The variant, or empty.
     pub variant: String,
     /// `key=value` pairs, comma-separated.
@@ -54,10 +59,32 @@ pub struct RunRow {
     pub trials_ok: usize,
     /// Trials that failed.
     pub trials_failed: usize,
-    /// The history of its workload.
+    /// The history of its series (its workload and parameters: a command run's, its command's).
     pub history_href: String,
-    /// Its comparison with the run of the same workload before it, if any.
+    /// Its comparison with the run of the same series before it, if any.
     pub compare_href: Option<String>,
+}
+
+/// A row as the runs page renders it: the command line shortened for the cell.
+#[derive(Serialize)]
+struct RowView<'a> {
+    #[serde(flatten)]
+    row: &'a RunRow,
+    /// [`RunRow::command`] cut to [`COMMAND_CHARS`], the full text on hover.
+    command_short: String,
+}
+
+/// The most characters of a command line the runs table shows.
+const COMMAND_CHARS: usize = 48;
+
+/// `command` cut to `chars` characters, the last of them `…` when cut.
+fn shortened(command: &str, chars: usize) -> String {
+    if command.chars().count() <= chars {
+        return command.to_owned();
+    }
+    let mut out: String = command.chars().take(chars.saturating_sub(1)).collect();
+    out.push('…');
+    out
 }
 
 /// One machine class of a workload's history index.
@@ -112,7 +139,7 @@ struct Page<'a> {
     title: &'a str,
     nav: String,
     filters: Option<&'a RunsFilter>,
-    rows: &'a [RunRow],
+    rows: Vec<RowView<'a>>,
     shown: usize,
     total: usize,
     classes: &'a [ClassRow],
@@ -145,7 +172,7 @@ fn blank<'a>(kind: &'a str, title: &'a str) -> Page<'a> {
         title,
         nav: nav(),
         filters: None,
-        rows: &[],
+        rows: Vec::new(),
         shown: 0,
         total: 0,
         classes: &[],
@@ -162,16 +189,23 @@ pub fn runs_page(
 ) -> Result<String, PresentError> {
     render(&Page {
         filters: Some(filters),
-        rows,
+        rows: rows
+            .iter()
+            .map(|row| RowView {
+                row,
+                command_short: shortened(&row.command, COMMAND_CHARS),
+            })
+            .collect(),
         shown: rows.len(),
         total,
         ..blank("runs", "Runs")
     })
 }
 
-/// A workload's history index: one row per machine class.
-pub fn history_index(workload: &str, classes: &[ClassRow]) -> Result<String, PresentError> {
-    let title = format!("History of {workload}");
+/// A series' history index: one row per machine class; `series` names it (a workload, or a
+/// command line).
+pub fn history_index(series: &str, classes: &[ClassRow]) -> Result<String, PresentError> {
+    let title = format!("History of {series}");
     render(&Page {
         classes,
         ..blank("history_index", &title)
@@ -257,6 +291,7 @@ mod tests {
             href: format!("/run/{}", url_part(HOSTILE)),
             name: HOSTILE.into(),
             workload: HOSTILE.into(),
+            command: HOSTILE.into(),
             variant: HOSTILE.into(),
             tags: HOSTILE.into(),
             host: HOSTILE.into(),
@@ -270,6 +305,7 @@ mod tests {
         };
         let filters = RunsFilter {
             workload: HOSTILE.into(),
+            cmd: HOSTILE.into(),
             ..RunsFilter::default()
         };
         let page = runs_page(&filters, &[row], 1).unwrap();
@@ -320,5 +356,43 @@ mod tests {
         let page = error_page("t", HOSTILE).unwrap();
         assert!(!page.contains("<img"), "{page}");
         assert_eq!(url_part("a b/é"), "a%20b%2F%C3%A9");
+    }
+
+    #[test]
+    fn a_command_run_shows_its_command_cut_with_the_whole_on_hover() {
+        let long = format!("dbench -t 1 {{n}} {}", "x".repeat(80));
+        let row = |id: i64, workload: &str, command: &str| RunRow {
+            id,
+            href: format!("/run/{id}"),
+            name: String::new(),
+            workload: workload.into(),
+            command: command.into(),
+            variant: String::new(),
+            tags: String::new(),
+            host: "h".into(),
+            host_class: "c".into(),
+            status: "complete".into(),
+            started_at: "t".into(),
+            trials_ok: 1,
+            trials_failed: 0,
+            history_href: "/history/x".into(),
+            compare_href: None,
+        };
+        let rows = [row(2, "cmd", &long), row(1, "spin", "")];
+        let page = runs_page(&RunsFilter::default(), &rows, 2).unwrap();
+        let short = shortened(&long, COMMAND_CHARS);
+        assert_eq!(short.chars().count(), COMMAND_CHARS);
+        assert!(short.starts_with("dbench -t 1 {n} xx") && short.ends_with('…'));
+        assert!(
+            page.contains(&format!(
+                "<code class=\"command\" title=\"{long}\">{short}</code>"
+            )),
+            "{page}"
+        );
+        assert!(page.contains("<td>spin</td>"), "{page}");
+        // Two checkboxes in one GET form to /compare.
+        assert!(page.contains("action=\"/compare\""), "{page}");
+        assert_eq!(page.matches("type=\"checkbox\" name=\"run\"").count(), 2);
+        assert_eq!(shortened("pgbench", COMMAND_CHARS), "pgbench");
     }
 }

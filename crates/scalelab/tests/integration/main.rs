@@ -6,6 +6,7 @@ use store::test_server;
 
 mod big_machine;
 mod bisect;
+mod browser;
 mod cli;
 mod command_attribution;
 mod commands;
@@ -28,6 +29,7 @@ mod processes;
 mod profile;
 mod real_programs;
 mod report;
+mod runs_list;
 mod system_under_test;
 mod team_lab;
 mod wording;

@@ -21,7 +21,7 @@ use crate::real_programs::{
 
 /// A PostgreSQL data directory with pgbench's tables, on a journalled ext4, and how to start
 /// its server.
-struct Postgres {
+pub(crate) struct Postgres {
     bin: PathBuf,
     data: PathBuf,
     socket: PathBuf,
@@ -32,7 +32,7 @@ struct Postgres {
 impl Postgres {
     /// initdb, a first start for `pgbench -i -s 1`, stopped again; `None` (saying why) where
     /// it cannot be made.
-    fn prepare(lab: &Lab) -> Option<Postgres> {
+    pub(crate) fn prepare(lab: &Lab) -> Option<Postgres> {
         if !perf_available() || !installed("pgbench") {
             return None;
         }
@@ -88,7 +88,7 @@ impl Postgres {
     }
 
     /// The server's command line (fsync on, the socket only).
-    fn server_command(&self) -> String {
+    pub(crate) fn server_command(&self) -> String {
         format!(
             "exec setpriv --reuid=postgres --regid=postgres --init-groups {} -D {} -k {} -c listen_addresses= -c fsync=on -c shared_buffers=64MB",
             self.bin.join("postgres").display(),
@@ -97,7 +97,7 @@ impl Postgres {
         )
     }
 
-    fn ready_command(&self) -> String {
+    pub(crate) fn ready_command(&self) -> String {
         format!(
             "{} -q -h {}",
             self.bin.join("pg_isready").display(),
@@ -105,7 +105,7 @@ impl Postgres {
         )
     }
 
-    fn pgbench(&self) -> String {
+    pub(crate) fn pgbench(&self) -> String {
         format!(
             "{} -h {} -U bench -c {{n}} -j {{n}} -T 2 postgres",
             self.bin.join("pgbench").display(),

@@ -2,9 +2,12 @@
 //! unless told otherwise.
 //!
 //! Pages (GET only; any other method is 405, and no page writes): `/` the runs, filtered by
-//! workload, host, tag and variant; `/run/ID` one run, as the HTML report shows it;
-//! `/compare/A/B` two runs compared, with a warning when their machine classes differ;
-//! `/history/WORKLOAD` its series per machine class with `history --check`'s verdict, and
+//! workload, command text (`cmd=`), host, tag and variant, a command run named by its command
+//! line; `/run/ID` one run, as the HTML report shows it; `/compare/A/B` two runs compared, with
+//! a warning when their machine classes differ (`/compare?run=A&run=B`, what the runs page's
+//! checkboxes send, redirects there, the older run first); `/history/WORKLOAD[?p=KEY=VAL…]` its
+//! series (a command run's: `/history/cmd?p=cmd=…`) per machine class with `history --check`'s
+//! verdict, and
 //! `/history/WORKLOAD?class=C[&at=N][&metric=M][&p=KEY=VAL]` one class's series with its change
 //! points. The store is read under one lock in a blocking task; finished runs are kept in
 //! memory once loaded (a run changes only while `running`).
@@ -15,6 +18,7 @@
 
 mod listener;
 mod request_guard;
+mod runs_list;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -30,13 +34,10 @@ use axum::extract::{Path as UrlPath, RawQuery, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use model::env::MachineClass;
 use model::record::{RunData, RunStatus};
-use present::dashboard::{
-    self, ClassRow, QueueJobRow, QueueScheduleRow, QueueView, RunRow, RunsFilter, url_part,
-};
+use present::dashboard::{self, ClassRow, QueueJobRow, QueueScheduleRow, QueueView, url_part};
 use stats::CompareOptions;
-use store::{RunFilter, Store, StoreError};
+use store::{Store, StoreError};
 
 use crate::arguments::ServeArgs;
 use crate::{db_path, queue_lines};
@@ -127,8 +128,9 @@ pub fn run(db: Option<&Path>, args: &ServeArgs) -> Result<ExitCode> {
 
 fn router(state: Arc<Dashboard>) -> Router {
     Router::new()
-        .route("/", get(runs_page))
+        .route("/", get(runs_list::runs_page))
         .route("/run/{id}", get(run_page))
+        .route("/compare", get(runs_list::compare_checked))
         .route("/compare/{a}/{b}", get(compare_page))
         .route("/history/{workload}", get(history_page))
         .route("/queue", get(queue_page))
@@ -290,88 +292,6 @@ impl Dashboard {
     }
 }
 
-async fn runs_page(State(state): State<Arc<Dashboard>>, RawQuery(q): RawQuery) -> Response {
-    with_store(state, move |d| {
-        let q = query_pairs(q.as_deref());
-        let get = |k: &str| {
-            q.iter()
-                .rev()
-                .find(|(key, v)| key == k && !v.is_empty())
-                .map(|(_, v)| v.clone())
-        };
-        let tag = get("tag");
-        let tags = match &tag {
-            Some(t) => match t.split_once('=') {
-                Some((k, v)) => vec![(k.to_owned(), v.to_owned())],
-                None => return Err(bad_request("tag: give it as KEY=VAL")),
-            },
-            None => Vec::new(),
-        };
-        let filter = RunFilter {
-            workload: get("workload"),
-            variant: get("variant"),
-            host: get("host"),
-            tags,
-            ..RunFilter::default()
-        };
-        let store = d.store()?;
-        let runs = store
-            .list_runs(&filter)
-            .map_err(|e| internal(&e.to_string()))?;
-        let counts = store
-            .all_trial_counts()
-            .map_err(|e| internal(&e.to_string()))?;
-        let total = runs.len();
-        // The run of the same workload (and parameters) before each, for "compare with previous".
-        let mut previous: HashMap<i64, i64> = HashMap::new();
-        let mut last_of: HashMap<(&str, &BTreeMap<String, String>), i64> = HashMap::new();
-        for m in &runs {
-            if let Some(p) = last_of.insert((m.workload.as_str(), &m.params), m.id) {
-                previous.insert(m.id, p);
-            }
-        }
-        let rows: Vec<RunRow> = runs
-            .iter()
-            .rev()
-            .take(PAGE_ROWS)
-            .map(|m| {
-                let (ok, failed) = counts.get(&m.id).copied().unwrap_or((0, 0));
-                RunRow {
-                    id: m.id,
-                    href: format!("/run/{}", m.id),
-                    name: m.name.clone().unwrap_or_default(),
-                    workload: m.workload.clone(),
-                    variant: m.variant.clone().unwrap_or_default(),
-                    tags: m
-                        .tags
-                        .iter()
-                        .map(|(k, v)| format!("{k}={v}"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    host: m.env.hostname.clone(),
-                    host_class: MachineClass::of(&m.env).to_string(),
-                    status: m.status.to_string(),
-                    started_at: m.started_at.clone(),
-                    trials_ok: ok,
-                    trials_failed: failed,
-                    history_href: format!("/history/{}", url_part(&m.workload)),
-                    compare_href: previous
-                        .get(&m.id)
-                        .map(|p| format!("/compare/{p}/{}", m.id)),
-                }
-            })
-            .collect();
-        let shown = RunsFilter {
-            workload: get("workload").unwrap_or_default(),
-            host: get("host").unwrap_or_default(),
-            tag: tag.unwrap_or_default(),
-            variant: get("variant").unwrap_or_default(),
-        };
-        dashboard::runs_page(&shown, &rows, total).map_err(|e| internal(&e.to_string()))
-    })
-    .await
-}
-
 /// The lab's queue: jobs (with their runs), recurring jobs (with their series' change points)
 /// and agents; on a SQLite store, why there is none.
 async fn queue_page(State(state): State<Arc<Dashboard>>) -> Response {
@@ -409,12 +329,17 @@ async fn queue_page(State(state): State<Arc<Dashboard>>) -> Response {
     .await
 }
 
-/// The history page of a `run` job's series (a built-in workload and its parameters).
+/// The history page of a `run` job's series (a built-in workload and its parameters, or a
+/// command's: `/history/cmd?p=cmd=…`).
 fn series_href(args: &[String]) -> Option<String> {
     let series = crate::job_args::check(args).ok()?.series?;
     let (workload, rest) = series.split_first()?;
     if workload == "--cmd" {
-        return None;
+        let cmd = rest.first()?;
+        return Some(format!(
+            "/history/cmd?p={}",
+            url_part(&format!("cmd={cmd}"))
+        ));
     }
     let params: String = rest
         .chunks(2)
@@ -531,6 +456,12 @@ async fn history_page(
             .flatten()
             .map(|(k, v)| format!("&p={}", url_part(&format!("{k}={v}"))))
             .collect();
+        // A command's series is named by its command line, not `cmd`.
+        let name = series
+            .first()
+            .and_then(|s| runs_list::command_of(&workload, &s.history.params))
+            .unwrap_or(&workload)
+            .to_owned();
         match class {
             None => {
                 let rows: Vec<ClassRow> = series
@@ -557,7 +488,7 @@ async fn history_page(
                         }
                     })
                     .collect();
-                dashboard::history_index(&workload, &rows).map_err(|e| internal(&e.to_string()))
+                dashboard::history_index(&name, &rows).map_err(|e| internal(&e.to_string()))
             }
             Some(class) => {
                 let Some(h) = series.into_iter().next().map(|s| s.history) else {
@@ -569,7 +500,7 @@ async fn history_page(
                     "Machine class {class}. history --check: {}",
                     check_verdict(&h)
                 )];
-                let title = format!("History of {workload}");
+                let title = format!("History of {name}");
                 report(&[], Some(h), &title, &banners)
             }
         }
