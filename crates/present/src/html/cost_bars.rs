@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use analysis::explain::Explanation;
 
 use super::bar_frame::{Frame, open};
-use super::cost_parts::{CostParts, cost_parts};
+use super::cost_parts::{CostParts, PointParts, cost_parts};
 use super::legend::{self, Entry, Mark, escape};
 use crate::number_format::duration;
 
@@ -54,7 +54,7 @@ pub(super) fn cost_bars(e: &Explanation) -> String {
     let slot = (frame.right - frame.left) / parts.points.len().max(1) as f64;
     let bar = (slot * 0.55).min(90.0);
     svg.push_str("<g class=\"bars\">");
-    for (i, (n, total, values)) in parts.points.iter().enumerate() {
+    for (i, PointParts { n, total, values }) in parts.points.iter().enumerate() {
         let x = frame.left + slot * (i as f64 + 0.5) - bar / 2.0;
         let mut top = 0.0;
         let mut highest: f64 = 0.0;
@@ -125,9 +125,9 @@ fn extent(parts: &CostParts) -> (f64, f64) {
     parts
         .points
         .iter()
-        .fold((0.0, 0.0), |(lo, hi): (f64, f64), (_, total, values)| {
-            let up: f64 = values.iter().map(|v| v.1).filter(|v| *v > 0.0).sum();
-            (lo.min(*total), hi.max(up).max(*total))
+        .fold((0.0, 0.0), |(lo, hi): (f64, f64), p| {
+            let up: f64 = p.values.iter().map(|v| v.1).filter(|v| *v > 0.0).sum();
+            (lo.min(p.total), hi.max(up).max(p.total))
         })
 }
 

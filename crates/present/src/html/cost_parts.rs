@@ -79,13 +79,21 @@ impl PartKey {
     }
 }
 
-/// The parts of every N: the legend (bottom of a stack first) and, per N, each part's ns per
-/// op by legend index (absent where the part was not seen at that N).
+/// The parts of every N: the legend (bottom of a stack first) and each N's values.
 #[derive(Debug, Clone)]
 pub(super) struct CostParts {
     pub(super) keys: Vec<PartKey>,
-    /// (N, ns/op/task, [(key index, ns per op)]).
-    pub(super) points: Vec<(u32, f64, Vec<(usize, f64)>)>,
+    pub(super) points: Vec<PointParts>,
+}
+
+/// One N's bar.
+#[derive(Debug, Clone)]
+pub(super) struct PointParts {
+    pub(super) n: u32,
+    /// Its `ns/op/task`.
+    pub(super) total: f64,
+    /// (key index, ns per op), in legend order; a part not seen at this N is absent.
+    pub(super) values: Vec<(usize, f64)>,
 }
 
 /// One cause's data attributes: `data-part` (its label) and the names of
@@ -186,9 +194,10 @@ fn rest_label(kind: CauseKind) -> &'static str {
 
 /// The parts of `e` to draw.
 pub(super) fn cost_parts(e: &Explanation) -> CostParts {
-    // Each cause's largest cost per op at any N, to pick the ones named.
+    // Each cause's largest cost per op at any N, to pick the ones named; its label is the
+    // largest N's, as in the growth table (a wait for a CPU names who held them there).
     let mut largest: Vec<(Identity, CauseKind, String, f64)> = Vec::new();
-    for p in &e.points {
+    for p in e.points.iter().rev() {
         for part in &p.parts {
             let id = identity(&part.cause);
             match largest.iter_mut().find(|l| l.0 == id) {
@@ -308,7 +317,11 @@ pub(super) fn cost_parts(e: &Explanation) -> CostParts {
                 }
             }
             values.sort_by_key(|v| v.0);
-            (p.n, p.accounting.ns_per_op_task, values)
+            PointParts {
+                n: p.n,
+                total: p.accounting.ns_per_op_task,
+                values,
+            }
         })
         .collect();
     CostParts { keys, points }
@@ -342,7 +355,7 @@ mod tests {
         let e = explain(&explained_run(), &[]).unwrap();
         let parts = cost_parts(&e);
         assert_eq!(parts.points.len(), e.points.len());
-        for (n, total, values) in &parts.points {
+        for PointParts { n, total, values } in &parts.points {
             let sum: f64 = values.iter().map(|v| v.1).sum();
             assert!(
                 (sum - total).abs() <= 1e-6 * total,
