@@ -12,6 +12,10 @@ pub(super) enum Mark {
     Dashed,
     Dot,
     Band,
+    /// A solid block (a bar's part).
+    Block,
+    /// A dashed outline (an unexplained rest).
+    Outline,
 }
 
 /// One entry: a sample mark in the series' colour, then its name.
@@ -79,6 +83,16 @@ pub(super) fn svg(entries: &[Entry], width: f64, top: f64) -> String {
                 "<rect x=\"{x}\" y=\"{}\" width=\"{SAMPLE}\" height=\"10\" fill=\"{c}\" fill-opacity=\"0.2\"/>",
                 y - 5.0
             ),
+            Mark::Block => write!(
+                g,
+                "<rect x=\"{x}\" y=\"{}\" width=\"{SAMPLE}\" height=\"10\" fill=\"{c}\"/>",
+                y - 5.0
+            ),
+            Mark::Outline => write!(
+                g,
+                "<rect x=\"{x}\" y=\"{}\" width=\"{SAMPLE}\" height=\"10\" fill=\"{c}\" stroke=\"#777\" stroke-dasharray=\"3 2\"/>",
+                y - 5.0
+            ),
         };
         let _ = write!(
             g,
@@ -92,7 +106,8 @@ pub(super) fn svg(entries: &[Entry], width: f64, top: f64) -> String {
     g
 }
 
-fn escape(text: &str) -> String {
+/// `text` escaped for SVG text and attribute values.
+pub(super) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for ch in text.chars() {
         match ch {

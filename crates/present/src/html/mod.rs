@@ -11,16 +11,23 @@
 //!
 //! Its parts, imported one way: `page.rs` (what the templates fill), `ticks.rs` (axis ticks)
 //! and `legend.rs` (legend strips) import nothing of the others; `plot.rs` (SVG from numbers)
-//! uses those two; `charts.rs` draws a run's charts with `plot`; `attribution.rs` (profile and
+//! uses those two; `charts.rs` draws a run's charts with `plot`; the explain pictures are drawn
+//! by hand: `cost_parts.rs` picks the parts and colours, `bar_frame.rs` draws the frame,
+//! `cost_bars.rs` (time per op by part at each N) and `growth_waterfall.rs` (what grew) the
+//! bars; `attribution.rs` (profile and
 //! lock tables, the flame graph) fills `page` tables; `run_section.rs`,
 //! `comparison_section.rs` and `history_section.rs` build the sections; this module fills the
 //! templates. `bisect_page.rs` builds the page of a bisection (`report --bisect`), its own
 //! template sharing the report's style.
 
 mod attribution;
+mod bar_frame;
 mod bisect_page;
 mod charts;
 mod comparison_section;
+mod cost_bars;
+mod cost_parts;
+mod growth_waterfall;
 mod history_section;
 mod legend;
 mod page;

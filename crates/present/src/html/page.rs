@@ -90,6 +90,9 @@ pub(super) struct HistorySection {
 #[derive(Debug, Clone, Serialize)]
 pub(super) struct ExplainSection {
     pub(super) answer: String,
+    /// The pictures of the answer (inline SVG): the time per op by part at each N, and the
+    /// growth by cause when there are two N or more.
+    pub(super) charts: Vec<String>,
     pub(super) tables: Vec<Table>,
     pub(super) missing: Vec<String>,
     pub(super) noise: String,

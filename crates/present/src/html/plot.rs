@@ -79,6 +79,12 @@ fn color(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }
 
+/// The palette's colour `i` as (r, g, b), for the charts drawn by hand.
+pub(super) fn palette_rgb(i: usize) -> (u8, u8, u8) {
+    let c = color(i);
+    (c.0, c.1, c.2)
+}
+
 /// Space left of the plot for the y tick labels and the y axis name.
 const Y_LABEL_AREA: u32 = 70;
 const MARGIN: u32 = 12;

@@ -1,7 +1,8 @@
 //! One run's section of the HTML report: what the run was (description, parameters, tags,
 //! command, environment), its warnings and "scales to", the charts, the per-point table, and
 //! the profile and lock tables with the flame graph when the run recorded them; first of all,
-//! why it stops scaling (`scalelab explain`).
+//! why it stops scaling (`scalelab explain`), drawn (`cost_bars`, `growth_waterfall`) and in
+//! tables.
 
 use analysis::explain::Explanation;
 use analysis::report_data::RunReport;
@@ -9,7 +10,7 @@ use analysis::summary::RunSummary;
 use model::number_text::si;
 
 use super::page::{ExplainSection, RunSection, Table};
-use super::{attribution, charts, plot};
+use super::{attribution, charts, cost_bars, growth_waterfall, plot};
 use crate::error::PresentError;
 use crate::explain_text::{answer, cause_label, share_with_interval};
 use crate::number_format::time_line;
@@ -175,7 +176,7 @@ fn signed(ns: f64) -> String {
     }
 }
 
-/// The explanation's answer, its accounting per N and its growth by cause.
+/// The explanation's answer, its pictures, its accounting per N and its growth by cause.
 fn explain_section(e: &Explanation) -> ExplainSection {
     let rows = e
         .points
@@ -296,8 +297,11 @@ fn explain_section(e: &Explanation) -> ExplainSection {
             empty: String::new(),
         });
     }
+    let mut charts = vec![cost_bars::cost_bars(e)];
+    charts.extend(growth_waterfall::growth_waterfall(e));
     ExplainSection {
         answer: answer(e),
+        charts,
         tables,
         missing: e
             .missing

@@ -14,6 +14,7 @@ mod compare;
 mod conventions;
 mod dashboard_guard;
 mod explain;
+mod explain_picture;
 mod file_safety;
 mod fleet;
 mod history;

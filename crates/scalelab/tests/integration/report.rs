@@ -2,7 +2,8 @@
 //! history, rendered by headless Chromium (Debian's `chromium`, installed by `scripts/test`) at
 //! 1280 and at 800 px: no console errors, plots drawn (the screenshots are far from blank), and
 //! — measured in the page by a probe that loads the report in a frame — the comparison comes
-//! first, N axes tick at the measured N, no legend covers a plotted point or line, the flame
+//! first, each run's explain pictures are drawn, N axes tick at the measured N, no legend covers
+//! a plotted point, line or bar, the flame
 //! graph fills the content column's width, no table is empty, the page never scrolls sideways.
 //! The screenshots are kept in `target/test-artifacts/`.
 
@@ -32,7 +33,7 @@ fn ok(c: &mut Command) -> (String, String) {
     )
 }
 
-fn artifacts() -> PathBuf {
+pub(crate) fn artifacts() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-artifacts");
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -105,7 +106,7 @@ pub(crate) fn headless(lab: &Lab, width: u32, args: &[String]) -> (String, Strin
 }
 
 /// Checks a screenshot is far from blank and shows coloured plot lines.
-fn assert_drawn(png: &Path) {
+pub(crate) fn assert_drawn(png: &Path) {
     let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(png).unwrap()));
     let mut reader = decoder.read_info().unwrap();
     let mut buf = vec![0; reader.output_buffer_size().unwrap()];
@@ -153,7 +154,7 @@ function measure() {
   out.charts = [...d.querySelectorAll(".chart svg")].map(svg => {
     const texts = [...svg.querySelectorAll("text")];
     const legend = svg.querySelector("g.legend");
-    const plotted = [...svg.querySelectorAll("circle, polyline")].filter(e => !e.closest("g.legend"));
+    const plotted = [...svg.querySelectorAll("circle, polyline, rect[data-ns]")].filter(e => !e.closest("g.legend"));
     const svgRect = rect(svg);
     const legendRect = legend ? rect(legend) : null;
     // The x axis's tick labels: the texts just below the plotting area, between the lowest
@@ -386,6 +387,18 @@ fn check_report_at(lab: &Lab, html: &Path, page: &str, width: u32) {
         legend.contains("run 1 · stock") && legend.contains("run 3 · patched"),
         "{legend}"
     );
+    // Each run's explain pictures: the bars by part with their legend, the growth's waterfall
+    // (every run here has two N), checked above like every chart.
+    for title in [
+        "Where the time per op goes, at each N",
+        "What grew from N=1 to N=2",
+    ] {
+        let drawn = charts
+            .iter()
+            .filter(|c| c["title"].as_str().unwrap().starts_with(title))
+            .count();
+        assert_eq!(drawn, 2, "{width} px: `{title}` once per run: {charts:#?}");
+    }
     let history = charts
         .iter()
         .find(|c| c["title"].as_str().unwrap().contains("by run"))
