@@ -9,8 +9,8 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::common::Lab;
-use crate::report::{artifacts, assert_drawn, headless};
+use crate::common::{Lab, perf_available};
+use crate::report::{artifacts, assert_drawn, chromium_installed, headless};
 use crate::team_lab::{Server, get};
 
 /// Within this many ns per op a drawn value is the explanation's: sums may round differently,
@@ -170,6 +170,10 @@ fn check_waterfall(svg: &str, g: &Value) {
 
 #[test]
 fn the_explain_pictures_carry_explains_numbers_in_the_report_and_on_the_dashboard() {
+    // `--explain` records a profile with perf.
+    if !perf_available() {
+        return;
+    }
     let lab = Lab::new();
     let (_, stderr) = lab.ok_with_stderr(&[
         "run",
@@ -217,6 +221,9 @@ fn the_explain_pictures_carry_explains_numbers_in_the_report_and_on_the_dashboar
     drop(server);
 
     // Headless Chromium: drawn, and no console message.
+    if !chromium_installed() {
+        return;
+    }
     let png = artifacts().join("explain-picture-1280.png");
     let _ = std::fs::remove_file(&png);
     let (_, log) = headless(
