@@ -12,6 +12,7 @@ mod commands;
 mod compare;
 mod conventions;
 mod dashboard_guard;
+mod doctor;
 mod explain;
 mod file_safety;
 mod fleet;
