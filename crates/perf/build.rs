@@ -1,80 +1,42 @@
-//! Compiles the in-kernel tracers to BPF objects with clang, when clang and libbpf's headers
-//! are present: the off-CPU accounting (`bpf/offcpu.bpf.c`, sets `cfg(offcpu_bpf)`) and the
-//! lock waits (`bpf/locks.bpf.c`, sets `cfg(locks_bpf)`). Without them the crate builds
-//! without it, and `--offcpu` and `--locks` use the perf tracers (and say why).
+//! Embeds the in-kernel tracers' committed BPF objects: the off-CPU accounting
+//! (`bpf/offcpu.bpf.o`, sets `cfg(offcpu_bpf)`) and the lock waits (`bpf/locks.bpf.o`, sets
+//! `cfg(locks_bpf)`). They are compiled from their C source beside them by
+//! `bpf/build-objects` (the pinned clang; CI checks they match): building scalelab needs no
+//! compiler for them, and this script runs none.
 //!
-//! `SCALELAB_NO_BPF=1` builds without it on purpose (to test the fallback).
+//! Without them (`SCALELAB_NO_BPF=1`, to test the fallback, or a target other than x86_64,
+//! whose registers the programs read) it sets `SCALELAB_BPF_ABSENT` to why, and `--offcpu` and
+//! `--locks` use the perf tracers (and say why).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(offcpu_bpf)");
     println!("cargo::rustc-check-cfg=cfg(locks_bpf)");
-    println!("cargo::rerun-if-changed=bpf/offcpu.bpf.c");
-    println!("cargo::rerun-if-changed=bpf/locks.bpf.c");
-    println!("cargo::rerun-if-changed=bpf/sampling.h");
-    println!("cargo::rerun-if-changed=bpf/user_stack.h");
-    println!("cargo::rerun-if-changed=bpf/records.h");
-    println!("cargo::rerun-if-changed=bpf/self_cost.h");
+    println!("cargo::rerun-if-changed=bpf/offcpu.bpf.o");
+    println!("cargo::rerun-if-changed=bpf/locks.bpf.o");
     println!("cargo::rerun-if-env-changed=SCALELAB_NO_BPF");
-    println!("cargo::rerun-if-env-changed=CLANG");
-    if std::env::var_os("SCALELAB_NO_BPF").is_some_and(|v| v == "1") {
+    let absent = if std::env::var_os("SCALELAB_NO_BPF").is_some_and(|v| v == "1") {
+        Some("it was built with SCALELAB_NO_BPF=1".to_string())
+    } else {
+        match std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() {
+            Ok("x86_64") => None,
+            Ok(other) => Some(format!(
+                "its programs read x86_64's registers, and this build is for {other}"
+            )),
+            Err(_) => Some("cargo named no target architecture".to_string()),
+        }
+    };
+    if let Some(why) = absent {
+        println!("cargo::rustc-env=SCALELAB_BPF_ABSENT={why}");
         return;
     }
-    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let clang = std::env::var("CLANG").unwrap_or_else(|_| "clang".to_string());
-    if !Path::new("/usr/include/bpf/bpf_helpers.h").exists() {
-        println!(
-            "cargo::warning=building without the in-kernel tracers: libbpf's headers are missing (apt install libbpf-dev)"
-        );
-        watch_for_the_tools();
-        return;
-    }
-    // -mcpu=v3: compare-and-swap (the lock totals, an episode's END written once; kernels
-    // from 5.12).
     for (name, cfg) in [("offcpu", "offcpu_bpf"), ("locks", "locks_bpf")] {
-        let source = format!("bpf/{name}.bpf.c");
-        let object = out.join(format!("{name}.bpf.o"));
-        let status = Command::new(&clang)
-            .args(["-O2", "-g", "-target", "bpf", "-mcpu=v3", "-Wall"])
-            .arg(format!("-I/usr/include/{}-linux-gnu", arch()))
-            .args(["-c", &source, "-o"])
-            .arg(&object)
-            .status();
-        match status {
-            Ok(s) if s.success() => println!("cargo::rustc-cfg={cfg}"),
-            Ok(s) => println!(
-                "cargo::warning=building without the in-kernel {name} tracer: {clang} failed on {source} ({s})"
-            ),
-            Err(e) => {
-                println!(
-                    "cargo::warning=building without the in-kernel {name} tracer: cannot run {clang} ({e}; apt install clang)"
-                );
-                watch_for_the_tools();
-            }
-        }
-    }
-}
-
-/// Built without the tracers for want of clang or libbpf's headers: installing them must make
-/// the next build compile the tracers (scalelab's fallback note says "install … and rebuild"),
-/// but cargo reruns this script only when a path it was told of changes. Installing a package
-/// changes the folders it adds files to: `/usr/bin` (clang) and `/usr/include` (the `bpf`
-/// folder). A path that does not exist would rerun the script at every build, so only folders
-/// that exist are named.
-fn watch_for_the_tools() {
-    for folder in ["/usr/bin", "/usr/include", "/usr/local/bin"] {
-        if Path::new(folder).is_dir() {
-            println!("cargo::rerun-if-changed={folder}");
-        }
-    }
-}
-
-/// The target's architecture as Debian's multiarch include folder names it.
-fn arch() -> String {
-    match std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() {
-        Ok("x86_64") | Err(_) => "x86_64".to_string(),
-        Ok(other) => other.to_string(),
+        let object = format!("bpf/{name}.bpf.o");
+        assert!(
+            Path::new(&object).is_file(),
+            "crates/perf/{object} is missing: it is committed beside its source (git checkout it, or rebuild it with crates/perf/bpf/build-objects)"
+        );
+        println!("cargo::rustc-cfg={cfg}");
     }
 }

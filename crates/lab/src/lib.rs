@@ -8,7 +8,8 @@
 //! - At the root: the request and its plan ([`RunConfig`], [`Plan`], [`LockRequest`],
 //!   [`OffCpuRequest`], [`parse_duration`], [`check_runs`]), the built-in workloads
 //!   ([`workload_infos`], [`workload_info`]), the errors ([`LabError`], [`Field`]), and the entry
-//!   points of the binary's hidden helper processes ([`die_with_owner`], [`serve_guard`]).
+//!   points of the binary's hidden helper processes ([`die_with_owner`], [`serve_guard`]),
+//!   `doctor`'s probes ([`perf_checks`], [`probe_bpf_tracers`] and its [`bpf_tracers_check`]).
 //! - [`lifecycle`]: the owner of a run ([`lifecycle::run`], [`lifecycle::ab`]).
 //! - [`bisect`]: the commit that made it slower ([`bisect::start`], [`bisect::resume`], and
 //!   [`bisect::next`] / [`bisect::mark`] for `--no-build`).
@@ -40,6 +41,8 @@ pub use error::{Field, LabError};
 pub use locks::{FutexWaits, LockRequest};
 pub use offcpu::OffCpuRequest;
 pub use plan::{Plan, RunConfig, check_runs, parse_duration};
-pub use process::{die_with_owner, perf_checks, serve_guard};
+pub use process::{
+    BpfTracerStatus, bpf_tracers_check, die_with_owner, perf_checks, probe_bpf_tracers, serve_guard,
+};
 pub use tracer_choice::TracerChoice;
 pub use workloads::{WorkloadInfo, workload_info, workload_infos};

@@ -1,13 +1,16 @@
 //! The processes scalelab starts and what becomes of them: every child is marked with its owner
 //! and dies with scalelab ([`owner`]), what a step or trial leaves running is killed
 //! ([`leftovers`]), a guard process cleans up after a scalelab that was killed outright
-//! ([`guard`]), and `/proc` is read for all of it (`sys::proc_table`).
+//! ([`guard`]), and `/proc` is read for all of it (`sys::proc_table`). `doctor`'s probes of
+//! tracing live here too ([`perf_checks`], [`bpf_tracers`]).
 
+mod bpf_tracers;
 pub(crate) mod guard;
 mod idle_tracing;
 pub(crate) mod leftovers;
 pub(crate) mod owner;
 
+pub use bpf_tracers::{BpfTracerStatus, bpf_tracers_check, probe_bpf_tracers};
 pub use guard::serve_guard;
 pub use owner::die_with_owner;
 

@@ -6,7 +6,7 @@
 
 use aya::maps::{Map, MapData, PerCpuArray};
 use aya::programs::BtfTracePoint;
-use aya::{Btf, Ebpf};
+use aya::{Btf, Ebpf, EbpfLoader};
 use perf_read::error::PerfError;
 use perf_read::unwind::{Unwinder, UserRegs};
 
@@ -23,19 +23,39 @@ pub(crate) fn bpf_error(what: &str, e: impl std::fmt::Display) -> PerfError {
     }
 }
 
-/// The object, or why this build has none (build.rs compiles it only with clang and libbpf's
-/// headers).
+/// The object, or why this build has none (build.rs embeds the committed objects but where
+/// `SCALELAB_NO_BPF=1` or the target is not x86_64, and says why in `SCALELAB_BPF_ABSENT`).
 pub(crate) fn object(object: Option<&'static [u8]>) -> Result<&'static [u8], PerfError> {
     object.ok_or_else(|| PerfError::Bpf {
         what: "this scalelab was built without it".into(),
-        cause: "clang or libbpf's headers were missing when it was built".into(),
-        fix: "apt install clang libbpf-dev and rebuild, or use --tracer perf".into(),
+        cause: option_env!("SCALELAB_BPF_ABSENT")
+            .unwrap_or("its build left the BPF objects out")
+            .into(),
+        fix: "rebuild without SCALELAB_NO_BPF (for x86_64), or use --tracer perf".into(),
     })
 }
 
 /// The running kernel's BTF, which `tp_btf` programs and CO-RE reads need.
 pub(crate) fn kernel_btf() -> Result<Btf, PerfError> {
     Btf::from_sys_fs().map_err(|e| bpf_error("reading the kernel's BTF", e))
+}
+
+/// A load test of `object` (`None`: this build has none): loads it against the kernel's BTF,
+/// loads each of `programs` into the kernel (the verifier's judgement) and attaches it, then
+/// detaches and drops everything. Traces nothing and keeps nothing.
+pub(crate) fn load_test(
+    object: Option<&'static [u8]>,
+    programs: &[(&str, &str)],
+) -> Result<(), PerfError> {
+    let object = self::object(object)?;
+    let btf = kernel_btf()?;
+    let mut bpf = EbpfLoader::new()
+        .btf(Some(&btf))
+        .load(object)
+        .map_err(|e| bpf_error("loading the program", e))?;
+    let attached = attach(&mut bpf, &btf, programs);
+    detach(&mut bpf, programs);
+    attached
 }
 
 /// Map `name` of the loaded object, taken out of it as a `T`.

@@ -24,12 +24,12 @@ use crate::tracer::Tracer;
 use perf_read::error::PerfError;
 use perf_read::unwind::UserRegs;
 
-/// The compiled program (build.rs), when clang and libbpf's headers were there; aligned, as
+/// The compiled program, committed beside its source (`bpf/locks.bpf.o`, embedded by build.rs); aligned, as
 /// the ELF parser reads it in place.
 #[cfg(locks_bpf)]
 const OBJECT: Option<&[u8]> = Some(aya::include_bytes_aligned!(concat!(
-    env!("OUT_DIR"),
-    "/locks.bpf.o"
+    env!("CARGO_MANIFEST_DIR"),
+    "/bpf/locks.bpf.o"
 )));
 #[cfg(not(locks_bpf))]
 const OBJECT: Option<&[u8]> = None;
@@ -45,6 +45,16 @@ const FUTEX_SLEEP_PROGRAMS: [(&str, &str); 1] = [("on_switch", "sched_switch")];
 const THREAD_PROGRAMS: [(&str, &str); 2] = [
     ("on_fork", "sched_process_fork"),
     ("on_exit", "sched_process_exit"),
+];
+/// Every program, for the load test.
+const ALL_PROGRAMS: [(&str, &str); 7] = [
+    THREAD_PROGRAMS[0],
+    THREAD_PROGRAMS[1],
+    KERNEL_PROGRAMS[0],
+    KERNEL_PROGRAMS[1],
+    FUTEX_CALL_PROGRAMS[0],
+    FUTEX_CALL_PROGRAMS[1],
+    FUTEX_SLEEP_PROGRAMS[0],
 ];
 
 /// Frames kept per user chain.
@@ -342,9 +352,16 @@ impl std::fmt::Debug for BpfLockTracer {
 }
 
 impl BpfLockTracer {
-    /// Whether this build holds the BPF program (clang and libbpf's headers were there).
+    /// Whether this build holds the BPF program (every x86_64 build but `SCALELAB_NO_BPF=1`).
     pub fn built() -> bool {
         OBJECT.is_some()
+    }
+
+    /// A load test (`scalelab doctor`): loads the object and each of its programs into this
+    /// kernel and attaches them, then detaches and drops them, tracing nothing. Needs what
+    /// [`Self::open`] needs (root or CAP_BPF and CAP_PERFMON, the kernel's BTF).
+    pub fn load_test() -> Result<(), PerfError> {
+        load::load_test(OBJECT, &ALL_PROGRAMS)
     }
 
     /// Loads and attaches the program, tracing the calling thread and every thread and process
@@ -876,7 +893,7 @@ mod tests {
         );
     }
 
-    /// Needs root, BTF and a build with clang; says why it skipped otherwise (fails instead
+    /// Needs root, BTF and a build that carries the program; says why it skipped otherwise (fails instead
     /// with `SCALELAB_REQUIRE_BPF=1`, as CI sets).
     #[test]
     fn contended_futex_waits_are_summed_exactly_and_sampled_with_their_chains() {

@@ -32,12 +32,12 @@ use crate::trace::stream::FreshChains;
 use crate::tracer::Tracer;
 use perf_read::error::PerfError;
 
-/// The compiled program (build.rs), when clang and libbpf's headers were there; aligned, as
+/// The compiled program, committed beside its source (`bpf/offcpu.bpf.o`, embedded by build.rs); aligned, as
 /// the ELF parser reads it in place (a byte array at an odd address fails to parse).
 #[cfg(offcpu_bpf)]
 const OBJECT: Option<&[u8]> = Some(aya::include_bytes_aligned!(concat!(
-    env!("OUT_DIR"),
-    "/offcpu.bpf.o"
+    env!("CARGO_MANIFEST_DIR"),
+    "/bpf/offcpu.bpf.o"
 )));
 #[cfg(not(offcpu_bpf))]
 const OBJECT: Option<&[u8]> = None;
@@ -203,9 +203,16 @@ type Holders = HashMap<u32, (u64, String, bool)>;
 unsafe impl aya::Pod for ThreadEntry {}
 
 impl BpfOffCpuTracer {
-    /// Whether this build holds the BPF program (clang and libbpf's headers were there).
+    /// Whether this build holds the BPF program (every x86_64 build but `SCALELAB_NO_BPF=1`).
     pub fn built() -> bool {
         OBJECT.is_some()
+    }
+
+    /// A load test (`scalelab doctor`): loads the object and each of its programs into this
+    /// kernel and attaches them, then detaches and drops them, tracing nothing. Needs what
+    /// [`Self::open`] needs (root or CAP_BPF and CAP_PERFMON, the kernel's BTF).
+    pub fn load_test() -> Result<(), PerfError> {
+        load::load_test(OBJECT, &PROGRAMS)
     }
 
     /// Loads and attaches the program, tracing the calling thread and every thread and process
@@ -656,7 +663,7 @@ impl Tracer for BpfOffCpuTracer {
 mod tests {
     use super::*;
 
-    /// Needs root, BTF and a build with clang; says why it skipped otherwise (fails instead
+    /// Needs root, BTF and a build that carries the program; says why it skipped otherwise (fails instead
     /// with `SCALELAB_REQUIRE_BPF=1`, as CI sets).
     /// The tracer opened with `config` and accounting from now; `None`, saying why, where it
     /// cannot load (a failure where `SCALELAB_REQUIRE_BPF` is set, as in CI).

@@ -1,4 +1,5 @@
-//! `scalelab doctor`: what on this machine will make numbers noisy, each with a one-line fix.
+//! `scalelab doctor`: what on this machine will make numbers noisy, each with a one-line fix,
+//! and whether the in-kernel tracers this binary carries load here (`--json`: `bpf_tracers`).
 
 use std::process::ExitCode;
 
@@ -13,8 +14,14 @@ pub fn run(json: bool) -> Result<ExitCode> {
     let fp = Fingerprint::capture(&cwd);
     let mut checks = env::checks(&fp);
     checks.extend(lab::perf_checks());
+    let bpf_tracers = lab::probe_bpf_tracers();
+    checks.push(lab::bpf_tracers_check(&bpf_tracers));
     if json {
-        let value = serde_json::json!({ "fingerprint": fp, "checks": checks });
+        let value = serde_json::json!({
+            "fingerprint": fp,
+            "checks": checks,
+            "bpf_tracers": bpf_tracers,
+        });
         model::safe_text::write_json(&mut crate::stdout::stdout(), &value)?;
         return Ok(ExitCode::SUCCESS);
     }

@@ -144,8 +144,8 @@ fn a_shared_futex_mutex_is_the_top_user_lock_attributed_to_its_lock_function() {
 
 /// The two tracers (`--tracer kernel`, the default, and `perf`) on the same workload: the same
 /// top user lock and caller, and counts of the same order (the runs are apart: the counts are
-/// each run's own). The kernel one sums every wait and says what it sampled; in CI, where clang
-/// and libbpf-dev are installed, it must not have fallen back.
+/// each run's own). The kernel one sums every wait and says what it sampled; in CI
+/// (`SCALELAB_REQUIRE_BPF`) it must not have fallen back.
 #[test]
 fn the_kernel_and_the_perf_tracer_name_the_same_hot_futex_mutex() {
     let lab = Lab::new();

@@ -13,6 +13,7 @@ mod commands;
 mod compare;
 mod conventions;
 mod dashboard_guard;
+mod doctor;
 mod explain;
 mod explain_picture;
 mod file_safety;

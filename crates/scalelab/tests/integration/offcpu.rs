@@ -111,7 +111,7 @@ fn pipe_pingpong_blocks_in_pipe_reads_from_its_step() {
 
 /// The two tracers (`--tracer kernel`, the default, and `perf`) on the same workload:
 /// the same top site, each within the residual. The kernel one says what it sampled (in CI,
-/// where clang and libbpf-dev are installed, it must not have fallen back).
+/// where `SCALELAB_REQUIRE_BPF` is set, it must not have fallen back).
 #[test]
 fn the_kernel_and_the_perf_tracer_name_the_same_pipe_read() {
     let lab = Lab::new();

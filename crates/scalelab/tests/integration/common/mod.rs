@@ -162,8 +162,7 @@ pub fn perf_available() -> bool {
 
 /// Whether `report` (a trial's `locks` or `offcpu` report, asked of `--tracer kernel`) fell back
 /// to the perf tracer, which it may only where the in-kernel one cannot load: then its notes
-/// say why, and the test fails where `SCALELAB_REQUIRE_BPF` is set (CI, which installs clang
-/// and libbpf-dev).
+/// say why, and the test fails where `SCALELAB_REQUIRE_BPF` is set (CI).
 pub fn kernel_tracer_fell_back(report: &Value) -> bool {
     if !report["sampling"].is_null() {
         return false;
